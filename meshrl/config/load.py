@@ -1,0 +1,101 @@
+"""YAML + presets + `a.b=c` overrides → a validated `RunConfig`.
+
+Order, later wins: the preset named by `algorithm.preset` (from `meshrl/presets/`), the
+user's YAML, then command-line overrides. Values in overrides are parsed as YAML, so
+`trainer.bf16=true`, `rollout.sampling.stop=["\\n"]` and `model.path=/x` all work.
+"""
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from meshrl.config.errors import ConfigError
+from meshrl.config.schema import RunConfig
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+def available_presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def load_preset(name: str) -> dict:
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise ConfigError(f"algorithm.preset={name!r} is unknown; presets: {', '.join(available_presets())}")
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """['a.b=1', 'c=x'] → {'a': {'b': 1}, 'c': 'x'}."""
+    tree: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} is not of the form key.path=value")
+        node = tree
+        *parents, leaf = key.strip().split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is set both as a value and as a section")
+        node[leaf] = yaml.safe_load(raw) if raw.strip() else ""
+    return tree
+
+
+def deep_merge(base: dict, top: dict) -> dict:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def resolve_tree(tree: dict) -> dict:
+    """Apply the preset under `algorithm.preset`, if any, beneath the user's choices."""
+    algorithm = dict(tree.get("algorithm") or {})
+    preset = algorithm.pop("preset", None)
+    if preset:
+        tree = deep_merge(load_preset(preset), {**tree, "algorithm": algorithm})
+    run = tree.setdefault("run", {})
+    run["dir"] = str(run.get("dir", "runs/${run.name}")).replace("${run.name}", run.get("name", "run"))
+    return tree
+
+
+def validate(tree: dict) -> RunConfig:
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+
+
+def format_validation_error(err: ValidationError) -> str:
+    lines = ["invalid config:"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        given = e.get("input")
+        shown = "" if isinstance(given, dict) else f" (got {given!r})"
+        lines.append(f"  {key}: {e['msg']}{shown}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None) -> RunConfig:
+    """Load a run config from YAML (or `base`, a dict) plus overrides. Raises ConfigError."""
+    tree: dict[str, Any] = dict(base or {})
+    if path is not None:
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            tree = deep_merge(tree, yaml.safe_load(path.read_text()) or {})
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+    tree = deep_merge(tree, parse_overrides(overrides or []))
+    return validate(resolve_tree(tree))
+
+
+def dump_config(cfg: RunConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

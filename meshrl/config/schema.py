@@ -1,0 +1,154 @@
+"""The whole run config: one typed tree. `RunConfig` is what every service receives.
+
+Sections own one concern each; `meshrl train CONFIG.yaml a.b=c` fills them, and the run
+dir keeps the resolved result (`config.yaml`) so any run can be repeated exactly.
+"""
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
+from meshrl.config.errors import ConfigError
+
+
+class ModelConfig(Strict):
+    """A Hugging Face model dir (safetensors) or a GGUF file; `tokenizer` defaults to `path`."""
+
+    path: str
+    gguf_file: str | None = None
+    tokenizer: str | None = None
+    dtype: Literal["float32", "bfloat16"] = "float32"
+
+
+class DataConfig(Strict):
+    """verl-style rows: `prompt` (chat messages), `reward_model.ground_truth`, `data_source`.
+
+    DPO rows carry `prompt`, `chosen`, `rejected` (TRL's convention).
+    """
+
+    train: str
+    eval: str | None = None
+    max_prompt_tokens: int = Field(256, ge=1)
+    shuffle: bool = True
+    apply_chat_template: bool = True
+
+
+class SamplingConfig(Strict):
+    """Group sampling on the rollout engine."""
+
+    group_size: int = Field(8, ge=1)
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(64, ge=1)
+    stop: list[str] = []
+
+
+class RolloutConfig(Strict):
+    replicas: int = Field(1, ge=1)
+    sampling: SamplingConfig = SamplingConfig()
+    kv_cache_gb: float = Field(1.0, gt=0.0)  # VLLM_CPU_KVCACHE_SPACE on CPU
+    enforce_eager: bool = True
+    max_model_len: int = Field(512, ge=16)
+    grpc_port: int = 0  # 0 = pick a free port
+
+
+class RewardComponentConfig(Strict):
+    """One reward term. `kind` picks a built-in rule or `external` (a gRPC service)."""
+
+    name: str
+    kind: str
+    weight: float = 1.0
+    params: dict = {}
+    address: str | None = None  # external: host:port of a RewardService
+    timeout_s: float = Field(10.0, gt=0.0)
+
+
+class RewardConfig(Strict):
+    replicas: int = Field(1, ge=1)
+    components: list[RewardComponentConfig] = [
+        RewardComponentConfig(name="math", kind="math_verify", weight=1.0)
+    ]
+
+
+class ReferenceConfig(Strict):
+    """The frozen reference model. `enabled: auto` = only when the algorithm needs it."""
+
+    enabled: Literal["auto", "on", "off"] = "auto"
+    replicas: int = Field(1, ge=1)
+    micro_batch_size: int = Field(8, ge=1)
+    grpc_port: int = 0
+
+
+class LearnerConfig(Strict):
+    steps: int = Field(20, ge=1)
+    prompts_per_step: int = Field(8, ge=1)
+    max_staleness: int = Field(0, ge=0)  # 0 = synchronous on-policy
+    max_groups_in_flight: int | None = Field(None, ge=1)  # None = prompts_per_step × (staleness+1)
+    push_every: int = Field(1, ge=1)
+    weights_transport: Literal["shm", "objectstore"] = "shm"
+    checkpoint_every: int = Field(0, ge=0)  # 0 = only at the end
+    eval_every: int = Field(0, ge=0)
+    grpc_port: int = 0
+
+    @property
+    def in_flight_bound(self) -> int:
+        return self.max_groups_in_flight or self.prompts_per_step * (self.max_staleness + 1)
+
+
+class NatsConfig(Strict):
+    """`url: embedded` starts a local nats-server with JetStream data in the run dir."""
+
+    url: str = "embedded"
+    connect_timeout_s: float = Field(5.0, gt=0.0)
+
+
+class RunSection(Strict):
+    name: str = "run"
+    dir: str = "runs/${run.name}"
+    seed: int = 0
+
+
+class RunConfig(Strict):
+    run: RunSection = RunSection()
+    model: ModelConfig
+    data: DataConfig
+    algorithm: AlgorithmConfig = AlgorithmConfig()
+    trainer: TrainerConfig = TrainerConfig()
+    rollout: RolloutConfig = RolloutConfig()
+    reward: RewardConfig = RewardConfig()
+    reference: ReferenceConfig = ReferenceConfig()
+    learner: LearnerConfig = LearnerConfig()
+    nats: NatsConfig = NatsConfig()
+
+    @property
+    def reference_enabled(self) -> bool:
+        if self.reference.enabled == "auto":
+            return self.algorithm.needs_reference
+        return self.reference.enabled == "on"
+
+    @model_validator(mode="after")
+    def _batch_arithmetic(self) -> "RunConfig":
+        for problem in batch_arithmetic_problems(self):
+            raise ConfigError(problem)
+        return self
+
+
+def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
+    """Numbers that must agree with each other, each problem naming the keys involved."""
+    problems = []
+    sequences = cfg.learner.prompts_per_step * cfg.rollout.sampling.group_size
+    if sequences % cfg.trainer.mini_batches:
+        problems.append(
+            f"learner.prompts_per_step × rollout.sampling.group_size = {sequences} sequences per "
+            f"step is not divisible by trainer.mini_batches={cfg.trainer.mini_batches}"
+        )
+    if cfg.learner.in_flight_bound < cfg.learner.prompts_per_step:
+        problems.append(
+            f"learner.max_groups_in_flight={cfg.learner.max_groups_in_flight} is below "
+            f"learner.prompts_per_step={cfg.learner.prompts_per_step}: a step could never fill"
+        )
+    if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
+        problems.append(
+            f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}"
+        )
+    return problems

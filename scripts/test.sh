@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets everything up from nothing (scripts/setup.sh), then runs the whole test suite:
+#   bash scripts/test.sh            # all tests
+#   bash scripts/test.sh -m "not slow"   # skip the ones that start vLLM or a whole mesh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+bash scripts/gen_protos.sh --check
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
