@@ -1,0 +1,52 @@
+"""`grpo` and `dr_grpo`: group-relative outcome advantages.
+
+GRPO (Shao et al. 2024, "DeepSeekMath"), for sample i of a prompt group g with score r_i:
+
+    A_i = (r_i − mean_g(r)) / (std_g(r) + eps)      (norm_by_std=True; std with n − 1)
+    A_i = r_i − mean_g(r)                           (norm_by_std=False)
+
+Dr. GRPO (Liu et al. 2025, "Understanding R1-Zero-Like Training: A Critical Perspective")
+drops the std division, which biases towards easy/hard questions; `dr_grpo` always does,
+whatever `norm_by_std` says (pair it with `seq-mean-token-sum-norm`).
+
+The score is `rewards` plus the sum of `token_rewards` over valid tokens. A_i is put on every
+valid token. A group whose scores are all equal (including a group of one) gets exactly 0.
+`returns` equal `advantages` (no critic).
+"""
+from __future__ import annotations
+
+import torch
+
+from meshrl.algos.advantages.common import outcome_scores
+from meshrl.algos.groups import group_stats
+from meshrl.algos.masked import broadcast_over_tokens
+from meshrl.algos.registry import register_advantage_estimator
+from meshrl.algos.types import AdvantageResult
+
+
+def group_relative(scores: torch.Tensor, group_ids: torch.Tensor, norm_by_std: bool,
+                   eps: float) -> torch.Tensor:
+    """Per-sample (r − group mean) [/ (group std + eps)], exactly 0 for no-signal groups."""
+    stats = group_stats(scores, group_ids)
+    centred = scores - stats.mean
+    advantage = centred / (stats.std + eps) if norm_by_std else centred
+    return torch.where(stats.all_equal, torch.zeros_like(advantage), advantage)
+
+
+@register_advantage_estimator("grpo")
+def grpo(*, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True, eps=1e-6,
+         **_) -> AdvantageResult:
+    """GRPO advantages (module docstring)."""
+    scores = outcome_scores(rewards, token_rewards, response_mask)
+    advantages = broadcast_over_tokens(group_relative(scores, group_ids, norm_by_std, eps),
+                                       response_mask)
+    return AdvantageResult(advantages=advantages, returns=advantages.clone())
+
+
+@register_advantage_estimator("dr_grpo")
+def dr_grpo(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> AdvantageResult:
+    """Dr. GRPO advantages: r_i − group mean, never divided by the std (module docstring)."""
+    scores = outcome_scores(rewards, token_rewards, response_mask)
+    advantages = broadcast_over_tokens(group_relative(scores, group_ids, False, 0.0),
+                                       response_mask)
+    return AdvantageResult(advantages=advantages, returns=advantages.clone())

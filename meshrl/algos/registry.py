@@ -1,0 +1,115 @@
+"""Name → function registries for the two pluggable parts of a training step.
+
+    @register_advantage_estimator("my_baseline", needs_values=False)
+    def my_baseline(*, rewards, response_mask, group_ids, **_): ...
+
+    @register_policy_loss("my_loss", default_agg="token-mean")
+    def my_loss(*, logprobs, old_logprobs, advantages, response_mask, **_): ...
+
+The config names a part (`algorithm.advantage_estimator`, `algorithm.policy_loss`); the
+trainer looks it up here, so adding an algorithm never touches the loop. The decorators
+attach the declared attributes (`needs_values`, `default_agg`, `registered_name`) to the
+function and wrap it with the shared input/output checks in `meshrl.algos.validate`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+class UnknownNameError(KeyError):
+    """A name that is not registered. The message lists the registered names."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message and show the quotes
+        return str(self.args[0]) if self.args else ""
+
+
+class Registry:
+    """A named table of functions of one kind (e.g. "advantage estimator")."""
+
+    def __init__(self, kind: str, decorator_name: str):
+        self.kind, self.decorator_name = kind, decorator_name
+        self._entries: dict[str, Callable] = {}
+
+    def add(self, name: str, fn: Callable) -> Callable:
+        if not name or not isinstance(name, str):
+            raise ValueError(f"a {self.kind} needs a non-empty string name, got {name!r}")
+        if name in self._entries:
+            other = self._entries[name]
+            raise ValueError(f"{self.kind} {name!r} is already registered by "
+                             f"{other.__module__}.{other.__qualname__}; pick another name")
+        self._entries[name] = fn
+        return fn
+
+    def get(self, name: str) -> Callable:
+        if name not in self._entries:
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}; registered: {', '.join(self.names())}. "
+                f"Add one with @{self.decorator_name}({name!r}).")
+        return self._entries[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def remove(self, name: str) -> None:
+        """Forget a name (for tests that register throw-away parts)."""
+        self._entries.pop(name, None)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries
+
+
+ADVANTAGE_ESTIMATORS = Registry("advantage estimator", "register_advantage_estimator")
+POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
+
+
+def register_advantage_estimator(name: str, *, needs_values: bool = False):
+    """Decorator: register `fn` as advantage estimator `name`.
+
+    `needs_values=True` marks estimators that need a critic's `values` [B, T] (GAE); the
+    trainer reads `fn.needs_values` to decide whether to run the critic.
+    """
+    from meshrl.algos.validate import validated_estimator
+
+    def decorate(fn: Callable) -> Callable:
+        wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
+        wrapped.registered_name, wrapped.needs_values = name, needs_values
+        return ADVANTAGE_ESTIMATORS.add(name, wrapped)
+    return decorate
+
+
+def get_advantage_estimator(name: str) -> Callable:
+    """The estimator registered as `name`; `UnknownNameError` (a KeyError) lists the others."""
+    return ADVANTAGE_ESTIMATORS.get(name)
+
+
+def list_advantage_estimators() -> list[str]:
+    return ADVANTAGE_ESTIMATORS.names()
+
+
+def register_policy_loss(name: str, *, default_agg: str = "token-mean"):
+    """Decorator: register `fn` as policy loss `name`.
+
+    `default_agg` is the loss aggregation the method's paper uses (see
+    `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it.
+    """
+    from meshrl.algos.aggregation import AGG_MODES
+    from meshrl.algos.validate import validated_policy_loss
+
+    if default_agg not in AGG_MODES:
+        raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of "
+                         f"{', '.join(AGG_MODES)}")
+
+    def decorate(fn: Callable) -> Callable:
+        wrapped = validated_policy_loss(fn, name=name)
+        wrapped.registered_name, wrapped.default_agg = name, default_agg
+        return POLICY_LOSSES.add(name, wrapped)
+    return decorate
+
+
+def get_policy_loss(name: str) -> Callable:
+    """The policy loss registered as `name`; `UnknownNameError` (a KeyError) lists the others."""
+    return POLICY_LOSSES.get(name)
+
+
+def list_policy_losses() -> list[str]:
+    return POLICY_LOSSES.names()
