@@ -1,0 +1,14 @@
+"""Shared session fixtures: heavy things are built once per test session.
+
+- `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.models.tiny),
+  loadable by transformers and vLLM.
+"""
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """Path of a tiny HF model dir, built once per session (≈1 s)."""
+    from meshrl.models.tiny import build_tiny_model_dir
+
+    return build_tiny_model_dir(tmp_path_factory.mktemp("tiny_model"))
