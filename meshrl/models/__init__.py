@@ -1,0 +1,8 @@
+"""Model loading for every service: HF dirs and GGUF files, tiny test models, SmolLM2 fetch.
+
+- `meshrl.models.load`: `load_causal_lm`, `load_tokenizer` (HF safetensors dir or GGUF file)
+- `meshrl.models.tiny`: `build_tiny_model_dir` (tiny random Llama + char-level ChatML tokenizer)
+- `meshrl.models.fetch`: `fetch_smollm2` (SmolLM2-135M-Instruct as a safetensors dir, made once)
+
+Importing this package imports nothing heavy; torch and transformers load on first use.
+"""
