@@ -1,0 +1,76 @@
+"""Gathering one step's worth of ready groups from `meshrl.<run>.ready`.
+
+Each group is checked as it arrives: stale, failed-score and (with dynamic sampling)
+no-signal groups are dropped, acked and counted, and their place in the in-flight bound
+is freed so the feeder samples a replacement. Kept groups are acked only after the step
+that trains on them, so a learner that dies mid-step loses nothing. A group id seen
+before (a redelivery) is acked and ignored: nothing is trained twice.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from meshrl.config import RunConfig
+from meshrl.services.learner.groups import check_group, has_signal
+
+
+class RolloutStalled(RuntimeError):
+    """No ready group arrived for longer than the configured stall timeout."""
+
+
+@dataclass
+class StepGroups:
+    groups: list = field(default_factory=list)
+    messages: list = field(default_factory=list)
+    dropped: Counter = field(default_factory=Counter)
+    wait_s: float = 0.0
+
+    async def ack(self) -> None:
+        for msg in self.messages:
+            await msg.ack()
+
+
+class Gatherer:
+    def __init__(self, bus, feeder, cfg: RunConfig, *, stall_timeout_s: float = 600.0):
+        self.bus, self.feeder, self.cfg = bus, feeder, cfg
+        self.stall_timeout_s = stall_timeout_s
+        self.seen: set[str] = set()
+        self.totals: Counter = Counter()
+
+    async def _drop(self, msg, reason: str, step_groups: StepGroups) -> None:
+        await msg.ack()
+        step_groups.dropped[reason] += 1
+        self.totals[reason] += 1
+        self.feeder.settle()
+
+    async def collect(self, needed: int, *, version: int) -> StepGroups:
+        """Wait for `needed` usable groups; dynamic sampling tops up dropped ones."""
+        out, t0, last = StepGroups(), time.perf_counter(), time.monotonic()
+        budget = needed * self.cfg.algorithm.max_sampling_rounds
+        while len(out.groups) < needed:
+            msgs = await self.bus.pull("ready", durable="learner", max_msgs=needed - len(out.groups), timeout=1.0)
+            if not msgs and time.monotonic() - last > self.stall_timeout_s:
+                raise RolloutStalled(f"no ready group for {self.stall_timeout_s:.0f} s; "
+                                     f"check the rollout/reward/reference logs")
+            for msg in msgs:
+                last = time.monotonic()
+                await self._consider(msg, out, version=version, budget=budget)
+        out.wait_s = time.perf_counter() - t0
+        return out
+
+    async def _consider(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
+        group = msg.message
+        if group.group_id in self.seen:
+            await msg.ack()  # a redelivery of a group already handled
+            return
+        self.seen.add(group.group_id)
+        verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness)
+        if not verdict.keep:
+            return await self._drop(msg, verdict.reason, out)
+        drawn = len(out.groups) + sum(out.dropped.values())
+        if self.cfg.algorithm.dynamic_sampling and not has_signal(group) and drawn < budget:
+            return await self._drop(msg, "no_signal", out)
+        out.groups.append(group)
+        out.messages.append(msg)

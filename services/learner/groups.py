@@ -1,0 +1,66 @@
+"""From ready `Group` messages to a `RolloutBatch`, plus the checks a group must pass.
+
+The learner trains on exactly the token ids the rollout produced: prompt ids come from the
+task it published, response ids and behaviour log-probs from the engine, both decoded
+from packed little-endian arrays without re-tokenizing anything.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from meshrl.batch import RolloutBatch
+from meshrl.bus.codec import unpack_float32, unpack_int32
+from meshrl.common.v1 import common_pb2
+
+
+@dataclass
+class Verdict:
+    keep: bool
+    reason: str = ""  # why a group was dropped: "stale", "failed_reward", "no_signal", ...
+
+
+def group_rewards(group: common_pb2.Group) -> np.ndarray:
+    return np.array([s.reward for s in group.samples], dtype=np.float64)
+
+
+def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int) -> Verdict:
+    """Stale groups and groups with a failed score are dropped (and counted), never trained on."""
+    if current_version - group.policy_version > max_staleness:
+        return Verdict(False, "stale")
+    if not group.samples:
+        return Verdict(False, "empty")
+    if not all(math.isfinite(s.reward) for s in group.samples):
+        return Verdict(False, "failed_reward")
+    return Verdict(True)
+
+
+def has_signal(group: common_pb2.Group) -> bool:
+    """DAPO's dynamic sampling keeps only groups whose rewards are not all equal."""
+    rewards = group_rewards(group)
+    return bool(rewards.size) and not np.all(rewards == rewards[0])
+
+
+def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool) -> RolloutBatch:
+    """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given."""
+    prompts, responses, behaviour, ref, rewards, gids, versions = [], [], [], [], [], [], []
+    for gi, group in enumerate(groups):
+        prompt = unpack_int32(group.task.prompt_token_ids)
+        for sample in group.samples:
+            prompts.append(prompt)
+            responses.append(unpack_int32(sample.response_token_ids))
+            behaviour.append(unpack_float32(sample.behaviour_logprobs))
+            if need_ref:
+                ref.append(unpack_float32(sample.ref_logprobs))
+            rewards.append(sample.reward)
+            gids.append(gi)
+            versions.append(sample.policy_version or group.policy_version)
+    return RolloutBatch.from_sequences(
+        prompts, responses, rewards=torch.tensor(rewards, dtype=torch.float32),
+        group_ids=torch.tensor(gids, dtype=torch.int64), pad_id=pad_id,
+        behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
+        policy_versions=torch.tensor(versions, dtype=torch.int64),
+    )

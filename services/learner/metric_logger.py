@@ -1,0 +1,65 @@
+"""Where the learner's per-step metrics go: small loggers behind one protocol.
+
+`metrics.jsonl` in the run dir is the record every tool reads (the CLI's progress bar,
+`meshrl plot`, tests). A `NullLogger` stands in where nothing should be written, so call
+sites never test whether logging is on.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Protocol
+
+
+class MetricLogger(Protocol):
+    def log(self, step: int, metrics: dict[str, float]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NullLogger:
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _jsonable(value):
+    """Floats that JSON can carry: NaN and inf become null rather than invalid JSON."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class JsonlLogger:
+    """One JSON object per step, flushed at once so a reader tailing the file sees it."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", buffering=1)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        row = {"step": step, "time": time.time(), **{k: _jsonable(v) for k, v in metrics.items()}}
+        self._file.write(json.dumps(row) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class MultiLogger:
+    def __init__(self, *loggers: MetricLogger):
+        self.loggers = loggers
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        for logger in self.loggers:
+            logger.log(step, metrics)
+
+    def close(self) -> None:
+        for logger in self.loggers:
+            logger.close()
