@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from meshrl.config.errors import ConfigError
 from meshrl.config.schema import RunConfig
@@ -72,13 +72,28 @@ def validate(tree: dict) -> RunConfig:
         raise ConfigError(format_validation_error(err)) from None
 
 
+def allowed_keys(loc: tuple) -> list[str]:
+    """The keys a section accepts, for 'unknown key' messages."""
+    model = RunConfig
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return sorted(model.model_fields)
+
+
 def format_validation_error(err: ValidationError) -> str:
     lines = ["invalid config:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
         given = e.get("input")
         shown = "" if isinstance(given, dict) else f" (got {given!r})"
-        lines.append(f"  {key}: {e['msg']}{shown}")
+        if e["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key{shown}; allowed here: {', '.join(allowed_keys(e['loc'][:-1]))}")
+        else:
+            lines.append(f"  {key}: {e['msg']}{shown}")
     return "\n".join(lines)
 
 

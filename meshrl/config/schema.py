@@ -5,7 +5,9 @@ dir keeps the resolved result (`config.yaml`) so any run can be repeated exactly
 """
 from typing import Literal
 
-from pydantic import Field, model_validator
+import os
+
+from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
@@ -18,6 +20,11 @@ class ModelConfig(Strict):
     gguf_file: str | None = None
     tokenizer: str | None = None
     dtype: Literal["float32", "bfloat16"] = "float32"
+
+    @field_validator("path", "tokenizer")
+    @classmethod
+    def _expand_home(cls, value: str | None) -> str | None:
+        return None if value is None else os.path.expanduser(value)
 
 
 class DataConfig(Strict):
