@@ -1,0 +1,68 @@
+"""Built-in reward rules, registered by kind name.
+
+    @register_reward("exact_match", params=ExactMatchParams)
+    def exact_match(items: list[RewardItem], params: ExactMatchParams) -> list[float | ItemScore]: ...
+
+`params` is a pydantic model (unknown keys forbidden) built from the component's
+`params:` mapping in the run config, so a typo fails at start-up naming the key. A rule
+returns one float (meaning OK) or `ItemScore` per item, in order.
+"""
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from meshrl.config import ConfigError
+from meshrl.services.reward.types import ItemScore, RewardItem
+
+RuleFn = Callable[[list[RewardItem], BaseModel], list[float | ItemScore]]
+
+
+class RuleParams(BaseModel):
+    """Base for every rule's params: unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    fn: RuleFn
+    params_model: type[RuleParams]
+
+    def parse_params(self, raw: dict, component: str) -> RuleParams:
+        try:
+            return self.params_model.model_validate(raw or {})
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(params)'}: {e['msg']}" for e in err.errors()
+            )
+            fields = ", ".join(self.params_model.model_fields) or "(none)"
+            raise ConfigError(
+                f"reward.components[{component}].params for kind {self.kind!r} are invalid: "
+                f"{problems}. Allowed params: {fields}"
+            ) from None
+
+
+RULES: dict[str, Rule] = {}
+
+
+def register_reward(kind: str, params: type[RuleParams] = RuleParams):
+    def decorate(fn: RuleFn) -> RuleFn:
+        if kind in RULES:
+            raise ValueError(f"reward kind {kind!r} is registered twice")
+        RULES[kind] = Rule(kind=kind, fn=fn, params_model=params)
+        return fn
+
+    return decorate
+
+
+def get_rule(kind: str) -> Rule:
+    import meshrl.services.reward.rules  # noqa: F401  (registers the built-ins)
+
+    if kind not in RULES:
+        raise ConfigError(
+            f"reward kind {kind!r} is unknown; built-in kinds: {', '.join(sorted(RULES))}, "
+            f"or 'external' with an address"
+        )
+    return RULES[kind]
