@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from meshrl.algos.validate import validated_estimator, validated_policy_loss
+
 
 class UnknownNameError(KeyError):
     """A name that is not registered. The message lists the registered names."""
@@ -68,8 +70,6 @@ def register_advantage_estimator(name: str, *, needs_values: bool = False):
     `needs_values=True` marks estimators that need a critic's `values` [B, T] (GAE); the
     trainer reads `fn.needs_values` to decide whether to run the critic.
     """
-    from meshrl.algos.validate import validated_estimator
-
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
         wrapped.registered_name, wrapped.needs_values = name, needs_values
@@ -92,8 +92,7 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean"):
     `default_agg` is the loss aggregation the method's paper uses (see
     `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it.
     """
-    from meshrl.algos.aggregation import AGG_MODES
-    from meshrl.algos.validate import validated_policy_loss
+    from meshrl.algos.aggregation import AGG_MODES  # aggregation imports this module
 
     if default_agg not in AGG_MODES:
         raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of "

@@ -30,16 +30,32 @@ def per_token_rewards(rewards: torch.Tensor, token_rewards: torch.Tensor | None,
     return dense + terminal * mask
 
 
-def discounted_returns(token_rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
-    """G_t = r_t + γ·G_{t+1} over valid tokens, zero on padding.
+def gae_scan(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
+             gamma: float, lam: float) -> torch.Tensor:
+    """Raw GAE advantages [B, T], zero on padding: the one reverse recurrence over time.
 
-    A reverse scan over time, vectorised over the batch; masked (e.g. padding or tool
-    output) tokens pass G through unchanged and are not discounted.
+    δ_t = r_t + γ·V_{t+1} − V_t,  A_t = δ_t + γλ·A_{t+1}, vectorised over the batch. Masked
+    tokens (padding, tool output) carry A and V_{t+1} through unchanged.
     """
-    running = torch.zeros_like(token_rewards[:, 0])
+    next_value = torch.zeros_like(values[:, 0])
+    running = torch.zeros_like(values[:, 0])
     columns = []
-    for t in reversed(range(token_rewards.shape[1])):
+    for t in reversed(range(values.shape[1])):
         m = mask[:, t]
-        running = m * (token_rewards[:, t] + gamma * running) + (1 - m) * running
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        running = m * (delta + gamma * lam * running) + (1 - m) * running
+        next_value = m * values[:, t] + (1 - m) * next_value
         columns.append(running)
     return torch.stack(columns[::-1], dim=1) * mask
+
+
+def discounted_returns(token_rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
+    """G_t = r_t + γ·G_{t+1} over valid tokens, zero on padding; masked tokens are skipped.
+
+    γ = 1 is a reverse cumulative sum (no loop). Otherwise it is GAE with V = 0 and λ = 1,
+    so it reuses that one reverse scan over time.
+    """
+    if gamma == 1.0:
+        masked = token_rewards * mask
+        return masked.flip(-1).cumsum(-1).flip(-1) * mask
+    return gae_scan(token_rewards, torch.zeros_like(token_rewards), mask, gamma, 1.0)

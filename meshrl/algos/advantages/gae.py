@@ -15,27 +15,10 @@ default on, as in verl/TRL/OpenRLHF); returns use the raw advantages.
 """
 from __future__ import annotations
 
-import torch
-
-from meshrl.algos.advantages.common import per_token_rewards
+from meshrl.algos.advantages.common import gae_scan, per_token_rewards
 from meshrl.algos.masked import masked_whiten
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
-
-
-def gae_scan(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-             gamma: float, lam: float) -> torch.Tensor:
-    """Raw GAE advantages [B, T], zero on padding: the one reverse recurrence over time."""
-    next_value = torch.zeros_like(values[:, 0])
-    running = torch.zeros_like(values[:, 0])
-    columns = []
-    for t in reversed(range(values.shape[1])):
-        m = mask[:, t]
-        delta = rewards[:, t] + gamma * next_value - values[:, t]
-        running = m * (delta + gamma * lam * running) + (1 - m) * running
-        next_value = m * values[:, t] + (1 - m) * next_value
-        columns.append(running)
-    return torch.stack(columns[::-1], dim=1) * mask
 
 
 @register_advantage_estimator("gae", needs_values=True)

@@ -127,3 +127,13 @@ def test_none_estimator_is_zero():
                                              response_mask=torch.ones(2, 3), group_ids=ONE_GROUP)
     assert torch.equal(result.advantages, torch.zeros(2, 3))
     assert torch.equal(result.returns, torch.zeros(2, 3))
+
+
+def test_undiscounted_returns_match_the_scan():
+    # γ = 1 takes the reverse-cumsum path; it must equal the general scan (GAE, V = 0, λ = 1)
+    from meshrl.algos.advantages.common import discounted_returns, gae_scan
+    torch.manual_seed(0)
+    rewards = torch.randn(5, 7)
+    mask = (torch.rand(5, 7) > 0.3).float()
+    expected = gae_scan(rewards, torch.zeros(5, 7), mask, 1.0, 1.0)
+    assert_close(discounted_returns(rewards, mask, 1.0), expected)
