@@ -1,0 +1,90 @@
+"""The offline DPO step on a PreferenceBatch (Rafailov et al. 2023, "Direct Preference Optimization").
+
+For each pair (prompt x, chosen y_w, rejected y_l), with summed response log-probs
+log π(y|x) = Σ_t log π(y_t | x, y_<t) under the policy and the frozen reference:
+
+    h = (log π(y_w) − log π_ref(y_w)) − (log π(y_l) − log π_ref(y_l))
+    L = −log σ(β·h)      (or the IPO / hinge variants, `algorithm.dpo_loss_type`)
+
+Chosen and rejected go through the policy in one forward (2b rows). The reference sums are
+given with the batch (precomputed once by the reference service), so no reference model
+lives in the learner. The mean over pairs is taken over the whole mini-batch: each
+micro-batch backpropagates Σ L / (global pair count, all-reduced), the same split-invariance
+as the RL step. Metrics use TRL's names (`rewards/chosen`, `rewards/margins`, ...).
+"""
+from __future__ import annotations
+
+import torch
+
+from meshrl.algos import check_finite, dpo_loss
+from meshrl.batch import PreferenceBatch
+from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
+from meshrl.model.logprobs import response_logprobs, sequence_logprobs
+from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
+from meshrl.services.learner.train.metrics import MetricSums, Timer
+from meshrl.services.learner.train.policy import TrainedModel
+
+
+def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
+                             temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows."""
+    stacked = pairs.stacked()
+    with policy.autocast():
+        token_lp = response_logprobs(policy.model, stacked, temperature=temperature).logprobs
+    summed = sequence_logprobs(token_lp, stacked.response_mask)
+    return summed[:pairs.batch_size], summed[pairs.batch_size:]
+
+
+class DPOStep:
+    """`DPOStep(policy, algo, trainer)(pairs, step) -> metrics`; one optimizer step per mini-batch."""
+
+    def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
+                 dist: DistContext | None = None, temperature: float = 1.0):
+        self.policy, self.algo, self.trainer = policy, algo, trainer
+        self.dist = dist or DistContext(device=policy.device)
+        self.temperature = temperature
+
+    def __call__(self, pairs: PreferenceBatch, step: int) -> dict[str, float]:
+        if pairs.ref_chosen_logps is None or pairs.ref_rejected_logps is None:
+            raise ValueError("DPO needs PreferenceBatch.ref_chosen_logps and ref_rejected_logps "
+                             "(summed reference log-probs); compute them with the reference "
+                             "service (meshrl.model.logprobs.response_logprobs) before training")
+        timer, sums = Timer(self.dist.device), MetricSums()
+        pairs = pairs.to(self.dist.device)
+        updates = 0
+        with timer("step"):
+            for _ in range(self.trainer.ppo_epochs):
+                for mini in pairs.chunk(min(self.trainer.mini_batches, len(pairs))):
+                    self.update(mini, step, timer, sums)
+                    updates += 1
+        metrics = sums.reduce(self.dist, updates)
+        metrics.update(timer.as_metrics(), lr=self.policy.lr)
+        self.policy.scheduler.step()
+        return metrics
+
+    def update(self, mini: PreferenceBatch, step: int, timer: Timer, sums: MetricSums) -> None:
+        pairs_total = self.dist.all_reduce(torch.tensor(float(len(mini)), device=self.dist.device))
+        scale = self.dist.world_size / pairs_total
+        micros = mini.split(self.trainer.micro_batch_size)
+        for i, micro in enumerate(micros):
+            set_gradient_sync(self.policy.model, i == len(micros) - 1)
+            self.micro_batch(micro, scale, step, timer, sums)
+        with timer("optimizer"):
+            sums.mean("grad_norm", self.policy.optimizer_step("policy", step), 1.0)
+
+    def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer,
+                    sums: MetricSums) -> None:
+        with timer("forward"):
+            chosen, rejected = policy_sequence_logprobs(self.policy, micro, self.temperature)
+        with timer("algo"):
+            loss, metrics = dpo_loss(chosen, rejected, micro.ref_chosen_logps,
+                                     micro.ref_rejected_logps, self.algo.beta,
+                                     self.algo.dpo_loss_type)
+            check_finite("dpo loss", loss, step=step)
+            numerator = loss.sum()
+        with timer("backward"):
+            (numerator * scale).backward()
+        sums.total("loss", numerator.detach() * scale / self.dist.world_size)
+        sums.add_dict(metrics, float(len(micro)))
+        sums.mean("logps/chosen", chosen.detach().mean(), float(len(micro)))
+        sums.mean("logps/rejected", rejected.detach().mean(), float(len(micro)))

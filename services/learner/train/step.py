@@ -1,0 +1,263 @@
+"""One RL training step on a RolloutBatch, for every online algorithm (PPO, GRPO, DAPO, GSPO, ...).
+
+Top to bottom, for a batch of B sampled responses and step number s:
+
+1. check inputs: rewards, behaviour and reference log-probs finite (errors name step and
+   group); a reference is required when `kl_coef > 0`.
+2. prepare, no grad, under the weights *before* the update:
+   old log-probs π_old (and critic values V_old if the estimator `needs_values`);
+   KL k(π_old, π_ref) — subtracted from the reward per token (`kl_in: reward`,
+   token_rewards = −kl_coef·k) or kept for the loss (`kl_in: loss`); DAPO overlong shaping;
+   advantages from the registered estimator; rollout-correction weights w from the
+   engine's behaviour log-probs.
+3. for ppo_epochs × mini_batches (optimizer steps), over micro-batches with gradient
+   accumulation, the per-token loss
+
+       ℓ = w · policy_loss(π, π_old, A)  +  kl_coef · k(π, π_ref) [kl_in: loss]  −  entropy_coeff · H(π)
+
+   aggregated with `loss_numerator` / the GLOBAL `loss_denominator` of the mini-batch
+   (all-reduced over ranks), so the gradient is that of `aggregate_loss` on the whole
+   mini-batch whatever the micro-batch size or rank count. FSDP averages gradients over
+   ranks, hence the extra factor world_size. The critic (if any) regresses on the returns
+   with the clipped value loss, same aggregation, its own optimizer. Then gradient
+   clipping (DTensor-aware) and AdamW.
+4. one LR-scheduler step; metrics with TRL/verl names.
+
+The loop never branches on the algorithm's name: the estimator and the policy loss come
+from the registry, and `estimator.needs_values` alone decides whether the critic runs.
+
+Simplifications: mini-batches are consecutive slices (no shuffling, so runs are
+reproducible and rank counts comparable); advantages are estimated per rank — group ids
+must not straddle ranks, and batch-whitened estimators (GAE) whiten over the local batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
+                          loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
+from meshrl.algos.groups import group_stats
+from meshrl.algos.masked import masked_mean
+from meshrl.batch import RolloutBatch
+from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
+from meshrl.model.logprobs import response_logprobs
+from meshrl.services.learner.train.critic import clipped_value_loss, response_values
+from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
+from meshrl.services.learner.train.metrics import MetricSums, Timer
+from meshrl.services.learner.train.policy import TrainedModel
+
+
+@dataclass
+class PreparedBatch(RolloutBatch):
+    """A RolloutBatch plus what step 2 computed: all [B, T], selected and split with it."""
+
+    old_logprobs: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    loss_weights: torch.Tensor | None = None  # rollout correction; None = all 1
+
+
+class TrainStep:
+    """`TrainStep(policy, algo, trainer, critic=...)(batch, step) -> metrics`."""
+
+    def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
+                 critic: TrainedModel | None = None, dist: DistContext | None = None,
+                 temperature: float = 1.0, max_response_len: int | None = None):
+        self.policy, self.algo, self.trainer = policy, algo, trainer
+        self.dist = dist or DistContext(device=policy.device)
+        self.temperature, self.max_response_len = temperature, max_response_len
+        self.estimator = get_advantage_estimator(algo.advantage_estimator)
+        self.policy_loss = get_policy_loss(algo.policy_loss)
+        self.critic = critic if getattr(self.estimator, "needs_values", False) else None
+        if getattr(self.estimator, "needs_values", False) and critic is None:
+            raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
+                             f"critic's values: set algorithm.critic.enabled=true (and pass "
+                             f"critic=build_critic(...)) or pick an estimator without values")
+
+    @property
+    def norm_len(self) -> float | None:
+        """seq-mean-token-sum-norm's constant: the configured maximum response length."""
+        return float(self.max_response_len) if self.max_response_len else None
+
+    def __call__(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        timer, sums = Timer(self.dist.device), MetricSums()
+        with timer("step"):
+            batch = batch.to(self.dist.device)
+            self.check_inputs(batch, step)
+            prepared = self.prepare(batch, step, timer, sums)
+            updates = 0
+            for _ in range(self.trainer.ppo_epochs):
+                for mini in prepared.chunk(min(self.trainer.mini_batches, len(prepared))):
+                    self.update(mini, step, timer, sums)
+                    updates += 1
+        metrics = sums.reduce(self.dist, updates)
+        metrics.update(timer.as_metrics(), lr=self.policy.lr)
+        for trained in (self.policy, self.critic):
+            if trained is not None:
+                trained.scheduler.step()
+        return metrics
+
+    # ---- 1. inputs -------------------------------------------------------------------
+    def check_inputs(self, batch: RolloutBatch, step: int) -> None:
+        """Non-finite inputs raise naming step and groups; a KL needs reference log-probs."""
+        check_finite("rewards", batch.rewards, batch.group_ids, step)
+        check_finite("behaviour_logprobs", batch.behaviour_logprobs, batch.group_ids, step)
+        check_finite("ref_logprobs", batch.ref_logprobs, batch.group_ids, step)
+        if self.algo.kl_coef > 0 and batch.ref_logprobs is None:
+            raise ValueError(f"algorithm.kl_coef={self.algo.kl_coef} needs batch.ref_logprobs "
+                             f"(the reference service's per-token log-probs); enable the "
+                             f"reference or set algorithm.kl_coef=0")
+
+    # ---- 2. prepare (no grad) --------------------------------------------------------
+    def prepare(self, batch: RolloutBatch, step: int, timer: Timer, sums: MetricSums) -> PreparedBatch:
+        with timer("old_logprobs"), torch.no_grad():
+            old = self.recompute_logprobs(batch)
+            old_values = self.recompute_values(batch) if self.critic is not None else None
+        check_finite("old_logprobs", old, batch.group_ids, step)
+        with timer("algo"):
+            token_rewards = self.kl_reward_penalty(batch, old, sums)
+            result = self.estimator(
+                rewards=self.shaped_rewards(batch), response_mask=batch.response_mask,
+                group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
+                gamma=self.algo.gamma, lam=self.algo.lam,
+                norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=1e-6, step=step)
+            weights = self.correction_weights(batch, old, sums)
+        self.batch_metrics(batch, result.advantages, sums)
+        base = {f.name: getattr(batch, f.name) for f in dataclasses.fields(RolloutBatch)}
+        return PreparedBatch(**base, old_logprobs=old, old_values=old_values,
+                             advantages=result.advantages, returns=result.returns,
+                             loss_weights=weights)
+
+    def recompute_logprobs(self, batch: RolloutBatch) -> torch.Tensor:
+        """π_old: the current weights' log-probs, micro-batch by micro-batch."""
+        parts = []
+        for micro in batch.split(self.trainer.micro_batch_size):
+            with self.policy.autocast():
+                parts.append(response_logprobs(self.policy.model, micro,
+                                               temperature=self.temperature).logprobs)
+        return torch.cat(parts)
+
+    def recompute_values(self, batch: RolloutBatch) -> torch.Tensor:
+        parts = []
+        for micro in batch.split(self.trainer.micro_batch_size):
+            with self.critic.autocast():
+                parts.append(response_values(self.critic.model, micro))
+        return torch.cat(parts)
+
+    def kl_reward_penalty(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
+        """Reports `kl` = mean k(π_old, π_ref); returns −kl_coef·k when `kl_in: reward`."""
+        if batch.ref_logprobs is None:
+            return None
+        kl = kl_estimate(old, batch.ref_logprobs, self.algo.kl_estimator, batch.response_mask)
+        sums.mean("kl", masked_mean(kl, batch.response_mask), batch.response_mask.sum())
+        if self.algo.kl_in != "reward" or self.algo.kl_coef == 0:
+            return None
+        return -self.algo.kl_coef * kl
+
+    def shaped_rewards(self, batch: RolloutBatch) -> torch.Tensor:
+        """Task reward plus DAPO's soft overlong penalty when enabled."""
+        overlong = self.algo.overlong
+        if not overlong.enabled:
+            return batch.rewards
+        max_tokens = self.max_response_len or batch.response_len
+        return batch.rewards + overlong_penalty(batch.response_lengths(), max_tokens,
+                                                overlong.buffer_len, overlong.penalty_factor)
+
+    def correction_weights(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
+        """Truncated-IS weights π_old/μ (or None without behaviour log-probs)."""
+        if batch.behaviour_logprobs is None:
+            return None
+        rc = self.algo.rollout_correction
+        weights, metrics = rollout_correction(old, batch.behaviour_logprobs, batch.response_mask,
+                                              rc.mode, rc.cap)
+        sums.add_dict({f"rollout_correction/{k}" if k != "mismatch_kl" else k: v
+                       for k, v in metrics.items()}, batch.response_mask.sum())
+        return weights
+
+    def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, sums: MetricSums) -> None:
+        """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages."""
+        n, mask = batch.batch_size, batch.response_mask
+        stats = group_stats(batch.rewards, batch.group_ids)
+        lengths = batch.response_lengths()
+        sums.mean("reward", batch.rewards.mean(), n)
+        sums.mean("reward_std", stats.std.mean(), n)
+        sums.mean("frac_reward_zero_std", stats.all_equal.float().mean(), n)
+        sums.mean("completions/mean_length", lengths.mean(), n)
+        sums.extreme("completions/min_length", lengths.min(), "min")
+        sums.extreme("completions/max_length", lengths.max(), "max")
+        sums.mean("advantages/mean", masked_mean(advantages, mask), mask.sum())
+
+    # ---- 3. update ---------------------------------------------------------------------
+    def update(self, mini: PreparedBatch, step: int, timer: Timer, sums: MetricSums) -> None:
+        """One optimizer step over a mini-batch, accumulating over its micro-batches."""
+        denominator = self.dist.all_reduce(
+            loss_denominator(mini.response_mask, self.algo.loss_agg_mode, self.norm_len))
+        scale = self.dist.world_size / denominator.clamp_min(1e-8)
+        micros = mini.split(self.trainer.micro_batch_size)
+        for i, micro in enumerate(micros):
+            for trained in (self.policy, self.critic):
+                if trained is not None:
+                    set_gradient_sync(trained.model, i == len(micros) - 1)
+            self.policy_micro_batch(micro, scale, step, timer, sums)
+            if self.critic is not None:
+                self.critic_micro_batch(micro, scale, step, timer, sums)
+        with timer("optimizer"):
+            sums.mean("grad_norm", self.policy.optimizer_step("policy", step), 1.0)
+            if self.critic is not None:
+                sums.mean("critic/grad_norm", self.critic.optimizer_step("critic", step), 1.0)
+
+    def policy_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer,
+                           sums: MetricSums) -> None:
+        with timer("forward"), self.policy.autocast():
+            out = response_logprobs(self.policy.model, micro, temperature=self.temperature,
+                                    with_entropy=True)
+        with timer("algo"):
+            loss_mat, pg_mat = self.policy_loss_matrix(micro, out.logprobs, out.entropy, step, sums)
+            mode, mask = self.algo.loss_agg_mode, micro.response_mask
+            numerator = loss_numerator(loss_mat, mask, mode, self.norm_len)
+            pg_numerator = loss_numerator(pg_mat.detach(), mask, mode, self.norm_len)
+        with timer("backward"):
+            (numerator * scale).backward()
+        share = scale / self.dist.world_size  # Σ over micro-batches and ranks = mini-batch loss
+        sums.total("loss", numerator.detach() * share)
+        sums.total("pg_loss", pg_numerator * share)
+
+    def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
+        """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]."""
+        a, mask = self.algo, micro.response_mask
+        pg = self.policy_loss(
+            logprobs=logprobs, old_logprobs=micro.old_logprobs, advantages=micro.advantages,
+            response_mask=mask, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
+            dual_clip_c=a.dual_clip_c, importance_sampling_level=a.importance_sampling_level,
+            group_ids=micro.group_ids, step=step)
+        pg_mat = pg.loss_mat if micro.loss_weights is None else pg.loss_mat * micro.loss_weights
+        loss_mat = pg_mat
+        if a.kl_in == "loss" and a.kl_coef > 0:
+            kl = kl_estimate(logprobs, micro.ref_logprobs, a.kl_estimator, mask)
+            loss_mat = loss_mat + a.kl_coef * kl
+        if a.entropy_coeff:
+            loss_mat = loss_mat - a.entropy_coeff * entropy * mask
+        check_finite("loss", loss_mat, micro.group_ids, step)
+        tokens = mask.sum()
+        sums.add_dict(pg.metrics, tokens)
+        sums.mean("entropy", masked_mean(entropy.detach(), mask), tokens)
+        return loss_mat, pg_mat
+
+    def critic_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer,
+                           sums: MetricSums) -> None:
+        with timer("forward"), self.critic.autocast():
+            values = response_values(self.critic.model, micro)
+        with timer("algo"):
+            cfg, mask = self.algo.critic, micro.response_mask
+            loss_mat, metrics = clipped_value_loss(values, micro.old_values, micro.returns, mask,
+                                                   cfg.cliprange_value)
+            check_finite("critic loss", loss_mat, micro.group_ids, step)
+            numerator = loss_numerator(loss_mat, mask, self.algo.loss_agg_mode, self.norm_len)
+        with timer("backward"):
+            (cfg.vf_coef * numerator * scale).backward()
+        sums.add_dict(metrics, mask.sum())
+        sums.total("critic/vf_loss", numerator.detach() * scale / self.dist.world_size)

@@ -1,0 +1,8 @@
+"""Fixed seed for every training-step test."""
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)

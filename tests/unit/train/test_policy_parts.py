@@ -1,0 +1,43 @@
+"""Hand-computed checks of the LR schedule, the clipped value loss and metric reduction."""
+import math
+
+import pytest
+import torch
+
+from meshrl.services.learner.train.critic import clipped_value_loss
+from meshrl.services.learner.train.fsdp import DistContext
+from meshrl.services.learner.train.metrics import MetricSums
+from meshrl.services.learner.train.policy import warmup_cosine
+
+
+def test_warmup_then_cosine_to_floor():
+    f = warmup_cosine(warmup_steps=2, total_steps=6, min_lr_ratio=0.1)
+    assert [f(0), f(1), f(2)] == [0.5, 1.0, 1.0]
+    assert f(4) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))  # 0.55
+    assert f(6) == pytest.approx(0.1) and f(100) == pytest.approx(0.1)
+    assert warmup_cosine(0, 10, 0.0)(0) == 1.0
+
+
+def test_clipped_value_loss_hand_computed():
+    values = torch.tensor([[1.5, 0.9, 7.0]])
+    old = torch.tensor([[1.0, 1.0, 0.0]])
+    returns = torch.tensor([[2.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    loss, metrics = clipped_value_loss(values, old, returns, mask, clip=0.2)
+    # token 0: max((1.5-2)^2=0.25, (1.2-2)^2=0.64)/2 = 0.32 (clip binds); token 1: 0.81/2; pad: 0
+    torch.testing.assert_close(loss, torch.tensor([[0.32, 0.405, 0.0]]))
+    assert metrics["critic/vf_clipfrac"].item() == pytest.approx(0.5)
+    unclipped, _ = clipped_value_loss(values, old, returns, mask, clip=None)
+    torch.testing.assert_close(unclipped, torch.tensor([[0.125, 0.405, 0.0]]))
+
+
+def test_metric_sums_weight_tokens_and_keep_extremes():
+    sums = MetricSums()
+    sums.add_dict({"clip_ratio/high": torch.tensor(0.5), "ratio/max": torch.tensor(1.3)}, 2.0)
+    sums.add_dict({"clip_ratio/high": torch.tensor(0.0), "ratio/max": torch.tensor(1.1)}, 6.0)
+    sums.total("loss", torch.tensor(0.3))
+    sums.total("loss", torch.tensor(0.5))
+    out = sums.reduce(DistContext(), updates=2)
+    assert out["clip_ratio/high"] == pytest.approx(1.0 / 8.0)  # (0.5·2 + 0·6) / 8
+    assert out["ratio/max"] == pytest.approx(1.3)
+    assert out["loss"] == pytest.approx(0.4)
