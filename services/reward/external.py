@@ -1,0 +1,111 @@
+"""Client for an external reward service (`kind: external`, `address: host:port`).
+
+One `RewardService.Score` call per batch, with a deadline of the component's `timeout_s`.
+Results are matched to items by id, in any order. Mapping failures to statuses:
+
+- deadline exceeded → TIMEOUT for every item; any other RPC error → ERROR with its code
+  and details;
+- an id the request did not contain (extra) → ERROR for every item, naming the extras
+  (the service answered some other batch; no result can be trusted); a repeated id →
+  ERROR for that item; an item with no result (missing) → ERROR for that item;
+- a result with status ERROR/TIMEOUT → that status with the service's error text;
+  status UNSPECIFIED with a finite score is taken as OK (a service that forgot the field);
+- a non-finite score → ERROR.
+"""
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import grpc
+
+from meshrl.config import ConfigError
+from meshrl.config.schema import RewardComponentConfig
+from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed
+
+PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIMEOUT
+
+
+def to_score_item(it: RewardItem) -> reward_pb2.ScoreItem:
+    return reward_pb2.ScoreItem(
+        id=it.id, prompt=it.prompt, response=it.response, ground_truth=it.ground_truth,
+        data_source=it.data_source, metadata=it.metadata,
+    )
+
+
+def from_result(r: reward_pb2.ScoreResult, who: str) -> ItemScore:
+    if r.status in PASSED_THROUGH:
+        return failed(PASSED_THROUGH[r.status], f"{who}: {r.error or 'no error text'}")
+    if not math.isfinite(r.score):
+        return failed(Status.ERROR, f"{who} returned a non-finite score {r.score!r} for id {r.id!r}")
+    return ItemScore(value=r.score, details=dict(r.details))
+
+
+def match_results(items: list[RewardItem], results, who: str) -> list[ItemScore]:
+    wanted = {it.id for it in items}
+    counts = Counter(r.id for r in results)
+    extra = sorted(counts.keys() - wanted)
+    if extra:
+        return [failed(Status.ERROR, f"{who} returned results for unknown ids {extra[:5]}")] * len(items)
+    by_id = {r.id: r for r in results}
+
+    def one(it: RewardItem) -> ItemScore:
+        if counts[it.id] == 0:
+            return failed(Status.ERROR, f"{who} returned no result for id {it.id!r}")
+        if counts[it.id] > 1:
+            return failed(Status.ERROR, f"{who} returned {counts[it.id]} results for id {it.id!r}")
+        return from_result(by_id[it.id], who)
+
+    return [one(it) for it in items]
+
+
+def rpc_failure(err: grpc.aio.AioRpcError, who: str, timeout_s: float) -> ItemScore:
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return failed(Status.TIMEOUT, f"{who} did not answer within timeout_s={timeout_s:g}s")
+    return failed(Status.ERROR, f"{who} failed: {err.code().name}: {err.details()}")
+
+
+@dataclass
+class ExternalComponent:
+    name: str
+    weight: float
+    address: str
+    timeout_s: float
+    run_id: str = ""
+    channel: grpc.aio.Channel | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: RewardComponentConfig, run_id: str = "") -> "ExternalComponent":
+        if not cfg.address:
+            raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' needs address: host:port")
+        if cfg.params:
+            raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' takes no params (got {sorted(cfg.params)})")
+        return cls(cfg.name, cfg.weight, cfg.address, cfg.timeout_s, run_id)
+
+    @property
+    def who(self) -> str:
+        return f"external reward {self.name!r} at {self.address}"
+
+    async def score(self, items: list[RewardItem]) -> list[ItemScore]:
+        if not items:
+            return []
+        request = reward_pb2.ScoreRequest(run_id=self.run_id, component=self.name, items=[to_score_item(it) for it in items])
+        try:
+            response = await self.stub().Score(request, timeout=self.timeout_s)
+        except grpc.aio.AioRpcError as err:
+            return [rpc_failure(err, self.who, self.timeout_s)] * len(items)
+        return match_results(items, response.results, self.who)
+
+    def stub(self) -> reward_pb2_grpc.RewardServiceStub:
+        if self.channel is None:
+            self.channel = open_channel(self.address)
+        return reward_pb2_grpc.RewardServiceStub(self.channel)
+
+    async def close(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+            self.channel = None
+
+
+def open_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address)
