@@ -20,6 +20,8 @@ import string
 import sys
 from pathlib import Path
 
+from meshrl.models.tokenizer_files import write_portable_tokenizer_files
+
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 DEFAULT_CHARS = string.printable.replace("\x0b", "").replace("\x0c", "").replace("\r", "")
 VLLM_CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
@@ -108,24 +110,9 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
         pad_token_id=tokenizer.pad_token_id, max_length=max_positions)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    _write_portable_tokenizer_files(out, tokenizer)
+    write_portable_tokenizer_files(out, tokenizer, model_max_length=max_positions)
     _check_written(out)
     return out
-
-
-def _write_portable_tokenizer_files(out: Path, tokenizer) -> None:
-    """Files older readers expect: transformers 5 writes the template to chat_template.jinja,
-    names the class `TokenizersBackend` and skips special_tokens_map.json."""
-    config_path = out / "tokenizer_config.json"
-    config = json.loads(config_path.read_text())
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
-    config["chat_template"] = CHATML_TEMPLATE
-    config["additional_special_tokens"] = config.pop("extra_special_tokens", [])
-    config_path.write_text(json.dumps(config, indent=2) + "\n")
-    special = {"bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token,
-               "pad_token": tokenizer.pad_token, "unk_token": tokenizer.unk_token,
-               "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}
-    (out / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
 
 
 def _check_written(out: Path) -> None:
