@@ -1,0 +1,50 @@
+"""Score a whole `Group` (all its samples in one batch per component) in place.
+
+Item ids are `<group_id>/<sample index>`, so an external service's results map back to
+samples. After scoring: each sample has `reward` and `reward_components` (see combine),
+and `group.scored` is true even when some components failed — failures are visible per
+component and as a NaN reward, not by leaving the group unscored.
+"""
+from meshrl.common.v1 import common_pb2
+from meshrl.services.reward.combine import fill_samples
+from meshrl.services.reward.components import Component, score_all
+from meshrl.services.reward.types import ComponentScore, RewardItem
+
+INT32_BYTES = 4
+
+
+def group_items(group: common_pb2.Group) -> list[RewardItem]:
+    task = group.task
+    return [
+        RewardItem(
+            id=f"{group.group_id}/{s.index}",
+            response=s.response_text,
+            ground_truth=task.ground_truth,
+            prompt=task.prompt_text,
+            data_source=task.data_source,
+            num_tokens=len(s.response_token_ids) // INT32_BYTES,
+            truncated=s.finish_reason == common_pb2.FINISH_REASON_LENGTH,
+            metadata=dict(task.metadata),
+        )
+        for s in group.samples
+    ]
+
+
+class GroupScorer:
+    def __init__(self, components: list[Component]):
+        self.components = components
+        self.by_name = {c.name: c for c in components}
+
+    async def score_items(self, items: list[RewardItem]) -> list[list[ComponentScore]]:
+        return await score_all(self.components, items)
+
+    async def score_group(self, group: common_pb2.Group) -> None:
+        rows = await self.score_items(group_items(group))
+        fill_samples(group.samples, rows)
+        group.scored = True
+
+    async def close(self) -> None:
+        for c in self.components:
+            close = getattr(c, "close", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,63 @@
+"""`RewardService.Score` served by meshrl's own reward service.
+
+`request.component` picks what scores the batch:
+- a component name from the run config (its params, weight ignored), or
+- a built-in kind (`math_verify`, `exact_match`, ...) with default params, or
+- "" (empty): the run's combined reward; `details` holds each component's raw value,
+  and the status is ERROR naming the failed components when a required one failed.
+"""
+import math
+
+import grpc
+
+from meshrl.common.v1 import common_pb2
+from meshrl.config import ConfigError
+from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.services.reward.combine import combine
+from meshrl.services.reward.components import Component, RuleComponent
+from meshrl.services.reward.registry import get_rule
+from meshrl.services.reward.scorer import GroupScorer
+from meshrl.services.reward.types import ComponentScore, ItemScore, RewardItem
+
+
+def from_score_item(item: reward_pb2.ScoreItem) -> RewardItem:
+    return RewardItem(id=item.id, response=item.response, ground_truth=item.ground_truth, prompt=item.prompt,
+                      data_source=item.data_source, metadata=dict(item.metadata))
+
+
+def to_result(id: str, s: ItemScore) -> reward_pb2.ScoreResult:
+    return reward_pb2.ScoreResult(id=id, score=s.value if s.ok else 0.0, status=int(s.status),
+                                  error=s.error, details=s.details)
+
+
+def combined_result(id: str, row: list[ComponentScore], reward: float) -> reward_pb2.ScoreResult:
+    details = {c.name: c.score.value for c in row if c.score.ok}
+    if math.isfinite(reward):
+        return reward_pb2.ScoreResult(id=id, score=reward, status=common_pb2.SCORE_STATUS_OK, details=details)
+    errors = "; ".join(f"{c.name}: {c.score.status.name} {c.score.error}" for c in row if not c.score.ok)
+    return reward_pb2.ScoreResult(id=id, status=common_pb2.SCORE_STATUS_ERROR, error=errors, details=details)
+
+
+class RewardServicer(reward_pb2_grpc.RewardServiceServicer):
+    def __init__(self, scorer: GroupScorer):
+        self.scorer = scorer
+
+    def component(self, name: str) -> Component:
+        if name in self.scorer.by_name:
+            return self.scorer.by_name[name]
+        rule = get_rule(name)  # ConfigError names the known kinds
+        return RuleComponent(name, 1.0, rule, rule.parse_params({}, name))
+
+    async def Score(self, request: reward_pb2.ScoreRequest, context) -> reward_pb2.ScoreResponse:
+        items = [from_score_item(i) for i in request.items]
+        if not request.component:
+            rows = await self.scorer.score_items(items)
+            results = map(combined_result, (i.id for i in items), rows, combine(rows).tolist())
+            return reward_pb2.ScoreResponse(results=list(results))
+        try:
+            component = self.component(request.component)
+        except ConfigError as err:
+            configured = ", ".join(self.scorer.by_name) or "(none)"
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"{err} (configured components: {configured})")
+        scores = await component.score(items)
+        return reward_pb2.ScoreResponse(results=[to_result(i.id, s) for i, s in zip(items, scores)])
