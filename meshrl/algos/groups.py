@@ -36,8 +36,8 @@ def _group_all_equal(values: torch.Tensor, inverse: torch.Tensor, n_groups: int)
 
 def group_stats(values: torch.Tensor, group_ids: torch.Tensor) -> GroupStats:
     """Mean, Bessel std, size, sum and all-equal flag of each sample's group."""
-    _, inverse = torch.unique(group_ids, return_inverse=True)
-    n_groups = int(inverse.max()) + 1 if inverse.numel() else 0
+    unique_ids, inverse = torch.unique(group_ids, return_inverse=True)
+    n_groups = unique_ids.numel()
     ones = torch.ones_like(values)
     count = _group_sum(ones, inverse, n_groups)
     total = _group_sum(values, inverse, n_groups)

@@ -17,8 +17,9 @@ def outcome_scores(rewards: torch.Tensor, token_rewards: torch.Tensor | None,
 
 def last_token_index(mask: torch.Tensor) -> torch.Tensor:
     """Index of each row's last valid token [B] (0 for a row with none)."""
-    positions = torch.arange(1, mask.shape[1] + 1, device=mask.device, dtype=mask.dtype)
-    return (mask * positions).argmax(dim=-1)
+    # integer positions: in bf16, 257 and 258 would round to the same value
+    positions = torch.arange(1, mask.shape[1] + 1, device=mask.device)
+    return ((mask > 0).long() * positions).argmax(dim=-1)
 
 
 def per_token_rewards(rewards: torch.Tensor, token_rewards: torch.Tensor | None,

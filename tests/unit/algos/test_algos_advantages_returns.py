@@ -137,3 +137,12 @@ def test_undiscounted_returns_match_the_scan():
     mask = (torch.rand(5, 7) > 0.3).float()
     expected = gae_scan(rewards, torch.zeros(5, 7), mask, 1.0, 1.0)
     assert_close(discounted_returns(rewards, mask, 1.0), expected)
+
+
+def test_terminal_reward_lands_on_the_last_token_of_long_bf16_masks():
+    # positions 257 and 258 are the same number in bf16; the index must still be exact
+    from meshrl.algos.advantages.common import last_token_index
+    mask = torch.zeros(2, 300, dtype=torch.bfloat16)
+    mask[0, :258] = 1
+    mask[1, :1] = 1
+    assert last_token_index(mask).tolist() == [257, 0]
