@@ -45,12 +45,12 @@ class RunProgress:
     """step/total with reward, KL and tokens/s; `update()` is cheap enough to call often."""
 
     def __init__(self, metrics_path: str | Path, total_steps: int, *, desc: str = "train",
-                 enabled: bool = True):
+                 enabled: bool = True, file=None):
         self.tail = MetricsTail(metrics_path)
         self.steps_done = 0
         self.last: dict = {}
         self.bar = tqdm(total=total_steps, desc=desc, unit="step", disable=not enabled,
-                        dynamic_ncols=True)
+                        dynamic_ncols=file is None, file=file, mininterval=0)
 
     def update(self) -> None:
         rows = self.tail.read_new()
