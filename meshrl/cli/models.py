@@ -1,6 +1,8 @@
 """`meshrl models fetch-smollm2`: get SmolLM2-135M-Instruct as a local HF dir; print its path."""
 from __future__ import annotations
 
+import sys
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="get models for runs")
@@ -13,5 +15,5 @@ def add_parser(sub) -> None:
 def fetch_smollm2(args) -> int:
     from meshrl.models.fetch import fetch_smollm2 as fetch
 
-    print(fetch())
+    print(fetch(log=lambda line: print(line, file=sys.stderr)))  # stdout: only the dir
     return 0

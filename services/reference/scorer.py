@@ -13,6 +13,7 @@ Simplifications: one device (CPU or the first CUDA device); no sequence packing.
 """
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 import numpy as np
@@ -43,6 +44,8 @@ class ReferenceScorer:
         self.model = model.eval().requires_grad_(False)
         self.device = next(model.parameters()).device
         self.micro_batch_size, self.temperature, self.pad_id = micro_batch_size, temperature, pad_id
+        self.vocab_size = model.get_input_embeddings().num_embeddings
+        self._lock = threading.Lock()  # one forward at a time: the NATS worker and gRPC share it
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> "ReferenceScorer":
@@ -58,15 +61,26 @@ class ReferenceScorer:
         if len(prompts) != len(responses):
             raise ValueError(f"score got {len(prompts)} prompts and {len(responses)} responses; "
                              f"pass one prompt per response")
+        self.check_token_ids(prompts, responses)
         lengths = np.array([len(p) + len(r) for p, r in zip(prompts, responses)], dtype=np.int64)
         order = np.argsort(lengths, kind="stable")
         out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(prompts)
-        for start in range(0, len(order), self.micro_batch_size):
-            rows = order[start:start + self.micro_batch_size]
-            scored = self._score_micro([prompts[i] for i in rows], [responses[i] for i in rows])
-            for i, values in zip(rows, scored):
-                out[i] = values
+        with self._lock:
+            for start in range(0, len(order), self.micro_batch_size):
+                rows = order[start:start + self.micro_batch_size]
+                scored = self._score_micro([prompts[i] for i in rows], [responses[i] for i in rows])
+                for i, values in zip(rows, scored):
+                    out[i] = values
         return out
+
+    def check_token_ids(self, prompts: Sequence[np.ndarray], responses: Sequence[np.ndarray]) -> None:
+        """ValueError unless every prompt is non-empty and every id is in [0, vocab_size)."""
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("a prompt has no tokens; the first response token needs a prompt to follow")
+        ids = np.concatenate([*prompts, *responses]) if len(prompts) else np.zeros(0, np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size}) for this reference "
+                             f"model; got min {ids.min()}, max {ids.max()} (a different tokenizer?)")
 
     def _score_micro(self, prompts: Sequence[np.ndarray], responses: Sequence[np.ndarray]) -> list[np.ndarray]:
         n = len(prompts)

@@ -72,3 +72,11 @@ def test_from_config_uses_the_sampling_temperature(tiny_model_dir, tmp_path):
 def test_mismatched_lengths_are_an_error(tiny_model):
     with pytest.raises(ValueError, match="2 prompts and 1 responses"):
         ReferenceScorer(tiny_model).score([np.array([1]), np.array([2])], [np.array([3])])
+
+
+def test_out_of_vocab_ids_and_empty_prompts_are_errors(tiny_model):
+    scorer = ReferenceScorer(tiny_model)
+    with pytest.raises(ValueError, match=rf"\[0, {scorer.vocab_size}\).*max {scorer.vocab_size + 5}"):
+        scorer.score([np.array([1, 2])], [np.array([scorer.vocab_size + 5])])
+    with pytest.raises(ValueError, match="a prompt has no tokens"):
+        scorer.score([np.array([], dtype=np.int32)], [np.array([3])])
