@@ -16,3 +16,12 @@ def build_tiny_llama(seed: int = 0, vocab: int = 64):
 @pytest.fixture
 def tiny_llama():
     return build_tiny_llama()
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models: one intra-op thread is ~10x faster than two on a busy 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
