@@ -1,0 +1,226 @@
+"""`RolloutEngine`: one vLLM V1 `AsyncLLM` that samples prompt groups and reloads weights in place.
+
+What it does
+- `generate_group(task)` feeds the task's exact `prompt_token_ids` (a `TokensPrompt`, never
+  re-tokenised text) with `SamplingParams(n, temperature, top_p, max_tokens, stop, seed,
+  logprobs=0)` and returns a `Group`: per sample the response token ids, one behaviour
+  log-prob per response token, the text, the finish reason and the policy version, token ids
+  and floats packed little-endian with `meshrl.bus.codec`. Any number of groups may run at
+  once: AsyncLLM batches them (continuous batching).
+- `load_weights(path, version)` pauses the scheduler (in-flight requests are kept, or waited
+  for), reloads every tensor of a checkpoint-format safetensors file into the live model
+  through the worker extension (`worker_extension.py`), clears the prefix/KV cache, tags the
+  engine with the new version and resumes. The engine is never restarted.
+
+Which log-probs (behaviour log-probs, for the learner's importance ratio)
+  The engine runs with `logprobs_mode="processed_logprobs"`: the log-prob of each sampled
+  token under the distribution it was SAMPLED from, i.e.
+
+      logprob_t = log_softmax(logits_t / T)[y_t]          (top_p = 1)
+
+  restricted to and renormalised over the nucleus when top_p < 1. With top_p = 1 this is
+  exactly what the learner computes (`meshrl.model.logprobs`: `log_softmax(logits / T)`), at
+  any temperature; at T = 1 it also equals vLLM's default raw log-probs. Greedy requests
+  (T = 0) return `log_softmax(logits)`. Pass `logprobs_mode="raw_logprobs"` for the
+  un-tempered model log-probs.
+
+Policy versions
+  The engine tells vLLM its version (`update_weight_version`), so every finished sample
+  carries `weight_versions` spans. With `pause_mode="keep"` a sample may straddle an update;
+  its `policy_version` is then the OLDEST version that produced any of its tokens (the
+  conservative choice for staleness checks); its behaviour log-probs are still exact per
+  token, since each token's log-prob came from the weights that sampled it.
+
+Simplifications: one engine per process, tensor parallel 1, no LoRA. Construct it in a
+service process or under `if __name__ == "__main__":` (vLLM spawns its engine-core and
+worker processes). Start-up ≈25–35 s on CPU with `enforce_eager=True`.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from meshrl.common.v1 import common_pb2 as pb
+
+if TYPE_CHECKING:
+    from meshrl.config import RunConfig
+
+GiB = 1 << 30
+WORKER_EXTENSION = "meshrl.services.rollout.worker_extension.WeightsFileExtension"
+FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
+                  "abort": pb.FINISH_REASON_ABORT}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What `RolloutEngine` needs to build its AsyncLLM. `kv_cache_gb` may be fractional."""
+
+    model: str
+    tokenizer: str | None = None
+    max_model_len: int = 512
+    kv_cache_gb: float = 1.0
+    enforce_eager: bool = True
+    dtype: str = "float32"
+    seed: int = 0
+    logprobs_mode: str = "processed_logprobs"
+    pause_mode: str = "keep"  # "keep" in-flight requests across an update, or "wait" for them
+    max_num_seqs: int = 256
+    replica_id: str = "rollout-0"
+    extra_engine_args: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_run_config(cls, cfg: "RunConfig", replica_id: str = "rollout-0") -> "EngineConfig":
+        if cfg.model.gguf_file:
+            raise ValueError(
+                f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
+                f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
+        return cls(model=cfg.model.path, tokenizer=cfg.model.tokenizer,
+                   max_model_len=cfg.rollout.max_model_len, kv_cache_gb=cfg.rollout.kv_cache_gb,
+                   enforce_eager=cfg.rollout.enforce_eager, dtype=cfg.model.dtype,
+                   seed=cfg.run.seed, replica_id=replica_id)
+
+
+def engine_args(config: EngineConfig):
+    """vLLM `AsyncEngineArgs` for `config` (KV cache sized in bytes, our worker extension)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    if not Path(config.model, "config.json").exists():
+        raise FileNotFoundError(f"model dir {config.model} has no config.json; "
+                                f"point model.path at a Hugging Face model dir")
+    return AsyncEngineArgs(
+        model=config.model, tokenizer=config.tokenizer or config.model, dtype=config.dtype,
+        max_model_len=config.max_model_len, enforce_eager=config.enforce_eager,
+        seed=config.seed, kv_cache_memory_bytes=int(config.kv_cache_gb * GiB),
+        logprobs_mode=config.logprobs_mode, max_num_seqs=config.max_num_seqs,
+        worker_extension_cls=WORKER_EXTENSION, disable_log_stats=True,
+        **config.extra_engine_args)
+
+
+def sampling_params(sampling: pb.SamplingParams):
+    """vLLM SamplingParams from the proto; proto zeros mean "unset" (top_p 0 → 1, seed 0 → none)."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
+
+    if sampling.max_tokens < 1:
+        raise ValueError(f"sampling.max_tokens={sampling.max_tokens}: set it to at least 1")
+    return SamplingParams(
+        n=max(1, sampling.n), temperature=sampling.temperature, top_p=sampling.top_p or 1.0,
+        max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
+        seed=sampling.seed or None, logprobs=0, flat_logprobs=True,
+        output_kind=RequestOutputKind.FINAL_ONLY)
+
+
+def oldest_version(spans, fallback: int) -> int:
+    """The oldest weights version among a sample's `weight_versions` spans (vLLM sets them
+    on the final output); `fallback` when the engine reported none."""
+    versions = [int(span.version) for span in spans or () if str(span.version).isdigit()]
+    return min(versions, default=fallback)
+
+
+def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
+    """One proto `Sample` from a vLLM `CompletionOutput` requested with `logprobs=0`, flat."""
+    import numpy as np
+
+    from meshrl.bus.codec import pack_float32, pack_int32
+
+    token_ids = np.asarray(completion.token_ids, dtype=np.int32)
+    flat = completion.logprobs
+    if flat is None or len(flat.logprobs) != len(token_ids):
+        got = None if flat is None else len(flat.logprobs)
+        raise RuntimeError(f"vLLM returned {got} log-probs for {len(token_ids)} tokens; the "
+                           f"request must use logprobs=0 with flat_logprobs=True")
+    return pb.Sample(
+        index=completion.index, response_token_ids=pack_int32(token_ids),
+        behaviour_logprobs=pack_float32(np.asarray(flat.logprobs, dtype=np.float32)),
+        response_text=completion.text,
+        finish_reason=FINISH_REASONS.get(completion.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
+        policy_version=oldest_version(completion.weight_versions, fallback_version))
+
+
+class RolloutEngine:
+    """An AsyncLLM plus the policy version it holds. Build with `await RolloutEngine.start(cfg)`."""
+
+    def __init__(self, llm, config: EngineConfig, version: int = 0):
+        self.llm = llm
+        self.config = config
+        self.version = version
+        self.groups_generated = 0
+        self.tokens_generated = 0
+        self._update_lock = asyncio.Lock()
+
+    @classmethod
+    async def start(cls, config: EngineConfig, version: int = 0) -> "RolloutEngine":
+        """Construct the AsyncLLM (spawns vLLM's processes; blocks ≈30 s) and tag its version."""
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        llm = AsyncLLM.from_engine_args(engine_args(config))
+        engine = cls(llm, config, version)
+        await llm.update_weight_version(str(version))
+        return engine
+
+    @property
+    def tokenizer(self):
+        return self.llm.get_tokenizer()
+
+    async def generate_group(self, task: pb.PromptTask) -> pb.Group:
+        """Sample `task.sampling.n` responses to `task.prompt_token_ids` with the current weights."""
+        from vllm.inputs import TokensPrompt
+
+        from meshrl.bus.codec import unpack_int32
+
+        prompt_ids = unpack_int32(task.prompt_token_ids)
+        if prompt_ids.size == 0:
+            raise ValueError(f"group {task.group_id!r} has empty prompt_token_ids; the learner "
+                             f"must tokenise the prompt before publishing it")
+        start, version_at_start = time.time(), self.version
+        request_id = f"{task.group_id or 'group'}-{uuid.uuid4().hex[:8]}"
+        final = None
+        async for output in self.llm.generate(TokensPrompt(prompt_token_ids=prompt_ids.tolist()),
+                                              sampling_params(task.sampling), request_id):
+            final = output
+        samples = [sample_from_completion(c, version_at_start)
+                   for c in sorted(final.outputs, key=lambda c: c.index)]
+        return self._group(task, samples, start)
+
+    def _group(self, task: pb.PromptTask, samples: list[pb.Sample], start: float) -> pb.Group:
+        self.groups_generated += 1
+        self.tokens_generated += sum(len(s.response_token_ids) // 4 for s in samples)
+        timing = pb.StageTiming(stage="generate", service=self.config.replica_id,
+                                start_unix=start, end_unix=time.time())
+        return pb.Group(run_id=task.run_id, group_id=task.group_id, task=task, samples=samples,
+                        policy_version=min(s.policy_version for s in samples),
+                        rollout_replica=self.config.replica_id, timings=[timing])
+
+    async def load_weights(self, path: str | Path, version: int) -> float:
+        """Reload the weights in place from a checkpoint-format safetensors file; return seconds.
+
+        Pause (in-flight requests kept or waited for, per `pause_mode`) → reload → clear the
+        prefix cache (done by the pause) → tag the version → resume. Raises if the file is
+        unreadable or has no tensors; the version is then left unchanged.
+        """
+        async with self._update_lock:
+            began = time.perf_counter()
+            await self.llm.pause_generation(mode=self.config.pause_mode, clear_cache=True)
+            try:
+                counts = await self.llm.collective_rpc("meshrl_reload_safetensors",
+                                                       args=(str(path),))
+                if not all(counts):
+                    raise RuntimeError(f"weights file {path} holds no tensors; "
+                                       f"the learner must write a full state dict")
+                await self.llm.update_weight_version(str(version))
+                self.version = version
+            finally:
+                await self.llm.resume_generation()
+            return time.perf_counter() - began
+
+    async def weights_digest(self, name_filter: str = "embed_tokens") -> str:
+        """sha256 of the live parameters whose names contain `name_filter` (see the extension)."""
+        (digest, *_) = await self.llm.collective_rpc("meshrl_weights_digest", args=(name_filter,))
+        return digest
+
+    def shutdown(self) -> None:
+        self.llm.shutdown()
