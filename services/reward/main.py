@@ -1,0 +1,109 @@
+"""The reward service: a NATS worker (generated → scored/ready) plus a gRPC RewardService.
+
+    python -m meshrl.services.reward --nats nats://127.0.0.1:4222 --run-id RUN \
+        --config RUN_DIR/config.yaml [--replica-id reward-0] [--grpc-port 0]
+
+Start-up, in order, failing with a message that names what is wrong:
+  1. load the RunConfig and build the components from `reward.components` (bad kinds and
+     params are ConfigErrors);
+  2. check every external component's address answers health within 5 s;
+  3. warm the math-verify process pools;
+  4. serve RewardService (+ health, reflection) on --grpc-port (0 = a free port; the port
+     is logged), then connect to NATS and consume `generated`.
+SIGTERM/SIGINT: stop taking messages, let the group in hand finish (it is acked only after
+its publish), stop the server, close the bus and the pools. Exit 0 on a clean stop; 2 on
+a config or start-up error.
+
+Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
+"""
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from meshrl.config import ConfigError, load_config
+from meshrl.services.reward.components import build_components
+from meshrl.services.reward.rules.verify_pool import shutdown_pools
+from meshrl.services.reward.scorer import GroupScorer
+from meshrl.services.reward.startup import check_externals, warm_pools
+
+log = logging.getLogger("meshrl.services.reward")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m meshrl.services.reward", description=__doc__.splitlines()[0])
+    p.add_argument("--nats", required=True, help="NATS url, e.g. nats://127.0.0.1:4222")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--config", required=True, help="the run's resolved config.yaml")
+    p.add_argument("--replica-id", default=None, help="default: reward-<pid>")
+    p.add_argument("--grpc-port", type=int, default=0, help="RewardService port (0 = pick a free one)")
+    return p.parse_args(argv)
+
+
+async def prepare(args: argparse.Namespace):
+    """Config → checked, warmed scorer, and whether a reference follows us."""
+    cfg = load_config(args.config)
+    components = build_components(cfg.reward.components, args.run_id)
+    scorer = GroupScorer(components)
+    try:
+        await check_externals(components)
+        await warm_pools(components)
+    except BaseException:
+        await scorer.close()
+        raise
+    return cfg, scorer
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    from meshrl.bus import Bus
+    from meshrl.services.reward.server import start_reward_server
+    from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
+
+    replica = args.replica_id or f"reward-{os.getpid()}"
+    cfg, scorer = await prepare(args)
+    server, port = await start_reward_server(scorer, args.grpc_port)
+    bus = await Bus.connect(args.nats, args.run_id)
+    worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica)
+    log.info("%s: RewardService on port %d; components %s; %s → %s", replica, port,
+             [c.name for c in scorer.components], IN_STAGE, worker.out_stage)
+    try:
+        await run_worker(bus, worker, stop)
+    finally:
+        await server.stop(grace=2)
+        await bus.close()
+        await scorer.close()
+    log.info("%s: stopped after %d groups", replica, worker.groups_done)
+
+
+async def run_worker(bus, worker, stop: asyncio.Event) -> None:
+    from meshrl.services.reward.worker import DURABLE, IN_STAGE
+
+    consumer = asyncio.create_task(bus.worker(IN_STAGE, DURABLE, worker.handle))
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait([consumer, stopped], return_when=asyncio.FIRST_COMPLETED)
+    consumer.cancel()
+    await asyncio.gather(consumer, return_exceptions=True)
+    stopped.cancel()
+
+
+async def amain(args: argparse.Namespace) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await serve(args, stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    args = parse_args(argv)
+    try:
+        asyncio.run(amain(args))
+    except (ConfigError, ConnectionError) as err:
+        print(f"reward service: {err}", file=sys.stderr)
+        return 2
+    finally:
+        shutdown_pools()
+    return 0

@@ -1,0 +1,24 @@
+"""Start-up checks and warm-up, so problems show before the first group arrives.
+
+- every external component's address must answer `grpc.health.v1` SERVING within
+  `within_s`, else ConnectionError naming the component and address;
+- the math-verify process pools are started and warmed (imports paid once, not by the
+  first item's deadline).
+"""
+import asyncio
+
+from meshrl.services.reward.components import Component, RuleComponent
+from meshrl.services.reward.external import ExternalComponent, check_reachable
+from meshrl.services.reward.rules.verify_pool import shared_pool
+
+EXTERNAL_CHECK_S = 5.0
+
+
+async def check_externals(components: list[Component], within_s: float = EXTERNAL_CHECK_S) -> None:
+    externals = [c for c in components if isinstance(c, ExternalComponent)]
+    await asyncio.gather(*(check_reachable(c, within_s) for c in externals))
+
+
+async def warm_pools(components: list[Component]) -> None:
+    counts = {c.params.workers for c in components if isinstance(c, RuleComponent) and c.rule.kind == "math_verify"}
+    await asyncio.gather(*(asyncio.to_thread(shared_pool(n).start) for n in counts))

@@ -1,0 +1,49 @@
+"""The NATS side: `generated` → score → `scored` (reference needed) or `ready`.
+
+Consumes `meshrl.<run>.generated` with the durable `reward` (shared by all reward
+replicas, so groups are spread across them), scores every sample of the group in one batch
+per component (rules and external services concurrently), sets `group.scored`, appends a
+`StageTiming("reward", replica)` and publishes with `msg_id = group_id` (JetStream drops a
+redelivered duplicate). The bus acks only after the handler returns, i.e. after the
+publish: a crash mid-group means a redelivery, never a lost group.
+
+Where it goes: `scored` when `RunConfig.reference_enabled` (the reference adds log-probs
+and forwards to `ready`), else straight to `ready`.
+"""
+import logging
+import math
+import time
+
+from meshrl.common.v1 import common_pb2
+from meshrl.services.reward.combine import failed_components
+from meshrl.services.reward.scorer import GroupScorer
+
+log = logging.getLogger(__name__)
+
+IN_STAGE, DURABLE = "generated", "reward"
+
+
+def next_stage(reference_enabled: bool) -> str:
+    return "scored" if reference_enabled else "ready"
+
+
+class RewardWorker:
+    def __init__(self, bus, scorer: GroupScorer, reference_enabled: bool, replica_id: str):
+        self.bus, self.scorer, self.replica_id = bus, scorer, replica_id
+        self.out_stage = next_stage(reference_enabled)
+        self.groups_done = 0
+
+    async def handle(self, group: common_pb2.Group) -> None:
+        start = time.time()
+        await self.scorer.score_group(group)
+        group.timings.append(common_pb2.StageTiming(
+            stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time()))
+        self.warn_failures(group)
+        await self.bus.publish(self.out_stage, group, msg_id=group.group_id)
+        self.groups_done += 1
+
+    def warn_failures(self, group: common_pb2.Group) -> None:
+        failed = [s for s in group.samples if math.isnan(s.reward)]
+        if failed:
+            log.warning("group %s: %d/%d samples unscored (reward NaN): %s", group.group_id, len(failed),
+                        len(group.samples), "; ".join(failed_components(failed[0])))
