@@ -57,12 +57,13 @@ async def prepare(args: argparse.Namespace):
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    from meshrl.bus import Bus
     from meshrl.services.reward.server import start_reward_server
-    from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
+    from meshrl.services.reward.worker import IN_STAGE, RewardWorker
 
     replica = args.replica_id or f"reward-{os.getpid()}"
     cfg, scorer = await prepare(args)
+    from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
+
     server, port = await start_reward_server(scorer, args.grpc_port)
     bus = await Bus.connect(args.nats, args.run_id)
     worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica)
