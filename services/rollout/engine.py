@@ -202,6 +202,9 @@ class RolloutEngine:
         prefix cache (done by the pause) → tag the version → resume. Raises if the file is
         unreadable or has no tensors; the version is then left unchanged.
         """
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"weights file {path} does not exist; the notice must name "
+                                    f"a safetensors file readable on this host")
         async with self._update_lock:
             began = time.perf_counter()
             await self.llm.pause_generation(mode=self.config.pause_mode, clear_cache=True)
@@ -223,4 +226,8 @@ class RolloutEngine:
         return digest
 
     def shutdown(self) -> None:
-        self.llm.shutdown()
+        """Stop vLLM's processes. Drops the AsyncLLM so its `__del__` runs now, not at exit."""
+        if self.llm is not None:
+            llm, self.llm = self.llm, None
+            llm.shutdown()
+            del llm
