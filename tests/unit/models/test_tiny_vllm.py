@@ -21,3 +21,23 @@ def test_vllm_loads_tiny_model(tiny_model_dir, monkeypatch):
     assert tok.eos_token == "<|im_end|>"
     # vLLM's incremental detokenizer joins chars exactly as the HF tokenizer does
     assert out.outputs[0].text == tok.decode(out.outputs[0].token_ids, skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_vllm_loads_fetched_smollm2(monkeypatch):
+    """The dir fetch_smollm2 writes serves in vLLM with its ChatML template (skips if not fetched)."""
+    from meshrl.models.fetch import DEFAULT_CACHE, MARKER, MODEL_NAME
+
+    path = DEFAULT_CACHE.expanduser() / MODEL_NAME
+    if not (path / MARKER).exists():
+        pytest.skip("run `python -m meshrl.models.fetch` first")
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=str(path), dtype="float32", enforce_eager=True, max_model_len=256, seed=0)
+    tok = llm.get_tokenizer()
+    messages = [{"role": "user", "content": "What is 3+4? Answer with a number."}]
+    prompt = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    out = llm.generate([prompt], SamplingParams(max_tokens=16, temperature=0.0))[0].outputs[0]
+    assert "7" in out.text and out.finish_reason == "stop"  # stops on <|im_end|>
