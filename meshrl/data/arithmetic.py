@@ -70,6 +70,20 @@ def preference_pairs(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0) 
             for x, y, o, good, bad in zip(a, b, op, answers, wrong)]
 
 
+def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0) -> int:
+    """Write `arithmetic_rows(...)` to `out` (.jsonl or .parquet); the number of rows."""
+    rows = arithmetic_rows(n, digits=digits, ops=ops, seed=seed)
+    write_rows(out, rows)
+    return len(rows)
+
+
+def write_pairs(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0) -> int:
+    """Write `preference_pairs(...)` to `out` (.jsonl or .parquet); the number of rows."""
+    rows = preference_pairs(n, digits=digits, ops=ops, seed=seed)
+    write_rows(out, rows)
+    return len(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Write arithmetic prompts (or DPO pairs).")
     parser.add_argument("--out", required=True, help="output .jsonl or .parquet")
@@ -79,9 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dpo", action="store_true", help="write prompt/chosen/rejected pairs")
     args = parser.parse_args(argv)
-    make = preference_pairs if args.dpo else arithmetic_rows
-    rows = make(args.n, digits=args.digits, ops=args.ops, seed=args.seed)
-    print(f"wrote {len(rows)} rows to {write_rows(args.out, rows)}")
+    write = write_pairs if args.dpo else write_problems
+    n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+    print(f"wrote {n} rows to {args.out}")
 
 
 if __name__ == "__main__":

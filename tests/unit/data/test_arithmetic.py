@@ -62,3 +62,12 @@ def test_cli_writes_jsonl(tmp_path, capsys):
     assert json.loads(out.read_text().splitlines()[0]) == arithmetic_rows(12, seed=0)[0]
     main(["--out", str(tmp_path / "pairs.jsonl"), "--n", "3", "--dpo"])
     assert len(load_rows(tmp_path / "pairs.jsonl", kind="dpo")) == 3
+
+
+def test_write_helpers_return_counts(tmp_path):
+    from meshrl.data.arithmetic import write_pairs, write_problems
+
+    assert write_problems(tmp_path / "a.parquet", n=4, digits=2, seed=1) == 4
+    assert [r.ground_truth for r in load_rows(tmp_path / "a.parquet")] == \
+        [r["reward_model"]["ground_truth"] for r in arithmetic_rows(4, digits=2, seed=1)]
+    assert write_pairs(tmp_path / "p.jsonl", n=3) == 3
