@@ -23,6 +23,7 @@ class DatasetReport:
     invalid_fields: dict[str, int] = field(default_factory=dict)  # field → rows with a problem
     missing_optional: dict[str, int] = field(default_factory=dict)  # field → rows without it
     prompt_tokens: dict[str, float] = field(default_factory=dict)  # min/mean/p95/max, valid rows
+    response_tokens: dict[str, dict] = field(default_factory=dict)  # DPO: chosen/rejected stats
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -33,6 +34,9 @@ class DatasetReport:
                  f"  prompt tokens: min {t.get('min')} mean {t.get('mean')} "
                  f"p95 {t.get('p95')} max {t.get('max')}",
                  f"  over max_prompt_tokens={self.max_prompt_tokens}: {self.over_limit}"]
+        for name, t in self.response_tokens.items():
+            lines.append(f"  {name} tokens: min {t.get('min')} mean {t.get('mean')} "
+                         f"p95 {t.get('p95')} max {t.get('max')}")
         if self.invalid:
             lines.append(f"  invalid rows dropped: {self.invalid} {self.invalid_fields}")
         if any(self.missing_optional.values()):
