@@ -107,16 +107,14 @@ def _gguf_hint() -> str:
 
 def plain_copy(model):
     """The same weights in a fresh model built from the config without GGUF quantization info."""
-    import torch
     from transformers import AutoModelForCausalLM
 
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    with torch.device("meta"):
-        fresh = AutoModelForCausalLM.from_config(config, dtype=model.dtype)
-    fresh.load_state_dict(model.state_dict(), strict=True, assign=True)
-    fresh.tie_weights()
+    # Built on CPU, not on "meta": non-persistent buffers (rotary inv_freq) must be real.
+    fresh = AutoModelForCausalLM.from_config(config, dtype=model.dtype)
+    fresh.load_state_dict(model.state_dict(), strict=True)
     fresh.generation_config = copy.deepcopy(model.generation_config)
     return fresh
 
