@@ -1,4 +1,4 @@
-"""`meshrl data arithmetic|pairs --out FILE --n N [--digits D] [--seed S]`: make a data set.
+"""`meshrl data arithmetic|pairs --out FILE --n N [--digits D] [--ops +-*] [--seed S]`: make a data set.
 
 Thin wrappers over `meshrl.data.arithmetic`: `arithmetic` writes verl-style prompt rows for
 RL (`prompt`, `reward_model.ground_truth`, `data_source`), `pairs` writes DPO rows
@@ -13,6 +13,7 @@ def _common(p) -> None:
     p.add_argument("--out", type=Path, required=True, help="output .jsonl (or .parquet)")
     p.add_argument("--n", type=int, required=True, help="number of rows")
     p.add_argument("--digits", type=int, default=1, help="digits per operand (default 1)")
+    p.add_argument("--ops", default="+", help='operators to mix, e.g. "+-*" (default +)')
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -35,19 +36,23 @@ def _check(args) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
 
-def arithmetic(args) -> int:
+def _write(args, kind: str) -> int:
     from meshrl.data import arithmetic as gen
+    from meshrl.launch.errors import LaunchError
 
     _check(args)
-    n = gen.write_problems(args.out, n=args.n, digits=args.digits, seed=args.seed)
+    write = gen.write_pairs if kind == "pairs" else gen.write_problems
+    try:
+        n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+    except ValueError as err:  # bad --ops / --digits: the generator says what is allowed
+        raise LaunchError(str(err)) from None
     print(f"wrote {n} rows to {args.out}")
     return 0
+
+
+def arithmetic(args) -> int:
+    return _write(args, "arithmetic")
 
 
 def pairs_(args) -> int:
-    from meshrl.data import arithmetic as gen
-
-    _check(args)
-    n = gen.write_pairs(args.out, n=args.n, digits=args.digits, seed=args.seed)
-    print(f"wrote {n} rows to {args.out}")
-    return 0
+    return _write(args, "pairs")

@@ -39,7 +39,7 @@ class ReferenceWorker:
         self.bus, self.scorer, self.replica_id = bus, scorer, replica_id
         self.groups_done = 0
 
-    async def handle(self, group: common_pb2.Group) -> None:
+    async def handle(self, group: common_pb2.Group, ctx=None) -> None:
         await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
         await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id)
         self.groups_done += 1
