@@ -1,0 +1,165 @@
+"""Work queues on a real nats-server: ack, retry, dead letters, dedup, sharing, restart."""
+import asyncio
+
+import pytest
+
+from meshrl.bus import Bus
+from meshrl.bus import subjects as names
+from meshrl.common.v1 import common_pb2
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def task(i: int) -> common_pb2.PromptTask:
+    return common_pb2.PromptTask(group_id=f"g{i}", prompt_text=f"What is {i}+1?")
+
+
+async def publish_tasks(bus: Bus, n: int) -> None:
+    for i in range(n):
+        await bus.publish("prompts", task(i), msg_id=f"g{i}")
+
+
+async def wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def stop(task_: asyncio.Task) -> None:
+    task_.cancel()
+    await asyncio.gather(task_, return_exceptions=True)
+
+
+async def test_publish_worker_ack(bus):
+    seen = []
+
+    async def handle(msg, ctx):
+        seen.append((msg.group_id, ctx.msg_id, ctx.num_delivered, ctx.headers.get("traceparent")))
+
+    await bus.publish("prompts", task(7), msg_id="g7", headers={"traceparent": "00-abc-def-01"})
+    assert await bus.pending("prompts") == 1
+    w = bus.make_worker("prompts", "rollout", handle, ack_wait=5)
+    t = asyncio.create_task(w.run())
+    await wait_for(lambda: w.counts["acked"] == 1)
+    await stop(t)
+    assert seen == [("g7", "g7", 1, "00-abc-def-01")]
+    assert await bus.pending("prompts") == 0  # acked → removed from the work queue
+
+
+async def test_failing_handler_is_retried_then_dead_lettered(bus):
+    attempts = []
+
+    async def handle(msg, ctx):
+        attempts.append(ctx.num_delivered)
+        raise ValueError("reward service exploded\non line 2")
+
+    await bus.publish("prompts", task(1), msg_id="g1")
+    dead = await bus.js.subscribe(names.dead_subject(bus.run_id))
+    w = bus.make_worker("prompts", "rollout", handle, max_deliver=3, backoff=(0.05,), ack_wait=5)
+    t = asyncio.create_task(w.run())
+    letter = await dead.next_msg(timeout=10)
+    await stop(t)
+    assert attempts == [1, 2, 3]
+    assert w.counts == {"acked": 0, "retried": 2, "dead": 1}
+    assert letter.headers["Meshrl-Error"] == "ValueError: reward service exploded on line 2"
+    assert letter.headers["Meshrl-Deliveries"] == "3"
+    assert common_pb2.PromptTask.FromString(letter.data).group_id == "g1"
+    assert await bus.pending("prompts") == 0  # terminated: gone from the queue
+
+
+async def test_unparseable_body_is_dead_lettered_at_once(bus):
+    calls = []
+
+    async def handle(msg, ctx):
+        calls.append(msg)
+
+    await bus.js.publish(names.stage_subject(bus.run_id, "prompts"), b"\xff\xff\xff", headers={"Nats-Msg-Id": "bad"})
+    dead = await bus.js.subscribe(names.dead_subject(bus.run_id))
+    t = asyncio.create_task(bus.worker("prompts", "rollout", handle, ack_wait=5))
+    letter = await dead.next_msg(timeout=10)
+    await stop(t)
+    assert calls == []
+    assert letter.headers["Meshrl-Error"].startswith("BadPayload:")
+
+
+async def test_duplicate_msg_id_is_stored_once(bus):
+    first = await bus.publish("prompts", task(3), msg_id="g3")
+    again = await bus.publish("prompts", task(3), msg_id="g3")
+    assert not first.duplicate and again.duplicate
+    assert again.seq == first.seq
+    assert await bus.pending("prompts") == 1
+
+
+async def test_two_workers_share_one_durable_without_loss_or_duplicates(bus):
+    n = 200
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    def handler(name):
+        async def handle(msg, ctx):
+            seen[name].append(msg.group_id)
+            await asyncio.sleep(0.001)
+        return handle
+
+    await publish_tasks(bus, n)
+    tasks = [asyncio.create_task(bus.worker("prompts", "rollout", handler(k), batch=4, ack_wait=10)) for k in seen]
+    await wait_for(lambda: len(seen["a"]) + len(seen["b"]) >= n)
+    await asyncio.sleep(0.3)  # room for a duplicate delivery to show up
+    for t in tasks:
+        await stop(t)
+    everything = seen["a"] + seen["b"]
+    assert sorted(everything) == sorted(f"g{i}" for i in range(n))  # none lost, none twice
+    assert seen["a"] and seen["b"]  # both took a share
+    assert await bus.pending("prompts") == 0
+
+
+async def test_restarted_worker_resumes_and_gets_unacked_messages(nats_url, run_id):
+    first = await Bus.connect(nats_url, run_id, name="rollout-a")
+    await first.ensure_streams()
+    await publish_tasks(first, 4)
+    started = asyncio.Event()
+
+    async def hang(msg, ctx):
+        started.set()
+        await asyncio.sleep(3600)  # a crash mid-work: never returns, never acks
+
+    t = asyncio.create_task(first.worker("prompts", "rollout", hang, ack_wait=1.0))
+    await started.wait()
+    await first.nc.close()  # the process dies: no nak, no ack
+    await stop(t)
+
+    second = await Bus.connect(nats_url, run_id, name="rollout-b")
+    got = []
+
+    async def handle(msg, ctx):
+        got.append((msg.group_id, ctx.num_delivered))
+
+    w = second.make_worker("prompts", "rollout", handle, ack_wait=1.0)
+    t2 = asyncio.create_task(w.run())
+    await wait_for(lambda: len(got) == 4)
+    await stop(t2)
+    assert sorted(g for g, _ in got) == ["g0", "g1", "g2", "g3"]
+    assert dict(got)["g0"] == 2  # the in-flight one came back as a redelivery
+    assert await second.pending("prompts") == 0
+    await second.close()
+
+
+async def test_pull_for_the_learner(bus):
+    for i in (9, 10):
+        await bus.publish("ready", common_pb2.Group(group_id=f"g{i}", policy_version=i), msg_id=f"g{i}")
+    batch = await bus.pull("ready", "learner", max_msgs=4, timeout=1.0)
+    assert [(d.message.group_id, d.message.policy_version) for d in batch] == [("g9", 9), ("g10", 10)]
+    await batch[0].ack()
+    await batch[1].nak()  # handed back: delivered again at once
+    again = await bus.pull("ready", "learner", max_msgs=4, timeout=1.0)
+    assert [(d.message.group_id, d.num_delivered) for d in again] == [("g10", 2)]
+    await again[0].ack()
+    assert await bus.pull("ready", "learner", max_msgs=4, timeout=0.2) == []
+    assert await bus.pending("ready") == 0
+
+
+async def test_publish_checks_the_stage_message_type(bus):
+    with pytest.raises(TypeError, match="stage 'prompts' carries meshrl.common.v1.PromptTask"):
+        await bus.publish("prompts", common_pb2.Group(group_id="x"), msg_id="x")
+    with pytest.raises(ValueError, match="unknown stage 'bogus'"):
+        await bus.publish("bogus", task(1), msg_id="x")
