@@ -30,6 +30,8 @@ from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.startup import check_externals, warm_pools
 
 log = logging.getLogger("meshrl.services.reward")
+CONCURRENT_GROUPS = 4  # groups scored at once (external calls overlap; math batches queue on the pool)
+ACK_WAIT_S = 60.0  # heartbeats (in_progress) keep longer scoring alive
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,7 +67,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
 
     server, port = await start_reward_server(scorer, args.grpc_port)
-    bus = await Bus.connect(args.nats, args.run_id)
+    bus = await Bus.connect(args.nats, args.run_id, name=replica)
     worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica)
     log.info("%s: RewardService on port %d; components %s; %s → %s", replica, port,
              [c.name for c in scorer.components], IN_STAGE, worker.out_stage)
@@ -81,7 +83,8 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 async def run_worker(bus, worker, stop: asyncio.Event) -> None:
     from meshrl.services.reward.worker import DURABLE, IN_STAGE
 
-    consumer = asyncio.create_task(bus.worker(IN_STAGE, DURABLE, worker.handle))
+    consumer = asyncio.create_task(bus.worker(
+        IN_STAGE, DURABLE, worker.handle, batch=CONCURRENT_GROUPS, ack_wait=ACK_WAIT_S, auto_in_progress=True))
     stopped = asyncio.create_task(stop.wait())
     await asyncio.wait([consumer, stopped], return_when=asyncio.FIRST_COMPLETED)
     consumer.cancel()
@@ -97,12 +100,18 @@ async def amain(args: argparse.Namespace) -> None:
     await serve(args, stop)
 
 
+def startup_errors() -> tuple[type[BaseException], ...]:
+    from meshrl.bus.errors import BusUnavailable
+
+    return (ConfigError, ConnectionError, BusUnavailable)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     args = parse_args(argv)
     try:
         asyncio.run(amain(args))
-    except (ConfigError, ConnectionError) as err:
+    except startup_errors() as err:
         print(f"reward service: {err}", file=sys.stderr)
         return 2
     finally:

@@ -33,11 +33,10 @@ class RewardWorker:
         self.out_stage = next_stage(reference_enabled)
         self.groups_done = 0
 
-    async def handle(self, group: common_pb2.Group) -> None:
+    async def handle(self, group: common_pb2.Group, ctx=None) -> None:
         start = time.time()
         await self.scorer.score_group(group)
-        group.timings.append(common_pb2.StageTiming(
-            stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time()))
+        group.timings.add(stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time())
         self.warn_failures(group)
         await self.bus.publish(self.out_stage, group, msg_id=group.group_id)
         self.groups_done += 1
