@@ -2,6 +2,8 @@
 
 - `meshrl.models.load`: `load_causal_lm`, `load_tokenizer` (HF safetensors dir or GGUF file)
 - `meshrl.models.tiny`: `build_tiny_model_dir` (tiny random Llama + char-level ChatML tokenizer)
+- `meshrl.models.tiny_gguf`: `build_tiny_gguf` (that tiny model as an F32 GGUF, for GGUF tests)
+- `meshrl.models.tokenizer_files`: tokenizer files older readers (and vLLM fallbacks) expect
 - `meshrl.models.fetch`: `fetch_smollm2` (SmolLM2-135M-Instruct as a safetensors dir, made once)
 
 Importing this package imports nothing heavy; torch and transformers load on first use.
