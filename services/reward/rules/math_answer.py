@@ -16,6 +16,7 @@ from pydantic import Field
 from meshrl.services.reward.registry import RuleParams, register_reward
 from meshrl.services.reward.rules.verify_pool import shared_pool
 from meshrl.services.reward.types import ItemScore, RewardItem, ok
+from meshrl.services.reward.verify_worker import verify_answer
 
 
 class MathVerifyParams(RuleParams):
@@ -25,30 +26,15 @@ class MathVerifyParams(RuleParams):
     incorrect: float = 0.0
 
 
-def parse_gold(ground_truth: str) -> list:
-    from math_verify import parse
-
-    text = ground_truth.strip()
-    gold = [] if ("$" in text or "\\boxed" in text) else parse(f"${text}$", parsing_timeout=None)
-    gold = gold or parse(text, parsing_timeout=None)
-    if not gold:
-        raise ValueError(f"ground truth {ground_truth!r} could not be parsed as math; fix the dataset row")
-    return gold
-
-
-def verify_answer(response: str, ground_truth: str, correct: float, incorrect: float) -> ItemScore:
-    """Runs inside a worker process. Raises ValueError for an unparseable ground truth."""
-    from math_verify import parse, verify
-
-    gold = parse_gold(ground_truth)
-    answer = parse(response, parsing_timeout=None)
-    if not answer:
-        return ok(incorrect, extracted=0.0)
-    equal = verify(gold, answer, timeout_seconds=None)
-    return ok(correct if equal else incorrect, extracted=1.0)
+def to_score(result, params: MathVerifyParams) -> ItemScore:
+    if isinstance(result, ItemScore):  # TIMEOUT / ERROR from the pool
+        return result
+    equal, extracted = result
+    return ok(params.correct if equal else params.incorrect, extracted=float(extracted))
 
 
 @register_reward("math_verify", params=MathVerifyParams)
 def math_verify(items: list[RewardItem], params: MathVerifyParams) -> list[ItemScore]:
-    args = [(it.response, it.ground_truth, params.correct, params.incorrect) for it in items]
-    return shared_pool(params.workers).run(verify_answer, args, params.timeout_s)
+    args = [(it.response, it.ground_truth) for it in items]
+    results = shared_pool(params.workers).run(verify_answer, args, params.timeout_s)
+    return [to_score(r, params) for r in results]

@@ -19,14 +19,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 
 from meshrl.services.reward.types import ItemScore, Status, failed
+from meshrl.services.reward.verify_worker import warm_up
 
 WARMUP_TIMEOUT_S = 60.0
-
-
-def warm_up(module: str) -> bool:
-    """Runs in each worker: import the heavy module once so items don't pay for it."""
-    __import__(module)
-    return True
 
 
 class VerifyPool:

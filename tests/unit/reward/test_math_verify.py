@@ -49,7 +49,7 @@ def test_pathological_input_times_out_and_others_still_score():
     scores = score(["\\boxed{9^{9^{9^{9}}}}", "7", "8"], "7", timeout_s=1.0)
     assert scores[0].status == Status.TIMEOUT and "1s" in scores[0].error
     assert [(s.status, s.value) for s in scores[1:]] == [(Status.OK, 1.0), (Status.OK, 0.0)]
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 30  # 1 s deadline + a pool restart (slow on a loaded 2-core box)
 
 
 def test_pool_fake_slow_function_times_out_and_crash_is_error():
