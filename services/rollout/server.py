@@ -1,0 +1,62 @@
+"""gRPC `RolloutService` (direct generation for evaluation, status) on the engine's event loop.
+
+`Generate` samples every task of the request concurrently with the weights held now (one
+AsyncLLM batches them) and answers with the groups and the version. `GetStatus` reports the
+replica id, the version, whether it is ready (holds the run's newest version), counters
+and the model. The server is `grpc.aio`, so it shares the event loop with the AsyncLLM and
+the NATS worker; it also serves `grpc.health.v1` and reflection.
+
+`start_rollout_server(engine, port, ready=...)` → (server, bound port); port 0 picks a free one.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from meshrl.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+
+SERVICE_NAME = rollout_pb2.DESCRIPTOR.services_by_name["RolloutService"].full_name
+MAX_MESSAGE_BYTES = 64 << 20  # a batch of eval groups can exceed gRPC's 4 MiB default
+
+
+class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
+    def __init__(self, engine, ready: Callable[[], bool] = lambda: True):
+        self.engine, self.ready = engine, ready
+
+    async def Generate(self, request: rollout_pb2.GenerateRequest, context) -> rollout_pb2.GenerateResponse:
+        if not request.tasks:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "GenerateRequest.tasks is empty")
+        try:
+            groups = await asyncio.gather(*(self.engine.generate_group(t) for t in request.tasks))
+        except ValueError as err:  # bad sampling params or empty prompt ids, named by the engine
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        return rollout_pb2.GenerateResponse(groups=groups, policy_version=self.engine.version)
+
+    async def GetStatus(self, request, context) -> rollout_pb2.GetStatusResponse:
+        engine = self.engine
+        return rollout_pb2.GetStatusResponse(
+            replica_id=engine.config.replica_id, policy_version=engine.version, ready=self.ready(),
+            groups_generated=engine.groups_generated, tokens_generated=engine.tokens_generated,
+            model=engine.config.model)
+
+
+async def start_rollout_server(engine, port: int = 0, *, host: str = "[::]",
+                               ready: Callable[[], bool] = lambda: True) -> tuple[grpc.aio.Server, int]:
+    options = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+               ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+    server = grpc.aio.server(options=options)
+    rollout_pb2_grpc.add_RolloutServiceServicer_to_server(RolloutServicer(engine, ready), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind the rollout gRPC server to {host}:{port}; pick another --grpc-port")
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, bound
