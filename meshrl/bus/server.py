@@ -78,8 +78,8 @@ class EmbeddedNats:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 break
-            if _accepts(self.host, self.port):
-                return
+            if "Server is ready" in self._server_output(tail=None) and _accepts(self.host, self.port):
+                return  # its own log line: a TCP accept alone may be another process on the port
             time.sleep(0.05)
         output = self._server_output()
         self.close()
@@ -88,10 +88,11 @@ class EmbeddedNats:
             f"(command: {' '.join(cmd)}); its output:\n{output}"
         )
 
-    def _server_output(self) -> str:
+    def _server_output(self, tail: int | None = 4000) -> str:
         self._log.flush()
         self._log.seek(0)
-        return self._log.read()[-4000:].decode(errors="replace")
+        data = self._log.read()
+        return (data[-tail:] if tail else data).decode(errors="replace")
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
