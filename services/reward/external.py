@@ -21,6 +21,7 @@ import grpc
 from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
 from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.rpc import ServiceUnhealthy, open_channel, wait_healthy
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed
 
 PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIMEOUT
@@ -97,12 +98,9 @@ class ExternalComponent:
         return match_results(items, response.results, self.who)
 
     def stub(self) -> reward_pb2_grpc.RewardServiceStub:
-        return reward_pb2_grpc.RewardServiceStub(self.stub_channel())
-
-    def stub_channel(self) -> grpc.aio.Channel:
-        if self.channel is None:
+        if self.channel is None:  # meshrl.rpc: retries UNAVAILABLE within the deadline
             self.channel = open_channel(self.address)
-        return self.channel
+        return reward_pb2_grpc.RewardServiceStub(self.channel)
 
     async def close(self) -> None:
         if self.channel is not None:
@@ -110,25 +108,13 @@ class ExternalComponent:
             self.channel = None
 
 
-def open_channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address)
-
-
 async def check_reachable(component: ExternalComponent, within_s: float = 5.0) -> None:
     """Raise ConnectionError naming the component and address unless its health is SERVING."""
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
     try:
-        reply = await health_pb2_grpc.HealthStub(component.stub_channel()).Check(
-            health_pb2.HealthCheckRequest(service=""), timeout=within_s, wait_for_ready=True)
-    except grpc.aio.AioRpcError as err:
+        await wait_healthy(component.address, timeout=within_s)
+    except ServiceUnhealthy as err:
         raise ConnectionError(
             f"reward component {component.name!r}: external reward service at {component.address} is not "
-            f"reachable within {within_s:g}s ({err.code().name}). Start it, or fix reward.components"
-            f"[{component.name}].address in the run config"
+            f"reachable within {within_s:g}s. Start it, or fix reward.components[{component.name}].address "
+            f"in the run config. ({err})"
         ) from None
-    if reply.status != health_pb2.HealthCheckResponse.SERVING:
-        raise ConnectionError(
-            f"reward component {component.name!r}: external reward service at {component.address} reports "
-            f"health {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}, not SERVING"
-        )

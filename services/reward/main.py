@@ -59,6 +59,7 @@ async def prepare(args: argparse.Namespace):
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    from meshrl.rpc import stop_server
     from meshrl.services.reward.server import start_reward_server
     from meshrl.services.reward.worker import IN_STAGE, RewardWorker
 
@@ -74,7 +75,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     try:
         await run_worker(bus, worker, stop)
     finally:
-        await server.stop(grace=2)
+        await stop_server(server, grace=2)
         await bus.close()
         await scorer.close()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)
