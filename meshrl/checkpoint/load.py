@@ -70,18 +70,35 @@ def load_checkpoint(path_or_run_dir: str | Path, *, model, optimizer=None, sched
 def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
     """Fill every part's model (and optimizer, when given) from `ckpt/dcp`."""
     import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.api import CheckpointException
 
+    _check_saved_parts(ckpt, parts)
     sd = {name: part_state(part) for name, part in parts.items()}
     try:
         with quiet_single_process():
             dcp.load(sd, checkpoint_id=str(ckpt / DCP_DIR), no_dist=not dist.active())
-    except Exception as err:  # DCP raises bare RuntimeErrors/CheckpointException: add context
-        raise CheckpointError(f"{ckpt}: could not load parts {sorted(parts)} "
-                              f"({type(err).__name__}: {err}); the model or optimizer does not "
-                              f"match the saved one (architecture, parameter names, "
-                              f"or an optimizer the checkpoint lacks)") from err
+    except (Exception, CheckpointException) as err:  # a BaseException in DCP: add context
+        last = [line for line in str(err).splitlines() if line.strip()][-1:] or [type(err).__name__]
+        raise CheckpointError(f"{ckpt}: could not load parts {sorted(parts)}: {last[0]}; the "
+                              f"model or optimizer does not match the saved one (architecture, "
+                              f"parameter names, optimizer type)") from err
     for name, part in parts.items():
         apply_part_state(part, sd[name])
+
+
+def _check_saved_parts(ckpt: Path, parts: dict[str, Part]) -> None:
+    """Name a part (or a part's optimizer) that the checkpoint does not hold, before DCP does."""
+    from torch.distributed.checkpoint import FileSystemReader
+
+    saved = {key.split(".")[0] + "." + key.split(".")[1] for key in
+             FileSystemReader(str(ckpt / DCP_DIR)).read_metadata().state_dict_metadata}
+    for name, part in parts.items():
+        wanted = [f"{name}.model"] + ([f"{name}.optim"] if part.optimizer is not None else [])
+        missing = [w for w in wanted if w not in saved]
+        if missing:
+            raise CheckpointError(f"{ckpt}: the checkpoint has no {missing[0]!r} (it holds "
+                                  f"{sorted(saved)}); pass optimizer=None / drop that extra "
+                                  f"module to load what it has")
 
 
 def _load_schedulers(ckpt: Path, parts: dict[str, Part]) -> None:
