@@ -111,3 +111,16 @@ def test_nan_reward_names_step_and_group_and_trains_nothing():
         step(batch, 7)
     after = weights_of(step.policy.model)
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_bf16_autocast_and_gradient_checkpointing_paths_train():
+    batch = random_batch()
+    reference = make_step()(batch, 0)
+    for options in ({"bf16": True}, {"gradient_checkpointing": True}):
+        trainer = TrainerConfig(micro_batch_size=4, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5},
+                                **options)
+        policy = build_policy(build_tiny_llama(), trainer, total_steps=10)
+        metrics = TrainStep(policy, AlgorithmConfig(**GRPO), trainer)(batch, 0)
+        tolerance = 2e-2 if options.get("bf16") else 1e-6
+        assert abs(metrics["loss"] - reference["loss"]) < tolerance, (options, metrics["loss"])
+        assert abs(metrics["entropy"] - reference["entropy"]) < 50 * tolerance
