@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from meshrl.bus.codec import pack_int32
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
+from meshrl.services.learner.ledger import Ledger
 
 
 @dataclass
@@ -34,8 +35,9 @@ class FeederState:
 
 
 class PromptFeeder:
-    def __init__(self, bus, dataset, cfg: RunConfig, run_id: str):
+    def __init__(self, bus, dataset, cfg: RunConfig, run_id: str, ledger: Ledger | None = None):
         self.bus, self.dataset, self.cfg, self.run_id = bus, dataset, cfg, run_id
+        self.ledger = ledger or Ledger(None)
         self.state = FeederState()
         self.policy_version = 0
 
@@ -52,21 +54,22 @@ class PromptFeeder:
         s = self.cfg.rollout.sampling
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
-            prompt_text=item.prompt_text, prompt_token_ids=pack_int32(item.prompt_ids),
+            prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids),
             sampling=common_pb2.SamplingParams(
                 n=s.group_size, temperature=s.temperature, top_p=s.top_p,
                 max_tokens=s.max_tokens, stop=list(s.stop)),
-            ground_truth=item.ground_truth or "", data_source=item.data_source or "",
+            ground_truth=str(item.row.ground_truth or ""), data_source=item.row.data_source or "",
             min_policy_version=max(0, self.policy_version - self.cfg.learner.max_staleness),
-            dataset_index=item.index, created_unix=time.time())
+            dataset_index=item.row.ref.index, created_unix=time.time())
 
     async def run(self) -> None:
         """Keep the in-flight bound full until cancelled."""
         bound = self.cfg.learner.in_flight_bound
         while True:
             while not self.state.paused and self.state.in_flight < bound:
-                task = self.make_task(self.dataset.next_item())
+                task = self.make_task(self.dataset.next_batch(1)[0])
                 await self.bus.publish("prompts", task, msg_id=task.group_id)
+                self.ledger.published(task.group_id, task.min_policy_version)
                 self.state.published += 1
             self.state.wake.clear()
             await self.state.wake.wait()

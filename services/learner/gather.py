@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
 from meshrl.services.learner.groups import check_group, has_signal
+from meshrl.services.learner.ledger import Ledger
 
 
 class RolloutStalled(RuntimeError):
@@ -33,14 +34,17 @@ class StepGroups:
 
 
 class Gatherer:
-    def __init__(self, bus, feeder, cfg: RunConfig, *, stall_timeout_s: float = 600.0):
+    def __init__(self, bus, feeder, cfg: RunConfig, *, ledger: Ledger | None = None,
+                 stall_timeout_s: float = 600.0):
         self.bus, self.feeder, self.cfg = bus, feeder, cfg
+        self.ledger = ledger or Ledger(None)
         self.stall_timeout_s = stall_timeout_s
         self.seen: set[str] = set()
         self.totals: Counter = Counter()
 
     async def _drop(self, msg, reason: str, step_groups: StepGroups) -> None:
         await msg.ack()
+        self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version)
         step_groups.dropped[reason] += 1
         self.totals[reason] += 1
         self.feeder.settle()

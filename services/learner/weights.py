@@ -17,21 +17,18 @@ from typing import Protocol
 import torch
 from safetensors.torch import save
 
+from meshrl.bus import subjects as names
 from meshrl.common.v1 import common_pb2
 
 KEEP_VERSIONS = 2
+WEIGHTS_NOTICE_KEY = names.WEIGHTS_NOTICE_KEY
 
 
-def serialise(state_dict: dict[str, torch.Tensor]) -> bytes:
-    """Safetensors bytes of a state dict; tied weights are stored once (vLLM re-ties them)."""
-    seen: dict[int, str] = {}
-    tensors = {}
-    for name, tensor in state_dict.items():
-        ptr = tensor.untyped_storage().data_ptr()
-        if ptr in seen and name.endswith("lm_head.weight"):
-            continue  # tied to the embedding
-        seen.setdefault(ptr, name)
-        tensors[name] = tensor.detach().contiguous().cpu()
+def serialise(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> bytes:
+    """Safetensors bytes of a state dict. With tied embeddings `lm_head.weight` is the
+    embedding itself: it is stored once and the engine re-ties it."""
+    tensors = {name: tensor.detach().contiguous().cpu() for name, tensor in state_dict.items()
+               if not (tied_embeddings and name.endswith("lm_head.weight"))}
     return save(tensors, metadata={"format": "pt"})
 
 
@@ -68,28 +65,29 @@ class ObjectStoreTransport:
         self.bus = bus
 
     async def put(self, version: int, data: bytes) -> str:
-        name = f"weights-v{version}"
-        await self.bus.objects.put_bytes(name, data)
-        await self.bus.objects.delete(f"weights-v{version - KEEP_VERSIONS}", missing_ok=True)
+        name = names.weights_object_name(version)
+        await self.bus.weights.put_bytes(name, data)
+        await self.bus.weights.prune(keep=KEEP_VERSIONS)
         return name
 
 
 class WeightsPublisher:
     """Serialise → transport → notice in the run KV (rollout replicas watch that key)."""
 
-    def __init__(self, bus, transport: Transport, run_id: str):
+    def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False):
         self.bus, self.transport, self.run_id = bus, transport, run_id
+        self.tied_embeddings = tied_embeddings
 
     async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
         t0 = time.perf_counter()
-        data = serialise(state_dict)
+        data = serialise(state_dict, tied_embeddings=self.tied_embeddings)
         t1 = time.perf_counter()
         location = await self.transport.put(version, data)
         notice = common_pb2.WeightsNotice(
             run_id=self.run_id, version=version, transport=self.transport.name,
             location=location, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
             format="safetensors", step=step, published_unix=time.time())
-        await self.bus.publish_weights_notice(notice)
+        await self.bus.state.put(WEIGHTS_NOTICE_KEY, notice)
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(len(data))}

@@ -1,0 +1,66 @@
+"""Everything the learner needs, built from the run config: model, trainer, data, loop.
+
+Kept apart from `main.py` (process concerns) and `loop.py` (the loop itself), so tests
+and the DPO path can build the same parts.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from meshrl.config import RunConfig
+from meshrl.data.prompts import PromptDataset
+from meshrl.models.load import load_causal_lm, load_tokenizer
+from meshrl.services.learner.train.critic import ValueModel, build_critic
+from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
+from meshrl.services.learner.train.policy import TrainedModel, build_policy
+from meshrl.services.learner.train.step import TrainStep
+
+log = logging.getLogger("meshrl.learner")
+
+
+def build_tokenizer(cfg: RunConfig):
+    return load_tokenizer(cfg.model.tokenizer or cfg.model.path, gguf_file=cfg.model.gguf_file)
+
+
+def build_dataset(cfg: RunConfig, tokenizer) -> PromptDataset:
+    """Read, validate and tokenize the prompts; the report is logged before training."""
+    dataset = PromptDataset.from_config(cfg.data, tokenizer, seed=cfg.run.seed)
+    report = dataset.report()
+    log.info("dataset report:\n%s", report)
+    (Path(cfg.run.dir) / "data_report.json").write_text(__import__("json").dumps(report.to_dict(), indent=2))
+    return dataset
+
+
+def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel, TrainedModel | None]:
+    model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype="float32")
+    critic = None
+    if cfg.algorithm.critic.enabled:
+        critic = build_critic(ValueModel.from_causal_lm(model), cfg.algorithm.critic, cfg.trainer,
+                              total_steps=cfg.learner.steps, dist=dist)
+    policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist)
+    return policy, critic
+
+
+def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
+    return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
+                     temperature=cfg.rollout.sampling.temperature,
+                     max_response_len=cfg.rollout.sampling.max_tokens)
+
+
+def rollout_weights(policy: TrainedModel, dist: DistContext):
+    """A function giving the policy's full state dict (what rollout engines load)."""
+    return lambda: full_state_dict(policy.model, dist)
+
+
+def save_pretrained(policy: TrainedModel, tokenizer, dist: DistContext, out_dir: Path) -> Path:
+    """A Hugging Face model dir (weights, config, tokenizer) of the current policy."""
+    state = full_state_dict(policy.model, dist)
+    if dist.is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        policy.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+        tokenizer.save_pretrained(out_dir)
+        generation = getattr(policy.model, "generation_config", None)
+        if generation is not None:
+            generation.save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,42 @@
+"""The run's group ledger: every group id the learner published, trained on or dropped.
+
+`RUN_DIR/groups.jsonl`, one line per event, so anyone can count ids end to end (nothing
+lost, nothing trained twice) and see which policy version and replica made each trained
+group. Also records the rollout replicas' "loaded version N" acknowledgements.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+
+class Ledger:
+    def __init__(self, path: str | Path | None):
+        self._file = None if path is None else Path(path).open("a", buffering=1)
+
+    def _write(self, event: str, **fields) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
+
+    def published(self, group_id: str, min_version: int) -> None:
+        self._write("published", group_id=group_id, min_version=min_version)
+
+    def dropped(self, group_id: str, reason: str, policy_version: int) -> None:
+        self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version)
+
+    def trained(self, group, step: int) -> None:
+        self._write("trained", group_id=group.group_id, step=step,
+                    policy_version=group.policy_version, replica=group.rollout_replica)
+
+    def weights_loaded(self, ack) -> None:
+        self._write("weights_loaded", replica=ack.replica_id, version=ack.version, ok=ack.ok,
+                    error=ack.error, load_s=ack.load_s)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def read_ledger(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,124 @@
+"""The learner service's loop on a real NATS server and a real tiny model.
+
+The rollout side here is `scripted_rollout`, a fake named as such: it answers each
+PromptTask on `prompts` with a group of random responses on `ready`, scored by a synthetic
+rule. It stands in for rollout + reward so that the learner's own behaviour can be pinned:
+batches gathered, stale groups dropped, weights pushed with a verifiable checksum, every
+group id accounted for.
+"""
+import asyncio
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from meshrl.bus.codec import pack_float32, pack_int32, unpack_int32
+from meshrl.common.v1 import common_pb2
+from meshrl.config import load_config
+from meshrl.data.arithmetic import arithmetic_rows
+from meshrl.data.load import write_rows
+from meshrl.services.learner.control import RunState
+from meshrl.services.learner.ledger import read_ledger
+from meshrl.services.learner.main import online
+from meshrl.services.learner.weights import WEIGHTS_NOTICE_KEY
+
+TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
+
+
+def make_config(tmp_path: Path, model_dir, **learner):
+    data = write_rows(tmp_path / "train.jsonl", arithmetic_rows(64, seed=0))
+    overrides = [f"learner.{k}={v}" for k, v in learner.items()]
+    return load_config(base={
+        "run": {"name": "t", "dir": str(tmp_path / "run")},
+        "model": {"path": str(model_dir)}, "data": {"train": str(data), "max_prompt_tokens": 128},
+        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+        "rollout": {"sampling": {"group_size": 4, "max_tokens": 6}},
+        "learner": {"steps": 3, "prompts_per_step": 2},
+        "trainer": {"micro_batch_size": 8, "optim": {"lr": 1e-3}},
+    }, overrides=overrides)
+
+
+async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
+    """FAKE rollout+reward: random responses, reward = share of TARGET tokens."""
+    rng = np.random.default_rng(0)
+    served = 0
+
+    async def answer(task: common_pb2.PromptTask, ctx):
+        nonlocal served
+        version = task.min_policy_version
+        if version >= 1 and served < stale_first:
+            version -= 1  # pretend a replica still on the previous version answered
+            served += 1
+        group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
+                                 policy_version=version, rollout_replica="scripted-0", scored=True)
+        for i in range(task.sampling.n):
+            ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
+            group.samples.add(index=i, response_token_ids=pack_int32(ids),
+                              behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),
+                              reward=float(np.mean(ids == TARGET)), policy_version=version,
+                              finish_reason=common_pb2.FINISH_REASON_LENGTH)
+        versions_served.append(version)
+        await bus.publish("ready", group, msg_id=group.group_id)
+
+    await bus.worker("prompts", "scripted", answer)
+
+
+async def run_learner(cfg, bus, run_id):
+    state = RunState(run_id=run_id, total_steps=cfg.learner.steps)
+    learner, _ = await online(cfg, bus, run_id, state)
+    await learner.run()
+    learner.logger.close()
+    return learner, state
+
+
+@pytest.fixture
+def cfg(tmp_path, tiny_model_dir):
+    (tmp_path / "run").mkdir()
+    return make_config(tmp_path, tiny_model_dir)
+
+
+async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_id):
+    served = []
+    rollout = asyncio.create_task(scripted_rollout(bus, served))
+    try:
+        learner, state = await asyncio.wait_for(run_learner(cfg, bus, run_id), timeout=120)
+    finally:
+        rollout.cancel()
+    assert state.step == 3 and state.groups_trained == 6
+    # Weights: one version per step, the notice's checksum is that of the bytes written.
+    notice = (await bus.state.get(WEIGHTS_NOTICE_KEY)).proto(common_pb2.WeightsNotice)
+    assert notice.version == 3 and notice.transport == "shm"
+    data = Path(notice.location).read_bytes()
+    assert len(data) == notice.size_bytes and hashlib.sha256(data).hexdigest() == notice.sha256
+    # On-policy: each step's prompts asked for the version pushed by the step before.
+    assert sorted(served)[:2] == [0, 0] and max(served) >= 2
+    ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
+    trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
+    published = {e["group_id"] for e in ledger if e["event"] == "published"}
+    assert len(trained) == len(set(trained)) == 6 and set(trained) <= published
+    steps = {e["step"]: e["policy_version"] for e in ledger if e["event"] == "trained"}
+    assert steps == {0: 0, 1: 1, 2: 2}  # synchronous: step n trains on version n
+    rows = (Path(cfg.run.dir) / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == 3 and '"reward"' in rows[0] and '"time/step"' in rows[0]
+
+
+async def test_stale_groups_are_dropped_counted_and_replaced(cfg, bus, run_id):
+    served = []
+    rollout = asyncio.create_task(scripted_rollout(bus, served, stale_first=3))
+    try:
+        cfg.learner.steps = 2
+        learner, state = await asyncio.wait_for(run_learner(cfg, bus, run_id), timeout=120)
+    finally:
+        rollout.cancel()
+    assert state.groups_trained == 4
+    ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
+    dropped = [e for e in ledger if e["event"] == "dropped"]
+    # After the first push, 3 answers came from version 0 while the learner held 1: with
+    # max_staleness=0 each is dropped, counted, and replaced by a fresh prompt.
+    assert [(e["reason"], e["policy_version"]) for e in dropped] == [("stale", 0)] * 3
+    assert learner.gatherer.totals["stale"] == 3
+    trained = [e for e in ledger if e["event"] == "trained"]
+    assert {e["policy_version"] for e in trained if e["step"] == 1} == {1}
+    published = [e for e in ledger if e["event"] == "published"]
+    assert len(published) == 4 + 3
