@@ -16,6 +16,7 @@ import sys
 from meshrl.cli import data, models, serve, train
 from meshrl.config.errors import ConfigError
 from meshrl.launch.errors import LaunchError, RunFailed
+from meshrl.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
 SUBCOMMANDS = (train, serve, models, data)
@@ -54,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailed as err:
         print(f"meshrl: run failed: {err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("meshrl: interrupted; every process it started has been stopped", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, StopRequested) as err:
+        print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped",
+              file=sys.stderr)
+        return 130 if isinstance(err, KeyboardInterrupt) else 143
 
 
 if __name__ == "__main__":

@@ -35,13 +35,12 @@ def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
 
 
 async def _create_streams(url: str, run_id: str, timeout_s: float) -> None:
-    from meshrl.bus import Bus
+    from meshrl.bus import Bus, BusUnavailable
 
     try:
-        bus = await asyncio.wait_for(Bus.connect(url, run_id), timeout_s)
-    except Exception as err:  # nats-py raises several types (NoServersError, OSError, timeouts)
-        raise LaunchError(f"cannot reach NATS at {url} ({type(err).__name__}: {err}); start a "
-                          f"nats-server with JetStream (-js) there, or set nats.url=embedded") from None
+        bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s)
+    except BusUnavailable as err:  # its message names the url and how to start a server
+        raise LaunchError(f"{err}; or set nats.url=embedded") from None
     try:
         await bus.ensure_streams()
     finally:

@@ -45,18 +45,21 @@ def grpc_port(base: int, replica_id: str) -> int:
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    from meshrl.models.load import resolve_model_source
+
+    replica = args.replica_id or f"reference-{os.getpid()}"
+    cfg = load_config(args.config)
+    resolve_model_source(cfg.model.path, cfg.model.gguf_file)  # a wrong path fails before torch loads
     from meshrl.services.reference.scorer import ReferenceScorer
     from meshrl.services.reference.server import start_reference_server
     from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker
 
-    replica = args.replica_id or f"reference-{os.getpid()}"
-    cfg = load_config(args.config)
     scorer = await asyncio.to_thread(ReferenceScorer.from_config, cfg)
     from meshrl.bus import Bus  # after the model: a bad config fails without needing NATS
 
     server, port = await start_reference_server(scorer, grpc_port(cfg.reference.grpc_port, replica))
     try:
-        bus = await Bus.connect(args.nats, args.run_id)
+        bus = await Bus.connect(args.nats, args.run_id, name=replica)
     except BaseException:
         await server.stop(grace=0)
         raise
@@ -64,7 +67,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     log.info("%s: ReferenceService on port %d; model %s, T=%g, micro-batch %d; %s → ready",
              replica, port, cfg.model.path, scorer.temperature, scorer.micro_batch_size, STAGE)
     try:
-        await run_until_stopped(bus.worker(STAGE, DURABLE, worker.handle), stop)
+        await run_until_stopped(bus.worker(STAGE, DURABLE, worker.handle, auto_in_progress=True), stop)
     finally:
         await server.stop(grace=2)
         await bus.close()

@@ -1,0 +1,134 @@
+"""run_local end to end with stand-in services (tiny `python -c` processes) on a real
+embedded NATS: the run dir, the progress from metrics.jsonl, a dead service or a failed
+learner stops the run with its log tail, SIGTERM stops everything, unreachable NATS is a
+clear error."""
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from meshrl.cli.main import main
+from meshrl.config.load import load_config
+from meshrl.launch.errors import LaunchError, RunFailed
+from meshrl.launch.local import run_local
+
+PY = sys.executable
+SLEEPER = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(600)"
+LEARNER = textwrap.dedent("""
+    import json, sys, time, pathlib
+    run_dir = pathlib.Path(sys.argv[1]).parent
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        for step in range(1, 4):
+            f.write(json.dumps({"step": step, "reward": 0.25 * step, "kl": 0.01,
+                                "perf/throughput": 100.0, "time/step": 0.1}) + "\\n")
+            f.flush()
+            time.sleep(0.2)
+    sys.exit(int(sys.argv[2]))
+""")
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def stand_ins(pidfile: Path, learner_rc: int = 0, broken: str | None = None):
+    """argv_for: services sleep (recording their pid); the learner writes 3 steps and exits."""
+    def argv_for(spec, url, run_id, config_path):
+        if spec.name == "learner":
+            return [PY, "-c", LEARNER, str(config_path), str(learner_rc)]
+        if spec.name == broken:
+            return [PY, "-c", "import sys, time; time.sleep(0.3); print('CUDA out of cheese'); sys.exit(1)"]
+        return [PY, "-c", SLEEPER, str(pidfile)]
+    return argv_for
+
+
+def make_cfg(**learner):
+    return load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
+                             "algorithm": {"preset": "grpo"}, "learner": {"steps": 3, **learner}})
+
+
+def test_run_local_runs_to_the_end_and_stops_everything(tmp_path):
+    pidfile = tmp_path / "pids"
+    result = run_local(make_cfg(), tmp_path / "run", progress=False, argv_for=stand_ins(pidfile))
+    assert result.steps == 3 and result.last_metrics["reward"] == 0.75
+    run_dir = tmp_path / "run"
+    assert load_config(run_dir / "config.yaml").run.dir == str(run_dir.resolve())
+    logs = sorted(p.name for p in (run_dir / "logs").iterdir())
+    assert logs == ["learner-0.log", "reference-0.log", "reward-0.log", "rollout-0.log"]
+    assert (run_dir / "nats").is_dir()  # JetStream data of the embedded server
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert len(pids) == 3 and not any(alive(p) for p in pids)
+
+
+def test_a_dead_service_stops_the_run_with_its_log_tail(tmp_path):
+    pidfile = tmp_path / "pids"
+    with pytest.raises(RunFailed) as info:
+        run_local(make_cfg(), tmp_path / "run", progress=False,
+                  argv_for=stand_ins(pidfile, broken="reward"))
+    assert "reward-0 exited with code 1" in str(info.value)
+    assert "CUDA out of cheese" in str(info.value)
+    assert not any(alive(int(p)) for p in pidfile.read_text().split())
+
+
+def test_a_failed_learner_is_a_failed_run(tmp_path):
+    with pytest.raises(RunFailed, match="learner-0 exited with code 3"):
+        run_local(make_cfg(), tmp_path / "run", progress=False,
+                  argv_for=stand_ins(tmp_path / "pids", learner_rc=3))
+
+
+def test_unreachable_nats_is_a_launch_error(tmp_path):
+    cfg = make_cfg()
+    cfg.nats.url, cfg.nats.connect_timeout_s = "nats://127.0.0.1:1", 2.0
+    with pytest.raises(LaunchError, match="cannot reach NATS at nats://127.0.0.1:1"):
+        run_local(cfg, tmp_path / "run", progress=False, argv_for=stand_ins(tmp_path / "pids"))
+    assert not (tmp_path / "pids").exists()  # nothing was started
+
+
+def test_meshrl_train_with_unreachable_nats_exits_2(tmp_path, capsys, tiny_model_dir):
+    data = tmp_path / "train.jsonl"
+    data.write_text("{}\n")
+    rc = main(["train", "/dev/null", f"model.path={tiny_model_dir}", f"data.train={data}",
+               "nats.url=nats://127.0.0.1:1", "nats.connect_timeout_s=2", f"run.dir={tmp_path / 'r'}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot reach NATS at nats://127.0.0.1:1" in err and "Traceback" not in err
+
+
+def test_sigterm_stops_the_whole_run(tmp_path):
+    pidfile = tmp_path / "pids"
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_run_local import make_cfg, stand_ins
+        from meshrl.launch.local import run_local
+        from meshrl.launch.supervisor import StopRequested
+        import meshrl.launch.local as local
+        cfg = make_cfg(steps=3)
+        argv_for = stand_ins(__import__("pathlib").Path({str(pidfile)!r}))
+        def slow_learner(spec, *a):
+            return [sys.executable, "-c", "import time; time.sleep(600)"] if spec.name == "learner" else argv_for(spec, *a)
+        try:
+            run_local(cfg, {str(tmp_path / 'run')!r}, progress=False, argv_for=slow_learner)
+        except StopRequested:
+            print("stopped", flush=True)
+    """)
+    proc = subprocess.Popen([PY, "-c", script], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while (not pidfile.exists() or len(pidfile.read_text().split()) < 3) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(p) for p in pidfile.read_text().split()]
+    nats_pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)
+                 if "nats-server" in " ".join(c.cmdline())]
+    assert len(pids) == 3 and len(nats_pids) == 1
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert "stopped" in out
+    assert not any(alive(p) for p in pids + nats_pids)
