@@ -10,9 +10,10 @@ Start-up, in order, failing with a message that names what is wrong:
   3. warm the math-verify process pools;
   4. serve RewardService (+ health, reflection) on --grpc-port (0 = a free port; the port
      is logged), then connect to NATS and consume `generated`.
-SIGTERM/SIGINT: stop taking messages, let the group in hand finish (it is acked only after
-its publish), stop the server, close the bus and the pools. Exit 0 on a clean stop; 2 on
-a config or start-up error.
+SIGTERM/SIGINT: stop taking messages; groups in hand are nak'ed (not published, so another
+replica scores them at once), stop the server, close the bus and the pools. Exit 0 on a
+clean stop; 2 on a config, external-service or NATS start-up error; a consumer that dies
+(e.g. NATS gone for good) raises, exit 1.
 
 Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
 """
@@ -67,8 +68,12 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     cfg, scorer = await prepare(args)
     from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
 
+    try:
+        bus = await Bus.connect(args.nats, args.run_id, name=replica)
+    except BaseException:
+        await scorer.close()
+        raise
     server, port = await start_reward_server(scorer, args.grpc_port)
-    bus = await Bus.connect(args.nats, args.run_id, name=replica)
     worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica)
     log.info("%s: RewardService on port %d; components %s; %s → %s", replica, port,
              [c.name for c in scorer.components], IN_STAGE, worker.out_stage)
@@ -88,9 +93,12 @@ async def run_worker(bus, worker, stop: asyncio.Event) -> None:
         IN_STAGE, DURABLE, worker.handle, batch=CONCURRENT_GROUPS, ack_wait=ACK_WAIT_S, auto_in_progress=True))
     stopped = asyncio.create_task(stop.wait())
     await asyncio.wait([consumer, stopped], return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if consumer.done():  # the consumer loop only ends by failing
+        consumer.result()
+        raise RuntimeError(f"the {IN_STAGE!r} consumer stopped on its own")
     consumer.cancel()
     await asyncio.gather(consumer, return_exceptions=True)
-    stopped.cancel()
 
 
 async def amain(args: argparse.Namespace) -> None:
