@@ -50,6 +50,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     replica = args.replica_id or f"reference-{os.getpid()}"
     cfg = load_config(args.config)
     resolve_model_source(cfg.model.path, cfg.model.gguf_file)  # a wrong path fails before torch loads
+    from meshrl.rpc import stop_server
     from meshrl.services.reference.scorer import ReferenceScorer
     from meshrl.services.reference.server import start_reference_server
     from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker
@@ -69,7 +70,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     try:
         await run_until_stopped(bus.worker(STAGE, DURABLE, worker.handle, auto_in_progress=True), stop)
     finally:
-        await server.stop(grace=2)
+        await stop_server(server, grace=2)
         await bus.close()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)
 
