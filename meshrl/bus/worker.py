@@ -7,7 +7,8 @@ before returning, so a crash at any point loses nothing (the message is redelive
 `ack_wait`; its outputs, if already published, are deduplicated by group id). A handler
 that raises is nak'ed with `backoff[attempt]` delay; on its `max_deliver`-th failure the
 message goes to the dead-letter subject and is terminated. A body that does not parse is
-dead-lettered at once. Up to `concurrency` handlers run at once (vLLM batches them).
+dead-lettered at once; a message whose every delivery timed out is dead-lettered from the
+server's MAX_DELIVERIES advisory (one replica of the durable handles each, by queue group). Up to `concurrency` handlers run at once (vLLM batches them).
 Cancel the task to stop: in-flight messages are nak'ed so another replica takes them now.
 """
 import asyncio
@@ -19,7 +20,7 @@ from google.protobuf.message import Message
 
 from meshrl.bus.consumer import ConsumerSpec, pull_subscription
 from meshrl.bus.context import WorkContext
-from meshrl.bus.dead import dead_letter
+from meshrl.bus.dead import dead_letter, dead_letter_exhausted, max_deliveries_advisory
 from meshrl.bus.messages import BadPayload, parse
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ class Worker:
 
     async def run(self) -> None:
         sub = await pull_subscription(self.js, self.run_id, self.stage, self.spec)
+        advisories = await self.js._nc.subscribe(
+            max_deliveries_advisory(self.run_id, self.stage, self.spec.durable),
+            queue=f"meshrl-dead-{self.spec.durable}", cb=self._on_exhausted)
         inflight: set[asyncio.Task] = set()
         try:
             while True:
@@ -50,6 +54,7 @@ class Worker:
                 for msg in await self._fetch(sub, min(self.batch, self.concurrency - len(inflight))):
                     inflight.add(asyncio.create_task(self._process(msg)))
         finally:
+            await _quietly(advisories.unsubscribe())
             await self._stop(sub, inflight)
 
     async def _fetch(self, sub, n: int) -> list:
@@ -113,6 +118,13 @@ class Worker:
         except Exception as pub_err:  # noqa: BLE001 - keep the message rather than lose it
             log.error("dead-letter publish failed (%r); message stays on the queue", pub_err)
             await _quietly(msg.nak(delay=self.backoff[-1]))
+
+    async def _on_exhausted(self, advisory) -> None:
+        try:
+            await dead_letter_exhausted(self.js, self.run_id, self.stage, advisory.data)
+            self.counts["dead"] += 1
+        except Exception as err:  # noqa: BLE001 - the message stays on the queue, visible in pending()
+            log.error("could not dead-letter an exhausted %s message: %r", self.stage, err)
 
     async def _heartbeat(self, ctx: WorkContext) -> None:
         while True:

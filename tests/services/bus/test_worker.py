@@ -171,3 +171,21 @@ async def test_publish_checks_the_stage_message_type(bus):
         await bus.publish("prompts", common_pb2.Group(group_id="x"), msg_id="x")
     with pytest.raises(ValueError, match="unknown stage 'bogus'"):
         await bus.publish("bogus", task(1), msg_id="x")
+
+
+async def test_message_whose_every_delivery_times_out_is_dead_lettered(bus):
+    deliveries = []
+
+    async def hang(msg, ctx):
+        deliveries.append(ctx.num_delivered)
+        await asyncio.sleep(3600)  # never acks: each delivery runs out its ack_wait
+
+    await bus.publish("prompts", task(5), msg_id="g5")
+    dead = await bus.js.subscribe(names.dead_subject(bus.run_id))
+    t = asyncio.create_task(bus.worker("prompts", "rollout", hang, ack_wait=0.5, max_deliver=2, concurrency=4))
+    letter = await dead.next_msg(timeout=10)
+    await stop(t)
+    assert deliveries == [1, 2]
+    assert letter.headers["Meshrl-Error"].startswith("DeliveriesExhausted: no ack within ack_wait on any of 2")
+    assert common_pb2.PromptTask.FromString(letter.data).group_id == "g5"
+    await queue_drains(bus, "prompts")
