@@ -84,6 +84,12 @@ class ReferenceConfig(Strict):
     replicas: int = Field(1, ge=1)
     micro_batch_size: int = Field(8, ge=1)
     grpc_port: int = 0
+    address: str | None = None  # host:port the learner calls (DPO); default 127.0.0.1:grpc_port
+    timeout_s: float = Field(120.0, gt=0.0)
+
+    @property
+    def resolved_address(self) -> str:
+        return self.address or f"127.0.0.1:{self.grpc_port}"
 
 
 class LearnerConfig(Strict):

@@ -5,10 +5,12 @@ and the DPO path can build the same parts.
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 from meshrl.config import RunConfig
+from meshrl.data.preferences import PreferenceDataset
 from meshrl.data.prompts import PromptDataset
 from meshrl.models.load import load_causal_lm, load_tokenizer
 from meshrl.services.learner.train.critic import ValueModel, build_critic
@@ -28,8 +30,16 @@ def build_dataset(cfg: RunConfig, tokenizer) -> PromptDataset:
     dataset = PromptDataset.from_config(cfg.data, tokenizer, seed=cfg.run.seed)
     report = dataset.report()
     log.info("dataset report:\n%s", report)
-    (Path(cfg.run.dir) / "data_report.json").write_text(__import__("json").dumps(report.to_dict(), indent=2))
+    (Path(cfg.run.dir) / "data_report.json").write_text(json.dumps(report.to_dict(), indent=2))
     return dataset
+
+
+def build_pairs(cfg: RunConfig, tokenizer) -> PreferenceDataset:
+    """DPO pairs (prompt, chosen, rejected), validated and tokenized before training."""
+    pairs = PreferenceDataset.from_file(cfg.data.train, tokenizer, max_prompt_tokens=cfg.data.max_prompt_tokens,
+                                        seed=cfg.run.seed)
+    log.info("preference dataset report:\n%s", pairs.report())
+    return pairs
 
 
 def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel, TrainedModel | None]:

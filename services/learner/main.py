@@ -21,6 +21,7 @@ import asyncio
 import logging
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from meshrl.bus import Bus
@@ -33,11 +34,14 @@ from meshrl.models.load import ModelLoadError
 from meshrl.rpc import registration, start_server, stop_server
 from meshrl.services.learner import build
 from meshrl.services.learner.control import LearnerControl, RunState
-from meshrl.services.learner.feeder import PromptFeeder
+from meshrl.services.learner.feeder import FeederState, PromptFeeder
 from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.loop import Learner
 from meshrl.services.learner.metric_logger import JsonlLogger
+from meshrl.services.learner.offline import OfflineLearner
+from meshrl.services.learner.reference_client import ReferenceClient
+from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
 from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher
 
@@ -60,7 +64,25 @@ def make_transport(cfg: RunConfig, bus, run_id: str):
     return ShmTransport(run_id)
 
 
-async def online(cfg: RunConfig, bus, run_id: str, state: RunState) -> tuple[Learner, tuple]:
+@dataclass
+class Built:
+    loop: object  # Learner (online) or OfflineLearner (DPO): `await loop.run()`
+    policy: object
+    tokenizer: object
+    dist: DistContext
+    feeder_state: object
+    ledger: Ledger
+
+
+def pad_id_of(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
+def logger_for(cfg: RunConfig) -> JsonlLogger:
+    return JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
+
+
+async def online(cfg: RunConfig, bus, run_id: str, state: RunState) -> Built:
     dist = DistContext()
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
@@ -69,16 +91,26 @@ async def online(cfg: RunConfig, bus, run_id: str, state: RunState) -> tuple[Lea
     ledger = Ledger(run_dir / "groups.jsonl")
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
-    return Learner(
+    loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger),
         train_step=build.build_train_step(cfg, policy, critic, dist),
         publisher=WeightsPublisher(bus, make_transport(cfg, bus, run_id), run_id, tied_embeddings=tied),
         export_weights=build.rollout_weights(policy, dist),
         save_checkpoint=lambda step, tag: build.save_pretrained(policy, tokenizer, dist, run_dir / "checkpoints" / f"step_{step}"),
-        logger=JsonlLogger(run_dir / "metrics.jsonl"), state=state,
-        pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-        need_ref=cfg.reference_enabled,
-    ), (policy, tokenizer, dist)
+        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
+    return Built(loop, policy, tokenizer, dist, feeder.state, ledger)
+
+
+async def offline(cfg: RunConfig, bus, run_id: str, state: RunState) -> Built:
+    dist = DistContext()
+    tokenizer = build.build_tokenizer(cfg)
+    pairs = build.build_pairs(cfg, tokenizer)
+    policy, _ = build.build_policy_model(cfg, dist)
+    loop = OfflineLearner(
+        cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist),
+        reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
+        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer))
+    return Built(loop, policy, tokenizer, dist, FeederState(), Ledger(None))
 
 
 async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
@@ -98,19 +130,20 @@ async def serve(args: argparse.Namespace) -> None:
     state = RunState(run_id=args.run_id, total_steps=cfg.learner.steps)
     try:
         await bus.ensure_streams()
-        learner, (policy, tokenizer, dist) = await online(cfg, bus, args.run_id, state)
-        servicer = LearnerControl(state, learner.feeder.state)
+        built = await (offline if cfg.algorithm.offline else online)(cfg, bus, args.run_id, state)
+        servicer = LearnerControl(state, built.feeder_state)
         server, port = await start_server(
             [registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server, servicer,
                           "meshrl.learner.v1.LearnerControlService")], port=cfg.learner.grpc_port)
-        acks = await follow_weights_acks(bus, args.run_id, learner.gatherer.ledger)
+        acks = await follow_weights_acks(bus, args.run_id, built.ledger)
         log.info("READY grpc=127.0.0.1:%d", port)
         try:
-            await learner.run()
-            final = build.save_pretrained(policy, tokenizer, dist, Path(cfg.run.dir) / "final")
+            await built.loop.run()
+            final = build.save_pretrained(built.policy, built.tokenizer, built.dist, Path(cfg.run.dir) / "final")
             log.info("run done: final policy in %s", final)
         finally:
-            learner.logger.close()
+            built.loop.logger.close()
+            built.ledger.close()
             await acks.unsubscribe()
             await stop_server(server, grace=1.0)
     finally:

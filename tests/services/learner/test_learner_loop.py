@@ -66,10 +66,10 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
 
 async def run_learner(cfg, bus, run_id):
     state = RunState(run_id=run_id, total_steps=cfg.learner.steps)
-    learner, _ = await online(cfg, bus, run_id, state)
-    await learner.run()
-    learner.logger.close()
-    return learner, state
+    built = await online(cfg, bus, run_id, state)
+    await built.loop.run()
+    built.loop.logger.close()
+    return built.loop, state
 
 
 @pytest.fixture
