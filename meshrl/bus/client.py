@@ -25,6 +25,7 @@ from meshrl.bus import subjects as names
 from meshrl.bus.consumer import ConsumerSpec
 from meshrl.bus.context import Delivery
 from meshrl.bus.errors import BusUnavailable
+from meshrl.bus.events import Listener
 from meshrl.bus.kv import RunState
 from meshrl.bus.messages import check_type
 from meshrl.bus.objects import WeightsStore
@@ -150,3 +151,7 @@ class Bus:
         """Publish to a non-queue subject (names.events_subject / weights_loaded_subject)."""
         return await publish_with_retry(self.js, subject, message.SerializeToString(),
                                         msg_id=msg_id, headers=headers)
+
+    async def listen(self, subject: str, cls: type[Message]) -> Listener:
+        """Subscribe now to `subject` (see meshrl.bus.events); e.g. WeightsLoaded acks."""
+        return await Listener.open(self.nc, subject, cls)

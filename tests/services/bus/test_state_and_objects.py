@@ -117,3 +117,15 @@ async def test_ensure_streams_is_idempotent_and_safe_concurrently(nats_url, run_
     assert want | {names.dead_stream(run_id), names.events_stream(run_id)} <= streams
     for b in buses:
         await b.close()
+
+
+async def test_weights_loaded_events_are_heard_live_and_kept_in_the_events_stream(bus):
+    acks = await bus.listen(names.weights_loaded_subject(bus.run_id), common_pb2.WeightsLoaded)
+    loaded = common_pb2.WeightsLoaded(replica_id="rollout-0", version=3, ok=True, load_s=0.8)
+    await bus.publish_event(names.weights_loaded_subject(bus.run_id), loaded, msg_id="rollout-0.v3")
+    assert await acks.next(timeout=5) == loaded
+    with pytest.raises(asyncio.TimeoutError, match="no message on meshrl.*weights.loaded within 0.1 s"):
+        await acks.next(timeout=0.1)
+    await acks.close()
+    info = await bus.js.stream_info(names.events_stream(bus.run_id))
+    assert info.state.messages == 1
