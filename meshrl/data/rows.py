@@ -74,8 +74,10 @@ def prompt_row_problems(row: Any) -> list[tuple[str, str]]:
     """Every problem of a verl-style prompt row, as (field, what to do)."""
     if not isinstance(row, dict):
         return [("<row>", f"must be a JSON object, got {type(row).__name__}")]
-    problems = message_problems(row.get("prompt"), "prompt") if "prompt" in row else \
-        [("prompt", "is missing; add the chat messages (or a plain string) to answer")]
+    if "prompt" in row:
+        problems = message_problems(row["prompt"], "prompt")
+    else:
+        problems = [("prompt", "is missing; add the chat messages (or a plain string) to answer")]
     reward = row.get("reward_model")
     if not isinstance(reward, dict) or reward.get("ground_truth") is None:
         problems.append(("reward_model.ground_truth",
@@ -96,7 +98,7 @@ def dpo_row_problems(row: Any) -> list[tuple[str, str]]:
     problems = []
     for name in ("prompt", "chosen", "rejected"):
         if name not in row:
-            problems.append((name, f"is missing; DPO rows need prompt, chosen and rejected"))
+            problems.append((name, "is missing; DPO rows need prompt, chosen and rejected"))
         else:
             problems += message_problems(row[name], name)
     return problems

@@ -53,7 +53,7 @@ def build_tokenizer(chars: str = DEFAULT_CHARS):
     vocab = tiny_vocab(chars)
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<pad>", fuse_unk=False))
     core.decoder = decoders.Fuse()  # join chars back with nothing in between
-    specials = [tok for tok in vocab if tok.startswith("<") and tok.endswith(">") and len(tok) > 1]
+    specials = [tok for tok in vocab if tok in SPECIAL_TOKENS or tok.startswith("<|reserved_")]
     core.add_special_tokens(specials)
     return PreTrainedTokenizerFast(
         tokenizer_object=core,
@@ -107,7 +107,7 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
     model = LlamaForCausalLM(config).to(torch.float32)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, max_length=max_positions)
+        pad_token_id=tokenizer.pad_token_id)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     write_portable_tokenizer_files(out, tokenizer, model_max_length=max_positions)
