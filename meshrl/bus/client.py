@@ -22,7 +22,7 @@ from nats.aio.client import Client as NATS
 from nats.js import api
 
 from meshrl.bus import subjects as names
-from meshrl.bus.consumer import ConsumerSpec
+from meshrl.bus.consumer import ConsumerSpec, missing_stream
 from meshrl.bus.context import Delivery
 from meshrl.bus.errors import BusUnavailable
 from meshrl.bus.events import Listener
@@ -141,7 +141,11 @@ class Bus:
 
     async def pending(self, stage: str) -> int:
         """Messages on the stage's queue not yet acked (waiting + in flight)."""
-        info = await self.js.stream_info(names.stage_stream(self.run_id, stage))
+        stream = names.stage_stream(self.run_id, stage)
+        try:
+            info = await self.js.stream_info(stream)
+        except nats.js.errors.NotFoundError as err:
+            raise missing_stream(stream) from err
         return info.state.messages
 
     # ---- events ------------------------------------------------------------------------

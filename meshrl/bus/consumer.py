@@ -10,8 +10,12 @@ server's `backoff` list would replace `ack_wait` for long handlers, so it is not
 from dataclasses import dataclass
 
 from nats.js import api
+from nats.js.errors import BadRequestError, NotFoundError
 
 from meshrl.bus import subjects as names
+from meshrl.bus.errors import BusError
+
+NOT_UNIQUE = (10099, 10100)  # a work-queue stream already has a consumer on this subject
 
 # A pull subscription buffers at most this many bytes client-side; the server's own
 # per-client limit (max_pending, 64 MB) must never be reached or it drops the client.
@@ -40,10 +44,19 @@ class ConsumerSpec:
 
 async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec):
     """Create the durable if missing (an existing one keeps its config) and bind to it."""
-    return await js.pull_subscribe(
-        names.stage_subject(run_id, stage),
-        durable=spec.durable,
-        stream=names.stage_stream(run_id, stage),
-        config=spec.config(),
-        pending_bytes_limit=PENDING_BYTES_LIMIT,
-    )
+    stream = names.stage_stream(run_id, stage)
+    try:
+        return await js.pull_subscribe(names.stage_subject(run_id, stage), durable=spec.durable, stream=stream,
+                                       config=spec.config(), pending_bytes_limit=PENDING_BYTES_LIMIT)
+    except BadRequestError as err:
+        if err.err_code not in NOT_UNIQUE:
+            raise
+        raise BusError(f"stage {stage!r} of run {run_id!r} already has a consumer with another durable name than "
+                       f"{spec.durable!r}: a work queue allows one durable per stage, so every replica must use "
+                       "the same name") from err
+    except NotFoundError as err:
+        raise missing_stream(stream) from err
+
+
+def missing_stream(stream: str) -> BusError:
+    return BusError(f"stream {stream} does not exist: call `await bus.ensure_streams()` once for the run first")

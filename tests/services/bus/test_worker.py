@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from meshrl.bus import Bus
+from meshrl.bus import Bus, BusError
 from meshrl.bus import subjects as names
 from meshrl.common.v1 import common_pb2
 
@@ -189,3 +189,15 @@ async def test_message_whose_every_delivery_times_out_is_dead_lettered(bus):
     assert letter.headers["Meshrl-Error"].startswith("DeliveriesExhausted: no ack within ack_wait on any of 2")
     assert common_pb2.PromptTask.FromString(letter.data).group_id == "g5"
     await queue_drains(bus, "prompts")
+
+
+async def test_misuse_fails_with_what_to_do(bus, nats_url, run_id):
+    await bus.pull("ready", "learner", max_msgs=1, timeout=0.1)
+    with pytest.raises(BusError, match="already has a consumer with another durable name than 'other'"):
+        await bus.pull("ready", "other", max_msgs=1, timeout=0.1)
+    fresh = await Bus.connect(nats_url, run_id + "x", name="t")
+    with pytest.raises(BusError, match=r"stream MESHRL_.*_READY does not exist: call `await bus.ensure_streams\(\)`"):
+        await fresh.pending("ready")
+    with pytest.raises(BusError, match="does not exist"):
+        await fresh.pull("ready", "learner", max_msgs=1, timeout=0.1)
+    await fresh.close()
