@@ -41,21 +41,32 @@ def export_hf(checkpoint_path: str | Path, out_dir: str | Path, *,
     """Write `out_dir` (module docstring) from a checkpoint (or a run dir's latest good one)."""
     ckpt = resolve_checkpoint(checkpoint_path)
     manifest = verify_checkpoint(ckpt)
-    out = _fresh_out_dir(out_dir)
+    out, cast = _fresh_out_dir(out_dir), _dtype(dtype) if dtype else None
     model = _build_model(ckpt, model_factory, base_model_dir)
     load_shards(ckpt, {POLICY: Part(model)})
-    if dtype is not None:
-        model = model.to(_dtype(dtype))
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _write_dir(tmp, model.to(cast) if cast else model, ckpt, manifest,
+                   base_model_dir, tokenizer_dir)
+        os.rename(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # only left when writing failed
+    return out
+
+
+def _write_dir(tmp: Path, model, ckpt: Path, manifest: dict, base_model_dir, tokenizer_dir) -> None:
     model.save_pretrained(tmp, safe_serialization=True)
     _copy_generation_config(ckpt, base_model_dir, tmp)
-    _write_tokenizer(_tokenizer_source(ckpt, tokenizer_dir, base_model_dir), tmp)
+    tokenizer = _write_tokenizer(_tokenizer_source(ckpt, tokenizer_dir, base_model_dir), tmp)
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    if vocab is not None and len(tokenizer) > vocab:
+        raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocab_size "
+                              f"is {vocab}: it is not this model's tokenizer; pass the run's "
+                              f"tokenizer_dir=")
     provenance = {"checkpoint": str(ckpt.resolve()), "step": manifest["step"],
                   "config_hash": manifest["config_hash"]}
     (tmp / "meshrl_export.json").write_text(json.dumps(provenance, indent=2) + "\n")
-    os.rename(tmp, out)
-    return out
 
 
 def _fresh_out_dir(out_dir) -> Path:
@@ -109,7 +120,7 @@ def _tokenizer_source(ckpt: Path, tokenizer_dir, base_model_dir) -> tuple[Path, 
                           f"base_model_dir=); the checkpoint's config names no model.path")
 
 
-def _write_tokenizer(source: tuple[Path, str | None], tmp: Path) -> None:
+def _write_tokenizer(source: tuple[Path, str | None], tmp: Path):
     """Tokenizer files every reader understands, with the chat template in both places."""
     from transformers import AutoTokenizer
 
@@ -126,3 +137,4 @@ def _write_tokenizer(source: tuple[Path, str | None], tmp: Path) -> None:
     tokenizer.save_pretrained(tmp)
     write_portable_tokenizer_files(tmp, tokenizer, model_max_length=int(
         min(tokenizer.model_max_length, 1 << 30)))
+    return tokenizer

@@ -25,3 +25,19 @@ def save_run(tmp_path):
                             state={"step": step}, config_hash=f"h{step}", config=CONFIG)
         return run
     return make
+
+
+CHARS = "0123456789+-=?. abcdefghijklmnopqrstuvwxyz"  # 5 specials + 42 chars → vocab 64
+
+
+@pytest.fixture
+def tokenizer_dir(tmp_path):
+    from meshrl.models.tiny import build_tokenizer
+    from meshrl.models.tokenizer_files import write_portable_tokenizer_files
+
+    tokenizer = build_tokenizer(CHARS)
+    assert len(tokenizer) == 64
+    out = tmp_path / "tok"
+    tokenizer.save_pretrained(out)
+    write_portable_tokenizer_files(out, tokenizer, model_max_length=64)
+    return out
