@@ -3,6 +3,8 @@
 - `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.models.tiny),
   loadable by transformers and vLLM.
 """
+pytest_plugins = ["tests.fixtures.nats"]
+
 import pytest
 
 
