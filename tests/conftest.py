@@ -3,7 +3,7 @@
 - `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.models.tiny),
   loadable by transformers and vLLM.
 """
-pytest_plugins = ["tests.fixtures.nats"]
+pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm"]
 
 import pytest
 

@@ -108,10 +108,12 @@ async def wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Task
 
 
 async def shut_down(tasks, server, bus, engine, replica: str) -> None:
+    from meshrl.rpc import stop_server
+
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await server.stop(grace=2)
+    await stop_server(server, grace=2)
     try:
         await bus.state.delete(registry_key(replica))
     except Exception as err:  # noqa: BLE001 - NATS may already be gone; the entry is advisory

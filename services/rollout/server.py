@@ -4,7 +4,8 @@
 AsyncLLM batches them) and answers with the groups and the version. `GetStatus` reports the
 replica id, the version, whether it is ready (holds the run's newest version), counters
 and the model. The server is `grpc.aio`, so it shares the event loop with the AsyncLLM and
-the NATS worker; it also serves `grpc.health.v1` and reflection.
+the NATS worker; `meshrl.rpc.start_server` adds `grpc.health.v1`, reflection and 64 MiB
+message limits (a batch of eval groups can exceed gRPC's 4 MiB default).
 
 `start_rollout_server(engine, port, ready=...)` → (server, bound port); port 0 picks a free one.
 """
@@ -14,13 +15,11 @@ import asyncio
 from typing import Callable
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from meshrl.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.rpc import registration, start_server
 
 SERVICE_NAME = rollout_pb2.DESCRIPTOR.services_by_name["RolloutService"].full_name
-MAX_MESSAGE_BYTES = 64 << 20  # a batch of eval groups can exceed gRPC's 4 MiB default
 
 
 class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
@@ -44,19 +43,9 @@ class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
             model=engine.config.model)
 
 
-async def start_rollout_server(engine, port: int = 0, *, host: str = "[::]",
+async def start_rollout_server(engine, port: int = 0, *, host: str = "0.0.0.0",
                                ready: Callable[[], bool] = lambda: True) -> tuple[grpc.aio.Server, int]:
-    options = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-               ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
-    server = grpc.aio.server(options=options)
-    rollout_pb2_grpc.add_RolloutServiceServicer_to_server(RolloutServicer(engine, ready), server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"cannot bind the rollout gRPC server to {host}:{port}; pick another --grpc-port")
-    await server.start()
-    for name in ("", SERVICE_NAME):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, bound
+    """Serve RolloutService with health + reflection (meshrl.rpc); returns (server, bound port)."""
+    servicer = RolloutServicer(engine, ready)
+    return await start_server([registration(rollout_pb2_grpc.add_RolloutServiceServicer_to_server,
+                                             servicer, SERVICE_NAME)], port=port, host=host)

@@ -9,6 +9,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from meshrl.bus.codec import unpack_float32, unpack_int32
 from meshrl.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.rpc import stop_server
 from meshrl.services.rollout.server import SERVICE_NAME, start_rollout_server
 from tests.fixtures.vllm import prompt_task
 
@@ -21,7 +22,7 @@ async def channel(base_rollout_engine):
                                               ready=lambda: True)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         yield ch
-    await server.stop(grace=0)
+    await stop_server(server, grace=0)
 
 
 async def test_generate_returns_one_group_per_task(channel, base_rollout_engine):
