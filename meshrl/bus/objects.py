@@ -45,6 +45,33 @@ def _sha256(view) -> bytes:
     return hashlib.sha256(view).digest()
 
 
+class _ThreadedSha256:
+    """sha256 fed in order from a worker thread, overlapping the hash with the network."""
+
+    def __init__(self):
+        self._h = hashlib.sha256()
+        self._busy: asyncio.Future | None = None
+        self._piece: memoryview | None = None
+
+    async def feed(self, piece: memoryview) -> None:
+        await self.wait()
+        self._piece = piece
+        self._busy = asyncio.ensure_future(asyncio.to_thread(self._h.update, piece))
+
+    async def wait(self) -> None:
+        """Wait for the running update, then release its slice (an mmap cannot close with one alive)."""
+        if self._busy is not None:
+            try:
+                await self._busy
+            finally:
+                self._busy = None
+                self._piece.release()
+
+    async def digest(self) -> bytes:
+        await self.wait()
+        return self._h.digest()
+
+
 def _digest_str(sha: bytes) -> str:
     return OBJ_DIGEST_TYPE + base64.urlsafe_b64encode(sha).decode()
 
@@ -180,18 +207,22 @@ class WeightsStore:
         return dest
 
     async def _read_into(self, info: api.ObjectInfo, view: memoryview) -> None:
-        received = await self._pull_chunks(info, view) if info.chunks else 0
+        hasher = _ThreadedSha256()
+        try:
+            received = await self._pull_chunks(info, view, hasher) if info.chunks else 0
+        finally:
+            await asyncio.gather(hasher.wait(), return_exceptions=True)  # no thread may outlive `view`
         if received != info.size:
             raise ObjectIntegrityError(
                 f"object {info.name!r}: read {received} bytes, its info says {info.size}: "
                 "the object is corrupt or was replaced during the read; put it again")
-        sha = await asyncio.to_thread(_sha256, view)
+        sha = await hasher.digest()
         if _digest_str(sha) != (info.digest or "").replace(OBJ_DIGEST_TYPE.upper(), OBJ_DIGEST_TYPE):
             raise ObjectIntegrityError(
                 f"object {info.name!r}: sha256 {_digest_str(sha)} does not match its info's {info.digest}: "
                 "the stored bytes are corrupt; put the object again")
 
-    async def _pull_chunks(self, info: api.ObjectInfo, view: memoryview) -> int:
+    async def _pull_chunks(self, info: api.ObjectInfo, view: memoryview, hasher: _ThreadedSha256) -> int:
         subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=self.bucket, obj=info.nuid)
         sub = await self._js.pull_subscribe(subject, stream=self._stream, config=api.ConsumerConfig(
             ack_policy=api.AckPolicy.NONE, deliver_policy=api.DeliverPolicy.ALL,
@@ -204,12 +235,14 @@ class WeightsStore:
                 except nats.errors.TimeoutError as err:
                     raise ObjectIntegrityError(
                         f"object {info.name!r}: only {got} of {info.chunks} chunks arrived: chunks are missing") from err
+                start = offset
                 for m in msgs:
                     end = offset + len(m.data)
                     if end > len(view):
                         raise ObjectIntegrityError(f"object {info.name!r}: more bytes than its size {info.size}")
                     view[offset:end] = m.data
                     offset, got = end, got + 1
+                await hasher.feed(view[start:offset])
         finally:
             await self._drop_consumer(sub)
         return offset
