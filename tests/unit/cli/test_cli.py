@@ -130,3 +130,16 @@ def test_console_entry_point_exits_2_without_traceback(config_file):
     assert proc.returncode == 2
     assert "not divisible by trainer.mini_batches=7" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_serve_execs_the_service_module(tmp_path):
+    """`meshrl serve reference` becomes `python -m meshrl.services.reference` (same pid, its
+    own exit status): here the service itself rejects a missing model with exit 2."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
+                                   "data": {"train": "x.jsonl"}}))
+    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "serve", "reference",
+                           "--nats", "nats://127.0.0.1:1", "--run-id", "r", "--config", str(cfg),
+                           "--replica-id", "reference-0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("reference service:") and "no-model does not exist" in proc.stderr
