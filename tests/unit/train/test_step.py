@@ -124,3 +124,10 @@ def test_bf16_autocast_and_gradient_checkpointing_paths_train():
         tolerance = 2e-2 if options.get("bf16") else 1e-6
         assert abs(metrics["loss"] - reference["loss"]) < tolerance, (options, metrics["loss"])
         assert abs(metrics["entropy"] - reference["entropy"]) < 50 * tolerance
+
+
+def test_nan_behaviour_logprob_names_its_group():
+    batch = random_batch()
+    batch.behaviour_logprobs[2, 0] = float("inf")  # row 2 is in group 100
+    with pytest.raises(NonFiniteError, match=r"behaviour_logprobs .* at step 3: rows \[2\], group ids \[100\]"):
+        make_step()(batch, 3)
