@@ -26,10 +26,17 @@ Which log-probs (behaviour log-probs, for the learner's importance ratio)
 
 Policy versions
   The engine tells vLLM its version (`update_weight_version`), so every finished sample
-  carries `weight_versions` spans. With `pause_mode="keep"` a sample may straddle an update;
-  its `policy_version` is then the OLDEST version that produced any of its tokens (the
+  carries `weight_versions` spans. With `pause_mode="keep"` a sample may straddle an update:
+  the pause clears the prefix cache, which preempts running requests, so on resume their
+  KV is recomputed with the NEW weights and later tokens are sampled by them. Its
+  `policy_version` is then the OLDEST version that produced any of its tokens (the
   conservative choice for staleness checks); its behaviour log-probs are still exact per
   token, since each token's log-prob came from the weights that sampled it.
+
+Tied embeddings: a tied checkpoint has no `lm_head.weight`; vLLM's in-place reload would
+leave the lm_head on the OLD matrix (silently: outputs match neither version). The worker
+extension re-ties it after every reload; `test_engine.py` checks outputs against an HF
+forward of the pushed weights.
 
 Simplifications: one engine per process, tensor parallel 1, no LoRA. Construct it in a
 service process or under `if __name__ == "__main__":` (vLLM spawns its engine-core and
@@ -182,6 +189,8 @@ class RolloutEngine:
         async for output in self.llm.generate(TokensPrompt(prompt_token_ids=prompt_ids.tolist()),
                                               sampling_params(task.sampling), request_id):
             final = output
+        if final is None:
+            raise RuntimeError(f"vLLM returned no output for group {task.group_id!r}")
         samples = [sample_from_completion(c, version_at_start)
                    for c in sorted(final.outputs, key=lambda c: c.index)]
         return self._group(task, samples, start)
