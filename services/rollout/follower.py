@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from meshrl.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_NOTICE_KEY = "weights_notice"
+__all__ = ["WEIGHTS_NOTICE_KEY", "WeightsFollower"]
 
 
 class WeightsFollower:
