@@ -31,7 +31,7 @@ __all__ = ["trace_for_group", "render_waterfall", "cmd_trace", "add_subcommand",
 def format_duration(ns: float) -> str:
     """12_345_678 ns → '12.3ms'; below 1 ms → '420µs'; ≥ 1 s → '1.23s'."""
     ms = ns / 1e6
-    if ms < 1:
+    if 0 < ms < 1:
         return f"{ns / 1e3:.0f}µs"
     return f"{ms:.1f}ms" if ms < 1000 else f"{ms / 1000:.2f}s"
 
