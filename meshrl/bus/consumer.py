@@ -14,6 +14,7 @@ from nats.js.errors import BadRequestError, NotFoundError
 
 from meshrl.bus import subjects as names
 from meshrl.bus.errors import BusError
+from meshrl.bus.retry import retry_transient
 
 NOT_UNIQUE = (10099, 10100)  # a work-queue stream already has a consumer on this subject
 
@@ -46,8 +47,9 @@ async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec):
     """Create the durable if missing (an existing one keeps its config) and bind to it."""
     stream = names.stage_stream(run_id, stage)
     try:
-        return await js.pull_subscribe(names.stage_subject(run_id, stage), durable=spec.durable, stream=stream,
-                                       config=spec.config(), pending_bytes_limit=PENDING_BYTES_LIMIT)
+        return await retry_transient(lambda: js.pull_subscribe(
+            names.stage_subject(run_id, stage), durable=spec.durable, stream=stream, config=spec.config(),
+            pending_bytes_limit=PENDING_BYTES_LIMIT), attempts=12)  # ≈15 s: rides out a server restart
     except BadRequestError as err:
         if err.err_code not in NOT_UNIQUE:
             raise
