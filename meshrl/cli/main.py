@@ -4,6 +4,7 @@
     meshrl serve {rollout,reward,reference,learner} --nats URL --run-id RUN --config FILE
     meshrl models fetch-smollm2
     meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
+    meshrl plot RUN_DIR [--out F]
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -14,12 +15,13 @@ import argparse
 import sys
 
 from meshrl.cli import data, models, serve, train
+from meshrl.plot import cli as plot
 from meshrl.config.errors import ConfigError
 from meshrl.launch.errors import LaunchError, RunFailed
 from meshrl.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, models, data)
+SUBCOMMANDS = (train, serve, models, data, plot)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -143,3 +143,8 @@ def test_serve_execs_the_service_module(tmp_path):
                            "--replica-id", "reference-0"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.startswith("reference service:") and "no-model does not exist" in proc.stderr
+
+
+def test_plot_is_a_subcommand(capsys, tmp_path):
+    rc = main(["plot", str(tmp_path / "no-run")])
+    assert rc == 2 and capsys.readouterr().err.startswith("meshrl: error:")
