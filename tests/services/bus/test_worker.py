@@ -201,3 +201,33 @@ async def test_misuse_fails_with_what_to_do(bus, nats_url, run_id):
     with pytest.raises(BusError, match="does not exist"):
         await fresh.pull("ready", "learner", max_msgs=1, timeout=0.1)
     await fresh.close()
+
+
+async def test_handlers_run_concurrently_up_to_the_limit(bus):
+    await publish_tasks(bus, 4)
+    all_in = asyncio.Barrier(4)  # only passes if 4 handlers are in flight at once
+    done = []
+
+    async def handle(msg, ctx):
+        await asyncio.wait_for(all_in.wait(), 5)
+        done.append(msg.group_id)
+
+    t = asyncio.create_task(bus.worker("prompts", "rollout", handle, batch=4, concurrency=4, ack_wait=10))
+    await wait_for(lambda: len(done) == 4)
+    await stop(t)
+    await queue_drains(bus, "prompts")
+
+
+async def test_auto_in_progress_keeps_long_work_from_being_redelivered(bus):
+    deliveries = []
+
+    async def slow(msg, ctx):
+        deliveries.append(ctx.num_delivered)
+        await asyncio.sleep(1.6)  # > 3 × ack_wait
+
+    await bus.publish("prompts", task(1), msg_id="g1")
+    w = bus.make_worker("prompts", "rollout", slow, ack_wait=0.5, concurrency=2, auto_in_progress=True)
+    t = asyncio.create_task(w.run())
+    await wait_for(lambda: w.counts["acked"] == 1)
+    await stop(t)
+    assert deliveries == [1]  # never timed out, never handed to the second slot
