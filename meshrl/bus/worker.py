@@ -32,6 +32,8 @@ class Worker:
     def __init__(self, js, run_id: str, stage: str, spec: ConsumerSpec, handler: Handler, *,
                  batch: int = 1, concurrency: int | None = None,
                  backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False):
+        if batch < 1 or (concurrency is not None and concurrency < 1):
+            raise ValueError(f"batch={batch}, concurrency={concurrency}: both must be >= 1")
         self.js, self.run_id, self.stage, self.spec, self.handler = js, run_id, stage, spec, handler
         self.batch = batch
         self.concurrency = concurrency or batch
@@ -94,11 +96,17 @@ class Worker:
         except Exception as err:  # noqa: BLE001 - any handler failure is retried or dead-lettered
             await self._failed(msg, err)
         else:
-            await msg.ack()
-            self.counts["acked"] += 1
+            await self._ack(msg)
         finally:
             if beat:
                 beat.cancel()
+
+    async def _ack(self, msg) -> None:
+        try:
+            await msg.ack()
+            self.counts["acked"] += 1
+        except Exception as err:  # noqa: BLE001 - it will be redelivered; its outputs dedup by id
+            log.warning("ack of a %s message failed (%r): it will be redelivered", self.stage, err)
 
     async def _failed(self, msg, err: Exception) -> None:
         attempt = msg.metadata.num_delivered
