@@ -1,0 +1,151 @@
+"""Alert rules and where alerts go, as typed config (`RunConfig.alerts`). Never imports torch.
+
+    alerts:
+      kl_high: {max_kl: 0.3, consecutive_steps: 5, action: pause}
+      webhook: {url: "https://hooks.example.com/meshrl", token_env: MESHRL_ALERT_TOKEN}
+
+Every rule has `enabled`, `severity` (info | warning | critical) and `action` (none | pause |
+stop: what the learner does after its next checkpoint). The defaults warn and never stop a
+run, except non-finite loss or grad norm, which pause it: continuing would only train on
+garbage. Secrets never live in config: `webhook.token_env` names the environment variable
+that holds the bearer token.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+
+from meshrl.config.algorithm import Strict
+
+Severity = Literal["info", "warning", "critical"]
+Action = Literal["none", "pause", "stop"]
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RuleConfig(Strict):
+    enabled: bool = True
+    severity: Severity = "warning"
+    action: Action = "none"
+
+
+class KLHighConfig(RuleConfig):
+    """`metric` above `max_kl` for `consecutive_steps` steps in a row."""
+
+    metric: str = "kl"
+    max_kl: float = Field(0.5, gt=0.0)
+    consecutive_steps: int = Field(3, ge=1)
+
+
+class EntropyCollapseConfig(RuleConfig):
+    """Entropy below `min_fraction` × the mean of its first `baseline_steps` finite values."""
+
+    metric: str = "entropy"
+    baseline_steps: int = Field(5, ge=1)
+    min_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+
+
+class RewardNaNConfig(RuleConfig):
+    """The step's mean reward is NaN/inf (null in metrics.jsonl)."""
+
+    severity: Severity = "critical"
+    metric: str = "reward"
+
+
+class RewardFlatConfig(RuleConfig):
+    """Population std of the last `window` step means below `min_std`: nothing is learned."""
+
+    metric: str = "reward"
+    window: int = Field(20, ge=2)
+    min_std: float = Field(1e-4, ge=0.0)
+
+
+class NonFiniteConfig(RuleConfig):
+    """Any of `metrics` NaN/inf."""
+
+    severity: Severity = "critical"
+    action: Action = "pause"
+    metrics: list[str] = ["loss", "grad_norm"]
+
+
+class SpikeConfig(RuleConfig):
+    """|value| > `factor` × max(median |value| of the previous `window` steps, `floor`).
+
+    `floor` keeps a loss that hovers near zero (GRPO's often does) from "spiking" at 0.02.
+    """
+
+    metrics: list[str] = ["loss", "grad_norm"]
+    factor: float = Field(10.0, gt=1.0)
+    window: int = Field(50, ge=1)
+    min_history: int = Field(5, ge=1)
+    floor: float = Field(0.1, ge=0.0)
+
+
+class StallConfig(RuleConfig):
+    """No new learner step (or, once groups were reported, no new group) for `after_s`."""
+
+    severity: Severity = "critical"
+    after_s: float = Field(600.0, gt=0.0)
+    startup_grace_s: float = Field(1200.0, ge=0.0)  # model load + first generation
+
+
+class MemoryGrowthConfig(RuleConfig):
+    """RSS never falling over the last `steps` steps and up by more than `min_growth_pct`."""
+
+    metric: str = "memory/rss_bytes"  # sampled from this process tree when a step lacks it
+    steps: int = Field(20, ge=2)
+    min_growth_pct: float = Field(10.0, gt=0.0)
+
+
+class ServiceDownConfig(RuleConfig):
+    """A service failing `consecutive_failures` health checks in a row."""
+
+    severity: Severity = "critical"
+    consecutive_failures: int = Field(2, ge=1)
+
+
+class WebhookConfig(Strict):
+    """POST each alert as JSON to `url`; bearer token from the env var named `token_env`."""
+
+    url: str
+    timeout_s: float = Field(5.0, gt=0.0)
+    retries: int = Field(2, ge=0)  # attempts after the first
+    backoff_s: float = Field(1.0, ge=0.0)  # doubles after each failed attempt
+    token_env: str | None = None
+    min_severity: Severity = "warning"
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"alerts.webhook.url must be an http(s) URL, got {url!r}")
+        if parts.username or parts.password:
+            raise ValueError("alerts.webhook.url must not hold credentials; put the token in an "
+                             "environment variable and name it in alerts.webhook.token_env")
+        return url
+
+    @field_validator("token_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        if name is not None and not _ENV_NAME.match(name):
+            raise ValueError("alerts.webhook.token_env is the NAME of an environment variable "
+                             "(letters, digits, _), not the token itself")
+        return name
+
+
+class AlertsConfig(Strict):
+    enabled: bool = True
+    events_file: str | None = "alerts.jsonl"  # relative to the run dir; None = no file
+    webhook: WebhookConfig | None = None
+    kl_high: KLHighConfig = KLHighConfig()
+    entropy_collapse: EntropyCollapseConfig = EntropyCollapseConfig()
+    reward_nan: RewardNaNConfig = RewardNaNConfig()
+    reward_flat: RewardFlatConfig = RewardFlatConfig()
+    nonfinite: NonFiniteConfig = NonFiniteConfig()
+    spike: SpikeConfig = SpikeConfig()
+    rollout_stalled: StallConfig = StallConfig()
+    memory_growth: MemoryGrowthConfig = MemoryGrowthConfig()
+    service_down: ServiceDownConfig = ServiceDownConfig()
