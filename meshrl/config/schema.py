@@ -164,4 +164,10 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
         problems.append(
             f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}"
         )
+    overlong = cfg.algorithm.overlong
+    if overlong.enabled and overlong.buffer_len > cfg.rollout.sampling.max_tokens:
+        problems.append(
+            f"algorithm.overlong.buffer_len={overlong.buffer_len} exceeds "
+            f"rollout.sampling.max_tokens={cfg.rollout.sampling.max_tokens}: the soft overlong "
+            f"penalty ramps over the last buffer_len tokens, so it must fit inside max_tokens")
     return problems

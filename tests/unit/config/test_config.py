@@ -89,3 +89,8 @@ def test_missing_file_and_bad_yaml_are_clear(tmp_path):
 def test_home_is_expanded_in_model_path():
     cfg = load_config(base={**BASE, "model": {"path": "~/m"}})
     assert not cfg.model.path.startswith("~")
+
+
+def test_overlong_buffer_must_fit_in_max_tokens():
+    with pytest.raises(ConfigError, match="buffer_len=16 exceeds rollout.sampling.max_tokens=8"):
+        load_config(base={**BASE, "algorithm": {"preset": "dapo"}}, overrides=["rollout.sampling.max_tokens=8"])
