@@ -1,6 +1,8 @@
 """What a rule reports (`Condition`) and what the engine emits (`Alert`)."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,7 +37,11 @@ class Alert:
     values: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON-ready dict; NaN/inf in `values` become None (as in metrics.jsonl)."""
+        data = asdict(self)
+        data["values"] = {k: None if isinstance(v, float) and not math.isfinite(v) else v
+                          for k, v in data["values"].items()}
+        return data
 
 
 def strongest_action(alerts: list[Alert]) -> str:

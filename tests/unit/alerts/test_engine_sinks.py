@@ -134,3 +134,10 @@ def test_webhook_token_env_must_be_set():
     config = WebhookConfig(url="http://127.0.0.1:9/x", token_env="MESHRL_TEST_ALERT_TOKEN")
     with pytest.raises(ConfigError, match="MESHRL_TEST_ALERT_TOKEN, but that environment variable"):
         WebhookSink(config, env={})
+
+
+def test_alert_dict_turns_nonfinite_values_into_null(tmp_path):
+    alert = Alert("x", "x", "info", "none", "m", 1, 0.0, values={"a": float("nan"), "b": 2.0})
+    assert alert.to_dict()["values"] == {"a": None, "b": 2.0}
+    JsonlSink(tmp_path / "a.jsonl")(alert)
+    assert json.loads((tmp_path / "a.jsonl").read_text())["values"] == {"a": None, "b": 2.0}
