@@ -8,6 +8,9 @@ Rules (one file per family in `rules/`, registered by `@register_rule`): kl_high
 entropy_collapse, reward_nan, reward_flat, nonfinite, spike, rollout_stalled,
 memory_growth, service_down. Sinks in `sinks/`. Nothing here imports torch.
 """
+# meshrl.config imports AlertsConfig for RunConfig.alerts; loading it first makes either
+# import order work (meshrl.alerts first would otherwise find its own config half-built).
+import meshrl.config  # noqa: F401  (torch-free)
 from meshrl.alerts.config import AlertsConfig
 from meshrl.alerts.engine import AlertEngine
 from meshrl.alerts.registry import register_rule, rule_names
