@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from opentelemetry import baggage
+from opentelemetry import baggage, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.propagators.textmap import Getter
@@ -46,8 +46,14 @@ def inject_headers(headers: Mapping[str, str] | None = None, *, context: Context
     Nothing is added when there is no valid span (tracing off and no incoming trace).
     """
     out = dict(headers or {})
+    if context is None and not _current_has_trace():
+        return out  # the disabled path: no span, no baggage, nothing to send
     PROPAGATOR.inject(out, context=context)
     return out
+
+
+def _current_has_trace() -> bool:
+    return trace.get_current_span().get_span_context().is_valid or bool(baggage.get_all())
 
 
 def extract_context(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Context:
