@@ -5,9 +5,10 @@
 
 Start-up, in order:
   1. load the RunConfig (`meshrl.config.load_config`; a bad file exits 2 with the reason);
-  2. build the engine on `model.path` (≈30 s on CPU) — vLLM spawns its own processes;
-  3. connect to NATS, read the run's weights notice from the KV bucket and load that
-     version first (a restarted replica never serves older weights than the run's);
+  2. connect to NATS (fails fast with exit 2 if unreachable);
+  3. build the engine on `model.path` (≈30 s on CPU; vLLM spawns its own processes), read
+     the run's weights notice from the KV bucket and load that version first (a restarted
+     replica never serves older weights than the run's);
   4. serve RolloutService (+ health, reflection) on --grpc-port (default
      rollout.grpc_port; 0 = a free port), print `READY grpc=127.0.0.1:PORT replica=ID
      version=N` on stdout and put {"grpc": "127.0.0.1:PORT", ...} under the run KV key
@@ -57,16 +58,23 @@ async def start_parts(args: argparse.Namespace, cfg, replica: str):
     from meshrl.services.rollout.server import start_rollout_server
     from meshrl.services.rollout.weights import WeightsUpdater
 
-    engine = await RolloutEngine.start(EngineConfig.from_run_config(cfg, replica_id=replica))
-    bus = await Bus.connect(args.nats, args.run_id, name=replica)
-    subject = names.weights_loaded_subject(args.run_id)
-    updater = WeightsUpdater(engine, run_id=args.run_id, replica_id=replica,
-                             fetch_object=bus.weights.get_file,
-                             publish_loaded=lambda report: bus.publish_event(subject, report))
-    follower = WeightsFollower(bus.state, updater)
-    await follower.start()
-    port = cfg.rollout.grpc_port if args.grpc_port is None else args.grpc_port
-    server, bound = await start_rollout_server(engine, port, ready=follower.ready.is_set)
+    bus = await Bus.connect(args.nats, args.run_id, name=replica)  # fail fast, before vLLM starts
+    engine = None
+    try:
+        engine = await RolloutEngine.start(EngineConfig.from_run_config(cfg, replica_id=replica))
+        subject = names.weights_loaded_subject(args.run_id)
+        updater = WeightsUpdater(engine, run_id=args.run_id, replica_id=replica,
+                                 fetch_object=bus.weights.get_file,
+                                 publish_loaded=lambda report: bus.publish_event(subject, report))
+        follower = WeightsFollower(bus.state, updater)
+        await follower.start()
+        port = cfg.rollout.grpc_port if args.grpc_port is None else args.grpc_port
+        server, bound = await start_rollout_server(engine, port, ready=follower.ready.is_set)
+    except BaseException:  # never leave vLLM's processes or the connection behind
+        if engine is not None:
+            engine.shutdown()
+        await bus.close()
+        raise
     return engine, bus, follower, server, bound
 
 
