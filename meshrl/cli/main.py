@@ -5,6 +5,10 @@
     meshrl models fetch-smollm2
     meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
     meshrl plot RUN_DIR [--out F]
+    meshrl trace RUN_DIR [GROUP_ID]
+    meshrl doctor [CONFIG]
+    meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
+    meshrl export RUN_DIR --step N OUT_DIR
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -14,14 +18,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from meshrl.checkpoint import cli as checkpoints
 from meshrl.cli import data, models, serve, train
+from meshrl.doctor import cli as doctor
 from meshrl.plot import cli as plot
+from meshrl.telemetry import waterfall as trace
 from meshrl.config.errors import ConfigError
 from meshrl.launch.errors import LaunchError, RunFailed
 from meshrl.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, models, data, plot)
+SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.add_parser(sub)
+    checkpoints.add_subcommands(sub)  # checkpoints, rollback, export
     return parser
 
 

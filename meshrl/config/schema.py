@@ -9,6 +9,7 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
+from meshrl.alerts.config import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 
@@ -115,6 +116,13 @@ class NatsConfig(Strict):
     connect_timeout_s: float = Field(5.0, gt=0.0)
 
 
+class TelemetryConfig(Strict):
+    """Traces go to OTLP when an endpoint is set, else to RUN_DIR/traces/*.jsonl."""
+
+    tracing: bool = True
+    otlp_endpoint: str | None = None
+
+
 class RunSection(Strict):
     name: str = "run"
     dir: str = "runs/${run.name}"
@@ -132,6 +140,8 @@ class RunConfig(Strict):
     reference: ReferenceConfig = ReferenceConfig()
     learner: LearnerConfig = LearnerConfig()
     nats: NatsConfig = NatsConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    alerts: AlertsConfig = AlertsConfig()
 
     @property
     def reference_enabled(self) -> bool:
