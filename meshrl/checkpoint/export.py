@@ -27,7 +27,7 @@ import torch
 from meshrl.checkpoint.errors import CheckpointError
 from meshrl.checkpoint.layout import HF_CONFIG_DIR
 from meshrl.checkpoint.load import load_shards, read_config, resolve_checkpoint
-from meshrl.checkpoint.manifest import verify_checkpoint
+from meshrl.checkpoint.manifest import read_manifest
 from meshrl.checkpoint.parts import POLICY, Part
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def export_hf(checkpoint_path: str | Path, out_dir: str | Path, *,
               dtype: str | None = None) -> Path:
     """Write `out_dir` (module docstring) from a checkpoint (or a run dir's latest good one)."""
     ckpt = resolve_checkpoint(checkpoint_path)
-    manifest = verify_checkpoint(ckpt)
+    manifest = read_manifest(ckpt)
     out, cast = _fresh_out_dir(out_dir), _dtype(dtype) if dtype else None
     model = _build_model(ckpt, model_factory, base_model_dir)
     load_shards(ckpt, {POLICY: Part(model)})

@@ -29,12 +29,28 @@ log = logging.getLogger(__name__)
 
 
 def resolve_checkpoint(path_or_run_dir: str | Path) -> Path:
-    """A `step_N` folder as given, or the newest good checkpoint of a run dir."""
-    path = Path(path_or_run_dir)
+    """A verified checkpoint: a `step_N` folder as given, or the newest good one of a run dir.
+
+    Under a process group rank 0 verifies and broadcasts its answer (or its error), so
+    every rank loads the same checkpoint and the files are hashed once, not once per rank.
+    """
+    def on_main() -> tuple[str | None, str | None]:
+        try:
+            return str(_resolve_here(Path(path_or_run_dir))), None
+        except CheckpointError as err:
+            return None, str(err)
+    found, error = dist.broadcast_from_main(on_main() if dist.rank() == 0 else None)
+    if error is not None:
+        raise CheckpointError(error)
+    return Path(found)
+
+
+def _resolve_here(path: Path) -> Path:
     if (path / MANIFEST).exists() or (path / DCP_DIR).exists():
+        verify_checkpoint(path)
         return path
     if path.is_dir() and (path / CHECKPOINTS).is_dir():
-        return latest_good_checkpoint(path)
+        return latest_good_checkpoint(path)  # verifies while it walks back
     raise CheckpointError(f"{path} is neither a checkpoint (no {MANIFEST}) nor a run dir with "
                           f"{CHECKPOINTS}/; pass RUN_DIR or RUN_DIR/{CHECKPOINTS}/step_N")
 
@@ -55,7 +71,6 @@ def load_checkpoint(path_or_run_dir: str | Path, *, model, optimizer=None, sched
     config) is checked against the saved one first; see `check_compatible`.
     """
     ckpt = resolve_checkpoint(path_or_run_dir)
-    verify_checkpoint(ckpt)
     if new_config is not None:
         check_compatible(read_config(ckpt) or {}, new_config, keys=compat_keys)
     parts = collect_parts(model, optimizer, scheduler, extra_modules)

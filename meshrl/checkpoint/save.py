@@ -34,6 +34,7 @@ from meshrl.checkpoint.rng import save_rng
 from meshrl.checkpoint.tags import write_tags
 
 log = logging.getLogger(__name__)
+WRITER_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 def save_checkpoint(run_dir: str | Path, step: int, *, model, optimizer, scheduler=None,
@@ -82,8 +83,10 @@ def _write_shards(parts: dict[str, Part], tmp: Path) -> None:
     import torch.distributed.checkpoint as dcp
 
     sd = {name: part_state(part) for name, part in parts.items()}
+    # Several files per rank: written by parallel threads, and hashed in parallel later.
+    writer = dcp.FileSystemWriter(str(tmp / DCP_DIR), thread_count=WRITER_THREADS)
     with quiet_single_process():
-        dcp.save(sd, checkpoint_id=str(tmp / DCP_DIR), no_dist=not dist.active())
+        dcp.save(sd, storage_writer=writer, no_dist=not dist.active())
 
 
 def _write_small_files(tmp: Path, parts: dict[str, Part], state_text: str,
