@@ -15,6 +15,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.rpc.deadline import RequireDeadline
+from meshrl.telemetry.spans_grpc import TracingClientInterceptor
 from meshrl.rpc.limits import MAX_MESSAGE_BYTES, message_options
 
 RETRY_POLICY = {
@@ -43,7 +44,9 @@ def open_channel(address: str, *, load_balancing: str = "pick_first",
                  retries: bool = True) -> aio.Channel:
     options = [*message_options(max_message_bytes), ("grpc.enable_retries", int(retries)),
                ("grpc.service_config", service_config(load_balancing, retries))]
-    chain = [RequireDeadline(), *interceptors] if require_deadline else list(interceptors)
+    # Every call carries the current trace context (a no-op while tracing is off).
+    chain = [RequireDeadline()] if require_deadline else []
+    chain += [TracingClientInterceptor(), *interceptors]
     return aio.insecure_channel(address, options=options, interceptors=chain or None)
 
 

@@ -18,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from meshrl.rpc.limits import MAX_MESSAGE_BYTES, message_options
+from meshrl.telemetry.spans_grpc import TracingServerInterceptor
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
@@ -54,7 +55,9 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
                        max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[aio.Server, int]:
     """Start serving; returns (server, bound_port). Every service is marked SERVING."""
     registrations = list(registrations)
-    server = aio.server(interceptors=list(interceptors), options=message_options(max_message_bytes))
+    # Every server joins the caller's trace (a no-op while this process has no tracer).
+    chain = [TracingServerInterceptor(), *interceptors]
+    server = aio.server(interceptors=chain, options=message_options(max_message_bytes))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for reg in registrations:

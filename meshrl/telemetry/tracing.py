@@ -183,6 +183,14 @@ def init_tracing(service: str, replica: str, run_id: str, run_dir: str | Path | 
     return tracer
 
 
+def start_tracing(cfg, service: str, replica: str, run_id: str) -> Tracer:
+    """`init_tracing` from a RunConfig's `telemetry` section (off when tracing is false)."""
+    if not cfg.telemetry.tracing:
+        return _DISABLED
+    return init_tracing(service, replica, run_id, run_dir=cfg.run.dir,
+                        otlp_endpoint=cfg.telemetry.otlp_endpoint)
+
+
 def current_tracer() -> Tracer:
     return _current
 
@@ -219,6 +227,6 @@ def step_span(step: int, linked_headers: Sequence[Mapping[str, str]], *, attribu
     return _current.step_span(step, linked_headers, attributes=attributes)
 
 
-__all__ = ["Tracer", "init_tracing", "shutdown_tracing", "current_tracer", "set_policy_version",
+__all__ = ["Tracer", "init_tracing", "start_tracing", "shutdown_tracing", "current_tracer", "set_policy_version",
            "group_span", "start_root_group_span", "step_span", "group_links", "inject_headers",
            "extract_context"]

@@ -20,6 +20,7 @@ from meshrl.bus.codec import pack_int32
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.ledger import Ledger
+from meshrl.telemetry.tracing import inject_headers, start_root_group_span
 
 
 @dataclass
@@ -68,7 +69,9 @@ class PromptFeeder:
         while True:
             while not self.state.paused and self.state.in_flight < bound:
                 task = self.make_task(self.dataset.next_batch(1)[0])
-                await self.bus.publish("prompts", task, msg_id=task.group_id)
+                # One trace per group: its root span starts here, the context rides along.
+                with start_root_group_span(task.group_id, policy_version=self.policy_version):
+                    await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
                 self.ledger.published(task.group_id, task.min_policy_version)
                 self.state.published += 1
             self.state.wake.clear()

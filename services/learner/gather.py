@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from meshrl.config import RunConfig
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
+from meshrl.telemetry.tracing import group_span
 
 
 class RolloutStalled(RuntimeError):
@@ -65,6 +66,12 @@ class Gatherer:
         return out
 
     async def _consider(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
+        # The last hop of the group's trace: the learner receives it (kept or dropped).
+        with group_span("learner.gather", msg.message.group_id, headers=msg.headers,
+                        policy_version=msg.message.policy_version):
+            await self._judge(msg, out, version=version, budget=budget)
+
+    async def _judge(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
         group = msg.message
         if group.group_id in self.seen:
             await msg.ack()  # a redelivery of a group already handled

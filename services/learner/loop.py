@@ -30,6 +30,7 @@ from meshrl.services.learner.gather import Gatherer, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.weights import WeightsPublisher
+from meshrl.telemetry.tracing import set_policy_version, step_span
 
 log = logging.getLogger("meshrl.learner")
 
@@ -69,7 +70,8 @@ class Learner:
         t0 = time.perf_counter()
         gathered = await self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version)
         batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref)
-        metrics = await asyncio.to_thread(self.train_step, batch, step)
+        with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
+            metrics = await asyncio.to_thread(self.train_step, batch, step)
         if (step + 1) % self.cfg.learner.push_every == 0:
             metrics.update(await self.push_weights(step))
         await gathered.ack()
@@ -87,6 +89,7 @@ class Learner:
         state_dict = await asyncio.to_thread(self.export_weights)
         figures = await self.publisher.publish(state_dict, version=self.version, step=step)
         self.feeder.set_version(self.version)
+        set_policy_version(self.version)
         self.state.policy_version = self.version
         return figures
 

@@ -43,6 +43,7 @@ from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
+from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher
 
 log = logging.getLogger("meshrl.learner")
@@ -126,6 +127,7 @@ async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
 
 async def serve(args: argparse.Namespace) -> None:
     cfg = load_config(args.config)
+    start_tracing(cfg, "learner", args.replica_id, args.run_id)
     bus = await Bus.connect(args.nats, args.run_id, name=args.replica_id, timeout=cfg.nats.connect_timeout_s)
     state = RunState(run_id=args.run_id, total_steps=cfg.learner.steps)
     try:
@@ -148,6 +150,7 @@ async def serve(args: argparse.Namespace) -> None:
             await stop_server(server, grace=1.0)
     finally:
         await bus.close()
+        shutdown_tracing()
 
 
 def main(argv=None) -> int:

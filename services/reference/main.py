@@ -22,6 +22,7 @@ import signal
 import sys
 
 from meshrl.config import ConfigError, load_config
+from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reference")
 
@@ -49,6 +50,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
     replica = args.replica_id or f"reference-{os.getpid()}"
     cfg = load_config(args.config)
+    start_tracing(cfg, "reference", replica, args.run_id)
     resolve_model_source(cfg.model.path, cfg.model.gguf_file)  # a wrong path fails before torch loads
     from meshrl.rpc import stop_server
     from meshrl.services.reference.scorer import ReferenceScorer
@@ -72,6 +74,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     finally:
         await stop_server(server, grace=2)
         await bus.close()
+        shutdown_tracing()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)
 
 

@@ -14,6 +14,7 @@ import time
 
 from meshrl.bus.codec import pack_float32, unpack_int32
 from meshrl.common.v1 import common_pb2
+from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reference.scorer import ReferenceScorer
 
 STAGE, DURABLE, OUT_STAGE = "scored", "reference", "ready"
@@ -40,6 +41,8 @@ class ReferenceWorker:
         self.groups_done = 0
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
-        await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
-        await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id)
+        with group_span("reference.logprobs", group.group_id, headers=ctx.headers if ctx else None,
+                        policy_version=group.policy_version):
+            await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
+            await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
         self.groups_done += 1

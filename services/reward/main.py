@@ -29,6 +29,7 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.startup import check_externals, warm_pools
+from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reward")
 CONCURRENT_GROUPS = 4  # groups scored at once (external calls overlap; math batches queue on the pool)
@@ -66,6 +67,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
     replica = args.replica_id or f"reward-{os.getpid()}"
     cfg, scorer = await prepare(args)
+    start_tracing(cfg, "reward", replica, args.run_id)
     from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
 
     try:
@@ -83,6 +85,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         await stop_server(server, grace=2)
         await bus.close()
         await scorer.close()
+        shutdown_tracing()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)
 
 

@@ -15,6 +15,7 @@ import math
 import time
 
 from meshrl.common.v1 import common_pb2
+from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
 from meshrl.services.reward.scorer import GroupScorer
 
@@ -34,11 +35,13 @@ class RewardWorker:
         self.groups_done = 0
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
-        start = time.time()
-        await self.scorer.score_group(group)
-        group.timings.add(stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time())
-        self.warn_failures(group)
-        await self.bus.publish(self.out_stage, group, msg_id=group.group_id)
+        with group_span("reward.score", group.group_id, headers=ctx.headers if ctx else None,
+                        policy_version=group.policy_version):
+            start = time.time()
+            await self.scorer.score_group(group)
+            group.timings.add(stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time())
+            self.warn_failures(group)
+            await self.bus.publish(self.out_stage, group, msg_id=group.group_id, headers=inject_headers())
         self.groups_done += 1
 
     def warn_failures(self, group: common_pb2.Group) -> None:
