@@ -11,6 +11,8 @@ share a namespace; pick run ids that differ in letters or digits. Case is kept.
 import re
 
 STAGES = ("prompts", "generated", "scored", "ready")
+# Run-state KV key holding the latest common.v1.WeightsNotice (learner puts, replicas watch).
+WEIGHTS_NOTICE_KEY = "weights_notice"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 

@@ -42,6 +42,7 @@ def test_names_per_run_and_stage():
     assert names.weights_loaded_subject("r") == "meshrl.r.weights.loaded"
     assert names.kv_bucket("r*>") == "meshrl_r___state"
     assert names.object_bucket("r") == "meshrl_r_weights"
+    assert names.WEIGHTS_NOTICE_KEY == "weights_notice"
     assert names.weights_object_name(12) == "weights-v0000000012.safetensors"
     with pytest.raises(ValueError, match="unknown stage 'score'.*prompts, generated, scored, ready"):
         names.stage_subject("r", "score")
