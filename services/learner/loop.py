@@ -70,8 +70,10 @@ class Learner:
         t0 = time.perf_counter()
         gathered = await self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version)
         batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref)
+        t_train = time.perf_counter()
         with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
             metrics = await asyncio.to_thread(self.train_step, batch, step)
+        metrics["time/train"] = time.perf_counter() - t_train
         if (step + 1) % self.cfg.learner.push_every == 0:
             metrics.update(await self.push_weights(step))
         await gathered.ack()
@@ -82,6 +84,7 @@ class Learner:
         self.state.groups_dropped_stale = self.gatherer.totals["stale"]
         self.state.in_flight = self.feeder.state.in_flight
         metrics.update(self.rollout_metrics(gathered, step_s=time.perf_counter() - t0))
+        metrics["mesh/overhead_share"] = overhead_share(metrics)
         return metrics
 
     async def push_weights(self, step: int) -> dict[str, float]:
@@ -119,10 +122,32 @@ class Learner:
             done.set_result((step + 1, str(path)))
 
 
+def covered(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of [start, end] intervals: time when at least one was running."""
+    total, end_so_far = 0.0, -np.inf
+    for start, end in sorted(intervals):
+        if end > end_so_far:
+            total += end - max(start, end_so_far)
+            end_so_far = end
+    return total
+
+
 def stage_times(groups) -> dict[str, float]:
-    """Mean wall time per stage (generate, reward, reference) over the step's groups."""
-    spans: dict[str, list[float]] = {}
+    """Per stage (generate, reward, reference): mean time per group, and the wall time the
+    stage was busy during the step (union over groups, which run concurrently)."""
+    spans: dict[str, list[tuple[float, float]]] = {}
     for group in groups:
         for t in group.timings:
-            spans.setdefault(t.stage, []).append(t.end_unix - t.start_unix)
-    return {f"time/{stage}": float(np.mean(v)) for stage, v in spans.items()}
+            spans.setdefault(t.stage, []).append((t.start_unix, t.end_unix))
+    out = {f"time/{stage}": float(np.mean([e - s for s, e in v])) for stage, v in spans.items()}
+    out.update({f"time/{stage}_busy": covered(v) for stage, v in spans.items()})
+    out["time/services_busy"] = covered([iv for v in spans.values() for iv in v])
+    return out
+
+
+def overhead_share(metrics: dict[str, float]) -> float:
+    """The mesh's own share of the step: everything but generation, reward, reference and
+    training compute (queues, transport, weight push, bookkeeping)."""
+    step = metrics.get("time/step", 0.0)
+    compute = metrics.get("time/train", 0.0) + metrics.get("time/services_busy", 0.0)
+    return max(0.0, step - compute) / step if step > 0 else 0.0
