@@ -25,7 +25,7 @@ from pathlib import Path
 from meshrl.checkpoint.errors import CheckpointError
 from meshrl.checkpoint.layout import ROLLED_BACK, checkpoints_dir, find_step, partial_dirs, step_dirs
 from meshrl.checkpoint.manifest import read_manifest, verify_checkpoint
-from meshrl.checkpoint.scan import inspect
+from meshrl.checkpoint.scan import inspect_checkpoint
 from meshrl.checkpoint.tags import read_tags, write_tags
 
 
@@ -50,7 +50,7 @@ def prune(run_dir: str | Path, keep_last: int) -> list[Path]:
     """Delete intact, untagged checkpoints older than the newest `keep_last`; return what went."""
     if keep_last < 1:
         raise CheckpointError(f"prune(keep_last={keep_last}): keep at least 1 checkpoint")
-    rows = [inspect(path, step, full=False) for step, path in step_dirs(run_dir)]
+    rows = [inspect_checkpoint(path, step, full=False) for step, path in step_dirs(run_dir)]
     intact = [r for r in rows if r.status == "ok"]
     keep = {r.step for r in intact[-keep_last:]} | {r.step for r in intact if r.tags}
     doomed = [r.path for r in intact if r.step not in keep]

@@ -32,7 +32,7 @@ class CheckpointInfo:
     tags: list[str] = field(default_factory=list)
 
 
-def inspect(path: Path, step: int, *, full: bool = True) -> CheckpointInfo:
+def inspect_checkpoint(path: Path, step: int, *, full: bool = True) -> CheckpointInfo:
     """The status of one finished checkpoint folder (`full=False`: sizes only, no hashing)."""
     size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     try:
@@ -46,7 +46,7 @@ def inspect(path: Path, step: int, *, full: bool = True) -> CheckpointInfo:
 
 def list_checkpoints(run_dir: str | Path, *, full: bool = True) -> list[CheckpointInfo]:
     """Every checkpoint of a run, finished or partial, oldest step first."""
-    rows = [inspect(path, step, full=full) for step, path in step_dirs(run_dir)]
+    rows = [inspect_checkpoint(path, step, full=full) for step, path in step_dirs(run_dir)]
     rows += [CheckpointInfo(step, path, "partial", f"unfinished save by process {pid} "
                             f"({path.name}); ignored",
                             size=sum(p.stat().st_size for p in path.rglob("*") if p.is_file()))
@@ -62,7 +62,7 @@ def latest_good_checkpoint(run_dir: str | Path, *, missing_ok: bool = False) -> 
     """
     skipped = [f"{path.name}: partial save, ignored" for _, _, path in partial_dirs(run_dir)]
     for step, path in reversed(step_dirs(run_dir)):
-        info = inspect(path, step)
+        info = inspect_checkpoint(path, step)
         if info.status == "ok":
             for reason in skipped:
                 log.warning("skipping checkpoint %s", reason)
