@@ -235,7 +235,8 @@ class RolloutEngine:
         return digest
 
     def shutdown(self) -> None:
-        """Stop vLLM's processes. Drops the AsyncLLM so its `__del__` runs now, not at exit."""
+        """Stop vLLM's processes (idempotent). vLLM's own `AsyncLLM.__del__` may still print a
+        harmless TypeError at interpreter exit."""
         if self.llm is not None:
             llm, self.llm = self.llm, None
             llm.shutdown()
