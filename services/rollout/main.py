@@ -30,6 +30,7 @@ import sys
 import time
 
 from meshrl.config import ConfigError, load_config
+from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.rollout")
 
@@ -96,6 +97,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
     cfg = load_config(args.config)
     replica = args.replica_id or f"rollout-{os.getpid()}"
+    start_tracing(cfg, "rollout", replica, args.run_id)
     engine, bus, follower, server, port = await start_parts(args, cfg, replica)
     tasks = [asyncio.create_task(follower.run()),
              asyncio.create_task(consume_when_ready(follower, RolloutWorker(bus, engine), args.concurrency))]
@@ -128,6 +130,7 @@ async def shut_down(tasks, server, bus, engine, replica: str) -> None:
         log.warning("could not remove %s from the run KV: %r", registry_key(replica), err)
     await bus.close()
     engine.shutdown()
+    shutdown_tracing()
     log.info("%s: stopped after %d groups", replica, engine.groups_generated)
 
 

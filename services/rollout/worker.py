@@ -22,6 +22,7 @@ import asyncio
 import logging
 
 from meshrl.common.v1 import common_pb2 as pb
+from meshrl.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,10 @@ class RolloutWorker:
 
     async def handle(self, task: pb.PromptTask, ctx=None) -> None:
         await self.wait_for_version(task.min_policy_version, task.group_id)
-        group = await self.engine.generate_group(task)
-        await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id)
+        with group_span("rollout.generate", task.group_id, headers=ctx.headers if ctx else None,
+                        policy_version=self.engine.version):
+            group = await self.engine.generate_group(task)
+            await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
 
     async def wait_for_version(self, needed: int, group_id: str = "") -> None:
         """Return once the engine holds version `needed` or newer; VersionBehind on timeout."""

@@ -12,7 +12,8 @@ def finite(rows, key):
 
 @pytest.mark.parametrize("preset, signature_metric, extra", [
     ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4"]),  # clip-higher, overlong
-    ("gspo", "ratio/mean", []),        # sequence-level ratio
+    # sequence-level ratio; weights through the JetStream object store instead of /dev/shm
+    ("gspo", "ratio/mean", ["learner.weights_transport=objectstore"]),
     ("ppo", "critic/values", []),      # the critic ran (GAE needs values)
 ])
 def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, extra):
@@ -21,6 +22,9 @@ def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, e
     assert len(finite(metrics, "loss")) == 2 and len(finite(metrics, signature_metric)) == 2
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
     assert len(trained) == len(set(trained)) == 2 * 4
+    # The rollout verified (sha256) and loaded the version pushed after step 0.
+    assert any(e["event"] == "weights_loaded" and e["ok"] and e["version"] == 1 for e in ledger)
+    assert all(e["policy_version"] == e["step"] for e in ledger if e["event"] == "trained")
 
 
 def test_ppo_uses_the_reference_for_a_kl_reward_penalty(run_mesh):
@@ -36,3 +40,29 @@ def test_dpo_runs_offline_with_the_reference_service(run_mesh):
     assert len(metrics) == 4
     assert abs(metrics[0]["rewards/margins"]) < 1e-3  # policy == reference before the update
     assert metrics[-1]["rewards/margins"] > metrics[0]["rewards/margins"]
+
+
+def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_path):
+    """learner (publish) → rollout → reward → reference → learner (gather), parent by parent,
+    and the step span that trained it links to that trace."""
+    from meshrl.telemetry.spans_read import load_spans, trace_for_group
+    from meshrl.telemetry.waterfall import render_waterfall
+
+    result, metrics, ledger = run_mesh("learner.steps=1", preset="ppo")
+    run_dir = tmp_path / "run"
+    group_id = next(e["group_id"] for e in ledger if e["event"] == "trained")
+    spans = trace_for_group(run_dir, group_id)
+    by_name = {s["name"]: s for s in spans}
+    chain = ["learner.publish_prompt", "rollout.generate", "reward.score", "reference.logprobs",
+             "learner.gather"]
+    assert set(chain) <= set(by_name), sorted(by_name)
+    assert len({s["trace_id"] for s in spans}) == 1
+    for parent, child in zip(chain, chain[1:]):
+        assert by_name[child]["parent_span_id"] == by_name[parent]["span_id"], (parent, child)
+    assert {by_name[n]["service"] for n in chain} == {"learner", "rollout", "reward", "reference"}
+    for name in chain:
+        assert by_name[name]["attributes"]["meshrl.run_id"] == result.run_id
+        assert "meshrl.policy_version" in by_name[name]["attributes"]
+    step = [s for s in load_spans(run_dir) if s["name"] == "learner.step"]
+    assert any(link["trace_id"] == spans[0]["trace_id"] for s in step for link in s["links"])
+    assert "rollout.generate" in render_waterfall(spans)
