@@ -8,21 +8,24 @@
 Layout and guarantees: see `meshrl.checkpoint.layout`, `.save`, `.retention`. The library
 never imports `meshrl.services`: it takes modules, optimizers, schedulers and dicts.
 """
-from meshrl.checkpoint.compat import DEFAULT_KEYS, check_compatible
-from meshrl.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
-from meshrl.checkpoint.hashing import hash_config
-from meshrl.checkpoint.load import load_checkpoint, read_config, resolve_checkpoint
-from meshrl.checkpoint.manifest import read_manifest, verify_checkpoint
-from meshrl.checkpoint.parts import Part
-from meshrl.checkpoint.retention import prune, rollback, tag, untag
-from meshrl.checkpoint.save import save_checkpoint
-from meshrl.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
+import importlib
+
+# Lazy: `meshrl --help` and the checkpoint CLI's parsers must not pay for importing torch.
+_HOMES = {
+    "DEFAULT_KEYS": "compat", "check_compatible": "compat",
+    "CheckpointError": "errors", "IncompatibleCheckpointError": "errors",
+    "hash_config": "hashing", "load_checkpoint": "load", "read_config": "load",
+    "resolve_checkpoint": "load", "read_manifest": "manifest", "verify_checkpoint": "manifest",
+    "Part": "parts", "prune": "retention", "rollback": "retention", "tag": "retention",
+    "untag": "retention", "save_checkpoint": "save", "CheckpointInfo": "scan",
+    "latest_good_checkpoint": "scan", "list_checkpoints": "scan", "export_hf": "export",
+}
 
 
-def export_hf(*args, **kwargs):
-    """See `meshrl.checkpoint.export.export_hf` (imported lazily: it needs transformers)."""
-    from meshrl.checkpoint.export import export_hf as _export_hf
-    return _export_hf(*args, **kwargs)
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'meshrl.checkpoint' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"meshrl.checkpoint.{_HOMES[name]}"), name)
 
 
 __all__ = ["CheckpointError", "CheckpointInfo", "DEFAULT_KEYS", "IncompatibleCheckpointError",
