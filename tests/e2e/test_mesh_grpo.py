@@ -7,12 +7,13 @@ pytestmark = pytest.mark.slow
 
 def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     steps = 12
-    result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2")
+    result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2",
+                                       "trainer.optim.lr=3e-3", "trainer.mini_batches=2")
     assert result.steps == steps and len(metrics) == steps
     rewards = [m["reward"] for m in metrics]
-    # The learnable reward must visibly rise under GRPO (one 8-step run: 0.19, 0.19 over the
-    # first two steps; 0.53 at step 6).
-    assert np.mean(rewards[-4:]) > np.mean(rewards[:2]) + 0.15, rewards
+    # The learnable reward must visibly rise under GRPO (measured: 0.22, 0.31 over the first
+    # two steps; 0.78, 0.75, 0.91, 0.78 over the last four).
+    assert np.mean(rewards[-4:]) > np.mean(rewards[:2]) + 0.25, rewards
 
     trained = [e for e in ledger if e["event"] == "trained"]
     published = {e["group_id"] for e in ledger if e["event"] == "published"}
