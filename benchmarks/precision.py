@@ -5,8 +5,8 @@ bf16 it roughly halves the step; on a CPU without it (the AMD EPYC this project 
 measured on reports no avx512 flags), autocast's bf16 kernels fall back to slow paths and
 the backward pass is ~30x slower. Run this before turning it on.
 
-    .venv/bin/python benchmarks/precision.py            # both
-    .venv/bin/python benchmarks/precision.py fp32
+    .venv/bin/python -m benchmarks.precision            # both (from the repo root)
+    .venv/bin/python -m benchmarks.precision fp32
 
 Prints the learner's own step split (TrainStep metrics) for 2 steps and a plain Hugging Face
 forward/backward of the same batch for comparison. Batch: 8 × 64 tokens (see train_step.py).
