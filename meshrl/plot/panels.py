@@ -21,12 +21,15 @@ class Panel:
         return self.lines + (self.band or ()) + stacked
 
 
+# Disjoint parts of a step, as the learner logs them: wall time each service stage was busy
+# (generation runs inside the learner's wait, so the wait itself is not stacked), training,
+# and the weight push. The `time/step` line on top shows what the mesh adds beyond them.
 STEP_TIME = (
-    ("generate", ("time/generate",)),
-    ("reward", ("time/reward",)),
-    ("reference", ("time/reference",)),
-    ("train", ("time/forward", "time/backward", "time/optimizer", "time/train")),
-    ("wait", ("time/wait_for_batch",)),
+    ("generate", ("time/generate_busy",)),
+    ("reward", ("time/reward_busy",)),
+    ("reference", ("time/reference_busy",)),
+    ("train", ("time/train",)),
+    ("weight push", ("time/weights_serialise", "time/weights_push")),
 )
 
 PANELS = (
