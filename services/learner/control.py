@@ -13,7 +13,7 @@ from meshrl.learner.v1 import learner_pb2, learner_pb2_grpc
 
 
 @dataclass
-class RunState:
+class LearnerState:
     """What the loop publishes about itself and what control calls ask of it."""
 
     run_id: str
@@ -45,7 +45,7 @@ class RunState:
 
 
 class LearnerControl(learner_pb2_grpc.LearnerControlServiceServicer):
-    def __init__(self, state: RunState, feeder_state):
+    def __init__(self, state: LearnerState, feeder_state):
         self.run, self.feeder_state = state, feeder_state
 
     async def GetStatus(self, request, context):

@@ -24,7 +24,7 @@ import numpy as np
 
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
-from meshrl.services.learner.control import RunState
+from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
@@ -45,7 +45,7 @@ class Learner:
     export_weights: object  # () -> state dict for the rollout engines
     save_checkpoint: object  # (step, tag) -> path
     logger: MetricLogger
-    state: RunState
+    state: LearnerState
     pad_id: int
     need_ref: bool
     version: int = 0

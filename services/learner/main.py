@@ -33,7 +33,7 @@ from meshrl.learner.v1 import learner_pb2_grpc
 from meshrl.models.load import ModelLoadError
 from meshrl.rpc import registration, start_server, stop_server
 from meshrl.services.learner import build
-from meshrl.services.learner.control import LearnerControl, RunState
+from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.feeder import FeederState, PromptFeeder
 from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.ledger import Ledger
@@ -83,7 +83,7 @@ def logger_for(cfg: RunConfig) -> JsonlLogger:
     return JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
 
 
-async def online(cfg: RunConfig, bus, run_id: str, state: RunState) -> Built:
+async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState) -> Built:
     dist = DistContext()
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
@@ -102,7 +102,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: RunState) -> Built:
     return Built(loop, policy, tokenizer, dist, feeder.state, ledger)
 
 
-async def offline(cfg: RunConfig, bus, run_id: str, state: RunState) -> Built:
+async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState) -> Built:
     dist = DistContext()
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
@@ -129,7 +129,7 @@ async def serve(args: argparse.Namespace) -> None:
     cfg = load_config(args.config)
     start_tracing(cfg, "learner", args.replica_id, args.run_id)
     bus = await Bus.connect(args.nats, args.run_id, name=args.replica_id, timeout=cfg.nats.connect_timeout_s)
-    state = RunState(run_id=args.run_id, total_steps=cfg.learner.steps)
+    state = LearnerState(run_id=args.run_id, total_steps=cfg.learner.steps)
     try:
         await bus.ensure_streams()
         built = await (offline if cfg.algorithm.offline else online)(cfg, bus, args.run_id, state)

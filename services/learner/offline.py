@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from meshrl.batch import PreferenceBatch
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
-from meshrl.services.learner.control import RunState
+from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.reference_client import ReferenceClient
 
@@ -29,7 +29,7 @@ class OfflineLearner:
     dpo_step: object  # DPOStep: (PreferenceBatch, step) -> metrics
     reference: ReferenceClient
     logger: MetricLogger
-    state: RunState
+    state: LearnerState
     pad_id: int
 
     async def run(self, start_step: int = 0) -> None:

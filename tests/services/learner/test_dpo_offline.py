@@ -8,7 +8,7 @@ from meshrl.config import load_config
 from meshrl.data.arithmetic import preference_pairs
 from meshrl.data.load import write_rows
 from meshrl.rpc import stop_server
-from meshrl.services.learner.control import RunState
+from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.main import offline
 from meshrl.services.reference.scorer import ReferenceScorer
 from meshrl.services.reference.server import start_reference_server
@@ -34,7 +34,7 @@ async def test_dpo_raises_margin_on_training_pairs(tmp_path, tiny_model_dir, ref
         "trainer": {"micro_batch_size": 16, "optim": {"lr": 3e-3}},
     })
     (tmp_path / "run").mkdir()
-    built = await offline(cfg, bus, run_id, RunState(run_id=run_id, total_steps=8))
+    built = await offline(cfg, bus, run_id, LearnerState(run_id=run_id, total_steps=8))
     await built.loop.run()
     built.loop.logger.close()
     import json

@@ -18,7 +18,7 @@ from meshrl.common.v1 import common_pb2
 from meshrl.config import load_config
 from meshrl.data.arithmetic import arithmetic_rows
 from meshrl.data.load import write_rows
-from meshrl.services.learner.control import RunState
+from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.main import online
 from meshrl.services.learner.weights import WEIGHTS_NOTICE_KEY
@@ -65,7 +65,7 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
 
 
 async def run_learner(cfg, bus, run_id):
-    state = RunState(run_id=run_id, total_steps=cfg.learner.steps)
+    state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)
     built = await online(cfg, bus, run_id, state)
     await built.loop.run()
     built.loop.logger.close()
