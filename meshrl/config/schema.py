@@ -117,10 +117,18 @@ class NatsConfig(Strict):
 
 
 class TelemetryConfig(Strict):
-    """Traces go to OTLP when an endpoint is set, else to RUN_DIR/traces/*.jsonl."""
+    """Traces go to OTLP when an endpoint is set, else to RUN_DIR/traces/*.jsonl.
+
+    Every service process also serves Prometheus metrics on 127.0.0.1 when `metrics` is on,
+    and puts its URL under the run KV key `metrics/<service>/<replica>`.
+    """
 
     tracing: bool = True
     otlp_endpoint: str | None = None
+    metrics: bool = True
+    # The same port in every process: right for one service per network namespace (a pod);
+    # several processes on one host need 0 (a free port each), else the second one fails.
+    metrics_port: int = Field(0, ge=0, le=65535)
 
 
 class RunSection(Strict):

@@ -9,6 +9,9 @@ critic); connect to NATS and serve LearnerControlService (+ health) on learner.g
 then run the loop (`loop.py`) for `learner.steps` steps, writing RUN_DIR/metrics.jsonl,
 and save the final policy to RUN_DIR/final (a Hugging Face model dir).
 Exit codes: 0 done, 2 bad config / data / model, 1 anything else.
+Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
+`meshrl_learner_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
+run KV key `metrics/learner/<replica>`; meshrl.telemetry.service_metrics).
 
 Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's
 tests, not yet by the service); checkpoints beyond the final model come with run-ops.
@@ -38,11 +41,12 @@ from meshrl.services.learner.feeder import FeederState, PromptFeeder
 from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.loop import Learner
-from meshrl.services.learner.metric_logger import JsonlLogger
+from meshrl.services.learner.metric_logger import JsonlLogger, with_prometheus
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
+from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
 from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher
 
@@ -130,9 +134,13 @@ async def serve(args: argparse.Namespace) -> None:
     start_tracing(cfg, "learner", args.replica_id, args.run_id)
     bus = await Bus.connect(args.nats, args.run_id, name=args.replica_id, timeout=cfg.nats.connect_timeout_s)
     state = LearnerState(run_id=args.run_id, total_steps=cfg.learner.steps)
+    metrics = None
     try:
+        metrics = open_service_metrics(cfg, "learner", args.replica_id, args.run_id)
         await bus.ensure_streams()
+        await announce_metrics(bus.state, metrics)
         built = await (offline if cfg.algorithm.offline else online)(cfg, bus, args.run_id, state)
+        built.loop.logger = with_prometheus(built.loop.logger, metrics)  # each step's numbers as gauges
         servicer = LearnerControl(state, built.feeder_state)
         server, port = await start_server(
             [registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server, servicer,
@@ -149,6 +157,7 @@ async def serve(args: argparse.Namespace) -> None:
             await acks.unsubscribe()
             await stop_server(server, grace=1.0)
     finally:
+        await close_service_metrics(bus.state, metrics)
         await bus.close()
         shutdown_tracing()
 

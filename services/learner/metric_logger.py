@@ -2,7 +2,8 @@
 
 `metrics.jsonl` in the run dir is the record every tool reads (the CLI's progress bar,
 `meshrl plot`, tests). A `NullLogger` stands in where nothing should be written, so call
-sites never test whether logging is on.
+sites never test whether logging is on. `with_prometheus` adds the live view: the same
+numbers as gauges on the learner's /metrics endpoint (`MultiLogger` fans out to both).
 """
 from __future__ import annotations
 
@@ -63,3 +64,29 @@ class MultiLogger:
     def close(self) -> None:
         for logger in self.loggers:
             logger.close()
+
+
+class PrometheusLogger:
+    """Each step's metrics as Prometheus gauges `meshrl_learner_<key>` (plus `..._step`).
+
+    `clip_ratio/low` becomes `meshrl_learner_clip_ratio_low` (meshrl.telemetry.metrics.
+    prometheus_name); a NaN keeps the gauge at its last finite value. The endpoint belongs
+    to whoever started it (the learner's serve()), so `close()` leaves it running.
+    """
+
+    PREFIX = "meshrl_learner_"
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        values = {k: _jsonable(v) for k, v in metrics.items()}  # tensors → numbers, NaN → None
+        self.handle.set_values({"step": step, **values}, prefix=self.PREFIX)
+
+    def close(self) -> None:
+        pass
+
+
+def with_prometheus(logger: MetricLogger, handle) -> MetricLogger:
+    """`logger` plus a PrometheusLogger on `handle`; `logger` alone when metrics are off."""
+    return logger if handle is None else MultiLogger(logger, PrometheusLogger(handle))

@@ -7,9 +7,13 @@ Start-up, in order, failing with a message that names what is wrong:
   1. load the RunConfig and the frozen reference model (`model.path`, eval, no grad);
   2. serve ReferenceService (+ health, reflection) on reference.grpc_port + the replica's
      number (the launcher resolves 0 to a free port; 0 here picks any free port, logged);
-  3. connect to NATS and consume `scored` with the durable `reference`.
+  3. start the Prometheus endpoint (telemetry.metrics on telemetry.metrics_port; prints
+     `METRICS http://127.0.0.1:PORT/metrics`), connect to NATS, announce the URL under the
+     run KV key `metrics/reference/<replica>` (meshrl.telemetry.service_metrics), and
+     consume `scored` with the durable `reference`.
 SIGTERM/SIGINT: stop taking messages (the group in hand is acked only after its publish),
-stop the server, close the bus. Exit 0 on a clean stop, 2 on a config, model or NATS error.
+stop the server, withdraw the KV entry, close the bus. Exit 0 on a clean stop, 2 on a
+config, model or NATS error.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import signal
 import sys
 
 from meshrl.config import ConfigError, load_config
+from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
 from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reference")
@@ -54,6 +59,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     resolve_model_source(cfg.model.path, cfg.model.gguf_file)  # a wrong path fails before torch loads
     from meshrl.rpc import stop_server
     from meshrl.services.reference.scorer import ReferenceScorer
+    from meshrl.services.reference.instruments import reference_instruments
     from meshrl.services.reference.server import start_reference_server
     from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker
 
@@ -61,18 +67,23 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     from meshrl.bus import Bus  # after the model: a bad config fails without needing NATS
 
     server, port = await start_reference_server(scorer, grpc_port(cfg.reference.grpc_port, replica))
+    metrics = None
     try:
+        metrics = open_service_metrics(cfg, "reference", replica, args.run_id)
         bus = await Bus.connect(args.nats, args.run_id, name=replica)
     except BaseException:
+        await close_service_metrics(None, metrics)
         await server.stop(grace=0)
         raise
-    worker = ReferenceWorker(bus, scorer, replica)
+    await announce_metrics(bus.state, metrics)
+    worker = ReferenceWorker(bus, scorer, replica, reference_instruments(metrics))
     log.info("%s: ReferenceService on port %d; model %s, T=%g, micro-batch %d; %s → ready",
              replica, port, cfg.model.path, scorer.temperature, scorer.micro_batch_size, STAGE)
     try:
         await run_until_stopped(bus.worker(STAGE, DURABLE, worker.handle, auto_in_progress=True), stop)
     finally:
         await stop_server(server, grace=2)
+        await close_service_metrics(bus.state, metrics)
         await bus.close()
         shutdown_tracing()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)

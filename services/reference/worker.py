@@ -5,7 +5,8 @@ log-probs of its response (packed float32, one per response token), `has_ref_log
 is set, a `reference` StageTiming is appended, and the group is published on `ready` with
 the group id as message id (a redelivered group is deduplicated by JetStream). The bus acks
 the `scored` message only after the handler returned, i.e. after the publish: a crash in
-between redelivers, never loses.
+between redelivers, never loses. `on_group(group)` is called after each publish (metrics;
+see instruments.py).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from meshrl.bus.codec import pack_float32, unpack_int32
 from meshrl.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
+from meshrl.services.reference.instruments import no_op
 from meshrl.services.reference.scorer import ReferenceScorer
 
 STAGE, DURABLE, OUT_STAGE = "scored", "reference", "ready"
@@ -36,8 +38,8 @@ def add_ref_logprobs(scorer: ReferenceScorer, group: common_pb2.Group, replica_i
 class ReferenceWorker:
     """The NATS handler: score in a thread (the event loop keeps heartbeats going), publish."""
 
-    def __init__(self, bus, scorer: ReferenceScorer, replica_id: str):
-        self.bus, self.scorer, self.replica_id = bus, scorer, replica_id
+    def __init__(self, bus, scorer: ReferenceScorer, replica_id: str, on_group=no_op):
+        self.bus, self.scorer, self.replica_id, self.on_group = bus, scorer, replica_id, on_group
         self.groups_done = 0
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
@@ -46,3 +48,4 @@ class ReferenceWorker:
             await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
         self.groups_done += 1
+        self.on_group(group)

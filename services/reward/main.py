@@ -15,6 +15,10 @@ replica scores them at once), stop the server, close the bus and the pools. Exit
 clean stop; 2 on a config, external-service or NATS start-up error; a consumer that dies
 (e.g. NATS gone for good) raises, exit 1.
 
+Metrics (telemetry.metrics): a Prometheus endpoint on telemetry.metrics_port starts before
+NATS (prints `METRICS http://127.0.0.1:PORT/metrics`) and is announced under the run KV key
+`metrics/reward/<replica>` (meshrl.telemetry.service_metrics); deleted on a clean stop.
+
 Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
 """
 import argparse
@@ -26,9 +30,11 @@ import sys
 
 from meshrl.config import ConfigError, load_config
 from meshrl.services.reward.components import build_components
+from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.startup import check_externals, warm_pools
+from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
 from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reward")
@@ -70,19 +76,24 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     start_tracing(cfg, "reward", replica, args.run_id)
     from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
 
+    metrics = None
     try:
+        metrics = open_service_metrics(cfg, "reward", replica, args.run_id)
         bus = await Bus.connect(args.nats, args.run_id, name=replica)
     except BaseException:
+        await close_service_metrics(None, metrics)
         await scorer.close()
         raise
+    await announce_metrics(bus.state, metrics)
     server, port = await start_reward_server(scorer, args.grpc_port)
-    worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica)
+    worker = RewardWorker(bus, scorer, cfg.reference_enabled, replica, reward_instruments(metrics))
     log.info("%s: RewardService on port %d; components %s; %s → %s", replica, port,
              [c.name for c in scorer.components], IN_STAGE, worker.out_stage)
     try:
         await run_worker(bus, worker, stop)
     finally:
         await stop_server(server, grace=2)
+        await close_service_metrics(bus.state, metrics)
         await bus.close()
         await scorer.close()
         shutdown_tracing()

@@ -8,7 +8,8 @@ redelivered duplicate). The bus acks only after the handler returns, i.e. after 
 publish: a crash mid-group means a redelivery, never a lost group.
 
 Where it goes: `scored` when `RunConfig.reference_enabled` (the reference adds log-probs
-and forwards to `ready`), else straight to `ready`.
+and forwards to `ready`), else straight to `ready`. `on_group(group)` is called after each
+publish (metrics; see instruments.py).
 """
 import logging
 import math
@@ -17,6 +18,7 @@ import time
 from meshrl.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
+from meshrl.services.reward.instruments import no_op
 from meshrl.services.reward.scorer import GroupScorer
 
 log = logging.getLogger(__name__)
@@ -29,8 +31,9 @@ def next_stage(reference_enabled: bool) -> str:
 
 
 class RewardWorker:
-    def __init__(self, bus, scorer: GroupScorer, reference_enabled: bool, replica_id: str):
-        self.bus, self.scorer, self.replica_id = bus, scorer, replica_id
+    def __init__(self, bus, scorer: GroupScorer, reference_enabled: bool, replica_id: str,
+                 on_group=no_op):
+        self.bus, self.scorer, self.replica_id, self.on_group = bus, scorer, replica_id, on_group
         self.out_stage = next_stage(reference_enabled)
         self.groups_done = 0
 
@@ -43,6 +46,7 @@ class RewardWorker:
             self.warn_failures(group)
             await self.bus.publish(self.out_stage, group, msg_id=group.group_id, headers=inject_headers())
         self.groups_done += 1
+        self.on_group(group)
 
     def warn_failures(self, group: common_pb2.Group) -> None:
         failed = [s for s in group.samples if math.isnan(s.reward)]

@@ -15,6 +15,10 @@ Start-up, in order:
      `services/rollout/<replica>`;
   5. follow later weights notices, and once the newest version is held, consume `prompts`
      with the durable `rollout` (shared by all replicas).
+Metrics (telemetry.metrics): a Prometheus endpoint on telemetry.metrics_port starts before
+vLLM (a taken port fails fast), prints `METRICS http://127.0.0.1:PORT/metrics` and is
+announced under the run KV key `metrics/rollout/<replica>` (meshrl.telemetry.service_metrics)
+before READY; counters in instruments.py.
 SIGTERM/SIGINT: stop consuming (in-flight tasks are nak'ed so another replica takes them),
 stop the watch, stop the server, shut vLLM down, close the bus; exit 0. The KV entry is
 deleted on a clean stop.
@@ -30,6 +34,7 @@ import sys
 import time
 
 from meshrl.config import ConfigError, load_config
+from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
 from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.rollout")
@@ -93,18 +98,27 @@ async def consume_when_ready(follower, worker, concurrency: int) -> None:
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    from meshrl.services.rollout.instruments import rollout_instruments
     from meshrl.services.rollout.worker import RolloutWorker
 
     cfg = load_config(args.config)
     replica = args.replica_id or f"rollout-{os.getpid()}"
     start_tracing(cfg, "rollout", replica, args.run_id)
-    engine, bus, follower, server, port = await start_parts(args, cfg, replica)
-    tasks = [asyncio.create_task(follower.run()),
-             asyncio.create_task(consume_when_ready(follower, RolloutWorker(bus, engine), args.concurrency))]
+    metrics = open_service_metrics(cfg, "rollout", replica, args.run_id)  # before vLLM: fails fast
     try:
+        engine, bus, follower, server, port = await start_parts(args, cfg, replica)
+    except BaseException:
+        await close_service_metrics(None, metrics)
+        raise
+    worker = RolloutWorker(bus, engine, on_group=rollout_instruments(metrics, engine))
+    tasks = [asyncio.create_task(follower.run()),
+             asyncio.create_task(consume_when_ready(follower, worker, args.concurrency))]
+    try:
+        await announce_metrics(bus.state, metrics)
         await announce(bus, replica, port, engine.version)
         await wait_for_stop_or_failure(stop, tasks)
     finally:
+        await close_service_metrics(bus.state, metrics)
         await shut_down(tasks, server, bus, engine, replica)
 
 

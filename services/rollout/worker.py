@@ -15,6 +15,7 @@ spreads tasks over replicas and each task goes to exactly one. For each `PromptT
 Long generations: the bus worker runs with `auto_in_progress=True`, calling `in_progress()`
 every `ack_wait / 3` s while the handler runs, so a slow group is not redelivered.
 Groups run concurrently (`concurrency`), which is what lets vLLM batch them.
+`on_group(group)` is called after each publish (metrics; see instruments.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import asyncio
 import logging
 
 from meshrl.common.v1 import common_pb2 as pb
+from meshrl.services.rollout.instruments import no_op
 from meshrl.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
@@ -35,8 +37,9 @@ class VersionBehind(RuntimeError):
 
 
 class RolloutWorker:
-    def __init__(self, bus, engine, *, version_wait_s: float = 30.0):
+    def __init__(self, bus, engine, *, version_wait_s: float = 30.0, on_group=no_op):
         self.bus, self.engine, self.version_wait_s = bus, engine, version_wait_s
+        self.on_group = on_group
         self.consumer = None  # the bus Worker while running; `.counts` = acked/retried/dead
 
     async def handle(self, task: pb.PromptTask, ctx=None) -> None:
@@ -45,6 +48,7 @@ class RolloutWorker:
                         policy_version=self.engine.version):
             group = await self.engine.generate_group(task)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
+        self.on_group(group)
 
     async def wait_for_version(self, needed: int, group_id: str = "") -> None:
         """Return once the engine holds version `needed` or newer; VersionBehind on timeout."""

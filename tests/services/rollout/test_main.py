@@ -1,5 +1,6 @@
 """`python -m meshrl.services.rollout` as its own process: it loads the run's current weights
-before taking work, announces its gRPC port, serves a task from NATS, stops on SIGTERM.
+before taking work, announces its gRPC port and its /metrics URL, serves a task from NATS
+(counted on /metrics), stops on SIGTERM.
 
 Starts a second vLLM engine (its own process), so it is the slowest rollout test.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_main.py -m slow
@@ -19,6 +20,8 @@ from meshrl.common.v1 import common_pb2 as pb
 from meshrl.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.services.rollout.follower import WEIGHTS_NOTICE_KEY
 from meshrl.services.rollout.main import registry_key
+from meshrl.telemetry.service_metrics import metrics_key
+from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
@@ -81,10 +84,12 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
         (delivery,) = await bus.pull("generated", "test-reader", max_msgs=1, timeout=60)
         group = delivery.message
         assert (group.group_id, group.policy_version, group.rollout_replica) == ("g-proc", 1, "rollout-p")
+        await check_metrics(bus, run_id, group)
 
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 60) == 0
         assert await bus.state.get(registry_key("rollout-p")) is None
+        assert await bus.state.get(metrics_key("rollout", "rollout-p")) is None
     finally:
         await loaded.unsubscribe()
         if proc.returncode is None:
@@ -92,6 +97,19 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
             await proc.wait()
         if drain is not None:
             await asyncio.gather(drain, return_exceptions=True)
+
+
+async def check_metrics(bus, run_id, group) -> None:
+    """/metrics (URL from the run KV, announced before READY) counts the one group and its
+    tokens, shows the held version, and the process tree's memory under service=rollout."""
+    url = await metrics_url(bus.state, "rollout", "rollout-p", timeout_s=1)
+    ids = dict(service="rollout", replica="rollout-p", run=run_id)
+    text = await wait_for_sample(url, "meshrl_rollout_groups_generated_total", 1, **ids)
+    assert sample(text, "meshrl_rollout_groups_generated_total", **ids) == 1
+    tokens = sum(len(s.response_token_ids) // 4 for s in group.samples)
+    assert tokens > 0 and sample(text, "meshrl_rollout_tokens_generated_total", **ids) == tokens
+    assert sample(text, "meshrl_rollout_policy_version", **ids) == 1
+    assert sample(text, "meshrl_process_memory_rss_bytes", **ids) > 0
 
 
 def _tokenizer(model_dir):

@@ -27,3 +27,19 @@ def test_unreachable_nats_exits_2_before_building_the_engine(tmp_path):
     done = run_service("--nats", f"nats://127.0.0.1:{free_port()}", "--config", str(config))
     assert done.returncode == 2 and "cannot reach NATS" in done.stderr
     assert "vllm" not in done.stderr.lower()  # failed before vLLM was imported
+
+
+def test_a_taken_metrics_port_exits_2_naming_the_key_before_vllm(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
+                                          "data": {"train": "unused.jsonl"},
+                                          "telemetry": {"metrics_port": port}}))
+        done = run_service("--nats", "nats://127.0.0.1:1", "--config", str(config))
+    assert done.returncode == 2 and f"telemetry.metrics_port={port}" in done.stderr
+    assert "vllm" not in done.stderr.lower()

@@ -1,0 +1,40 @@
+"""The learner's step metrics reach /metrics: `with_prometheus` fans each step out to
+metrics.jsonl and to gauges `meshrl_learner_<key>` on a real endpoint scraped over HTTP."""
+import json
+import math
+
+import pytest
+import torch
+
+from meshrl.services.learner.metric_logger import JsonlLogger, MultiLogger, with_prometheus
+from meshrl.telemetry.metrics import start_metrics
+from tests.fixtures.prometheus import sample, scrape
+
+
+@pytest.fixture
+def handle():
+    h = start_metrics("learner", replica="learner-0", run_id="run-l")
+    yield h
+    h.close()
+
+
+def test_each_step_becomes_gauges_and_a_jsonl_row(handle, tmp_path):
+    logger = with_prometheus(JsonlLogger(tmp_path / "metrics.jsonl"), handle)
+    assert isinstance(logger, MultiLogger)
+    logger.log(0, {"reward": 0.25, "clip_ratio/low": 0.01, "loss": torch.tensor(1.5)})
+    logger.log(1, {"reward": 0.75, "clip_ratio/low": math.nan, "loss": torch.tensor(0.5)})
+    logger.close()
+    text = scrape(handle.url)  # the endpoint outlives the logger: serve() owns it
+    ids = dict(service="learner", replica="learner-0", run="run-l")
+    assert sample(text, "meshrl_learner_step", **ids) == 1
+    assert sample(text, "meshrl_learner_reward", **ids) == 0.75
+    assert sample(text, "meshrl_learner_loss", **ids) == 0.5  # a 0-d tensor is a number
+    assert sample(text, "meshrl_learner_clip_ratio_low", **ids) == 0.01  # NaN keeps the last value
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [0.25, 0.75]
+
+
+def test_metrics_off_leaves_the_logger_alone(tmp_path):
+    jsonl = JsonlLogger(tmp_path / "metrics.jsonl")
+    assert with_prometheus(jsonl, None) is jsonl
+    jsonl.close()
