@@ -119,7 +119,11 @@ class PromptDataset:
 
     def next_batch(self, k: int) -> list[PromptItem]:
         """The next `k` prompts in epoch-shuffled order (wrapping into the next epoch)."""
-        return [self.items[i] for i in self.cursor.take(k)]
+        return [self.items[i] for i in self.next_indices(k)]
+
+    def next_indices(self, k: int) -> list[int]:
+        """Positions (into this dataset) of the next `k` prompts, advancing the cursor."""
+        return [int(i) for i in self.cursor.take(k)]
 
     def state_dict(self) -> dict:
         return self.cursor.state_dict()

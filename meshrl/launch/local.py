@@ -73,21 +73,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def resolve_for_run(cfg: RunConfig, run_dir: Path) -> RunConfig:
-    """A copy with run.dir = RUN_DIR (absolute) and concrete gRPC ports where 0 meant 'any'."""
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def resolve_for_run(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> RunConfig:
+    """A copy with run.dir = RUN_DIR (absolute) and concrete gRPC ports where 0 meant 'any'.
+
+    A resumed run reads the config its first start resolved; a port taken since then is
+    replaced by a free one."""
     cfg = cfg.model_copy(deep=True)
     cfg.run.dir = str(run_dir.resolve())
-    if cfg.reference.grpc_port == 0:
-        cfg.reference.grpc_port = free_port()
-    if cfg.learner.grpc_port == 0:
-        cfg.learner.grpc_port = free_port()
+    for section in (cfg.reference, cfg.learner):
+        if section.grpc_port == 0 or (resume and not port_is_free(section.grpc_port)):
+            section.grpc_port = free_port()
     return cfg
 
 
-def prepare_run_dir(cfg: RunConfig, run_dir: Path) -> tuple[RunConfig, Path]:
+def check_run_dir(run_dir: Path, *, resume: bool) -> None:
+    """A fresh run never writes into another run's checkpoints; a resume needs them."""
+    has_checkpoints = any((run_dir / "checkpoints").glob("step_*"))
+    if resume and not has_checkpoints:
+        raise LaunchError(f"--resume {run_dir}: no checkpoints in {run_dir / 'checkpoints'}; "
+                          f"check the path (`meshrl checkpoints list {run_dir}`)")
+    if not resume and has_checkpoints:
+        raise LaunchError(f"{run_dir} already holds checkpoints of a run; continue it with "
+                          f"`meshrl train --resume {run_dir}` or choose another run.dir")
+
+
+def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> tuple[RunConfig, Path]:
+    check_run_dir(run_dir, resume=resume)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
-    cfg = resolve_for_run(cfg, run_dir)
+    cfg = resolve_for_run(cfg, run_dir, resume=resume)
     config_path = run_dir / "config.yaml"
     config_path.write_text(dump_config(cfg))
     return cfg, config_path
@@ -130,25 +153,32 @@ def _learner_failed(sup: Supervisor, key: str, rc: int) -> RunFailed:
 
 
 def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
-              progress: bool = True, grace_s: float = 15.0,
+              progress: bool = True, grace_s: float = 15.0, resume: bool = False,
               argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv) -> RunResult:
     """Run the whole mesh here until the learner exits; stop everything; return the result.
 
     `argv_for(spec, nats_url, run_id, config_path)` makes each child's command line (tests
     swap in stand-ins for the real services).
 
+    `resume=True` continues the run in RUN_DIR from its newest good checkpoint (a new run
+    id: fresh streams; the checkpoint says which prompts were still in flight).
+
     Raises LaunchError when NATS cannot be reached, RunFailed when a service dies or the
     learner exits non-zero.
     """
     run_dir = Path(run_dir)
-    cfg, config_path = prepare_run_dir(cfg, run_dir)
+    cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
     with stop_on_signals(), nats_url(cfg, run_dir) as url, \
             Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in service_specs(cfg):
-            sup.start(spec.name, argv_for(spec, url, run_id, config_path),
-                      replica=spec.replica, env=spec.env)
+            argv = argv_for(spec, url, run_id, config_path)
+            is_learner = spec.name == "learner"
+            if is_learner and resume:
+                argv = [*argv, "--resume", str(run_dir.resolve())]
+            sup.start(spec.name, argv, replica=spec.replica, env=spec.env,
+                      stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
         bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
         try:
             rc = sup.wait_for("learner-0", on_tick=bar.update)

@@ -56,10 +56,12 @@ class RunProgress:
         rows = self.tail.read_new()
         if not rows:
             return
-        self.steps_done += len(rows)
         self.last = rows[-1]
+        # Rows carry their step, so a resumed run's bar starts where the checkpoint was.
+        done = int(self.last["step"]) + 1 if isinstance(self.last.get("step"), int) else self.steps_done + len(rows)
         self.bar.set_postfix(postfix(self.last), refresh=False)
-        self.bar.update(len(rows))
+        self.bar.update(done - self.steps_done)
+        self.steps_done = done
 
     def close(self) -> None:
         self.update()

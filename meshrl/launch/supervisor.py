@@ -8,6 +8,9 @@ period, then SIGKILL to whatever is left. On Linux each child also gets
 `PR_SET_PDEATHSIG=SIGTERM`, so even a supervisor killed with SIGKILL takes its direct
 children with it.
 
+A child started with `stop_grace_s=` (the learner, which writes a checkpoint when told to
+stop) is stopped first, alone, and given that long; then the others together.
+
 A child that exits while the run goes on is an error: `check()` / `wait_for()` raise
 `ChildDied` with its exit status and the tail of its log.
 
@@ -68,6 +71,7 @@ class Child:
     popen: subprocess.Popen
     log_path: Path
     log_file: IO = field(repr=False)
+    stop_grace_s: float | None = None  # stopped first, with its own grace
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -97,7 +101,8 @@ class Supervisor:
         self.finished: set[str] = set()  # children whose exit was awaited (not a death)
 
     def start(self, name: str, argv: Sequence[str], *, replica: int = 0,
-              env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Child:
+              env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+              stop_grace_s: float | None = None) -> Child:
         """Start `argv` as `<name>-<replica>`, logging to `LOG_DIR/<name>-<replica>.log`."""
         key = f"{name}-{replica}"
         if key in self.children:
@@ -112,7 +117,7 @@ class Supervisor:
         except OSError as err:
             log_file.close()
             raise RuntimeError(f"could not start {key} ({argv[0]}): {err}") from err
-        self.children[key] = child = Child(key, popen, log_path, log_file)
+        self.children[key] = child = Child(key, popen, log_path, log_file, stop_grace_s)
         return child
 
     def died(self, ignore: Iterable[str] = ()) -> list[Child]:
@@ -143,11 +148,20 @@ class Supervisor:
         return tail_lines(self.children[key].log_path, self.tail)
 
     def stop_all(self) -> None:
-        """SIGTERM every child's group, wait up to `grace_s`, SIGKILL what is left, reap."""
-        children = list(self.children.values())
+        """Children with their own grace first, one by one; then SIGTERM every other child's
+        group, wait up to `grace_s`, SIGKILL what is left, reap."""
+        first = [c for c in self.children.values() if c.stop_grace_s is not None]
+        for child in first:
+            if child.group_alive():
+                print(f"stopping {child.key}: waiting up to {child.stop_grace_s:.0f} s for it to "
+                      f"finish its step and checkpoint", file=sys.stderr, flush=True)
+            self._stop([child], child.stop_grace_s)
+        self._stop([c for c in self.children.values() if c.stop_grace_s is None], self.grace_s)
+
+    def _stop(self, children: list[Child], grace_s: float) -> None:
         for child in children:
             child.signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + self.grace_s
+        deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and any(c.group_alive() for c in children):
             time.sleep(0.05)
         for child in children:
@@ -155,7 +169,8 @@ class Supervisor:
                 child.signal_group(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.popen.wait(timeout=5)
-            child.log_file.close()
+            if not child.log_file.closed:
+                child.log_file.close()
 
     def __enter__(self) -> "Supervisor":
         return self

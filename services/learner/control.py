@@ -1,7 +1,8 @@
 """`LearnerControlService`: status, pause, resume and checkpoint-now for a running job.
 
 The servicer only flips flags and reads counters; the training loop acts on them between
-steps, so a control call never interrupts an update half-way.
+steps, so a control call never interrupts an update half-way. The same flags serve the
+alert rules (pause / stop after a checkpoint) and preemption (SIGTERM = request_stop).
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class LearnerState:
     message: str = ""
     checkpoint_requests: asyncio.Queue = field(default_factory=asyncio.Queue)
     resumed: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    feeder: object = None  # FeederState: pausing the run also stops new prompts
 
     def __post_init__(self):
         self.resumed.set()
@@ -41,29 +44,48 @@ class LearnerState:
             last_metrics=metrics, message=self.message)
 
     async def wait_if_paused(self) -> None:
-        await self.resumed.wait()
+        """Return when resumed, or at once when a stop is requested meanwhile."""
+        if self.resumed.is_set():
+            return
+        waits = [asyncio.ensure_future(e.wait()) for e in (self.resumed, self.stopping)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+
+    def pause(self, reason: str) -> None:
+        self.resumed.clear()
+        if self.feeder is not None:
+            self.feeder.paused = True
+        self.state = common_pb2.RUN_STATE_PAUSED
+        self.message = f"paused: {reason}"
+
+    def resume(self) -> None:
+        if self.feeder is not None:
+            self.feeder.paused = False
+            self.feeder.wake.set()
+        self.state = common_pb2.RUN_STATE_RUNNING
+        self.message = ""
+        self.resumed.set()
+
+    def request_stop(self, reason: str) -> None:
+        """Finish (or abandon, if still gathering) the current step, checkpoint, exit."""
+        self.message = f"stopping: {reason}"
+        self.stopping.set()
 
 
 class LearnerControl(learner_pb2_grpc.LearnerControlServiceServicer):
-    def __init__(self, state: LearnerState, feeder_state):
-        self.run, self.feeder_state = state, feeder_state
+    def __init__(self, state: LearnerState):
+        self.run = state
 
     async def GetStatus(self, request, context):
         return learner_pb2.GetStatusResponse(status=self.run.to_proto())
 
     async def Pause(self, request, context):
-        self.run.resumed.clear()
-        self.feeder_state.paused = True
-        self.run.state = common_pb2.RUN_STATE_PAUSED
-        self.run.message = f"paused: {request.reason or 'by request'}"
+        self.run.pause(request.reason or "by request")
         return learner_pb2.PauseResponse(status=self.run.to_proto())
 
     async def Resume(self, request, context):
-        self.feeder_state.paused = False
-        self.feeder_state.wake.set()
-        self.run.state = common_pb2.RUN_STATE_RUNNING
-        self.run.message = ""
-        self.run.resumed.set()
+        self.run.resume()
         return learner_pb2.ResumeResponse(status=self.run.to_proto())
 
     async def Checkpoint(self, request, context):

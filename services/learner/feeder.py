@@ -8,13 +8,23 @@ keeps at most `learner.in_flight_bound` of them, so:
 - `max_staleness = k`: up to k steps of prompts are sampled while the learner trains;
   each task asks for weights no older than `version - k`, and a group that arrives older
   than that anyway is dropped and counted.
+
+Every prompt the run takes from the dataset is a numbered *draw*; its sampling seed is a
+function of (`run.seed`, draw number), so a group's samples depend on the weights and the
+prompt, not on which replica or which process produced it. That is what lets a resumed run
+reproduce the uninterrupted one: `state_dict()` saves the dataset cursor, the draw counter
+and the draws still in flight (published, not yet trained or dropped); after
+`load_state_dict()` those are re-issued first, under new group ids, with their old seeds.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from meshrl.bus.codec import pack_int32
 from meshrl.common.v1 import common_pb2
@@ -35,44 +45,83 @@ class FeederState:
         return self.published - self.settled
 
 
+@dataclass(frozen=True)
+class Draw:
+    number: int  # the run's n-th prompt (0-based); fixes the sampling seed
+    dataset_index: int
+
+
+def sampling_seed(run_seed: int, draw: int) -> int:
+    """A per-draw seed in [1, 2^31): 0 means "unseeded" in the proto, so it is never used."""
+    return int(np.random.SeedSequence([run_seed, draw]).generate_state(1)[0] % (2**31 - 1)) + 1
+
+
 class PromptFeeder:
     def __init__(self, bus, dataset, cfg: RunConfig, run_id: str, ledger: Ledger | None = None):
         self.bus, self.dataset, self.cfg, self.run_id = bus, dataset, cfg, run_id
         self.ledger = ledger or Ledger(None)
         self.state = FeederState()
         self.policy_version = 0
+        self.next_draw = 0
+        self.outstanding: dict[str, Draw] = {}  # group id -> draw, published and not settled
+        self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
 
-    def settle(self, n: int = 1) -> None:
+    def settle(self, group_ids: list[str]) -> None:
         """Groups trained on or dropped free their place in the in-flight bound."""
-        self.state.settled += n
+        for group_id in group_ids:
+            self.outstanding.pop(group_id, None)
+        self.state.settled += len(group_ids)
         self.state.wake.set()
 
     def set_version(self, version: int) -> None:
         self.policy_version = version
         self.state.wake.set()
 
-    def make_task(self, item) -> common_pb2.PromptTask:
-        s = self.cfg.rollout.sampling
+    def take_draw(self) -> Draw:
+        if self.replay:
+            return self.replay.popleft()
+        index = self.dataset.next_indices(1)[0]
+        self.next_draw += 1
+        return Draw(self.next_draw - 1, index)
+
+    def make_task(self, draw: Draw) -> common_pb2.PromptTask:
+        s, item = self.cfg.rollout.sampling, self.dataset[draw.dataset_index]
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
             prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids),
             sampling=common_pb2.SamplingParams(
                 n=s.group_size, temperature=s.temperature, top_p=s.top_p,
-                max_tokens=s.max_tokens, stop=list(s.stop)),
+                max_tokens=s.max_tokens, stop=list(s.stop),
+                seed=sampling_seed(self.cfg.run.seed, draw.number)),
             ground_truth=str(item.row.ground_truth or ""), data_source=item.row.data_source or "",
             min_policy_version=max(0, self.policy_version - self.cfg.learner.max_staleness),
             dataset_index=item.row.ref.index, created_unix=time.time())
+
+    async def publish_next(self) -> None:
+        draw = self.take_draw()
+        task = self.make_task(draw)
+        # One trace per group: its root span starts here, the context rides along.
+        with start_root_group_span(task.group_id, policy_version=self.policy_version):
+            await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
+        self.outstanding[task.group_id] = draw
+        self.ledger.published(task.group_id, task.min_policy_version, draw=draw.number)
+        self.state.published += 1
 
     async def run(self) -> None:
         """Keep the in-flight bound full until cancelled."""
         bound = self.cfg.learner.in_flight_bound
         while True:
             while not self.state.paused and self.state.in_flight < bound:
-                task = self.make_task(self.dataset.next_batch(1)[0])
-                # One trace per group: its root span starts here, the context rides along.
-                with start_root_group_span(task.group_id, policy_version=self.policy_version):
-                    await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
-                self.ledger.published(task.group_id, task.min_policy_version)
-                self.state.published += 1
+                await self.publish_next()
             self.state.wake.clear()
             await self.state.wake.wait()
+
+    def state_dict(self) -> dict:
+        pending = sorted([*self.outstanding.values(), *self.replay], key=lambda d: d.number)
+        return {"cursor": self.dataset.state_dict(), "next_draw": self.next_draw,
+                "pending": [[d.number, d.dataset_index] for d in pending]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.dataset.load_state_dict(state["cursor"])
+        self.next_draw = int(state["next_draw"])
+        self.replay = deque(Draw(int(n), int(i)) for n, i in state["pending"])

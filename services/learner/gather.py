@@ -36,9 +36,10 @@ class StepGroups:
 
 class Gatherer:
     def __init__(self, bus, feeder, cfg: RunConfig, *, ledger: Ledger | None = None,
-                 stall_timeout_s: float = 600.0):
+                 stall_timeout_s: float = 600.0, alerts=None):
         self.bus, self.feeder, self.cfg = bus, feeder, cfg
         self.ledger = ledger or Ledger(None)
+        self.alerts = alerts  # AlertEngine: told when groups arrive, polled while none do
         self.stall_timeout_s = stall_timeout_s
         self.seen: set[str] = set()
         self.totals: Counter = Counter()
@@ -48,7 +49,7 @@ class Gatherer:
         self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version)
         step_groups.dropped[reason] += 1
         self.totals[reason] += 1
-        self.feeder.settle()
+        self.feeder.settle([msg.message.group_id])
 
     async def collect(self, needed: int, *, version: int) -> StepGroups:
         """Wait for `needed` usable groups; dynamic sampling tops up dropped ones."""
@@ -56,6 +57,7 @@ class Gatherer:
         budget = needed * self.cfg.algorithm.max_sampling_rounds
         while len(out.groups) < needed:
             msgs = await self.bus.pull("ready", durable="learner", max_msgs=needed - len(out.groups), timeout=1.0)
+            self._tell_alerts(arrived=bool(msgs))
             if not msgs and time.monotonic() - last > self.stall_timeout_s:
                 raise RolloutStalled(f"no ready group for {self.stall_timeout_s:.0f} s; "
                                      f"check the rollout/reward/reference logs")
@@ -64,6 +66,14 @@ class Gatherer:
                 await self._consider(msg, out, version=version, budget=budget)
         out.wait_s = time.perf_counter() - t0
         return out
+
+    def _tell_alerts(self, *, arrived: bool) -> None:
+        if self.alerts is None:
+            return
+        if arrived:
+            self.alerts.progress("groups")
+        else:
+            self.alerts.poll()  # the stall and service-down rules judge the clock here
 
     async def _consider(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
         # The last hop of the group's trace: the learner receives it (kept or dropped).

@@ -19,8 +19,8 @@ class Ledger:
         if self._file is not None:
             self._file.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
 
-    def published(self, group_id: str, min_version: int) -> None:
-        self._write("published", group_id=group_id, min_version=min_version)
+    def published(self, group_id: str, min_version: int, draw: int | None = None) -> None:
+        self._write("published", group_id=group_id, min_version=min_version, draw=draw)
 
     def dropped(self, group_id: str, reason: str, policy_version: int) -> None:
         self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version)

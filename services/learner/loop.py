@@ -1,27 +1,34 @@
 """The learner's loop: sample → score → update → push, one step at a time.
 
+    resume (when asked): weights, optimizer, dataset cursor, in-flight draws, trained ids;
+        republish the resumed weights so rollout samples with them
     for each step:
         wait while paused
         gather `prompts_per_step` ready groups (the feeder keeps prompts flowing in the
             background within the in-flight bound; stale / failed / no-signal groups are
-            dropped and counted)
+            dropped and counted); a stop request while gathering abandons the step
         turn them into one RolloutBatch (the exact token ids the rollout produced)
         train on it (the learner core: registered advantage estimator + policy loss)
         every `push_every` steps: publish the new weights (version + 1)
         ack the trained groups (only now: a crash before this loses nothing)
-        log metrics, answer checkpoint requests
+        log metrics; judge them with the alert rules; checkpoint when due or asked
+        an alert whose action is pause / stop: checkpoint first, then pause / stop
+    checkpoint at the end, or when stopped (SIGTERM: preemption)
 
 The loop never looks at the algorithm's name; all of that lives in the step.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from meshrl.alerts.types import strongest_action
+from meshrl.bus.codec import unpack_int32
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
@@ -43,32 +50,43 @@ class Learner:
     train_step: object  # TrainStep: (batch, step) -> metrics
     publisher: WeightsPublisher
     export_weights: object  # () -> state dict for the rollout engines
-    save_checkpoint: object  # (step, tag) -> path
+    checkpoints: object  # LearnerCheckpoints: save(step, state, tag) -> path
+    alerts: object  # AlertEngine (rules off = a no-op)
     logger: MetricLogger
     state: LearnerState
     pad_id: int
     need_ref: bool
+    evaluation: object = None  # LearnerEval: await maybe_run(step, version) -> metrics
+    samples: object = None  # SampleWriter: write_train(step, groups)
     version: int = 0
+    step: int = 0  # steps completed
+    saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded
+    trained_ids: list[str] = field(default_factory=list)
 
-    async def run(self, start_step: int = 0) -> None:
+    async def run(self) -> None:
+        if self.version > 0:
+            await self.republish_weights()  # a resumed run: rollout must sample with them
         feeding = asyncio.create_task(self.feeder.run(), name="feeder")
         self.state.state = common_pb2.RUN_STATE_RUNNING
         try:
-            for step in range(start_step, self.cfg.learner.steps):
+            while self.step < self.cfg.learner.steps and not self.state.stopping.is_set():
                 await self.state.wait_if_paused()
-                metrics = await self.one_step(step)
-                self.logger.log(step, metrics)
-                self.state.step, self.state.last_metrics = step + 1, metrics
-                await self.answer_checkpoint_requests(step)
+                metrics = await self.one_step(self.step)
+                if metrics is None:
+                    break  # a stop arrived while gathering: the step is abandoned
+                await self.after_step(self.step, metrics)
                 if feeding.done():
                     feeding.result()  # surface the feeder's error
         finally:
             feeding.cancel()
+        await self.save(why="stopped" if self.state.stopping.is_set() else "end of run")
         self.state.state = common_pb2.RUN_STATE_DONE
 
-    async def one_step(self, step: int) -> dict[str, float]:
+    async def one_step(self, step: int) -> dict[str, float] | None:
         t0 = time.perf_counter()
-        gathered = await self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version)
+        gathered = await self.gather_unless_stopped()
+        if gathered is None:
+            return None
         batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref)
         t_train = time.perf_counter()
         with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
@@ -77,15 +95,63 @@ class Learner:
         if (step + 1) % self.cfg.learner.push_every == 0:
             metrics.update(await self.push_weights(step))
         await gathered.ack()
-        for group in gathered.groups:
-            self.gatherer.ledger.trained(group, step)
-        self.feeder.settle(len(gathered.groups))  # after the push: the next prompts ask for it
-        self.state.groups_trained += len(gathered.groups)
-        self.state.groups_dropped_stale = self.gatherer.totals["stale"]
-        self.state.in_flight = self.feeder.state.in_flight
+        self.record_trained(gathered, step)
         metrics.update(self.rollout_metrics(gathered, step_s=time.perf_counter() - t0))
         metrics["mesh/overhead_share"] = overhead_share(metrics)
         return metrics
+
+    async def gather_unless_stopped(self) -> StepGroups | None:
+        """The step's groups, or None when a stop request comes first (nothing trained yet;
+        the groups in flight are saved as pending draws and re-issued on resume)."""
+        collect = asyncio.ensure_future(
+            self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version))
+        stop = asyncio.ensure_future(self.state.stopping.wait())
+        await asyncio.wait({collect, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if collect.done():
+            return collect.result()
+        collect.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await collect
+        log.warning("stop requested while gathering step %d: step abandoned", self.step)
+        return None
+
+    def record_trained(self, gathered: StepGroups, step: int) -> None:
+        ids = [g.group_id for g in gathered.groups]
+        for group in gathered.groups:
+            self.gatherer.ledger.trained(group, step)
+        if self.samples is not None:
+            self.samples.write_train(step, gathered.groups)
+        self.trained_ids.extend(ids)
+        self.feeder.settle(ids)  # after the push: the next prompts ask for the new version
+        self.state.groups_trained = len(self.trained_ids)
+        self.state.groups_dropped_stale = self.gatherer.totals["stale"]
+        self.state.in_flight = self.feeder.state.in_flight
+
+    async def after_step(self, step: int, metrics: dict[str, float]) -> None:
+        if self.evaluation is not None:
+            metrics.update(await self.evaluation.maybe_run(step, self.version))
+        self.logger.log(step, metrics)
+        self.step = step + 1
+        self.state.step, self.state.last_metrics = self.step, metrics
+        alerts = self.alerts.observe(step, metrics)
+        every = self.cfg.learner.checkpoint_every
+        if every and self.step % every == 0 and self.step < self.cfg.learner.steps:
+            await self.save(why=f"every {every} steps")
+        await self.answer_checkpoint_requests()
+        await self.act_on(alerts)
+
+    async def act_on(self, alerts) -> None:
+        """An alert asking to pause or stop the run gets a checkpoint first."""
+        action = strongest_action(alerts)
+        if action == "none":
+            return
+        reason = "; ".join(f"{a.rule}: {a.message}" for a in alerts if a.action == action)
+        await self.save(why=f"alert ({action})")
+        if action == "pause":
+            self.state.pause(f"alert: {reason}")
+        else:
+            self.state.request_stop(f"alert: {reason}")
 
     async def push_weights(self, step: int) -> dict[str, float]:
         self.version += 1
@@ -96,10 +162,51 @@ class Learner:
         self.state.policy_version = self.version
         return figures
 
+    async def republish_weights(self) -> None:
+        """After a resume: publish the checkpoint's weights under the version they had."""
+        state_dict = await asyncio.to_thread(self.export_weights)
+        await self.publisher.publish(state_dict, version=self.version, step=self.step - 1)
+        self.feeder.set_version(self.version)
+        set_policy_version(self.version)
+        self.state.policy_version = self.version
+
+    def snapshot(self) -> dict:
+        """The loop's part of a checkpoint (JSON): enough to continue without loss or repeat."""
+        return {"step": self.step, "policy_version": self.version, "feeder": self.feeder.state_dict(),
+                "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals)}
+
+    def restore(self, saved: dict) -> None:
+        self.step, self.version = int(saved["step"]), int(saved["policy_version"])
+        self.saved_step = self.step
+        self.feeder.load_state_dict(saved["feeder"])
+        self.trained_ids = list(saved["trained_group_ids"])
+        self.gatherer.seen.update(self.trained_ids)  # a redelivered old group is not retrained
+        self.gatherer.totals.update(saved["dropped"])
+        self.state.step, self.state.groups_trained = self.step, len(self.trained_ids)
+
+    async def save(self, *, why: str, tag: str | None = None):
+        """Checkpoint the current step; a step already saved is only tagged. Returns its path
+        (None before the first step: there is nothing to resume)."""
+        if self.step == 0:
+            return None
+        if self.step == self.saved_step:
+            return await asyncio.to_thread(self.checkpoints.tag, self.step, tag) if tag else \
+                self.checkpoints.path_of(self.step)
+        log.info("checkpoint at step %d (%s)", self.step, why)
+        path = await asyncio.to_thread(self.checkpoints.save, self.step, self.snapshot(), tag)
+        self.saved_step = self.step
+        return path
+
+    async def answer_checkpoint_requests(self) -> None:
+        while not self.state.checkpoint_requests.empty():
+            tag, done = self.state.checkpoint_requests.get_nowait()
+            path = await self.save(why="requested", tag=tag or None)
+            done.set_result((self.step, str(path or "")))
+
     def rollout_metrics(self, gathered: StepGroups, *, step_s: float) -> dict[str, float]:
         samples = [s for g in gathered.groups for s in g.samples]
-        lengths = np.array([len(s.response_token_ids) // 4 for s in samples], dtype=np.float64)
-        prompt_tokens = sum(len(g.task.prompt_token_ids) // 4 * len(g.samples) for g in gathered.groups)
+        lengths = np.array([unpack_int32(s.response_token_ids).size for s in samples], dtype=np.float64)
+        prompt_tokens = sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples) for g in gathered.groups)
         staleness = [self.version - 1 - g.policy_version for g in gathered.groups]
         out = {
             "weights_version": float(self.version),
@@ -109,19 +216,11 @@ class Learner:
             "time/step": step_s,
             "time/wait_for_batch": gathered.wait_s,
             "perf/throughput": (lengths.sum() + prompt_tokens) / max(step_s, 1e-9),
-            "groups/trained_total": float(self.state.groups_trained),
+            "groups/trained_total": float(len(self.trained_ids)),
         }
         out.update({f"groups/dropped_{k}": float(v) for k, v in self.gatherer.totals.items()})
         out.update(stage_times(gathered.groups))
         return out
-
-    async def answer_checkpoint_requests(self, step: int) -> None:
-        while not self.state.checkpoint_requests.empty():
-            tag, done = self.state.checkpoint_requests.get_nowait()
-            path = await asyncio.to_thread(self.save_checkpoint, step + 1, tag)
-            done.set_result((step + 1, str(path)))
-
-
 def covered(intervals: list[tuple[float, float]]) -> float:
     """Length of the union of [start, end] intervals: time when at least one was running."""
     total, end_so_far = 0.0, -np.inf

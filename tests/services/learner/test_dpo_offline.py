@@ -9,7 +9,7 @@ from meshrl.data.arithmetic import preference_pairs
 from meshrl.data.load import write_rows
 from meshrl.rpc import stop_server
 from meshrl.services.learner.control import LearnerState
-from meshrl.services.learner.main import offline
+from meshrl.services.learner.assemble import offline
 from meshrl.services.reference.scorer import ReferenceScorer
 from meshrl.services.reference.server import start_reference_server
 

@@ -20,7 +20,7 @@ from meshrl.data.arithmetic import arithmetic_rows
 from meshrl.data.load import write_rows
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
-from meshrl.services.learner.main import online
+from meshrl.services.learner.assemble import online
 from meshrl.services.learner.weights import WEIGHTS_NOTICE_KEY
 
 TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id

@@ -87,6 +87,7 @@ def test_progress_counts_steps_and_shows_reward_kl_throughput(tmp_path):
     bar = RunProgress(path, total_steps=4, desc="r-1", file=screen)
     bar.update()  # no file yet
     rows = [{"step": i, "reward": 0.1 * i, "kl": 0.001, "perf/throughput": 123.4} for i in (1, 2)]
+    rows[0]["step"], rows[1]["step"] = 0, 1  # the learner logs 0-based steps
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     bar.update()
     assert bar.steps_done == 2 and bar.bar.n == 2 and bar.last == rows[-1]
@@ -95,6 +96,17 @@ def test_progress_counts_steps_and_shows_reward_kl_throughput(tmp_path):
     assert "r-1:  50%" in screen.getvalue() and "2/4" in screen.getvalue()
     assert "reward=0.200, kl=0.0010, tok/s=123" in screen.getvalue()
     assert postfix({"step": 1, "reward": None}) == {}
+
+
+def test_progress_of_a_resumed_run_starts_at_the_checkpoint_step(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": i}) + "\n" for i in range(3)))  # the first start
+    bar = RunProgress(path, total_steps=10, file=io.StringIO())
+    with path.open("a") as f:  # the resumed learner continues at step 3
+        f.write(json.dumps({"step": 3}) + "\n" + json.dumps({"step": 4}) + "\n")
+    bar.update()
+    assert bar.steps_done == 5 and bar.bar.n == 5
+    bar.close()
 
 
 def test_run_result_summary(tmp_path):

@@ -24,8 +24,8 @@ LEARNER = textwrap.dedent("""
     import json, sys, time, pathlib
     run_dir = pathlib.Path(sys.argv[1]).parent
     with open(run_dir / "metrics.jsonl", "a") as f:
-        for step in range(1, 4):
-            f.write(json.dumps({"step": step, "reward": 0.25 * step, "kl": 0.01,
+        for step in range(3):  # 0-based, as the learner logs them
+            f.write(json.dumps({"step": step, "reward": 0.25 * (step + 1), "kl": 0.01,
                                 "perf/throughput": 100.0, "time/step": 0.1}) + "\\n")
             f.flush()
             time.sleep(0.2)

@@ -1,0 +1,109 @@
+"""Assembling the learner's loop from its parts, for an online run or an offline (DPO) one.
+
+`online(...)` / `offline(...)` build model, data, trainer, transport, checkpoints and
+alerts from the run config and return a `Built` whose `loop.run()` trains. When `resume`
+names a run dir or a checkpoint, the online loop is restored from it before it starts
+(see `checkpointing.py`). Kept apart from `main.py`, which owns the process: arguments,
+servers, signals.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from meshrl.alerts.config import AlertsConfig
+from meshrl.alerts.engine import AlertEngine
+from meshrl.bus import subjects as names
+from meshrl.bus.publish import publish_with_retry
+from meshrl.config import ConfigError, RunConfig
+from meshrl.services.learner import build
+from meshrl.services.learner.checkpointing import LearnerCheckpoints
+from meshrl.services.learner.control import LearnerState
+from meshrl.services.learner.feeder import PromptFeeder
+from meshrl.services.learner.gather import Gatherer
+from meshrl.services.learner.ledger import Ledger
+from meshrl.services.learner.loop import Learner
+from meshrl.services.learner.metric_logger import JsonlLogger
+from meshrl.services.learner.offline import OfflineLearner
+from meshrl.services.learner.reference_client import ReferenceClient
+from meshrl.services.learner.train.dpo import DPOStep
+from meshrl.services.learner.train.fsdp import DistContext
+from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher
+
+log = logging.getLogger("meshrl.learner")
+
+
+@dataclass
+class Built:
+    loop: object  # Learner (online) or OfflineLearner (DPO): `await loop.run()`
+    policy: object
+    tokenizer: object
+    dist: DistContext
+    ledger: Ledger
+    alerts: AlertEngine
+
+
+def make_transport(cfg: RunConfig, bus, run_id: str):
+    if cfg.learner.weights_transport == "objectstore":
+        return ObjectStoreTransport(bus)
+    return ShmTransport(run_id)
+
+
+def pad_id_of(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
+def logger_for(cfg: RunConfig) -> JsonlLogger:
+    return JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
+
+
+def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
+    """The run's alert rules; alerts go to the log, RUN_DIR/alerts.jsonl, the run's NATS
+    events subject (header `Meshrl-Event: alert`) and the webhook when configured."""
+    subject = names.events_subject(run_id)
+
+    async def publish(alert: dict) -> None:
+        await publish_with_retry(bus.js, subject, json.dumps(alert).encode(),
+                                 headers={"Meshrl-Event": "alert"})
+    return AlertEngine.from_config(cfg.alerts, cfg.run.dir, publish=publish, run_id=run_id)
+
+
+async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
+                 resume: str | None = None) -> Built:
+    dist = DistContext()
+    tokenizer = build.build_tokenizer(cfg)
+    dataset = build.build_dataset(cfg, tokenizer)
+    policy, critic = build.build_policy_model(cfg, dist)
+    ledger = Ledger(Path(cfg.run.dir) / "groups.jsonl")
+    feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
+    alerts = alert_engine(cfg, bus, run_id)
+    tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
+    loop = Learner(
+        cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts),
+        train_step=build.build_train_step(cfg, policy, critic, dist),
+        publisher=WeightsPublisher(bus, make_transport(cfg, bus, run_id), run_id, tied_embeddings=tied),
+        export_weights=build.rollout_weights(policy, dist),
+        checkpoints=LearnerCheckpoints(cfg, policy, critic), alerts=alerts,
+        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
+    state.feeder = feeder.state
+    if resume is not None:
+        loop.restore(loop.checkpoints.restore(resume))
+    return Built(loop, policy, tokenizer, dist, ledger, alerts)
+
+
+async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
+                  resume: str | None = None) -> Built:
+    if resume is not None:
+        raise ConfigError("resuming an offline (DPO) run is not supported yet; start a new "
+                          "run dir, or initialise model.path from an export of the checkpoint")
+    dist = DistContext()
+    tokenizer = build.build_tokenizer(cfg)
+    pairs = build.build_pairs(cfg, tokenizer)
+    policy, _ = build.build_policy_model(cfg, dist)
+    loop = OfflineLearner(
+        cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist),
+        reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
+        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer))
+    return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

@@ -1,0 +1,64 @@
+"""The learner's checkpoints: what a step's checkpoint holds and how a run resumes from one.
+
+A checkpoint (`RUN_DIR/checkpoints/step_N`, written by `meshrl.checkpoint`, atomically, with
+a manifest of checksums) holds the policy and its AdamW state (sharded through
+`torch.distributed.checkpoint`), the critic and its optimizer when there is one, every
+LR schedule, the RNG states, and the loop's own state as JSON: the step, the policy
+version, the feeder's dataset cursor, draw counter and in-flight draws, the ids of every
+group trained so far, and the drop counters. The resolved config goes with it, so a resume
+under a config that changes what is trained (model, algorithm) is refused with the
+differing keys named.
+
+`restore(source)` accepts a run dir (its newest intact checkpoint; a corrupt newer one is
+reported and skipped) or a `step_N` folder.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from meshrl.checkpoint import hash_config, load_checkpoint, prune, save_checkpoint, tag
+from meshrl.checkpoint.layout import checkpoints_dir, step_name
+from meshrl.checkpoint.parts import Part
+from meshrl.config import RunConfig
+
+log = logging.getLogger("meshrl.learner")
+
+
+class LearnerCheckpoints:
+    def __init__(self, cfg: RunConfig, policy, critic=None):
+        self.run_dir, self.keep = Path(cfg.run.dir), cfg.learner.keep_checkpoints
+        self.config = cfg.model_dump(mode="json")
+        self.policy, self.critic = policy, critic
+
+    def _extras(self) -> dict:
+        if self.critic is None:
+            return {}
+        c = self.critic
+        return {"critic": Part(c.model, c.optimizer, c.scheduler)}
+
+    def save(self, step: int, state: dict, tag: str | None = None) -> Path:
+        """Write `step_N` (blocking; run it in a thread), then prune beyond the newest K."""
+        p = self.policy
+        path = save_checkpoint(self.run_dir, step, model=p.model, optimizer=p.optimizer,
+                               scheduler=p.scheduler, extra_modules=self._extras(), state=state,
+                               config_hash=hash_config(self.config), config=self.config, tag=tag)
+        for gone in prune(self.run_dir, keep_last=self.keep):
+            log.info("pruned checkpoint %s (keeping the newest %d and tagged ones)", gone, self.keep)
+        log.info("checkpoint step %d written to %s", step, path)
+        return path
+
+    def restore(self, source: str | Path) -> dict:
+        """Load weights, optimizer, schedules and RNG from `source`; return the loop's state."""
+        p = self.policy
+        state = load_checkpoint(source, model=p.model, optimizer=p.optimizer, scheduler=p.scheduler,
+                                extra_modules=self._extras(), new_config=self.config)
+        log.info("resumed from %s: step %d, policy version %d, %d groups trained",
+                 source, state["step"], state["policy_version"], len(state["trained_group_ids"]))
+        return state
+
+    def path_of(self, step: int) -> Path:
+        return checkpoints_dir(self.run_dir, must_exist=False) / step_name(step)
+
+    def tag(self, step: int, name: str) -> Path:
+        return tag(self.run_dir, step, name)
