@@ -80,6 +80,13 @@ class RunState:
     async def delete(self, key: str) -> None:
         await self._kv.delete(key)
 
+    async def keys(self) -> list[str]:
+        """Every live (not deleted) key of the bucket; [] when there is none."""
+        try:
+            return await self._kv.keys()
+        except nats.js.errors.NoKeysError:
+            return []
+
     async def watch(self, key: str) -> AsyncIterator[Entry]:
         """Yield the current value (if any) first, then every later put; deletes are skipped."""
         watcher = await self._kv.watch(key)

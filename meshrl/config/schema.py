@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from meshrl.alerts.config import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
+from meshrl.config.eval import EvalConfig, eval_problems
 
 
 class ModelConfig(Strict):
@@ -101,10 +102,17 @@ class LearnerConfig(Strict):
     push_every: int = Field(1, ge=1)
     weights_transport: Literal["shm", "objectstore"] = "shm"
     checkpoint_every: int = Field(0, ge=0)  # 0 = only at the end (and on SIGTERM / alerts)
-    eval_every: int = Field(0, ge=0)
     keep_checkpoints: int = Field(3, ge=1)  # the newest K are kept, plus every tagged one
     stop_grace_s: float = Field(300.0, gt=0.0)  # on stop: time the learner gets to checkpoint
     grpc_port: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data):
+        if isinstance(data, dict) and "eval_every" in data:
+            raise ValueError(f"learner.eval_every={data['eval_every']!r} moved to eval.every "
+                             f"(evaluation has its own section: see meshrl/config/eval.py)")
+        return data
 
     @property
     def in_flight_bound(self) -> int:
@@ -149,6 +157,7 @@ class RunConfig(Strict):
     reward: RewardConfig = RewardConfig()
     reference: ReferenceConfig = ReferenceConfig()
     learner: LearnerConfig = LearnerConfig()
+    eval: EvalConfig = EvalConfig()
     nats: NatsConfig = NatsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     alerts: AlertsConfig = AlertsConfig()
@@ -161,7 +170,7 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":
-        for problem in batch_arithmetic_problems(self):
+        for problem in batch_arithmetic_problems(self) + eval_problems(self):
             raise ConfigError(problem)
         return self
 

@@ -8,12 +8,14 @@ Start-up, in order, failing with a message that names what is wrong:
      params are ConfigErrors);
   2. check every external component's address answers health within 5 s;
   3. warm the math-verify process pools;
-  4. serve RewardService (+ health, reflection) on --grpc-port (0 = a free port; the port
-     is logged), then connect to NATS and consume `generated`.
+  4. connect to NATS, serve RewardService (+ health, reflection) on --grpc-port (0 = a
+     free port; the port is logged), put {"grpc": "127.0.0.1:PORT", ...} under the run KV
+     key `services/reward/<replica>` (`meshrl.bus.registry`; the learner's evaluation finds
+     it there), then consume `generated`.
 SIGTERM/SIGINT: stop taking messages; groups in hand are nak'ed (not published, so another
 replica scores them at once), stop the server, close the bus and the pools. Exit 0 on a
-clean stop; 2 on a config, external-service or NATS start-up error; a consumer that dies
-(e.g. NATS gone for good) raises, exit 1.
+clean stop (the KV entry is deleted then); 2 on a config, external-service or NATS start-up
+error; a consumer that dies (e.g. NATS gone for good) raises, exit 1.
 
 Metrics (telemetry.metrics): a Prometheus endpoint on telemetry.metrics_port starts before
 NATS (prints `METRICS http://127.0.0.1:PORT/metrics`) and is announced under the run KV key
@@ -75,6 +77,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     cfg, scorer = await prepare(args)
     start_tracing(cfg, "reward", replica, args.run_id)
     from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
+    from meshrl.bus.registry import announce_service
 
     metrics = None
     try:
@@ -90,14 +93,26 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     log.info("%s: RewardService on port %d; components %s; %s → %s", replica, port,
              [c.name for c in scorer.components], IN_STAGE, worker.out_stage)
     try:
+        await announce_service(bus.state, "reward", replica, f"127.0.0.1:{port}")
         await run_worker(bus, worker, stop)
     finally:
         await stop_server(server, grace=2)
+        await withdraw(bus, replica)
         await close_service_metrics(bus.state, metrics)
         await bus.close()
         await scorer.close()
         shutdown_tracing()
     log.info("%s: stopped after %d groups", replica, worker.groups_done)
+
+
+async def withdraw(bus, replica: str) -> None:
+    """Remove our KV entry; NATS may already be gone (the entry is advisory)."""
+    from meshrl.bus.registry import withdraw_service
+
+    try:
+        await withdraw_service(bus.state, "reward", replica)
+    except Exception as err:  # noqa: BLE001
+        log.warning("could not remove %s's entry from the run KV: %r", replica, err)
 
 
 async def run_worker(bus, worker, stop: asyncio.Event) -> None:

@@ -31,7 +31,6 @@ import logging
 import os
 import signal
 import sys
-import time
 
 from meshrl.config import ConfigError, load_config
 from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
@@ -52,7 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def registry_key(replica: str) -> str:
-    return f"services/rollout/{replica}"
+    from meshrl.bus.registry import service_key
+
+    return service_key("rollout", replica)
 
 
 async def start_parts(args: argparse.Namespace, cfg, replica: str):
@@ -85,9 +86,10 @@ async def start_parts(args: argparse.Namespace, cfg, replica: str):
 
 
 async def announce(bus, replica: str, port: int, version: int) -> None:
+    from meshrl.bus.registry import announce_service
+
     address = f"127.0.0.1:{port}"
-    await bus.state.put(registry_key(replica), {"grpc": address, "replica": replica,
-                                                "pid": os.getpid(), "started_unix": time.time()})
+    await announce_service(bus.state, "rollout", replica, address)
     print(f"READY grpc={address} replica={replica} version={version}", flush=True)
 
 

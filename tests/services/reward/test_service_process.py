@@ -1,6 +1,6 @@
 """The whole reward service as a process (`python -m meshrl.services.reward`) on a real
 nats-server, with the example external reward service: a group in, scored out, SIGTERM
-stops it cleanly (exit 0)."""
+stops it cleanly (exit 0); while it runs its gRPC address is announced in the run KV."""
 import signal
 import subprocess
 import sys
@@ -8,7 +8,9 @@ import sys
 import pytest
 import yaml
 
+from meshrl.bus.registry import service_addresses
 from meshrl.common.v1 import common_pb2
+from meshrl.rpc import wait_healthy
 from tests.services.reward.test_worker import make_group
 
 
@@ -36,6 +38,8 @@ async def test_service_process_scores_group_and_stops_on_sigterm(bus, nats_url, 
         assert got, "no scored group on ready within 60 s"
         await got[0].ack()
         group: common_pb2.Group = got[0].message
+        (address,) = await service_addresses(bus.state, "reward")  # announced for evaluation
+        await wait_healthy(address, timeout=10)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
@@ -45,3 +49,4 @@ async def test_service_process_scores_group_and_stops_on_sigterm(bus, nats_url, 
     assert [s.reward for s in group.samples] == pytest.approx([1 + 0.25, 0.0, 1.0])
     assert [c.name for c in group.samples[0].reward_components] == ["math", "keywords"]
     assert group.timings[-1].service == "reward-7"
+    assert await service_addresses(bus.state, "reward") == []  # withdrawn on a clean stop

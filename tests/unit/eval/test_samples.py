@@ -1,0 +1,71 @@
+"""SampleWriter: the rows it appends to samples.jsonl, their fields, and which it picks."""
+import json
+import math
+
+from meshrl.bus.codec import pack_int32
+from meshrl.common.v1 import common_pb2 as pb
+from meshrl.eval.records import EvalSample
+from meshrl.eval.samples import SampleWriter
+
+
+def group(gid: str, rewards, *, text=True) -> pb.Group:
+    task = pb.PromptTask(group_id=gid, prompt_text=f"prompt {gid}", ground_truth="7")
+    samples = [pb.Sample(index=i, response_token_ids=pack_int32([65 + i, 66]),
+                         response_text=f"resp {i}" if text else "", reward=r, policy_version=3,
+                         finish_reason=pb.FINISH_REASON_LENGTH if i else pb.FINISH_REASON_STOP,
+                         reward_components=[pb.RewardComponent(
+                             name="math", value=r, weight=1.0,
+                             status=pb.SCORE_STATUS_OK if math.isfinite(r) else pb.SCORE_STATUS_TIMEOUT)])
+               for i, r in enumerate(rewards)]
+    return pb.Group(group_id=gid, task=task, samples=samples, policy_version=3)
+
+
+def rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_train_rows_have_every_field(tmp_path):
+    writer = SampleWriter.for_run(tmp_path, k=10)
+    assert writer.write_train(5, [group("g1", [1.0, math.nan])]) == 2
+    first, second = rows(tmp_path / "samples.jsonl")
+    assert first == {"step": 5, "split": "train", "group_id": "g1", "sample_index": 0,
+                     "prompt": "prompt g1", "response": "resp 0", "ground_truth": "7", "reward": 1.0,
+                     "components": {"math": {"value": 1.0, "status": "OK"}},
+                     "finish_reason": "stop", "num_tokens": 2, "policy_version": 3}
+    assert second["reward"] is None and second["components"]["math"] == {"value": None, "status": "TIMEOUT"}
+    assert second["finish_reason"] == "length"
+
+
+def test_k_rows_drawn_reproducibly_and_appended(tmp_path):
+    groups = [group(f"g{i}", [0.0, 1.0, 0.5]) for i in range(4)]  # 12 candidates
+    a, b = SampleWriter(tmp_path / "a.jsonl", k=3, seed=1), SampleWriter(tmp_path / "b.jsonl", k=3, seed=1)
+    assert a.write_train(7, groups) == b.write_train(7, groups) == 3
+    assert rows(tmp_path / "a.jsonl") == rows(tmp_path / "b.jsonl")
+    picked = {(r["group_id"], r["sample_index"]) for r in rows(tmp_path / "a.jsonl")}
+    assert len(picked) == 3  # without replacement
+    a.write_train(8, groups, k=0)
+    a.write_train(9, groups, k=1)
+    assert [r["step"] for r in rows(tmp_path / "a.jsonl")] == [7, 7, 7, 9]
+
+
+def test_empty_text_is_decoded_with_the_tokenizer(tmp_path):
+    class CharTokenizerStandIn:  # a stand-in, not the code under test
+        def decode(self, ids, skip_special_tokens=True):
+            return "".join(map(chr, ids))
+
+    writer = SampleWriter.for_run(tmp_path, k=1, tokenizer=CharTokenizerStandIn())
+    writer.write_train(1, [group("g", [1.0], text=False)])
+    assert rows(tmp_path / "samples.jsonl")[0]["response"] == "AB"
+
+
+def test_eval_rows(tmp_path):
+    s = EvalSample(prompt_index=0, mode="greedy", group_id="run-eval-step2-0-greedy", sample_index=0,
+                   prompt="p", response="8", ground_truth="7", data_source="arith", num_tokens=1,
+                   finish_reason="stop", policy_version=2, reward=0.0,
+                   components={"math": {"value": 0.0, "status": "OK"}}, score_ok=True)
+    SampleWriter.for_run(tmp_path, k=4).write_eval(2, [s])
+    (row,) = rows(tmp_path / "samples.jsonl")
+    assert row == {"step": 2, "split": "eval", "mode": "greedy", "group_id": "run-eval-step2-0-greedy",
+                   "sample_index": 0, "prompt": "p", "response": "8", "ground_truth": "7",
+                   "reward": 0.0, "components": {"math": {"value": 0.0, "status": "OK"}},
+                   "finish_reason": "stop", "num_tokens": 1, "policy_version": 2, "correct": False}
