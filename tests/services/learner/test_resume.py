@@ -14,93 +14,16 @@ uninterrupted run and a stopped-then-resumed run comparable step by step:
   the straight run.
 """
 import asyncio
-import uuid
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from meshrl.bus import Bus
-from meshrl.bus.codec import pack_float32, pack_int32
 from meshrl.checkpoint import list_checkpoints
 from meshrl.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
-from meshrl.common.v1 import common_pb2
-from meshrl.config import load_config
-from meshrl.data.arithmetic import arithmetic_rows
-from meshrl.data.load import write_rows
-from meshrl.services.learner.assemble import online
-from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
+from tests.services.learner.fakes import make_config, run_once
 
-TARGET = 7
 COMPARED = ("loss", "grad_norm", "reward", "entropy", "lr")
-
-
-def make_config(tmp_path: Path, model_dir, name: str, **overrides):
-    data = tmp_path / "train.jsonl"
-    if not data.exists():
-        write_rows(data, arithmetic_rows(64, seed=0))
-    return load_config(base={
-        "run": {"name": name, "dir": str(tmp_path / name), "seed": 3},
-        "model": {"path": str(model_dir)}, "data": {"train": str(data), "max_prompt_tokens": 128},
-        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-        "rollout": {"sampling": {"group_size": 4, "max_tokens": 6}},
-        "learner": {"steps": 4, "prompts_per_step": 2, "checkpoint_every": 2},
-        "trainer": {"micro_batch_size": 8, "optim": {"lr": 1e-3}},
-    }, overrides=[f"{k}={v}" for k, v in overrides.items()])
-
-
-async def seeded_rollout(bus):
-    """FAKE rollout+reward: samples are a function of the task's seed; reward = share of TARGET."""
-    async def answer(task: common_pb2.PromptTask, ctx):
-        rng = np.random.default_rng(task.sampling.seed)
-        group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                                 policy_version=task.min_policy_version,
-                                 rollout_replica="seeded-0", scored=True)
-        for i in range(task.sampling.n):
-            ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
-            group.samples.add(index=i, response_token_ids=pack_int32(ids),
-                              behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),
-                              reward=float(np.mean(ids == TARGET)), policy_version=group.policy_version,
-                              finish_reason=common_pb2.FINISH_REASON_LENGTH)
-        await bus.publish("ready", group, msg_id=group.group_id)
-    await bus.worker("prompts", "seeded", answer)
-
-
-class StopAfter:
-    """Logger wrapper: asks the loop to stop (as SIGTERM does) once step `n` is logged."""
-
-    def __init__(self, inner, state: LearnerState, n: int):
-        self.inner, self.state, self.n = inner, state, n
-
-    def log(self, step, metrics):
-        self.inner.log(step, metrics)
-        if step == self.n:
-            self.state.request_stop("test: SIGTERM")
-
-    def close(self):
-        self.inner.close()
-
-
-async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str | None = None):
-    """One learner 'process': its own run id, bus, state and model; returns (loop, state)."""
-    run_id = f"t{uuid.uuid4().hex[:12]}"
-    Path(cfg.run.dir).mkdir(exist_ok=True)
-    bus = await Bus.connect(nats_url, run_id, name="test")
-    await bus.ensure_streams()
-    rollout = asyncio.create_task(seeded_rollout(bus))
-    try:
-        state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)
-        built = await online(cfg, bus, run_id, state, resume=resume)
-        if stop_after is not None:
-            built.loop.logger = StopAfter(built.loop.logger, state, stop_after)
-        await asyncio.wait_for(built.loop.run(), timeout=180)
-        built.loop.logger.close()
-        built.ledger.close()
-        return built.loop, state
-    finally:
-        rollout.cancel()
-        await bus.close()
 
 
 def metrics_rows(run_dir) -> dict[int, dict]:
