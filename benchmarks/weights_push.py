@@ -4,7 +4,9 @@ Builds random weights from a LlamaConfig with SmolLM2-135M's dims (tied embeddin
 layers, hidden 576), starts one `RolloutEngine` on them and an EmbeddedNats, then times:
 
   disk copy     writing the same safetensors bytes to a file on local disk (the baseline)
-  shm write     the learner's side of the shm transport: bytes → /dev/shm file
+  shm write     the bytes → a /dev/shm file (what the shm transport costs at best)
+  learner push  the learner's whole side of a push (WeightsPublisher on shm): safetensors
+                written straight from the tensors with the sha256 on the way, rename, notice
   shm apply     the replica's side: sha256 + size check, in-place reload, prefix-cache reset
   reload only   `RolloutEngine.load_weights` alone (pause, reload in place, resume)
   obj put       the learner's side of the object-store transport (WeightsStore.put_file)
@@ -76,6 +78,24 @@ def notice(version: int, transport: str, location: str, data: bytes):
                             format="safetensors")
 
 
+async def learner_push(bus, data: bytes) -> float:
+    """Seconds for `WeightsPublisher.publish` of the tensors in `data` over shm."""
+    from safetensors.torch import load
+
+    from meshrl.services.learner.weights import ShmTransport, WeightsPublisher
+
+    tensors = load(data)
+    transport = ShmTransport(f"bench-{os.getpid()}")
+    publisher = WeightsPublisher(bus, transport, "bench")
+    try:
+        figures = await publisher.publish(tensors, version=1, step=0)
+    finally:
+        for leftover in transport.dir.glob("*"):
+            leftover.unlink()
+        transport.dir.rmdir()
+    return figures["time/weights_serialise"] + figures["time/weights_push"]
+
+
 async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
     from meshrl.bus import Bus
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
@@ -89,7 +109,7 @@ async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
     try:
         await bus.ensure_streams()
         updater = WeightsUpdater(engine, run_id="bench", replica_id="bench",
-                                 fetch_object=bus.weights.get_file)
+                                 fetch_object=bus.weights.fetch_verified)
         shm = Path("/dev/shm") / f"meshrl-bench-{os.getpid()}.safetensors"
         out.append(line("shm write", size, timed_write(shm, data)))
         report = await updater.apply(notice(1, "shm", str(shm), data))
@@ -97,6 +117,7 @@ async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
         out.append(line("shm apply", size, report.load_s))
         out.append(line("reload only", size, await engine.load_weights(shm, 3)))
         shm.unlink()
+        out.append(line("learner push", size, await learner_push(bus, data)))
         began = time.perf_counter()
         await bus.weights.put_file("weights-v2", work / "copy.safetensors")
         out.append(line("obj put", size, time.perf_counter() - began))

@@ -72,6 +72,13 @@ class _ThreadedSha256:
         return self._h.digest()
 
 
+def _digest_hex(digest: str | None) -> str:
+    """`SHA-256=<urlsafe b64>` (the object's info) → hex; "" when there is none."""
+    if not digest or "=" not in digest:
+        return ""
+    return base64.urlsafe_b64decode(digest.split("=", 1)[1]).hex()
+
+
 def _digest_str(sha: bytes) -> str:
     return OBJ_DIGEST_TYPE + base64.urlsafe_b64encode(sha).decode()
 
@@ -188,6 +195,12 @@ class WeightsStore:
 
     async def get_file(self, name: str, dest) -> Path:
         """Write the object to `dest` (via `dest.partial`, renamed once verified)."""
+        await self.fetch_verified(name, dest)
+        return Path(dest)
+
+    async def fetch_verified(self, name: str, dest) -> str:
+        """`get_file`, returning the sha256 (hex) the bytes were verified against, so a
+        caller holding an expected checksum need not hash the file a second time."""
         info = await self.info(name)
         dest = Path(dest)
         tmp = dest.with_name(dest.name + ".partial")
@@ -204,7 +217,7 @@ class WeightsStore:
             os.replace(tmp, dest)
         finally:
             tmp.unlink(missing_ok=True)
-        return dest
+        return _digest_hex(info.digest)
 
     async def _read_into(self, info: api.ObjectInfo, view: memoryview) -> None:
         hasher = _ThreadedSha256()

@@ -59,7 +59,12 @@ def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistCon
 
 
 def rollout_weights(policy: TrainedModel, dist: DistContext):
-    """A function giving the policy's full state dict (what rollout engines load)."""
+    """A function giving the policy's full state dict (what rollout engines load).
+
+    On one process these are the live tensors, not a copy: the loop awaits the push before
+    the next update touches them, and a 538 MB clone per push is time and memory for nothing."""
+    if not dist.distributed:
+        return lambda: {name: t.detach() for name, t in policy.model.state_dict().items()}
     return lambda: full_state_dict(policy.model, dist)
 
 

@@ -1,57 +1,69 @@
-"""Publishing new weights: serialise once, hand the bytes to a transport, announce a notice.
+"""Publishing new weights: write the safetensors file once, hand it to a transport, announce a notice.
 
 The notice (version, sha256, size, where to read) is separate from the transport, so the
 rollout side can verify what it loaded whatever carried it:
-- `shm`: a safetensors file under /dev/shm on this host (fastest; one host only),
-- `objectstore`: the JetStream object store (any number of replicas on any host).
+- `shm`: a safetensors file under /dev/shm on this host (fastest; one host only), written
+  in place (a temporary name, then a rename: readers never see a half-written file),
+- `objectstore`: the JetStream object store (any number of replicas on any host), put from
+  a staging file in /dev/shm that is deleted afterwards.
+The file is written straight from the tensors with the hash computed on the way
+(`meshrl.model.safetensors_write`): no second copy of the model in memory, no second pass.
 Only the last few versions are kept.
 """
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import os
 import time
 from pathlib import Path
 from typing import Protocol
 
 import torch
-from safetensors.torch import save
 
 from meshrl.bus import subjects as names
 from meshrl.common.v1 import common_pb2
+from meshrl.model.safetensors_write import write_safetensors
 
 KEEP_VERSIONS = 2
 WEIGHTS_NOTICE_KEY = names.WEIGHTS_NOTICE_KEY
 
 
-def serialise(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> bytes:
-    """Safetensors bytes of a state dict. With tied embeddings `lm_head.weight` is the
-    embedding itself: it is stored once and the engine re-ties it."""
-    tensors = {name: tensor.detach().contiguous().cpu() for name, tensor in state_dict.items()
-               if not (tied_embeddings and name.endswith("lm_head.weight"))}
-    return save(tensors, metadata={"format": "pt"})
+def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
+    """What the engines load. With tied embeddings `lm_head.weight` is the embedding itself:
+    it is stored once and the engine re-ties it."""
+    return {name: tensor for name, tensor in state_dict.items()
+            if not (tied_embeddings and name.endswith("lm_head.weight"))}
+
+
+def shm_dir(run_id: str, root: str = "/dev/shm") -> Path:
+    base = Path(root) if Path(root).is_dir() else Path("/tmp")
+    path = base / f"meshrl-{run_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class Transport(Protocol):
     name: str
 
-    async def put(self, version: int, data: bytes) -> str:
-        """Store the bytes; return the location a reader passes back to fetch them."""
+    def staging_path(self, version: int) -> Path:
+        """Where the publisher writes the file for `version`."""
+
+    async def put(self, version: int, staged: Path) -> str:
+        """Make the staged file readable by rollout; return the location for the notice."""
 
 
 class ShmTransport:
     name = "shm"
 
     def __init__(self, run_id: str, root: str = "/dev/shm"):
-        base = Path(root) if Path(root).is_dir() else Path("/tmp")
-        self.dir = base / f"meshrl-{run_id}"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir = shm_dir(run_id, root)
 
-    async def put(self, version: int, data: bytes) -> str:
+    def staging_path(self, version: int) -> Path:
+        return self.dir / f"weights-v{version}.tmp"
+
+    async def put(self, version: int, staged: Path) -> str:
         path = self.dir / f"weights-v{version}.safetensors"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)  # readers never see a half-written file
+        os.replace(staged, path)  # readers never see a half-written file
         for old in self.dir.glob("weights-v*.safetensors"):
             if int(old.stem.split("-v")[1]) <= version - KEEP_VERSIONS:
                 old.unlink(missing_ok=True)
@@ -61,12 +73,18 @@ class ShmTransport:
 class ObjectStoreTransport:
     name = "objectstore"
 
-    def __init__(self, bus):
-        self.bus = bus
+    def __init__(self, bus, root: str = "/dev/shm"):
+        self.bus, self.dir = bus, shm_dir(f"{bus.run_id}-staging", root)
 
-    async def put(self, version: int, data: bytes) -> str:
+    def staging_path(self, version: int) -> Path:
+        return self.dir / f"weights-v{version}.safetensors"
+
+    async def put(self, version: int, staged: Path) -> str:
         name = names.weights_object_name(version)
-        await self.bus.weights.put_bytes(name, data)
+        try:
+            await self.bus.weights.put_file(name, staged)
+        finally:
+            staged.unlink(missing_ok=True)
         await self.bus.weights.prune(keep=KEEP_VERSIONS)
         return name
 
@@ -80,14 +98,16 @@ class WeightsPublisher:
 
     async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
         t0 = time.perf_counter()
-        data = serialise(state_dict, tied_embeddings=self.tied_embeddings)
+        staged = self.transport.staging_path(version)
+        tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
+        sha256, size = await asyncio.to_thread(write_safetensors, tensors, staged, {"format": "pt"})
         t1 = time.perf_counter()
-        location = await self.transport.put(version, data)
+        location = await self.transport.put(version, staged)
         notice = common_pb2.WeightsNotice(
             run_id=self.run_id, version=version, transport=self.transport.name,
-            location=location, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
+            location=location, sha256=sha256, size_bytes=size,
             format="safetensors", step=step, published_unix=time.time())
         await self.bus.state.put(WEIGHTS_NOTICE_KEY, notice)
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
-                "weights/bytes": float(len(data))}
+                "weights/bytes": float(size)}

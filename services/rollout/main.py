@@ -71,7 +71,7 @@ async def start_parts(args: argparse.Namespace, cfg, replica: str):
         engine = await RolloutEngine.start(EngineConfig.from_run_config(cfg, replica_id=replica))
         subject = names.weights_loaded_subject(args.run_id)
         updater = WeightsUpdater(engine, run_id=args.run_id, replica_id=replica,
-                                 fetch_object=bus.weights.get_file,
+                                 fetch_object=bus.weights.fetch_verified,
                                  publish_loaded=lambda report: bus.publish_event(subject, report))
         follower = WeightsFollower(bus.state, updater)
         await follower.start()

@@ -13,7 +13,9 @@ and the replica keeps serving the version it holds. A notice for a version at or
 held one is a no-op (the KV watch replays the latest value on start and after reconnects).
 
 The bus is reached through two callables, so this file does not depend on its API:
-`fetch_object(name, dest_path)` and `publish_loaded(WeightsLoaded)`.
+`fetch_object(name, dest_path) -> sha256 hex` (the checksum the fetch already verified the
+bytes against; when it equals the notice's, the file is not hashed a second time) and
+`publish_loaded(WeightsLoaded)`.
 """
 from __future__ import annotations
 
@@ -59,15 +61,16 @@ def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
                               f"publisher must fill both so the bytes can be verified")
 
 
-def verify_file(path: Path, notice: pb.WeightsNotice) -> None:
-    """Raise WeightsRejected unless the file's size and sha256 equal the notice's."""
+def verify_file(path: Path, notice: pb.WeightsNotice, verified_sha256: str | None = None) -> None:
+    """Raise WeightsRejected unless the file's size and sha256 equal the notice's.
+    `verified_sha256`: a checksum the bytes were already checked against while fetched."""
     if not path.is_file():
         raise WeightsRejected(f"weights v{notice.version}: {path} does not exist on this host")
     size = path.stat().st_size
     if size != notice.size_bytes:
         raise WeightsRejected(f"weights v{notice.version}: {path} has {size} bytes, the notice "
                               f"says {notice.size_bytes}; refusing a truncated or foreign file")
-    sha, _ = file_digest(path)
+    sha = verified_sha256 if verified_sha256 == notice.sha256 else file_digest(path)[0]
     if sha != notice.sha256:
         raise WeightsRejected(f"weights v{notice.version}: sha256 of {path} is {sha}, the notice "
                               f"says {notice.sha256}; refusing corrupted or mismatched bytes")
@@ -109,9 +112,9 @@ class WeightsUpdater:
 
     async def _load(self, notice: pb.WeightsNotice) -> None:
         check_notice(notice, self.run_id)
-        path, fetched = await self._local_file(notice)
+        path, fetched, verified = await self._local_file(notice)
         try:
-            await asyncio.to_thread(verify_file, path, notice)
+            await asyncio.to_thread(verify_file, path, notice, verified)
             seconds = await self.engine.load_weights(path, notice.version)
             log.info("%s: loaded weights v%d (%.1f MB, %s) in %.2f s", self.replica_id,
                      notice.version, notice.size_bytes / 1e6, notice.transport, seconds)
@@ -119,16 +122,17 @@ class WeightsUpdater:
             if fetched:
                 path.unlink(missing_ok=True)
 
-    async def _local_file(self, notice: pb.WeightsNotice) -> tuple[Path, bool]:
-        """(path to read, whether we fetched it and must delete it afterwards)."""
+    async def _local_file(self, notice: pb.WeightsNotice) -> tuple[Path, bool, str | None]:
+        """(path to read, whether we fetched it and must delete it afterwards, the sha256
+        the fetch verified or None)."""
         if notice.transport == "shm":
-            return Path(notice.location), False
+            return Path(notice.location), False, None
         if self.fetch_object is None:
             raise WeightsRejected("notice uses the object store but this replica has no bus")
         dest = self.cache_dir / f"meshrl-{self.run_id}-{self.replica_id}-v{notice.version}.safetensors"
         try:
-            await self.fetch_object(notice.location, dest)
+            verified = await self.fetch_object(notice.location, dest)
         except Exception:
             dest.unlink(missing_ok=True)
             raise
-        return dest, True
+        return dest, True, verified if isinstance(verified, str) else None

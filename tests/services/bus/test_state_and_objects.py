@@ -56,6 +56,8 @@ async def test_object_store_round_trips_20mb_file(bus, tmp_path):
     out = await bus.weights.get_file("w1", tmp_path / "back.safetensors")
     assert hashlib.sha256(out.read_bytes()).hexdigest() == sha
     assert not (tmp_path / "back.safetensors.partial").exists()
+    # fetch_verified hands back the checksum it verified, so the caller need not re-hash
+    assert await bus.weights.fetch_verified("w1", tmp_path / "again") == sha
     stock = await (await bus.js.object_store(names.object_bucket(bus.run_id))).get("w1")
     assert hashlib.sha256(stock.data).hexdigest() == sha  # the stock client reads our layout
 
