@@ -21,6 +21,7 @@ from meshrl.config import ConfigError, RunConfig
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.control import LearnerState
+from meshrl.services.learner.evaluation import build_learner_eval
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.ledger import Ledger
@@ -86,6 +87,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         publisher=WeightsPublisher(bus, make_transport(cfg, bus, run_id), run_id, tied_embeddings=tied),
         export_weights=build.rollout_weights(policy, dist),
         checkpoints=LearnerCheckpoints(cfg, policy, critic), alerts=alerts,
+        evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
     if resume is not None:

@@ -11,6 +11,7 @@
         train on it (the learner core: registered advantage estimator + policy loss)
         every `push_every` steps: publish the new weights (version + 1)
         ack the trained groups (only now: a crash before this loses nothing)
+        every `eval.every` steps: held-out accuracy through rollout; samples to samples.jsonl
         log metrics; judge them with the alert rules; checkpoint when due or asked
         an alert whose action is pause / stop: checkpoint first, then pause / stop
     checkpoint at the end, or when stopped (SIGTERM: preemption)
@@ -56,8 +57,7 @@ class Learner:
     state: LearnerState
     pad_id: int
     need_ref: bool
-    evaluation: object = None  # LearnerEval: await maybe_run(step, version) -> metrics
-    samples: object = None  # SampleWriter: write_train(step, groups)
+    evaluation: object  # LearnerEval / NoEval: samples.jsonl every step, eval every N steps
     version: int = 0
     step: int = 0  # steps completed
     saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded
@@ -68,17 +68,21 @@ class Learner:
             await self.republish_weights()  # a resumed run: rollout must sample with them
         feeding = asyncio.create_task(self.feeder.run(), name="feeder")
         self.state.state = common_pb2.RUN_STATE_RUNNING
+        at_start = await self.evaluation.maybe_run(0, self.version) if self.step == 0 else {}
         try:
             while self.step < self.cfg.learner.steps and not self.state.stopping.is_set():
                 await self.state.wait_if_paused()
                 metrics = await self.one_step(self.step)
                 if metrics is None:
                     break  # a stop arrived while gathering: the step is abandoned
+                metrics.update({k.replace("eval/", "eval_start/"): v for k, v in at_start.items()})
+                at_start = {}
                 await self.after_step(self.step, metrics)
                 if feeding.done():
                     feeding.result()  # surface the feeder's error
         finally:
             feeding.cancel()
+            await self.evaluation.close()
         await self.save(why="stopped" if self.state.stopping.is_set() else "end of run")
         self.state.state = common_pb2.RUN_STATE_DONE
 
@@ -120,8 +124,7 @@ class Learner:
         ids = [g.group_id for g in gathered.groups]
         for group in gathered.groups:
             self.gatherer.ledger.trained(group, step)
-        if self.samples is not None:
-            self.samples.write_train(step, gathered.groups)
+        self.evaluation.write_train(step + 1, gathered.groups)  # a few samples for spot checks
         self.trained_ids.extend(ids)
         self.feeder.settle(ids)  # after the push: the next prompts ask for the new version
         self.state.groups_trained = len(self.trained_ids)
@@ -129,8 +132,7 @@ class Learner:
         self.state.in_flight = self.feeder.state.in_flight
 
     async def after_step(self, step: int, metrics: dict[str, float]) -> None:
-        if self.evaluation is not None:
-            metrics.update(await self.evaluation.maybe_run(step, self.version))
+        metrics.update(await self.evaluation.maybe_run(step + 1, self.version))  # {} between evals
         self.logger.log(step, metrics)
         self.step = step + 1
         self.state.step, self.state.last_metrics = self.step, metrics
