@@ -9,6 +9,7 @@
     meshrl doctor [CONFIG]
     meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
     meshrl export RUN_DIR --step N OUT_DIR
+    meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -20,6 +21,7 @@ import sys
 
 from meshrl.checkpoint import cli as checkpoints
 from meshrl.cli import data, models, serve, train
+from meshrl.cli import eval as eval_cli
 from meshrl.doctor import cli as doctor
 from meshrl.plot import cli as plot
 from meshrl.telemetry import waterfall as trace
@@ -28,7 +30,7 @@ from meshrl.launch.errors import LaunchError, RunFailed
 from meshrl.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor)
+SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor, eval_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

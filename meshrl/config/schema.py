@@ -109,6 +109,9 @@ class LearnerConfig(Strict):
     @model_validator(mode="before")
     @classmethod
     def _moved_keys(cls, data):
+        """Configs saved before `eval` had its own section hold `eval_every: 0`: dropped."""
+        if isinstance(data, dict) and data.get("eval_every", 0) in (0, None):
+            data = {k: v for k, v in data.items() if k != "eval_every"}
         if isinstance(data, dict) and "eval_every" in data:
             raise ValueError(f"learner.eval_every={data['eval_every']!r} moved to eval.every "
                              f"(evaluation has its own section: see meshrl/config/eval.py)")

@@ -93,6 +93,8 @@ class Evaluator:
             raise EvalUnavailable(f"a rollout replica answered with weights version "
                                   f"{reply.policy_version}, older than the {min_version} to evaluate")
         by_id = {g.group_id: g for g in reply.groups}
+        if missing := [t.group_id for _, _, t in batch if t.group_id not in by_id]:
+            raise EvalUnavailable(f"a rollout replica answered without groups {missing[:3]}")
         samples = [s for i, mode, t in batch for s in from_group(by_id[t.group_id], i, mode)]
         await self.reward.score(samples, timeout_s=self.plan.timeout_s)
         if on_progress is not None:

@@ -121,18 +121,25 @@ def _defaults(**env: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in os.environ}
 
 
+COMMON_ENV = {"TOKENIZERS_PARALLELISM": "false"}
+
+
+def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
+    """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these)."""
+    cores = str(os.cpu_count() or 1)
+    kv_gib = str(max(1, round(cfg.rollout.kv_cache_gb)))
+    specs = [ServiceSpec("rollout", i, _defaults(**COMMON_ENV, VLLM_CPU_KVCACHE_SPACE=kv_gib,
+                                                 OMP_NUM_THREADS=cores))
+             for i in range(cfg.rollout.replicas)]
+    return specs + [ServiceSpec("reward", i, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
+                    for i in range(cfg.reward.replicas)]
+
+
 def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """Every process of the run in start order, the learner last."""
     cores = str(os.cpu_count() or 1)
-    common = {"TOKENIZERS_PARALLELISM": "false"}
-    specs = []
-    if not cfg.algorithm.offline:
-        kv_gib = str(max(1, round(cfg.rollout.kv_cache_gb)))
-        specs += [ServiceSpec("rollout", i, _defaults(**common, VLLM_CPU_KVCACHE_SPACE=kv_gib,
-                                                     OMP_NUM_THREADS=cores))
-                  for i in range(cfg.rollout.replicas)]
-        specs += [ServiceSpec("reward", i, _defaults(**common, OMP_NUM_THREADS="1"))
-                  for i in range(cfg.reward.replicas)]
+    common = COMMON_ENV
+    specs = [] if cfg.algorithm.offline else sampling_specs(cfg)
     if cfg.reference_enabled:
         specs += [ServiceSpec("reference", i, _defaults(**common, OMP_NUM_THREADS=cores))
                   for i in range(cfg.reference.replicas)]

@@ -90,7 +90,12 @@ async def test_greedy_accuracy_reward_and_pass_at_k(eval_servers, dataset_and_gr
     first = result.greedy()[0]
     assert first.components == {"em": {"value": 1.0, "status": "OK"},
                                 "fmt": {"value": float(bool(re.search(VOWEL, texts[0]))), "status": "OK"}}
+    assert_pass_at_k(result)
 
+
+def assert_pass_at_k(result) -> None:
+    """pass@2 and the sampled accuracy from the sampled texts, with math.comb."""
+    m = result.metrics
     sampled = [s for s in result.samples if s.mode == "sampled"]
     assert len(sampled) == 6 * 4
     by_prompt = [[s for s in sampled if s.prompt_index == i] for i in range(6)]

@@ -42,3 +42,7 @@ def test_plan_from_config():
     assert (sampled.n, sampled.max_tokens, sampled.seed) == (8, 32, 3 * 1_000_003 + 3)
     assert sampled.temperature == pytest.approx(0.7)
     assert plan.component_names == ("math",) and plan.correct_component == "math"
+
+
+def test_configs_saved_before_the_eval_section_still_load():
+    assert load("learner.eval_every=0").eval.every == 0  # every old config.yaml holds this default
