@@ -23,7 +23,9 @@ stops a training run. Simplification: the loop waits for the evaluation (its tim
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -81,8 +83,8 @@ class LearnerEval(NoEval):
 
     async def run(self, step: int, version: int) -> dict[str, float]:
         """Evaluate weights `version` now; EvalUnavailable when rollout or reward cannot."""
-        rollout_at = await service_addresses(self.state, "rollout")
-        reward_at = await service_addresses(self.state, "reward")
+        rollout_at = await self.announced("rollout")
+        reward_at = await self.announced("reward")
         pool = RolloutPool(rollout_at)
         try:
             reward = RewardClient(reward_at, self.plan.component_names, self.run_id)
@@ -98,6 +100,15 @@ class LearnerEval(NoEval):
         log.info("step %d: eval on v%d: %s", step, version,
                  ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items()))
         return result.metrics
+
+
+    async def announced(self, kind: str) -> list[str]:
+        """The replicas of `kind` in the run KV, waiting for the first one to appear (at the
+        start of a run the learner is up long before vLLM has loaded)."""
+        deadline = time.monotonic() + self.cfg.eval.wait_for_version_s
+        while not (found := await service_addresses(self.state, kind)) and time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+        return found  # empty: the pool / client raise EvalUnavailable naming the service
 
 
 def build_learner_eval(cfg: RunConfig, bus, tokenizer, run_dir: str | Path) -> NoEval:

@@ -20,6 +20,7 @@ VOWEL_REWARD = [{"name": "vowel", "kind": "regex", "weight": 1.0, "params": {"pa
 def e2e_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e_data")
     return {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(128, seed=0))),
+            "eval": str(write_rows(root / "eval.jsonl", arithmetic_rows(16, seed=1))),
             "pairs": str(write_rows(root / "pairs.jsonl", preference_pairs(64, seed=0)))}
 
 
@@ -27,7 +28,7 @@ def mesh_config(model_dir, data, run_dir, *overrides, preset="grpo", train_key="
     return load_config(base={
         "run": {"name": f"e2e-{preset}", "dir": str(run_dir)},
         "model": {"path": str(model_dir)},
-        "data": {"train": data[train_key], "max_prompt_tokens": 128},
+        "data": {"train": data[train_key], "eval": data["eval"], "max_prompt_tokens": 128},
         "algorithm": {"preset": preset},
         "rollout": {"sampling": {"group_size": 8, "max_tokens": 8}, "kv_cache_gb": 1.0,
                     "max_model_len": 256},

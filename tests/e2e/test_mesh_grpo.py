@@ -1,4 +1,7 @@
-"""The main loop end to end: real NATS, real vLLM rollout ×2, reward, learner processes."""
+"""The main loop end to end: real NATS, real vLLM rollout ×2, reward, learner processes,
+with the held-out evaluation (through the rollout and reward gRPC services) and samples.jsonl."""
+import json
+
 import numpy as np
 import pytest
 
@@ -8,7 +11,9 @@ pytestmark = pytest.mark.slow
 def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     steps = 12
     result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2",
-                                       "trainer.optim.lr=3e-3", "trainer.mini_batches=2")
+                                       "trainer.optim.lr=3e-3", "trainer.mini_batches=2",
+                                       "eval.every=6", "eval.at_start=true",
+                                       "eval.correct_component=vowel", "eval.samples_per_step=2")
     assert result.steps == steps and len(metrics) == steps
     rewards = [m["reward"] for m in metrics]
     # The learnable reward must visibly rise under GRPO (measured: 0.22, 0.31 over the first
@@ -36,3 +41,13 @@ def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     assert all(e["policy_version"] == e["step"] for e in trained)
     # Both replicas served from the shared prompt queue.
     assert {e["replica"] for e in trained} == {"rollout-0", "rollout-1"}
+
+    # Held-out evaluation of v0 (before step 0), v6 and v12 over all 16 eval prompts.
+    assert metrics[0]["eval_start/n"] == 16 and 0 <= metrics[0]["eval_start/accuracy"] <= 1
+    evaluated = [i for i, m in enumerate(metrics) if "eval/accuracy" in m]
+    assert evaluated == [5, 11] and all(metrics[i]["eval/n"] == 16 for i in evaluated)
+    samples = [json.loads(x) for x in (result.run_dir / "samples.jsonl").read_text().splitlines()]
+    train = [s for s in samples if s["split"] == "train"]
+    assert len(train) == 2 * steps and {s["step"] for s in train} == set(range(1, steps + 1))
+    assert all(s["group_id"] in ids and s["response"] for s in train)
+    assert {s["step"] for s in samples if s["split"] == "eval"} == {0, 6, 12}

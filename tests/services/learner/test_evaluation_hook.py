@@ -70,7 +70,7 @@ async def test_skips_with_a_warning_when_weights_never_arrive(bus, eval_servers,
 
 
 async def test_skips_when_no_rollout_is_announced(bus, tiny_model_dir, tmp_path, caplog):
-    cfg = make_config(tmp_path, tiny_model_dir, every=1)
+    cfg = make_config(tmp_path, tiny_model_dir, every=1, wait_for_version_s=1.5)  # how long it waits for one
     hook = build_learner_eval(cfg, bus, tokenizer_of(tiny_model_dir), tmp_path / "run")
     with caplog.at_level(logging.WARNING, logger="meshrl.learner.eval"):
         assert await hook.maybe_run(1, 0) == {}
