@@ -104,6 +104,7 @@ class ServiceDownConfig(RuleConfig):
 
     severity: Severity = "critical"
     consecutive_failures: int = Field(2, ge=1)
+    probe_interval_s: float = Field(10.0, gt=0.0)  # the learner probes every announced replica
 
 
 class WebhookConfig(Strict):

@@ -58,6 +58,12 @@ async def _check_once(stub, service: str, timeout: float) -> str:
         return err.code().name
 
 
+async def is_serving(address: str, service: str = "", timeout: float = 2.0) -> bool:
+    """One grpc.health.v1 probe: True when `service` at `address` answers SERVING in time."""
+    async with open_channel(address, retries=False) as channel:
+        return await _check_once(health_pb2_grpc.HealthStub(channel), service, timeout) == "SERVING"
+
+
 async def wait_healthy(address: str, service: str = "", timeout: float = 10.0) -> None:
     """Return once `service` ("" = the server) at `address` is SERVING, else raise in `timeout` s."""
     deadline = time.monotonic() + timeout
@@ -74,4 +80,4 @@ async def wait_healthy(address: str, service: str = "", timeout: float = 10.0) -
         f"(last status: {last}): is the service running and listening there? check its log")
 
 
-__all__ = ["ServiceUnhealthy", "open_channel", "service_config", "wait_healthy"]
+__all__ = ["ServiceUnhealthy", "is_serving", "open_channel", "service_config", "wait_healthy"]

@@ -24,6 +24,7 @@ from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.evaluation import build_learner_eval
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer
+from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.loop import Learner
 from meshrl.services.learner.metric_logger import JsonlLogger
@@ -88,6 +89,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         export_weights=build.rollout_weights(policy, dist),
         checkpoints=LearnerCheckpoints(cfg, policy, critic), alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
+        health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
     if resume is not None:

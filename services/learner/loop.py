@@ -26,10 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from meshrl.alerts.types import strongest_action
-from meshrl.bus.codec import unpack_int32
 from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
@@ -37,6 +34,7 @@ from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
+from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
 from meshrl.services.learner.weights import WeightsPublisher
 from meshrl.telemetry.tracing import set_policy_version, step_span
 
@@ -58,6 +56,7 @@ class Learner:
     pad_id: int
     need_ref: bool
     evaluation: object  # LearnerEval / NoEval: samples.jsonl every step, eval every N steps
+    health: object  # HealthWatch: probes the services in the background, feeds `alerts`
     version: int = 0
     step: int = 0  # steps completed
     saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded
@@ -67,6 +66,7 @@ class Learner:
         if self.version > 0:
             await self.republish_weights()  # a resumed run: rollout must sample with them
         feeding = asyncio.create_task(self.feeder.run(), name="feeder")
+        watching = asyncio.create_task(self.health.run(), name="health-watch")
         self.state.state = common_pb2.RUN_STATE_RUNNING
         at_start = await self.evaluation.maybe_run(0, self.version) if self.step == 0 else {}
         try:
@@ -82,6 +82,7 @@ class Learner:
                     feeding.result()  # surface the feeder's error
         finally:
             feeding.cancel()
+            watching.cancel()
             await self.evaluation.close()
         await self.save(why="stopped" if self.state.stopping.is_set() else "end of run")
         self.state.state = common_pb2.RUN_STATE_DONE
@@ -100,9 +101,10 @@ class Learner:
             metrics.update(await self.push_weights(step))
         await gathered.ack()
         self.record_trained(gathered, step)
-        metrics.update(self.rollout_metrics(gathered, step_s=time.perf_counter() - t0))
-        metrics["mesh/overhead_share"] = overhead_share(metrics)
-        return metrics
+        metrics.update(rollout_metrics(gathered.groups, version=self.version, trained_total=len(self.trained_ids)))
+        metrics.update(await queue_depths(self.gatherer.bus))
+        metrics.update(step_times(gathered, step_s=time.perf_counter() - t0, dropped=self.gatherer.totals))
+        return with_derived(metrics)
 
     async def gather_unless_stopped(self) -> StepGroups | None:
         """The step's groups, or None when a stop request comes first (nothing trained yet;
@@ -204,51 +206,3 @@ class Learner:
             tag, done = self.state.checkpoint_requests.get_nowait()
             path = await self.save(why="requested", tag=tag or None)
             done.set_result((self.step, str(path or "")))
-
-    def rollout_metrics(self, gathered: StepGroups, *, step_s: float) -> dict[str, float]:
-        samples = [s for g in gathered.groups for s in g.samples]
-        lengths = np.array([unpack_int32(s.response_token_ids).size for s in samples], dtype=np.float64)
-        prompt_tokens = sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples) for g in gathered.groups)
-        staleness = [self.version - 1 - g.policy_version for g in gathered.groups]
-        out = {
-            "weights_version": float(self.version),
-            "staleness/mean": float(np.mean(staleness)) if staleness else 0.0,
-            "completions/max_length": float(lengths.max(initial=0)),
-            "completions/clipped_ratio": float(np.mean([s.finish_reason == common_pb2.FINISH_REASON_LENGTH for s in samples])),
-            "time/step": step_s,
-            "time/wait_for_batch": gathered.wait_s,
-            "perf/throughput": (lengths.sum() + prompt_tokens) / max(step_s, 1e-9),
-            "groups/trained_total": float(len(self.trained_ids)),
-        }
-        out.update({f"groups/dropped_{k}": float(v) for k, v in self.gatherer.totals.items()})
-        out.update(stage_times(gathered.groups))
-        return out
-def covered(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of [start, end] intervals: time when at least one was running."""
-    total, end_so_far = 0.0, -np.inf
-    for start, end in sorted(intervals):
-        if end > end_so_far:
-            total += end - max(start, end_so_far)
-            end_so_far = end
-    return total
-
-
-def stage_times(groups) -> dict[str, float]:
-    """Per stage (generate, reward, reference): mean time per group, and the wall time the
-    stage was busy during the step (union over groups, which run concurrently)."""
-    spans: dict[str, list[tuple[float, float]]] = {}
-    for group in groups:
-        for t in group.timings:
-            spans.setdefault(t.stage, []).append((t.start_unix, t.end_unix))
-    out = {f"time/{stage}": float(np.mean([e - s for s, e in v])) for stage, v in spans.items()}
-    out.update({f"time/{stage}_busy": covered(v) for stage, v in spans.items()})
-    out["time/services_busy"] = covered([iv for v in spans.values() for iv in v])
-    return out
-
-
-def overhead_share(metrics: dict[str, float]) -> float:
-    """The mesh's own share of the step: everything but generation, reward, reference and
-    training compute (queues, transport, weight push, bookkeeping)."""
-    step = metrics.get("time/step", 0.0)
-    compute = metrics.get("time/train", 0.0) + metrics.get("time/services_busy", 0.0)
-    return max(0.0, step - compute) / step if step > 0 else 0.0

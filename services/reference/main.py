@@ -12,7 +12,8 @@ Start-up, in order, failing with a message that names what is wrong:
      run KV key `metrics/reference/<replica>` (meshrl.telemetry.service_metrics), and
      consume `scored` with the durable `reference`.
 SIGTERM/SIGINT: stop taking messages (the group in hand is acked only after its publish),
-stop the server, withdraw the KV entry, close the bus. Exit 0 on a clean stop, 2 on a
+stop the server, withdraw the KV entries (metrics URL and `services/reference/<replica>`,
+the gRPC address the learner's health watch checks), close the bus. Exit 0 on a clean stop, 2 on a
 config, model or NATS error.
 """
 from __future__ import annotations
@@ -65,6 +66,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
     scorer = await asyncio.to_thread(ReferenceScorer.from_config, cfg)
     from meshrl.bus import Bus  # after the model: a bad config fails without needing NATS
+    from meshrl.bus.registry import announce_service, withdraw_service
 
     server, port = await start_reference_server(scorer, grpc_port(cfg.reference.grpc_port, replica))
     metrics = None
@@ -80,9 +82,11 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
     log.info("%s: ReferenceService on port %d; model %s, T=%g, micro-batch %d; %s → ready",
              replica, port, cfg.model.path, scorer.temperature, scorer.micro_batch_size, STAGE)
     try:
+        await announce_service(bus.state, "reference", replica, f"127.0.0.1:{port}")
         await run_until_stopped(bus.worker(STAGE, DURABLE, worker.handle, auto_in_progress=True), stop)
     finally:
         await stop_server(server, grace=2)
+        await withdraw_service(bus.state, "reference", replica)
         await close_service_metrics(bus.state, metrics)
         await bus.close()
         shutdown_tracing()

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 GiB = 1 << 30
 WORKER_EXTENSION = "meshrl.services.rollout.worker_extension.WeightsFileExtension"
+CPU_BATCHED_TOKENS = 8192  # tokens per engine step when prefills are not chunked (CPU)
 FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
                   "abort": pb.FINISH_REASON_ABORT}
 
@@ -104,7 +105,24 @@ def engine_args(config: EngineConfig):
         seed=config.seed, kv_cache_memory_bytes=int(config.kv_cache_gb * GiB),
         logprobs_mode=config.logprobs_mode, max_num_seqs=config.max_num_seqs,
         worker_extension_cls=WORKER_EXTENSION, disable_log_stats=True,
-        **config.extra_engine_args)
+        **{**platform_scheduling(config), **config.extra_engine_args})
+
+
+def platform_scheduling(config: EngineConfig) -> dict:
+    """On CPU: whole-prompt prefills (no chunking).
+
+    Every task carries a sampling seed (a resumed run must reproduce its samples). When
+    vLLM chunks a seeded request's prefill it rewinds that request's torch.Generator with
+    `get_offset()`, which CPU generators do not have: the engine core dies ("CPU Generator
+    does not use offset") as soon as a large batch forces a chunk — measured with 64 groups
+    of 200-token prompts. GPU generators have offsets, so GPUs keep chunked prefill.
+    """
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return {}
+    return {"enable_chunked_prefill": False,
+            "max_num_batched_tokens": max(config.max_model_len, CPU_BATCHED_TOKENS)}
 
 
 def sampling_params(sampling: pb.SamplingParams):

@@ -71,6 +71,23 @@ async def test_seeded_groups_repeat_and_run_concurrently(base_rollout_engine):
         assert [s.response_token_ids for s in a.samples] == [s.response_token_ids for s in b.samples]
 
 
+async def test_a_large_seeded_batch_of_long_prompts_does_not_kill_the_engine(base_rollout_engine):
+    """Regression: with chunked prefill, vLLM rewinds a seeded request's generator via
+    get_offset(), which CPU generators lack, and the engine core died (64 groups × 8 of
+    200-token prompts forced a chunk). On CPU the engine now prefills whole prompts."""
+    engine = base_rollout_engine
+    rng = np.random.default_rng(0)
+    vocab = engine.tokenizer.vocab_size if hasattr(engine.tokenizer, "vocab_size") else 40
+    tasks = [pb.PromptTask(group_id=f"long-{i}", sampling=pb.SamplingParams(
+                 n=8, temperature=1.0, max_tokens=4, seed=1000 + i),
+             prompt_token_ids=rng.integers(3, min(vocab, 40), 200).astype("<i4").tobytes())
+             for i in range(64)]
+    groups = await asyncio.gather(*(engine.generate_group(t) for t in tasks))
+    assert [len(g.samples) for g in groups] == [8] * 64
+    again = await engine.generate_group(tasks[5])  # alone, not in a batch: same samples
+    assert [s.response_token_ids for s in again.samples] == [s.response_token_ids for s in groups[5].samples]
+
+
 async def test_weight_push_changes_outputs_and_matches_pushed_weights(base_rollout_engine, tiny_model_dir, tmp_path):
     engine = base_rollout_engine
     greedy = prompt_task(engine.tokenizer, n=1, temperature=0.0, max_tokens=12)

@@ -2,7 +2,7 @@
 import pytest
 
 from meshrl.common.v1 import common_pb2
-from meshrl.services.learner.loop import covered, overhead_share, stage_times
+from meshrl.services.learner.step_metrics import component_metrics, covered, overhead_share, stage_times
 
 
 def test_covered_is_the_union_of_intervals():
@@ -26,3 +26,13 @@ def test_overhead_share_counts_everything_but_compute():
     # 10 s step: 6 s training, 3 s of services busy → 1 s (10%) is the mesh's own.
     assert overhead_share({"time/step": 10.0, "time/train": 6.0, "time/services_busy": 3.0}) == pytest.approx(0.1)
     assert overhead_share({"time/step": 0.0}) == 0.0
+
+
+def test_component_metrics_average_only_what_was_scored():
+    ok, err = common_pb2.SCORE_STATUS_OK, common_pb2.SCORE_STATUS_TIMEOUT
+    samples = [common_pb2.Sample(reward_components=[common_pb2.RewardComponent(name="math", value=1.0, status=ok),
+                                                    common_pb2.RewardComponent(name="fmt", value=0.5, status=ok)]),
+               common_pb2.Sample(reward_components=[common_pb2.RewardComponent(name="math", value=0.0, status=err),
+                                                    common_pb2.RewardComponent(name="fmt", value=0.0, status=ok)])]
+    assert component_metrics(samples) == {"reward/math": 1.0, "reward/fmt": 0.25,
+                                          "reward/math_failed": 1.0, "reward/fmt_failed": 0.0}
