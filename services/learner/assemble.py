@@ -17,7 +17,7 @@ from meshrl.alerts.config import AlertsConfig
 from meshrl.alerts.engine import AlertEngine
 from meshrl.bus import subjects as names
 from meshrl.bus.publish import publish_with_retry
-from meshrl.config import ConfigError, RunConfig
+from meshrl.config import RunConfig
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.control import LearnerState
@@ -99,9 +99,6 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                   resume: str | None = None) -> Built:
-    if resume is not None:
-        raise ConfigError("resuming an offline (DPO) run is not supported yet; start a new "
-                          "run dir, or initialise model.path from an export of the checkpoint")
     dist = DistContext()
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
@@ -109,5 +106,8 @@ async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     loop = OfflineLearner(
         cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist),
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
-        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer))
+        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer),
+        checkpoints=LearnerCheckpoints(cfg, policy))
+    if resume is not None:
+        loop.restore(loop.checkpoints.restore(resume))
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

@@ -19,7 +19,7 @@ run KV key `metrics/learner/<replica>`; meshrl.telemetry.service_metrics).
 
 Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's
 tests, not yet by the service). Offline algorithms (DPO) run `offline.py` instead of the
-online loop, without checkpoints or resume yet.
+online loop (checkpoints and resume too; no sampling, so no alerts or evaluation).
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
         take `prompts_per_step` pairs from the dataset (epoch-shuffled, resumable cursor)
         ask the reference service for Σ log π_ref of every chosen and rejected response
         one DPO update on the pairs (the learner core's DPOStep)
-        log metrics
+        log metrics; checkpoint every `learner.checkpoint_every` steps
+    checkpoint at the end, or when stopped (SIGTERM); `--resume` restores step and cursor
 
 Same metric logger, control service and final export as the online loop.
 """
@@ -31,20 +32,40 @@ class OfflineLearner:
     logger: MetricLogger
     state: LearnerState
     pad_id: int
+    checkpoints: object  # LearnerCheckpoints
+    step: int = 0  # steps completed
+    saved_step: int = 0
 
-    async def run(self, start_step: int = 0) -> None:
+    async def run(self) -> None:
         await self.reference.wait_ready()
         self.state.state = common_pb2.RUN_STATE_RUNNING
-        for step in range(start_step, self.cfg.learner.steps):
+        every = self.cfg.learner.checkpoint_every
+        while self.step < self.cfg.learner.steps and not self.state.stopping.is_set():
             await self.state.wait_if_paused()
             t0 = time.perf_counter()
             batch = await self.next_batch()
             t1 = time.perf_counter()
-            metrics = await asyncio.to_thread(self.dpo_step, batch, step)
+            metrics = await asyncio.to_thread(self.dpo_step, batch, self.step)
             metrics.update({"time/reference": t1 - t0, "time/step": time.perf_counter() - t0})
-            self.logger.log(step, metrics)
-            self.state.step, self.state.last_metrics = step + 1, metrics
+            self.logger.log(self.step, metrics)
+            self.step += 1
+            self.state.step, self.state.last_metrics = self.step, metrics
+            if every and self.step % every == 0 and self.step < self.cfg.learner.steps:
+                await self.save()
+        await self.save()
         self.state.state = common_pb2.RUN_STATE_DONE
+
+    async def save(self) -> None:
+        if self.step > self.saved_step:
+            state = {"step": self.step, "policy_version": 0, "pairs_cursor": self.pairs.state_dict(),
+                     "trained_group_ids": []}
+            await asyncio.to_thread(self.checkpoints.save, self.step, state)
+            self.saved_step = self.step
+
+    def restore(self, saved: dict) -> None:
+        self.step = self.saved_step = int(saved["step"])
+        self.pairs.load_state_dict(saved["pairs_cursor"])
+        self.state.step = self.step
 
     async def next_batch(self) -> PreferenceBatch:
         items = self.pairs.next_batch(self.cfg.learner.prompts_per_step)
