@@ -38,7 +38,8 @@ def add_subcommand(subparsers) -> None:
     p.add_argument("--nats", default=None, help="NATS URL to check instead of the config's nats.url")
     p.add_argument("--skip", nargs="*", choices=list(CHECKS), metavar="CHECK",
                    help=f"checks to leave out: {', '.join(CHECKS)}")
-    p.add_argument("--keep-checkpoints", type=int, default=3, help="checkpoints the disk must hold (K)")
+    p.add_argument("--keep-checkpoints", type=int, default=None,
+                   help="checkpoints the disk must hold (K; default learner.keep_checkpoints)")
     p.set_defaults(func=cmd_doctor)
 
 

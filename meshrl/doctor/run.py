@@ -56,12 +56,15 @@ def load_config_check(config_path) -> tuple[Check, object | None]:
 
 
 def run_doctor(config_path=None, *, nats_url: str | None = None, skip: Iterable[str] = (),
-               keep_checkpoints: int = 3, reward_timeout_s: float = 2.0) -> list[Check]:
-    """Run every check not in `skip`; returns the results in table order."""
+               keep_checkpoints: int | None = None, reward_timeout_s: float = 2.0) -> list[Check]:
+    """Run every check not in `skip`; returns the results in table order.
+    `keep_checkpoints` None = the config's `learner.keep_checkpoints` (3 without a config)."""
     skip = set(skip)
     if unknown := skip - set(CHECKS):
         raise ValueError(f"unknown doctor check(s) {sorted(unknown)}; known: {', '.join(CHECKS)}")
     config_check, cfg = load_config_check(config_path)
+    if keep_checkpoints is None:
+        keep_checkpoints = cfg.learner.keep_checkpoints if cfg is not None else 3
     ctx = DoctorContext(cfg, nats_url, keep_checkpoints, reward_timeout_s)
     results = [config_check]
     for key, (name, fn) in CHECKS.items():
