@@ -142,6 +142,7 @@ class TelemetryConfig(Strict):
     # The same port in every process: right for one service per network namespace (a pod);
     # several processes on one host need 0 (a free port each), else the second one fails.
     metrics_port: int = Field(0, ge=0, le=65535)
+    tensorboard: bool = False  # the learner's step metrics also to RUN_DIR/tensorboard
 
 
 class RunSection(Strict):

@@ -27,7 +27,7 @@ from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.loop import Learner
-from meshrl.services.learner.metric_logger import JsonlLogger
+from meshrl.services.learner.metric_logger import JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
@@ -57,8 +57,12 @@ def pad_id_of(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
-def logger_for(cfg: RunConfig) -> JsonlLogger:
-    return JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
+def logger_for(cfg: RunConfig) -> MetricLogger:
+    """metrics.jsonl always; TensorBoard scalars too when telemetry.tensorboard is on."""
+    jsonl = JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
+    if not cfg.telemetry.tensorboard:
+        return jsonl
+    return MultiLogger(jsonl, TensorBoardLogger(Path(cfg.run.dir) / "tensorboard"))
 
 
 def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:

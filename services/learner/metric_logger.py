@@ -4,6 +4,8 @@
 `meshrl plot`, tests). A `NullLogger` stands in where nothing should be written, so call
 sites never test whether logging is on. `with_prometheus` adds the live view: the same
 numbers as gauges on the learner's /metrics endpoint (`MultiLogger` fans out to both).
+`TensorBoardLogger` (telemetry.tensorboard: true) writes them as scalars to
+RUN_DIR/tensorboard for `tensorboard --logdir RUN_DIR/tensorboard`.
 """
 from __future__ import annotations
 
@@ -90,3 +92,25 @@ class PrometheusLogger:
 def with_prometheus(logger: MetricLogger, handle) -> MetricLogger:
     """`logger` plus a PrometheusLogger on `handle`; `logger` alone when metrics are off."""
     return logger if handle is None else MultiLogger(logger, PrometheusLogger(handle))
+
+
+class TensorBoardLogger:
+    """Every finite number of a step as a TensorBoard scalar (tag = the metrics.jsonl key)."""
+
+    def __init__(self, log_dir: str | Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as err:  # torch's writer needs the tensorboard package
+            raise RuntimeError("telemetry.tensorboard=true needs the tensorboard package: "
+                               "pip install 'meshrl[tensorboard]' (or set it to false)") from err
+        self.writer = SummaryWriter(log_dir=str(log_dir))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            number = _jsonable(value)
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                self.writer.add_scalar(key, number, global_step=step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()

@@ -38,3 +38,19 @@ def test_metrics_off_leaves_the_logger_alone(tmp_path):
     jsonl = JsonlLogger(tmp_path / "metrics.jsonl")
     assert with_prometheus(jsonl, None) is jsonl
     jsonl.close()
+
+
+def test_tensorboard_logger_writes_scalars_tensorboard_reads_back(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from meshrl.services.learner.metric_logger import TensorBoardLogger
+
+    logger = TensorBoardLogger(tmp_path / "tb")
+    logger.log(0, {"reward": 0.25, "loss": torch.tensor(1.5), "note": "text is skipped"})
+    logger.log(1, {"reward": 0.75, "loss": math.nan})  # NaN: not written
+    logger.close()
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    assert sorted(events.Tags()["scalars"]) == ["loss", "reward"]
+    assert [(e.step, e.value) for e in events.Scalars("reward")] == [(0, 0.25), (1, 0.75)]
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 1.5)]
