@@ -47,4 +47,6 @@ PANELS = (
     Panel("throughput", lines=("perf/throughput",), ylabel="tokens/s"),
     Panel("learning rate", lines=("lr",)),
     Panel("staleness", lines=("staleness/mean",), ylabel="policy versions"),
+    Panel("held-out eval (greedy)", lines=("eval_start/accuracy", "eval/accuracy", "eval/pass@4"),
+          ylabel="accuracy"),
 )
