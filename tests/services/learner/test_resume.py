@@ -85,3 +85,20 @@ def test_resume_from_a_missing_checkpoint_is_a_clear_error(runs, tiny_model_dir,
     cfg = make_config(runs["tmp"], tiny_model_dir, "empty")
     with pytest.raises(CheckpointError, match="checkpoint|run dir"):
         asyncio.run(run_once(cfg, nats_url, resume=str(runs["tmp"] / "nowhere")))
+
+
+def test_a_corrupted_newest_checkpoint_falls_back_to_the_previous_good_one(runs, nats_url, caplog):
+    """(Last in the module: it changes the split run.) Flip one byte of step_4's shard: the
+    resume reports it, resumes from step_2, and trains steps 2 and 3 again."""
+    import logging
+
+    run_dir = Path(runs["split"].run.dir)
+    shard = next((run_dir / "checkpoints" / "step_4" / "dcp").glob("*.distcp"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING):
+        loop, state = asyncio.run(run_once(runs["split"], nats_url, resume=str(run_dir)))
+    assert "skipping checkpoint step_4" in caplog.text and "checksum" in caplog.text.lower()
+    assert loop.step == 4 and len(loop.trained_ids) == 8
+    assert loop.trained_ids[:4] == runs["first"][0].trained_ids  # the 2 steps before step_2
