@@ -65,13 +65,21 @@ class PromptFeeder:
         self.next_draw = 0
         self.outstanding: dict[str, Draw] = {}  # group id -> draw, published and not settled
         self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
+        self.trained = 0  # groups trained on so far (this run, including before a resume)
 
-    def settle(self, group_ids: list[str]) -> None:
+    def settle(self, group_ids: list[str], *, trained: bool = False) -> None:
         """Groups trained on or dropped free their place in the in-flight bound."""
         for group_id in group_ids:
             self.outstanding.pop(group_id, None)
         self.state.settled += len(group_ids)
+        self.trained += len(group_ids) if trained else 0
         self.state.wake.set()
+
+    def wanted(self) -> int:
+        """Groups to keep in flight: the bound, but never more than the run still trains on
+        (so the last step leaves no prompts behind)."""
+        still_needed = self.cfg.learner.steps * self.cfg.learner.prompts_per_step - self.trained
+        return min(self.cfg.learner.in_flight_bound, still_needed)
 
     def set_version(self, version: int) -> None:
         self.policy_version = version
@@ -109,9 +117,8 @@ class PromptFeeder:
 
     async def run(self) -> None:
         """Keep the in-flight bound full until cancelled."""
-        bound = self.cfg.learner.in_flight_bound
         while True:
-            while not self.state.paused and self.state.in_flight < bound:
+            while not self.state.paused and self.state.in_flight < self.wanted():
                 await self.publish_next()
             self.state.wake.clear()
             await self.state.wake.wait()

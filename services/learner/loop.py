@@ -128,7 +128,7 @@ class Learner:
             self.gatherer.ledger.trained(group, step)
         self.evaluation.write_train(step + 1, gathered.groups)  # a few samples for spot checks
         self.trained_ids.extend(ids)
-        self.feeder.settle(ids)  # after the push: the next prompts ask for the new version
+        self.feeder.settle(ids, trained=True)  # after the push: the next prompts ask for the new version
         self.state.groups_trained = len(self.trained_ids)
         self.state.groups_dropped_stale = self.gatherer.totals["stale"]
         self.state.in_flight = self.feeder.state.in_flight
@@ -184,6 +184,7 @@ class Learner:
         self.saved_step = self.step
         self.feeder.load_state_dict(saved["feeder"])
         self.trained_ids = list(saved["trained_group_ids"])
+        self.feeder.trained = len(self.trained_ids)
         self.gatherer.seen.update(self.trained_ids)  # a redelivered old group is not retrained
         self.gatherer.totals.update(saved["dropped"])
         self.state.step, self.state.groups_trained = self.step, len(self.trained_ids)
