@@ -11,8 +11,7 @@ from safetensors.torch import save_file
 
 from meshrl.bus.codec import unpack_float32, unpack_int32
 from meshrl.common.v1 import common_pb2 as pb
-from meshrl.services.rollout import weights as rollout_weights
-from meshrl.services.rollout.weights import WeightsRejected, WeightsUpdater, verify_file
+from meshrl.services.rollout.weights import WeightsUpdater
 from tests.fixtures.vllm import hf_logprobs, perturbed_weights, prompt_task, tensor_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
@@ -96,17 +95,3 @@ async def test_a_version_already_held_is_a_no_op(base_rollout_engine, pushed):
     assert (await applier.apply(notice)).ok
     assert await applier.apply(notice) is None and len(reports) == 1
 
-
-def test_a_checksum_verified_by_the_fetch_is_not_hashed_again(tmp_path, monkeypatch):
-    path = tmp_path / "w"
-    path.write_bytes(b"x" * 100)
-    sha = hashlib.sha256(b"x" * 100).hexdigest()
-    notice = pb.WeightsNotice(version=3, sha256=sha, size_bytes=100)
-    verify_file(path, notice)  # hashed here
-    calls = []
-    monkeypatch.setattr(rollout_weights, "file_digest", lambda p: calls.append(p) or ("0" * 64, 100))
-    verify_file(path, notice, verified_sha256=sha)  # the fetch's checksum is the notice's
-    assert calls == []
-    with pytest.raises(WeightsRejected, match="sha256"):  # another checksum: hash (here: "0"*64)
-        verify_file(path, notice, verified_sha256="f" * 64)
-    assert calls == [path]
