@@ -1,5 +1,4 @@
 """start_metrics: a real /metrics endpoint scraped over HTTP, with service labels."""
-import re
 import socket
 import sys
 import types
@@ -8,21 +7,12 @@ import urllib.request
 import pytest
 
 from meshrl.telemetry.metrics import prometheus_name, start_metrics
+from tests.fixtures.prometheus import sample
+from tests.fixtures.prometheus import scrape as scrape_url
 
 
 def scrape(handle) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{handle.port}/metrics", timeout=10) as r:
-        assert r.status == 200
-        return r.read().decode()
-
-
-def sample(text: str, name: str, **labels) -> float:
-    """The value of the series `name` whose labels include `labels`."""
-    for line in text.splitlines():
-        match = re.match(rf"^{name}\{{(.*)\}} (\S+)$", line)
-        if match and all(f'{k}="{v}"' in match.group(1) for k, v in labels.items()):
-            return float(match.group(2))
-    raise AssertionError(f"no series {name} {labels} in:\n{text}")
+    return scrape_url(f"http://127.0.0.1:{handle.port}/metrics")
 
 
 @pytest.fixture
