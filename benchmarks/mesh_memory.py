@@ -1,31 +1,20 @@
-"""Peak memory of a running mesh: sum of RSS over a process and all its descendants.
+"""Peak memory of a running mesh, per service: PSS and RSS sums over a process tree.
 
 Attach it to a `meshrl train` that is already running (e.g. the main job) and it samples
-the whole tree (NATS, rollout + vLLM workers, reward + math-verify pool, reference,
-learner) every second until that process exits, then prints the peak:
+the whole tree (NATS, rollout + vLLM engine core, reward + math-verify pool, reference,
+learner) every second until that process exits, then prints the peak, split by service:
 
-    .venv/bin/python benchmarks/mesh_memory.py $(pgrep -f "meshrl train" | head -1)
+    .venv/bin/python -m benchmarks.mesh_memory $(pgrep -f "meshrl train" | head -1)
 
-`benchmarks/mesh_step.py CONFIG` does the same for a run it starts itself.
-Simplifications: sampled, so a spike shorter than a second can be missed; pages shared
-between processes (the /dev/shm weight files) count once per process that maps them.
+`python -m benchmarks.mesh_step CONFIG` does the same for a run it starts itself.
+Simplifications: sampled, so a spike shorter than a second can be missed; see
+benchmarks/process_memory.py for what PSS and RSS sums count.
 """
 from __future__ import annotations
 
 import argparse
-import time
 
-import psutil
-
-
-def tree_rss(root: psutil.Process) -> int:
-    total = 0
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:  # exited between the listing and the read
-            pass
-    return total
+from benchmarks.process_memory import PeakSampler
 
 
 def main() -> None:
@@ -33,12 +22,9 @@ def main() -> None:
     ap.add_argument("pid", type=int, help="the `meshrl train` process")
     ap.add_argument("--every", type=float, default=1.0, help="seconds between samples")
     args = ap.parse_args()
-    root, peak, when = psutil.Process(args.pid), 0, ""
-    while root.is_running() and root.status() != psutil.STATUS_ZOMBIE:
-        if (rss := tree_rss(root)) > peak:
-            peak, when = rss, time.strftime("%H:%M:%S")
-        time.sleep(args.every)
-    print(f"peak RSS of the process tree: {peak / 2**30:.2f} GiB ({peak} bytes) at {when}")
+    sampler = PeakSampler(args.pid, every=args.every)
+    sampler.watch()
+    print(sampler.report())
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ reference, learner) every second, then reads the run's metrics.jsonl and prints,
     generation / reward / reference busy time (wall time the stage was running),
     training, weight push (serialise + transport + notice), waiting (the rest),
     mesh overhead share = (step − training − busy services) / step,
-    and the peak memory of all the mesh's processes together.
+    and the peak memory of all the mesh's processes together (PSS and RSS sums, split by
+    service: see benchmarks/process_memory.py).
 
-    .venv/bin/python benchmarks/mesh_step.py examples/grpo_smollm2.yaml learner.steps=6
-    .venv/bin/python benchmarks/mesh_step.py --run-dir /tmp/run   # only summarise a finished run
+    .venv/bin/python -m benchmarks.mesh_step examples/grpo_smollm2.yaml learner.steps=6
+    .venv/bin/python -m benchmarks.mesh_step --run-dir /tmp/run   # only summarise a finished run
 
-Simplification: memory is sampled, so a spike shorter than a second can be missed.
+Simplification: memory is sampled each second, so a shorter spike can be missed.
 """
 from __future__ import annotations
 
@@ -21,43 +22,24 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import psutil
+
+from benchmarks.process_memory import PeakSampler
 
 PARTS = [("generation", "time/generate_busy"), ("reward", "time/reward_busy"),
          ("reference", "time/reference_busy"), ("training", "time/train")]
 
 
-def tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
-def run_and_sample(cmd: list[str]) -> tuple[int, int]:
-    """Run `cmd`, return (exit code, peak RSS of its process tree in bytes)."""
+def run_and_sample(cmd: list[str]) -> tuple[int, PeakSampler]:
+    """Run `cmd`; return its exit code and the memory sampler of its process tree."""
     child = subprocess.Popen(cmd)
-    peak, proc = 0, psutil.Process(child.pid)
-
-    def sample():
-        nonlocal peak
-        while child.poll() is None:
-            peak = max(peak, tree_rss(proc))
-            time.sleep(1.0)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = PeakSampler(child.pid).start()
     rc = child.wait()
-    sampler.join(timeout=2)
-    return rc, peak
+    sampler.join(timeout=5)
+    return rc, sampler
 
 
 def summarise(run_dir: Path) -> dict[str, float]:
@@ -77,7 +59,7 @@ def summarise(run_dir: Path) -> dict[str, float]:
     return out
 
 
-def print_summary(s: dict, peak_rss: int | None) -> None:
+def print_summary(s: dict, memory: PeakSampler | None) -> None:
     print(f"steps: {s['steps']} (step 0 excluded from means)")
     for name in ["generation", "reward", "reference", "training", "weight push", "waiting", "step"]:
         share = 100 * s[name] / s["step"] if s["step"] else 0.0
@@ -85,8 +67,8 @@ def print_summary(s: dict, peak_rss: int | None) -> None:
     print(f"  mesh overhead share (everything but generation/reward/reference/training): "
           f"{100 * s['mesh overhead share']:.1f} %")
     print(f"  reward: step 0 {s['reward first→last'][0]}, last step {s['reward first→last'][1]}")
-    if peak_rss is not None:
-        print(f"  peak memory of all mesh processes: {peak_rss / 2**30:.2f} GiB")
+    if memory is not None:
+        print(memory.report())
 
 
 def main() -> None:
@@ -100,10 +82,10 @@ def main() -> None:
     run_dir = Path(f"/tmp/meshrl-bench-{int(time.time())}")
     cmd = [str(Path(sys.executable).with_name("meshrl")), "train", args.config, *args.overrides,
            f"run.dir={run_dir}"]
-    rc, peak = run_and_sample(cmd)
+    rc, memory = run_and_sample(cmd)
     if rc != 0:
         sys.exit(f"the run failed (exit {rc}); see {run_dir}/logs")
-    print_summary(summarise(run_dir), peak)
+    print_summary(summarise(run_dir), memory)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,12 @@ def object_bucket(run_id: str) -> str:
     return f"meshrl_{run_token(run_id)}_weights"
 
 
+def shm_prefix(run_id: str) -> str:
+    """Every file or dir a run keeps in /dev/shm starts with this (weights, staging, fetches),
+    so whoever outlives the run's processes can free that memory."""
+    return f"meshrl-{run_id}"
+
+
 def weights_object_name(version: int) -> str:
     """Object-store name of one weights version; zero-padded so names sort by version."""
     return f"weights-v{version:010d}.safetensors"

@@ -55,7 +55,7 @@ class SamplingConfig(Strict):
 class RolloutConfig(Strict):
     replicas: int = Field(1, ge=1)
     sampling: SamplingConfig = SamplingConfig()
-    kv_cache_gb: float = Field(1.0, gt=0.0)  # VLLM_CPU_KVCACHE_SPACE on CPU
+    kv_cache_gb: float = Field(1.0, gt=0.0)  # GiB, fractions allowed (vLLM kv_cache_memory_bytes)
     enforce_eager: bool = True
     max_model_len: int = Field(512, ge=16)
     grpc_port: int = 0  # 0 = pick a free port

@@ -10,12 +10,14 @@
      algorithms such as DPO, which sample nothing), the reference × reference.replicas when
      `cfg.reference_enabled`, then the learner; each logs to RUN_DIR/logs/<name>-<i>.log;
   5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits;
-  6. stops every process it started (also on Ctrl-C, SIGTERM or a dead service).
+  6. stops every process it started (also on Ctrl-C, SIGTERM or a dead service), then
+     removes the run's files in /dev/shm.
 
 Environment per service (a variable already set in our environment wins):
-rollout gets `VLLM_CPU_KVCACHE_SPACE` (GiB, from rollout.kv_cache_gb); reward gets
-`OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
-(on-policy runs alternate between them, so they seldom compete).
+reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
+(on-policy runs alternate between them, so they seldom compete). The KV cache is not set
+here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fraction of a GiB
+holds (vLLM's `VLLM_CPU_KVCACHE_SPACE` takes whole GiB only and, when set, wins).
 
 Simplifications: one learner process (torchrun ranks are the cluster's job); replica i of
 the reference serves gRPC on reference.grpc_port + i.
@@ -24,8 +26,10 @@ Run: meshrl train examples/grpo_smollm2.yaml   (this is what it calls)
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import socket
 import sys
 import time
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from meshrl.bus.subjects import shm_prefix
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
 from meshrl.launch.errors import LaunchError, RunFailed
@@ -127,9 +132,7 @@ COMMON_ENV = {"TOKENIZERS_PARALLELISM": "false"}
 def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these)."""
     cores = str(os.cpu_count() or 1)
-    kv_gib = str(max(1, round(cfg.rollout.kv_cache_gb)))
-    specs = [ServiceSpec("rollout", i, _defaults(**COMMON_ENV, VLLM_CPU_KVCACHE_SPACE=kv_gib,
-                                                 OMP_NUM_THREADS=cores))
+    specs = [ServiceSpec("rollout", i, _defaults(**COMMON_ENV, OMP_NUM_THREADS=cores))
              for i in range(cfg.rollout.replicas)]
     return specs + [ServiceSpec("reward", i, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
                     for i in range(cfg.reward.replicas)]
@@ -159,6 +162,20 @@ def _learner_failed(sup: Supervisor, key: str, rc: int) -> RunFailed:
                      f"{sup.children[key].log_path}:\n{sup.log_tail(key)}")
 
 
+@contextlib.contextmanager
+def freed_shm(run_id: str, root: Path = Path("/dev/shm")):
+    """After every process stopped: remove what the run left in /dev/shm (tmpfs pages are
+    memory). The learner removes its own files on exit; this covers one that was killed."""
+    try:
+        yield
+    finally:
+        for path in root.glob(f"{shm_prefix(run_id)}*"):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
 def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
               progress: bool = True, grace_s: float = 15.0, resume: bool = False,
               argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv) -> RunResult:
@@ -176,7 +193,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
-    with stop_on_signals(), nats_url(cfg, run_dir) as url, \
+    with stop_on_signals(), nats_url(cfg, run_dir) as url, freed_shm(run_id), \
             Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in service_specs(cfg):

@@ -45,6 +45,15 @@ class Built:
     dist: DistContext
     ledger: Ledger
     alerts: AlertEngine
+    transport: object | None = None  # where weights go (online only); removed at exit
+
+    def close(self) -> None:
+        """Flush logs and ledgers; free the weights transport's memory (/dev/shm files)."""
+        self.loop.logger.close()
+        self.alerts.close()
+        self.ledger.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 def make_transport(cfg: RunConfig, bus, run_id: str):
@@ -86,10 +95,11 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
+    transport = make_transport(cfg, bus, run_id)
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts),
         train_step=build.build_train_step(cfg, policy, critic, dist),
-        publisher=WeightsPublisher(bus, make_transport(cfg, bus, run_id), run_id, tied_embeddings=tied),
+        publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied),
         export_weights=build.rollout_weights(policy, dist),
         checkpoints=LearnerCheckpoints(cfg, policy, critic), alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
@@ -98,7 +108,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     state.feeder = feeder.state
     if resume is not None:
         loop.restore(loop.checkpoints.restore(resume))
-    return Built(loop, policy, tokenizer, dist, ledger, alerts)
+    return Built(loop, policy, tokenizer, dist, ledger, alerts, transport)
 
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,

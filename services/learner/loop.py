@@ -34,6 +34,7 @@ from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
 from meshrl.services.learner.weights import WeightsPublisher
 from meshrl.telemetry.tracing import set_policy_version, step_span
@@ -95,7 +96,7 @@ class Learner:
         batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref)
         t_train = time.perf_counter()
         with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
-            metrics = await asyncio.to_thread(self.train_step, batch, step)
+            metrics = await in_trainer_thread(self.train_step, batch, step)
         metrics["time/train"] = time.perf_counter() - t_train
         if (step + 1) % self.cfg.learner.push_every == 0:
             metrics.update(await self.push_weights(step))
@@ -159,7 +160,7 @@ class Learner:
 
     async def push_weights(self, step: int) -> dict[str, float]:
         self.version += 1
-        state_dict = await asyncio.to_thread(self.export_weights)
+        state_dict = await in_trainer_thread(self.export_weights)
         figures = await self.publisher.publish(state_dict, version=self.version, step=step)
         self.feeder.set_version(self.version)
         set_policy_version(self.version)
@@ -168,7 +169,7 @@ class Learner:
 
     async def republish_weights(self) -> None:
         """After a resume: publish the checkpoint's weights under the version they had."""
-        state_dict = await asyncio.to_thread(self.export_weights)
+        state_dict = await in_trainer_thread(self.export_weights)
         await self.publisher.publish(state_dict, version=self.version, step=self.step - 1)
         self.feeder.set_version(self.version)
         set_policy_version(self.version)
@@ -195,10 +196,10 @@ class Learner:
         if self.step == 0:
             return None
         if self.step == self.saved_step:
-            return await asyncio.to_thread(self.checkpoints.tag, self.step, tag) if tag else \
+            return await in_trainer_thread(self.checkpoints.tag, self.step, tag) if tag else \
                 self.checkpoints.path_of(self.step)
         log.info("checkpoint at step %d (%s)", self.step, why)
-        path = await asyncio.to_thread(self.checkpoints.save, self.step, self.snapshot(), tag)
+        path = await in_trainer_thread(self.checkpoints.save, self.step, self.snapshot(), tag)
         self.saved_step = self.step
         return path
 

@@ -39,6 +39,7 @@ from meshrl.learner.v1 import learner_pb2_grpc
 from meshrl.models.load import ModelLoadError
 from meshrl.rpc import registration, start_server, stop_server
 from meshrl.checkpoint import CheckpointError
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner import assemble, build
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
@@ -98,12 +99,11 @@ async def serve(args: argparse.Namespace, preemption: "Preemption") -> None:
                 log.warning("stopped before the last step (%s); resume with "
                             "`meshrl train --resume %s`", state.message, cfg.run.dir)
             else:
-                final = build.save_pretrained(built.policy, built.tokenizer, built.dist, Path(cfg.run.dir) / "final")
+                final = await in_trainer_thread(build.save_pretrained, built.policy, built.tokenizer,
+                                                built.dist, Path(cfg.run.dir) / "final")
                 log.info("run done: final policy in %s", final)
         finally:
-            built.loop.logger.close()
-            built.alerts.close()
-            built.ledger.close()
+            built.close()
             await acks.unsubscribe()
             await stop_server(server, grace=1.0)
     finally:

@@ -11,7 +11,6 @@ Same metric logger, control service and final export as the online loop.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from meshrl.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.metric_logger import MetricLogger
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.reference_client import ReferenceClient
 
 
@@ -45,7 +45,7 @@ class OfflineLearner:
             t0 = time.perf_counter()
             batch = await self.next_batch()
             t1 = time.perf_counter()
-            metrics = await asyncio.to_thread(self.dpo_step, batch, self.step)
+            metrics = await in_trainer_thread(self.dpo_step, batch, self.step)
             metrics.update({"time/reference": t1 - t0, "time/step": time.perf_counter() - t0})
             self.logger.log(self.step, metrics)
             self.step += 1
@@ -59,7 +59,7 @@ class OfflineLearner:
         if self.step > self.saved_step:
             state = {"step": self.step, "policy_version": 0, "pairs_cursor": self.pairs.state_dict(),
                      "trained_group_ids": []}
-            await asyncio.to_thread(self.checkpoints.save, self.step, state)
+            await in_trainer_thread(self.checkpoints.save, self.step, state)
             self.saved_step = self.step
 
     def restore(self, saved: dict) -> None:

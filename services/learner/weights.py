@@ -8,12 +8,13 @@ rollout side can verify what it loaded whatever carried it:
   a staging file in /dev/shm that is deleted afterwards.
 The file is written straight from the tensors with the hash computed on the way
 (`meshrl.model.safetensors_write`): no second copy of the model in memory, no second pass.
-Only the last few versions are kept.
+Only the last few versions are kept; the learner removes its files when it exits.
 """
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Protocol
@@ -37,7 +38,7 @@ def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: boo
 
 def shm_dir(run_id: str, root: str = "/dev/shm") -> Path:
     base = Path(root) if Path(root).is_dir() else Path("/tmp")
-    path = base / f"meshrl-{run_id}"
+    path = base / names.shm_prefix(run_id)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -50,6 +51,9 @@ class Transport(Protocol):
 
     async def put(self, version: int, staged: Path) -> str:
         """Make the staged file readable by rollout; return the location for the notice."""
+
+    def close(self) -> None:
+        """At the learner's exit: remove this run's files (tmpfs pages are memory until then)."""
 
 
 class ShmTransport:
@@ -69,6 +73,9 @@ class ShmTransport:
                 old.unlink(missing_ok=True)
         return str(path)
 
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
 
 class ObjectStoreTransport:
     name = "objectstore"
@@ -87,6 +94,9 @@ class ObjectStoreTransport:
             staged.unlink(missing_ok=True)
         await self.bus.weights.prune(keep=KEEP_VERSIONS)
         return name
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class WeightsPublisher:

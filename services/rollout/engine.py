@@ -45,6 +45,8 @@ worker processes). Start-up ≈25–35 s on CPU with `enforce_eager=True`.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from meshrl.config import RunConfig
 
 GiB = 1 << 30
+log = logging.getLogger(__name__)
 WORKER_EXTENSION = "meshrl.services.rollout.worker_extension.WeightsFileExtension"
 CPU_BATCHED_TOKENS = 8192  # tokens per engine step when prefills are not chunked (CPU)
 FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
@@ -99,6 +102,11 @@ def engine_args(config: EngineConfig):
     if not Path(config.model, "config.json").exists():
         raise FileNotFoundError(f"model dir {config.model} has no config.json; "
                                 f"point model.path at a Hugging Face model dir")
+    if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        log.warning(
+            "VLLM_CPU_KVCACHE_SPACE=%s is set: on CPU vLLM uses it instead of rollout.kv_cache_gb="
+            "%g; unset it to size the KV cache from the config", os.environ["VLLM_CPU_KVCACHE_SPACE"],
+            config.kv_cache_gb)
     return AsyncEngineArgs(
         model=config.model, tokenizer=config.tokenizer or config.model, dtype=config.dtype,
         max_model_len=config.max_model_len, enforce_eager=config.enforce_eager,

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from meshrl.bus import subjects as names
 from meshrl.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,8 @@ class WeightsUpdater:
             return Path(notice.location), False, None
         if self.fetch_object is None:
             raise WeightsRejected("notice uses the object store but this replica has no bus")
-        dest = self.cache_dir / f"meshrl-{self.run_id}-{self.replica_id}-v{notice.version}.safetensors"
+        name = f"{names.shm_prefix(self.run_id)}-{self.replica_id}-v{notice.version}.safetensors"
+        dest = self.cache_dir / name
         try:
             verified = await self.fetch_object(notice.location, dest)
         except Exception:

@@ -21,7 +21,7 @@ from meshrl.data.load import write_rows
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online
-from meshrl.services.learner.weights import WEIGHTS_NOTICE_KEY
+from meshrl.services.learner.weights import KEEP_VERSIONS, WEIGHTS_NOTICE_KEY
 
 TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
 
@@ -64,12 +64,13 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
     await bus.worker("prompts", "scripted", answer)
 
 
-async def run_learner(cfg, bus, run_id):
+async def run_learner(cfg, bus, run_id, *, close: bool = True):
     state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)
     built = await online(cfg, bus, run_id, state)
     await built.loop.run()
-    built.loop.logger.close()
-    return built.loop, state
+    if close:
+        built.close()
+    return built, state
 
 
 @pytest.fixture
@@ -82,7 +83,7 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     served = []
     rollout = asyncio.create_task(scripted_rollout(bus, served))
     try:
-        learner, state = await asyncio.wait_for(run_learner(cfg, bus, run_id), timeout=120)
+        built, state = await asyncio.wait_for(run_learner(cfg, bus, run_id, close=False), timeout=120)
     finally:
         rollout.cancel()
     assert state.step == 3 and state.groups_trained == 6
@@ -91,6 +92,12 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     assert notice.version == 3 and notice.transport == "shm"
     data = Path(notice.location).read_bytes()
     assert len(data) == notice.size_bytes and hashlib.sha256(data).hexdigest() == notice.sha256
+    # Only the newest versions stay in /dev/shm, and none once the learner is done.
+    shm = Path(notice.location).parent
+    assert sorted(p.name for p in shm.iterdir()) == [f"weights-v{v}.safetensors"
+                                                     for v in range(4 - KEEP_VERSIONS, 4)]
+    built.close()
+    assert not shm.exists()
     # On-policy: each step's prompts asked for the version pushed by the step before.
     assert sorted(served)[:2] == [0, 0] and max(served) >= 2
     ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
@@ -108,9 +115,10 @@ async def test_stale_groups_are_dropped_counted_and_replaced(cfg, bus, run_id):
     rollout = asyncio.create_task(scripted_rollout(bus, served, stale_first=3))
     try:
         cfg.learner.steps = 2
-        learner, state = await asyncio.wait_for(run_learner(cfg, bus, run_id), timeout=120)
+        built, state = await asyncio.wait_for(run_learner(cfg, bus, run_id), timeout=120)
     finally:
         rollout.cancel()
+    learner = built.loop
     assert state.groups_trained == 4
     ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
     dropped = [e for e in ledger if e["event"] == "dropped"]

@@ -1,14 +1,15 @@
 """The local launcher's pieces: run dir + resolved config, which services start with which
-environment and arguments, and the progress bar fed by metrics.jsonl."""
+environment and arguments, the progress bar fed by metrics.jsonl, and the /dev/shm cleanup."""
 import io
 import json
 import sys
 
+import pytest
 import yaml
 
 from meshrl.config.load import load_config
-from meshrl.launch.local import (RunResult, make_run_id, prepare_run_dir, service_argv,
-                                 service_specs)
+from meshrl.launch.local import (RunResult, freed_shm, make_run_id, prepare_run_dir,
+                                 service_argv, service_specs)
 from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
@@ -39,7 +40,7 @@ def test_service_specs_follow_replicas_and_reference(monkeypatch):
     assert keys == ["rollout-0", "rollout-1", "reward-0", "reward-1", "reward-2",
                     "reference-0", "learner-0"]
     env = {f"{s.name}-{s.replica}": s.env for s in service_specs(cfg)}
-    assert env["rollout-1"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in env["rollout-1"]  # whole GiB only: the engine passes bytes
     assert env["reward-0"]["OMP_NUM_THREADS"] == "1"
 
 
@@ -112,3 +113,14 @@ def test_progress_of_a_resumed_run_starts_at_the_checkpoint_step(tmp_path):
 def test_run_result_summary(tmp_path):
     text = RunResult("r-1", tmp_path, 5, {"reward": 0.5, "kl": 0.01}).summary()
     assert text == f"run r-1 done: 5 steps, reward=0.5, kl=0.01; see {tmp_path}"
+
+
+def test_the_runs_shm_files_are_freed_even_when_it_fails(tmp_path):
+    (tmp_path / "meshrl-run-a").mkdir()
+    (tmp_path / "meshrl-run-a" / "weights-v3.safetensors").write_bytes(b"x" * 10)
+    (tmp_path / "meshrl-run-a-staging").mkdir()
+    (tmp_path / "meshrl-run-a-rollout-0-v2.safetensors").write_bytes(b"y")
+    (tmp_path / "meshrl-run-b").mkdir()  # another run's: kept
+    with pytest.raises(RuntimeError), freed_shm("run-a", root=tmp_path):
+        raise RuntimeError("a service died")
+    assert [p.name for p in tmp_path.iterdir()] == ["meshrl-run-b"]
