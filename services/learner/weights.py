@@ -39,8 +39,7 @@ def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: boo
 def shm_dir(run_id: str, root: str = "/dev/shm") -> Path:
     base = Path(root) if Path(root).is_dir() else Path("/tmp")
     path = base / names.shm_prefix(run_id)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return path  # made by the first staging_path(): a run that fails to start leaves nothing
 
 
 class Transport(Protocol):
@@ -63,6 +62,7 @@ class ShmTransport:
         self.dir = shm_dir(run_id, root)
 
     def staging_path(self, version: int) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
         return self.dir / f"weights-v{version}.tmp"
 
     async def put(self, version: int, staged: Path) -> str:
@@ -84,6 +84,7 @@ class ObjectStoreTransport:
         self.bus, self.dir = bus, shm_dir(f"{bus.run_id}-staging", root)
 
     def staging_path(self, version: int) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
         return self.dir / f"weights-v{version}.safetensors"
 
     async def put(self, version: int, staged: Path) -> str:

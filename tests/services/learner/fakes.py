@@ -82,8 +82,7 @@ async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str 
         await asyncio.wait_for(built.loop.run(), timeout=180)
         if side is not None:
             await side
-        built.loop.logger.close()
-        built.ledger.close()
+        built.close()  # as the learner does at exit: logs flushed, /dev/shm files removed
         return built.loop, state
     finally:
         rollout.cancel()
