@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from meshrl.bus import Bus, EmbeddedNats
+from meshrl.transport.bus import Bus, EmbeddedNats
 
 
 def make_file(path: Path, size: int) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from meshrl.checkpoint import load_checkpoint, save_checkpoint, verify_checkpoint
+from meshrl.inputs.checkpoint import load_checkpoint, save_checkpoint, verify_checkpoint
 
 
 def smollm2_135m():

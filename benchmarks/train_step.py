@@ -50,7 +50,7 @@ def smollm2_135m_shape():
 
 
 def synthetic_batch():
-    from meshrl.batch import RolloutBatch
+    from meshrl.algos.batch import RolloutBatch
 
     g = torch.Generator().manual_seed(0)
     prompts = torch.randint(1, 49152, (ROWS, PROMPT), generator=g)

@@ -37,7 +37,7 @@ def build_model_dir(out: Path, layers: int) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from meshrl.models.tiny import build_tokenizer
+    from meshrl.inputs.models.tiny import build_tokenizer
 
     tokenizer = build_tokenizer()
     config = LlamaConfig(**{**SMOLLM2_135M, "num_hidden_layers": layers}, dtype="float32",
@@ -71,7 +71,7 @@ def line(name: str, size: int, seconds: float) -> str:
 
 
 def notice(version: int, transport: str, location: str, data: bytes):
-    from meshrl.common.v1 import common_pb2 as pb
+    from meshrl.api.common.v1 import common_pb2 as pb
 
     return pb.WeightsNotice(run_id="bench", version=version, transport=transport, location=location,
                             sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
@@ -97,7 +97,7 @@ async def learner_push(bus, data: bytes) -> float:
 
 
 async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
-    from meshrl.bus import Bus
+    from meshrl.transport.bus import Bus
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
     from meshrl.services.rollout.weights import WeightsUpdater
 
@@ -135,7 +135,7 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=30, help="30 = SmolLM2-135M (538 MB fp32)")
     ap.add_argument("--keep-dir", type=Path, default=None, help="build the model here and keep it")
     args = ap.parse_args()
-    from meshrl.bus import EmbeddedNats
+    from meshrl.transport.bus import EmbeddedNats
 
     with tempfile.TemporaryDirectory(dir=Path.home()) as tmp:  # on local disk, not tmpfs
         work = Path(tmp)

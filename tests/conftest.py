@@ -1,6 +1,6 @@
 """Shared session fixtures: heavy things are built once per test session.
 
-- `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.models.tiny),
+- `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.inputs.models.tiny),
   loadable by transformers and vLLM.
 """
 pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm"]
@@ -11,6 +11,6 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """Path of a tiny HF model dir, built once per session (≈1 s)."""
-    from meshrl.models.tiny import build_tiny_model_dir
+    from meshrl.inputs.models.tiny import build_tiny_model_dir
 
     return build_tiny_model_dir(tmp_path_factory.mktemp("tiny_model"))

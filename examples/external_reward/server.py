@@ -24,8 +24,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from meshrl.common.v1 import common_pb2
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 
 
 def keyword_length_score(response: str, keywords: list[str], max_chars: int) -> tuple[float, dict]:

@@ -13,10 +13,10 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshrl.alerts.config import AlertsConfig
-from meshrl.alerts.engine import AlertEngine
-from meshrl.bus import subjects as names
-from meshrl.bus.publish import publish_with_retry
+from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.ops.alerts.engine import AlertEngine
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints

@@ -10,9 +10,9 @@ import logging
 from pathlib import Path
 
 from meshrl.config import RunConfig
-from meshrl.data.preferences import PreferenceDataset
-from meshrl.data.prompts import PromptDataset
-from meshrl.models.load import load_causal_lm, load_tokenizer
+from meshrl.inputs.data.preferences import PreferenceDataset
+from meshrl.inputs.data.prompts import PromptDataset
+from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy

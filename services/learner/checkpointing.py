@@ -1,6 +1,6 @@
 """The learner's checkpoints: what a step's checkpoint holds and how a run resumes from one.
 
-A checkpoint (`RUN_DIR/checkpoints/step_N`, written by `meshrl.checkpoint`, atomically, with
+A checkpoint (`RUN_DIR/checkpoints/step_N`, written by `meshrl.inputs.checkpoint`, atomically, with
 a manifest of checksums) holds the policy and its AdamW state (sharded through
 `torch.distributed.checkpoint`), the critic and its optimizer when there is one, every
 LR schedule, the RNG states, and the loop's own state as JSON: the step, the policy
@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from meshrl.checkpoint import hash_config, load_checkpoint, prune, save_checkpoint, tag
-from meshrl.checkpoint.layout import checkpoints_dir, step_name
-from meshrl.checkpoint.parts import Part
+from meshrl.inputs.checkpoint import hash_config, load_checkpoint, prune, save_checkpoint, tag
+from meshrl.inputs.checkpoint.layout import checkpoints_dir, step_name
+from meshrl.inputs.checkpoint.parts import Part
 from meshrl.config import RunConfig
 
 log = logging.getLogger("meshrl.learner")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from meshrl.common.v1 import common_pb2
-from meshrl.learner.v1 import learner_pb2, learner_pb2_grpc
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 
 
 @dataclass

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from meshrl.bus.codec import pack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus.codec import pack_int32
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.ledger import Ledger
-from meshrl.telemetry.tracing import inject_headers, start_root_group_span
+from meshrl.ops.telemetry.tracing import inject_headers, start_root_group_span
 
 
 @dataclass

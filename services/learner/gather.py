@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from meshrl.config import RunConfig
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
-from meshrl.telemetry.tracing import group_span
+from meshrl.ops.telemetry.tracing import group_span
 
 
 class RolloutStalled(RuntimeError):

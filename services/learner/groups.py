@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from meshrl.batch import RolloutBatch
-from meshrl.bus.codec import unpack_float32, unpack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.algos.batch import RolloutBatch
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
+from meshrl.api.common.v1 import common_pb2
 
 
 @dataclass

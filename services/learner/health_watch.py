@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from meshrl.bus.registry import service_entries
-from meshrl.rpc.channel import is_serving
+from meshrl.transport.bus.registry import service_entries
+from meshrl.transport.rpc.channel import is_serving
 
 log = logging.getLogger("meshrl.learner")
 KINDS = ("rollout", "reward", "reference")

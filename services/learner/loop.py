@@ -26,8 +26,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from meshrl.alerts.types import strongest_action
-from meshrl.common.v1 import common_pb2
+from meshrl.ops.alerts.types import strongest_action
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
@@ -37,7 +37,7 @@ from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
 from meshrl.services.learner.weights import WeightsPublisher
-from meshrl.telemetry.tracing import set_policy_version, step_span
+from meshrl.ops.telemetry.tracing import set_policy_version, step_span
 
 log = logging.getLogger("meshrl.learner")
 

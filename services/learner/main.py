@@ -15,7 +15,7 @@ gathering, a checkpoint is written and the process exits 0; a second signal stop
 Exit codes: 0 done or stopped cleanly, 2 bad config / data / model / checkpoint, 1 anything else.
 Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
 `meshrl_learner_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
-run KV key `metrics/learner/<replica>`; meshrl.telemetry.service_metrics).
+run KV key `metrics/learner/<replica>`; meshrl.ops.telemetry.service_metrics).
 
 Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's
 tests, not yet by the service). Offline algorithms (DPO) run `offline.py` instead of the
@@ -30,22 +30,22 @@ import signal
 import sys
 from pathlib import Path
 
-from meshrl.bus import Bus
-from meshrl.bus import subjects as names
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus import subjects as names
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import ConfigError, load_config
-from meshrl.data.rows import DatasetError
-from meshrl.learner.v1 import learner_pb2_grpc
-from meshrl.models.load import ModelLoadError
-from meshrl.rpc import registration, start_server, stop_server
-from meshrl.checkpoint import CheckpointError
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.api.learner.v1 import learner_pb2_grpc
+from meshrl.inputs.models.load import ModelLoadError
+from meshrl.transport.rpc import registration, start_server, stop_server
+from meshrl.inputs.checkpoint import CheckpointError
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner import assemble, build
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
-from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
-from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
+from meshrl.ops.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
+from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.learner")
 USER_ERRORS = (ConfigError, DatasetError, ModelLoadError, CheckpointError, FileNotFoundError)

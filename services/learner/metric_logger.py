@@ -71,7 +71,7 @@ class MultiLogger:
 class PrometheusLogger:
     """Each step's metrics as Prometheus gauges `meshrl_learner_<key>` (plus `..._step`).
 
-    `clip_ratio/low` becomes `meshrl_learner_clip_ratio_low` (meshrl.telemetry.metrics.
+    `clip_ratio/low` becomes `meshrl_learner_clip_ratio_low` (meshrl.ops.telemetry.metrics.
     prometheus_name); a NaN keeps the gauge at its last finite value. The endpoint belongs
     to whoever started it (the learner's serve()), so `close()` leaves it running.
     """

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from meshrl.batch import PreferenceBatch
-from meshrl.common.v1 import common_pb2
+from meshrl.algos.batch import PreferenceBatch
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.metric_logger import MetricLogger

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import psutil
 
-from meshrl.bus import subjects as names
-from meshrl.bus.codec import unpack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.codec import unpack_int32
+from meshrl.api.common.v1 import common_pb2
 
 OK = common_pb2.SCORE_STATUS_OK
 

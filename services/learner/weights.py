@@ -7,7 +7,7 @@ rollout side can verify what it loaded whatever carried it:
 - `objectstore`: the JetStream object store (any number of replicas on any host), put from
   a staging file in /dev/shm that is deleted afterwards.
 The file is written straight from the tensors with the hash computed on the way
-(`meshrl.model.safetensors_write`): no second copy of the model in memory, no second pass.
+(`meshrl.inputs.models.safetensors_write`): no second copy of the model in memory, no second pass.
 Only the last few versions are kept; the learner removes its files when it exits.
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Protocol
 
 import torch
 
-from meshrl.bus import subjects as names
-from meshrl.common.v1 import common_pb2
-from meshrl.model.safetensors_write import write_safetensors
+from meshrl.transport.bus import subjects as names
+from meshrl.api.common.v1 import common_pb2
+from meshrl.inputs.models.safetensors_write import write_safetensors
 
 KEEP_VERSIONS = 2
 WEIGHTS_NOTICE_KEY = names.WEIGHTS_NOTICE_KEY

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 
 GroupCallback = Callable[[common_pb2.Group], None]
 

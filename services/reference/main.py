@@ -9,7 +9,7 @@ Start-up, in order, failing with a message that names what is wrong:
      number (the launcher resolves 0 to a free port; 0 here picks any free port, logged);
   3. start the Prometheus endpoint (telemetry.metrics on telemetry.metrics_port; prints
      `METRICS http://127.0.0.1:PORT/metrics`), connect to NATS, announce the URL under the
-     run KV key `metrics/reference/<replica>` (meshrl.telemetry.service_metrics), and
+     run KV key `metrics/reference/<replica>` (meshrl.ops.telemetry.service_metrics), and
      consume `scored` with the durable `reference`.
 SIGTERM/SIGINT: stop taking messages (the group in hand is acked only after its publish),
 stop the server, withdraw the KV entries (metrics URL and `services/reference/<replica>`,
@@ -27,8 +27,8 @@ import signal
 import sys
 
 from meshrl.config import ConfigError, load_config
-from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
-from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
+from meshrl.ops.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
+from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reference")
 
@@ -52,21 +52,21 @@ def grpc_port(base: int, replica_id: str) -> int:
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    from meshrl.models.load import resolve_model_source
+    from meshrl.inputs.models.load import resolve_model_source
 
     replica = args.replica_id or f"reference-{os.getpid()}"
     cfg = load_config(args.config)
     start_tracing(cfg, "reference", replica, args.run_id)
     resolve_model_source(cfg.model.path, cfg.model.gguf_file)  # a wrong path fails before torch loads
-    from meshrl.rpc import stop_server
+    from meshrl.transport.rpc import stop_server
     from meshrl.services.reference.scorer import ReferenceScorer
     from meshrl.services.reference.instruments import reference_instruments
     from meshrl.services.reference.server import start_reference_server
     from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker
 
     scorer = await asyncio.to_thread(ReferenceScorer.from_config, cfg)
-    from meshrl.bus import Bus  # after the model: a bad config fails without needing NATS
-    from meshrl.bus.registry import announce_service, withdraw_service
+    from meshrl.transport.bus import Bus  # after the model: a bad config fails without needing NATS
+    from meshrl.transport.bus.registry import announce_service, withdraw_service
 
     server, port = await start_reference_server(scorer, grpc_port(cfg.reference.grpc_port, replica))
     metrics = None
@@ -115,8 +115,8 @@ async def amain(args: argparse.Namespace) -> None:
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    from meshrl.bus.errors import BusUnavailable
-    from meshrl.models.load import ModelLoadError
+    from meshrl.transport.bus.errors import BusUnavailable
+    from meshrl.inputs.models.load import ModelLoadError
 
     return (ConfigError, ModelLoadError, BusUnavailable, ConnectionError, OSError)
 

@@ -2,7 +2,7 @@
 
     ref_logprob[t] = log_softmax(logits_ref(prompt, response[:t]) / T)[response[t]]
 
-computed by `meshrl.model.logprobs.response_logprobs`, the very function the learner uses
+computed by `meshrl.algos.logprobs.response_logprobs`, the very function the learner uses
 for the policy, so the KL term `log π - log π_ref` compares numbers made the same way (same
 padding layout, positions, temperature T and float32 log-softmax). The model is loaded
 once, in eval mode, with gradients off; batches are cut into micro-batches of
@@ -19,10 +19,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from meshrl.batch import RolloutBatch
+from meshrl.algos.batch import RolloutBatch
 from meshrl.config.schema import RunConfig
-from meshrl.model.logprobs import response_logprobs
-from meshrl.models.load import load_causal_lm
+from meshrl.algos.logprobs import response_logprobs
+from meshrl.inputs.models.load import load_causal_lm
 
 
 def logprob_temperature(cfg: RunConfig) -> float:

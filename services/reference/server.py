@@ -1,7 +1,7 @@
 """Serve `ReferenceService.ComputeLogprobs` (see servicer) with gRPC health and reflection.
 
 `start_reference_server(scorer, port)` → (server, bound port); port 0 picks a free one.
-Built on `meshrl.rpc.start_server` (health per service, reflection, 64 MiB messages: a DPO
+Built on `meshrl.transport.rpc.start_server` (health per service, reflection, 64 MiB messages: a DPO
 batch of long pairs outgrows gRPC's 4 MiB default). It listens on every interface by
 default, since in a cluster the learner reaches it from another pod.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from grpc import aio
 
-from meshrl.reference.v1 import reference_pb2, reference_pb2_grpc
-from meshrl.rpc import registration, start_server
+from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
+from meshrl.transport.rpc import registration, start_server
 from meshrl.services.reference.scorer import ReferenceScorer
 from meshrl.services.reference.servicer import ReferenceServicer
 

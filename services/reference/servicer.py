@@ -13,8 +13,8 @@ import asyncio
 import grpc
 import numpy as np
 
-from meshrl.bus.codec import pack_float32, unpack_int32
-from meshrl.reference.v1 import reference_pb2, reference_pb2_grpc
+from meshrl.transport.bus.codec import pack_float32, unpack_int32
+from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
 from meshrl.services.reference.scorer import ReferenceScorer
 
 

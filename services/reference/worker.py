@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from meshrl.bus.codec import pack_float32, unpack_int32
-from meshrl.common.v1 import common_pb2
-from meshrl.telemetry.tracing import group_span, inject_headers
+from meshrl.transport.bus.codec import pack_float32, unpack_int32
+from meshrl.api.common.v1 import common_pb2
+from meshrl.ops.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reference.instruments import no_op
 from meshrl.services.reference.scorer import ReferenceScorer
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 from meshrl.services.reward.types import ComponentScore, Status
 
 

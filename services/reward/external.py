@@ -20,8 +20,8 @@ import grpc
 
 from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.rpc import ServiceUnhealthy, open_channel, wait_healthy
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.rpc import ServiceUnhealthy, open_channel, wait_healthy
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed
 
 PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIMEOUT
@@ -98,7 +98,7 @@ class ExternalComponent:
         return match_results(items, response.results, self.who)
 
     def stub(self) -> reward_pb2_grpc.RewardServiceStub:
-        if self.channel is None:  # meshrl.rpc: retries UNAVAILABLE within the deadline
+        if self.channel is None:  # meshrl.transport.rpc: retries UNAVAILABLE within the deadline
             self.channel = open_channel(self.address)
         return reward_pb2_grpc.RewardServiceStub(self.channel)
 

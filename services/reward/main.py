@@ -10,7 +10,7 @@ Start-up, in order, failing with a message that names what is wrong:
   3. warm the math-verify process pools;
   4. connect to NATS, serve RewardService (+ health, reflection) on --grpc-port (0 = a
      free port; the port is logged), put {"grpc": "127.0.0.1:PORT", ...} under the run KV
-     key `services/reward/<replica>` (`meshrl.bus.registry`; the learner's evaluation finds
+     key `services/reward/<replica>` (`meshrl.transport.bus.registry`; the learner's evaluation finds
      it there), then consume `generated`.
 SIGTERM/SIGINT: stop taking messages; groups in hand are nak'ed (not published, so another
 replica scores them at once), stop the server, close the bus and the pools. Exit 0 on a
@@ -19,7 +19,7 @@ error; a consumer that dies (e.g. NATS gone for good) raises, exit 1.
 
 Metrics (telemetry.metrics): a Prometheus endpoint on telemetry.metrics_port starts before
 NATS (prints `METRICS http://127.0.0.1:PORT/metrics`) and is announced under the run KV key
-`metrics/reward/<replica>` (meshrl.telemetry.service_metrics); deleted on a clean stop.
+`metrics/reward/<replica>` (meshrl.ops.telemetry.service_metrics); deleted on a clean stop.
 
 Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
 """
@@ -36,8 +36,8 @@ from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.startup import check_externals, warm_pools
-from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
-from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
+from meshrl.ops.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
+from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.reward")
 CONCURRENT_GROUPS = 4  # groups scored at once (external calls overlap; math batches queue on the pool)
@@ -69,15 +69,15 @@ async def prepare(args: argparse.Namespace):
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    from meshrl.rpc import stop_server
+    from meshrl.transport.rpc import stop_server
     from meshrl.services.reward.server import start_reward_server
     from meshrl.services.reward.worker import IN_STAGE, RewardWorker
 
     replica = args.replica_id or f"reward-{os.getpid()}"
     cfg, scorer = await prepare(args)
     start_tracing(cfg, "reward", replica, args.run_id)
-    from meshrl.bus import Bus  # after the checks: a bad config fails without needing NATS
-    from meshrl.bus.registry import announce_service
+    from meshrl.transport.bus import Bus  # after the checks: a bad config fails without needing NATS
+    from meshrl.transport.bus.registry import announce_service
 
     metrics = None
     try:
@@ -107,7 +107,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
 async def withdraw(bus, replica: str) -> None:
     """Remove our KV entry; NATS may already be gone (the entry is advisory)."""
-    from meshrl.bus.registry import withdraw_service
+    from meshrl.transport.bus.registry import withdraw_service
 
     try:
         await withdraw_service(bus.state, "reward", replica)
@@ -139,7 +139,7 @@ async def amain(args: argparse.Namespace) -> None:
 
 
 def startup_errors() -> tuple[type[BaseException], ...]:
-    from meshrl.bus.errors import BusUnavailable
+    from meshrl.transport.bus.errors import BusUnavailable
 
     return (ConfigError, ConnectionError, BusUnavailable)
 

@@ -5,7 +5,7 @@ samples. After scoring: each sample has `reward` and `reward_components` (see co
 and `group.scored` is true even when some components failed — failures are visible per
 component and as a NaN reward, not by leaving the group unscored.
 """
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 from meshrl.services.reward.combine import fill_samples
 from meshrl.services.reward.components import Component, score_all
 from meshrl.services.reward.types import ComponentScore, RewardItem

@@ -1,12 +1,12 @@
-"""Serve `RewardService.Score` (see servicer) with gRPC health and reflection (meshrl.rpc).
+"""Serve `RewardService.Score` (see servicer) with gRPC health and reflection (meshrl.transport.rpc).
 
 `start_reward_server(scorer, port)` → (server, bound port); port 0 picks a free one.
-Stop with `meshrl.rpc.stop_server(server, grace)`.
+Stop with `meshrl.transport.rpc.stop_server(server, grace)`.
 """
 import grpc
 
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.rpc import registration, start_server
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.rpc import registration, start_server
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.servicer import RewardServicer
 

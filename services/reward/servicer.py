@@ -10,9 +10,9 @@ import math
 
 import grpc
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import ConfigError
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.services.reward.combine import combine
 from meshrl.services.reward.components import Component, RuleComponent
 from meshrl.services.reward.registry import get_rule

@@ -7,7 +7,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 
 
 class Status(enum.IntEnum):

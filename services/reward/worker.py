@@ -15,8 +15,8 @@ import logging
 import math
 import time
 
-from meshrl.common.v1 import common_pb2
-from meshrl.telemetry.tracing import group_span, inject_headers
+from meshrl.api.common.v1 import common_pb2
+from meshrl.ops.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
 from meshrl.services.reward.instruments import no_op
 from meshrl.services.reward.scorer import GroupScorer

@@ -5,7 +5,7 @@ What it does
   re-tokenised text) with `SamplingParams(n, temperature, top_p, max_tokens, stop, seed,
   logprobs=0)` and returns a `Group`: per sample the response token ids, one behaviour
   log-prob per response token, the text, the finish reason and the policy version, token ids
-  and floats packed little-endian with `meshrl.bus.codec`. Any number of groups may run at
+  and floats packed little-endian with `meshrl.transport.bus.codec`. Any number of groups may run at
   once: AsyncLLM batches them (continuous batching).
 - `load_weights(path, version)` pauses the scheduler (in-flight requests are kept, or waited
   for), reloads every tensor of a checkpoint-format safetensors file into the live model
@@ -19,7 +19,7 @@ Which log-probs (behaviour log-probs, for the learner's importance ratio)
       logprob_t = log_softmax(logits_t / T)[y_t]          (top_p = 1)
 
   restricted to and renormalised over the nucleus when top_p < 1. With top_p = 1 this is
-  exactly what the learner computes (`meshrl.model.logprobs`: `log_softmax(logits / T)`), at
+  exactly what the learner computes (`meshrl.algos.logprobs`: `log_softmax(logits / T)`), at
   any temperature; at T = 1 it also equals vLLM's default raw log-probs. Greedy requests
   (T = 0) return `log_softmax(logits)`. Pass `logprobs_mode="raw_logprobs"` for the
   un-tempered model log-probs.
@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.api.common.v1 import common_pb2 as pb
 
 if TYPE_CHECKING:
     from meshrl.config import RunConfig
@@ -158,7 +158,7 @@ def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
     """One proto `Sample` from a vLLM `CompletionOutput` requested with `logprobs=0`, flat."""
     import numpy as np
 
-    from meshrl.bus.codec import pack_float32, pack_int32
+    from meshrl.transport.bus.codec import pack_float32, pack_int32
 
     token_ids = np.asarray(completion.token_ids, dtype=np.int32)
     flat = completion.logprobs
@@ -203,7 +203,7 @@ class RolloutEngine:
         """Sample `task.sampling.n` responses to `task.prompt_token_ids` with the current weights."""
         from vllm.inputs import TokensPrompt
 
-        from meshrl.bus.codec import unpack_int32
+        from meshrl.transport.bus.codec import unpack_int32
 
         prompt_ids = unpack_int32(task.prompt_token_ids)
         if prompt_ids.size == 0:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from meshrl.bus.subjects import WEIGHTS_NOTICE_KEY
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.api.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
 

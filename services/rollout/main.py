@@ -17,7 +17,7 @@ Start-up, in order:
      with the durable `rollout` (shared by all replicas).
 Metrics (telemetry.metrics): a Prometheus endpoint on telemetry.metrics_port starts before
 vLLM (a taken port fails fast), prints `METRICS http://127.0.0.1:PORT/metrics` and is
-announced under the run KV key `metrics/rollout/<replica>` (meshrl.telemetry.service_metrics)
+announced under the run KV key `metrics/rollout/<replica>` (meshrl.ops.telemetry.service_metrics)
 before READY; counters in instruments.py.
 SIGTERM/SIGINT: stop consuming (in-flight tasks are nak'ed so another replica takes them),
 stop the watch, stop the server, shut vLLM down, close the bus; exit 0. The KV entry is
@@ -33,8 +33,8 @@ import signal
 import sys
 
 from meshrl.config import ConfigError, load_config
-from meshrl.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
-from meshrl.telemetry.tracing import shutdown_tracing, start_tracing
+from meshrl.ops.telemetry.service_metrics import announce_metrics, close_service_metrics, open_service_metrics
+from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
 
 log = logging.getLogger("meshrl.services.rollout")
 
@@ -51,15 +51,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def registry_key(replica: str) -> str:
-    from meshrl.bus.registry import service_key
+    from meshrl.transport.bus.registry import service_key
 
     return service_key("rollout", replica)
 
 
 async def start_parts(args: argparse.Namespace, cfg, replica: str):
     """Engine, bus, weights follower (current version loaded), gRPC server: in start order."""
-    from meshrl.bus import Bus
-    from meshrl.bus import subjects as names
+    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus import subjects as names
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
     from meshrl.services.rollout.follower import WeightsFollower
     from meshrl.services.rollout.server import start_rollout_server
@@ -86,7 +86,7 @@ async def start_parts(args: argparse.Namespace, cfg, replica: str):
 
 
 async def announce(bus, replica: str, port: int, version: int) -> None:
-    from meshrl.bus.registry import announce_service
+    from meshrl.transport.bus.registry import announce_service
 
     address = f"127.0.0.1:{port}"
     await announce_service(bus.state, "rollout", replica, address)
@@ -134,7 +134,7 @@ async def wait_for_stop_or_failure(stop: asyncio.Event, tasks: list[asyncio.Task
 
 
 async def shut_down(tasks, server, bus, engine, replica: str) -> None:
-    from meshrl.rpc import stop_server
+    from meshrl.transport.rpc import stop_server
 
     for task in tasks:
         task.cancel()
@@ -160,7 +160,7 @@ async def amain(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from meshrl.bus import BusError
+    from meshrl.transport.bus import BusError
 
     args = parse_args(argv)
     try:

@@ -4,7 +4,7 @@
 AsyncLLM batches them) and answers with the groups and the version. `GetStatus` reports the
 replica id, the version, whether it is ready (holds the run's newest version), counters
 and the model. The server is `grpc.aio`, so it shares the event loop with the AsyncLLM and
-the NATS worker; `meshrl.rpc.start_server` adds `grpc.health.v1`, reflection and 64 MiB
+the NATS worker; `meshrl.transport.rpc.start_server` adds `grpc.health.v1`, reflection and 64 MiB
 message limits (a batch of eval groups can exceed gRPC's 4 MiB default).
 
 `start_rollout_server(engine, port, ready=...)` → (server, bound port); port 0 picks a free one.
@@ -16,8 +16,8 @@ from typing import Callable
 
 import grpc
 
-from meshrl.rollout.v1 import rollout_pb2, rollout_pb2_grpc
-from meshrl.rpc import registration, start_server
+from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.transport.rpc import registration, start_server
 
 SERVICE_NAME = rollout_pb2.DESCRIPTOR.services_by_name["RolloutService"].full_name
 
@@ -45,7 +45,7 @@ class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
 
 async def start_rollout_server(engine, port: int = 0, *, host: str = "0.0.0.0",
                                ready: Callable[[], bool] = lambda: True) -> tuple[grpc.aio.Server, int]:
-    """Serve RolloutService with health + reflection (meshrl.rpc); returns (server, bound port)."""
+    """Serve RolloutService with health + reflection (meshrl.transport.rpc); returns (server, bound port)."""
     servicer = RolloutServicer(engine, ready)
     return await start_server([registration(rollout_pb2_grpc.add_RolloutServiceServicer_to_server,
                                              servicer, SERVICE_NAME)], port=port, host=host)

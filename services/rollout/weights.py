@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from meshrl.bus import subjects as names
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.transport.bus import subjects as names
+from meshrl.api.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
 

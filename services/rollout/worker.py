@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.instruments import no_op
-from meshrl.telemetry.tracing import group_span, inject_headers
+from meshrl.ops.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
 

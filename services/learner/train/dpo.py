@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 
 from meshrl.algos import check_finite, dpo_loss
-from meshrl.batch import PreferenceBatch
+from meshrl.algos.batch import PreferenceBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
-from meshrl.model.logprobs import response_logprobs, sequence_logprobs
+from meshrl.algos.logprobs import response_logprobs, sequence_logprobs
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
@@ -48,7 +48,7 @@ class DPOStep:
         if pairs.ref_chosen_logps is None or pairs.ref_rejected_logps is None:
             raise ValueError("DPO needs PreferenceBatch.ref_chosen_logps and ref_rejected_logps "
                              "(summed reference log-probs); compute them with the reference "
-                             "service (meshrl.model.logprobs.response_logprobs) before training")
+                             "service (meshrl.algos.logprobs.response_logprobs) before training")
         timer, sums = Timer(self.dist.device), MetricSums()
         pairs = pairs.to(self.dist.device)
         updates = 0

@@ -10,7 +10,7 @@ then cosine decay to `min_lr_ratio · lr` at `total_steps`:
 and optimizer state, bf16 matmuls. Order matters with FSDP: gradient checkpointing, then
 sharding, then the optimizer (which must see the sharded parameters).
 
-Simplifications: the model is given (loading from a path is `meshrl.models`' job; a path
+Simplifications: the model is given (loading from a path is `meshrl.inputs.models`' job; a path
 is accepted and handed to `AutoModelForCausalLM.from_pretrained` as a convenience).
 """
 from __future__ import annotations

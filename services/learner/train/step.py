@@ -41,9 +41,9 @@ from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss
                           loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
 from meshrl.algos.groups import group_stats
 from meshrl.algos.masked import masked_mean
-from meshrl.batch import RolloutBatch
+from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
-from meshrl.model.logprobs import response_logprobs
+from meshrl.algos.logprobs import response_logprobs
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer

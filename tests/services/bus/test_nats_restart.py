@@ -3,8 +3,8 @@ import asyncio
 
 import pytest
 
-from meshrl.bus import Bus, EmbeddedNats
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus, EmbeddedNats
+from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)
 

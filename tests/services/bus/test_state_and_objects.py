@@ -10,10 +10,10 @@ import pytest
 from nats.js import api
 from nats.js.kv import MSG_ROLLUP_SUBJECT
 
-from meshrl.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
-from meshrl.bus import subjects as names
-from meshrl.bus.server import free_port
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.server import free_port
+from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)
 

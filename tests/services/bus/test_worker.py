@@ -3,9 +3,9 @@ import asyncio
 
 import pytest
 
-from meshrl.bus import Bus, BusError
-from meshrl.bus import subjects as names
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus, BusError
+from meshrl.transport.bus import subjects as names
+from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,16 +8,16 @@ import socket
 import pytest
 import yaml
 
-from meshrl.common.v1 import common_pb2
-from meshrl.doctor import add_subcommand, cmd_doctor, run_doctor
-from meshrl.doctor import checks_disk
-from meshrl.doctor.checks_system import check_transformers
-from meshrl.doctor.gloo import check_gloo
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.rpc import registration, start_server, stop_server
+from meshrl.api.common.v1 import common_pb2
+from meshrl.ops.doctor import add_subcommand, cmd_doctor, run_doctor
+from meshrl.ops.doctor import checks_disk
+from meshrl.ops.doctor.checks_system import check_transformers
+from meshrl.ops.doctor.gloo import check_gloo
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.rpc import registration, start_server, stop_server
 
 HEAVY = ["accelerators", "gloo", "transformers", "vllm"]  # heavy imports / spawn: tested on their own below
-# tiny Llama (meshrl.models.tiny): vocab 128, hidden 64, 2 layers, 4 heads × 32, 2 kv heads, MLP 256, tied
+# tiny Llama (meshrl.inputs.models.tiny): vocab 128, hidden 64, 2 layers, 4 heads × 32, 2 kv heads, MLP 256, tied
 LAYER = 64 * 128 + 64 * 64 + 64 * 64 + 128 * 64 + 3 * 64 * 256 + 2 * 64  # q k v o, gate up down, 2 norms
 TINY_PARAMS = 128 * 64 + 2 * LAYER + 64  # = 155_968
 GOOD_ROW = {"prompt": [{"role": "user", "content": "3+4?"}], "reward_model": {"ground_truth": "7"}}
@@ -65,7 +65,7 @@ def test_missing_model_path_fails_with_fix(tmp_path, tiny_model_dir):
     results = by_name(run_doctor(write_config(tmp_path, tmp_path / "no-such-model"), skip=HEAVY + ["nats"]))
     model = results["model"]
     assert model.status == "fail" and "no-such-model does not exist" in model.detail
-    assert model.fix.startswith("fix model.path in the config") and "meshrl.models.fetch" in model.fix
+    assert model.fix.startswith("fix model.path in the config") and "meshrl.inputs.models.fetch" in model.fix
     assert results["disk for checkpoints"].status == "skip"  # no model size to estimate from
     assert results["data"].status == "pass"  # the others still ran
 

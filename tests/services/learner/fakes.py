@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from meshrl.bus import Bus
-from meshrl.bus.codec import pack_float32, pack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.codec import pack_float32, pack_int32
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
-from meshrl.data.arithmetic import arithmetic_rows
-from meshrl.data.load import write_rows
+from meshrl.inputs.data.arithmetic import arithmetic_rows
+from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.assemble import online
 from meshrl.services.learner.control import LearnerState
 

@@ -9,9 +9,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from meshrl.bus import subjects as names
-from meshrl.checkpoint import list_checkpoints
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import subjects as names
+from meshrl.inputs.checkpoint import list_checkpoints
+from meshrl.api.common.v1 import common_pb2
 from tests.services.learner.fakes import make_config, run_once
 
 FIRES_AT_ONCE = {"alerts.kl_high.metric": "grad_norm", "alerts.kl_high.max_kl": 1e-12,

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from meshrl.config import load_config
-from meshrl.data.arithmetic import preference_pairs
-from meshrl.data.load import write_rows
-from meshrl.rpc import stop_server
+from meshrl.inputs.data.arithmetic import preference_pairs
+from meshrl.inputs.data.load import write_rows
+from meshrl.transport.rpc import stop_server
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.assemble import offline
 from meshrl.services.reference.scorer import ReferenceScorer
@@ -16,7 +16,7 @@ from meshrl.services.reference.server import start_reference_server
 
 @pytest.fixture
 async def reference(tiny_model_dir):
-    from meshrl.models.load import load_causal_lm
+    from meshrl.inputs.models.load import load_causal_lm
     scorer = ReferenceScorer(load_causal_lm(tiny_model_dir), micro_batch_size=8)
     server, port = await start_reference_server(scorer, port=0, host="127.0.0.1")
     yield port

@@ -9,10 +9,10 @@ import logging
 
 import pytest
 
-from meshrl.bus.registry import announce_service
+from meshrl.transport.bus.registry import announce_service
 from meshrl.config import load_config
-from meshrl.data.arithmetic import arithmetic_rows
-from meshrl.data.load import write_rows
+from meshrl.inputs.data.arithmetic import arithmetic_rows
+from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.evaluation import LearnerEval, NoEval, build_learner_eval
 from tests.fixtures.eval_servers import eval_servers  # noqa: F401 (a fixture)
 
@@ -78,7 +78,7 @@ async def test_skips_when_no_rollout_is_announced(bus, tiny_model_dir, tmp_path,
 
 
 async def test_off_is_a_no_op_that_still_writes_train_samples(bus, tiny_model_dir, tmp_path):
-    from meshrl.common.v1 import common_pb2 as pb
+    from meshrl.api.common.v1 import common_pb2 as pb
 
     cfg = make_config(tmp_path, tiny_model_dir, samples_per_step=1)
     hook = build_learner_eval(cfg, bus, tokenizer_of(tiny_model_dir), tmp_path / "run")

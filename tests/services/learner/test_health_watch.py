@@ -1,12 +1,12 @@
 """The learner's health watch on a real NATS KV and real gRPC servers: announced replicas are
 probed with grpc.health.v1; one whose server is gone is reported down by the service_down
 alert after the configured number of failed probes, and cleared once it serves again."""
-from meshrl.alerts.config import AlertsConfig
-from meshrl.alerts.engine import AlertEngine
-from meshrl.bus.registry import announce_service, withdraw_service
-from meshrl.rpc import start_server, stop_server
+from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.ops.alerts.engine import AlertEngine
+from meshrl.transport.bus.registry import announce_service, withdraw_service
+from meshrl.transport.rpc import start_server, stop_server
 from meshrl.services.learner.health_watch import HealthWatch
-from meshrl.launch.local import free_port
+from meshrl.ops.launch.local import free_port
 
 
 async def test_a_dead_replica_fires_service_down_after_two_failed_probes(bus):

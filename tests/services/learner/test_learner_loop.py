@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from meshrl.bus.codec import pack_float32, pack_int32, unpack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
-from meshrl.data.arithmetic import arithmetic_rows
-from meshrl.data.load import write_rows
+from meshrl.inputs.data.arithmetic import arithmetic_rows
+from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online

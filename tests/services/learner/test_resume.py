@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.checkpoint import list_checkpoints
-from meshrl.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
+from meshrl.inputs.checkpoint import list_checkpoints
+from meshrl.inputs.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
 from meshrl.services.learner.ledger import read_ledger
 from tests.services.learner.fakes import make_config, run_once
 

@@ -9,7 +9,7 @@ import asyncio
 
 from meshrl.config.load import dump_config, load_config
 from meshrl.services.reference.main import serve
-from meshrl.telemetry.service_metrics import metrics_key
+from meshrl.ops.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
 from tests.services.reference.test_worker import RESPONSES, make_group, pull_one
 

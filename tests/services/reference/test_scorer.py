@@ -9,7 +9,7 @@ from meshrl.services.reference.scorer import ReferenceScorer, logprob_temperatur
 
 @pytest.fixture(scope="module")
 def tiny_model(tiny_model_dir):
-    from meshrl.models.load import load_causal_lm
+    from meshrl.inputs.models.load import load_causal_lm
 
     return load_causal_lm(tiny_model_dir, dtype="float32")
 

@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from meshrl.bus import Bus
-from meshrl.bus.codec import pack_float32, pack_int32, unpack_float32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_float32
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config.load import dump_config, load_config
 from meshrl.services.reference.worker import ReferenceWorker, add_ref_logprobs
 

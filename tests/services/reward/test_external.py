@@ -7,8 +7,8 @@ import time
 import grpc
 import pytest
 
-from meshrl.common.v1 import common_pb2
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
 from tests.services.reward.conftest import free_port

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from meshrl.bus.codec import pack_int32
-from meshrl.common.v1 import common_pb2
+from meshrl.transport.bus.codec import pack_int32
+from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.rules.verify_pool import shutdown_pools

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from meshrl.bus.codec import unpack_float32, unpack_int32
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
+from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.engine import oldest_version, sample_from_completion
 from meshrl.services.rollout.follower import WeightsFollower
 from meshrl.services.rollout.weights import WeightsRejected, check_notice, file_digest, verify_file

@@ -10,9 +10,9 @@ import hashlib
 import pytest
 from safetensors.torch import save_file
 
-from meshrl.bus import Bus
-from meshrl.bus import subjects as names
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus import subjects as names
+from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.follower import WEIGHTS_NOTICE_KEY, WeightsFollower
 from meshrl.services.rollout.weights import WeightsUpdater
 from meshrl.services.rollout.worker import DURABLE, IN_STAGE, OUT_STAGE, RolloutWorker

@@ -6,9 +6,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meshrl.alerts.config import WebhookConfig
-from meshrl.alerts.sinks.webhook import WebhookSink
-from meshrl.alerts.types import Alert
+from meshrl.ops.alerts.config import WebhookConfig
+from meshrl.ops.alerts.sinks.webhook import WebhookSink
+from meshrl.ops.alerts.types import Alert
 
 
 class Receiver:

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from meshrl.bus import subjects as names
-from meshrl.bus.codec import pack_float32, pack_int32, unpack_float32, unpack_int32
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_float32, unpack_int32
 
 
 def test_int32_round_trip_is_little_endian():

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.bus import BusUnavailable, EmbeddedNats
-from meshrl.bus import server as server_mod
+from meshrl.transport.bus import BusUnavailable, EmbeddedNats
+from meshrl.transport.bus import server as server_mod
 
 
 def test_starts_accepts_and_stops(tmp_path):

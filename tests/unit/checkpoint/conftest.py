@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from meshrl.checkpoint import save_checkpoint
+from meshrl.inputs.checkpoint import save_checkpoint
 from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer
 
 CONFIG = {"model": {"path": "/models/tiny", "gguf_file": None},
@@ -32,8 +32,8 @@ CHARS = "0123456789+-=?. abcdefghijklmnopqrstuvwxyz"  # 5 specials + 42 chars â†
 
 @pytest.fixture
 def tokenizer_dir(tmp_path):
-    from meshrl.models.tiny import build_tokenizer
-    from meshrl.models.tokenizer_files import write_portable_tokenizer_files
+    from meshrl.inputs.models.tiny import build_tokenizer
+    from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 
     tokenizer = build_tokenizer(CHARS)
     assert len(tokenizer) == 64

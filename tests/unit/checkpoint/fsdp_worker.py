@@ -2,7 +2,7 @@
 import torch
 import torch.distributed as dist
 
-from meshrl.checkpoint import load_checkpoint, save_checkpoint
+from meshrl.inputs.checkpoint import load_checkpoint, save_checkpoint
 from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer
 
 

@@ -1,8 +1,8 @@
 """`meshrl checkpoints list|tag|prune`, `rollback`, `export` handlers on a real run dir."""
 import argparse
 
-from meshrl.checkpoint.cli import add_subcommands, format_table, human_size
-from meshrl.checkpoint.scan import CheckpointInfo
+from meshrl.inputs.checkpoint.cli import add_subcommands, format_table, human_size
+from meshrl.inputs.checkpoint.scan import CheckpointInfo
 
 
 def _run(argv) -> int:

@@ -4,7 +4,7 @@ import copy
 import pytest
 import torch
 
-from meshrl.checkpoint import (DEFAULT_KEYS, IncompatibleCheckpointError, check_compatible,
+from meshrl.inputs.checkpoint import (DEFAULT_KEYS, IncompatibleCheckpointError, check_compatible,
                                hash_config, load_checkpoint, read_config)
 from tests.unit.checkpoint.conftest import CONFIG
 from tests.unit.checkpoint.helpers import tiny_model, trainer

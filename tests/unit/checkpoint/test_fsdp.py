@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from meshrl.checkpoint import load_checkpoint
+from meshrl.inputs.checkpoint import load_checkpoint
 from tests.unit.checkpoint.fsdp_worker import run_rank
 from tests.unit.checkpoint.helpers import tiny_model, trainer
 

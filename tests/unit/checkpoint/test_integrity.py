@@ -5,9 +5,9 @@ import logging
 import pytest
 import torch
 
-from meshrl.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints,
+from meshrl.inputs.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints,
                                load_checkpoint, save_checkpoint, verify_checkpoint)
-from meshrl.checkpoint import save as save_module
+from meshrl.inputs.checkpoint import save as save_module
 from tests.unit.checkpoint.helpers import tiny_model, trainer
 
 
@@ -34,7 +34,7 @@ def test_crash_mid_save_leaves_only_an_ignored_tmp_dir(save_run, monkeypatch, ca
     partial = list((run / "checkpoints").glob("step_2.tmp-*"))
     assert len(partial) == 1 and (partial[0] / "dcp" / ".metadata").exists()
     assert not _ckpt(run, 2).exists()
-    with caplog.at_level(logging.WARNING, logger="meshrl.checkpoint.scan"):
+    with caplog.at_level(logging.WARNING, logger="meshrl.inputs.checkpoint.scan"):
         assert latest_good_checkpoint(run) == _ckpt(run, 1)
     assert "partial save" in caplog.text
     assert [(r.step, r.status) for r in list_checkpoints(run)] == [(1, "ok"), (2, "partial")]

@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from meshrl.checkpoint import CheckpointError, load_checkpoint, read_manifest, save_checkpoint
+from meshrl.inputs.checkpoint import CheckpointError, load_checkpoint, read_manifest, save_checkpoint
 from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer, weights
 
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from meshrl.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints, prune,
+from meshrl.inputs.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints, prune,
                                rollback, tag, untag)
 
 

@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from meshrl.data.arithmetic import arithmetic_rows, main, preference_pairs, wrong_answers
-from meshrl.data.load import load_rows
+from meshrl.inputs.data.arithmetic import arithmetic_rows, main, preference_pairs, wrong_answers
+from meshrl.inputs.data.load import load_rows
 
 QUESTION = re.compile(r"^What is (\d+)([+\-*])(\d+)\? Answer with a number\.$")
 
@@ -65,7 +65,7 @@ def test_cli_writes_jsonl(tmp_path, capsys):
 
 
 def test_write_helpers_return_counts(tmp_path):
-    from meshrl.data.arithmetic import write_pairs, write_problems
+    from meshrl.inputs.data.arithmetic import write_pairs, write_problems
 
     assert write_problems(tmp_path / "a.parquet", n=4, digits=2, seed=1) == 4
     assert [r.ground_truth for r in load_rows(tmp_path / "a.parquet")] == \

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from meshrl.data.cursor import EpochCursor
-from meshrl.data.rows import DatasetError
+from meshrl.inputs.data.cursor import EpochCursor
+from meshrl.inputs.data.rows import DatasetError
 
 
 def test_unshuffled_order_wraps_epochs():

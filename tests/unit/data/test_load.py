@@ -1,9 +1,9 @@
 """jsonl and parquet read back what was written; wrong paths say what to do."""
 import pytest
 
-from meshrl.data.arithmetic import arithmetic_rows, preference_pairs
-from meshrl.data.load import iter_rows, load_rows, write_rows
-from meshrl.data.rows import DatasetError
+from meshrl.inputs.data.arithmetic import arithmetic_rows, preference_pairs
+from meshrl.inputs.data.load import iter_rows, load_rows, write_rows
+from meshrl.inputs.data.rows import DatasetError
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
@@ -26,7 +26,7 @@ def test_round_trip_dpo_rows_parquet(tmp_path):
 
 
 def test_parquet_streams_in_batches(tmp_path):
-    from meshrl.data.load import _iter_parquet
+    from meshrl.inputs.data.load import _iter_parquet
 
     f = write_rows(tmp_path / "big.parquet", arithmetic_rows(10))
     refs = [ref.index for ref, _ in _iter_parquet(f, batch_size=3)]  # 4 batches: 3+3+3+1

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from meshrl.data.preferences import PreferenceDataset
-from meshrl.data.rows import DatasetError
-from meshrl.models.tiny import build_tokenizer
+from meshrl.inputs.data.preferences import PreferenceDataset
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.inputs.models.tiny import build_tokenizer
 
 PROMPT = [{"role": "user", "content": "1+1?"}]
 
@@ -47,7 +47,7 @@ def test_long_responses_dropped_or_refused(tmp_path, tok):
 
 
 def test_cursor_resumes(tmp_path, tok):
-    from meshrl.data.arithmetic import write_pairs
+    from meshrl.inputs.data.arithmetic import write_pairs
 
     f = tmp_path / "pairs.jsonl"
     write_pairs(f, n=5, seed=1)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from meshrl.data.prompts import PromptDataset
-from meshrl.data.rows import DatasetError
-from meshrl.models.tiny import build_tokenizer
+from meshrl.inputs.data.prompts import PromptDataset
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.inputs.models.tiny import build_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,8 @@ def test_invalid_rows_dropped_and_counted(tmp_path, tok):
 
 
 def test_cursor_save_restore_yields_same_next_rows(tmp_path, tok):
-    from meshrl.data.arithmetic import arithmetic_rows
-    from meshrl.data.load import write_rows
+    from meshrl.inputs.data.arithmetic import arithmetic_rows
+    from meshrl.inputs.data.load import write_rows
 
     f = write_rows(tmp_path / "sums.jsonl", arithmetic_rows(7, seed=3))
     first = PromptDataset.from_file(f, tok, seed=11)

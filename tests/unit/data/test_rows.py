@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from meshrl.data.load import load_rows, write_rows
-from meshrl.data.rows import DatasetError, RowRef, validate_dpo_row, validate_prompt_row
+from meshrl.inputs.data.load import load_rows, write_rows
+from meshrl.inputs.data.rows import DatasetError, RowRef, validate_dpo_row, validate_prompt_row
 
 GOOD = {"prompt": [{"role": "user", "content": "What is 1+1?"}],
         "reward_model": {"ground_truth": "2"}, "data_source": "arithmetic"}

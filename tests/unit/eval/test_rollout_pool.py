@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from meshrl.eval.errors import EvalUnavailable
-from meshrl.eval.rollout_pool import RolloutPool
-from meshrl.rollout.v1 import rollout_pb2
+from meshrl.ops.eval.errors import EvalUnavailable
+from meshrl.ops.eval.rollout_pool import RolloutPool
+from meshrl.api.rollout.v1 import rollout_pb2
 
 
 class FakeRolloutStub:

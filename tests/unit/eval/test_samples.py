@@ -2,10 +2,10 @@
 import json
 import math
 
-from meshrl.bus.codec import pack_int32
-from meshrl.common.v1 import common_pb2 as pb
-from meshrl.eval.records import EvalSample
-from meshrl.eval.samples import SampleWriter
+from meshrl.transport.bus.codec import pack_int32
+from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.ops.eval.records import EvalSample
+from meshrl.ops.eval.samples import SampleWriter
 
 
 def group(gid: str, rewards, *, text=True) -> pb.Group:

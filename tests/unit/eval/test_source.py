@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from meshrl.checkpoint.errors import CheckpointError
-from meshrl.eval.source import resolve_source
-from meshrl.launch.errors import LaunchError
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.ops.eval.source import resolve_source
+from meshrl.ops.launch.errors import LaunchError
 
 
 def hf_dir(path, provenance=None):

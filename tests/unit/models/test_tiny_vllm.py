@@ -26,11 +26,11 @@ def test_vllm_loads_tiny_model(tiny_model_dir, monkeypatch):
 @pytest.mark.slow
 def test_vllm_loads_fetched_smollm2(monkeypatch):
     """The dir fetch_smollm2 writes serves in vLLM with its ChatML template (skips if not fetched)."""
-    from meshrl.models.fetch import DEFAULT_CACHE, MARKER, MODEL_NAME
+    from meshrl.inputs.models.fetch import DEFAULT_CACHE, MARKER, MODEL_NAME
 
     path = DEFAULT_CACHE.expanduser() / MODEL_NAME
     if not (path / MARKER).exists():
-        pytest.skip("run `python -m meshrl.models.fetch` first")
+        pytest.skip("run `python -m meshrl.inputs.models.fetch` first")
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     from vllm import LLM, SamplingParams

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from meshrl.common.v1 import common_pb2
+from meshrl.api.common.v1 import common_pb2
 from meshrl.services.reward.combine import combine, failed_components, fill_samples
 from meshrl.services.reward.types import ComponentScore, ItemScore, Status, failed, ok
 

@@ -1,8 +1,8 @@
 """External results matched to items by id: missing, extra, repeated ids and NaN."""
 import math
 
-from meshrl.common.v1 import common_pb2
-from meshrl.reward.v1 import reward_pb2
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.reward.v1 import reward_pb2
 from meshrl.services.reward.external import match_results
 from meshrl.services.reward.types import RewardItem, Status
 

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from meshrl.common.v1 import common_pb2 as pb
+from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout import weights as rollout_weights
 from meshrl.services.rollout.weights import WeightsRejected, verify_file
 

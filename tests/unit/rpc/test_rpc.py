@@ -7,8 +7,8 @@ from grpc import StatusCode, aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.rpc import MissingDeadline, ServiceUnhealthy, open_channel, registration, start_server, stop_server, wait_healthy
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.rpc import MissingDeadline, ServiceUnhealthy, open_channel, registration, start_server, stop_server, wait_healthy
 
 pytestmark = pytest.mark.timeout(30)
 REWARD = "meshrl.reward.v1.RewardService"
@@ -97,7 +97,7 @@ async def test_large_messages_pass_the_raised_limit():
 
 
 async def test_wait_healthy_fails_clearly_when_nothing_listens():
-    from meshrl.bus.server import free_port
+    from meshrl.transport.bus.server import free_port
 
     address = f"127.0.0.1:{free_port()}"
     start = time.monotonic()

@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from meshrl.telemetry.metrics import prometheus_name, start_metrics
+from meshrl.ops.telemetry.metrics import prometheus_name, start_metrics
 from tests.fixtures.prometheus import sample
 from tests.fixtures.prometheus import scrape as scrape_url
 

@@ -1,16 +1,16 @@
-"""meshrl.telemetry.tracing without NATS: JSONL records, header propagation, baggage, links,
+"""meshrl.ops.telemetry.tracing without NATS: JSONL records, header propagation, baggage, links,
 the disabled path, and the gRPC interceptors on a real in-process grpc.aio server."""
 import grpc
 import pytest
 from grpc import aio
 
-from meshrl.common.v1 import common_pb2
-from meshrl.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.rpc import open_channel, registration, start_server, stop_server, wait_healthy
-from meshrl.telemetry import tracing
-from meshrl.telemetry.spans_grpc import TracingClientInterceptor, TracingServerInterceptor
-from meshrl.telemetry.spans_propagation import extract_context, inject_headers
-from meshrl.telemetry.spans_read import load_spans
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.rpc import open_channel, registration, start_server, stop_server, wait_healthy
+from meshrl.ops.telemetry import tracing
+from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
+from meshrl.ops.telemetry.spans.propagation import extract_context, inject_headers
+from meshrl.ops.telemetry.spans.read import load_spans
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

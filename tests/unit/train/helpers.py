@@ -5,7 +5,7 @@ Imported as `tests.unit.train.helpers` (also by the FSDP test's spawned ranks).
 import numpy as np
 import torch
 
-from meshrl.batch import RolloutBatch
+from meshrl.algos.batch import RolloutBatch
 
 VOCAB = 64
 

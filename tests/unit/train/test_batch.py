@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from meshrl.algos.checks import ShapeError
-from meshrl.batch import PreferenceBatch, RolloutBatch
+from meshrl.algos.batch import PreferenceBatch, RolloutBatch
 
 
 def small() -> RolloutBatch:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from meshrl.batch import PreferenceBatch
+from meshrl.algos.batch import PreferenceBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.dpo import DPOStep, policy_sequence_logprobs
 from meshrl.services.learner.train.policy import build_policy

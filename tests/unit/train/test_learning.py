@@ -7,7 +7,7 @@ about 1/64 of the time; a few dozen GRPO steps must raise the mean reward clearl
 import numpy as np
 import torch
 
-from meshrl.batch import RolloutBatch
+from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep

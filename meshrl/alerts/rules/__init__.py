@@ -1,2 +1,0 @@
-"""The built-in alert rules, one file per family; importing this registers them all."""
-from meshrl.alerts.rules import entropy, health, kl, memory, reward, stability, stall  # noqa: F401

@@ -1,0 +1,80 @@
+"""Where checkpoints live inside a run dir, and how their folders are named.
+
+    RUN_DIR/checkpoints/step_N/            a finished checkpoint (renamed into place atomically)
+    RUN_DIR/checkpoints/step_N.tmp-PID/    a save in progress, or one that crashed (ignored)
+    RUN_DIR/checkpoints/rolled_back/...    checkpoints moved aside by `rollback` (never deleted)
+
+Inside a checkpoint: `dcp/` (model + optimizer, torch.distributed.checkpoint), `rng/rank_R.pt`,
+`schedulers.pt`, `state.json`, `config.json`, `hf_config/` (the model's HF config),
+`manifest.json` (sha256 + size of every other file) and `tags.json` (mutable, not hashed).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from meshrl.inputs.checkpoint.errors import CheckpointError
+
+CHECKPOINTS = "checkpoints"
+ROLLED_BACK = "rolled_back"
+MANIFEST = "manifest.json"
+TAGS = "tags.json"
+DCP_DIR = "dcp"
+RNG_DIR = "rng"
+SCHEDULERS = "schedulers.pt"
+STATE = "state.json"
+CONFIG = "config.json"
+HF_CONFIG_DIR = "hf_config"
+UNHASHED = (MANIFEST, TAGS)  # name prefixes: tags.json and its temporary files
+
+STEP_RE = re.compile(r"^step_(\d+)$")
+PARTIAL_RE = re.compile(r"^step_(\d+)\.tmp-(\d+)$")
+
+
+def step_name(step: int) -> str:
+    return f"step_{int(step)}"
+
+
+def checkpoints_dir(run_dir: str | Path, *, must_exist: bool = True) -> Path:
+    """RUN_DIR/checkpoints; with `must_exist`, a clear error when the run dir is missing."""
+    run = Path(run_dir)
+    if must_exist and not run.is_dir():
+        raise CheckpointError(f"run dir {run} does not exist; pass the run's directory "
+                              f"(the one holding config.yaml and checkpoints/)")
+    return run / CHECKPOINTS
+
+
+def step_dirs(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """Finished checkpoint folders (step, path), oldest first; [] when there are none."""
+    root = checkpoints_dir(run_dir)
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir()
+             if p.is_dir() and (m := STEP_RE.match(p.name))]
+    return sorted(found)
+
+
+def partial_dirs(run_dir: str | Path) -> list[tuple[int, int, Path]]:
+    """Unfinished saves (step, pid, path): `step_N.tmp-PID` folders, oldest step first."""
+    root = checkpoints_dir(run_dir)
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), int(m.group(2)), p) for p in root.iterdir()
+             if p.is_dir() and (m := PARTIAL_RE.match(p.name))]
+    return sorted(found)
+
+
+def find_step(run_dir: str | Path, step: int) -> Path:
+    """The folder of finished checkpoint `step`, or an error listing the steps that exist."""
+    path = checkpoints_dir(run_dir) / step_name(step)
+    if not path.is_dir():
+        have = [s for s, _ in step_dirs(run_dir)]
+        raise CheckpointError(f"no checkpoint for step {step} in {path.parent}; "
+                              f"available steps: {have or 'none'}")
+    return path
+
+
+def step_of(path: Path) -> int | None:
+    """The step a `step_N` folder holds, None for any other name."""
+    m = STEP_RE.match(Path(path).name)
+    return int(m.group(1)) if m else None

@@ -1,0 +1,38 @@
+"""`tags.json` of one checkpoint: names that protect it from pruning ("best", "release").
+
+Kept outside the manifest because tags change after the save; written atomically
+(temporary file + rename) so a crash never leaves a half-written list.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.checkpoint.layout import TAGS
+
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def read_tags(ckpt: Path) -> list[str]:
+    path = Path(ckpt) / TAGS
+    if not path.is_file():
+        return []
+    try:
+        return list(json.loads(path.read_text())["tags"])
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{path} is not a tags file ({err}); expected "
+                              f'{{"tags": ["name", ...]}}; fix or delete it') from err
+
+
+def write_tags(ckpt: Path, tags: list[str]) -> None:
+    for name in tags:
+        if not TAG_RE.match(name):
+            raise CheckpointError(f"tag {name!r} is not allowed: use 1-64 letters, digits, "
+                                  f"'.', '_' or '-', starting with a letter or digit")
+    path = Path(ckpt) / TAGS
+    tmp = path.with_name(f"{TAGS}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps({"tags": sorted(set(tags))}) + "\n")
+    os.rename(tmp, path)

@@ -1,0 +1,58 @@
+"""`meshrl data arithmetic|pairs --out FILE --n N [--digits D] [--ops +-*] [--seed S]`: make a data set.
+
+Thin wrappers over `meshrl.inputs.data.arithmetic`: `arithmetic` writes verl-style prompt rows for
+RL (`prompt`, `reward_model.ground_truth`, `data_source`), `pairs` writes DPO rows
+(`prompt`, `chosen`, `rejected`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _common(p) -> None:
+    p.add_argument("--out", type=Path, required=True, help="output .jsonl (or .parquet)")
+    p.add_argument("--n", type=int, required=True, help="number of rows")
+    p.add_argument("--digits", type=int, default=1, help="digits per operand (default 1)")
+    p.add_argument("--ops", default="+", help='operators to mix, e.g. "+-*" (default +)')
+    p.add_argument("--seed", type=int, default=0)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("data", help="make data sets")
+    kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    arith = kinds.add_parser("arithmetic", help="sum problems as verl-style RL prompt rows")
+    _common(arith)
+    arith.set_defaults(func=arithmetic)
+    pairs = kinds.add_parser("pairs", help="sum problems as DPO pairs (chosen right, rejected wrong)")
+    _common(pairs)
+    pairs.set_defaults(func=pairs_)
+
+
+def _check(args) -> None:
+    from meshrl.ops.launch.errors import LaunchError
+
+    if args.n < 1 or args.digits < 1:
+        raise LaunchError(f"--n and --digits must be >= 1 (got --n {args.n} --digits {args.digits})")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _write(args, kind: str) -> int:
+    from meshrl.inputs.data import arithmetic as gen
+    from meshrl.ops.launch.errors import LaunchError
+
+    _check(args)
+    write = gen.write_pairs if kind == "pairs" else gen.write_problems
+    try:
+        n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+    except ValueError as err:  # bad --ops / --digits: the generator says what is allowed
+        raise LaunchError(str(err)) from None
+    print(f"wrote {n} rows to {args.out}")
+    return 0
+
+
+def arithmetic(args) -> int:
+    return _write(args, "arithmetic")
+
+
+def pairs_(args) -> int:
+    return _write(args, "pairs")

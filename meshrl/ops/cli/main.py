@@ -1,0 +1,77 @@
+"""The `meshrl` command line.
+
+    meshrl train CONFIG.yaml [key=value ...] [--dry-run]
+    meshrl serve {rollout,reward,reference,learner} --nats URL --run-id RUN --config FILE
+    meshrl models fetch-smollm2
+    meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
+    meshrl plot RUN_DIR [--out F]
+    meshrl trace RUN_DIR [GROUP_ID]
+    meshrl doctor [CONFIG]
+    meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
+    meshrl export RUN_DIR --step N OUT_DIR
+    meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
+
+Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
+message on stderr with exit status 2 and no traceback; a run that fails exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from meshrl.inputs.checkpoint import cli as checkpoints
+from meshrl.ops.cli import data, models, serve, train
+from meshrl.ops.eval import cli as eval_cli
+from meshrl.ops.doctor import cli as doctor
+from meshrl.ops.plot import cli as plot
+from meshrl.ops.telemetry.spans import waterfall as trace
+from meshrl.config.errors import ConfigError
+from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.ops.launch.supervisor import StopRequested
+
+USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
+SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor, eval_cli)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="meshrl", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
+    checkpoints.add_subcommands(sub)  # checkpoints, rollback, export
+    return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """Parse; `train` takes key=value anywhere, `serve` passes unknown flags through."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "accepts_extra_args", False):
+        args.extra = extra
+    elif getattr(args, "accepts_extra_overrides", False) and all(
+            "=" in e and not e.startswith("-") for e in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as err:
+        print(f"meshrl: error: {err}", file=sys.stderr)
+        return 2
+    except RunFailed as err:
+        print(f"meshrl: run failed: {err}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, StopRequested) as err:
+        print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped",
+              file=sys.stderr)
+        return 130 if isinstance(err, KeyboardInterrupt) else 143
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""`meshrl train CONFIG.yaml [key=value ...] [--dry-run]`: validate, then run on this machine.
+`meshrl train --resume RUN_DIR [key=value ...]`: continue a stopped or preempted run.
+
+`--dry-run` prints the resolved config and the batch arithmetic and starts nothing.
+Overrides are `a.b=c` (values parsed as YAML); they may come before or after flags.
+`--resume` reads RUN_DIR/config.yaml (or CONFIG.yaml when given) and continues from the
+newest good checkpoint in RUN_DIR/checkpoints; e.g. `learner.steps=40` extends a run.
+A change that alters what is trained (model, algorithm) is refused, naming the keys.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from meshrl.ops.cli.plan import describe_plan
+from meshrl.config.errors import ConfigError
+from meshrl.config.load import dump_config, load_config
+from meshrl.ops.launch.inputs import check_inputs, missing_inputs
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("train", help="validate a run config and run it on this machine",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=Path, nargs="?", default=None,
+                   help="run config YAML (with --resume: default RUN_DIR/config.yaml)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved config and batch arithmetic, start nothing")
+    p.add_argument("--run-dir", type=Path, default=None, help="run directory (default: run.dir)")
+    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its newest good checkpoint")
+    p.set_defaults(func=run, accepts_extra_overrides=True)
+
+
+def dry_run(cfg) -> int:
+    print(dump_config(cfg), end="")
+    print("---")
+    print(describe_plan(cfg))
+    for problem in missing_inputs(cfg):
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0
+
+
+def config_path(args) -> Path:
+    if args.config is not None:
+        return args.config
+    if args.resume is None:
+        raise ConfigError("meshrl train needs CONFIG.yaml (or --resume RUN_DIR)")
+    saved = args.resume / "config.yaml"
+    if not saved.is_file():
+        raise FileNotFoundError(f"--resume {args.resume}: no config.yaml there; is it a run dir? "
+                                f"(or pass the run's CONFIG.yaml as well)")
+    return saved
+
+
+def run(args) -> int:
+    cfg = load_config(config_path(args), args.overrides)
+    if args.dry_run:
+        return dry_run(cfg)
+    check_inputs(cfg)
+    from meshrl.ops.launch.local import run_local  # heavy imports only when a run starts
+
+    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
+    result = run_local(cfg, run_dir, resume=args.resume is not None)
+    print(result.summary())
+    return 0

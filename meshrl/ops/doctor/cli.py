@@ -1,0 +1,46 @@
+"""`meshrl doctor [CONFIG] [--nats URL] [--skip KEY ...]`: is this machine and config ready to run?
+
+Prints one row per check (PASS / FAIL / SKIP, seconds, what was found) and a FIX line under
+each failure. Exit 0 when nothing failed, 1 otherwise.
+"""
+from __future__ import annotations
+
+from meshrl.ops.doctor.check import FAIL, Check
+
+
+def render_table(results: list[Check]) -> str:
+    width = max(len(r.name) for r in results)
+    lines = [f"{'status':<6}  {'check':<{width}}  {'time':>6}  detail"]
+    for r in results:
+        lines.append(f"{r.status.upper():<6}  {r.name:<{width}}  {r.seconds:>5.1f}s  {r.detail}")
+        if r.status == FAIL:
+            lines.append(f"{'':<6}  FIX: {r.fix}")
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip")}
+    lines.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    return "\n".join(lines)
+
+
+def cmd_doctor(args) -> int:
+    from meshrl.ops.doctor.run import run_doctor
+
+    results = run_doctor(args.config, nats_url=args.nats, skip=args.skip or (),
+                         keep_checkpoints=args.keep_checkpoints)
+    print(render_table(results), flush=True)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def add_subcommand(subparsers) -> None:
+    """Register `meshrl doctor` on an argparse subparsers object."""
+    from meshrl.ops.doctor.run import CHECKS
+
+    p = subparsers.add_parser("doctor", help="check this machine and a run config before a run")
+    p.add_argument("config", nargs="?", help="run config YAML (without it only machine checks run)")
+    p.add_argument("--nats", default=None, help="NATS URL to check instead of the config's nats.url")
+    p.add_argument("--skip", nargs="*", choices=list(CHECKS), metavar="CHECK",
+                   help=f"checks to leave out: {', '.join(CHECKS)}")
+    p.add_argument("--keep-checkpoints", type=int, default=None,
+                   help="checkpoints the disk must hold (K; default learner.keep_checkpoints)")
+    p.set_defaults(func=cmd_doctor)
+
+
+add_parser = add_subcommand  # the name meshrl.ops.cli.main's SUBCOMMANDS loop calls

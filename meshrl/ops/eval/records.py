@@ -1,0 +1,63 @@
+"""`EvalSample`: one evaluated response with its score, as plain data (JSON-ready).
+
+`from_group(group, prompt_index, mode)` turns a generated `Group` into one record per
+sample; the reward client fills `reward`, `components`, `score_ok` and `score_error`; the
+accuracy rule (correct.py) fills `correct`. `finish_reason` is "stop", "length", "abort"
+or "unspecified". A failed score keeps `reward` NaN (never 0); `as_json()` writes it null.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from meshrl.api.common.v1 import common_pb2
+
+INT32_BYTES = 4
+
+
+def finish_reason_name(value: int) -> str:
+    return common_pb2.FinishReason.Name(value).removeprefix("FINISH_REASON_").lower()
+
+
+def status_name(value: int) -> str:
+    return common_pb2.ScoreStatus.Name(value).removeprefix("SCORE_STATUS_")
+
+
+@dataclass
+class EvalSample:
+    prompt_index: int
+    mode: str  # "greedy" | "sampled"
+    group_id: str
+    sample_index: int
+    prompt: str
+    response: str
+    ground_truth: str
+    data_source: str
+    num_tokens: int
+    finish_reason: str
+    policy_version: int
+    reward: float = math.nan
+    components: dict[str, dict] = field(default_factory=dict)  # name → {"value", "status"}
+    score_ok: bool = False
+    score_error: str = ""
+    correct: bool = False
+
+    @property
+    def score_id(self) -> str:
+        return f"{self.group_id}/{self.sample_index}"
+
+    def as_json(self) -> dict:
+        row = asdict(self)
+        row["reward"] = self.reward if math.isfinite(self.reward) else None
+        return row
+
+
+def from_group(group: common_pb2.Group, prompt_index: int, mode: str) -> list[EvalSample]:
+    task = group.task
+    return [EvalSample(prompt_index=prompt_index, mode=mode, group_id=group.group_id,
+                       sample_index=s.index, prompt=task.prompt_text, response=s.response_text,
+                       ground_truth=task.ground_truth, data_source=task.data_source,
+                       num_tokens=len(s.response_token_ids) // INT32_BYTES,
+                       finish_reason=finish_reason_name(s.finish_reason),
+                       policy_version=s.policy_version)
+            for s in group.samples]

