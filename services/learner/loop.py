@@ -34,6 +34,8 @@ from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
+from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthProbe, StepEvaluation, TrainStep,
+                                           WeightsExport)
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
 from meshrl.services.learner.weights import WeightsPublisher
@@ -47,17 +49,17 @@ class Learner:
     cfg: RunConfig
     feeder: PromptFeeder
     gatherer: Gatherer
-    train_step: object  # TrainStep: (batch, step) -> metrics
+    train_step: TrainStep
     publisher: WeightsPublisher
-    export_weights: object  # () -> state dict for the rollout engines
-    checkpoints: object  # LearnerCheckpoints: save(step, state, tag) -> path
-    alerts: object  # AlertEngine (rules off = a no-op)
+    export_weights: WeightsExport
+    checkpoints: CheckpointStore
+    alerts: AlertJudge  # rules off = a no-op
     logger: MetricLogger
     state: LearnerState
     pad_id: int
     need_ref: bool
-    evaluation: object  # LearnerEval / NoEval: samples.jsonl every step, eval every N steps
-    health: object  # HealthWatch: probes the services in the background, feeds `alerts`
+    evaluation: StepEvaluation  # samples.jsonl every step, held-out eval every N steps
+    health: HealthProbe  # probes the services in the background, feeds `alerts`
     version: int = 0
     step: int = 0  # steps completed
     saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded

@@ -1,0 +1,60 @@
+"""What the learner's loop needs from each collaborator, as Protocols.
+
+The loop (loop.py) is written against these, not against the classes that implement them, so a
+test can hand it a small fake and a reader sees at a glance what each part must do:
+
+    TrainStep        train/step.py TrainStep            (batch, step) -> metrics
+    WeightsExport    build.rollout_weights(...)         () -> state dict for the rollout engines
+    CheckpointStore  checkpointing.LearnerCheckpoints   save / path_of / tag
+    AlertJudge       meshrl.ops.alerts.AlertEngine      observe(step, metrics) -> alerts
+    StepEvaluation   evaluation.LearnerEval / NoEval    samples every step, held-out eval every N
+    HealthProbe      health_watch.HealthWatch           probes the services in the background
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from meshrl.api.common.v1 import common_pb2
+
+
+class TrainStep(Protocol):
+    def __call__(self, batch: Any, step: int) -> dict[str, float]:
+        """One update on a RolloutBatch (advantages, loss, optimizer step); returns its metrics."""
+
+
+class WeightsExport(Protocol):
+    def __call__(self) -> Mapping[str, Any]:
+        """The policy's full state dict, as the rollout engines load it."""
+
+
+class CheckpointStore(Protocol):
+    def save(self, step: int, state: dict, tag: str | None = None) -> Path:
+        """Write a checkpoint of `step` holding the loop's `state` (JSON); returns its dir."""
+
+    def path_of(self, step: int) -> Path:
+        """Where the checkpoint of `step` lives."""
+
+    def tag(self, step: int, name: str) -> Path:
+        """Give an existing checkpoint a name (kept by retention); returns its dir."""
+
+
+class AlertJudge(Protocol):
+    def observe(self, step: int, metrics: Mapping[str, Any]) -> Sequence[Any]:
+        """Judge one step's metrics; returns the alerts that fired (each has .rule, .action, .message)."""
+
+
+class StepEvaluation(Protocol):
+    def write_train(self, step: int, groups: Sequence[common_pb2.Group]) -> None:
+        """Keep a few trained samples for spot checks (samples.jsonl)."""
+
+    async def maybe_run(self, step: int, version: int) -> dict[str, float]:
+        """Held-out evaluation when due at `step`, else {}."""
+
+    async def close(self) -> None: ...
+
+
+class HealthProbe(Protocol):
+    async def run(self) -> None:
+        """Probe the services until cancelled, feeding what it finds to the alerts."""
