@@ -42,7 +42,16 @@ def dry_run(cfg) -> int:
     return 0
 
 
+def override_taken_for_config(args) -> None:
+    """`meshrl train --resume RUN a.b=c`: argparse hands `a.b=c` to the optional CONFIG
+    positional; it is an override when it names no file and has the `key=value` form."""
+    if args.config is not None and "=" in args.config.name and not args.config.exists():
+        args.overrides.insert(0, str(args.config))
+        args.config = None
+
+
 def config_path(args) -> Path:
+    override_taken_for_config(args)
     if args.config is not None:
         return args.config
     if args.resume is None:

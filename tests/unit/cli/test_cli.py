@@ -148,3 +148,13 @@ def test_serve_execs_the_service_module(tmp_path):
 def test_plot_is_a_subcommand(capsys, tmp_path):
     rc = main(["plot", str(tmp_path / "no-run")])
     assert rc == 2 and capsys.readouterr().err.startswith("meshrl: error:")
+
+
+def test_resume_takes_overrides_without_a_config_file(capsys, config_file, tmp_path):
+    """`meshrl train --resume RUN key=value` (the README's form): the override is not a CONFIG."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(config_file.read_text())
+    rc, out, err = run_cli(capsys, "train", "--resume", run_dir, "learner.steps=6", "--dry-run")
+    assert rc == 0, err
+    assert yaml.safe_load(out.split("---\n")[0])["learner"]["steps"] == 6
