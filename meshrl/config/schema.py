@@ -13,6 +13,7 @@ from meshrl.ops.alerts.config import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
+from meshrl.config.launch import LaunchConfig
 
 
 class ModelConfig(Strict):
@@ -165,6 +166,7 @@ class RunConfig(Strict):
     nats: NatsConfig = NatsConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     alerts: AlertsConfig = AlertsConfig()
+    launch: LaunchConfig = LaunchConfig()
 
     @property
     def reference_enabled(self) -> bool:

@@ -1,0 +1,35 @@
+"""How the local launcher keeps a run's services alive, as typed config (`RunConfig.launch`).
+
+    launch:
+      restart_budget: 5          # restarts of one service allowed within restart_window_s
+      restart_window_s: 600
+      backoff_initial_s: 1.0     # wait before the 1st restart; doubles for each quick crash
+      backoff_max_s: 60.0        # ... capped here
+      backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
+
+Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
+restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more
+than `restart_budget` restarts within `restart_window_s`. `restart_budget: 0` = no restarts
+(any dead service stops the run). Never imports torch.
+"""
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from meshrl.config.algorithm import Strict
+
+
+class LaunchConfig(Strict):
+    restart_budget: int = Field(5, ge=0)
+    restart_window_s: float = Field(600.0, gt=0.0)
+    backoff_initial_s: float = Field(1.0, ge=0.0)
+    backoff_max_s: float = Field(60.0, ge=0.0)
+    backoff_reset_s: float = Field(120.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _cap_above_start(self) -> "LaunchConfig":
+        if self.backoff_max_s < self.backoff_initial_s:
+            raise ValueError(f"launch.backoff_max_s={self.backoff_max_s} is below "
+                             f"launch.backoff_initial_s={self.backoff_initial_s}: the cap must "
+                             f"be at least the first wait")
+        return self
