@@ -9,7 +9,7 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
-from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems

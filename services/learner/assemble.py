@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.engine import AlertEngine
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.publish import publish_with_retry

@@ -8,10 +8,9 @@ Rules (one file per family in `rules/`, registered by `@register_rule`): kl_high
 entropy_collapse, reward_nan, reward_flat, nonfinite, spike, rollout_stalled,
 memory_growth, service_down. Sinks in `sinks/`. Nothing here imports torch.
 """
-# meshrl.config imports AlertsConfig for RunConfig.alerts; loading it first makes either
-# import order work (meshrl.ops.alerts first would otherwise find its own config half-built).
-import meshrl.config  # noqa: F401  (torch-free)
-from meshrl.ops.alerts.config import AlertsConfig
+# The rules' settings are config (`RunConfig.alerts`), so they live in meshrl.config; re-exported
+# here for the engine's users.
+from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.engine import AlertEngine
 from meshrl.ops.alerts.registry import register_rule, rule_names
 from meshrl.ops.alerts.types import Alert, Condition, strongest_action

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.registry import rule_class, rule_names
 from meshrl.ops.alerts.rules.base import Rule
 from meshrl.ops.alerts.types import Alert, Condition

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from meshrl.ops.alerts import AlertEngine, AlertsConfig, strongest_action
-from meshrl.ops.alerts.config import WebhookConfig
+from meshrl.config.alerts import WebhookConfig
 from meshrl.ops.alerts.sinks import JsonlSink, LogSink, NatsSink, build_sinks
 from meshrl.ops.alerts.sinks.webhook import WebhookSink
 from meshrl.ops.alerts.types import Alert

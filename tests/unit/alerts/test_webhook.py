@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meshrl.ops.alerts.config import WebhookConfig
+from meshrl.config.alerts import WebhookConfig
 from meshrl.ops.alerts.sinks.webhook import WebhookSink
 from meshrl.ops.alerts.types import Alert
 

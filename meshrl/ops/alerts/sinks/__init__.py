@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshrl.ops.alerts.config import AlertsConfig
+from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.sinks.jsonl import JsonlSink
 from meshrl.ops.alerts.sinks.log import LogSink
 from meshrl.ops.alerts.sinks.nats import NatsSink

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from typing import Mapping
 
-from meshrl.ops.alerts.config import WebhookConfig
+from meshrl.config.alerts import WebhookConfig
 from meshrl.ops.alerts.types import Alert, at_least
 from meshrl.config.errors import ConfigError
 
