@@ -106,8 +106,8 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
-    if resume is not None:
-        loop.restore(loop.checkpoints.restore(resume))
+    if resume is not None and (saved := loop.checkpoints.restore_if_any(resume)) is not None:
+        loop.restore(saved)
     return Built(loop, policy, tokenizer, dist, ledger, alerts, transport)
 
 
@@ -122,6 +122,6 @@ async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer),
         checkpoints=LearnerCheckpoints(cfg, policy))
-    if resume is not None:
-        loop.restore(loop.checkpoints.restore(resume))
+    if resume is not None and (saved := loop.checkpoints.restore_if_any(resume)) is not None:
+        loop.restore(saved)
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 
 from meshrl.inputs.checkpoint import hash_config, load_checkpoint, prune, save_checkpoint, tag
-from meshrl.inputs.checkpoint.layout import checkpoints_dir, step_name
+from meshrl.inputs.checkpoint.layout import MANIFEST, checkpoints_dir, step_dirs, step_name
 from meshrl.inputs.checkpoint.parts import Part
 from meshrl.config import RunConfig
 
@@ -56,6 +56,15 @@ class LearnerCheckpoints:
         log.info("resumed from %s: step %d, policy version %d, %d groups trained",
                  source, state["step"], state["policy_version"], len(state["trained_group_ids"]))
         return state
+
+    def restore_if_any(self, source: str | Path) -> dict | None:
+        """`restore`, except that a run dir with no finished checkpoint yet (a learner that died
+        before its first save, perhaps mid-save: `step_N.tmp-PID` is ignored) starts afresh."""
+        source = Path(source)
+        if not (source / MANIFEST).exists() and not step_dirs(source):
+            log.warning("no finished checkpoint in %s yet (partial saves ignored): starting at step 0", source)
+            return None
+        return self.restore(source)
 
     def path_of(self, step: int) -> Path:
         return checkpoints_dir(self.run_dir, must_exist=False) / step_name(step)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.transport.bus.subjects import shm_prefix
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
@@ -101,11 +102,13 @@ def resolve_for_run(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> R
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:
-    """A fresh run never writes into another run's checkpoints; a resume needs them."""
-    has_checkpoints = any((run_dir / "checkpoints").glob("step_*"))
-    if resume and not has_checkpoints:
-        raise LaunchError(f"--resume {run_dir}: no checkpoints in {run_dir / 'checkpoints'}; "
-                          f"check the path (`meshrl checkpoints list {run_dir}`)")
+    """A fresh run never writes into another run's checkpoints; a resume needs the run's
+    config. A partial save (`step_N.tmp-PID`, a learner killed mid-save) blocks neither: a
+    resume with no finished checkpoint starts at step 0 in the same run dir."""
+    has_checkpoints = run_dir.is_dir() and bool(step_dirs(run_dir))
+    if resume and not (run_dir / "config.yaml").is_file():
+        raise LaunchError(f"--resume {run_dir}: no config.yaml there; is it a run dir? "
+                          f"(`meshrl checkpoints list {run_dir}`)")
     if not resume and has_checkpoints:
         raise LaunchError(f"{run_dir} already holds checkpoints of a run; continue it with "
                           f"`meshrl train --resume {run_dir}` or choose another run.dir")

@@ -102,3 +102,15 @@ def test_a_corrupted_newest_checkpoint_falls_back_to_the_previous_good_one(runs,
     assert "skipping checkpoint step_4" in caplog.text and "checksum" in caplog.text.lower()
     assert loop.step == 4 and len(loop.trained_ids) == 8
     assert loop.trained_ids[:4] == runs["first"][0].trained_ids  # the 2 steps before step_2
+
+
+def test_a_partial_first_save_does_not_block_the_resume(runs, tiny_model_dir, nats_url):
+    """A learner killed while writing its first checkpoint leaves only `step_1.tmp-PID`: the
+    resume (what the launcher's restart does) starts at step 0 in the same run dir."""
+    cfg = make_config(runs["tmp"], tiny_model_dir, "killed-mid-save")
+    partial = Path(cfg.run.dir) / "checkpoints" / "step_1.tmp-99999"
+    partial.mkdir(parents=True)
+    (partial / "state.json").write_text("{trunc")
+    loop, _ = asyncio.run(run_once(cfg, nats_url, resume=cfg.run.dir))
+    assert loop.step == cfg.learner.steps
+    assert [c.step for c in list_checkpoints(cfg.run.dir) if c.status == "ok"][-1] == cfg.learner.steps
