@@ -108,10 +108,17 @@ class PromptFeeder:
     async def publish_next(self) -> None:
         draw = self.take_draw()
         task = self.make_task(draw)
-        # One trace per group: its root span starts here, the context rides along.
-        with start_root_group_span(task.group_id, policy_version=self.policy_version):
-            await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
+        # Outstanding before the await, together with the cursor's move: a checkpoint taken
+        # while the publish is in flight saves the draw as pending instead of losing it.
         self.outstanding[task.group_id] = draw
+        try:
+            # One trace per group: its root span starts here, the context rides along.
+            with start_root_group_span(task.group_id, policy_version=self.policy_version):
+                await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
+        except BaseException:
+            del self.outstanding[task.group_id]
+            self.replay.appendleft(draw)  # the next publish takes it again
+            raise
         self.ledger.published(task.group_id, task.min_policy_version, draw=draw.number)
         self.state.published += 1
 

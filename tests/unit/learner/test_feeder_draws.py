@@ -1,0 +1,72 @@
+"""The feeder's draws and a checkpoint taken while a publish is in flight (FAKE bus and dataset).
+
+A checkpoint saves the dataset cursor and the draws still pending; the draw being published
+must be among them, or a resume skips that prompt for good."""
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from meshrl.config.load import load_config
+from meshrl.services.learner.feeder import PromptFeeder
+
+CFG = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"},
+       "learner": {"steps": 2, "prompts_per_step": 2}}
+
+
+class FakeDataset:
+    """Ten rows in order; the cursor is a counter."""
+
+    def __init__(self):
+        self.cursor = 0
+
+    def next_indices(self, k):
+        self.cursor += k
+        return list(range(self.cursor - k, self.cursor))
+
+    def __getitem__(self, i):
+        row = SimpleNamespace(ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i))
+        return SimpleNamespace(text=f"prompt {i}", prompt_ids=[1, 2, i], row=row)
+
+    def state_dict(self):
+        return {"cursor": self.cursor}
+
+
+class BlockedBus:
+    """A FAKE bus whose publish waits until released (or fails when told to)."""
+
+    def __init__(self, fail: bool = False):
+        self.entered, self.release, self.fail = asyncio.Event(), asyncio.Event(), fail
+
+    async def publish(self, stage, task, **_):
+        self.entered.set()
+        await self.release.wait()
+        if self.fail:
+            raise ConnectionError("NATS gone")
+
+
+def feeder_on(bus):
+    return PromptFeeder(bus, FakeDataset(), load_config(base=CFG), "run1")
+
+
+async def test_a_checkpoint_during_a_publish_keeps_the_draw():
+    bus = BlockedBus()
+    feeder = feeder_on(bus)
+    publishing = asyncio.create_task(feeder.publish_next())
+    await bus.entered.wait()
+    saved = feeder.state_dict()  # what a checkpoint taken now would hold
+    assert saved["cursor"] == {"cursor": 1} and saved["next_draw"] == 1
+    assert saved["pending"] == [[0, 0]]  # draw 0 (row 0) is pending, not lost
+    bus.release.set()
+    await publishing
+    assert feeder.state.published == 1 and feeder.state_dict()["pending"] == [[0, 0]]
+
+
+async def test_a_failed_publish_gives_the_draw_back():
+    bus = BlockedBus(fail=True)
+    feeder = feeder_on(bus)
+    bus.release.set()
+    with pytest.raises(ConnectionError):
+        await feeder.publish_next()
+    assert feeder.outstanding == {} and feeder.state.published == 0
+    assert feeder.take_draw().number == 0  # the same draw goes out next, not draw 1
