@@ -18,6 +18,7 @@ from meshrl.ops.alerts.engine import AlertEngine
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig
+from meshrl.config.sampling import logprob_temperature
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.control import LearnerState
@@ -27,7 +28,8 @@ from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.loop import Learner
-from meshrl.services.learner.metric_logger import JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger
+from meshrl.services.learner.metric_logger import (JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger,
+                                                   forget_steps_from)
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
@@ -85,6 +87,17 @@ def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
     return AlertEngine.from_config(cfg.alerts, cfg.run.dir, publish=publish, run_id=run_id)
 
 
+def resume_loop(loop, resume: str | None) -> None:
+    """Restore the loop from `resume` (a run dir or a checkpoint), if it holds a checkpoint, and
+    forget the metrics of the steps it will train again."""
+    if resume is None or (saved := loop.checkpoints.restore_if_any(resume)) is None:
+        return
+    loop.restore(saved)
+    again = forget_steps_from(Path(loop.cfg.run.dir) / "metrics.jsonl", loop.step)
+    if again:
+        log.info("metrics.jsonl: %d rows of steps ≥ %d dropped (trained again after the resume)", again, loop.step)
+
+
 async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                  resume: str | None = None) -> Built:
     dist = DistContext()
@@ -106,8 +119,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
-    if resume is not None and (saved := loop.checkpoints.restore_if_any(resume)) is not None:
-        loop.restore(saved)
+    resume_loop(loop, resume)
     return Built(loop, policy, tokenizer, dist, ledger, alerts, transport)
 
 
@@ -118,10 +130,10 @@ async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     pairs = build.build_pairs(cfg, tokenizer)
     policy, _ = build.build_policy_model(cfg, dist)
     loop = OfflineLearner(
-        cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist),
+        cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist,
+                                                     temperature=logprob_temperature(cfg)),
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer),
         checkpoints=LearnerCheckpoints(cfg, policy))
-    if resume is not None and (saved := loop.checkpoints.restore_if_any(resume)) is not None:
-        loop.restore(saved)
+    resume_loop(loop, resume)
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

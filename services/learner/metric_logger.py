@@ -55,6 +55,32 @@ class JsonlLogger:
         self._file.close()
 
 
+def forget_steps_from(path: str | Path, step: int) -> int:
+    """Drop the rows of `step` and later from a metrics.jsonl, in place; returns how many.
+
+    A learner that died between checkpoints logged steps that its resume trains again; without
+    this they would appear twice. In place (not a new file) so that a JsonlLogger already open
+    in append mode keeps writing to the same file, at its new end."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if _step_of(line) < step]
+    if len(kept) < len(lines):
+        with path.open("r+") as f:
+            f.write("".join(kept))
+            f.truncate()
+    return len(lines) - len(kept)
+
+
+def _step_of(line: str) -> float:
+    """A row's step; a torn last line (the process died while writing it) counts as later."""
+    try:
+        return json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return math.inf
+
+
 class MultiLogger:
     def __init__(self, *loggers: MetricLogger):
         self.loggers = loggers

@@ -54,3 +54,22 @@ def test_tensorboard_logger_writes_scalars_tensorboard_reads_back(tmp_path):
     assert sorted(events.Tags()["scalars"]) == ["loss", "reward"]
     assert [(e.step, e.value) for e in events.Scalars("reward")] == [(0, 0.25), (1, 0.75)]
     assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 1.5)]
+
+
+def test_a_resume_forgets_the_steps_it_trains_again(tmp_path):
+    """Died after logging steps 0-3 with a checkpoint at step 2 (and a torn last line): the
+    resume drops steps 2, 3 and the torn line, and the open logger appends after step 1."""
+    from meshrl.services.learner.metric_logger import JsonlLogger, forget_steps_from
+
+    path = tmp_path / "metrics.jsonl"
+    logger = JsonlLogger(path)
+    for step in range(4):
+        logger.log(step, {"loss": float(step)})
+    with path.open("a") as f:
+        f.write('{"step": 4, "lo')
+    assert forget_steps_from(path, 2) == 3
+    logger.log(2, {"loss": 20.0})
+    logger.close()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["step"], r["loss"]) for r in rows] == [(0, 0.0), (1, 1.0), (2, 20.0)]
+    assert forget_steps_from(tmp_path / "none.jsonl", 0) == 0
