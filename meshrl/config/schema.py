@@ -13,6 +13,7 @@ from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
+from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig
 
 
@@ -176,7 +177,7 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":
-        for problem in batch_arithmetic_problems(self) + eval_problems(self):
+        for problem in batch_arithmetic_problems(self) + eval_problems(self) + sampling_problems(self):
             raise ConfigError(problem)
         return self
 

@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from meshrl.config import RunConfig
+from meshrl.config.sampling import logprob_temperature
 from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
@@ -54,7 +55,7 @@ def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel,
 
 def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
     return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
-                     temperature=cfg.rollout.sampling.temperature,
+                     temperature=logprob_temperature(cfg),
                      max_response_len=cfg.rollout.sampling.max_tokens)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
+from meshrl.config.sampling import rollout_sampling
 from meshrl.services.learner.ledger import Ledger
 from meshrl.ops.telemetry.tracing import inject_headers, start_root_group_span
 
@@ -93,13 +94,11 @@ class PromptFeeder:
         return Draw(self.next_draw - 1, index)
 
     def make_task(self, draw: Draw) -> common_pb2.PromptTask:
-        s, item = self.cfg.rollout.sampling, self.dataset[draw.dataset_index]
+        item = self.dataset[draw.dataset_index]
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
             prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids),
-            sampling=common_pb2.SamplingParams(
-                n=s.group_size, temperature=s.temperature, top_p=s.top_p,
-                max_tokens=s.max_tokens, stop=list(s.stop),
+            sampling=rollout_sampling(self.cfg).to_proto(
                 seed=sampling_seed(self.cfg.run.seed, draw.number)),
             ground_truth=str(item.row.ground_truth or ""), data_source=item.row.data_source or "",
             min_policy_version=max(0, self.policy_version - self.cfg.learner.max_staleness),

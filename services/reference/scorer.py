@@ -20,18 +20,10 @@ import numpy as np
 import torch
 
 from meshrl.algos.batch import RolloutBatch
+from meshrl.config.sampling import logprob_temperature  # re-exported: one rule for all
 from meshrl.config.schema import RunConfig
 from meshrl.algos.logprobs import response_logprobs
 from meshrl.inputs.models.load import load_causal_lm
-
-
-def logprob_temperature(cfg: RunConfig) -> float:
-    """The temperature log-probs are taken at: the sampling temperature (1 for greedy).
-
-    The learner must use the same value for the policy, or KL compares different things.
-    """
-    t = cfg.rollout.sampling.temperature
-    return t if t > 0 else 1.0
 
 
 class ReferenceScorer:

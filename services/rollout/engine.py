@@ -21,7 +21,8 @@ Which log-probs (behaviour log-probs, for the learner's importance ratio)
   restricted to and renormalised over the nucleus when top_p < 1. With top_p = 1 this is
   exactly what the learner computes (`meshrl.algos.logprobs`: `log_softmax(logits / T)`), at
   any temperature; at T = 1 it also equals vLLM's default raw log-probs. Greedy requests
-  (T = 0) return `log_softmax(logits)`. Pass `logprobs_mode="raw_logprobs"` for the
+  (T = 0) return `log_softmax(logits)`, so log-probs of greedy samples are taken at T = 1
+  everywhere (the one rule, `meshrl/config/sampling.py`). Pass `logprobs_mode="raw_logprobs"` for the
   un-tempered model log-probs.
 
 Policy versions

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meshrl.api.common.v1 import common_pb2
+from meshrl.config.sampling import greedy_sampling, make_sampling
 from meshrl.config.schema import RunConfig
 
 
@@ -41,12 +42,10 @@ class EvalPlan:
                    max_prompts=e.max_prompts)
 
     def greedy_sampling(self) -> common_pb2.SamplingParams:
-        return common_pb2.SamplingParams(n=1, temperature=0.0, top_p=1.0,
-                                         max_tokens=self.max_tokens, stop=list(self.stop))
+        return greedy_sampling(self.max_tokens, self.stop).to_proto()
 
     def k_sampling(self, prompt_index: int) -> common_pb2.SamplingParams:
         """pass@k sampling for one prompt; the seed is never 0 (0 means unseeded)."""
-        return common_pb2.SamplingParams(n=self.pass_n, temperature=self.k_temperature,
-                                         top_p=self.k_top_p, max_tokens=self.max_tokens,
-                                         stop=list(self.stop),
-                                         seed=self.seed * 1_000_003 + prompt_index + 1)
+        sampling = make_sampling(self.pass_n, self.k_temperature, self.k_top_p, self.max_tokens,
+                                 self.stop)
+        return sampling.to_proto(seed=self.seed * 1_000_003 + prompt_index + 1)
