@@ -26,7 +26,6 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.models.safetensors_write import write_safetensors
 
 KEEP_VERSIONS = 2
-WEIGHTS_NOTICE_KEY = names.WEIGHTS_NOTICE_KEY
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
@@ -118,7 +117,7 @@ class WeightsPublisher:
             run_id=self.run_id, version=version, transport=self.transport.name,
             location=location, sha256=sha256, size_bytes=size,
             format="safetensors", step=step, published_unix=time.time())
-        await self.bus.state.put(WEIGHTS_NOTICE_KEY, notice)
+        await self.bus.state.put(names.WEIGHTS_NOTICE_KEY, notice)
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(size)}

@@ -21,8 +21,6 @@ from meshrl.api.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WEIGHTS_NOTICE_KEY", "WeightsFollower"]
-
 
 class WeightsFollower:
     def __init__(self, state, updater, key: str = WEIGHTS_NOTICE_KEY):

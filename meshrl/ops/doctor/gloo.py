@@ -11,18 +11,13 @@ import time
 from datetime import timedelta
 
 from meshrl.ops.doctor.check import Check, failed, passed
+from meshrl.transport.ports import free_port
 
 WORLD = 2
 TIMEOUT_S = 120.0  # two ranks each import torch: ≈30 s on a loaded 2-core machine
 EXPECTED = [3.0, 30.0]
 FIX = ("torch.distributed cannot talk over loopback: check that 127.0.0.1 is reachable, no firewall "
        "blocks local TCP ports, and set GLOO_SOCKET_IFNAME=lo if the host has several interfaces")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _rank_main(rank: int, port: int, world: int) -> None:
@@ -47,7 +42,7 @@ def check_gloo(ctx, timeout_s: float = TIMEOUT_S) -> Check:
 
     name = "gloo all-reduce (2 ranks)"
     start = time.monotonic()
-    procs = mp.start_processes(_rank_main, args=(_free_port(), WORLD), nprocs=WORLD, join=False,
+    procs = mp.start_processes(_rank_main, args=(free_port(), WORLD), nprocs=WORLD, join=False,
                                start_method="spawn")
     try:
         while not procs.join(timeout=0.5):

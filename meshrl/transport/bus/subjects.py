@@ -75,7 +75,3 @@ def weights_object_name(version: int) -> str:
     """Object-store name of one weights version; zero-padded so names sort by version."""
     return f"weights-v{version:010d}.safetensors"
 
-
-# The run-KV key under which the learner publishes the current WeightsNotice; rollout
-# replicas watch it.
-WEIGHTS_NOTICE_KEY = "weights_notice"

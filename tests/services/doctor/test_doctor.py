@@ -3,7 +3,6 @@ real gRPC reward server, and an address nobody listens on."""
 import argparse
 import asyncio
 import json
-import socket
 
 import pytest
 import yaml
@@ -14,6 +13,7 @@ from meshrl.ops.doctor import checks_disk
 from meshrl.ops.doctor.checks_system import check_transformers
 from meshrl.ops.doctor.gloo import check_gloo
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.ports import free_port
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 HEAVY = ["accelerators", "gloo", "transformers", "vllm"]  # heavy imports / spawn: tested on their own below
@@ -40,12 +40,6 @@ def write_config(tmp_path, model_path, *, train_rows=(GOOD_ROW,), nats_url="embe
 
 def by_name(results):
     return {r.name: r for r in results}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_good_config_passes_file_and_nats_checks(tmp_path, tiny_model_dir, nats_url):

@@ -21,7 +21,8 @@ from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online
-from meshrl.services.learner.weights import KEEP_VERSIONS, WEIGHTS_NOTICE_KEY
+from meshrl.services.learner.weights import KEEP_VERSIONS
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
 

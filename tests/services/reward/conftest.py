@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from meshrl.transport.ports import free_port
+
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward" / "server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, proc: subprocess.Popen, within_s: float = 30.0) -> None:

@@ -5,7 +5,7 @@ import time
 
 import yaml
 
-from tests.services.reward.conftest import free_port
+from meshrl.transport.ports import free_port
 
 
 def write_config(tmp_path, components) -> str:

@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from meshrl.transport.bus import subjects as names
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
-from meshrl.services.rollout.follower import WEIGHTS_NOTICE_KEY
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.services.rollout.main import registry_key
 from meshrl.ops.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
