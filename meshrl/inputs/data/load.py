@@ -35,12 +35,23 @@ def iter_rows(path: str | Path) -> Iterator[tuple[RowRef, dict]]:
     yield from (_iter_jsonl(p) if p.suffix == ".jsonl" else _iter_parquet(p))
 
 
+def _decoded(raw: bytes, ref: RowRef) -> str:
+    """One jsonl line as text; a non-UTF-8 byte names its line and column, not just a file."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DatasetError(f"{ref}: byte 0x{raw[err.start]:02x} at column {err.start + 1} is not "
+                           f"UTF-8; save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 IN > OUT`)"
+                           ) from None
+
+
 def _iter_jsonl(p: Path) -> Iterator[tuple[RowRef, dict]]:
-    with open(p, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
+    with open(p, "rb") as fh:  # bytes: a decode error must name its line (text mode cannot)
+        for number, raw in enumerate(fh, start=1):
+            ref = RowRef(str(p), number, "line")
+            line = _decoded(raw, ref)
             if not line.strip():
                 continue
-            ref = RowRef(str(p), number, "line")
             try:
                 yield ref, json.loads(line)
             except json.JSONDecodeError as err:
