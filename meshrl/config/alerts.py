@@ -107,6 +107,19 @@ class ServiceDownConfig(RuleConfig):
     probe_interval_s: float = Field(10.0, gt=0.0)  # the learner probes every announced replica
 
 
+class RewardOutageConfig(RuleConfig):
+    """Every group that arrived for `after_s` seconds failed scoring (a reward component down).
+
+    Besides the alert, the learner acts on it: it publishes one probe prompt at a time instead
+    of a full in-flight bound (no generation wasted while nothing can be scored), says what it
+    waits for in its status, goes back to full speed at the first group scored again, and
+    after `max_wait_s` of outage checkpoints and stops with a message."""
+
+    severity: Severity = "critical"
+    after_s: float = Field(30.0, gt=0.0)
+    max_wait_s: float = Field(600.0, gt=0.0)
+
+
 class WebhookConfig(Strict):
     """POST each alert as JSON to `url`; bearer token from the env var named `token_env`."""
 
@@ -150,3 +163,4 @@ class AlertsConfig(Strict):
     rollout_stalled: StallConfig = StallConfig()
     memory_growth: MemoryGrowthConfig = MemoryGrowthConfig()
     service_down: ServiceDownConfig = ServiceDownConfig()
+    reward_outage: RewardOutageConfig = RewardOutageConfig()

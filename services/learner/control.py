@@ -41,7 +41,11 @@ class LearnerState:
             run_id=self.run_id, state=self.state, step=self.step, total_steps=self.total_steps,
             policy_version=self.policy_version, groups_trained=self.groups_trained,
             groups_in_flight=self.in_flight, groups_dropped_stale=self.groups_dropped_stale,
-            last_metrics=metrics, message=self.message)
+            last_metrics=metrics, message=self.message or self.waiting_message())
+
+    def waiting_message(self) -> str:
+        waiting = getattr(self.feeder, "waiting_for", "")
+        return f"waiting for {waiting}" if waiting else ""
 
     async def wait_if_paused(self) -> None:
         """Return when resumed, or at once when a stop is requested meanwhile."""

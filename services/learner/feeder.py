@@ -19,6 +19,7 @@ and the draws still in flight (published, not yet trained or dropped); after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections import deque
@@ -39,6 +40,7 @@ class FeederState:
     published: int = 0
     settled: int = 0  # trained on, or dropped
     paused: bool = False
+    waiting_for: str = ""  # set during a reward outage: one probe prompt in flight, not the bound
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -67,6 +69,7 @@ class PromptFeeder:
         self.outstanding: dict[str, Draw] = {}  # group id -> draw, published and not settled
         self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
         self.trained = 0  # groups trained on so far (this run, including before a resume)
+        self.last_publish = 0.0  # time.monotonic() of the last publish
 
     def settle(self, group_ids: list[str], *, trained: bool = False) -> None:
         """Groups trained on or dropped free their place in the in-flight bound."""
@@ -80,7 +83,22 @@ class PromptFeeder:
         """Groups to keep in flight: the bound, but never more than the run still trains on
         (so the last step leaves no prompts behind)."""
         still_needed = self.cfg.learner.steps * self.cfg.learner.prompts_per_step - self.trained
-        return min(self.cfg.learner.in_flight_bound, still_needed)
+        bound = self.cfg.learner.in_flight_bound
+        if self.state.waiting_for:
+            bound = 1 if self.until_probe() == 0 else 0
+        return min(bound, still_needed)
+
+    def until_probe(self) -> float:
+        """During an outage one probe prompt goes out per `alerts.reward_outage.after_s`:
+        enough to see the service come back, little generation thrown away meanwhile."""
+        every = self.cfg.alerts.reward_outage.after_s
+        return max(0.0, self.last_publish + every - time.monotonic())
+
+    def wait_for(self, what: str) -> None:
+        """Throttle to probes while `what` is unavailable ("" lifts it)."""
+        if what != self.state.waiting_for:
+            self.state.waiting_for = what
+            self.state.wake.set()
 
     def set_version(self, version: int) -> None:
         self.policy_version = version
@@ -118,6 +136,7 @@ class PromptFeeder:
             del self.outstanding[task.group_id]
             self.replay.appendleft(draw)  # the next publish takes it again
             raise
+        self.last_publish = time.monotonic()
         self.ledger.published(task.group_id, task.min_policy_version, draw=draw.number)
         self.state.published += 1
 
@@ -127,7 +146,11 @@ class PromptFeeder:
             while not self.state.paused and self.state.in_flight < self.wanted():
                 await self.publish_next()
             self.state.wake.clear()
-            await self.state.wake.wait()
+            # Waiting on an outage with no probe out: wake when the next one is due.
+            idle_probe = self.state.waiting_for and self.state.in_flight == 0 and not self.state.paused
+            probe_in = self.until_probe() if idle_probe else None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.state.wake.wait(), timeout=probe_in)
 
     def state_dict(self) -> dict:
         pending = sorted([*self.outstanding.values(), *self.replay], key=lambda d: d.number)

@@ -5,6 +5,11 @@ no-signal groups are dropped, acked and counted, and their place in the in-fligh
 is freed so the feeder samples a replacement. Kept groups are acked only after the step
 that trains on them, so a learner that dies mid-step loses nothing. A group id seen
 before (a redelivery) is acked and ignored: nothing is trained twice.
+
+A reward outage (every group failing scoring for `alerts.reward_outage.after_s`) throttles
+the feeder to one probe prompt in flight and says so in the status; the first group scored
+again lifts it; after `max_wait_s` the gather gives up with `ScoringUnavailable`, which the
+loop turns into a checkpoint and a stop.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
+from meshrl.ops.alerts.rules.outage import OutageClock
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
 from meshrl.ops.telemetry.tracing import group_span
@@ -20,6 +26,10 @@ from meshrl.ops.telemetry.tracing import group_span
 
 class RolloutStalled(RuntimeError):
     """No ready group arrived for longer than the configured stall timeout."""
+
+
+class ScoringUnavailable(RuntimeError):
+    """Every group failed scoring for longer than `alerts.reward_outage.max_wait_s`."""
 
 
 @dataclass
@@ -43,6 +53,7 @@ class Gatherer:
         self.stall_timeout_s = stall_timeout_s
         self.seen: set[str] = set()
         self.totals: Counter = Counter()
+        self.outage = OutageClock()
 
     async def _drop(self, msg, reason: str, step_groups: StepGroups) -> None:
         await msg.ack()
@@ -64,16 +75,36 @@ class Gatherer:
             for msg in msgs:
                 last = time.monotonic()
                 await self._consider(msg, out, version=version, budget=budget)
+            self._watch_outage()
         out.wait_s = time.perf_counter() - t0
         return out
+
+    def _watch_outage(self) -> None:
+        """Throttle the feeder to one probe while nothing scores; give up after max_wait_s."""
+        limits, now = self.cfg.alerts.reward_outage, time.monotonic()
+        down = self.outage.down_for(now)
+        waiting = f"reward scoring: {self.outage.describe(now)}" if down >= limits.after_s else ""
+        if waiting != "" and down >= limits.max_wait_s:
+            raise ScoringUnavailable(f"{self.outage.describe(now)}; gave up after "
+                                     f"alerts.reward_outage.max_wait_s={limits.max_wait_s:g} s")
+        self.feeder.wait_for(waiting)
+
+    def _scored(self, ok: bool) -> None:
+        if ok:
+            self.outage.scored()
+        else:
+            self.outage.failed(time.monotonic())
+        if self.alerts is not None:
+            self.alerts.progress("scored" if ok else "score_failed")
 
     def _tell_alerts(self, *, arrived: bool) -> None:
         if self.alerts is None:
             return
         if arrived:
             self.alerts.progress("groups")
-        else:
-            self.alerts.poll()  # the stall and service-down rules judge the clock here
+        # The clock rules (stall, service down, reward outage) are judged here, also while
+        # groups arrive: during a reward outage they do, one failed probe after another.
+        self.alerts.poll()
 
     async def _consider(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
         # The last hop of the group's trace: the learner receives it (kept or dropped).
@@ -88,6 +119,8 @@ class Gatherer:
             return
         self.seen.add(group.group_id)
         verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness)
+        if verdict.reason != "stale":  # a stale group says nothing about scoring
+            self._scored(verdict.reason != "failed_reward")
         if not verdict.keep:
             return await self._drop(msg, verdict.reason, out)
         drawn = len(out.groups) + sum(out.dropped.values())

@@ -31,7 +31,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
-from meshrl.services.learner.gather import Gatherer, StepGroups
+from meshrl.services.learner.gather import Gatherer, ScoringUnavailable, StepGroups
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthProbe, StepEvaluation, TrainStep,
@@ -117,6 +117,10 @@ class Learner:
         stop = asyncio.ensure_future(self.state.stopping.wait())
         await asyncio.wait({collect, stop}, return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
+        if collect.done() and isinstance(collect.exception(), ScoringUnavailable):
+            self.state.request_stop(str(collect.exception()))  # checkpoint, then stop: resume later
+            log.error("step %d: %s", self.step, collect.exception())
+            return None
         if collect.done():
             return collect.result()
         collect.cancel()

@@ -1,6 +1,7 @@
 """Shared pieces of the learner's service tests: a FAKE seeded rollout (named as such), a
 small run config on the tiny model, and `run_once` = one learner 'process' on a real NATS."""
 import asyncio
+import math
 import uuid
 from pathlib import Path
 
@@ -32,9 +33,11 @@ def make_config(tmp_path: Path, model_dir, name: str, **overrides):
     }, overrides=[f"{k}={v}" for k, v in overrides.items()])
 
 
-async def seeded_rollout(bus):
-    """FAKE rollout+reward: samples are a function of the task's seed; reward = share of TARGET."""
+async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.0):
+    """FAKE rollout+reward: samples are a function of the task's seed; reward = share of TARGET.
+    While `scoring_down()` every reward is NaN (as the reward service marks a failed score)."""
     async def answer(task: common_pb2.PromptTask, ctx):
+        await asyncio.sleep(delay_s)
         rng = np.random.default_rng(task.sampling.seed)
         group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
                                  policy_version=task.min_policy_version,
@@ -43,7 +46,8 @@ async def seeded_rollout(bus):
             ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
             group.samples.add(index=i, response_token_ids=pack_int32(ids),
                               behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),
-                              reward=float(np.mean(ids == TARGET)), policy_version=group.policy_version,
+                              reward=math.nan if scoring_down() else float(np.mean(ids == TARGET)),
+                              policy_version=group.policy_version,
                               finish_reason=common_pb2.FINISH_REASON_LENGTH)
         await bus.publish("ready", group, msg_id=group.group_id)
     await bus.worker("prompts", "seeded", answer)
@@ -65,14 +69,15 @@ class StopAfter:
 
 
 async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str | None = None,
-                   during=None):
+                   during=None, rollout=seeded_rollout):
     """One learner 'process': its own run id, bus, state and model; returns (loop, state).
-    `during(bus, state)`, when given, runs beside the loop (e.g. to resume a paused run)."""
+    `during(bus, state)`, when given, runs beside the loop (e.g. to resume a paused run);
+    `rollout(bus)` answers the prompts (default: `seeded_rollout`)."""
     run_id = f"t{uuid.uuid4().hex[:12]}"
     Path(cfg.run.dir).mkdir(exist_ok=True)
     bus = await Bus.connect(nats_url, run_id, name="test")
     await bus.ensure_streams()
-    rollout = asyncio.create_task(seeded_rollout(bus))
+    rollout = asyncio.create_task(rollout(bus))
     try:
         state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)
         built = await online(cfg, bus, run_id, state, resume=resume)

@@ -150,3 +150,23 @@ def test_a_failing_health_callback_is_logged_not_an_alert(caplog):
 @pytest.mark.parametrize("name", ["kl_high", "spike", "memory_growth"])
 def test_disabled_rules_are_not_built(name):
     assert engine(name, **{name: {"enabled": False}}).rules == []
+
+
+def test_reward_outage_fires_after_after_s_of_failures_only_and_clears_on_a_scored_group():
+    clock = FakeClock()
+    eng = engine("reward_outage", clock=clock, reward_outage={"after_s": 30})
+    eng.progress("score_failed")  # t = 0: the first failure starts the clock
+    clock.t = 29.0
+    eng.progress("score_failed")
+    assert eng.poll() == []
+    clock.t = 30.0
+    [alert] = eng.poll()
+    assert alert.rule == "reward_outage" and alert.values == {"down_s": 30.0, "failures": 2}
+    assert alert.message.startswith("every group failed scoring for 30 s (2 groups)")
+    assert eng.poll() == []  # one alert per outage
+    eng.progress("scored")
+    clock.t = 100.0
+    eng.progress("score_failed")  # a new outage starts at 100
+    assert eng.poll() == []
+    clock.t = 131.0
+    assert [a.rule for a in eng.poll()] == ["reward_outage"]
