@@ -9,9 +9,13 @@
   4. starts rollout × rollout.replicas and reward × reward.replicas (not for offline
      algorithms such as DPO, which sample nothing), the reference × reference.replicas when
      `cfg.reference_enabled`, then the learner; each logs to RUN_DIR/logs/<name>-<i>.log;
-  5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits;
-  6. stops every process it started (also on Ctrl-C, SIGTERM or a dead service), then
-     removes the run's files in /dev/shm.
+  5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits 0, restarting
+     any service that dies meanwhile with back-off, within `launch.restart_budget` (the
+     learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
+     restart is on the console, in RUN_DIR/restarts.jsonl and raised as an alert;
+  6. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
+     then removes the run's files in /dev/shm and every `psm_*` shared-memory segment its
+     processes mapped (vLLM's 160 MiB queues survive a SIGKILL otherwise; see shm.py).
 
 Environment per service (a variable already set in our environment wins):
 reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
@@ -42,10 +46,16 @@ from meshrl.transport.bus.subjects import shm_prefix
 from meshrl.transport.ports import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
-from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url
 from meshrl.ops.launch.progress import RunProgress
-from meshrl.ops.launch.supervisor import ChildDied, Supervisor, stop_on_signals
+from meshrl.ops.launch.restart_policy import RestartPolicy
+from meshrl.ops.launch.restart_report import RestartReporter
+from meshrl.ops.launch.shm import ShmTracker
+from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals
+
+SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
 
 
 @dataclass
@@ -155,9 +165,26 @@ def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) ->
             "--replica-id", f"{spec.name}-{spec.replica}"]
 
 
-def _learner_failed(sup: Supervisor, key: str, rc: int) -> RunFailed:
-    return RunFailed(f"{key} exited with code {rc}; last lines of "
-                     f"{sup.children[key].log_path}:\n{sup.log_tail(key)}")
+def with_resume(argv: list[str], run_dir: Path) -> list[str]:
+    """The learner's command line, resuming from RUN_DIR's newest good checkpoint (a run dir
+    with none yet starts at step 0)."""
+    return argv if "--resume" in argv else [*argv, "--resume", str(run_dir.resolve())]
+
+
+def process_groups(sup: Supervisor) -> dict[str, int]:
+    """child key -> its process group (every child leads its own)."""
+    return {key: child.popen.pid for key, child in sup.children.items()}
+
+
+def every(period_s: float, action: Callable[[], None]) -> Callable[[], None]:
+    """`action`, run at most once per `period_s` however often the result is called."""
+    last = [float("-inf")]
+
+    def maybe() -> None:
+        if time.monotonic() - last[0] >= period_s:
+            last[0] = time.monotonic()
+            action()
+    return maybe
 
 
 @contextlib.contextmanager
@@ -174,10 +201,37 @@ def freed_shm(run_id: str, root: Path = Path("/dev/shm")):
                 path.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def freed_segments(tracker: ShmTracker):
+    """After every process stopped: unlink the `psm_*` segments the run's processes mapped."""
+    try:
+        yield tracker
+    finally:
+        tracker.free()
+
+
+def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
+                 shm: ShmTracker, progress: bool) -> RunResult:
+    """Restart dead services (the learner with --resume) until the learner exits 0."""
+    reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url)
+    keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
+                    argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
+                    on_restarted=lambda key: shm.free([key], live=process_groups(sup)))
+    bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
+    scan = every(SHM_SCAN_S, lambda: shm.scan(process_groups(sup)))
+    try:
+        keeper.wait_for("learner-0", on_tick=lambda: (bar.update(), scan()))
+    finally:
+        shm.scan(process_groups(sup))  # what was made since the last scan, before the stop
+        bar.close()
+        reporter.close()
+    return RunResult(run_id, run_dir, bar.steps_done, bar.last)
+
+
 def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
               progress: bool = True, grace_s: float = 15.0, resume: bool = False,
               argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv) -> RunResult:
-    """Run the whole mesh here until the learner exits; stop everything; return the result.
+    """Run the whole mesh here until the learner exits 0; stop everything; return the result.
 
     `argv_for(spec, nats_url, run_id, config_path)` makes each child's command line (tests
     swap in stand-ins for the real services).
@@ -185,29 +239,20 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     `resume=True` continues the run in RUN_DIR from its newest good checkpoint (a new run
     id: fresh streams; the checkpoint says which prompts were still in flight).
 
-    Raises LaunchError when NATS cannot be reached, RunFailed when a service dies or the
-    learner exits non-zero.
+    A dead service is restarted per `cfg.launch` (see keeper.py). Raises LaunchError when
+    NATS cannot be reached, ServiceGaveUp (a RunFailed) when a service will not be restarted.
     """
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
     with stop_on_signals(), nats_url(cfg, run_dir) as url, freed_shm(run_id), \
-            Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
+            freed_segments(ShmTracker()) as shm, Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in service_specs(cfg):
             argv = argv_for(spec, url, run_id, config_path)
             is_learner = spec.name == "learner"
             if is_learner and resume:
-                argv = [*argv, "--resume", str(run_dir.resolve())]
+                argv = with_resume(argv, run_dir)
             sup.start(spec.name, argv, replica=spec.replica, env=spec.env,
                       stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
-        bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
-        try:
-            rc = sup.wait_for("learner-0", on_tick=bar.update)
-        except ChildDied as err:
-            raise RunFailed(str(err)) from None
-        finally:
-            bar.close()
-        if rc != 0:
-            raise _learner_failed(sup, "learner-0", rc)
-        return RunResult(run_id, run_dir, bar.steps_done, bar.last)
+        return keep_running(cfg, sup, run_dir, run_id, url, shm, progress)

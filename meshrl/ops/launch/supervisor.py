@@ -12,10 +12,12 @@ A child started with `stop_grace_s=` (the learner, which writes a checkpoint whe
 stop) is stopped first, alone, and given that long; then the others together.
 
 A child that exits while the run goes on is an error: `check()` / `wait_for()` raise
-`ChildDied` with its exit status and the tail of its log.
+`ChildDied` with its exit status and the tail of its log. `restart(key)` starts a dead child
+again with the same command (or a new one), appending to the same log after a marker line;
+when to restart is `keeper.py`'s decision, not this file's.
 
 Simplifications: a grandchild that calls setsid() itself leaves the group and is not
-tracked; no restarts (a dead service stops the run: restarts are the cluster's job).
+tracked.
 
 Use:
     with Supervisor(run_dir / "logs") as sup, stop_on_signals():
@@ -72,6 +74,14 @@ class Child:
     log_path: Path
     log_file: IO = field(repr=False)
     stop_grace_s: float | None = None  # stopped first, with its own grace
+    argv: list[str] = field(default_factory=list)
+    env: Mapping[str, str] | None = None
+    cwd: str | Path | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    restarts: int = 0
+
+    def ran_for_s(self, now: float | None = None) -> float:
+        return (time.monotonic() if now is None else now) - self.started_at
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -107,18 +117,41 @@ class Supervisor:
         key = f"{name}-{replica}"
         if key in self.children:
             raise ValueError(f"a child named {key} was already started; use another replica number")
+        self.children[key] = child = self._spawn(key, list(argv), env, cwd, stop_grace_s)
+        return child
+
+    def restart(self, key: str, argv: Sequence[str] | None = None) -> Child:
+        """Start dead child `key` again (same environment; `argv` or its last command line).
+
+        What is left of its process group (a grandchild that outlived it) is stopped first,
+        so two engines never run for one replica."""
+        old = self.children[key]
+        if old.alive():
+            raise ValueError(f"{key} is still running (pid {old.popen.pid}); only a dead child restarts")
+        self._stop([old], grace_s=2.0)
+        argv = list(argv) if argv is not None else old.argv
+        with old.log_path.open("ab") as log:
+            log.write(f"\n==== meshrl launcher: restart {old.restarts + 1} of {key}: "
+                      f"{' '.join(argv)} ====\n".encode())
+        child = self._spawn(key, argv, old.env, old.cwd, old.stop_grace_s)
+        child.restarts = old.restarts + 1
+        self.children[key] = child
+        self.finished.discard(key)
+        return child
+
+    def _spawn(self, key: str, argv: list[str], env: Mapping[str, str] | None,
+               cwd: str | Path | None, stop_grace_s: float | None) -> Child:
         log_path = self.log_dir / f"{key}.log"
         log_file = log_path.open("ab")
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         try:
-            popen = subprocess.Popen(list(argv), stdout=log_file, stderr=subprocess.STDOUT,
+            popen = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
                                      start_new_session=True, preexec_fn=_pdeathsig_preexec())
         except OSError as err:
             log_file.close()
             raise RuntimeError(f"could not start {key} ({argv[0]}): {err}") from err
-        self.children[key] = child = Child(key, popen, log_path, log_file, stop_grace_s)
-        return child
+        return Child(key, popen, log_path, log_file, stop_grace_s, argv=argv, env=env, cwd=cwd)
 
     def died(self, ignore: Iterable[str] = ()) -> list[Child]:
         """Children (other than `ignore`) that have exited."""

@@ -1,12 +1,16 @@
 """run_local end to end with stand-in services (tiny `python -c` processes) on a real
-embedded NATS: the run dir, the progress from metrics.jsonl, a dead service or a failed
-learner stops the run with its log tail, SIGTERM stops everything, unreachable NATS is a
-clear error."""
+embedded NATS: the run dir, the progress from metrics.jsonl, a killed service is restarted
+while the run goes on, a crash-looping service or learner stops the run with its log tail
+once its restart budget is spent, a crashed learner restarts with --resume, the run's
+shared-memory segments are freed, SIGTERM stops everything, unreachable NATS is a clear
+error."""
 import json
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pytest
 from meshrl.ops.cli.main import main
 from meshrl.config.load import load_config
 from meshrl.ops.launch.errors import LaunchError, RunFailed
-from meshrl.ops.launch.local import run_local
+from meshrl.ops.launch.local import SHM_SCAN_S, run_local
 
 PY = sys.executable
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(600)"
@@ -41,8 +45,11 @@ def alive(pid: int) -> bool:
 
 
 def stand_ins(pidfile: Path, learner_rc: int = 0, broken: str | None = None):
-    """argv_for: services sleep (recording their pid); the learner writes 3 steps and exits."""
+    """argv_for: services sleep (recording their pid); the learner writes 3 steps and exits
+    (or, beside a broken service, sleeps: the run must end because of that service)."""
     def argv_for(spec, url, run_id, config_path):
+        if spec.name == "learner" and broken is not None:
+            return [PY, "-c", "import time; time.sleep(600)"]
         if spec.name == "learner":
             return [PY, "-c", LEARNER, str(config_path), str(learner_rc)]
         if spec.name == broken:
@@ -51,9 +58,13 @@ def stand_ins(pidfile: Path, learner_rc: int = 0, broken: str | None = None):
     return argv_for
 
 
+FAST_RESTARTS = {"restart_budget": 2, "backoff_initial_s": 0.1, "backoff_max_s": 0.2}
+
+
 def make_cfg(**learner):
     return load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                             "algorithm": {"preset": "grpo"}, "learner": {"steps": 3, **learner}})
+                             "algorithm": {"preset": "grpo"}, "learner": {"steps": 3, **learner},
+                             "launch": FAST_RESTARTS})
 
 
 def test_run_local_runs_to_the_end_and_stops_everything(tmp_path):
@@ -69,20 +80,78 @@ def test_run_local_runs_to_the_end_and_stops_everything(tmp_path):
     assert len(pids) == 3 and not any(alive(p) for p in pids)
 
 
-def test_a_dead_service_stops_the_run_with_its_log_tail(tmp_path):
+def test_a_crash_looping_service_stops_the_run_with_its_log_tail(tmp_path):
     pidfile = tmp_path / "pids"
     with pytest.raises(RunFailed) as info:
         run_local(make_cfg(), tmp_path / "run", progress=False,
                   argv_for=stand_ins(pidfile, broken="reward"))
-    assert "reward-0 exited with code 1" in str(info.value)
+    assert "reward-0 exited with code 1 and was not restarted" in str(info.value)
+    assert "launch.restart_budget=2" in str(info.value)
     assert "CUDA out of cheese" in str(info.value)
+    assert f"meshrl train --resume {tmp_path / 'run'}" in str(info.value)
+    restarts = (tmp_path / "run" / "restarts.jsonl").read_text().splitlines()
+    assert [json.loads(r)["event"] for r in restarts] == ["restart", "restart", "gave_up"]
     assert not any(alive(int(p)) for p in pidfile.read_text().split())
 
 
-def test_a_failed_learner_is_a_failed_run(tmp_path):
-    with pytest.raises(RunFailed, match="learner-0 exited with code 3"):
+def test_a_learner_that_keeps_failing_is_a_failed_run_after_resumed_restarts(tmp_path):
+    with pytest.raises(RunFailed, match="learner-0 exited with code 3 and was not restarted"):
         run_local(make_cfg(), tmp_path / "run", progress=False,
                   argv_for=stand_ins(tmp_path / "pids", learner_rc=3))
+    log = (tmp_path / "run" / "logs" / "learner-0.log").read_text()
+    assert log.count("==== meshrl launcher: restart") == 2
+    assert f"--resume {(tmp_path / 'run').resolve()} ====" in log
+
+
+# The reward stand-in: maps a psm_* segment (as vLLM's engine core does, unregistered from the
+# resource tracker as a SIGKILL would leave it), records "pid name", then sleeps.
+SEGMENT_MAKER = textwrap.dedent("""
+    import os, sys, time
+    from multiprocessing import resource_tracker, shared_memory
+    shm = shared_memory.SharedMemory(create=True, size=1 << 20)
+    resource_tracker.unregister(shm._name, "shared_memory")
+    open(sys.argv[1], "a").write(f"{os.getpid()} {shm.name}\\n")
+    time.sleep(600)
+""")
+
+
+def test_a_killed_service_is_restarted_and_the_run_finishes(tmp_path):
+    """SIGKILL the reward stand-in mid-run: it comes back, the learner finishes its steps,
+    and neither the killed one's segment nor the restarted one's is left in /dev/shm."""
+    records, pidfile = tmp_path / "reward", tmp_path / "pids"
+    base = stand_ins(pidfile)
+    # The learner stand-in takes its last steps only once the reward came back (or 60 s).
+    learner_code = LEARNER.replace("for step in range(3):", textwrap.dedent(f"""\
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not pathlib.Path({str(records)!r}).exists()
+                or len(pathlib.Path({str(records)!r}).read_text().splitlines()) < 2):
+            time.sleep(0.1)
+        for step in range(3):""").replace("\n", "\n    "))
+
+    def argv_for(spec, url, run_id, config_path):
+        if spec.name == "reward":
+            return [PY, "-c", SEGMENT_MAKER, str(records)]
+        if spec.name == "learner":
+            return [PY, "-c", learner_code, str(config_path), "0"]
+        return base(spec, url, run_id, config_path)
+
+    def kill_first_reward():
+        deadline = time.monotonic() + 30
+        while not records.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(SHM_SCAN_S + 0.5)  # let the launcher see the segment mapped
+        os.kill(int(records.read_text().split()[0]), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_first_reward)
+    killer.start()
+    result = run_local(make_cfg(), tmp_path / "run", progress=False, argv_for=argv_for)
+    killer.join()
+    assert result.steps == 3
+    made = [line.split() for line in records.read_text().splitlines()]
+    assert len(made) == 2  # the first reward and its restart
+    assert not any(Path("/dev/shm", name).exists() for _, name in made)
+    [row] = [json.loads(r) for r in (tmp_path / "run" / "restarts.jsonl").read_text().splitlines()]
+    assert (row["service"], row["signal"]) == ("reward-0", "SIGKILL")
 
 
 def test_unreachable_nats_is_a_launch_error(tmp_path):

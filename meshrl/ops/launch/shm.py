@@ -1,0 +1,98 @@
+"""Shared-memory segments a run's processes made in /dev/shm, freed when they are gone.
+
+Who makes them: `multiprocessing.shared_memory.SharedMemory` names its segments `psm_<hex>`;
+vLLM's engine core makes one per engine for its executor's message queue
+(`VLLM_MQ_MAX_CHUNK_BYTES_MB` 16 MiB × 10 chunks = 160 MiB), and torch multiprocessing can
+too. Python's resource tracker unlinks them at a clean exit; a SIGKILL of the process group
+kills the tracker with it, and the 160 MiB of tmpfs stay taken until reboot.
+
+How they are found: /dev/shm files carry no owner pid, so the tracker looks at who maps
+them. `scan(children)` reads /proc/PID/maps of every process in each child's process group
+(the group, not the parent tree: an engine core whose parent was killed is reparented but
+keeps its group) and remembers each mapped `psm_*` file with the child that mapped it first.
+`free(keys)` unlinks the remembered segments of those children that no live process of the
+run maps any more (a restart); `free()` with no keys unlinks all of them (the end of a run).
+
+Simplification: a segment created and leaked between two scans (default every 2 s) by a
+process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
+"""
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+import os
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import psutil
+
+log = logging.getLogger("meshrl.launch")
+SEGMENT_PATTERNS = ("psm_*",)
+
+
+def pids_by_group(pgids: Iterable[int]) -> dict[int, list[int]]:
+    """Every live process of each process group in `pgids` (one pass over /proc)."""
+    found: dict[int, list[int]] = {pgid: [] for pgid in pgids}
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            pgid = os.getpgid(pid)
+            if pgid in found:
+                found[pgid].append(pid)
+    return found
+
+
+def mapped_segments(pid: int, root: Path = Path("/dev/shm"),
+                    patterns: Iterable[str] = SEGMENT_PATTERNS) -> set[str]:
+    """Names of the files under `root` matching `patterns` that process `pid` maps now."""
+    prefix = f"{root}/"
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:  # gone, or not ours to read
+        return set()
+    names = set()
+    for line in lines:
+        fields = line.split(maxsplit=5)  # address perms offset dev inode [path]
+        path = fields[5].strip() if len(fields) == 6 else ""
+        if path.startswith(prefix) and not path.endswith("(deleted)"):
+            name = path[len(prefix):]
+            if "/" not in name and any(fnmatch.fnmatch(name, p) for p in patterns):
+                names.add(name)
+    return names
+
+
+class ShmTracker:
+    def __init__(self, root: Path = Path("/dev/shm"), patterns: Iterable[str] = SEGMENT_PATTERNS):
+        self.root, self.patterns = Path(root), tuple(patterns)
+        self.owners: dict[str, str] = {}  # segment name -> key of the child that mapped it first
+
+    def mapped_by(self, pgids: Iterable[int]) -> dict[int, set[str]]:
+        """For each process group: the tracked-pattern segments its processes map now."""
+        mapped = {}
+        for pgid, pids in pids_by_group(pgids).items():
+            mapped[pgid] = set().union(*(mapped_segments(pid, self.root, self.patterns) for pid in pids))
+        return mapped
+
+    def scan(self, groups: Mapping[str, int]) -> None:
+        """Remember what each child's process group (`key -> pgid`) maps now."""
+        mapped = self.mapped_by(groups.values())
+        for key, pgid in groups.items():
+            for name in mapped[pgid]:
+                self.owners.setdefault(name, key)
+
+    def free(self, keys: Iterable[str] | None = None, live: Mapping[str, int] = {}) -> list[str]:
+        """Unlink the segments of `keys` (all when None) that no group in `live` maps; the
+        names removed."""
+        keys = None if keys is None else set(keys)
+        in_use = set().union(*self.mapped_by(live.values()).values())
+        removed = []
+        for name, owner in list(self.owners.items()):
+            if (keys is None or owner in keys) and name not in in_use:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.root / name).unlink()
+                    removed.append(name)
+                del self.owners[name]
+        if removed:
+            log.info("freed %d shared-memory segment(s) left by %s: %s",
+                     len(removed), "the run" if keys is None else ", ".join(sorted(keys)), removed)
+        return removed
