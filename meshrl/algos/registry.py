@@ -10,6 +10,8 @@ The config names a part (`algorithm.advantage_estimator`, `algorithm.policy_loss
 trainer looks it up here, so adding an algorithm never touches the loop. The decorators
 attach the declared attributes (`needs_values`, `default_agg`, `registered_name`) to the
 function and wrap it with the shared input/output checks in `meshrl.algos.validate`.
+A new name also goes into `meshrl/config/parts.py` (the torch-free list the config is
+checked against at load time; `tests/unit/config/test_parts.py` fails until it is there).
 """
 from __future__ import annotations
 

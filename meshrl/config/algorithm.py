@@ -7,13 +7,19 @@ metrics; the training loop never branches on it.
 """
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, KL_ESTIMATORS,
+                                 LOSS_AGG_MODES, OFFLINE_POLICY_LOSS, POLICY_LOSSES,
+                                 check_name)
 
 
 class Strict(BaseModel):
-    """Base for every config section: unknown keys are errors, not silently ignored."""
+    """Base for every config section: unknown keys are errors, not silently ignored, and so
+    is a NaN or ±inf wherever a float is taken (YAML's `.nan`/`.inf`, or `nan` in an override):
+    no knob means anything at a non-finite value, and a NaN would only surface mid-run."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class CriticConfig(Strict):
@@ -58,7 +64,9 @@ class AlgorithmConfig(Strict):
     epsilon: float = Field(0.2, gt=0.0)
     epsilon_high: float | None = Field(None, gt=0.0)  # None = symmetric clip (epsilon)
     dual_clip_c: float | None = Field(None, gt=1.0)  # e.g. 3.0; applies only where A < 0
-    importance_sampling_level: Literal["token", "sequence"] = "token"
+    # None = the policy loss's own level (ppo/cispo token, gspo sequence); a level the loss
+    # does not compute is refused rather than silently ignored
+    importance_sampling_level: Literal["token", "sequence"] | None = None
     loss_agg_mode: str = "token-mean"
     # KL to the reference model
     kl_coef: float = Field(0.0, ge=0.0)
@@ -76,6 +84,39 @@ class AlgorithmConfig(Strict):
     dpo_loss_type: str = "sigmoid"
     offline: bool = False
     rollout_correction: RolloutCorrectionConfig = RolloutCorrectionConfig()
+
+    @field_validator("advantage_estimator")
+    @classmethod
+    def _known_estimator(cls, name: str) -> str:
+        return check_name("algorithm.advantage_estimator", name, ADVANTAGE_ESTIMATORS,
+                          "advantage estimator")
+
+    @field_validator("policy_loss")
+    @classmethod
+    def _known_loss(cls, name: str) -> str:
+        return check_name("algorithm.policy_loss", name, (*POLICY_LOSSES, OFFLINE_POLICY_LOSS),
+                          "policy loss")
+
+    @field_validator("loss_agg_mode")
+    @classmethod
+    def _known_agg(cls, name: str) -> str:
+        return check_name("algorithm.loss_agg_mode", name, LOSS_AGG_MODES, "loss aggregation mode")
+
+    @field_validator("kl_estimator")
+    @classmethod
+    def _known_kl(cls, name: str) -> str:
+        return check_name("algorithm.kl_estimator", name, KL_ESTIMATORS, "KL estimator")
+
+    @field_validator("dpo_loss_type")
+    @classmethod
+    def _known_dpo(cls, name: str) -> str:
+        return check_name("algorithm.dpo_loss_type", name, DPO_LOSS_TYPES, "DPO loss type")
+
+    @model_validator(mode="after")
+    def _parts_agree(self) -> "AlgorithmConfig":
+        for problem in part_problems(self):
+            raise ValueError(problem)
+        return self
 
     @property
     def needs_reference(self) -> bool:
@@ -103,3 +144,37 @@ class TrainerConfig(Strict):
     gradient_checkpointing: bool = False
     seed: int = 0
     optim: OptimConfig = OptimConfig()
+
+
+def part_problems(algo: AlgorithmConfig) -> list[str]:
+    """Keys the chosen parts would ignore or cannot run with, each naming the fix."""
+    problems = offline_problems(algo)
+    level = POLICY_LOSSES.get(algo.policy_loss)  # None: dpo has no importance ratio
+    wanted = algo.importance_sampling_level
+    if wanted not in (None, level):
+        losses = ", ".join(n for n, lv in POLICY_LOSSES.items() if lv == wanted)
+        problems.append(
+            f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
+            f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
+            f"a {wanted}-level policy_loss ({losses})")
+    needs_values = ADVANTAGE_ESTIMATORS[algo.advantage_estimator]
+    if needs_values and not algo.critic.enabled and not algo.offline:
+        problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
+                        f"critic's values: set algorithm.critic.enabled=true (or algorithm.preset=ppo)")
+    if algo.critic.enabled and not needs_values:
+        problems.append(f"algorithm.critic.enabled=true, but advantage_estimator "
+                        f"{algo.advantage_estimator!r} uses no values, so the critic would train "
+                        f"for nothing; set algorithm.critic.enabled=false or advantage_estimator=gae")
+    return problems
+
+
+def offline_problems(algo: AlgorithmConfig) -> list[str]:
+    """The offline (DPO) path trains only the `dpo` loss; anything else would be ignored."""
+    if algo.offline and algo.policy_loss != OFFLINE_POLICY_LOSS:
+        return [f"algorithm.offline=true trains the DPO loss, so policy_loss={algo.policy_loss!r} "
+                f"would be ignored; set algorithm.policy_loss=dpo (or algorithm.preset=dpo)"]
+    if algo.policy_loss == OFFLINE_POLICY_LOSS and not algo.offline:
+        return ["algorithm.policy_loss='dpo' trains on offline preference pairs: set "
+                "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
+                f"({', '.join(POLICY_LOSSES)})"]
+    return []

@@ -4,6 +4,7 @@ Order, later wins: the preset named by `algorithm.preset` (from `meshrl/presets/
 user's YAML, then command-line overrides. Values in overrides are parsed as YAML, so
 `trainer.bf16=true`, `rollout.sampling.stop=["\\n"]` and `model.path=/x` all work.
 """
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +85,32 @@ def allowed_keys(loc: tuple) -> list[str]:
     return sorted(model.model_fields)
 
 
+def unknown_key_message(loc: tuple, shown: str) -> str:
+    """'unknown key', the closest allowed key (a typo is the usual cause) and all of them."""
+    allowed = allowed_keys(loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key{shown}{hint}; allowed here: {', '.join(allowed)}"
+
+
+def error_message(e: dict) -> str:
+    """One pydantic error as a sentence that says what is wrong and how to fix it."""
+    given = e.get("input")
+    shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    if e["type"] == "extra_forbidden":
+        return unknown_key_message(e["loc"], shown)
+    if e["type"] == "finite_number":
+        return f"must be a finite number{shown}; NaN and ±inf are refused: give a real value"
+    if e["type"] == "value_error":  # our validators' messages already name key, value and fix
+        return str(e["ctx"]["error"])
+    return f"{e['msg']}{shown}"
+
+
 def format_validation_error(err: ValidationError) -> str:
     lines = ["invalid config:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        given = e.get("input")
-        shown = "" if isinstance(given, dict) else f" (got {given!r})"
-        if e["type"] == "extra_forbidden":
-            lines.append(f"  {key}: unknown key{shown}; allowed here: {', '.join(allowed_keys(e['loc'][:-1]))}")
-        else:
-            lines.append(f"  {key}: {e['msg']}{shown}")
+        lines.append(f"  {key}: {error_message(e)}")
     return "\n".join(lines)
 
 

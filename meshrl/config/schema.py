@@ -13,6 +13,7 @@ from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
+from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_RULE_KINDS, check_name
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig
 
@@ -73,12 +74,39 @@ class RewardComponentConfig(Strict):
     address: str | None = None  # external: host:port of a RewardService
     timeout_s: float = Field(10.0, gt=0.0)
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        return check_name("reward.components[].kind", kind,
+                          (*REWARD_RULE_KINDS, EXTERNAL_REWARD_KIND), "reward component kind")
+
+    @model_validator(mode="after")
+    def _address_matches_kind(self) -> "RewardComponentConfig":
+        external = self.kind == EXTERNAL_REWARD_KIND
+        if external and not self.address:
+            raise ValueError(f"reward component {self.name!r} has kind 'external' but no address: "
+                             f"set address: host:port of its RewardService")
+        if self.address and not external:
+            raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores "
+                             f"address={self.address!r}: remove it, or set kind: external")
+        return self
+
 
 class RewardConfig(Strict):
     replicas: int = Field(1, ge=1)
     components: list[RewardComponentConfig] = [
         RewardComponentConfig(name="math", kind="math_verify", weight=1.0)
     ]
+
+    @field_validator("components")
+    @classmethod
+    def _unique_names(cls, components: list[RewardComponentConfig]) -> list[RewardComponentConfig]:
+        names = [c.name for c in components]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # scores, metrics and eval.correct_component are keyed by name
+            raise ValueError(f"reward.components names must be unique; {twice} appear more than "
+                             f"once: rename one")
+        return components
 
 
 class ReferenceConfig(Strict):

@@ -6,6 +6,8 @@
 `params` is a pydantic model (unknown keys forbidden) built from the component's
 `params:` mapping in the run config, so a typo fails at start-up naming the key. A rule
 returns one float (meaning OK) or `ItemScore` per item, in order.
+A new kind also goes into `meshrl/config/parts.py` (REWARD_RULE_KINDS), which the config
+checks at load time without importing this service.
 """
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,9 +21,9 @@ RuleFn = Callable[[list[RewardItem], BaseModel], list[float | ItemScore]]
 
 
 class RuleParams(BaseModel):
-    """Base for every rule's params: unknown keys are an error."""
+    """Base for every rule's params: unknown keys and NaN or ±inf numbers are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as meshrl.config
 
 
 @dataclass(frozen=True)

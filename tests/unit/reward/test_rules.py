@@ -72,3 +72,8 @@ def test_unknown_param_and_unknown_kind_name_what_is_allowed():
         get_rule("exact_match").parse_params({"casesensitive": True}, component="em")
     with pytest.raises(ConfigError, match=r"unknown; built-in kinds: exact_match, length_penalty, math_verify, regex"):
         get_rule("nope")
+
+
+def test_rule_params_refuse_a_non_finite_number_naming_the_component():
+    with pytest.raises(ConfigError, match=r"reward.components\[len\].params .*penalty"):
+        get_rule("length_penalty").parse_params({"penalty": float("inf")}, "len")

@@ -1,0 +1,45 @@
+"""The names the config may give to a registered part, known without importing torch.
+
+The parts themselves live in `meshrl.algos` (torch) and `meshrl.services.reward` (a service
+the config must not import), so a config is checked at load time against these lists:
+`meshrl train --dry-run`, `meshrl doctor` and `meshrl train` refuse a typo before anything
+starts. `tests/unit/config/test_parts.py` checks every list equals its registry, so a part
+registered without being named here fails CI, not a run.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+# advantage estimator → whether it needs a critic's values (`needs_values=` at registration)
+ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": False,
+                        "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
+                        "none": False}
+# policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
+POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence"}
+# the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
+# not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
+OFFLINE_POLICY_LOSS = "dpo"
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
+                  "seq-mean-token-sum-norm")
+KL_ESTIMATORS = ("abs", "k1", "k2", "k3", "mse")
+DPO_LOSS_TYPES = ("hinge", "ipo", "sigmoid")
+# built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
+REWARD_RULE_KINDS = ("exact_match", "length_penalty", "math_verify", "regex")
+EXTERNAL_REWARD_KIND = "external"
+
+
+def unknown_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:
+    """The message for a name that is not registered: the valid ones and the closest."""
+    names = sorted(allowed)
+    close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return f"{key}={value!r} is not a known {what}{hint} Valid: {', '.join(names)}"
+
+
+def check_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:
+    """`value` when it is one of `allowed`; else ValueError with `unknown_name`'s message."""
+    allowed = list(allowed)
+    if value not in allowed:
+        raise ValueError(unknown_name(key, value, allowed, what))
+    return value

@@ -1,0 +1,94 @@
+"""A corpus of bad configs: each is refused at load time (before anything starts), and the
+message names the key, the bad value and how to fix it."""
+import pytest
+
+from meshrl.config import ConfigError, load_config
+
+BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
+EXTERNAL = "reward.components=[{name: judge, kind: external}]"
+
+# (id, overrides, substrings the message must hold)
+CASES = [
+    # names of registered parts: the valid ones listed, the closest suggested
+    ("estimator-typo", ["algorithm.advantage_estimator=grpo2"],
+     ["algorithm.advantage_estimator='grpo2'", "did you mean 'grpo'?", "Valid: dr_grpo, gae,"]),
+    ("estimator-unknown", ["algorithm.advantage_estimator=vtrace"],
+     ["algorithm.advantage_estimator='vtrace' is not a known advantage estimator.", "rloo"]),
+    ("loss-typo", ["algorithm.policy_loss=gpso"], ["algorithm.policy_loss='gpso'",
+                                                   "did you mean 'gspo'?", "Valid: cispo, dpo, gspo, ppo"]),
+    ("loss-case", ["algorithm.policy_loss=PPO"], ["algorithm.policy_loss='PPO'", "Valid:"]),
+    ("agg-typo", ["algorithm.loss_agg_mode=token_mean"],
+     ["algorithm.loss_agg_mode='token_mean'", "did you mean 'token-mean'?"]),
+    ("agg-unknown", ["algorithm.loss_agg_mode=sum"], ["loss aggregation mode", "seq-mean-token-sum-norm"]),
+    ("kl-typo", ["algorithm.kl_estimator=k33"], ["algorithm.kl_estimator='k33'", "did you mean 'k3'?"]),
+    ("kl-unknown", ["algorithm.kl_estimator=kl"], ["not a known KL estimator", "Valid: abs, k1, k2, k3, mse"]),
+    ("dpo-type", ["algorithm.preset=dpo", "algorithm.dpo_loss_type=sigmoidd"],
+     ["algorithm.dpo_loss_type='sigmoidd'", "did you mean 'sigmoid'?"]),
+    ("reward-kind-typo", ["reward.components=[{name: m, kind: math_verfy}]"],
+     ["reward.components.0.kind", "'math_verfy'", "did you mean 'math_verify'?", "external"]),
+    ("reward-kind-unknown", ["reward.components=[{name: m, kind: bleu}]"],
+     ["reward component kind", "Valid: exact_match, external, length_penalty, math_verify, regex"]),
+    ("alert-rule-typo", ["alerts.kl_hihg.max_kl=1"],
+     ["alerts.kl_hihg: unknown key", "did you mean 'kl_high'?", "allowed here:"]),
+    ("section-key-typo", ["learner.stpes=3"], ["learner.stpes: unknown key", "did you mean 'steps'?"]),
+    ("rollout-corr-mode", ["algorithm.rollout_correction.mode=tokens"],
+     ["algorithm.rollout_correction.mode", "'tokens'", "'token'"]),
+    # non-finite floats, wherever a float is taken
+    ("nan-lr", ["trainer.optim.lr=.nan"], ["trainer.optim.lr: must be a finite number", "NaN and ±inf"]),
+    ("inf-kl-coef", ["algorithm.kl_coef=.inf"], ["algorithm.kl_coef: must be a finite number"]),
+    ("nan-string-override", ["algorithm.entropy_coeff=nan"], ["algorithm.entropy_coeff: must be a finite"]),
+    ("nan-reward-weight", ["reward.components=[{name: m, kind: math_verify, weight: .nan}]"],
+     ["reward.components.0.weight: must be a finite number"]),
+    ("inf-timeout", ["reference.timeout_s=.inf"], ["reference.timeout_s: must be a finite number"]),
+    ("nan-betas", ["trainer.optim.betas=[0.9, .nan]"], ["trainer.optim.betas.1: must be a finite"]),
+    ("neg-inf-threshold", ["eval.correct_threshold=-.inf"], ["eval.correct_threshold: must be a finite"]),
+    ("nan-alert", ["alerts.kl_high.max_kl=.nan"], ["alerts.kl_high.max_kl: must be a finite"]),
+    ("inf-critic-lr", ["algorithm.critic.lr=.inf"], ["algorithm.critic.lr: must be a finite"]),
+    # keys the chosen parts would ignore, or cannot run without
+    ("sequence-level-with-ppo", ["algorithm.importance_sampling_level=sequence"],
+     ["algorithm.importance_sampling_level='sequence' does nothing with policy_loss 'ppo'",
+      "remove the key", "(gspo)"]),
+    ("token-level-with-gspo", ["algorithm.preset=gspo", "algorithm.importance_sampling_level=token"],
+     ["'token' does nothing with policy_loss 'gspo'", "(ppo, cispo)"]),
+    ("gae-without-critic", ["algorithm.advantage_estimator=gae"],
+     ["algorithm.advantage_estimator='gae' needs a critic", "algorithm.critic.enabled=true"]),
+    ("critic-unused", ["algorithm.critic.enabled=true"],
+     ["algorithm.critic.enabled=true", "uses no values", "critic.enabled=false"]),
+    ("offline-with-ppo-loss", ["algorithm.offline=true"],
+     ["algorithm.offline=true trains the DPO loss", "policy_loss='ppo' would be ignored",
+      "algorithm.policy_loss=dpo"]),
+    ("dpo-loss-online", ["algorithm.policy_loss=dpo"],
+     ["algorithm.policy_loss='dpo'", "algorithm.offline=true"]),
+    ("external-without-address", [EXTERNAL],
+     ["'judge' has kind 'external' but no address", "host:port"]),
+    ("address-on-a-rule", ["reward.components=[{name: m, kind: regex, address: 'h:1'}]"],
+     ["(kind 'regex') ignores address='h:1'", "kind: external"]),
+    ("duplicate-component", ["reward.components=[{name: m, kind: regex}, {name: m, kind: math_verify}]"],
+     ["reward.components names must be unique", "['m']"]),
+    ("greedy-group", ["rollout.sampling.temperature=0"],
+     ["rollout.sampling.temperature=0", "group_size=8", "set temperature > 0"]),
+    ("unknown-preset", ["algorithm.preset=grpoo"], ["algorithm.preset='grpoo' is unknown", "grpo"]),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_config_is_refused_naming_key_and_fix(overrides, expected):
+    with pytest.raises(ConfigError) as err:
+        load_config(base=BASE, overrides=overrides)
+    message = str(err.value)
+    for part in expected:
+        assert part in message, f"{part!r} not in:\n{message}"
+
+
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["algorithm.preset=gspo"],  # its own sequence level
+    ["algorithm.preset=gspo", "algorithm.importance_sampling_level=sequence"],
+    ["algorithm.preset=ppo"],  # gae with its critic
+    ["algorithm.preset=dpo"],
+    ["rollout.sampling.temperature=0", "rollout.sampling.group_size=1"],
+    ["reward.components=[{name: judge, kind: external, address: 'h:1'}]"],
+    ["trainer.optim.lr=1e-300"],  # tiny but finite
+], ids=["defaults", "gspo", "gspo-explicit", "ppo", "dpo", "greedy-single", "external", "tiny-lr"])
+def test_good_neighbours_of_the_bad_configs_load(overrides):
+    load_config(base=BASE, overrides=overrides)
