@@ -110,7 +110,8 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
     transport = make_transport(cfg, bus, run_id)
     loop = Learner(
-        cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts),
+        cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
+                                                  vocab_size=policy.model.config.vocab_size),
         train_step=build.build_train_step(cfg, policy, critic, dist),
         publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied),
         export_weights=build.rollout_weights(policy, dist),

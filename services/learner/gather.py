@@ -13,6 +13,7 @@ loop turns into a checkpoint and a stop.
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ from meshrl.ops.alerts.rules.outage import OutageClock
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
 from meshrl.ops.telemetry.tracing import group_span
+
+
+log = logging.getLogger("meshrl.learner")
 
 
 class RolloutStalled(RuntimeError):
@@ -46,8 +50,9 @@ class StepGroups:
 
 class Gatherer:
     def __init__(self, bus, feeder, cfg: RunConfig, *, ledger: Ledger | None = None,
-                 stall_timeout_s: float = 600.0, alerts=None):
+                 stall_timeout_s: float = 600.0, alerts=None, vocab_size: int | None = None):
         self.bus, self.feeder, self.cfg = bus, feeder, cfg
+        self.vocab_size = vocab_size  # token ids at or above it mark a group malformed
         self.ledger = ledger or Ledger(None)
         self.alerts = alerts  # AlertEngine: told when groups arrive, polled while none do
         self.stall_timeout_s = stall_timeout_s
@@ -118,7 +123,10 @@ class Gatherer:
             await msg.ack()  # a redelivery of a group already handled
             return
         self.seen.add(group.group_id)
-        verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness)
+        verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness,
+                              vocab_size=self.vocab_size, need_ref=self.cfg.reference_enabled)
+        if verdict.detail:
+            log.warning("group %s dropped (%s): %s", group.group_id, verdict.reason, verdict.detail)
         if verdict.reason != "stale":  # a stale group says nothing about scoring
             self._scored(verdict.reason != "failed_reward")
         if not verdict.keep:

@@ -15,24 +15,33 @@ import torch
 from meshrl.algos.batch import RolloutBatch
 from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
+from meshrl.services.learner.group_checks import malformed
 
 
 @dataclass
 class Verdict:
     keep: bool
     reason: str = ""  # why a group was dropped: "stale", "failed_reward", "no_signal", ...
+    detail: str = ""  # for "malformed" / "future_version": what exactly
 
 
 def group_rewards(group: common_pb2.Group) -> np.ndarray:
     return np.array([s.reward for s in group.samples], dtype=np.float64)
 
 
-def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int) -> Verdict:
-    """Stale groups and groups with a failed score are dropped (and counted), never trained on."""
+def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int,
+                vocab_size: int | None = None, need_ref: bool = False) -> Verdict:
+    """Stale, future-versioned, malformed and failed-score groups are dropped (and counted),
+    never trained on; `detail` says what was wrong with a malformed one."""
+    if group.policy_version > current_version:
+        return Verdict(False, "future_version", f"policy_version {group.policy_version} is newer than "
+                                                f"the learner's {current_version}: never published")
     if current_version - group.policy_version > max_staleness:
         return Verdict(False, "stale")
     if not group.samples:
         return Verdict(False, "empty")
+    if problem := malformed(group, vocab_size=vocab_size, need_ref=need_ref):
+        return Verdict(False, "malformed", problem)
     if not all(math.isfinite(s.reward) for s in group.samples):
         return Verdict(False, "failed_reward")
     return Verdict(True)
