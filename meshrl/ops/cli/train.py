@@ -63,14 +63,30 @@ def config_path(args) -> Path:
     return saved
 
 
+# What a started run leaves behind, even one that failed before its first checkpoint.
+PREVIOUS_RUN_FILES = ("config.yaml", "metrics.jsonl", "groups.jsonl")
+
+
+def check_not_a_previous_run(run_dir: Path) -> None:
+    """A fresh start never appends to another run's metrics and ledger (failed or finished)."""
+    found = [name for name in PREVIOUS_RUN_FILES if (run_dir / name).exists()]
+    if found:
+        raise FileExistsError(
+            f"run dir {run_dir} already holds a run ({', '.join(found)}); continue it with "
+            f"`meshrl train --resume {run_dir}`, or start a new one with run.dir=NEW_DIR "
+            f"(or --run-dir NEW_DIR)")
+
+
 def run(args) -> int:
     cfg = load_config(config_path(args), args.overrides)
     if args.dry_run:
         return dry_run(cfg)
+    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
+    if args.resume is None:
+        check_not_a_previous_run(run_dir)
     check_inputs(cfg)
     from meshrl.ops.launch.local import run_local  # heavy imports only when a run starts
 
-    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
     result = run_local(cfg, run_dir, resume=args.resume is not None)
     print(result.summary())
     return 0

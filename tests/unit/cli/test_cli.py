@@ -158,3 +158,14 @@ def test_resume_takes_overrides_without_a_config_file(capsys, config_file, tmp_p
     rc, out, err = run_cli(capsys, "train", "--resume", run_dir, "learner.steps=6", "--dry-run")
     assert rc == 0, err
     assert yaml.safe_load(out.split("---\n")[0])["learner"]["steps"] == 6
+
+
+@pytest.mark.parametrize("left_behind", ["config.yaml", "metrics.jsonl", "groups.jsonl"])
+def test_train_refuses_a_run_dir_holding_a_previous_run(capsys, config_file, tmp_path, left_behind):
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    (run_dir / left_behind).write_text("")  # a run that failed before its first checkpoint
+    rc, _, err = run_cli(capsys, "train", config_file, "--run-dir", run_dir)
+    assert rc == 2 and f"run dir {run_dir} already holds a run ({left_behind})" in err
+    assert f"meshrl train --resume {run_dir}" in err and "run.dir=NEW_DIR" in err
+    assert "model.path" not in err  # refused before anything else is looked at
