@@ -86,8 +86,10 @@ class EngineConfig:
 
     @classmethod
     def from_run_config(cls, cfg: "RunConfig", replica_id: str = "rollout-0") -> "EngineConfig":
+        from meshrl.inputs.models.load import ModelLoadError  # a ValueError; the runner exits 2 on it
+
         if cfg.model.gguf_file:
-            raise ValueError(
+            raise ModelLoadError(
                 f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
                 f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
         return cls(model=cfg.model.path, tokenizer=cfg.model.tokenizer,

@@ -1,6 +1,7 @@
-"""The reference service's serve() (in this process, on the tiny model and a real
-nats-server) serves Prometheus metrics: announced in the run KV, counting groups and
-sequences scored, with the resource gauges under service="reference"; withdrawn on stop.
+"""The reference service (in this process, through the shared runner's serve(), on the tiny
+model and a real nats-server) serves Prometheus metrics: announced in the run KV, counting
+groups and sequences scored, with the resource gauges under service="reference"; withdrawn
+on stop.
 
 In-process rather than `python -m`: a fresh process imports torch (10-40 s here), and the
 process path is covered by test_worker.py's slow test; what is checked here is the wiring."""
@@ -8,7 +9,8 @@ import argparse
 import asyncio
 
 from meshrl.config.load import dump_config, load_config
-from meshrl.services.reference.main import serve
+from meshrl.ops.service import Stopper, serve
+from meshrl.services.reference.main import ReferenceProcess
 from meshrl.ops.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
 from tests.services.reference.test_worker import RESPONSES, make_group, pull_one
@@ -28,8 +30,8 @@ def write_config(tmp_path, model_dir) -> str:
 async def test_metrics_count_groups_and_sequences(bus, nats_url, run_id, tmp_path, tiny_model_dir):
     args = argparse.Namespace(nats=nats_url, run_id=run_id, replica_id="reference-m",
                               config=write_config(tmp_path, tiny_model_dir))
-    stop = asyncio.Event()
-    service = asyncio.create_task(serve(args, stop))
+    stopper = Stopper()
+    service = asyncio.create_task(serve(ReferenceProcess(), args, stopper))
     try:
         url = await metrics_url(bus.state, "reference", "reference-m")
         for i in range(GROUPS):
@@ -38,7 +40,7 @@ async def test_metrics_count_groups_and_sequences(bus, nats_url, run_id, tmp_pat
         ids = dict(service="reference", replica="reference-m", run=run_id)
         text = await wait_for_sample(url, "meshrl_reference_groups_scored_total", GROUPS, **ids)
     finally:
-        stop.set()
+        stopper.request()
         await asyncio.wait_for(service, 30)
     assert sample(text, "meshrl_reference_groups_scored_total", **ids) == GROUPS
     assert sample(text, "meshrl_reference_sequences_scored_total", **ids) == GROUPS * len(RESPONSES)

@@ -18,8 +18,8 @@ from safetensors.torch import save_file
 from meshrl.transport.bus import subjects as names
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.transport.bus.registry import service_key
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
-from meshrl.services.rollout.main import registry_key
 from meshrl.ops.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
 from tests.fixtures.vllm import perturbed_weights, prompt_task
@@ -71,7 +71,7 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
         assert ready["replica"] == "rollout-p" and ready["version"] == "1"
         report = pb.WeightsLoaded.FromString((await loaded.next_msg(timeout=5)).data)
         assert (report.version, report.ok, report.replica_id) == (1, True, "rollout-p")
-        assert (await bus.state.get(registry_key("rollout-p"))).json()["grpc"] == ready["grpc"]
+        assert (await bus.state.get(service_key("rollout", "rollout-p"))).json()["grpc"] == ready["grpc"]
 
         async with grpc.aio.insecure_channel(ready["grpc"]) as channel:
             status = await rollout_pb2_grpc.RolloutServiceStub(channel).GetStatus(
@@ -88,7 +88,7 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
 
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 60) == 0
-        assert await bus.state.get(registry_key("rollout-p")) is None
+        assert await bus.state.get(service_key("rollout", "rollout-p")) is None
         assert await bus.state.get(metrics_key("rollout", "rollout-p")) is None
     finally:
         await loaded.unsubscribe()

@@ -1,0 +1,56 @@
+"""ServiceContext: what every hook of a ServiceProcess gets from the runner.
+
+It holds the parsed flags, the loaded RunConfig, the replica id, the metrics endpoint (None
+when telemetry.metrics is off), the NATS connection (None until `start`), and the stack of
+clean-ups that runs on the way out, last registered first.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceContext:
+    service: str
+    args: argparse.Namespace
+    cfg: Any  # meshrl.config.RunConfig
+    replica: str
+    cleanups: AsyncExitStack
+    metrics: Any = None  # meshrl.ops.telemetry.metrics.MetricsHandle | None
+    bus: Any = None  # meshrl.transport.bus.Bus, connected before `start`
+
+    @property
+    def run_id(self) -> str:
+        return self.args.run_id
+
+    def on_stop(self, fn: Callable, *args: Any) -> None:
+        """Call fn(*args) on the way out (a plain or an async function), last registered first."""
+        if inspect.iscoroutinefunction(fn):
+            self.cleanups.push_async_callback(fn, *args)
+        else:
+            self.cleanups.callback(fn, *args)
+
+    async def announce_grpc(self, port: int) -> str:
+        """Put 127.0.0.1:PORT under the run KV key `services/<service>/<replica>` (where
+        evaluation and health watches find it); withdrawn on the way out."""
+        from meshrl.transport.bus.registry import announce_service, service_key
+
+        address = f"127.0.0.1:{port}"
+        await announce_service(self.bus.state, self.service, self.replica, address)
+        self.on_stop(forget_key, self.bus.state, service_key(self.service, self.replica))
+        return address
+
+
+async def forget_key(state, key: str) -> None:
+    """Delete a run-KV entry; NATS may be gone already, and the entry is advisory."""
+    try:
+        await state.delete(key)
+    except Exception as err:  # noqa: BLE001 - a stale entry is read as "gone" by its readers
+        log.warning("could not remove %s from the run KV: %r", key, err)

@@ -1,0 +1,64 @@
+"""A service process's start-up, in one order for every service:
+
+  1. load the RunConfig (`--config`);
+  2. start tracing (off when telemetry.tracing is false);
+  3. open the Prometheus endpoint (telemetry.metrics on telemetry.metrics_port; prints
+     `METRICS http://127.0.0.1:PORT/metrics`) before anything slow, so a taken port fails fast;
+  4. the service's `prepare` (work that needs no NATS: a bad config fails without it);
+  5. connect to NATS (`nats.connect_timeout_s`), announce the metrics URL under the run KV
+     key `metrics/<service>/<replica>` (meshrl.ops.telemetry.service_metrics);
+  6. the service's `start` (build and serve).
+Each part's clean-up goes on `cleanups` as soon as the part exists, so a failure at any
+step undoes exactly what was done. A start-up error (meshrl.ops.service.errors) is raised
+as StartupFailed naming the service.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from contextlib import AsyncExitStack
+
+from meshrl.ops.service.context import ServiceContext, forget_key
+from meshrl.ops.service.errors import StartupFailed, startup_errors
+
+
+async def start_up(process, args: argparse.Namespace, cleanups: AsyncExitStack) -> ServiceContext:
+    """Steps 1-6 above; returns the context `work` runs with."""
+    try:
+        ctx = open_context(process, args, cleanups)
+        await process.prepare(ctx)
+        await connect_bus(ctx)
+        await process.start(ctx)
+    except startup_errors() as err:
+        raise StartupFailed(process.name, err) from err
+    return ctx
+
+
+def open_context(process, args: argparse.Namespace, cleanups: AsyncExitStack) -> ServiceContext:
+    """Config, tracing and the metrics endpoint: what every service has before its own parts."""
+    from meshrl.config import load_config
+    from meshrl.ops.telemetry.service_metrics import open_service_metrics
+    from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
+
+    cfg = load_config(args.config)
+    replica = args.replica_id or process.default_replica or f"{process.name}-{os.getpid()}"
+    ctx = ServiceContext(process.name, args, cfg, replica, cleanups)
+    start_tracing(cfg, process.name, replica, args.run_id)
+    ctx.on_stop(shutdown_tracing)
+    ctx.metrics = open_service_metrics(cfg, process.name, replica, args.run_id)
+    if ctx.metrics is not None:
+        ctx.on_stop(ctx.metrics.close)
+    return ctx
+
+
+async def connect_bus(ctx: ServiceContext) -> None:
+    """Connect to NATS (BusUnavailable within nats.connect_timeout_s) and announce /metrics."""
+    from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key
+    from meshrl.transport.bus import Bus
+
+    ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
+                                timeout=ctx.cfg.nats.connect_timeout_s)
+    ctx.on_stop(ctx.bus.close)
+    if ctx.metrics is not None:
+        await announce_metrics(ctx.bus.state, ctx.metrics)
+        ctx.on_stop(forget_key, ctx.bus.state, metrics_key(ctx.service, ctx.replica))
