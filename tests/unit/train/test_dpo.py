@@ -23,7 +23,7 @@ def pairs() -> PreferenceBatch:
 def make(micro_batch_size=2):
     trainer = TrainerConfig(micro_batch_size=micro_batch_size, optim={"lr": 3e-3})
     policy = build_policy(build_tiny_llama(), trainer, total_steps=100)
-    return DPOStep(policy, AlgorithmConfig(name="dpo", offline=True, beta=0.5), trainer)
+    return DPOStep(policy, AlgorithmConfig(name="dpo", policy_loss="dpo", offline=True, beta=0.5), trainer)
 
 
 def with_reference(step: DPOStep, batch: PreferenceBatch) -> PreferenceBatch:

@@ -18,7 +18,10 @@ GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-me
 def make_step(micro_batch_size=4, critic=False, **algo):
     trainer = TrainerConfig(micro_batch_size=micro_batch_size, ppo_epochs=2, mini_batches=1,
                             optim={"lr": 1e-3, "max_grad_norm": 0.5})
-    algo_cfg = AlgorithmConfig(**{**GRPO, **algo})
+    algo = {**GRPO, **algo}
+    # the config enables a critic only for an estimator that uses values (it refuses the rest)
+    uses_values = critic and algo["advantage_estimator"] == "gae"
+    algo_cfg = AlgorithmConfig(**algo, critic={"enabled": uses_values})
     model = build_tiny_llama()
     policy = build_policy(model, trainer, total_steps=10)
     critic_model = None
