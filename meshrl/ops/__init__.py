@@ -1,2 +1,3 @@
-"""meshrl.ops: running and watching runs — the CLI, the local launcher, telemetry (metrics and
-traces), alerts, doctor, evaluation and plots. Services use telemetry; nothing here trains."""
+"""meshrl.ops: running and watching runs — the CLI, the local launcher, the shared runner of
+every service process (`service`), telemetry (metrics and traces), alerts, doctor,
+evaluation and plots. Services use telemetry and the runner; nothing here trains."""
