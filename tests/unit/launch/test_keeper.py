@@ -53,7 +53,9 @@ def test_a_killed_service_is_restarted_and_the_others_run_on(tmp_path, capsys):
         keeper = keeper_for(sup, tmp_path)
         tick_until(keeper, lambda: "up " in (tmp_path / "logs" / "rollout-0.log").read_text())
         os.kill(rollouts[0].popen.pid, signal.SIGKILL)
-        tick_until(keeper, lambda: sup.children["rollout-0"].restarts == 1 and sup.children["rollout-0"].alive())
+        log_path = tmp_path / "logs" / "rollout-0.log"
+        tick_until(keeper, lambda: sup.children["rollout-0"].restarts == 1 and log_path.read_text().count("up ") == 2)
+        assert sup.children["rollout-0"].alive()
         assert sup.children["rollout-0"].popen.pid != rollouts[0].popen.pid
         assert reward.alive() and rollouts[1].alive()  # never touched
         assert sup.children["reward-0"] is reward and sup.children["rollout-1"] is rollouts[1]

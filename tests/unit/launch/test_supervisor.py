@@ -42,10 +42,9 @@ def wait_for_lines(path, n, timeout=20.0):
 
 def test_each_child_logs_to_its_own_file(tmp_path):
     with Supervisor(tmp_path / "logs") as sup:
-        for i in range(2):
+        for i in range(2):  # one after the other: a quick exit of one while awaiting the other would be a death
             sup.start("echo", [PY, "-c", f"print('hello from {i}')"], replica=i)
-        for key in ("echo-0", "echo-1"):
-            assert sup.wait_for(key, poll_s=0.01) == 0
+            assert sup.wait_for(f"echo-{i}", poll_s=0.01) == 0
     assert (tmp_path / "logs" / "echo-0.log").read_text() == "hello from 0\n"
     assert (tmp_path / "logs" / "echo-1.log").read_text() == "hello from 1\n"
 
