@@ -131,7 +131,9 @@ class LearnerConfig(Strict):
     max_groups_in_flight: int | None = Field(None, ge=1)  # None = prompts_per_step × (staleness+1)
     push_every: int = Field(1, ge=1)
     weights_transport: Literal["shm", "objectstore"] = "shm"
-    checkpoint_every: int = Field(0, ge=0)  # 0 = only at the end (and on SIGTERM / alerts)
+    # On by default: a crash loses at most this many steps (the launcher restarts the learner
+    # from the newest checkpoint). 0 = only at the end, on SIGTERM and before an alert acts.
+    checkpoint_every: int = Field(10, ge=0)
     keep_checkpoints: int = Field(3, ge=1)  # the newest K are kept, plus every tagged one
     stop_grace_s: float = Field(300.0, gt=0.0)  # on stop: time the learner gets to checkpoint
     grpc_port: int = 0
