@@ -20,10 +20,24 @@ failed (a service died or could not answer).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from meshrl.ops.launch.errors import LaunchError
+import yaml
+
+from meshrl.config import ConfigError, load_config
+from meshrl.config.load import deep_merge
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.inputs.models.load import ModelLoadError
+from meshrl.ops.eval.errors import EvalUnavailable
+from meshrl.ops.launch.errors import LaunchError, RunFailed
+
+# Imports that pull tokenizers, torch or the mesh stay inside the functions that need them:
+# `meshrl --help` and every other subcommand import this module and must stay fast.
 
 
 def add_parser(sub) -> None:
@@ -46,12 +60,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from meshrl.inputs.checkpoint.errors import CheckpointError
-    from meshrl.inputs.data.rows import DatasetError
-    from meshrl.ops.eval.errors import EvalUnavailable
-    from meshrl.ops.launch.errors import RunFailed
-    from meshrl.inputs.models.load import ModelLoadError
-
     try:
         return evaluate(args)
     except (CheckpointError, DatasetError, ModelLoadError) as err:
@@ -74,8 +82,6 @@ def check_data(path: str) -> Path:
 
 
 def evaluate(args) -> int:
-    import shutil
-    import tempfile
 
     from meshrl.ops.eval.source import model_dir_for, resolve_source
 
@@ -100,10 +106,7 @@ def evaluate(args) -> int:
 def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, data: Path,
                 work_dir: Path, overrides: list[str]):
     """The saved (or given) run config, made to serve `model_dir` here, then the overrides."""
-    import yaml
 
-    from meshrl.config import ConfigError, load_config
-    from meshrl.config.load import deep_merge
 
     tree = dict(saved or {})
     if config_file is not None:
@@ -121,7 +124,6 @@ def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, d
 
 def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
     """Tokenize the prompts (as training does), start the mesh, evaluate, stop the mesh."""
-    import asyncio
 
     from meshrl.inputs.data.prompts import PromptDataset
     from meshrl.ops.eval.mesh import eval_mesh
