@@ -8,6 +8,11 @@
     await bus.state.cas("weights_version", {"version": 3}, revision)
     await bus.weights.put_file(names.weights_object_name(3), "model.safetensors")
 
+`url` may name several servers of one cluster, comma-separated (`nats://a:4222,nats://b:4222`,
+or a list): the client connects to one and fails over to the others. `replicas` is the
+JetStream replica count of the streams and buckets `ensure_streams` creates (3 on a
+three-node cluster; 1, the default, on a single server).
+
 Simplification: one connection per service; JetStream domain/prefix and auth are not used.
 """
 import asyncio
@@ -42,11 +47,20 @@ async def _quiet_error(err: Exception) -> None:
     log.debug("nats: %r", err)
 
 
-async def _open(url: str, name: str, timeout: float) -> NATS:
+def server_urls(url: str | Sequence[str]) -> list[str]:
+    """`nats://a:4222,nats://b:4222` (or a list of them) → every server URL, in order."""
+    parts = url.split(",") if isinstance(url, str) else list(url)
+    servers = [part.strip() for part in parts if part.strip()]
+    if not servers:
+        raise BusUnavailable(f"no NATS server URL in {url!r}: expected nats://HOST:PORT, comma-separated for a cluster")
+    return servers
+
+
+async def _open(url: str | Sequence[str], name: str, timeout: float) -> NATS:
     nc = NATS()
     try:
         await asyncio.wait_for(nc.connect(
-            servers=[url], name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
+            servers=server_urls(url), name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
             max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=_quiet_error,
             pending_size=16 * 1024 * 1024), timeout)
     except (asyncio.TimeoutError, OSError, nats.errors.Error) as err:
@@ -78,19 +92,22 @@ async def _close_quietly(nc: NATS) -> None:
 class Bus:
     """Publish, consume, run state and weights for one run. Create with `Bus.connect`."""
 
-    def __init__(self, nc: NATS, js, url: str, run_id: str):
-        self.nc, self.js, self.url, self.run_id = nc, js, url, run_id
+    def __init__(self, nc: NATS, js, url: str | Sequence[str], run_id: str, *, replicas: int = 1):
+        if replicas < 1:
+            raise ValueError(f"replicas={replicas}: the JetStream replica count must be >= 1 (3 on a 3-node cluster)")
+        self.nc, self.js, self.url, self.run_id, self.replicas = nc, js, url, run_id, replicas
         self._puller = Puller(js, run_id)
         self.state = RunState.for_bucket(js, names.kv_bucket(run_id))
         self.weights = WeightsStore(js, names.object_bucket(run_id))
 
     @classmethod
-    async def connect(cls, url: str, run_id: str, *, name: str, timeout: float = 5.0) -> "Bus":
+    async def connect(cls, url: str | Sequence[str], run_id: str, *, name: str, timeout: float = 5.0,
+                      replicas: int = 1) -> "Bus":
         """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on."""
         names.run_token(run_id)
         nc = await _open(url, name, timeout)
         js = await _check_jetstream(nc, url, timeout)
-        return cls(nc, js, url, run_id)
+        return cls(nc, js, url, run_id, replicas=replicas)
 
     async def close(self) -> None:
         await self._puller.close()
@@ -104,7 +121,7 @@ class Bus:
 
     async def ensure_streams(self) -> None:
         """Create the run's work queues, dead-letter/events streams, KV and object store."""
-        await ensure_run_streams(self.js, self.run_id)
+        await ensure_run_streams(self.js, self.run_id, replicas=self.replicas)
 
     # ---- work queues -------------------------------------------------------------------
 

@@ -3,29 +3,30 @@
 Why not `publish_async` + `publish_async_completed()`: in nats-py 2.16 a 429 reply makes
 `publish_async_completed()` wait forever. Each publish here waits for its PubAck with a
 timeout; transient failures (timeouts, 429, 503, no stream yet: see meshrl.transport.bus.retry) are
-retried with exponential backoff. `Nats-Msg-Id` makes a retried publish safe: the stream
-keeps one copy per id inside its duplicate window.
+retried with exponential backoff, for at least `patience_s` (a cluster's leader election).
+`Nats-Msg-Id` makes a retried publish safe: the stream keeps one copy per id inside its
+duplicate window.
 """
 import nats.js.errors
 from nats.js import api
 
 from meshrl.transport.bus.errors import PublishFailed
-from meshrl.transport.bus.retry import is_transient, retry_transient
+from meshrl.transport.bus.retry import ELECTION_PATIENCE_S, is_transient, retry_transient
 
 
 async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | None = None,
                              headers: dict | None = None, timeout: float = 5.0,
-                             attempts: int = 6) -> api.PubAck:
+                             attempts: int = 6, patience_s: float = ELECTION_PATIENCE_S) -> api.PubAck:
     """Publish and wait for the PubAck; `ack.duplicate` is True for a deduplicated copy."""
     hdrs = {str(k): str(v) for k, v in (headers or {}).items()}
     if msg_id:
         hdrs[api.Header.MSG_ID] = msg_id
     try:
         return await retry_transient(lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs or None),
-                                     attempts=attempts)
+                                     attempts=attempts, patience_s=patience_s)
     except Exception as err:
         if not is_transient(err):
             raise
         hint = (" (no stream listens on it: call Bus.ensure_streams() first)"
                 if isinstance(err, nats.js.errors.NoStreamResponseError) else "")
-        raise PublishFailed(f"publish to {subject!r} not acknowledged after {attempts} attempts{hint}: {err!r}") from err
+        raise PublishFailed(f"publish to {subject!r} not acknowledged after {attempts} attempts and {patience_s:g} s{hint}: {err!r}") from err

@@ -2,9 +2,13 @@
 
 Transient: timeouts, no responders (JetStream not up yet), and API codes 408 / 429 / 503.
 Anything else is a real error and is raised at once. Backoff doubles from `base_delay`
-up to 2 s; with the defaults 8 attempts span ≈ 6 s.
+up to 2 s; with the defaults 8 attempts span ≈ 6 s. `patience_s` keeps retrying past the
+attempts until that much time has passed: in a cluster, losing a stream's leader answers
+"no responders" in microseconds for the seconds a new election takes, which a count of
+attempts alone would spend at once. ELECTION_PATIENCE_S covers one (measured ≈ 2-10 s).
 """
 import asyncio
+import time
 from typing import Awaitable, Callable, TypeVar
 
 import nats.errors
@@ -12,6 +16,7 @@ import nats.js.errors
 
 T = TypeVar("T")
 RETRYABLE_CODES = {408, 429, 503}
+ELECTION_PATIENCE_S = 30.0
 TRANSIENT = (asyncio.TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError,
              nats.js.errors.NoStreamResponseError)
 
@@ -19,17 +24,22 @@ TRANSIENT = (asyncio.TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespo
 def is_transient(err: BaseException) -> bool:
     if isinstance(err, TRANSIENT):
         return True
-    return isinstance(err, nats.js.errors.APIError) and err.code in RETRYABLE_CODES
+    # getattr: nats-py raises some APIError subclasses (KeyNotFoundError) without a code
+    return isinstance(err, nats.js.errors.APIError) and getattr(err, "code", None) in RETRYABLE_CODES
 
 
 async def retry_transient(call: Callable[[], Awaitable[T]], *, attempts: int = 8,
-                          base_delay: float = 0.05) -> T:
-    """Await `call()`; on a transient error wait and call again; re-raise the last one."""
-    for attempt in range(attempts):
+                          base_delay: float = 0.05, patience_s: float = 0.0) -> T:
+    """Await `call()`; on a transient error wait and call again, at least `attempts` times and
+    for at least `patience_s` seconds; then re-raise the last error."""
+    started = time.monotonic()
+    attempt = 0
+    while True:
         try:
             return await call()
         except Exception as err:  # noqa: BLE001 - classified by is_transient
-            if not is_transient(err) or attempt == attempts - 1:
+            spent = attempt >= attempts - 1 and time.monotonic() - started >= patience_s
+            if not is_transient(err) or spent:
                 raise
         await asyncio.sleep(min(base_delay * 2**attempt, 2.0))
-    raise AssertionError("unreachable")
+        attempt += 1

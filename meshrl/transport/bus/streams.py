@@ -6,29 +6,36 @@
 - the run-state KV bucket and the weights object store.
 Creating with an identical config is a no-op on the server; if a stream already exists
 with a different config, the existing one is kept (the first service to start wins).
+`replicas` is the JetStream replica count of every one of them: 1 on a single server, 3 on
+a three-node cluster (the run survives the loss of one node); more than the cluster has
+nodes is refused with a message that says so.
 """
 from nats.js import api
-from nats.js.errors import BadRequestError
+from nats.js.errors import APIError
 
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.errors import BusError
 
 DUPLICATE_WINDOW_S = 20 * 60
 EVENTS_MAX_AGE_S = 7 * 24 * 3600
 KV_HISTORY = 8
 STREAM_IN_USE = 10058  # "stream name already in use with a different configuration"
+# "replicas > 1 not supported in non-clustered mode", "insufficient resources" (fewer peers than replicas)
+TOO_FEW_NODES = (10074, 10005)
 
 
-def work_stream_config(run_id: str, stage: str) -> api.StreamConfig:
+def work_stream_config(run_id: str, stage: str, replicas: int = 1) -> api.StreamConfig:
     return api.StreamConfig(
         name=names.stage_stream(run_id, stage),
         subjects=[names.stage_subject(run_id, stage)],
         retention=api.RetentionPolicy.WORK_QUEUE,
         storage=api.StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW_S,
+        num_replicas=replicas,
     )
 
 
-def limits_stream_config(name: str, subjects: list[str]) -> api.StreamConfig:
+def limits_stream_config(name: str, subjects: list[str], replicas: int = 1) -> api.StreamConfig:
     return api.StreamConfig(
         name=name,
         subjects=subjects,
@@ -36,29 +43,38 @@ def limits_stream_config(name: str, subjects: list[str]) -> api.StreamConfig:
         storage=api.StorageType.FILE,
         max_age=EVENTS_MAX_AGE_S,
         duplicate_window=120,
+        num_replicas=replicas,
     )
 
 
-def run_stream_configs(run_id: str) -> list[api.StreamConfig]:
-    configs = [work_stream_config(run_id, stage) for stage in names.STAGES]
-    configs.append(limits_stream_config(names.dead_stream(run_id), [names.dead_subject(run_id)]))
+def run_stream_configs(run_id: str, replicas: int = 1) -> list[api.StreamConfig]:
+    configs = [work_stream_config(run_id, stage, replicas) for stage in names.STAGES]
+    configs.append(limits_stream_config(names.dead_stream(run_id), [names.dead_subject(run_id)], replicas))
     configs.append(limits_stream_config(
-        names.events_stream(run_id), [names.events_subject(run_id), names.weights_loaded_subject(run_id)]))
+        names.events_stream(run_id), [names.events_subject(run_id), names.weights_loaded_subject(run_id)], replicas))
     return configs
 
 
-async def _keep_existing(create) -> None:
+async def _keep_existing(create, what: str, replicas: int) -> None:
     """Await `create`; a stream that exists with another config is kept as it is."""
     try:
         await create
-    except BadRequestError as err:
-        if err.err_code != STREAM_IN_USE:
-            raise
+    except APIError as err:
+        if err.err_code == STREAM_IN_USE:
+            return
+        if replicas > 1 and err.err_code in TOO_FEW_NODES:
+            raise BusError(f"cannot create {what} with replicas={replicas}: the NATS server has fewer JetStream "
+                           f"nodes than that ({err.description}); use replicas=1 on a single server, or at most "
+                           "the number of nodes of the cluster") from err
+        raise
 
 
-async def ensure_run_streams(js, run_id: str) -> None:
+async def ensure_run_streams(js, run_id: str, *, replicas: int = 1) -> None:
     """All of a run's streams, the KV bucket and the object store exist after this."""
-    for config in run_stream_configs(run_id):
-        await _keep_existing(js.add_stream(config))
-    await _keep_existing(js.create_key_value(bucket=names.kv_bucket(run_id), history=KV_HISTORY))
-    await _keep_existing(js.create_object_store(bucket=names.object_bucket(run_id)))
+    for config in run_stream_configs(run_id, replicas):
+        await _keep_existing(js.add_stream(config), f"stream {config.name}", replicas)
+    kv, objects = names.kv_bucket(run_id), names.object_bucket(run_id)
+    await _keep_existing(js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas),
+                         f"KV bucket {kv}", replicas)
+    await _keep_existing(js.create_object_store(bucket=objects, replicas=replicas),
+                         f"object store {objects}", replicas)
