@@ -157,8 +157,11 @@ class LearnerConfig(Strict):
 class NatsConfig(Strict):
     """`url: embedded` starts a local nats-server with JetStream data in the run dir."""
 
-    url: str = "embedded"
+    url: str = "embedded"  # or nats://host:4222, or a comma-separated list of a cluster's nodes
     connect_timeout_s: float = Field(5.0, gt=0.0)
+    # JetStream copies of every stream, the run KV and the weights store: 3 on a three-node
+    # cluster survives the loss of a node; must not exceed the cluster's size.
+    replicas: int = Field(1, ge=1)
 
 
 class TelemetryConfig(Strict):

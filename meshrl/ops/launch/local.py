@@ -247,7 +247,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_id = run_id or make_run_id(cfg.run.name)
     with stop_on_signals(), nats_url(cfg, run_dir) as url, freed_shm(run_id), \
             freed_segments(ShmTracker()) as shm, Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
-        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
+        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas)
         for spec in service_specs(cfg):
             argv = argv_for(spec, url, run_id, config_path)
             is_learner = spec.name == "learner"

@@ -34,11 +34,11 @@ def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
         server.close()
 
 
-async def _create_streams(url: str, run_id: str, timeout_s: float) -> None:
+async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int) -> None:
     from meshrl.transport.bus import Bus, BusUnavailable
 
     try:
-        bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s)
+        bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
     except BusUnavailable as err:  # its message names the url and how to start a server
         raise LaunchError(f"{err}; or set nats.url=embedded") from None
     try:
@@ -47,6 +47,6 @@ async def _create_streams(url: str, run_id: str, timeout_s: float) -> None:
         await bus.close()
 
 
-def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0) -> None:
+def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1) -> None:
     """Connect, create the run's streams (idempotent), disconnect. LaunchError if unreachable."""
-    asyncio.run(_create_streams(url, run_id, timeout_s))
+    asyncio.run(_create_streams(url, run_id, timeout_s, replicas))
