@@ -27,6 +27,16 @@ from meshrl.algos.checks import check_finite, check_mask, check_shapes
 from meshrl.algos.registry import UnknownNameError
 
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+# mode → (formula, who uses it), shown by `meshrl algos`
+AGG_MODE_NOTES = {
+    "token-mean": ("Σ m·L / Σ|o_i|", "Yu et al. 2025, DAPO, arXiv:2503.14476"),
+    "seq-mean-token-sum": ("(1/N) Σ_i Σ_t m·L", "RLOO / REINFORCE (Ahmadian et al. 2024, "
+                           "arXiv:2402.14740)"),
+    "seq-mean-token-mean": ("(1/N) Σ_i (1/|o_i|) Σ_t m·L", "Shao et al. 2024, GRPO, "
+                            "arXiv:2402.03300"),
+    "seq-mean-token-sum-norm": ("(1/(N·C)) Σ_i Σ_t m·L", "Liu et al. 2025, Dr. GRPO, "
+                                "arXiv:2503.20783"),
+}
 
 
 def list_agg_modes() -> list[str]:

@@ -25,15 +25,20 @@ from meshrl.algos.registry import UnknownNameError
 
 
 def _sigmoid(h, beta, label_smoothing):
+    """−log σ(β·h) (Rafailov et al. 2023, Direct Preference Optimization, arXiv:2305.18290)."""
     return (-(1.0 - label_smoothing) * F.logsigmoid(beta * h)
             - label_smoothing * F.logsigmoid(-beta * h))
 
 
 def _ipo(h, beta, label_smoothing):
+    """(h − 1/(2β))² (Azar et al. 2023, A General Theoretical Paradigm to Understand Learning
+    from Human Preferences, arXiv:2310.12036)."""
     return (h - 1.0 / (2.0 * beta)) ** 2
 
 
 def _hinge(h, beta, label_smoothing):
+    """max(0, 1 − β·h) (Zhao et al. 2023, SLiC-HF: Sequence Likelihood Calibration with Human
+    Feedback, arXiv:2305.10425)."""
     return torch.relu(1.0 - beta * h)
 
 

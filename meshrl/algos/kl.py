@@ -26,23 +26,27 @@ K3_LOG_RATIO_BOUND = 20.0
 
 
 def _k1(log_ratio: torch.Tensor) -> torch.Tensor:
+    """l; unbiased, high variance, can be < 0 (Schulman 2020, "Approximating KL Divergence", http://joschu.net/blog/kl-approx.html)."""
     return log_ratio
 
 
 def _k2(log_ratio: torch.Tensor) -> torch.Tensor:
+    """½·l²; biased, low variance, ≥ 0 (Schulman 2020, "Approximating KL Divergence", http://joschu.net/blog/kl-approx.html)."""
     return 0.5 * log_ratio.square()
 
 
 def _k3(log_ratio: torch.Tensor) -> torch.Tensor:
+    """exp(−l) − 1 + l; unbiased, low variance, ≥ 0 (Schulman 2020, "Approximating KL Divergence", http://joschu.net/blog/kl-approx.html; GRPO's KL term)."""
     reverse = (-log_ratio).clamp(-K3_LOG_RATIO_BOUND, K3_LOG_RATIO_BOUND)  # log(q/p)
     return torch.exp(reverse) - 1.0 - reverse
 
 
 def _abs(log_ratio: torch.Tensor) -> torch.Tensor:
+    """|l| (verl's `abs`)."""
     return log_ratio.abs()
 
 
-KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2}
+KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2}  # mse: verl's name for k2
 
 
 def list_kl_estimators() -> list[str]:

@@ -66,15 +66,16 @@ ADVANTAGE_ESTIMATORS = Registry("advantage estimator", "register_advantage_estim
 POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
 
 
-def register_advantage_estimator(name: str, *, needs_values: bool = False):
+def register_advantage_estimator(name: str, *, needs_values: bool = False, paper: str = ""):
     """Decorator: register `fn` as advantage estimator `name`.
 
     `needs_values=True` marks estimators that need a critic's `values` [B, T] (GAE); the
-    trainer reads `fn.needs_values` to decide whether to run the critic.
+    trainer reads `fn.needs_values` to decide whether to run the critic. `paper` (title,
+    authors, arXiv id) is shown by `meshrl algos`.
     """
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
-        wrapped.registered_name, wrapped.needs_values = name, needs_values
+        wrapped.registered_name, wrapped.needs_values, wrapped.paper = name, needs_values, paper
         return ADVANTAGE_ESTIMATORS.add(name, wrapped)
     return decorate
 
@@ -88,11 +89,12 @@ def list_advantage_estimators() -> list[str]:
     return ADVANTAGE_ESTIMATORS.names()
 
 
-def register_policy_loss(name: str, *, default_agg: str = "token-mean"):
+def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: str = ""):
     """Decorator: register `fn` as policy loss `name`.
 
     `default_agg` is the loss aggregation the method's paper uses (see
-    `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it.
+    `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it. `paper`
+    (title, authors, arXiv id) is shown by `meshrl algos`.
     """
     from meshrl.algos.aggregation import AGG_MODES  # aggregation imports this module
 
@@ -102,7 +104,7 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean"):
 
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_policy_loss(fn, name=name)
-        wrapped.registered_name, wrapped.default_agg = name, default_agg
+        wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
         return POLICY_LOSSES.add(name, wrapped)
     return decorate
 

@@ -21,7 +21,9 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("gae", needs_values=True)
+@register_advantage_estimator("gae", needs_values=True, paper=(
+    "Schulman et al. 2016, High-Dimensional Continuous Control Using Generalized Advantage "
+    "Estimation, arXiv:1506.02438"))
 def gae(*, rewards, response_mask, group_ids, values, token_rewards=None, gamma=1.0, lam=1.0,
         eps=1e-6, whiten_advantages=True, **_) -> AdvantageResult:
     """GAE(γ, λ) advantages and returns = A + V; see the module docstring."""

@@ -33,7 +33,9 @@ def group_relative(scores: torch.Tensor, group_ids: torch.Tensor, norm_by_std: b
     return torch.where(stats.all_equal, torch.zeros_like(advantage), advantage)
 
 
-@register_advantage_estimator("grpo")
+@register_advantage_estimator("grpo", paper=(
+    "Shao et al. 2024, DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open "
+    "Language Models, arXiv:2402.03300"))
 def grpo(*, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True, eps=1e-6,
          **_) -> AdvantageResult:
     """GRPO advantages (module docstring)."""
@@ -43,7 +45,9 @@ def grpo(*, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=T
     return AdvantageResult(advantages=advantages, returns=advantages.clone())
 
 
-@register_advantage_estimator("dr_grpo")
+@register_advantage_estimator("dr_grpo", paper=(
+    "Liu et al. 2025, Understanding R1-Zero-Like Training: A Critical Perspective, "
+    "arXiv:2503.20783"))
 def dr_grpo(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> AdvantageResult:
     """Dr. GRPO advantages: r_i − group mean, never divided by the std (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)

@@ -7,7 +7,7 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("none")
+@register_advantage_estimator("none", paper="(none: zero advantages for the offline DPO path)")
 def no_advantage(*, rewards, response_mask, group_ids, **_) -> AdvantageResult:
     """A = 0, returns = 0 on every token: DPO's loss needs no advantages."""
     zeros = torch.zeros_like(response_mask)

@@ -26,8 +26,11 @@ from meshrl.algos.masked import broadcast_over_tokens, masked_whiten
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
+REINFORCE_PP = ("Hu 2025, REINFORCE++: A Simple and Efficient Approach for Aligning Large "
+                "Language Models, arXiv:2501.03262")
 
-@register_advantage_estimator("reinforce_plus_plus")
+
+@register_advantage_estimator("reinforce_plus_plus", paper=REINFORCE_PP)
 def reinforce_plus_plus(*, rewards, response_mask, group_ids, token_rewards=None, gamma=1.0,
                         eps=1e-6, **_) -> AdvantageResult:
     """Batch-whitened discounted returns (module docstring)."""
@@ -36,7 +39,7 @@ def reinforce_plus_plus(*, rewards, response_mask, group_ids, token_rewards=None
     return AdvantageResult(advantages=masked_whiten(returns, response_mask, eps), returns=returns)
 
 
-@register_advantage_estimator("reinforce_plus_plus_baseline")
+@register_advantage_estimator("reinforce_plus_plus_baseline", paper=REINFORCE_PP)
 def reinforce_plus_plus_baseline(*, rewards, response_mask, group_ids, token_rewards=None,
                                  eps=1e-6, **_) -> AdvantageResult:
     """Group-mean baseline, then batch whitening; no-signal groups stay 0 (module docstring)."""

@@ -19,7 +19,9 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("rloo")
+@register_advantage_estimator("rloo", paper=(
+    "Ahmadian et al. 2024, Back to Basics: Revisiting REINFORCE Style Optimization for "
+    "Learning from Human Feedback in LLMs, arXiv:2402.14740"))
 def rloo(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> AdvantageResult:
     """Leave-one-out baseline advantages (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)

@@ -21,7 +21,9 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("cispo", default_agg="token-mean")
+@register_policy_loss("cispo", default_agg="token-mean", paper=(
+    "MiniMax 2025, MiniMax-M1: Scaling Test-Time Compute Efficiently with Lightning "
+    "Attention, arXiv:2506.13585"))
 def cispo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
           dual_clip_c=None, **_) -> PolicyLossResult:
     """Clipped, gradient-stopped IS weight times A times log-prob (module docstring)."""

@@ -24,7 +24,8 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("gspo", default_agg="seq-mean-token-mean")
+@register_policy_loss("gspo", default_agg="seq-mean-token-mean", paper=(
+    "Zheng et al. 2025, Group Sequence Policy Optimization, arXiv:2507.18071"))
 def gspo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=3e-4, epsilon_high=4e-4,
          dual_clip_c=None, **_) -> PolicyLossResult:
     """Sequence-level clipped surrogate in token form (module docstring)."""

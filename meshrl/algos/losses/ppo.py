@@ -19,7 +19,8 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("ppo", default_agg="token-mean")
+@register_policy_loss("ppo", default_agg="token-mean", paper=(
+    "Schulman et al. 2017, Proximal Policy Optimization Algorithms, arXiv:1707.06347"))
 def ppo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
         dual_clip_c=None, **_) -> PolicyLossResult:
     """Clipped surrogate with optional clip-higher and dual-clip (module docstring)."""

@@ -10,6 +10,7 @@
     meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
     meshrl export RUN_DIR --step N OUT_DIR
     meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
+    meshrl algos [FAMILY]
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -20,7 +21,7 @@ import argparse
 import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
-from meshrl.ops.cli import data, models, serve, train
+from meshrl.ops.cli import algos, data, models, serve, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -30,7 +31,7 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor, eval_cli)
+SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor, eval_cli, algos)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,63 @@
+"""Every registered algorithm part with its options and paper, as plain records.
+
+`meshrl algos` prints this table. Options are read from each part's signature: its keyword
+parameters with defaults, less the inputs the loop always passes (tensors and `step`), so
+a new option shows up here as soon as it has a default. The paper is the `paper=` given at
+registration (advantage estimators, policy losses) or the part's docstring (KL estimators,
+DPO kinds); aggregation modes carry theirs in `AGG_MODE_NOTES`.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
+from meshrl.algos.dpo import DPO_KINDS
+from meshrl.algos.kl import KL_ESTIMATORS
+from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES
+
+# inputs, not options: the loop fills them from the batch
+INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
+                    "logprobs", "old_logprobs", "advantages"})
+
+
+@dataclass(frozen=True)
+class Part:
+    family: str  # plural, as printed: "policy losses"
+    name: str
+    paper: str
+    notes: str = ""  # a formula, "needs a critic's values", "default_agg=token-mean"
+    options: dict[str, object] = field(default_factory=dict)
+
+
+def part_options(fn: Callable) -> dict[str, object]:
+    """Keyword parameters with defaults of the undecorated `fn`, inputs left out."""
+    inner = inspect.unwrap(fn)
+    return {p.name: p.default for p in inspect.signature(inner).parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name not in INPUTS}
+
+
+def split_doc(doc: str | None) -> tuple[str, str]:
+    """A part docstring "formula; remarks (paper)." → ("formula; remarks", "paper")."""
+    text = " ".join((doc or "").split()).rstrip(".")
+    formula, _, paper = text.partition(" (")
+    return formula, paper[:-1] if paper.endswith(")") else paper
+
+
+def registered_parts() -> list[Part]:
+    """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, in that order."""
+    import meshrl.algos  # noqa: F401  (registers the built-ins)
+
+    parts = [Part("advantage estimators", n, fn.paper,
+                  "needs a critic's values" if fn.needs_values else "", part_options(fn))
+             for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
+    parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
+              for n, fn in ((n, POLICY_LOSSES.get(n)) for n in POLICY_LOSSES.names())]
+    parts += [Part("KL estimators", n, *reversed(split_doc(KL_ESTIMATORS[n].__doc__)))
+              for n in sorted(KL_ESTIMATORS)]
+    parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0])
+              for n in AGG_MODES]
+    parts += [Part("preference losses (offline: algorithm.dpo_loss_type)", n,
+                   *reversed(split_doc(DPO_KINDS[n].__doc__))) for n in sorted(DPO_KINDS)]
+    return parts

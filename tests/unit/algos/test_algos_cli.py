@@ -1,0 +1,65 @@
+"""`meshrl algos` lists every registered part with its options and paper; --help stays torch-free."""
+import subprocess
+import sys
+
+import pytest
+
+from meshrl.algos import (list_advantage_estimators, list_agg_modes, list_dpo_kinds,
+                          list_kl_estimators, list_policy_losses)
+from meshrl.algos.catalog import registered_parts, split_doc
+from meshrl.ops.cli.main import main
+
+
+def test_every_registered_part_is_listed_once_with_a_paper():
+    parts = registered_parts()
+    by_family = {}
+    for part in parts:
+        by_family.setdefault(part.family.split()[0], []).append(part.name)
+        assert part.paper, f"{part.family} {part.name} names no paper"
+    assert sorted(by_family["advantage"]) == list_advantage_estimators()
+    assert sorted(by_family["policy"]) == list_policy_losses()
+    assert sorted(by_family["KL"]) == list_kl_estimators()
+    assert by_family["loss"] == list_agg_modes()
+    assert sorted(by_family["preference"]) == list_dpo_kinds()
+
+
+def test_options_come_from_the_signature_without_the_inputs():
+    grpo = next(p for p in registered_parts() if p.name == "grpo")
+    assert "rewards" not in grpo.options and "step" not in grpo.options
+    assert grpo.options["norm_by_std"] is True
+    ppo = next(p for p in registered_parts() if p.name == "ppo")
+    assert {k: ppo.options[k] for k in ("epsilon", "epsilon_high", "dual_clip_c")} == {
+        "epsilon": 0.2, "epsilon_high": None, "dual_clip_c": None}
+    assert ppo.notes == "default_agg=token-mean"
+
+
+def test_split_doc_separates_formula_and_paper():
+    assert split_doc("max(0, 1 − β·h) (Zhao et al. 2023, arXiv:1).") == ("max(0, 1 − β·h)",
+                                                                         "Zhao et al. 2023, arXiv:1")
+
+
+def test_cli_prints_each_family_and_filters_by_prefix(capsys):
+    assert main(["algos"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("advantage estimators:", "policy losses:", "KL estimators:",
+                    "loss aggregation modes:", "preference losses"):
+        assert heading in out
+    assert "      paper: Schulman et al. 2017, Proximal Policy Optimization Algorithms" in out
+    assert "  gae  (needs a critic's values)" in out
+    assert main(["algos", "kl"]) == 0
+    only_kl = capsys.readouterr().out
+    assert only_kl.startswith("KL estimators:\n") and "policy losses" not in only_kl
+
+
+def test_cli_unknown_family_exits_2(capsys):
+    assert main(["algos", "nope"]) == 2
+    assert "no family starts with 'nope'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["algos", "--help"]])
+def test_help_does_not_import_torch(argv):
+    code = ("import sys; from meshrl.ops.cli.main import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
