@@ -9,6 +9,7 @@ sequence i, N = number of sequences with at least one valid token, and C = `norm
 | `seq-mean-token-sum`       | (1/N) Σ_i Σ_t m·L                      | RLOO, REINFORCE         |
 | `seq-mean-token-mean`      | (1/N) Σ_i (1/|o_i|) Σ_t m·L            | GRPO (Shao et al. 2024), GSPO |
 | `seq-mean-token-sum-norm`  | (1/(N·C)) Σ_i Σ_t m·L                  | Dr. GRPO (Liu et al. 2025) |
+| `token-sum`                | Σ_i Σ_t m·L                            | a plain sum (no normaliser) |
 
 C defaults to `mask.shape[1]`; pass the configured maximum response length so that it is
 the same constant in every micro-batch.
@@ -18,6 +19,12 @@ sums over sequences or tokens. A trainer computes `loss_numerator` per micro-bat
 *global* denominator once (`loss_denominator` summed over micro-batches and all-reduced over
 ranks), and backpropagates numerator / global denominator per micro-batch; the summed
 gradient then equals that of `aggregate_loss` on the whole batch, for any split.
+
+`token-sum` has no normaliser: its denominator is 1 for the *whole* batch, not a count, so
+it is not summed over micro-batches (the split stays exact: Σ_k numerator_k / 1). With W
+data-parallel ranks the loop's all-reduce makes it W while FSDP averages gradients over
+ranks, so the update is the mean over ranks of each rank's token sum (what `loss.sum()`
+under DDP gives).
 """
 from __future__ import annotations
 
@@ -26,7 +33,8 @@ import torch
 from meshrl.algos.checks import check_finite, check_mask, check_shapes
 from meshrl.algos.registry import UnknownNameError
 
-AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm",
+             "token-sum")
 # mode → (formula, who uses it), shown by `meshrl algos`
 AGG_MODE_NOTES = {
     "token-mean": ("Σ m·L / Σ|o_i|", "Yu et al. 2025, DAPO, arXiv:2503.14476"),
@@ -36,6 +44,8 @@ AGG_MODE_NOTES = {
                             "arXiv:2402.03300"),
     "seq-mean-token-sum-norm": ("(1/(N·C)) Σ_i Σ_t m·L", "Liu et al. 2025, Dr. GRPO, "
                                 "arXiv:2503.20783"),
+    "token-sum": ("Σ_i Σ_t m·L, no normaliser", "a plain sum, e.g. with a constant in the lr; "
+                  "verl's loss_scale_factor and Dr. GRPO, arXiv:2503.20783, motivate it"),
 }
 
 
@@ -73,9 +83,12 @@ def loss_denominator(mask: torch.Tensor, mode: str, norm_len: float | None = Non
     """This micro-batch's count to divide by (sum it over micro-batches and ranks).
 
     token-mean: valid tokens; seq-mean-*: sequences with ≥ 1 valid token;
-    seq-mean-token-sum-norm: those sequences × norm_len (default mask.shape[1]).
+    seq-mean-token-sum-norm: those sequences × norm_len (default mask.shape[1]);
+    token-sum: 1 for the whole batch (not a count: take it once, do not sum it).
     """
     _check(mask, mode, norm_len)
+    if mode == "token-sum":
+        return torch.ones((), dtype=mask.dtype, device=mask.device)
     if mode == "token-mean":
         return mask.sum()
     sequences = (mask.sum(dim=-1) > 0).to(mask.dtype).sum()

@@ -12,6 +12,18 @@ tokens sampled from p, following Schulman, "Approximating KL Divergence" (2020):
 - `abs`: |l|                                (verl's `abs`)
 - `mse`: ½·l²                               (verl's `mse`; same value as k2)
 
+Straight-through variants (value of one estimator, gradient of another; verl's `k1+`/`k3+`):
+
+- `k1+`: value k1, gradient of k2        `k3+`: value k3, gradient of k2
+
+As a loss term with tokens sampled from p, k1 and k3 are unbiased for the *value* of
+KL(p‖q) but not for its *gradient*: ∇k1 = ∇log p has expectation 0, and
+∇k3 = (1 − q/p)·∇log p has expectation −E_q[∇log p] (the gradient of the reverse KL(q‖p)).
+k2's gradient l·∇log p is the score-function gradient of KL(p‖q). So `k1+`/`k3+` report
+and add the k1/k3 value while backpropagating k2's gradient:
+`k2 − sg[k2] + sg[k]` (sg = stop-gradient). Reference: Schulman 2020 for the estimators;
+verl's `kl_penalty(..., "k3+")` for the straight-through trick.
+
 Use as a loss term (`kl_in: loss`, GRPO) or subtract `kl_coef·k` from the per-token reward
 (`kl_in: reward`, PPO / REINFORCE++).
 """
@@ -46,7 +58,26 @@ def _abs(log_ratio: torch.Tensor) -> torch.Tensor:
     return log_ratio.abs()
 
 
-KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2}  # mse: verl's name for k2
+def _straight_through(value_fn):
+    """An estimator whose value is `value_fn`'s and whose gradient is k2's."""
+    def estimator(log_ratio: torch.Tensor) -> torch.Tensor:
+        grad_part = _k2(log_ratio)
+        return grad_part - grad_part.detach() + value_fn(log_ratio).detach()
+    return estimator
+
+
+def _k1_plus(log_ratio: torch.Tensor) -> torch.Tensor:
+    """value of k1, gradient of k2 = l·∇log p (verl's `k1+`; Schulman 2020)."""
+    return _straight_through(_k1)(log_ratio)
+
+
+def _k3_plus(log_ratio: torch.Tensor) -> torch.Tensor:
+    """value of k3, gradient of k2 = l·∇log p (verl's `k3+`; Schulman 2020)."""
+    return _straight_through(_k3)(log_ratio)
+
+
+KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2,  # mse: verl's k2
+                 "k1+": _k1_plus, "k3+": _k3_plus}
 
 
 def list_kl_estimators() -> list[str]:

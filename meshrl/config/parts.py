@@ -21,8 +21,9 @@ POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence"}
 # not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
 OFFLINE_POLICY_LOSS = "dpo"
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                  "seq-mean-token-sum-norm")
-KL_ESTIMATORS = ("abs", "k1", "k2", "k3", "mse")
+                  "seq-mean-token-sum-norm", "token-sum")
+# `k1+`/`k3+`: value of k1/k3, gradient of k2 (straight-through, verl's names)
+KL_ESTIMATORS = ("abs", "k1", "k1+", "k2", "k3", "k3+", "mse")
 DPO_LOSS_TYPES = ("hinge", "ipo", "sigmoid")
 # built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
 REWARD_RULE_KINDS = ("exact_match", "length_penalty", "math_verify", "regex")

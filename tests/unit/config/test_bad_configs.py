@@ -21,7 +21,7 @@ CASES = [
      ["algorithm.loss_agg_mode='token_mean'", "did you mean 'token-mean'?"]),
     ("agg-unknown", ["algorithm.loss_agg_mode=sum"], ["loss aggregation mode", "seq-mean-token-sum-norm"]),
     ("kl-typo", ["algorithm.kl_estimator=k33"], ["algorithm.kl_estimator='k33'", "did you mean 'k3'?"]),
-    ("kl-unknown", ["algorithm.kl_estimator=kl"], ["not a known KL estimator", "Valid: abs, k1, k2, k3, mse"]),
+    ("kl-unknown", ["algorithm.kl_estimator=kl"], ["not a known KL estimator", "Valid: abs, k1, k1+, k2, k3, k3+, mse"]),
     ("dpo-type", ["algorithm.preset=dpo", "algorithm.dpo_loss_type=sigmoidd"],
      ["algorithm.dpo_loss_type='sigmoidd'", "did you mean 'sigmoid'?"]),
     ("reward-kind-typo", ["reward.components=[{name: m, kind: math_verfy}]"],
