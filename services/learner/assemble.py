@@ -89,10 +89,14 @@ def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
 
 def resume_loop(loop, resume: str | None) -> None:
     """Restore the loop from `resume` (a run dir or a checkpoint), if it holds a checkpoint, and
-    forget the metrics of the steps it will train again."""
-    if resume is None or (saved := loop.checkpoints.restore_if_any(resume)) is None:
+    forget the metrics of the steps it will train again. The ledger records every resume
+    (one with no checkpoint yet restarts at step 0): what was trained since is trained again."""
+    if resume is None:
         return
-    loop.restore(saved)
+    saved = loop.checkpoints.restore_if_any(resume)
+    if saved is not None:
+        loop.restore(saved)
+    loop.gatherer.ledger.resumed(loop.step, loop.version)
     again = forget_steps_from(Path(loop.cfg.run.dir) / "metrics.jsonl", loop.step)
     if again:
         log.info("metrics.jsonl: %d rows of steps ≥ %d dropped (trained again after the resume)", again, loop.step)

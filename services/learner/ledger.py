@@ -29,6 +29,11 @@ class Ledger:
         self._write("trained", group_id=group.group_id, step=step,
                     policy_version=group.policy_version, replica=group.rollout_replica)
 
+    def resumed(self, step: int, policy_version: int) -> None:
+        """A learner restarted from its checkpoint of `step`: steps from there on are trained
+        again, and what the dead learner trained at those steps is superseded (steps lost)."""
+        self._write("resumed", step=step, policy_version=policy_version)
+
     def weights_loaded(self, ack) -> None:
         self._write("weights_loaded", replica=ack.replica_id, version=ack.version, ok=ack.ok,
                     error=ack.error, load_s=ack.load_s)
