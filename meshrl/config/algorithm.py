@@ -60,6 +60,9 @@ class AlgorithmConfig(Strict):
     gamma: float = Field(1.0, ge=0.0, le=1.0)
     lam: float = Field(1.0, ge=0.0, le=1.0)
     norm_adv_by_std_in_grpo: bool = True
+    scale_rewards: Literal["group", "batch", "none"] = "group"  # grpo's σ (TRL's option)
+    normalize_advantages: bool = False  # rloo: whiten A over the batch (TRL's RLOO option)
+    adv_epsilon: float = Field(1e-6, gt=0.0)  # the estimators' eps in A / (σ + eps)
     # policy loss
     epsilon: float = Field(0.2, gt=0.0)
     epsilon_high: float | None = Field(None, gt=0.0)  # None = symmetric clip (epsilon)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 # advantage estimator → whether it needs a critic's values (`needs_values=` at registration)
 ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": False,
                         "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
-                        "none": False}
+                        "none": False, "opo": False, "gpg": False, "grpo_passk": False}
 # policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
 POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence"}
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):

@@ -124,7 +124,9 @@ class TrainStep:
                 rewards=self.shaped_rewards(batch), response_mask=batch.response_mask,
                 group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
                 gamma=self.algo.gamma, lam=self.algo.lam,
-                norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=1e-6, step=step)
+                norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
+                scale_rewards=self.algo.scale_rewards,
+                normalize_advantages=self.algo.normalize_advantages, step=step)
             weights = self.correction_weights(batch, old, sums)
         self.batch_metrics(batch, result.advantages, sums)
         base = {f.name: getattr(batch, f.name) for f in dataclasses.fields(RolloutBatch)}
