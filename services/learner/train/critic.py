@@ -10,6 +10,7 @@ Clipped value loss (Schulman et al. 2017; the form used by OpenAI's PPO2 and ver
 
 with R the returns of the advantage estimator and V_old the values before the update;
 c = `critic.cliprange_value` (None = unclipped ½ (V − R)²). The critic has its own AdamW.
+`critic/vf_clipfrac` is the fraction of valid tokens with |V − V_old| > c.
 
 Simplifications: the backbone starts as a copy of the policy's (a reward model's weights
 could be loaded the same way with `from_backbone`).
@@ -79,7 +80,9 @@ def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: 
         clipped_v = old_values + (values - old_values).clamp(-clip, clip)
         clipped = (clipped_v - returns) ** 2
         loss = 0.5 * torch.maximum(unclipped, clipped)
-        clipfrac = masked_mean((clipped > unclipped).float(), mask)
+        # the clamp moved V: comparing the two losses would also count tokens where
+        # V_old + (V − V_old) merely rounds differently from V
+        clipfrac = masked_mean(((values - old_values).abs() > clip).float(), mask)
     metrics = {"critic/vf_clipfrac": clipfrac.detach(),
                "critic/values": masked_mean(values.detach(), mask),
                "critic/returns": masked_mean(returns, mask)}

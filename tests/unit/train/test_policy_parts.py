@@ -31,6 +31,14 @@ def test_clipped_value_loss_hand_computed():
     torch.testing.assert_close(unclipped, torch.tensor([[0.125, 0.405, 0.0]]))
 
 
+def test_vf_clipfrac_counts_values_beyond_the_range_not_rounding():
+    # |1e-8 − 0.3| = 0.3 < c = 1: nothing is clipped, although V_old + (V − V_old) = 0.0 ≠ 1e-8
+    # in fp32 and makes the "clipped" loss (1e-7)² exceed the unclipped (9e-8)²
+    _, metrics = clipped_value_loss(torch.tensor([[1e-8, 3.0]]), torch.tensor([[0.3, 1.0]]),
+                                    torch.tensor([[1e-7, 0.0]]), torch.ones(1, 2), clip=1.0)
+    assert metrics["critic/vf_clipfrac"].item() == 0.5  # only |3 − 1| = 2 > 1
+
+
 def test_metric_sums_weight_tokens_and_keep_extremes():
     sums = MetricSums()
     sums.add_dict({"clip_ratio/high": torch.tensor(0.5), "ratio/max": torch.tensor(1.3)}, 2.0)
