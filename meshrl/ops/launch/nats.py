@@ -1,5 +1,7 @@
 """The run's NATS: an embedded server in the run dir, or the one `nats.url` names.
 
+An embedded server that dies is restarted on the same port and store dir (nats_restart.py).
+
 Streams are created once here, before any service starts, so no two services race to
 create them with different settings.
 """
@@ -28,10 +30,13 @@ def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
         server = EmbeddedNats(run_dir / "nats")  # started by the constructor
     except BusUnavailable as err:
         raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
-    try:
+    from meshrl.ops.launch.nats_restart import kept_alive
+    from meshrl.ops.launch.restart_policy import RestartPolicy
+    from meshrl.ops.launch.restart_report import RestartReporter
+
+    # A killed server would end the run: restarted on the same port and store (nats_restart.py).
+    with kept_alive(server, RestartReporter(cfg, run_dir, cfg.run.name), RestartPolicy.from_config(cfg.launch)):
         yield server.url
-    finally:
-        server.close()
 
 
 async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int) -> None:
