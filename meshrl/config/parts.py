@@ -16,7 +16,8 @@ ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": Fa
                         "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
                         "none": False, "opo": False, "gpg": False, "grpo_passk": False}
 # policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
-POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence"}
+POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
+                 "sapo": "token"}
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
 # not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
 OFFLINE_POLICY_LOSS = "dpo"

@@ -10,4 +10,4 @@ and carries `default_agg`, its paper's loss aggregation mode. Look one up with
 `meshrl.algos.get_policy_loss`. DPO's preference loss is `meshrl.algos.dpo_loss` (it takes
 sequence pairs, not this signature).
 """
-from meshrl.algos.losses import cispo, gspo, ppo  # noqa: F401  (registers)
+from meshrl.algos.losses import cispo, gpg, gspo, ppo, sapo  # noqa: F401  (registers)
