@@ -62,6 +62,9 @@ class RolloutConfig(Strict):
     enforce_eager: bool = True
     max_model_len: int = Field(512, ge=16)
     grpc_port: int = 0  # 0 = pick a free port
+    # A replica silent this long (frozen, partitioned; a live one sends in-progress acks every
+    # third of it) loses its prompt tasks to the other replicas.
+    ack_wait_s: float = Field(120.0, gt=0.0)
 
 
 class RewardComponentConfig(Strict):

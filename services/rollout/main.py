@@ -76,17 +76,18 @@ class RolloutProcess(ServiceProcess):
         from meshrl.services.rollout.worker import RolloutWorker
 
         worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine))
-        await first_to_end(self.follower.run(), consume_when_ready(self.follower, worker, ctx.args.concurrency))
+        await first_to_end(self.follower.run(), consume_when_ready(self.follower, worker, ctx.args.concurrency,
+                                                                        ack_wait=ctx.cfg.rollout.ack_wait_s))
 
     def shut_engine_down(self, replica: str) -> None:
         self.engine.shutdown()
         log.info("%s: stopped after %d groups", replica, self.engine.groups_generated)
 
 
-async def consume_when_ready(follower, worker, concurrency: int) -> None:
+async def consume_when_ready(follower, worker, concurrency: int, ack_wait: float) -> None:
     await follower.ready.wait()
     log.info("holding weights v%d: consuming prompts", follower.held)
-    await worker.run(concurrency=concurrency)
+    await worker.run(concurrency=concurrency, ack_wait=ack_wait)
 
 
 async def first_to_end(*coroutines) -> None:
