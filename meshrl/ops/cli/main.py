@@ -2,6 +2,7 @@
 
     meshrl train CONFIG.yaml [key=value ...] [--dry-run]
     meshrl serve {rollout,reward,reference,learner} --nats URL --run-id RUN --config FILE
+    meshrl scale RUN_DIR rollout=3 reward=2   |   meshrl status RUN_DIR [--json]
     meshrl models fetch-smollm2
     meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
     meshrl plot RUN_DIR [--out F]
@@ -21,7 +22,7 @@ import argparse
 import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
-from meshrl.ops.cli import algos, data, models, serve, train
+from meshrl.ops.cli import algos, data, models, scale, serve, status, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -31,7 +32,7 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, models, data, plot, trace, doctor, eval_cli, algos)
+SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -51,7 +51,9 @@ class Keeper:
         for child in self.sup.died(ignore=[*ignore, *self.pending]):
             self._on_death(child, now)
         for key, due in list(self.pending.items()):
-            if now >= due:
+            if key in self.sup.finished:  # retired meanwhile (scaled down): not restarted
+                del self.pending[key]
+            elif now >= due:
                 del self.pending[key]
                 child = self.sup.children[key]
                 self.sup.restart(key, self.argv_for_restart(key, child.argv))

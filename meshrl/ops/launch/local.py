@@ -13,7 +13,9 @@
      any service that dies meanwhile with back-off, within `launch.restart_budget` (the
      learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
      restart is on the console, in RUN_DIR/restarts.jsonl and raised as an alert;
-  6. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
+  6. meanwhile keeps as many rollout / reward / reference replicas as `meshrl scale RUN_DIR
+     rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
+  7. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
      then removes the run's files in /dev/shm and every `psm_*` shared-memory segment its
      processes mapped (vLLM's 160 MiB queues survive a SIGKILL otherwise; see shm.py).
 
@@ -49,9 +51,12 @@ from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url
+from meshrl.ops.launch.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.ops.launch.progress import RunProgress
 from meshrl.ops.launch.restart_policy import RestartPolicy
 from meshrl.ops.launch.restart_report import RestartReporter
+from meshrl.ops.launch.scale_request import SCALABLE
+from meshrl.ops.launch.scaler import Scaler
 from meshrl.ops.launch.shm import ShmTracker
 from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals
 
@@ -146,6 +151,12 @@ def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
                     for i in range(cfg.reward.replicas)]
 
 
+def replica_spec(name: str, replica: int) -> ServiceSpec:
+    """One more replica of a sampling-side service, with the environment of the first ones."""
+    threads = "1" if name == "reward" else str(os.cpu_count() or 1)
+    return ServiceSpec(name, replica, _defaults(**COMMON_ENV, OMP_NUM_THREADS=threads))
+
+
 def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """Every process of the run in start order, the learner last."""
     cores = str(os.cpu_count() or 1)
@@ -211,7 +222,7 @@ def freed_segments(tracker: ShmTracker):
 
 
 def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
-                 shm: ShmTracker, progress: bool) -> RunResult:
+                 shm: ShmTracker, progress: bool, scale: Callable[[], None] = lambda: None) -> RunResult:
     """Restart dead services (the learner with --resume) until the learner exits 0."""
     reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url)
     keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
@@ -220,12 +231,32 @@ def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, ur
     bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
     scan = every(SHM_SCAN_S, lambda: shm.scan(process_groups(sup)))
     try:
-        keeper.wait_for("learner-0", on_tick=lambda: (bar.update(), scan()))
+        keeper.wait_for("learner-0", on_tick=lambda: (bar.update(), scan(), scale()))
     finally:
         shm.scan(process_groups(sup))  # what was made since the last scan, before the stop
         bar.close()
         reporter.close()
     return RunResult(run_id, run_dir, bar.steps_done, bar.last)
+
+
+@contextlib.contextmanager
+def scaling(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
+            argv_of: Callable[[str, int], list[str]], *, shm: ShmTracker, grace_s: float):
+    """A Scaler over the replicas started so far, announced in RUN_DIR/launcher.json (which
+    `meshrl scale` and `meshrl status` look for) for as long as the block runs."""
+    counts = {name: len([k for k in sup.children if k.rsplit("-", 1)[0] == name]) for name in SCALABLE}
+    info = LauncherInfo(os.getpid(), run_id, url, f"127.0.0.1:{cfg.learner.grpc_port}",
+                        {name: n for name, n in counts.items() if n})
+
+    def keep_counts(wanted: dict[str, int]) -> None:
+        info.replicas = wanted
+        write_presence(run_dir, info)
+
+    scaler = Scaler(sup, run_dir, info.replicas, grace_s=grace_s, on_change=keep_counts,
+                    command_for=lambda name, i: (argv_of(name, i), replica_spec(name, i).env),
+                    on_left=lambda key: shm.free([key], live=process_groups(sup)))
+    with launcher_presence(run_dir, info):
+        yield scaler
 
 
 def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
@@ -255,4 +286,8 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
                 argv = with_resume(argv, run_dir)
             sup.start(spec.name, argv, replica=spec.replica, env=spec.env,
                       stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
-        return keep_running(cfg, sup, run_dir, run_id, url, shm, progress)
+        def replica_argv(name: str, replica: int) -> list[str]:  # what `meshrl scale` adds
+            return argv_for(replica_spec(name, replica), url, run_id, config_path)
+
+        with scaling(cfg, sup, run_dir, run_id, url, replica_argv, shm=shm, grace_s=grace_s) as scaler:
+            return keep_running(cfg, sup, run_dir, run_id, url, shm, progress, scale=scaler.tick)

@@ -1,0 +1,50 @@
+"""`meshrl scale RUN_DIR rollout=3 reward=2`: change how many replicas a local run keeps.
+
+For a run started here by `meshrl train` (its launcher must be running). The wanted counts
+go to RUN_DIR/scale.json, where the launcher picks them up within a second: it starts new
+replicas with the next ids (a rollout loads the run's current weights before it takes a
+prompt) or stops the highest ones with SIGTERM (they hand back their work and leave). Only
+rollout, reward and reference scale. Each request is recorded in RUN_DIR/audit.jsonl (who,
+when, what). Watch the result with `meshrl status RUN_DIR`.
+
+In a cluster, scale the Deployments instead (`kubectl scale`, or KEDA on stream lag).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from meshrl.ops.launch.audit import record_action
+from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.presence import find_launcher
+from meshrl.ops.launch.scale_request import parse_counts, write_request
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("scale", help="add or remove rollout/reward/reference replicas of a local run",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run dir of a running `meshrl train`")
+    p.add_argument("counts", nargs="+", metavar="SERVICE=COUNT", help="e.g. rollout=3 reward=2")
+    p.set_defaults(func=run)
+
+
+def check_in_run(counts: dict[str, int], kept: dict[str, int], run_dir: Path) -> None:
+    """A service this run does not have (the reference of a run without KL, sampling of an
+    offline run) cannot be scaled into existence: its consumers and config are not there."""
+    absent = [name for name in counts if name not in kept]
+    if absent:
+        raise LaunchError(f"the run in {run_dir} has no {' or '.join(absent)} service "
+                          f"(it runs: {', '.join(f'{k} ×{v}' for k, v in kept.items()) or 'only the learner'})")
+
+
+def run(args) -> int:
+    counts = parse_counts(args.counts)
+    launcher = find_launcher(args.run_dir)
+    check_in_run(counts, launcher.replicas, args.run_dir)
+    write_request(args.run_dir, counts)
+    changes = {name: {"from": launcher.replicas[name], "to": n} for name, n in counts.items()}
+    record_action(args.run_dir, "scale", run_id=launcher.run_id, changes=changes)
+    shown = ", ".join(f"{name} ×{c['from']} → ×{c['to']}" for name, c in changes.items())
+    print(f"asked the launcher (pid {launcher.pid}) of run {launcher.run_id}: {shown}; "
+          f"watch it with `meshrl status {args.run_dir}`")
+    return 0

@@ -1,0 +1,77 @@
+"""`meshrl status RUN_DIR [--json]`: the state of a running local run, at a glance.
+
+Prints the learner's status (state, step / total, policy version, groups, message, from
+LearnerControlService.GetStatus) and a table of the replicas announced in the run KV
+(service, replica id, gRPC address; for rollout the weights version it holds, whether it
+is ready and how many groups it generated), then the replica counts the launcher keeps
+(what `meshrl scale` last asked). `--json` prints the same as one JSON object.
+
+Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.presence import find_launcher
+
+COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
+           ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("status", help="show a running local run: learner step and the live replicas",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run dir of a running `meshrl train`")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (NATS, gRPC)")
+    p.set_defaults(func=run)
+
+
+def learner_line(learner: dict) -> str:
+    if "error" in learner:
+        return f"learner  {learner['grpc']}: {learner['error']}"
+    line = (f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
+            f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}, "
+            f"in flight {learner['groups_in_flight']}")
+    return line + (f"  ({learner['message']})" if learner["message"] else "")
+
+
+def cell(row: dict, key: str) -> str:
+    value = row.get(key)
+    if key == "weights_version" and value is not None:
+        return f"v{value}"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "-" if value is None else str(value)
+
+
+def replica_table(rows: list[dict]) -> str:
+    table = [[title for _, title in COLUMNS]] + [[cell(r, key) for key, _ in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    lines = ["  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip() for line in table]
+    lines += [f"  {r['replica']}: {r['error']}" for r in rows if "error" in r]
+    return "\n".join(lines)
+
+
+def describe(status: dict) -> str:
+    wanted = ", ".join(f"{k} ×{v}" for k, v in status["wanted"].items())
+    return "\n".join([f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
+                      learner_line(status["learner"]), "", replica_table(status["replicas"]), "",
+                      f"kept by the launcher: {wanted or 'nothing scalable'}"])
+
+
+def run(args) -> int:
+    from meshrl.ops.launch.run_status import gather_status
+    from meshrl.transport.bus.errors import BusUnavailable
+
+    launcher = find_launcher(args.run_dir)
+    try:
+        status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
+    except BusUnavailable as err:
+        raise LaunchError(f"cannot reach the run's NATS at {launcher.nats_url}: {err}") from None
+    print(json.dumps(status, indent=1) if args.json else describe(status))
+    return 0
