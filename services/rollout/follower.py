@@ -4,8 +4,9 @@ The learner puts a `WeightsNotice` under one key of the run's KV bucket for ever
 version. A replica that (re)starts must hold that version before it takes any work, so
 `start()` reads the key once and loads the notice it finds (if none, the base model from
 the config is version 0 and the replica is ready at once); `run()` then watches the key
-and applies every later notice. `ready` is set while the engine holds the newest version
-seen — `RolloutWorker` starts consuming prompts only after it is first set.
+and applies every later notice. `ready` is set while the engine holds the key's current
+version — `RolloutWorker` starts consuming prompts only after it is first set. The current
+version is usually the newest; it goes back when a learner resumes from an older checkpoint.
 
 Simplification: a notice that fails (bad checksum, missing file) leaves the replica on its
 old version and not ready until a later notice loads; the failure is reported by
@@ -45,13 +46,14 @@ class WeightsFollower:
             await self.apply(entry.proto(pb.WeightsNotice))
 
     async def apply(self, notice: pb.WeightsNotice) -> None:
-        self.latest_seen = max(self.latest_seen, notice.version)
-        self._update_ready()  # a newer version exists: not ready until it is loaded
+        # The key's value, not the highest seen: a resumed learner moves it back.
+        self.latest_seen = notice.version
+        self._update_ready()  # another version is current: not ready until it is loaded
         await self.updater.apply(notice)
         self._update_ready()
 
     def _update_ready(self) -> None:
-        if self.held >= self.latest_seen:
+        if self.held == self.latest_seen:
             self.ready.set()
         else:
             self.ready.clear()

@@ -93,10 +93,13 @@ class WeightsUpdater:
     async def apply(self, notice: pb.WeightsNotice) -> pb.WeightsLoaded | None:
         """Load the notice's weights unless already held; publish and return the outcome.
 
-        Returns None (and publishes nothing) for a version at or below the one held.
+        Returns None (and publishes nothing) for the version held. A lower version is loaded
+        too: the notice is the run's truth, and it goes back when a learner resumes from a
+        checkpoint older than its last push. Keeping the newer, orphaned weights would stamp
+        every group with a version the learner never trained, and it drops them all.
         """
         async with self._lock:
-            if notice.version <= self.engine.version:
+            if notice.version == self.engine.version:
                 return None
             began = time.perf_counter()
             try:
