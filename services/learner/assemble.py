@@ -96,6 +96,7 @@ def resume_loop(loop, resume: str | None) -> None:
     saved = loop.checkpoints.restore_if_any(resume)
     if saved is not None:
         loop.restore(saved)
+    loop.feeder.after_restart = True
     loop.gatherer.ledger.resumed(loop.step, loop.version)
     again = forget_steps_from(Path(loop.cfg.run.dir) / "metrics.jsonl", loop.step)
     if again:

@@ -70,6 +70,9 @@ class PromptFeeder:
         self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
         self.trained = 0  # groups trained on so far (this run, including before a resume)
         self.last_publish = 0.0  # time.monotonic() of the last publish
+        # A learner restarted in the same run: groups of ids it did not publish are a dead
+        # learner's, whose draws it issues again (see Gatherer).
+        self.after_restart = False
 
     def settle(self, group_ids: list[str], *, trained: bool = False) -> None:
         """Groups trained on or dropped free their place in the in-flight bound."""

@@ -4,7 +4,8 @@ Each group is checked as it arrives: stale, failed-score and (with dynamic sampl
 no-signal groups are dropped, acked and counted, and their place in the in-flight bound
 is freed so the feeder samples a replacement. Kept groups are acked only after the step
 that trains on them, so a learner that dies mid-step loses nothing. A group id seen
-before (a redelivery) is acked and ignored: nothing is trained twice.
+before (a redelivery) is acked and ignored: nothing is trained twice. After a restart in the
+same run, a group the dead learner published is dropped as "orphaned": its draw goes out again.
 
 A reward outage (every group failing scoring for `alerts.reward_outage.after_s`) throttles
 the feeder to one probe prompt in flight and says so in the status; the first group scored
@@ -67,6 +68,14 @@ class Gatherer:
         self.totals[reason] += 1
         self.feeder.settle([msg.message.group_id])
 
+    async def _drop_orphan(self, msg) -> None:
+        """A group a dead learner published (this one restarted in the same run): its draw
+        went out again under a new id, so training it too would train the draw twice. It
+        never held a place in this feeder's in-flight bound, so it frees none."""
+        await msg.ack()
+        self.ledger.dropped(msg.message.group_id, "orphaned", msg.message.policy_version)
+        self.totals["orphaned"] += 1
+
     async def collect(self, needed: int, *, version: int) -> StepGroups:
         """Wait for `needed` usable groups; dynamic sampling tops up dropped ones."""
         out, t0, last = StepGroups(), time.perf_counter(), time.monotonic()
@@ -123,6 +132,8 @@ class Gatherer:
             await msg.ack()  # a redelivery of a group already handled
             return
         self.seen.add(group.group_id)
+        if self.feeder.after_restart and group.group_id not in self.feeder.outstanding:
+            return await self._drop_orphan(msg)
         verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness,
                               vocab_size=self.vocab_size, need_ref=self.cfg.reference_enabled)
         if verdict.detail:
