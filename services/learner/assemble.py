@@ -26,7 +26,7 @@ from meshrl.services.learner.evaluation import build_learner_eval
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.health_watch import HealthWatch
-from meshrl.services.learner.ledger import Ledger
+from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 from meshrl.services.learner.loop import Learner
 from meshrl.services.learner.metric_logger import (JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger,
                                                    forget_steps_from)
@@ -87,17 +87,30 @@ def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
     return AlertEngine.from_config(cfg.alerts, cfg.run.dir, publish=publish, run_id=run_id)
 
 
+def settle_the_dead_learners_groups(loop: Learner) -> None:
+    """After a resume in the same run: the ledger records it (steps from there on are trained
+    again), and every group the previous learner published and never settled is dropped as
+    "orphaned" now — its draw goes out again under a new id (or was drawn after the
+    checkpoint and is drawn anew), so it must never be trained. When it arrives later it is
+    acked and ignored as already seen."""
+    ledger_path = Path(loop.cfg.run.dir) / "groups.jsonl"
+    orphans = unsettled_groups(read_ledger(ledger_path)) if ledger_path.is_file() else []
+    for group_id, min_version in orphans:
+        loop.gatherer.ledger.dropped(group_id, "orphaned", min_version)
+    loop.gatherer.seen.update(group_id for group_id, _ in orphans)
+    loop.gatherer.totals["orphaned"] += len(orphans)
+    loop.feeder.after_restart = True
+    loop.gatherer.ledger.resumed(loop.step, loop.version)
+
+
 def resume_loop(loop, resume: str | None) -> None:
     """Restore the loop from `resume` (a run dir or a checkpoint), if it holds a checkpoint, and
-    forget the metrics of the steps it will train again. The ledger records every resume
-    (one with no checkpoint yet restarts at step 0): what was trained since is trained again."""
+    forget the metrics of the steps it will train again."""
     if resume is None:
         return
     saved = loop.checkpoints.restore_if_any(resume)
     if saved is not None:
         loop.restore(saved)
-    loop.feeder.after_restart = True
-    loop.gatherer.ledger.resumed(loop.step, loop.version)
     again = forget_steps_from(Path(loop.cfg.run.dir) / "metrics.jsonl", loop.step)
     if again:
         log.info("metrics.jsonl: %d rows of steps ≥ %d dropped (trained again after the resume)", again, loop.step)
@@ -126,6 +139,8 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
     resume_loop(loop, resume)
+    if resume is not None:
+        settle_the_dead_learners_groups(loop)
     return Built(loop, policy, tokenizer, dist, ledger, alerts, transport)
 
 

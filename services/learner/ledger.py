@@ -45,3 +45,10 @@ class Ledger:
 
 def read_ledger(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def unsettled_groups(events: list[dict]) -> list[tuple[str, int]]:
+    """(group id, min version) of every group published and neither trained nor dropped."""
+    settled = {e["group_id"] for e in events if e["event"] in ("trained", "dropped")}
+    return [(e["group_id"], e.get("min_version", 0)) for e in events
+            if e["event"] == "published" and e["group_id"] not in settled]
