@@ -1,0 +1,67 @@
+#!/bin/sh
+# deploy/image/entrypoint.sh: the meshrl image's entrypoint; starts one service from env vars.
+#
+#   entrypoint.sh SERVICE [the service's own flags...]    e.g.  entrypoint.sh rollout --grpc-port 50051
+#   MESHRL_SERVICE=reward entrypoint.sh                   (the service from the environment)
+#   entrypoint.sh meshrl doctor                           (anything else runs as given)
+#
+# runs   meshrl serve SERVICE --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
+#            --config "$MESHRL_CONFIG" --replica-id "$MESHRL_REPLICA_ID" [flags...]
+# MESHRL_REPLICA_ID defaults to the hostname (the pod or container name). A missing
+# variable is named on stderr, exit 2, before anything starts.
+# MESHRL_TORCHRUN_ARGS (learner only, e.g. "--nnodes=2 --nproc-per-node=8 --node-rank=0
+# --master-addr=learner-0.learner --master-port=29500"): the learner runs under torchrun,
+# each rank as `python -m meshrl.ops.cli.main serve learner ...`.
+# exec: the service is PID 1's replacement, so SIGTERM from docker/kubelet reaches it.
+# Tested on the host with a fake `meshrl`: tests/deploy/test_entrypoint.py.
+set -eu
+
+SERVICES="rollout reward reference learner"
+
+is_service() {
+  for known in $SERVICES; do [ "$1" = "$known" ] && return 0; done
+  return 1
+}
+
+if [ "$#" -gt 0 ] && ! is_service "$1"; then
+  exec "$@"
+fi
+if [ "$#" -gt 0 ]; then
+  service=$1
+  shift
+else
+  service=${MESHRL_SERVICE:-}
+fi
+
+missing=""
+need() {  # need NAME WHAT: remember NAME when it is unset or empty
+  eval "value=\${$1:-}"
+  if [ -z "$value" ]; then
+    echo "meshrl entrypoint: $1 is not set: $2" >&2
+    missing="$missing $1"
+  fi
+}
+if [ -z "$service" ]; then
+  echo "meshrl entrypoint: no service: pass one of ($SERVICES) as the command, or set MESHRL_SERVICE" >&2
+  exit 2
+fi
+if ! is_service "$service"; then
+  echo "meshrl entrypoint: unknown service '$service': one of $SERVICES" >&2
+  exit 2
+fi
+need MESHRL_NATS_URL "the NATS url, e.g. nats://nats:4222"
+need MESHRL_RUN_ID "the run's id, e.g. grpo-smollm2"
+need MESHRL_CONFIG "the path of the run's config YAML, e.g. /etc/meshrl/config.yaml"
+if [ -n "$missing" ]; then
+  echo "meshrl entrypoint: cannot start $service: missing$missing" >&2
+  exit 2
+fi
+replica=${MESHRL_REPLICA_ID:-${HOSTNAME:-$(hostname)}}
+
+set -- serve "$service" --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
+  --config "$MESHRL_CONFIG" --replica-id "$replica" "$@"
+if [ "$service" = learner ] && [ -n "${MESHRL_TORCHRUN_ARGS:-}" ]; then
+  # shellcheck disable=SC2086  # word splitting of the torchrun flags is intended
+  exec torchrun $MESHRL_TORCHRUN_ARGS -m meshrl.ops.cli.main "$@"
+fi
+exec meshrl "$@"

