@@ -1,0 +1,97 @@
+"""deploy/compose/compose.yaml is valid against the Compose spec (check-jsonschema's vendored
+schema, offline), rollout and reward scale (`--scale rollout=N`), and every meshrl service's
+command, environment, config mount and health check agree with the real CLI and run config.
+
+    .venv/bin/python -m pytest -q tests/deploy/test_compose.py
+check-jsonschema comes from the test extra (pyproject.toml).
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from meshrl.config import load_config
+from meshrl.ops.cli.serve import SERVICES
+from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
+
+COMPOSE_DIR = Path(__file__).resolve().parents[2] / "deploy" / "compose"
+COMPOSE = COMPOSE_DIR / "compose.yaml"
+
+
+def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
+    tool = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent)) or shutil.which("check-jsonschema")
+    assert tool, "check-jsonschema is missing: `bash scripts/setup.sh` installs it (test extra)"
+    return subprocess.run([tool, "--builtin-schema", "vendor.compose-spec", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())  # PyYAML resolves the `<<: *meshrl` merges
+
+
+def test_valid_against_the_compose_spec():
+    done = check_jsonschema(COMPOSE)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_validator_rejects_a_broken_file(tmp_path):
+    broken = tmp_path / "compose.yaml"
+    broken.write_text(COMPOSE.read_text().replace("stop_grace_period: 330s", "stop_grace_periods: 330s"))
+    assert check_jsonschema(broken).returncode != 0
+
+
+def test_every_meshrl_service_is_there_and_rollout_reward_scale(compose):
+    services = compose["services"]
+    assert set(SERVICES) <= set(services)
+    for name in ("rollout", "reward"):
+        assert "container_name" not in services[name] and "ports" not in services[name], name
+        assert "MESHRL_REPLICA_ID" not in services[name]["environment"], f"{name}: replicas need own ids"
+
+
+def test_commands_env_config_and_health_checks_match_the_cli(compose):
+    cfg = load_config(COMPOSE_DIR / "run-config.yaml")
+    for name in SERVICES:
+        svc = compose["services"][name]
+        service, flags = serve_argv(svc["command"])
+        assert service == name
+        env = svc["environment"]
+        assert all(env.get(k) for k in ENTRYPOINT_ENV), f"{name}: {env}"
+        assert env["MESHRL_NATS_URL"] == cfg.nats.url
+        assert f"./run-config.yaml:{env['MESHRL_CONFIG']}:ro" in svc["volumes"]
+        port = grpc_port(service, flags, cfg, env.get("MESHRL_REPLICA_ID", "rollout-abc"))
+        assert port > 0, f"{name}: a fixed gRPC port is needed for its health check"
+        assert svc["healthcheck"]["test"][:4] == ["CMD", "meshrl", "health", f"127.0.0.1:{port}"], name
+        assert env["MESHRL_HEALTH_ADDRESS"] == f"127.0.0.1:{port}", name
+        assert svc["depends_on"]["nats"]["condition"] == "service_healthy"
+    # the learner calls the reference by this address
+    assert cfg.reference.resolved_address == f"reference:{cfg.reference.grpc_port}"
+
+
+def test_nats_keeps_jetstream_on_a_volume(compose):
+    nats = compose["services"]["nats"]
+    command = nats["command"]
+    assert "--jetstream" in command
+    store = command[command.index("--store_dir") + 1]
+    assert f"nats-data:{store}" in nats["volumes"] and "nats-data" in compose["volumes"]
+
+
+def test_observability_profile_scrapes_every_service_on_the_metrics_port(compose):
+    cfg = load_config(COMPOSE_DIR / "run-config.yaml")
+    for name in ("prometheus", "grafana"):
+        assert compose["services"][name]["profiles"] == ["observability"]
+    scrape = yaml.safe_load((COMPOSE_DIR / "prometheus.yml").read_text())["scrape_configs"][0]
+    sd = scrape["dns_sd_configs"][0]
+    assert sorted(sd["names"]) == sorted(SERVICES) and sd["port"] == cfg.telemetry.metrics_port
+    datasource = yaml.safe_load((COMPOSE_DIR / "grafana" / "datasources.yaml").read_text())["datasources"][0]
+    assert datasource["url"] == "http://prometheus:9090"
+
+
+def test_the_contract_check_catches_a_wrong_service_or_flag():
+    with pytest.raises(AssertionError, match="not a service"):
+        serve_argv(["rollouts"])
+    with pytest.raises(AssertionError, match="does not take"):
+        serve_argv(["reference", "--grpc-port", "50053"])  # reference takes its port from the config
