@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 from nats.js.kv import KeyValue
 
 from meshrl.transport.bus.errors import StaleRevision
-from meshrl.transport.bus.retry import ELECTION_PATIENCE_S, retry_transient
+from meshrl.transport.bus.retry import election_patience, retry_transient
 
 DELETE_OPS = ("DEL", "PURGE")
 
@@ -48,8 +48,8 @@ class Entry:
         return msg
 
 
-async def _patiently(call):
-    return await retry_transient(call, patience_s=ELECTION_PATIENCE_S)
+async def _patiently(kv: KeyValue, call):
+    return await retry_transient(call, patience_s=election_patience(kv._js._nc))
 
 
 class RunState:
@@ -66,33 +66,33 @@ class RunState:
     async def get(self, key: str) -> Entry | None:
         """The current entry, or None if the key was never set or was deleted."""
         try:
-            e = await _patiently(lambda: self._kv.get(key))
+            e = await _patiently(self._kv, lambda: self._kv.get(key))
         except (nats.js.errors.KeyNotFoundError, nats.js.errors.KeyDeletedError):
             return None
         return Entry(key, e.value or b"", e.revision)
 
     async def put(self, key: str, value) -> int:
         """Unconditional write; returns the new revision."""
-        return await _patiently(lambda: self._kv.put(key, encode(value)))
+        return await _patiently(self._kv, lambda: self._kv.put(key, encode(value)))
 
     async def cas(self, key: str, value, revision: int) -> int:
         """Write only if the key's revision is still `revision` (0: only if absent)."""
         try:
             if revision == 0:
-                return await _patiently(lambda: self._kv.create(key, encode(value)))
-            return await _patiently(lambda: self._kv.update(key, encode(value), last=revision))
+                return await _patiently(self._kv, lambda: self._kv.create(key, encode(value)))
+            return await _patiently(self._kv, lambda: self._kv.update(key, encode(value), last=revision))
         except nats.js.errors.KeyWrongLastSequenceError as err:
             raise StaleRevision(
                 f"key {key!r} changed since revision {revision}: re-read it with get() and retry "
                 f"({err.description})") from err
 
     async def delete(self, key: str) -> None:
-        await _patiently(lambda: self._kv.delete(key))
+        await _patiently(self._kv, lambda: self._kv.delete(key))
 
     async def keys(self) -> list[str]:
         """Every live (not deleted) key of the bucket; [] when there is none."""
         try:
-            return await _patiently(self._kv.keys)
+            return await _patiently(self._kv, self._kv.keys)
         except nats.js.errors.NoKeysError:
             return []
 

@@ -11,13 +11,16 @@ import nats.js.errors
 from nats.js import api
 
 from meshrl.transport.bus.errors import PublishFailed
-from meshrl.transport.bus.retry import ELECTION_PATIENCE_S, is_transient, retry_transient
+from meshrl.transport.bus.retry import election_patience, is_transient, retry_transient
 
 
 async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | None = None,
                              headers: dict | None = None, timeout: float = 5.0,
-                             attempts: int = 6, patience_s: float = ELECTION_PATIENCE_S) -> api.PubAck:
-    """Publish and wait for the PubAck; `ack.duplicate` is True for a deduplicated copy."""
+                             attempts: int = 6, patience_s: float | None = None) -> api.PubAck:
+    """Publish and wait for the PubAck; `ack.duplicate` is True for a deduplicated copy.
+    `patience_s` None: a cluster's election patience when connected to one, else none."""
+    if patience_s is None:
+        patience_s = election_patience(js._nc)
     hdrs = {str(k): str(v) for k, v in (headers or {}).items()}
     if msg_id:
         hdrs[api.Header.MSG_ID] = msg_id

@@ -6,6 +6,9 @@ up to 2 s; with the defaults 8 attempts span ≈ 6 s. `patience_s` keeps retryin
 attempts until that much time has passed: in a cluster, losing a stream's leader answers
 "no responders" in microseconds for the seconds a new election takes, which a count of
 attempts alone would spend at once. ELECTION_PATIENCE_S covers one (measured ≈ 2-10 s).
+Only a connection that knows more than one server waits that long (`election_patience`): on a
+single server "no responders" means a missing stream or bucket, and 30 s per call would only
+hide that error (and slow every clean-up that meets it).
 """
 import asyncio
 import time
@@ -19,6 +22,12 @@ RETRYABLE_CODES = {408, 429, 503}
 ELECTION_PATIENCE_S = 30.0
 TRANSIENT = (asyncio.TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError,
              nats.js.errors.NoStreamResponseError)
+
+
+def election_patience(nc) -> float:
+    """ELECTION_PATIENCE_S for a client of a cluster (its pool holds several servers, given or
+    discovered), else 0: a lone server elects no leaders."""
+    return ELECTION_PATIENCE_S if len(getattr(nc, "servers", ()) or ()) > 1 else 0.0
 
 
 def is_transient(err: BaseException) -> bool:
