@@ -171,7 +171,7 @@ class TelemetryConfig(Strict):
     """Traces go to OTLP when an endpoint is set, else to RUN_DIR/traces/*.jsonl.
 
     Every service process also serves Prometheus metrics on 127.0.0.1 when `metrics` is on,
-    and puts its URL under the run KV key `metrics/<service>/<replica>`.
+    and puts its URL under the run KV key `metrics.<service>.<replica>`.
     """
 
     tracing: bool = True

@@ -19,7 +19,8 @@
      then removes the run's files in /dev/shm and every `psm_*` shared-memory segment its
      processes mapped (vLLM's 160 MiB queues survive a SIGKILL otherwise; see shm.py).
 
-Environment per service (a variable already set in our environment wins):
+Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
+with an embedded server (launch/nats.py); otherwise a variable already set in our environment wins:
 reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
 (on-policy runs alternate between them, so they seldom compete). The KV cache is not set
 here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fraction of a GiB
@@ -50,7 +51,7 @@ from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.keeper import Keeper
-from meshrl.ops.launch.nats import create_streams, nats_url
+from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials_env
 from meshrl.ops.launch.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.ops.launch.progress import RunProgress
 from meshrl.ops.launch.restart_policy import RestartPolicy
@@ -169,6 +170,11 @@ def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
     return specs
 
 
+def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, str]:
+    """The spec's environment plus its kind's NATS credential file (a path, never the password)."""
+    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name)}
+
+
 def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) -> list[str]:
     """The process contract every service follows."""
     return [sys.executable, "-m", f"meshrl.services.{spec.name}", "--nats", url,
@@ -253,7 +259,7 @@ def scaling(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: st
         write_presence(run_dir, info)
 
     scaler = Scaler(sup, run_dir, info.replicas, grace_s=grace_s, on_change=keep_counts,
-                    command_for=lambda name, i: (argv_of(name, i), replica_spec(name, i).env),
+                    command_for=lambda name, i: (argv_of(name, i), service_env(cfg, run_dir, replica_spec(name, i))),
                     on_left=lambda key: shm.free([key], live=process_groups(sup)))
     with launcher_presence(run_dir, info):
         yield scaler
@@ -276,7 +282,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
-    with stop_on_signals(), nats_url(cfg, run_dir) as url, freed_shm(run_id), \
+    with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, freed_shm(run_id), \
             freed_segments(ShmTracker()) as shm, Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas)
         for spec in service_specs(cfg):
@@ -284,7 +290,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
             is_learner = spec.name == "learner"
             if is_learner and resume:
                 argv = with_resume(argv, run_dir)
-            sup.start(spec.name, argv, replica=spec.replica, env=spec.env,
+            sup.start(spec.name, argv, replica=spec.replica, env=service_env(cfg, run_dir, spec),
                       stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
         def replica_argv(name: str, replica: int) -> list[str]:  # what `meshrl scale` adds
             return argv_for(replica_spec(name, replica), url, run_id, config_path)

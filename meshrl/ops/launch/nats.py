@@ -2,6 +2,14 @@
 
 An embedded server that dies is restarted on the same port and store dir (nats_restart.py).
 
+An embedded server always requires credentials: at start, one NATS user per service kind
+with exactly its subjects, plus `admin` (meshrl.transport.bus.run_auth), each password in a
+0600 file under RUN_DIR/secrets/ (removed when the server stops; never in config.yaml or a
+log). For the block, this process's own clients (stream creation, alerts, status) use the
+admin file through MESHRL_NATS_CREDENTIALS_FILE; each service gets its kind's file
+(`service_credentials_env`). An external `nats.url` is used with whatever credentials the
+environment names (none: a server without auth).
+
 Streams are created once here, before any service starts, so no two services race to
 create them with different settings.
 """
@@ -9,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -16,18 +25,61 @@ from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.errors import LaunchError
 
 
+def secrets_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "secrets"
+
+
+def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
+    """The env var pointing a `kind` service at its credential file (embedded NATS only);
+    set over any inherited value, so a service never runs with the launcher's admin user."""
+    from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
+
+    if cfg.nats.url != "embedded":
+        return {}
+    return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind))}
+
+
 @contextlib.contextmanager
-def nats_url(cfg: RunConfig, run_dir: Path) -> Iterator[str]:
-    """Yield the NATS url for the run; an embedded server lives exactly as long as the block."""
+def admin_credentials(path: Path) -> Iterator[None]:
+    """MESHRL_NATS_CREDENTIALS_FILE = `path` in this process for the block, then as before."""
+    from meshrl.transport.bus.credentials import ENV_VAR
+
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
+
+@contextlib.contextmanager
+def nats_url(cfg: RunConfig, run_dir: Path, run_id: str | None = None) -> Iterator[str]:
+    """Yield the NATS url for the run; an embedded server lives exactly as long as the block.
+    `run_id` names the run whose subjects each service kind's user may use (None: admin only)."""
     if cfg.nats.url != "embedded":
         yield cfg.nats.url
         return
-    from meshrl.transport.bus import EmbeddedNats
+    from meshrl.transport.bus.permissions import ADMIN
+    from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 
+    auth = create_run_auth(secrets_dir(run_dir), run_id, reference_enabled=cfg.reference_enabled)
+    try:
+        with admin_credentials(auth.files[ADMIN]), _embedded(cfg, run_dir, auth.server) as url:
+            yield url
+    finally:
+        remove_run_secrets(secrets_dir(run_dir))
+
+
+@contextlib.contextmanager
+def _embedded(cfg: RunConfig, run_dir: Path, auth) -> Iterator[str]:
+    from meshrl.transport.bus import EmbeddedNats
     from meshrl.transport.bus.errors import BusUnavailable
 
     try:
-        server = EmbeddedNats(run_dir / "nats")  # started by the constructor
+        server = EmbeddedNats(run_dir / "nats", auth=auth)  # started by the constructor
     except BusUnavailable as err:
         raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
     from meshrl.ops.launch.nats_restart import kept_alive

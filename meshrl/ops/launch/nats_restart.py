@@ -77,7 +77,7 @@ class NatsKeeper:
         self.started_at = time.monotonic()
         try:
             self.server = EmbeddedNats(self.server.store_dir, port=self.server.port,
-                                       extra_config=self.server.extra_config)
+                                       extra_config=self.server.extra_config, auth=self.server.auth)
         except BusUnavailable:
             pass  # the next poll sees it dead and counts it against the budget
 

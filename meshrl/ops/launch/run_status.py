@@ -7,7 +7,7 @@
                         #   "ready": True, "groups_generated": 20}, {"service": "reward", ...}]
 
 Sources: LearnerControlService.GetStatus on the learner's control address; the run KV's
-`services/<kind>/<replica>` entries (the replicas that announced a gRPC address and have not
+`services.<kind>.<replica>` entries (the replicas that announced a gRPC address and have not
 withdrawn it); for each rollout, RolloutService.GetStatus, which says which weights version
 its engine holds (so no extra announcement is needed). Every call has a short deadline: a
 replica that does not answer is listed with the error, never waited for.

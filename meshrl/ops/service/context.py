@@ -38,7 +38,7 @@ class ServiceContext:
             self.cleanups.callback(fn, *args)
 
     async def announce_grpc(self, port: int) -> str:
-        """Put 127.0.0.1:PORT under the run KV key `services/<service>/<replica>` (where
+        """Put 127.0.0.1:PORT under the run KV key `services.<service>.<replica>` (where
         evaluation and health watches find it); withdrawn on the way out."""
         from meshrl.transport.bus.registry import announce_service, service_key
 

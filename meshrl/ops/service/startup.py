@@ -6,7 +6,7 @@
      `METRICS http://127.0.0.1:PORT/metrics`) before anything slow, so a taken port fails fast;
   4. the service's `prepare` (work that needs no NATS: a bad config fails without it);
   5. connect to NATS (`nats.connect_timeout_s`), announce the metrics URL under the run KV
-     key `metrics/<service>/<replica>` (meshrl.ops.telemetry.service_metrics);
+     key `metrics.<service>.<replica>` (meshrl.ops.telemetry.service_metrics);
   6. the service's `start` (build and serve).
 Each part's clean-up goes on `cleanups` as soon as the part exists, so a failure at any
 step undoes exactly what was done. A start-up error (meshrl.ops.service.errors) is raised

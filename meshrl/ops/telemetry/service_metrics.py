@@ -3,11 +3,11 @@
 Every service main does the same three steps, kept alike here:
 
     metrics = open_service_metrics(cfg, "reward", replica, run_id)  # None: telemetry.metrics off
-    await announce_metrics(bus.state, metrics)   # run KV metrics/reward/<replica> = {"url": ...}
+    await announce_metrics(bus.state, metrics)   # run KV metrics.reward.<replica> = {"url": ...}
     ...
     await close_service_metrics(bus.state, metrics)
 
-Where the endpoint is announced: the run KV (`bus.state`), key `metrics/<service>/<replica>`,
+Where the endpoint is announced: the run KV (`bus.state`), key `metrics.<service>.<replica>`,
 value {"url", "service", "replica", "pid"}, deleted on a clean stop. Every service already
 holds the KV, it is scoped to the run, and a scraper or the gateway finds every replica
 there without a shared file system (rollout announces its gRPC address the same way).
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def metrics_key(service: str, replica: str) -> str:
-    return f"metrics/{service}/{replica}"
+    return f"metrics.{service}.{replica}"  # dots: one subject token each (bus permissions)
 
 
 def open_service_metrics(cfg, service: str, replica: str, run_id: str) -> MetricsHandle | None:

