@@ -29,6 +29,8 @@ from pathlib import Path
 import psutil
 
 from meshrl.config.load import dump_config
+from meshrl.ops.launch.nats import secrets_dir
+from meshrl.transport.bus.credentials import credentials_path, read_credentials
 from meshrl.transport.bus.subjects import STAGES, stage_stream
 from tests.chaos.ledger_proof import LedgerReport, prove_ledger, versions_at_step
 from tests.e2e.conftest import mesh_config
@@ -97,8 +99,8 @@ def flag(process: psutil.Process, name: str) -> str:
 class RedeliveryWatch:
     """Polls every stage's consumers once a second in its own thread; keeps the last counts."""
 
-    def __init__(self, url: str, run_id: str):
-        self.url, self.run_id, self.counts = url, run_id, {}
+    def __init__(self, url: str, run_id: str, run_dir: Path):
+        self.url, self.run_id, self.run_dir, self.counts = url, run_id, run_dir, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._watch()), daemon=True)
         self._thread.start()
@@ -106,7 +108,8 @@ class RedeliveryWatch:
     async def _watch(self) -> None:
         import nats
 
-        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5,
+                                **self.admin_login())
         js = nc.jetstream()
         while not self._stop.is_set():
             for stage in STAGES:
@@ -117,6 +120,16 @@ class RedeliveryWatch:
                     pass
             await asyncio.sleep(1.0)
         await nc.close()
+
+    def admin_login(self) -> dict[str, str]:
+        """The embedded NATS admits only the run's users: log in as the launcher (admin)."""
+        path = credentials_path(secrets_dir(self.run_dir), "admin")
+        for _ in range(100):  # written when the launcher starts NATS
+            if path.is_file():
+                creds = read_credentials(path)
+                return {"user": creds.user, "password": creds.password}
+            time.sleep(0.1)
+        return {}
 
     def stop(self) -> dict[str, int]:
         self._stop.set()
@@ -161,7 +174,7 @@ def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str)
     try:
         wait_for(lambda: len(rows(run_dir / "metrics.jsonl")) >= step, proc, f"step {step} to begin")
         learner = launched(proc, "learner-0")
-        watch = RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"))
+        watch = RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"), run_dir)
         time.sleep(delay)
         fault_time = strike(proc, fault)
         _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)

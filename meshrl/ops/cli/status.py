@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -68,9 +69,15 @@ def run(args) -> int:
     from meshrl.ops.launch.run_status import gather_status
     from meshrl.transport.bus.errors import BusUnavailable
 
+    from meshrl.ops.launch.nats import admin_credentials, secrets_dir
+    from meshrl.transport.bus.credentials import credentials_path
+
     launcher = find_launcher(args.run_dir)
+    admin = credentials_path(secrets_dir(args.run_dir), "admin")
     try:
-        status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
+        # The embedded NATS admits only the run's users: read with the launcher's (admin) file.
+        with admin_credentials(admin) if admin.is_file() else contextlib.nullcontext():
+            status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
     except BusUnavailable as err:
         raise LaunchError(f"cannot reach the run's NATS at {launcher.nats_url}: {err}") from None
     print(json.dumps(status, indent=1) if args.json else describe(status))
