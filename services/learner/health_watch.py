@@ -1,6 +1,6 @@
 """The learner's watch over the other services: the `service_down` alert's source.
 
-Every `interval_s` it lists the replicas announced in the run KV (`services/<kind>/<replica>`,
+Every `interval_s` it lists the replicas announced in the run KV (`services.<kind>.<replica>`,
 put by rollout, reward and reference once their gRPC server listens, deleted on a clean
 stop), probes each with grpc.health.v1, and hands `{"rollout/rollout-0": True, ...}` to the
 alert engine (`poll(health=...)`), whose `service_down` rule fires after

@@ -20,7 +20,7 @@ Exit codes: 0 done or stopped, 2 bad config / data / model / checkpoint / NATS a
 (`learner service: <error>` on stderr), 1 anything else.
 Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
 `meshrl_learner_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
-run KV key `metrics/learner/<replica>`; meshrl.ops.telemetry.service_metrics).
+run KV key `metrics.learner.<replica>`; meshrl.ops.telemetry.service_metrics).
 
 Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's
 tests, not yet by the service). Offline algorithms (DPO) run `offline.py` instead of the

@@ -12,9 +12,9 @@ Start-up, in order, failing with a message that names what is wrong:
   3. check every external component's address answers health within 5 s;
   4. warm the math-verify process pools;
   5. connect to NATS (announcing the metrics URL under the run KV key
-     `metrics/reward/<replica>`), serve RewardService (+ health, reflection) on --grpc-port
+     `metrics.reward.<replica>`), serve RewardService (+ health, reflection) on --grpc-port
      (0 = a free port; the port is logged), put {"grpc": "127.0.0.1:PORT", ...} under the
-     run KV key `services/reward/<replica>` (`meshrl.transport.bus.registry`; the learner's
+     run KV key `services.reward.<replica>` (`meshrl.transport.bus.registry`; the learner's
      evaluation finds it there), then consume `generated`.
 Steps 2-4 need no NATS: a bad config fails without it.
 SIGTERM/SIGINT: stop taking messages; groups in hand are nak'ed (not published, so another

@@ -8,13 +8,13 @@ endpoint, NATS, signals, clean-up and exit codes are the same for every service.
   1. load the RunConfig; start the Prometheus endpoint on telemetry.metrics_port before
      vLLM (a taken port fails fast; prints `METRICS http://127.0.0.1:PORT/metrics`);
   2. connect to NATS (fails fast, before vLLM starts) and announce the metrics URL under the
-     run KV key `metrics/rollout/<replica>`;
+     run KV key `metrics.rollout.<replica>`;
   3. build the engine on `model.path` (≈30 s on CPU; vLLM spawns its own processes), read
      the run's weights notice from the KV bucket and load that version first (a restarted
      replica never serves older weights than the run's);
   4. serve RolloutService (+ health, reflection) on --grpc-port (default
      rollout.grpc_port; 0 = a free port), put {"grpc": "127.0.0.1:PORT", ...} under the run
-     KV key `services/rollout/<replica>` and print `READY grpc=127.0.0.1:PORT replica=ID
+     KV key `services.rollout.<replica>` and print `READY grpc=127.0.0.1:PORT replica=ID
      version=N` on stdout;
   5. follow later weights notices, and once the newest version is held, consume `prompts`
      with the durable `rollout` (shared by all replicas). Counters in instruments.py.
