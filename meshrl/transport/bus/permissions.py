@@ -100,8 +100,10 @@ def _learner_extra(run_id: str) -> Permissions:
     streams = [names.stage_stream(run_id, s) for s in names.STAGES]
     streams += [names.dead_stream(run_id), names.events_stream(run_id), kv_stream(run_id), object_stream(run_id)]
     manage = [f"$JS.API.STREAM.{op}.{s}" for s in streams for op in ("CREATE", "INFO")]
+    # STREAM.NAMES: nats-py's object-store listing (the learner prunes old versions) looks
+    # its stream up by subject; it reveals stream names, nothing of their contents.
     objects = [*reader_api(object_stream(run_id)), f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
-               f"$O.{names.object_bucket(run_id)}.>"]
+               f"$O.{names.object_bucket(run_id)}.>", "$JS.API.STREAM.NAMES"]
     return Permissions(publish=(*manage, *objects, f"$KV.{names.kv_bucket(run_id)}.>",
                                 names.events_subject(run_id)),
                        subscribe=(names.weights_loaded_subject(run_id),))
