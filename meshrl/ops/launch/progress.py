@@ -24,12 +24,26 @@ class MetricsTail:
     def read_new(self) -> list[dict]:
         if not self.path.exists():
             return []
+        if self.path.stat().st_size < self.offset:
+            # A resumed learner rewrote the file without the steps it trains again: go on
+            # from its new end (the resumed steps are appended there).
+            self.offset = self.path.stat().st_size
         with self.path.open("rb") as f:
             f.seek(self.offset)
             data = f.read()
         end = data.rfind(b"\n") + 1  # a half-written last line waits for the next read
         self.offset += end
-        return [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+        return [row for line in data[:end].splitlines() if (row := _row(line)) is not None]
+
+
+def _row(line: bytes) -> dict | None:
+    """One metrics row; None for a blank or broken line (a rewrite under the reader can cut one:
+    a progress bar skips it rather than stop the run)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
 
 
 def postfix(row: dict) -> dict[str, str]:
@@ -60,7 +74,7 @@ class RunProgress:
         # Rows carry their step, so a resumed run's bar starts where the checkpoint was.
         done = int(self.last["step"]) + 1 if isinstance(self.last.get("step"), int) else self.steps_done + len(rows)
         self.bar.set_postfix(postfix(self.last), refresh=False)
-        self.bar.update(done - self.steps_done)
+        self.bar.update(done - self.steps_done)  # negative after a resume redoes steps
         self.steps_done = done
 
     def close(self) -> None:

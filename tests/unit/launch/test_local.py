@@ -124,3 +124,20 @@ def test_the_runs_shm_files_are_freed_even_when_it_fails(tmp_path):
     with pytest.raises(RuntimeError), freed_shm("run-a", root=tmp_path):
         raise RuntimeError("a service died")
     assert [p.name for p in tmp_path.iterdir()] == ["meshrl-run-b"]
+
+
+def test_metrics_tail_survives_the_resume_rewriting_the_file(tmp_path):
+    """A resumed learner drops the rows it trains again (in place): the tail neither crashes on
+    the cut nor misses the rows appended after it."""
+    from meshrl.services.learner.metric_logger import forget_steps_from
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(4)))
+    tail = MetricsTail(path)
+    tail.offset = 0
+    assert [r["step"] for r in tail.read_new()] == [0, 1, 2, 3]
+    forget_steps_from(path, 2)
+    assert tail.read_new() == []
+    with path.open("a") as f:
+        f.write(json.dumps({"step": 2, "loss": 0.5}) + "\n" + "garbage}\n")
+    assert [r["step"] for r in tail.read_new()] == [2]
