@@ -69,9 +69,12 @@ def test_sigterm_checkpoints_and_resume_finishes_without_loss_or_repeat(tiny_mod
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
     draws = sorted(draw_of[g] for g in trained)
     assert len(trained) == len(set(trained)) == STEPS * 2
-    dropped = {draw_of[e["group_id"]] for e in ledger if e["event"] == "dropped"}
+    # A draw pending at the stop is re-issued under a new id and its old group dropped as
+    # "orphaned": that drop is no skip, the draw was trained.
+    dropped = {draw_of[e["group_id"]] for e in ledger if e["event"] == "dropped"} - set(draws)
     assert draws == sorted(set(draws))  # no prompt trained twice
-    assert set(draws) | dropped == set(range(len(draws) + len(dropped)))  # none skipped
+    taken = set(draws) | dropped
+    assert taken == set(range(max(taken) + 1))  # none skipped
     versions = {r["step"]: r["weights_version"] for r in rows(run_dir / "metrics.jsonl")}
     assert versions[stopped_at] == stopped_at + 1  # the resumed half continued the versions
     assert [c.step for c in list_checkpoints(run_dir)][-1] == STEPS
