@@ -67,6 +67,10 @@ async def test_scored_group_arrives_on_ready(nats_url, run_id, tiny_scorer):
         group = await pull_one(bus)
         assert group.group_id == "g-1"
         check_enriched(group, tiny_scorer, "reference-0")
+        for _ in range(100):  # counted after the publish that the test already saw
+            if worker.groups_done:
+                break
+            await asyncio.sleep(0.05)
         assert worker.groups_done == 1
     finally:
         consumer.cancel()
