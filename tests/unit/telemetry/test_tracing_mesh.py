@@ -78,6 +78,18 @@ async def learner_round(bus, learner):
         await d.ack()
 
 
+async def flush_until_all_written(tracers, run_dir, expected=7):
+    """Each service ends its span after its publish is acked, which can be after the learner has
+    already stepped on the group: wait for every span to reach the files before reading them."""
+    for _ in range(50):
+        for tracer in tracers.values():
+            tracer.force_flush()
+        if len(load_spans(run_dir)) >= expected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"only {len(load_spans(run_dir))} of {expected} spans were written")
+
+
 @pytest.fixture
 async def mesh(bus, tmp_path):
     """Five tracers writing JSONL into tmp_path, the external server, and the three workers."""
@@ -102,8 +114,7 @@ async def mesh(bus, tmp_path):
 
 async def test_one_group_is_one_trace_across_every_service(bus, mesh, tmp_path):
     await learner_round(bus, mesh["learner"])
-    for tracer in mesh.values():
-        tracer.force_flush()
+    await flush_until_all_written(mesh, tmp_path)
     spans = {s["name"]: s for s in load_spans(tmp_path)}
     root, gen = spans["learner.publish_prompt"], spans["rollout.generate"]
     score, ref, step = spans["reward.score"], spans["reference.logprobs"], spans["learner.step"]
@@ -143,8 +154,7 @@ async def test_one_group_is_one_trace_across_every_service(bus, mesh, tmp_path):
 
 async def test_meshrl_trace_command_prints_it_and_names_known_groups(bus, mesh, tmp_path, capsys):
     await learner_round(bus, mesh["learner"])
-    for tracer in mesh.values():
-        tracer.force_flush()
+    await flush_until_all_written(mesh, tmp_path)
     parser = argparse.ArgumentParser()
     add_subcommand(parser.add_subparsers())
     assert cmd_trace(parser.parse_args(["trace", str(tmp_path), GID])) == 0
