@@ -16,7 +16,7 @@ import re
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
 
@@ -121,13 +121,15 @@ class RewardOutageConfig(RuleConfig):
 
 
 class WebhookConfig(Strict):
-    """POST each alert as JSON to `url`; bearer token from the env var named `token_env`."""
+    """POST each alert as JSON to `url`; bearer token from the env var named `token_env` or
+    from the file named `token_file` (a mounted secret), never from the config itself."""
 
     url: str
     timeout_s: float = Field(5.0, gt=0.0)
     retries: int = Field(2, ge=0)  # attempts after the first
     backoff_s: float = Field(1.0, ge=0.0)  # doubles after each failed attempt
     token_env: str | None = None
+    token_file: str | None = None
     min_severity: Severity = "warning"
 
     @field_validator("url")
@@ -148,6 +150,12 @@ class WebhookConfig(Strict):
             raise ValueError("alerts.webhook.token_env is the NAME of an environment variable "
                              "(letters, digits, _), not the token itself")
         return name
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> "WebhookConfig":
+        if self.token_env is not None and self.token_file is not None:
+            raise ValueError("alerts.webhook: set token_env or token_file, not both")
+        return self
 
 
 class AlertsConfig(Strict):

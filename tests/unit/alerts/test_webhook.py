@@ -130,3 +130,53 @@ def test_unreachable_receiver_is_retried_and_logged(caplog):
     assert sink.post(alert().to_dict()) is False
     assert "after 2 attempt(s): URLError" in caplog.text
     sink.close()
+
+
+class Redirector:
+    """An HTTP server that answers every POST/GET with a redirect to `location`."""
+
+    def __init__(self, location, code=302):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.send_response(code)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("code", [301, 302, 307])
+def test_a_redirect_is_not_followed_so_the_token_never_reaches_another_host(receiver_factory, code, caplog):
+    elsewhere = receiver_factory()
+    redirector = Redirector(elsewhere.url.replace("127.0.0.1", "localhost"), code)
+    sink = WebhookSink(config(redirector.url, token_env="HOOK_TOKEN"), env={"HOOK_TOKEN": "s3cret"})
+    assert sink.post(alert().to_dict()) is False
+    sink.close()
+    redirector.server.shutdown()
+    assert elsewhere.requests == []
+    assert f"HTTP {code} redirected to http://localhost:" in caplog.text and "s3cret" not in caplog.text
+    assert "after 1 attempt(s)" in caplog.text  # a redirect will not fix itself: no retries
+
+
+def test_token_from_a_file(receiver_factory, tmp_path):
+    rx = receiver_factory()
+    (tmp_path / "token").write_text("from-file\n")
+    sink = WebhookSink(config(rx.url, token_file=str(tmp_path / "token")), env={})
+    assert sink.post(alert().to_dict()) is True
+    sink.close()
+    assert rx.requests[0][0]["Authorization"] == "Bearer from-file"
+
+
+def test_token_file_missing_or_doubled_is_a_config_error(tmp_path):
+    from meshrl.config.errors import ConfigError
+    with pytest.raises(ConfigError, match="token_file .*/absent: cannot read it"):
+        WebhookSink(config("http://127.0.0.1:9/hook", token_file=str(tmp_path / "absent")), env={})
+    with pytest.raises(ValueError, match="set token_env or token_file, not both"):
+        config("http://127.0.0.1:9/hook", token_env="A", token_file="/x")

@@ -4,7 +4,12 @@ Each POST has a timeout; timeouts, connection errors, 429 and 5xx are retried `r
 times with doubling backoff; other 4xx are not (a wrong URL or token will not fix itself).
 Posting runs on one background thread so a slow receiver never stalls training; `flush()`
 waits for the queue, `close()` flushes and stops the thread. The bearer token is read from
-the environment variable named by `token_env` when the sink is built, and never logged.
+the environment variable named by `token_env` (or the file named by `token_file`) when the
+sink is built, and never logged.
+
+Redirects are never followed: urllib turns a redirected POST into a GET and copies every
+header, the token included, to whatever host `Location` names. A 3xx is reported (with its
+Location, so the URL can be fixed) and not retried.
 """
 from __future__ import annotations
 
@@ -26,13 +31,36 @@ log = logging.getLogger("meshrl.ops.alerts")
 RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirected to {newurl}; redirects are "
+                                     f"not followed (set alerts.webhook.url to the final URL)",
+                                     headers, fp)
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
+
+
 def _token(config: WebhookConfig, env: Mapping[str, str]) -> str | None:
+    if config.token_file is not None:
+        return _token_from_file(config.token_file)
     if config.token_env is None:
         return None
     token = env.get(config.token_env)
     if not token:
         raise ConfigError(f"alerts.webhook.token_env names {config.token_env}, but that "
                           f"environment variable is not set (or empty); export it before the run")
+    return token
+
+
+def _token_from_file(path: str) -> str:
+    try:
+        token = open(path, encoding="utf-8").read().strip()
+    except OSError as err:
+        raise ConfigError(f"alerts.webhook.token_file {path}: cannot read it ({err.strerror}); "
+                          f"mount or create the file before the run") from None
+    if not token:
+        raise ConfigError(f"alerts.webhook.token_file {path} is empty; write the bearer token into it")
     return token
 
 
@@ -56,10 +84,10 @@ class WebhookSink:
         request = urllib.request.Request(self.config.url, data=body, headers=self._headers,
                                          method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
+            with _OPENER.open(request, timeout=self.config.timeout_s) as response:
                 return True, False, f"HTTP {response.status}"
         except urllib.error.HTTPError as err:
-            return False, err.code in RETRY_STATUS, f"HTTP {err.code}"
+            return False, err.code in RETRY_STATUS, f"HTTP {err.code} {err.reason}"
         except (urllib.error.URLError, TimeoutError, OSError) as err:
             return False, True, f"{type(err).__name__}: {getattr(err, 'reason', err)}"
 
