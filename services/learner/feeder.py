@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from meshrl.inputs.data.task_fields import task_fields
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
@@ -121,7 +122,7 @@ class PromptFeeder:
             prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids),
             sampling=rollout_sampling(self.cfg).to_proto(
                 seed=sampling_seed(self.cfg.run.seed, draw.number)),
-            ground_truth=str(item.row.ground_truth or ""), data_source=item.row.data_source or "",
+            **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
             min_policy_version=max(0, self.policy_version - self.cfg.learner.max_staleness),
             dataset_index=item.row.ref.index, created_unix=time.time())
 

@@ -25,6 +25,10 @@ def group_items(group: common_pb2.Group) -> list[RewardItem]:
             num_tokens=len(s.response_token_ids) // INT32_BYTES,
             truncated=s.finish_reason == common_pb2.FINISH_REASON_LENGTH,
             metadata=dict(task.metadata),
+            ground_truth_json=task.ground_truth_json,
+            prompt_messages=tuple((m.role, m.content) for m in task.prompt_messages),
+            finish_reason=s.finish_reason,
+            extra_json=task.extra_json,
         )
         for s in group.samples
     ]

@@ -6,6 +6,7 @@
 - "" (empty): the run's combined reward; `details` holds each component's raw value,
   and the status is ERROR naming the failed components when a required one failed.
 """
+import json
 import math
 
 import grpc
@@ -20,9 +21,29 @@ from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.types import ComponentScore, ItemScore, RewardItem
 
 
+class BadItem(ValueError):
+    """A ScoreItem that breaks the contract (e.g. ground_truth_json that is not JSON)."""
+
+
+def rules_text(item: reward_pb2.ScoreItem) -> str:
+    """The ground truth as rules compare it: a JSON string as is, any other value as JSON."""
+    if not item.ground_truth_json:
+        return ""
+    try:
+        value = json.loads(item.ground_truth_json)
+    except ValueError as err:
+        raise BadItem(f"item {item.id!r}: ground_truth_json is not JSON ({err}); send e.g. "
+                      f"'\"7\"' for the string 7 or '[1, 2]' for a list") from None
+    return value if isinstance(value, str) else item.ground_truth_json
+
+
 def from_score_item(item: reward_pb2.ScoreItem) -> RewardItem:
-    return RewardItem(id=item.id, response=item.response, ground_truth=item.ground_truth, prompt=item.prompt,
-                      data_source=item.data_source, metadata=dict(item.metadata))
+    return RewardItem(
+        id=item.id, response=item.response, ground_truth=rules_text(item), prompt=item.prompt,
+        data_source=item.data_source, num_tokens=item.response_tokens, truncated=item.truncated,
+        ground_truth_json=item.ground_truth_json, finish_reason=item.finish_reason,
+        prompt_messages=tuple((m.role, m.content) for m in item.prompt_messages),
+        extra_json=item.extra_json)
 
 
 def to_result(id: str, s: ItemScore) -> reward_pb2.ScoreResult:
@@ -49,7 +70,10 @@ class RewardServicer(reward_pb2_grpc.RewardServiceServicer):
         return RuleComponent(name, 1.0, rule, rule.parse_params({}, name))
 
     async def Score(self, request: reward_pb2.ScoreRequest, context) -> reward_pb2.ScoreResponse:
-        items = [from_score_item(i) for i in request.items]
+        try:
+            items = [from_score_item(i) for i in request.items]
+        except BadItem as err:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         if not request.component:
             rows = await self.scorer.score_items(items)
             results = map(combined_result, (i.id for i in items), rows, combine(rows).tolist())

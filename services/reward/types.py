@@ -29,7 +29,11 @@ class RewardItem:
     data_source: str = ""
     num_tokens: int = 0  # response length in tokens (0 when unknown, e.g. via the gRPC API)
     truncated: bool = False  # hit max_tokens
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)  # the mesh's own task labels (e.g. split)
+    ground_truth_json: str = ""  # any type, as JSON ("" = none); `ground_truth` is the rules' text
+    prompt_messages: tuple[tuple[str, str], ...] = ()  # (role, content) before the chat template
+    finish_reason: int = 0  # meshrl.common.v1.FinishReason (same numbers as reward.v1's)
+    extra_json: str = ""  # the dataset row's extra_info as JSON
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.data.prompts import PromptItem
+from meshrl.inputs.data.task_fields import task_fields
 from meshrl.ops.eval.correct import judge
 from meshrl.ops.eval.errors import EvalUnavailable
 from meshrl.ops.eval.metrics import summarize
@@ -64,8 +65,7 @@ class Evaluator:
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-eval-{name}", prompt_text=item.text,
             prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
-            ground_truth=str(item.row.ground_truth), data_source=item.row.data_source or "",
-            metadata={"split": "eval"}, dataset_index=item.row.ref.index, created_unix=time.time())
+            **task_fields(item.row), metadata={"split": "eval"}, dataset_index=item.row.ref.index, created_unix=time.time())
 
     async def run(self, items: Sequence[PromptItem], *, tag: str = "eval", min_version: int = 0,
                   on_progress: Callable[[int], None] | None = None) -> EvalResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 
 import grpc
 
@@ -22,8 +23,9 @@ from meshrl.transport.rpc import open_channel
 
 
 def score_item(s: EvalSample) -> reward_pb2.ScoreItem:
+    # The sample keeps the rules' text of the ground truth; sent as a JSON string.
     return reward_pb2.ScoreItem(id=s.score_id, prompt=s.prompt, response=s.response,
-                                ground_truth=s.ground_truth, data_source=s.data_source)
+                                ground_truth_json=json.dumps(s.ground_truth), data_source=s.data_source)
 
 
 def apply_result(s: EvalSample, result: reward_pb2.ScoreResult, names: tuple[str, ...]) -> None:

@@ -29,8 +29,8 @@ async def stub():
 
 def request(component: str) -> reward_pb2.ScoreRequest:
     return reward_pb2.ScoreRequest(component=component, items=[
-        reward_pb2.ScoreItem(id="a", response="7", ground_truth="7"),
-        reward_pb2.ScoreItem(id="b", response="seven", ground_truth="7")])
+        reward_pb2.ScoreItem(id="a", response="7", ground_truth_json="\"7\""),
+        reward_pb2.ScoreItem(id="b", response="seven", ground_truth_json="\"7\"")])
 
 
 async def test_health_is_serving(stub):

@@ -63,7 +63,7 @@ class SamplingParams(_message.Message):
     def __init__(self, n: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class PromptTask(_message.Message):
-    __slots__ = ("run_id", "group_id", "prompt_text", "prompt_token_ids", "sampling", "ground_truth", "data_source", "metadata", "min_policy_version", "dataset_index", "created_unix")
+    __slots__ = ("run_id", "group_id", "prompt_text", "prompt_token_ids", "sampling", "ground_truth", "data_source", "metadata", "min_policy_version", "dataset_index", "created_unix", "ground_truth_json", "extra_json", "prompt_messages")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +82,9 @@ class PromptTask(_message.Message):
     MIN_POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
     DATASET_INDEX_FIELD_NUMBER: _ClassVar[int]
     CREATED_UNIX_FIELD_NUMBER: _ClassVar[int]
+    GROUND_TRUTH_JSON_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     group_id: str
     prompt_text: str
@@ -93,7 +96,18 @@ class PromptTask(_message.Message):
     min_policy_version: int
     dataset_index: int
     created_unix: float
-    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., prompt_text: _Optional[str] = ..., prompt_token_ids: _Optional[bytes] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., ground_truth: _Optional[str] = ..., data_source: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., min_policy_version: _Optional[int] = ..., dataset_index: _Optional[int] = ..., created_unix: _Optional[float] = ...) -> None: ...
+    ground_truth_json: str
+    extra_json: str
+    prompt_messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., prompt_text: _Optional[str] = ..., prompt_token_ids: _Optional[bytes] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., ground_truth: _Optional[str] = ..., data_source: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., min_policy_version: _Optional[int] = ..., dataset_index: _Optional[int] = ..., created_unix: _Optional[float] = ..., ground_truth_json: _Optional[str] = ..., extra_json: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ...) -> None: ...
+
+class ChatMessage(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
 
 class RewardComponent(_message.Message):
     __slots__ = ("name", "value", "weight", "status", "error", "latency_s")

@@ -1,5 +1,5 @@
-from meshrl.api.common.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -7,28 +7,59 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ScoreStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCORE_STATUS_UNSPECIFIED: _ClassVar[ScoreStatus]
+    SCORE_STATUS_OK: _ClassVar[ScoreStatus]
+    SCORE_STATUS_ERROR: _ClassVar[ScoreStatus]
+    SCORE_STATUS_TIMEOUT: _ClassVar[ScoreStatus]
+
+class FinishReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FINISH_REASON_UNSPECIFIED: _ClassVar[FinishReason]
+    FINISH_REASON_STOP: _ClassVar[FinishReason]
+    FINISH_REASON_LENGTH: _ClassVar[FinishReason]
+    FINISH_REASON_ABORT: _ClassVar[FinishReason]
+SCORE_STATUS_UNSPECIFIED: ScoreStatus
+SCORE_STATUS_OK: ScoreStatus
+SCORE_STATUS_ERROR: ScoreStatus
+SCORE_STATUS_TIMEOUT: ScoreStatus
+FINISH_REASON_UNSPECIFIED: FinishReason
+FINISH_REASON_STOP: FinishReason
+FINISH_REASON_LENGTH: FinishReason
+FINISH_REASON_ABORT: FinishReason
+
+class ChatMessage(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
 class ScoreItem(_message.Message):
-    __slots__ = ("id", "prompt", "response", "ground_truth", "data_source", "metadata")
-    class MetadataEntry(_message.Message):
-        __slots__ = ("key", "value")
-        KEY_FIELD_NUMBER: _ClassVar[int]
-        VALUE_FIELD_NUMBER: _ClassVar[int]
-        key: str
-        value: str
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    __slots__ = ("id", "prompt", "response", "ground_truth_json", "data_source", "prompt_messages", "response_tokens", "finish_reason", "truncated", "extra_json")
     ID_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
-    GROUND_TRUTH_FIELD_NUMBER: _ClassVar[int]
+    GROUND_TRUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     DATA_SOURCE_FIELD_NUMBER: _ClassVar[int]
-    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
     id: str
     prompt: str
     response: str
-    ground_truth: str
+    ground_truth_json: str
     data_source: str
-    metadata: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., prompt: _Optional[str] = ..., response: _Optional[str] = ..., ground_truth: _Optional[str] = ..., data_source: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    prompt_messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    response_tokens: int
+    finish_reason: FinishReason
+    truncated: bool
+    extra_json: str
+    def __init__(self, id: _Optional[str] = ..., prompt: _Optional[str] = ..., response: _Optional[str] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., response_tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., truncated: _Optional[bool] = ..., extra_json: _Optional[str] = ...) -> None: ...
 
 class ScoreRequest(_message.Message):
     __slots__ = ("run_id", "component", "items")
@@ -56,10 +87,10 @@ class ScoreResult(_message.Message):
     DETAILS_FIELD_NUMBER: _ClassVar[int]
     id: str
     score: float
-    status: _common_pb2.ScoreStatus
+    status: ScoreStatus
     error: str
     details: _containers.ScalarMap[str, float]
-    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., status: _Optional[_Union[_common_pb2.ScoreStatus, str]] = ..., error: _Optional[str] = ..., details: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., status: _Optional[_Union[ScoreStatus, str]] = ..., error: _Optional[str] = ..., details: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class ScoreResponse(_message.Message):
     __slots__ = ("results",)

@@ -45,7 +45,8 @@ class RewardServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Score(self, request, context):
-        """Score a batch of samples. One result per item, matched by id, in any order.
+        """Score a batch of samples. Exactly one result per item, matched by id, in any order.
+        Must be idempotent per item id: meshrl may send the same item again after a retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
