@@ -19,7 +19,7 @@ SERVICE_NAME = SERVICE.full_name
 
 
 async def start_reference_server(scorer: ReferenceScorer, port: int = 0,
-                                 host: str = "0.0.0.0") -> tuple[aio.Server, int]:
+                                 host: str | None = None) -> tuple[aio.Server, int]:
     reg = registration(reference_pb2_grpc.add_ReferenceServiceServicer_to_server,
                        ReferenceServicer(scorer), SERVICE)
     return await start_server([reg], port=port, host=host)

@@ -43,7 +43,7 @@ class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
             model=engine.config.model)
 
 
-async def start_rollout_server(engine, port: int = 0, *, host: str = "0.0.0.0",
+async def start_rollout_server(engine, port: int = 0, *, host: str | None = None,
                                ready: Callable[[], bool] = lambda: True) -> tuple[grpc.aio.Server, int]:
     """Serve RolloutService with health + reflection (meshrl.transport.rpc); returns (server, bound port)."""
     servicer = RolloutServicer(engine, ready)

@@ -8,6 +8,16 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
+def assert_private(run_dir):
+    """The run dir is 0700 and what the services wrote (logs, checkpoints, metrics) is 0600:
+    it holds the run's credentials and weights."""
+    assert run_dir.stat().st_mode & 0o777 == 0o700
+    written = [run_dir / "metrics.jsonl", run_dir / "logs" / "learner-0.log",
+               *(run_dir / "checkpoints").glob("step_*/*")]
+    assert len(written) > 3 and {p.name: p.stat().st_mode & 0o077 for p in written if p.is_file()} == \
+        {p.name: 0 for p in written if p.is_file()}
+
+
 def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     steps = 12
     result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2",
@@ -15,6 +25,7 @@ def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
                                        "eval.every=6", "eval.at_start=true",
                                        "eval.correct_component=vowel", "eval.samples_per_step=2")
     assert result.steps == steps and len(metrics) == steps
+    assert_private(result.run_dir)
     rewards = [m["reward"] for m in metrics]
     # The learnable reward must visibly rise under GRPO (measured: 0.22, 0.31 over the first
     # two steps; 0.78, 0.75, 0.91, 0.78 over the last four).

@@ -4,7 +4,8 @@ Prints the learner's status (state, step / total, policy version, groups, messag
 LearnerControlService.GetStatus) and a table of the replicas announced in the run KV
 (service, replica id, gRPC address; for rollout the weights version it holds, whether it
 is ready and how many groups it generated), then the replica counts the launcher keeps
-(what `meshrl scale` last asked). `--json` prints the same as one JSON object.
+(what `meshrl scale` last asked) and the dead letters by stage with their reasons (a message
+that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read). `--json` prints the same as one JSON object.
 
 Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
 """
@@ -58,11 +59,19 @@ def replica_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def dead_letter_lines(dead: dict) -> list[str]:
+    if not dead["total"]:
+        return ["dead letters: none"]
+    lines = [f"dead letters: {dead['total']} (" + ", ".join(f"{s} {n}" for s, n in dead["by_stage"].items()) + ")"]
+    return lines + [f"  {r['count']:>4} × {r['stage']}: {r['example'][:160]}" for r in dead["reasons"]]
+
+
 def describe(status: dict) -> str:
     wanted = ", ".join(f"{k} ×{v}" for k, v in status["wanted"].items())
     return "\n".join([f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
                       learner_line(status["learner"]), "", replica_table(status["replicas"]), "",
-                      f"kept by the launcher: {wanted or 'nothing scalable'}"])
+                      f"kept by the launcher: {wanted or 'nothing scalable'}",
+                      *dead_letter_lines(status["dead_letters"])])
 
 
 def run(args) -> int:

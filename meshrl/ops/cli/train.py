@@ -17,6 +17,7 @@ from meshrl.ops.cli.plan import describe_plan
 from meshrl.config.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
 from meshrl.ops.launch.inputs import check_inputs, missing_inputs
+from meshrl.ops.private_files import keep_new_files_private
 
 
 def add_parser(sub) -> None:
@@ -85,6 +86,7 @@ def run(args) -> int:
     if args.resume is None:
         check_not_a_previous_run(run_dir)
     check_inputs(cfg)
+    keep_new_files_private()  # the launcher and every service it starts
     from meshrl.ops.launch.local import run_local  # heavy imports only when a run starts
 
     result = run_local(cfg, run_dir, resume=args.resume is not None)

@@ -60,6 +60,7 @@ from meshrl.ops.launch.scale_request import SCALABLE
 from meshrl.ops.launch.scaler import Scaler
 from meshrl.ops.launch.shm import ShmTracker
 from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals
+from meshrl.ops.private_files import make_private_dir
 
 SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
 
@@ -127,7 +128,7 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> tuple[RunConfig, Path]:
     check_run_dir(run_dir, resume=resume)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(run_dir)
     (run_dir / "logs").mkdir(exist_ok=True)
     cfg = resolve_for_run(cfg, run_dir, resume=resume)
     config_path = run_dir / "config.yaml"

@@ -9,7 +9,8 @@
 Sources: LearnerControlService.GetStatus on the learner's control address; the run KV's
 `services.<kind>.<replica>` entries (the replicas that announced a gRPC address and have not
 withdrawn it); for each rollout, RolloutService.GetStatus, which says which weights version
-its engine holds (so no extra announcement is needed). Every call has a short deadline: a
+its engine holds (so no extra announcement is needed); the dead-letter stream, counted by
+stage and reason (`status["dead_letters"]`, see meshrl.transport.bus.dead_summary). Every call has a short deadline: a
 replica that does not answer is listed with the error, never waited for.
 """
 from __future__ import annotations
@@ -68,9 +69,11 @@ async def replica_rows(state, timeout_s: float) -> list[dict]:
 async def gather_status(info: LauncherInfo, timeout_s: float = 3.0) -> dict:
     """The learner's status, the announced replicas and the counts the launcher keeps."""
     from meshrl.transport.bus import Bus
+    from meshrl.transport.bus.dead_summary import dead_letter_summary
 
     learner = asyncio.ensure_future(learner_status(info.learner_grpc, timeout_s))
     async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-status", timeout=timeout_s) as bus:
         replicas = await replica_rows(bus.state, timeout_s)
+        dead = await dead_letter_summary(bus.js, info.run_id)
     return {"run_id": info.run_id, "launcher_pid": info.pid, "nats": info.nats_url,
-            "wanted": info.replicas, "learner": await learner, "replicas": replicas}
+            "wanted": info.replicas, "learner": await learner, "replicas": replicas, "dead_letters": dead}

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Mapping, Sequence
 
 from meshrl.ops.launch.logtail import tail_lines
+from meshrl.ops.private_files import PRIVATE_UMASK, private_open_append
 
 PR_SET_PDEATHSIG = 1
 
@@ -142,12 +143,13 @@ class Supervisor:
     def _spawn(self, key: str, argv: list[str], env: Mapping[str, str] | None,
                cwd: str | Path | None, stop_grace_s: float | None) -> Child:
         log_path = self.log_dir / f"{key}.log"
-        log_file = log_path.open("ab")
+        log_file = private_open_append(log_path)
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         try:
             popen = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
-                                     start_new_session=True, preexec_fn=_pdeathsig_preexec())
+                                     start_new_session=True, preexec_fn=_pdeathsig_preexec(),
+                                     umask=PRIVATE_UMASK)  # checkpoints, logs, traces: owner only
         except OSError as err:
             log_file.close()
             raise RuntimeError(f"could not start {key} ({argv[0]}): {err}") from err

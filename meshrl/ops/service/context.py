@@ -38,11 +38,13 @@ class ServiceContext:
             self.cleanups.callback(fn, *args)
 
     async def announce_grpc(self, port: int) -> str:
-        """Put 127.0.0.1:PORT under the run KV key `services.<service>.<replica>` (where
-        evaluation and health watches find it); withdrawn on the way out."""
+        """Put ADVERTISE_HOST:PORT under the run KV key `services.<service>.<replica>` (where
+        evaluation and health watches find it); withdrawn on the way out. The host is
+        MESHRL_ADVERTISE_HOST, else the bind host (127.0.0.1 by default)."""
+        from meshrl.transport.addresses import advertise_host, host_port
         from meshrl.transport.bus.registry import announce_service, service_key
 
-        address = f"127.0.0.1:{port}"
+        address = host_port(advertise_host(), port)
         await announce_service(self.bus.state, self.service, self.replica, address)
         self.on_stop(forget_key, self.bus.state, service_key(self.service, self.replica))
         return address

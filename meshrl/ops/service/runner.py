@@ -18,6 +18,7 @@ import logging
 import sys
 from contextlib import AsyncExitStack
 
+from meshrl.ops.private_files import keep_new_files_private
 from meshrl.ops.service.args import parse_service_args
 from meshrl.ops.service.errors import StartupFailed
 from meshrl.ops.service.startup import start_up
@@ -30,6 +31,7 @@ LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 def run_service(process, argv: list[str] | None = None, description: str = "") -> int:
     """The whole process (a service's `main`): flags, logging, signals, serve, exit code."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    keep_new_files_private()  # checkpoints, traces and logs of a service started on its own
     args = parse_service_args(process, argv, description)
     try:
         asyncio.run(serve_until_signalled(process, args))

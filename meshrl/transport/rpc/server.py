@@ -17,6 +17,7 @@ from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from meshrl.transport.addresses import bind_host
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
 from meshrl.ops.telemetry.spans.grpc import TracingServerInterceptor
 
@@ -50,10 +51,11 @@ def _bind(server: aio.Server, host: str, port: int) -> int:
     return bound
 
 
-async def start_server(registrations: Iterable[Registration], *, port: int = 0, host: str = "127.0.0.1",
+async def start_server(registrations: Iterable[Registration], *, port: int = 0, host: str | None = None,
                        interceptors: Sequence[aio.ServerInterceptor] = (),
                        max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[aio.Server, int]:
-    """Start serving; returns (server, bound_port). Every service is marked SERVING."""
+    """Start serving; returns (server, bound_port). Every service is marked SERVING.
+    `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.transport.addresses)."""
     registrations = list(registrations)
     # Every server joins the caller's trace (a no-op while this process has no tracer).
     chain = [TracingServerInterceptor(), *interceptors]
@@ -65,7 +67,7 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
     names = [reg.service_name for reg in registrations]
     reflection.enable_server_reflection(
         [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server)
-    bound = _bind(server, host, port)
+    bound = _bind(server, bind_host() if host is None else host, port)
     await server.start()
     for name in ["", *names]:
         await health_servicer.set(name, SERVING)
