@@ -14,6 +14,8 @@ from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
 from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_RULE_KINDS, check_name
+from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
+                                          TlsConfig)
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig
 
@@ -76,6 +78,16 @@ class RewardComponentConfig(Strict):
     params: dict = {}
     address: str | None = None  # external: host:port of a RewardService
     timeout_s: float = Field(10.0, gt=0.0)
+    on_failure: FailurePolicy = "drop"  # what a failed score does (config/external_calls.py)
+    # kind: external only: how it is called (config/external_calls.py)
+    max_concurrency: int = Field(4, ge=1)
+    batch_size: int = Field(1000, ge=1)
+    retry: RetryConfig = RetryConfig()
+    breaker: BreakerConfig = BreakerConfig()
+    cache_size: int = Field(0, ge=0)
+    tls: TlsConfig | None = None
+    token_env: str | None = None  # name of the env var holding the bearer token (never the token)
+    token_file: str | None = None  # or a file holding it
 
     @field_validator("kind")
     @classmethod
@@ -92,6 +104,14 @@ class RewardComponentConfig(Strict):
         if self.address and not external:
             raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores "
                              f"address={self.address!r}: remove it, or set kind: external")
+        # Compared with the defaults, not model_fields_set: a resolved config.yaml lists every field.
+        stray = [] if external else sorted(f for f in EXTERNAL_ONLY
+                                           if getattr(self, f) != type(self).model_fields[f].default)
+        if stray:
+            raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores {stray}: "
+                             f"they only apply to kind: external; remove them")
+        if self.token_env and self.token_file:
+            raise ValueError(f"reward component {self.name!r}: set token_env or token_file, not both")
         return self
 
 

@@ -1,6 +1,7 @@
 """Client for an external reward service (`kind: external`, `address: host:port`).
 
-One `RewardService.Score` call per batch, with a deadline of the component's `timeout_s`.
+`RewardService.Score` calls of at most `batch_size` items, each with a deadline of the
+component's `timeout_s`, retried / limited / cut off by a circuit breaker as calls.py says.
 Results are matched to items by id, in any order. Mapping failures to statuses:
 
 - deadline exceeded → TIMEOUT for every item; any other RPC error → ERROR with its code
@@ -12,8 +13,10 @@ Results are matched to items by id, in any order. Mapping failures to statuses:
   status UNSPECIFIED with a finite score is taken as OK (a service that forgot the field);
 - a non-finite score → ERROR.
 """
+import asyncio
 import json
 import math
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -22,7 +25,8 @@ import grpc
 from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.rpc import ServiceUnhealthy, open_channel, wait_healthy
+from meshrl.services.reward.calls import ExternalCalls
+from meshrl.transport.rpc.breaker import BreakerOpen
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed
 
 PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIMEOUT
@@ -74,12 +78,22 @@ def rpc_failure(err: grpc.aio.AioRpcError, who: str, timeout_s: float) -> ItemSc
 
 @dataclass
 class ExternalComponent:
+    """Maps items to Score calls; `calls` (calls.py) decides how they are made: batching,
+    concurrency, retries, circuit breaker, cache, TLS and token, metrics."""
+
     name: str
     weight: float
     address: str
     timeout_s: float
     run_id: str = ""
-    channel: grpc.aio.Channel | None = field(default=None, repr=False)
+    cfg: RewardComponentConfig | None = field(default=None, repr=False)  # None: defaults
+    calls: ExternalCalls = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.cfg is None:
+            self.cfg = RewardComponentConfig(name=self.name, kind="external", weight=self.weight,
+                                             address=self.address, timeout_s=self.timeout_s)
+        self.calls = ExternalCalls(self.cfg, self.who)
 
     @classmethod
     def from_config(cls, cfg: RewardComponentConfig, run_id: str = "") -> "ExternalComponent":
@@ -87,40 +101,42 @@ class ExternalComponent:
             raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' needs address: host:port")
         if cfg.params:
             raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' takes no params (got {sorted(cfg.params)})")
-        return cls(cfg.name, cfg.weight, cfg.address, cfg.timeout_s, run_id)
+        return cls(cfg.name, cfg.weight, cfg.address, cfg.timeout_s, run_id, cfg)
 
     @property
     def who(self) -> str:
         return f"external reward {self.name!r} at {self.address}"
 
     async def score(self, items: list[RewardItem]) -> list[ItemScore]:
-        if not items:
-            return []
+        return await self.calls.score(items, self.score_batch) if items else []
+
+    async def score_batch(self, items: list[RewardItem]) -> list[ItemScore]:
+        """One Score call for `items` (retried, behind the breaker: calls.py)."""
         request = reward_pb2.ScoreRequest(run_id=self.run_id, component=self.name, items=[to_score_item(it) for it in items])
         try:
-            response = await self.stub().Score(request, timeout=self.timeout_s)
+            response = await self.calls.call(
+                lambda channel, timeout: reward_pb2_grpc.RewardServiceStub(channel).Score(request, timeout=timeout))
         except grpc.aio.AioRpcError as err:
             return [rpc_failure(err, self.who, self.timeout_s)] * len(items)
+        except BreakerOpen as err:
+            return [failed(Status.ERROR, str(err))] * len(items)
         return match_results(items, response.results, self.who)
 
-    def stub(self) -> reward_pb2_grpc.RewardServiceStub:
-        if self.channel is None:  # meshrl.transport.rpc: retries UNAVAILABLE within the deadline
-            self.channel = open_channel(self.address)
-        return reward_pb2_grpc.RewardServiceStub(self.channel)
-
     async def close(self) -> None:
-        if self.channel is not None:
-            await self.channel.close()
-            self.channel = None
+        await self.calls.close()
 
 
 async def check_reachable(component: ExternalComponent, within_s: float = 5.0) -> None:
-    """Raise ConnectionError naming the component and address unless its health is SERVING."""
-    try:
-        await wait_healthy(component.address, timeout=within_s)
-    except ServiceUnhealthy as err:
-        raise ConnectionError(
-            f"reward component {component.name!r}: external reward service at {component.address} is not "
-            f"reachable within {within_s:g}s. Start it, or fix reward.components[{component.name}].address "
-            f"in the run config. ({err})"
-        ) from None
+    """Raise ConnectionError naming the component and address unless its health is SERVING
+    (asked over the component's own channel: TLS and token included)."""
+    deadline, last = time.monotonic() + within_s, "no answer"
+    while (left := deadline - time.monotonic()) > 0:
+        last = await component.calls.health(timeout=min(left, 1.0))
+        if last == "SERVING":
+            return
+        await asyncio.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+    raise ConnectionError(
+        f"reward component {component.name!r}: external reward service at {component.address} is not "
+        f"reachable within {within_s:g}s (last health answer: {last}). Start it, or fix "
+        f"reward.components[{component.name}].address (or its tls / token settings) in the run config."
+    )
