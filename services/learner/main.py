@@ -19,7 +19,7 @@ second signal, or one during start-up, stops at once (exit 0).
 Exit codes: 0 done or stopped, 2 bad config / data / model / checkpoint / NATS at start-up
 (`learner service: <error>` on stderr), 1 anything else.
 Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
-`meshrl_learner_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
+`meshrl_train_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
 run KV key `metrics.learner.<replica>`; meshrl.ops.telemetry.service_metrics).
 
 Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's

@@ -95,14 +95,15 @@ class MultiLogger:
 
 
 class PrometheusLogger:
-    """Each step's metrics as Prometheus gauges `meshrl_learner_<key>` (plus `..._step`).
+    """Each step's metrics as Prometheus gauges `meshrl_train_<key>` (plus `..._step`).
 
-    `clip_ratio/low` becomes `meshrl_learner_clip_ratio_low` (meshrl.ops.telemetry.metrics.
-    prometheus_name); a NaN keeps the gauge at its last finite value. The endpoint belongs
+    `clip_ratio/low` becomes `meshrl_train_clip_ratio_low`, `time/forward` becomes
+    `meshrl_train_step_phase_seconds{phase="forward"}` (meshrl.ops.telemetry.metrics.
+    train_series: names promtool accepts; the learner is the `service` label); a NaN keeps the gauge at its last finite value. The endpoint belongs
     to whoever started it (the learner's serve()), so `close()` leaves it running.
     """
 
-    PREFIX = "meshrl_learner_"
+    PREFIX = "meshrl_train_"
 
     def __init__(self, handle):
         self.handle = handle

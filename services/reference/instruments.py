@@ -20,8 +20,8 @@ def reference_instruments(handle) -> GroupCallback:
     """Counters of groups and sequences (samples) given reference log-probs."""
     if handle is None:
         return no_op
-    groups = handle.counter("meshrl_reference_groups_scored_total", "groups given reference log-probs")
-    sequences = handle.counter("meshrl_reference_sequences_scored_total", "sequences scored")
+    groups = handle.counter("meshrl_groups_scored_total", "groups given reference log-probs")
+    sequences = handle.counter("meshrl_sequences_scored_total", "sequences scored")
 
     def on_group(group: common_pb2.Group) -> None:
         groups.add(1)

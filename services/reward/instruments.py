@@ -27,7 +27,7 @@ def reward_instruments(handle) -> GroupCallback:
     """Groups scored, and component results by component and status."""
     if handle is None:
         return no_op
-    groups = handle.counter("meshrl_reward_groups_scored_total", "groups scored and published")
+    groups = handle.counter("meshrl_groups_scored_total", "groups scored and published")
     results = handle.counter("meshrl_reward_component_scores_total",
                              "component results per sample, by component and status")
 

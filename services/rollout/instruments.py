@@ -20,9 +20,9 @@ def rollout_instruments(handle, engine) -> GroupCallback:
     """Counters of groups and response tokens generated, and the held policy version."""
     if handle is None:
         return no_op
-    groups = handle.counter("meshrl_rollout_groups_generated_total", "groups generated and published")
-    tokens = handle.counter("meshrl_rollout_tokens_generated_total", "response tokens generated")
-    handle.gauge("meshrl_rollout_policy_version", lambda: engine.version,
+    groups = handle.counter("meshrl_groups_generated_total", "groups generated and published")
+    tokens = handle.counter("meshrl_response_tokens_generated_total", "response tokens generated")
+    handle.gauge("meshrl_policy_version", lambda: engine.version,
                  "policy version the engine holds now")
 
     def on_group(group: pb.Group) -> None:

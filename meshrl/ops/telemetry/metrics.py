@@ -10,17 +10,24 @@
 
 `curl http://127.0.0.1:{handle.port}/metrics` then shows every instrument with the labels
 `service`, `replica` and `run` (OpenTelemetry resource attributes copied onto each series, so
-one Prometheus job can scrape every replica of every service), plus resource gauges:
+one Prometheus job can scrape every replica of every service; the component is a label, never
+part of a metric name), plus the process's own cost:
 
-    meshrl_process_cpu_cores       cores busy, this process and its children (1.0 = one core)
-    meshrl_process_memory_rss_bytes  resident memory of the same process tree
+    process_cpu_seconds_total, process_resident_memory_bytes, ...   prometheus_client's
+                                   standard process collector (this process only)
+    meshrl_child_processes_cpu_seconds_total / meshrl_child_processes_resident_memory_bytes
+                                   the same for its children (a rollout's vLLM engine core)
     meshrl_gpu_utilization_ratio / meshrl_gpu_memory_{allocated,reserved}_bytes  (label gpu;
                                    only when torch is imported and CUDA is available)
+    meshrl_rpc_duration_seconds / meshrl_stage_duration_seconds    latency histograms fed by
+                                   the gRPC interceptors and tracing.group_span (`current()`)
 
+Every name passes `promtool check metrics` (base units, `_total` only on counters).
 Simplifications: each handle has its own MeterProvider and Prometheus registry (nothing is
-installed globally, so several handles can live in one test process); the endpoint listens
-on 127.0.0.1 only — expose it beyond the host through the deployment (a Service port), not
-by binding 0.0.0.0 here. Run a demo with `python -m meshrl.ops.telemetry.metrics`.
+installed globally, so several handles can live in one test process; the last one started is
+`current()`); the endpoint listens on 127.0.0.1 only — expose it beyond the host through the
+deployment (a Service port), not by binding 0.0.0.0 here. Run a demo with
+`python -m meshrl.ops.telemetry.metrics`.
 """
 from __future__ import annotations
 
@@ -33,19 +40,55 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
-from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest, start_http_server
 
 from meshrl.ops.telemetry.resources import ProcessSampler, gpu_samples
 
 LABELS = ("service", "replica", "run")
 GaugeValue = float | int | None | Iterable[tuple[float, dict[str, Any]]]
 _PROM_NAME = re.compile(r"[^a-zA-Z0-9_]")
+# Bucket bounds in seconds for RPC and stage latencies (OTel's defaults are milliseconds).
+LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                     10.0, 30.0, 60.0, 120.0, 300.0]
+# promtool rejects abbreviated units: a key ending in one is renamed to the base unit and its
+# value scaled to it (`latency_ms` 250 -> `latency_seconds` 0.25).
+UNIT_SUFFIXES = {"_s": ("_seconds", 1.0), "_sec": ("_seconds", 1.0), "_secs": ("_seconds", 1.0),
+                 "_ms": ("_seconds", 1e-3), "_us": ("_seconds", 1e-6), "_ns": ("_seconds", 1e-9),
+                 "_b": ("_bytes", 1.0), "_kb": ("_bytes", 1e3), "_mb": ("_bytes", 1e6),
+                 "_gb": ("_bytes", 1e9)}
+_current: "MetricsHandle | None" = None
 
 
 def prometheus_name(key: str, prefix: str = "") -> str:
     """`clip_ratio/low` -> `{prefix}clip_ratio_low`: a metrics.jsonl key as a Prometheus name."""
     name = _PROM_NAME.sub("_", f"{prefix}{key}")
     return f"_{name}" if name[:1].isdigit() else name
+
+
+def train_series(key: str, prefix: str = "meshrl_train_") -> tuple[str, dict[str, str], float]:
+    """A metrics.jsonl key as (gauge name, labels, scale) that promtool accepts.
+
+    `time` (a unix time) -> `{prefix}timestamp_seconds`; `time/forward` -> `{prefix}
+    step_phase_seconds{phase="forward"}` (the step-time split as one labelled gauge);
+    `groups/trained_total` -> `..._groups_trained` (`_total` is for counters only);
+    an abbreviated unit suffix becomes its base unit (see UNIT_SUFFIXES).
+    """
+    if key == "time":
+        return f"{prefix}timestamp_seconds", {}, 1.0
+    if key.startswith("time/"):
+        return f"{prefix}step_phase_seconds", {"phase": key.removeprefix("time/")}, 1.0
+    name, scale = prometheus_name(key, prefix).removesuffix("_total"), 1.0
+    for suffix, (unit, factor) in UNIT_SUFFIXES.items():
+        if name.lower().endswith(suffix):
+            name, scale = name[: -len(suffix)] + unit, factor
+            break
+    return name, {}, scale
+
+
+def current() -> "MetricsHandle | None":
+    """The handle most recently started in this process (None: metrics are off); the gRPC
+    interceptors and group spans record their latencies there."""
+    return _current
 
 
 def _observations(value: GaugeValue) -> list[Observation]:
@@ -70,7 +113,7 @@ class MetricsHandle:
     _server: Any
     _thread: Any
     _instruments: dict[str, Any] = field(default_factory=dict)
-    _values: dict[str, float] = field(default_factory=dict)
+    _values: dict[str, dict[tuple, float]] = field(default_factory=dict)
 
     @property
     def meter(self):
@@ -113,17 +156,23 @@ class MetricsHandle:
 
     def set_values(self, values: dict[str, Any], prefix: str = "meshrl_train_") -> None:
         """Publish the latest value of each number (e.g. one learner step's metrics) as a
-        gauge `{prefix}{key}`; non-numbers and NaN/None are skipped (the gauge keeps its
-        last finite value)."""
+        gauge named by `train_series(key, prefix)`; non-numbers and NaN/None are skipped (the
+        gauge keeps its last finite value)."""
         for key, value in values.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             if not math.isfinite(value):
                 continue
-            name = prometheus_name(key, prefix)
+            name, labels, scale = train_series(key, prefix)
             if name not in self._values:
-                self.gauge(name, lambda name=name: self._values.get(name), f"learner metric {key}")
-            self._values[name] = float(value)
+                self._values[name] = {}
+                self.gauge(name, lambda name=name: [(v, dict(k)) for k, v in self._values[name].items()],
+                           f"learner metric {key if not labels else key.split('/')[0] + '/<label>'}")
+            self._values[name][tuple(sorted(labels.items()))] = float(value) * scale
+
+    def latency(self, name: str, description: str):
+        """A seconds histogram with LATENCY_BUCKETS_S (`name` without the `_seconds`)."""
+        return self.histogram(name, description, unit="s", buckets=LATENCY_BUCKETS_S)
 
     def scrape(self) -> str:
         """The text a Prometheus scrape would get, without HTTP (for logs and debugging)."""
@@ -138,6 +187,9 @@ class MetricsHandle:
         self._thread.join(timeout=5)
         self.provider.shutdown()
         self._server = None
+        global _current
+        if _current is self:
+            _current = None
 
     def __enter__(self) -> "MetricsHandle":
         return self
@@ -147,11 +199,13 @@ class MetricsHandle:
 
 
 def _add_resource_gauges(handle: MetricsHandle) -> None:
+    ProcessCollector(registry=handle.registry)  # process_cpu_seconds_total & co., this process
     sampler = ProcessSampler()
-    handle.gauge("meshrl_process_cpu_cores", sampler.cpu_cores,
-                 "CPU cores busy since the last scrape, process and children (1.0 = one core)")
-    handle.gauge("meshrl_process_memory_rss", sampler.rss_bytes,
-                 "resident memory of the process and its children", unit="By")
+    handle._instrument("counter", "meshrl_child_processes_cpu", lambda: handle.meter.create_observable_counter(
+        "meshrl_child_processes_cpu", callbacks=[lambda _o: _observations(sampler.children_cpu_seconds())],
+        unit="s", description="CPU time of this process's children (user + system), seconds"))
+    handle.gauge("meshrl_child_processes_resident_memory", sampler.children_rss_bytes,
+                 "resident memory of this process's live children", unit="By")
 
     def gpu(key: str) -> Callable[[], GaugeValue]:
         return lambda: [(v[key], {"gpu": str(i)}) for i, v in gpu_samples() if key in v]
@@ -183,6 +237,8 @@ def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> Met
     handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider,
                            registry, server, thread)
     _add_resource_gauges(handle)
+    global _current
+    _current = handle
     return handle
 
 

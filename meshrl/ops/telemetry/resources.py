@@ -1,14 +1,14 @@
 """What one service process costs: CPU, resident memory and (where torch uses CUDA) GPU.
 
-`ProcessSampler` measures this process together with its live children (a rollout service's
-vLLM engine core, a reward service's verifier pool), because that is what the service costs
-the machine. CPU is reported in cores busy (1.0 = one core fully used), the same unit as
-`top`'s 100%, so a number means the same on a 2-core laptop and a 64-core node.
+`ProcessSampler` measures what prometheus_client's standard process collector leaves out:
+this process's children (a rollout service's vLLM engine core, a reward service's verifier
+pool), because that is part of what the service costs the machine. CPU is cumulative seconds
+(a Prometheus counter: `rate()` of it is cores busy), so it never depends on scrape timing.
 
 GPU numbers come from torch only if the process has already imported torch and CUDA is
 available; a service that never imports torch (the reward service) never pays for it.
 
-    python -c "from meshrl.ops.telemetry.resources import ProcessSampler as P; s = P(); print(s.cpu_cores(), s.rss_bytes())"
+    python -c "from meshrl.ops.telemetry.resources import ProcessSampler as P; s = P(); print(s.children_cpu_seconds(), s.rss_bytes())"
 """
 from __future__ import annotations
 
@@ -20,49 +20,53 @@ import psutil
 
 
 class ProcessSampler:
-    """CPU and RSS of one process tree (the process and its children, recursively).
-
-    psutil's `cpu_percent()` measures since the previous call on the same `Process` object,
-    so the objects are kept across calls; a child seen for the first time reports 0.0 once.
-    """
+    """CPU and RSS of one process tree (the process and its children, recursively)."""
 
     def __init__(self, pid: int | None = None):
         self.root = psutil.Process(pid or os.getpid())
-        self._known: dict[int, psutil.Process] = {}
         self._lock = threading.Lock()  # scrapes may come from several HTTP threads
-        self.cpu_cores()  # prime the counters so the first scrape is a real measurement
+        self._cpu_high = 0.0
 
-    def _tree(self) -> list[psutil.Process]:
+    def _children(self) -> list[psutil.Process]:
         try:
-            children = self.root.children(recursive=True)
+            return self.root.children(recursive=True)
         except psutil.Error:
-            children = []
-        procs = [self.root, *children]
-        alive = {p.pid: self._known.get(p.pid, p) for p in procs}
-        self._known = alive
-        return list(alive.values())
+            return []
 
-    def cpu_cores(self) -> float:
-        """Cores busy since the previous call, summed over the tree (1.0 = one core)."""
+    def children_cpu_seconds(self) -> float:
+        """User + system CPU seconds of every child so far: live ones plus those already
+        reaped (the kernel adds them to the parent's children_* times). Never decreases: a
+        child that exits before it is reaped drops out of both sums for a moment."""
         with self._lock:
             total = 0.0
-            for proc in self._tree():
+            for proc in [self.root, *self._children()]:
                 try:
-                    total += proc.cpu_percent(interval=None)
+                    t = proc.cpu_times()
                 except psutil.Error:  # a child exited between listing and sampling
                     continue
-            return total / 100.0
+                total += t.children_user + t.children_system
+                if proc is not self.root:
+                    total += t.user + t.system
+            self._cpu_high = max(self._cpu_high, total)
+            return self._cpu_high
+
+    def children_rss_bytes(self) -> int:
+        """Resident set size of the live children in bytes (shared pages counted per child)."""
+        return self._rss(self._children())
 
     def rss_bytes(self) -> int:
-        """Resident set size of the tree in bytes (shared pages are counted per process)."""
-        with self._lock:
-            total = 0
-            for proc in self._tree():
-                try:
-                    total += proc.memory_info().rss
-                except psutil.Error:
-                    continue
-            return total
+        """Resident set size of the whole tree, this process included."""
+        return self._rss([self.root, *self._children()])
+
+    @staticmethod
+    def _rss(procs: list[psutil.Process]) -> int:
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+        return total
 
 
 def cuda_torch():

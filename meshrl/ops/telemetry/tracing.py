@@ -33,6 +33,8 @@ from opentelemetry import baggage, context as context_api, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Link, SpanKind
 
+from meshrl.ops.telemetry.latency import timed_stage
+
 from meshrl.ops.telemetry.spans.propagation import (GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY, extract_context,
                                                 has_trace, inject_headers, with_meshrl_baggage)
 
@@ -210,11 +212,14 @@ def set_policy_version(version: int) -> None:
     _current.set_policy_version(version)
 
 
+@contextlib.contextmanager
 def group_span(name: str, group_id: str, *, headers: Mapping[str, str] | None = None,
                attributes: Mapping | None = None, policy_version: int | None = None):
-    """`current_tracer().group_span(...)`: a span of the group's trace (see Tracer.group_span)."""
-    return _current.group_span(name, group_id, headers=headers, attributes=attributes,
-                               policy_version=policy_version)
+    """`current_tracer().group_span(...)`: a span of the group's trace (see Tracer.group_span);
+    its duration also goes to meshrl_stage_duration_seconds{stage=name} (tracing on or off)."""
+    with timed_stage(name), _current.group_span(name, group_id, headers=headers, attributes=attributes,
+                                                policy_version=policy_version) as span:
+        yield span
 
 
 def start_root_group_span(group_id: str, *, name: str = "learner.publish_prompt",
@@ -223,8 +228,10 @@ def start_root_group_span(group_id: str, *, name: str = "learner.publish_prompt"
                                           policy_version=policy_version)
 
 
+@contextlib.contextmanager
 def step_span(step: int, linked_headers: Sequence[Mapping[str, str]], *, attributes: Mapping | None = None):
-    return _current.step_span(step, linked_headers, attributes=attributes)
+    with timed_stage("learner.step"), _current.step_span(step, linked_headers, attributes=attributes) as span:
+        yield span
 
 
 __all__ = ["Tracer", "init_tracing", "start_tracing", "shutdown_tracing", "current_tracer", "set_policy_version",

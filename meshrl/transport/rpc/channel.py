@@ -46,7 +46,7 @@ def open_channel(address: str, *, load_balancing: str = "pick_first",
                ("grpc.service_config", service_config(load_balancing, retries))]
     # Every call carries the current trace context (a no-op while tracing is off).
     chain = [RequireDeadline()] if require_deadline else []
-    chain += [TracingClientInterceptor(), *interceptors]
+    chain += [TracingClientInterceptor(target=address), *interceptors]
     return aio.insecure_channel(address, options=options, interceptors=chain or None)
 
 

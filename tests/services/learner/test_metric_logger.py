@@ -1,5 +1,5 @@
 """The learner's step metrics reach /metrics: `with_prometheus` fans each step out to
-metrics.jsonl and to gauges `meshrl_learner_<key>` on a real endpoint scraped over HTTP."""
+metrics.jsonl and to gauges `meshrl_train_<key>` on a real endpoint scraped over HTTP."""
 import json
 import math
 
@@ -8,7 +8,7 @@ import torch
 
 from meshrl.services.learner.metric_logger import JsonlLogger, MultiLogger, with_prometheus
 from meshrl.ops.telemetry.metrics import start_metrics
-from tests.fixtures.prometheus import sample, scrape
+from tests.fixtures.prometheus import promtool_check, sample, scrape
 
 
 @pytest.fixture
@@ -26,12 +26,34 @@ def test_each_step_becomes_gauges_and_a_jsonl_row(handle, tmp_path):
     logger.close()
     text = scrape(handle.url)  # the endpoint outlives the logger: serve() owns it
     ids = dict(service="learner", replica="learner-0", run="run-l")
-    assert sample(text, "meshrl_learner_step", **ids) == 1
-    assert sample(text, "meshrl_learner_reward", **ids) == 0.75
-    assert sample(text, "meshrl_learner_loss", **ids) == 0.5  # a 0-d tensor is a number
-    assert sample(text, "meshrl_learner_clip_ratio_low", **ids) == 0.01  # NaN keeps the last value
+    assert sample(text, "meshrl_train_step", **ids) == 1
+    assert sample(text, "meshrl_train_reward", **ids) == 0.75
+    assert sample(text, "meshrl_train_loss", **ids) == 0.5  # a 0-d tensor is a number
+    assert sample(text, "meshrl_train_clip_ratio_low", **ids) == 0.01  # NaN keeps the last value
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["reward"] for r in rows] == [0.25, 0.75]
+
+
+# Every key a GRPO step writes to metrics.jsonl (a real run's first row), as the learner logs it.
+STEP_KEYS = ["advantages/mean", "approx_kl", "clip_ratio/dual", "clip_ratio/high", "clip_ratio/low",
+             "completions/clipped_ratio", "completions/max_length", "completions/mean_length",
+             "entropy", "frac_reward_zero_std", "grad_norm", "groups/dropped_failed_reward",
+             "groups/trained_total", "loss", "lr", "memory/rss_bytes", "mesh/overhead_share",
+             "mismatch_kl", "perf/throughput", "perf/tokens", "pg_loss", "queue/generated",
+             "queue/ready", "ratio/max", "reward", "reward/max", "reward_std",
+             "rollout_correction/weight/mean", "staleness/mean", "time/algo", "time/backward",
+             "time/forward", "time/step", "time/wait_for_batch", "time/weights_push",
+             "weights/bytes", "weights_version"]
+
+
+def test_a_full_step_passes_promtool(handle, tmp_path):
+    logger = with_prometheus(JsonlLogger(tmp_path / "metrics.jsonl"), handle)
+    logger.log(3, {key: 0.5 for key in STEP_KEYS})
+    logger.close()
+    text = scrape(handle.url)
+    assert sample(text, "meshrl_train_step_phase_seconds", phase="forward", service="learner") == 0.5
+    assert sample(text, "meshrl_train_groups_trained", service="learner") == 0.5
+    promtool_check(text)
 
 
 def test_metrics_off_leaves_the_logger_alone(tmp_path):

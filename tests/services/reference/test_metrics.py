@@ -12,7 +12,7 @@ from meshrl.config.load import dump_config, load_config
 from meshrl.ops.service import Stopper, serve
 from meshrl.services.reference.main import ReferenceProcess
 from meshrl.ops.telemetry.service_metrics import metrics_key
-from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
+from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.services.reference.test_worker import RESPONSES, make_group, pull_one
 
 GROUPS = 2
@@ -38,11 +38,12 @@ async def test_metrics_count_groups_and_sequences(bus, nats_url, run_id, tmp_pat
             await bus.publish("scored", make_group(run_id, f"g-{i}"), msg_id=f"g-{i}")
             await pull_one(bus)
         ids = dict(service="reference", replica="reference-m", run=run_id)
-        text = await wait_for_sample(url, "meshrl_reference_groups_scored_total", GROUPS, **ids)
+        text = await wait_for_sample(url, "meshrl_groups_scored_total", GROUPS, **ids)
     finally:
         stopper.request()
         await asyncio.wait_for(service, 30)
-    assert sample(text, "meshrl_reference_groups_scored_total", **ids) == GROUPS
-    assert sample(text, "meshrl_reference_sequences_scored_total", **ids) == GROUPS * len(RESPONSES)
-    assert sample(text, "meshrl_process_memory_rss_bytes", **ids) > 0
+    assert sample(text, "meshrl_groups_scored_total", **ids) == GROUPS
+    assert sample(text, "meshrl_sequences_scored_total", **ids) == GROUPS * len(RESPONSES)
+    assert sample(text, "process_resident_memory_bytes") > 0  # prometheus_client's process collector
+    promtool_check(text)
     assert await bus.state.get(metrics_key("reference", "reference-m")) is None

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from meshrl.ops.telemetry.service_metrics import metrics_key
-from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
+from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.services.reward.test_worker import make_group
 
 GROUPS = 2
@@ -45,16 +45,17 @@ async def test_metrics_count_scored_groups(bus, nats_url, run_id, tmp_path):
         url = await metrics_url(bus.state, "reward", "reward-m")
         await score_groups(bus, run_id, GROUPS)
         ids = dict(service="reward", replica="reward-m", run=run_id)
-        text = await wait_for_sample(url, "meshrl_reward_groups_scored_total", GROUPS, **ids)
+        text = await wait_for_sample(url, "meshrl_groups_scored_total", GROUPS, **ids)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert f"METRICS {url}" in out
-    assert sample(text, "meshrl_reward_groups_scored_total", **ids) == GROUPS
+    assert sample(text, "meshrl_groups_scored_total", **ids) == GROUPS
     samples = GROUPS * 3  # make_group has 3 samples
     for component in ("math", "len"):
         assert sample(text, "meshrl_reward_component_scores_total", component=component,
                       status="ok", **ids) == samples
-    assert sample(text, "meshrl_process_memory_rss_bytes", **ids) > 0
+    assert sample(text, "process_resident_memory_bytes") > 0  # prometheus_client's process collector
+    promtool_check(text)
     assert await bus.state.get(metrics_key("reward", "reward-m")) is None  # withdrawn on a clean stop

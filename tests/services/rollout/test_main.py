@@ -21,7 +21,7 @@ from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.transport.bus.registry import service_key
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.ops.telemetry.service_metrics import metrics_key
-from tests.fixtures.prometheus import metrics_url, sample, wait_for_sample
+from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
@@ -104,12 +104,13 @@ async def check_metrics(bus, run_id, group) -> None:
     tokens, shows the held version, and the process tree's memory under service=rollout."""
     url = await metrics_url(bus.state, "rollout", "rollout-p", timeout_s=1)
     ids = dict(service="rollout", replica="rollout-p", run=run_id)
-    text = await wait_for_sample(url, "meshrl_rollout_groups_generated_total", 1, **ids)
-    assert sample(text, "meshrl_rollout_groups_generated_total", **ids) == 1
+    text = await wait_for_sample(url, "meshrl_groups_generated_total", 1, **ids)
+    assert sample(text, "meshrl_groups_generated_total", **ids) == 1
     tokens = sum(len(s.response_token_ids) // 4 for s in group.samples)
-    assert tokens > 0 and sample(text, "meshrl_rollout_tokens_generated_total", **ids) == tokens
-    assert sample(text, "meshrl_rollout_policy_version", **ids) == 1
-    assert sample(text, "meshrl_process_memory_rss_bytes", **ids) > 0
+    assert tokens > 0 and sample(text, "meshrl_response_tokens_generated_total", **ids) == tokens
+    assert sample(text, "meshrl_policy_version", **ids) == 1
+    assert sample(text, "process_resident_memory_bytes") > 0  # prometheus_client's process collector
+    promtool_check(text)
 
 
 def _tokenizer(model_dir):

@@ -6,8 +6,9 @@ import urllib.request
 
 import pytest
 
-from meshrl.ops.telemetry.metrics import prometheus_name, start_metrics
-from tests.fixtures.prometheus import sample
+from meshrl.ops.telemetry.latency import record_rpc, timed_stage
+from meshrl.ops.telemetry.metrics import current, prometheus_name, start_metrics, train_series
+from tests.fixtures.prometheus import promtool_check, sample
 from tests.fixtures.prometheus import scrape as scrape_url
 
 
@@ -29,8 +30,11 @@ def test_scrape_shows_resource_gauges_and_counter_with_labels(handle):
     text = scrape(handle)
     ids = dict(service="rollout", replica="1", run="run-a")
     assert sample(text, "meshrl_groups_generated_total", **ids) == 5.0
-    assert sample(text, "meshrl_process_memory_rss_bytes", **ids) > 10e6  # a python process
-    assert sample(text, "meshrl_process_cpu_cores", **ids) >= 0.0
+    assert sample(text, "process_resident_memory_bytes") > 10e6  # a python process
+    assert sample(text, "process_cpu_seconds_total") > 0.0  # a counter: rate() is cores busy
+    assert sample(text, "meshrl_child_processes_resident_memory_bytes", **ids) == 0  # no children
+    assert sample(text, "meshrl_child_processes_cpu_seconds_total", **ids) >= 0.0
+    promtool_check(text)
     assert "meshrl_gpu_" not in text  # no torch imported here: GPU gauges are omitted
 
 
@@ -68,6 +72,45 @@ def test_set_values_publishes_learner_metrics_and_skips_nan(handle):
     assert sample(text, "meshrl_train_clip_ratio_low") == 0.125
     assert "meshrl_train_kl" not in text and "meshrl_train_entropy" not in text
     assert prometheus_name("time/step", "m_") == "m_time_step"
+
+
+def test_train_keys_become_names_promtool_accepts(handle):
+    handle.set_values({"time": 1700000000.5, "time/forward": 0.25, "time/step": 1.5,
+                       "groups/trained_total": 12, "latency_ms": 250, "weights/size_mb": 3,
+                       "memory/rss_bytes": 1024, "perf/wait_s": 2})
+    text = handle.scrape()
+    assert sample(text, "meshrl_train_timestamp_seconds") == 1700000000.5
+    assert sample(text, "meshrl_train_step_phase_seconds", phase="forward") == 0.25
+    assert sample(text, "meshrl_train_step_phase_seconds", phase="step") == 1.5
+    assert sample(text, "meshrl_train_groups_trained") == 12  # a gauge: no _total
+    assert sample(text, "meshrl_train_latency_seconds") == 0.25  # 250 ms in the base unit
+    assert sample(text, "meshrl_train_weights_size_bytes") == 3e6
+    assert sample(text, "meshrl_train_memory_rss_bytes") == 1024
+    assert sample(text, "meshrl_train_perf_wait_seconds") == 2
+    assert train_series("reward/format") == ("meshrl_train_reward_format", {}, 1.0)
+    promtool_check(text)
+
+
+def test_rpc_and_stage_latency_histograms(handle):
+    record_rpc("client", "/meshrl.reward.v1.RewardService/Score", "OK", 0.02)
+    record_rpc("client", "/meshrl.reward.v1.RewardService/Score", "OK", 0.2)
+    with timed_stage("reward.score"):
+        pass
+    text = handle.scrape()
+    rpc = dict(rpc_side="client", rpc_service="meshrl.reward.v1.RewardService", rpc_method="Score",
+               rpc_grpc_status="OK", service="rollout")
+    assert sample(text, "meshrl_rpc_duration_seconds_count", **rpc) == 2
+    assert sample(text, "meshrl_rpc_duration_seconds_bucket", le="0.025", **rpc) == 1
+    assert sample(text, "meshrl_rpc_duration_seconds_sum", **rpc) == pytest.approx(0.22)
+    assert sample(text, "meshrl_stage_duration_seconds_count", stage="reward.score") == 1
+    promtool_check(text)
+
+
+def test_latency_without_a_metrics_endpoint_is_a_no_op():
+    assert current() is None  # no handle open: nothing to record into, nothing raised
+    record_rpc("server", "/x.Y/Z", "OK", 0.1)
+    with timed_stage("x"):
+        pass
 
 
 def test_gpu_gauges_when_torch_cuda_is_available(monkeypatch):

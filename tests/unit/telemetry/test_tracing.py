@@ -11,6 +11,8 @@ from meshrl.ops.telemetry import tracing
 from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
 from meshrl.ops.telemetry.spans.propagation import extract_context, inject_headers
 from meshrl.ops.telemetry.spans.read import load_spans
+from meshrl.ops.telemetry.metrics import start_metrics
+from tests.fixtures.prometheus import promtool_check, sample
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -45,7 +47,8 @@ def test_child_of_incoming_traceparent_and_record_fields(tracers, tmp_path):
     assert span["parent_span_id"] == "b7ad6b7169203331"
     assert (span["service"], span["replica"]) == ("rollout", "2")
     assert span["attributes"] == {"n": 4, "meshrl.group_id": "g-1", "meshrl.run_id": "run-a",
-                                  "meshrl.policy_version": 7}
+                                  "meshrl.policy_version": 7, "meshrl.component": "rollout",
+                                  "meshrl.replica": "2"}
     assert span["end_unix_ns"] >= span["start_unix_ns"] > 1.6e18
     assert out["Nats-Msg-Id"] == "g-1"
     assert out["traceparent"].split("-")[1:3] == [span["trace_id"], span["span_id"]]
@@ -83,7 +86,8 @@ def test_step_span_links_each_group_with_its_id(tracers, tmp_path):
          "attributes": {"meshrl.group_id": "g-a"}},
         {"trace_id": "1" * 32, "span_id": "2" * 16, "attributes": {"meshrl.group_id": "g-b"}}]
     assert step["attributes"] == {"meshrl.step": 9, "meshrl.groups": 2, "meshrl.run_id": "run-a",
-                                  "meshrl.policy_version": 5}
+                                  "meshrl.policy_version": 5, "meshrl.component": "learner",
+                                  "meshrl.replica": "0"}
 
 
 def test_exception_marks_the_span_error_and_still_exports(tracers, tmp_path):
@@ -157,7 +161,7 @@ async def test_grpc_interceptors_chain_client_and_server_spans(tracers, tmp_path
         interceptors=[TracingServerInterceptor(external)])
     try:
         await wait_healthy(f"127.0.0.1:{port}", timeout=5)  # health calls make no spans
-        async with open_channel(f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(reward)]) as ch:
+        async with open_channel(f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(reward, target=f"127.0.0.1:{port}")]) as ch:
             stub = reward_pb2_grpc.RewardServiceStub(ch)
             with reward.group_span("reward.score", "g-6", headers={"traceparent": TP}, policy_version=4):
                 reply = await stub.Score(reward_pb2.ScoreRequest(items=[reward_pb2.ScoreItem(id="a")]), timeout=5)
@@ -184,5 +188,33 @@ async def test_grpc_interceptors_chain_client_and_server_spans(tracers, tmp_path
     assert ok_client["attributes"]["rpc.grpc.status_code"] == 0 and ok_client["status"]["code"] == "UNSET"
     assert bad_client["attributes"]["rpc.grpc.status_code"] == 3 and bad_client["status"]["code"] == "ERROR"
     assert bad_server["status"]["code"] == "ERROR" and bad_server["attributes"]["rpc.grpc.status_code"] == 3
+    # the remote end of each hop: the client names the server, the server names its caller
+    assert (ok_client["attributes"]["server.address"], ok_client["attributes"]["server.port"]) == ("127.0.0.1", port)
+    assert ok_server["attributes"]["network.peer.address"] == "127.0.0.1"
+    assert ok_server["attributes"]["network.peer.port"] > 0
     # the external server has no run id of its own: run id and version arrive as baggage
     assert {(s["attributes"]["meshrl.run_id"], s["attributes"]["meshrl.policy_version"]) for s in spans} == {("run-a", 4)}
+
+
+async def test_every_grpc_call_lands_in_the_latency_histogram():
+    """Tracing off, metrics on: the default interceptors of start_server / open_channel still
+    time every call, on both sides, by method and status."""
+    with start_metrics("reward", "0", "run-h") as handle:
+        server, port = await start_server(
+            [registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, Scorer(tracing.Tracer.disabled()),
+                          reward_pb2.DESCRIPTOR.services_by_name["RewardService"])])
+        try:
+            async with open_channel(f"127.0.0.1:{port}") as ch:
+                stub = reward_pb2_grpc.RewardServiceStub(ch)
+                await stub.Score(reward_pb2.ScoreRequest(items=[reward_pb2.ScoreItem(id="a")]), timeout=5)
+                with pytest.raises(aio.AioRpcError):
+                    await stub.Score(reward_pb2.ScoreRequest(component="bad"), timeout=5)
+        finally:
+            await stop_server(server, grace=0)
+        text = handle.scrape()
+    score = dict(rpc_service="meshrl.reward.v1.RewardService", rpc_method="Score", service="reward")
+    for side in ("client", "server"):
+        for status in ("OK", "INVALID_ARGUMENT"):
+            assert sample(text, "meshrl_rpc_duration_seconds_count", rpc_side=side, rpc_grpc_status=status,
+                          **score) == 1
+    promtool_check(text)

@@ -1,7 +1,7 @@
 """Build a TracerProvider for one meshrl process: resource, run-id/version stamping, exporter.
 
 Resource: service.name, service.instance.id (the replica), service.namespace=meshrl,
-meshrl.run_id. `StampProcessor` puts meshrl.run_id and meshrl.policy_version on every span
+meshrl.run_id. `StampProcessor` puts meshrl.component and meshrl.replica on every span, and meshrl.run_id and meshrl.policy_version on every span
 that lacks them (from W3C baggage of the parent context, else the process's tracer), so
 gRPC client/server spans carry them too. Exporter: OTLP (gRPC, or HTTP for a URL ending in
 /v1/traces) when an endpoint is given, else JsonlSpanExporter in RUN_DIR/traces/.
@@ -18,7 +18,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from meshrl.ops.telemetry.spans.export import JsonlSpanExporter, traces_file
 from meshrl.ops.telemetry.spans.propagation import POLICY_VERSION_KEY, RUN_ID_KEY
 
-EXPORT_DELAY_MS = 1000  # a debug session sees spans within a second
+EXPORT_DELAY_MS = 1000
+COMPONENT_KEY = "meshrl.component"
+REPLICA_KEY = "meshrl.replica"  # a debug session sees spans within a second
 
 
 class StampProcessor(SpanProcessor):
@@ -29,6 +31,10 @@ class StampProcessor(SpanProcessor):
 
     def on_start(self, span, parent_context=None) -> None:
         attrs = span.attributes or {}
+        # On the span too, not only the resource: a file or UI that flattens resources away
+        # (and the gateway's waterfall) still tells which component and replica made it.
+        span.set_attribute(COMPONENT_KEY, self.tracer.service)
+        span.set_attribute(REPLICA_KEY, self.tracer.replica)
         if RUN_ID_KEY not in attrs:
             span.set_attribute(RUN_ID_KEY, baggage.get_baggage(RUN_ID_KEY, parent_context) or self.tracer.run_id)
         if POLICY_VERSION_KEY not in attrs:
