@@ -8,13 +8,14 @@ is predicted by the logits at position P-1+t, so
     logprob[b, t] = log_softmax(logits[b, P-1+t] / temperature)[response_ids[b, t]]
     entropy[b, t] = logsumexp(z) - sum_v softmax(z)_v * z_v,   z = logits[b, P-1+t] / temperature
 
-Memory: the model is asked only for the last T+1 positions (`logits_to_keep`), never for
-logits over the prompt. The float32 log-softmax is computed over chunks of rows; under
-autograd each chunk is checkpointed, so backward keeps the model-dtype logits but no
-float32 [B, T, V] copy (the chunk's softmax is recomputed in backward instead).
+Memory and work: for Hugging Face models whose logits are `lm_head(hidden)` the decoder's
+hidden states are taken at response positions (`meshrl.algos.forward`) and the LM head
+plus float32 log-softmax run only on the real (unpadded) response tokens, in chunks of
+rows; under autograd each chunk is checkpointed, so neither pass ever holds a [B, T, V]
+tensor (the chunk's logits are recomputed in backward). Other models are asked only for
+the last T+1 positions (`logits_to_keep`) and the log-softmax is chunked the same way.
 
-Simplifications: every HF causal LM with a `logits_to_keep` forward argument (all current
-decoder-only models) takes the fast path; others compute full logits and slice.
+Simplifications: models without `logits_to_keep` compute full logits and slice.
 """
 from __future__ import annotations
 
@@ -96,23 +97,76 @@ def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, *, temperature: floa
     return logprob, entropy
 
 
+FORWARDS = ("padded", "shared_prefix", "packed")
+
+
 def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
-                      with_entropy: bool = False,
-                      chunk_elements: int = CHUNK_ELEMENTS) -> ResponseLogprobs:
+                      with_entropy: bool = False, chunk_elements: int = CHUNK_ELEMENTS,
+                      forward: str = "padded") -> ResponseLogprobs:
     """Per-token log-probs `[B, T]` of the response tokens (and entropy if asked).
 
     `batch_or_tensors` is a `meshrl.algos.batch.RolloutBatch` or anything with (or a mapping of)
     `prompt_ids`, `prompt_mask`, `response_ids`, `response_mask`. Gradients flow when
     autograd is on; wrap in `torch.no_grad()` for old/reference log-probs.
+
+    `forward` picks how the model is run (`meshrl.algos.forward`): `padded` (one padded
+    forward), `shared_prefix` (each distinct prompt once, its KV cache expanded to its rows)
+    or `packed` (all sequences in one row without padding). All three give the same values
+    and gradients; a model the fast paths cannot serve falls back to `padded`.
     """
     prompt_ids, prompt_mask, response_ids, response_mask = _tensors(batch_or_tensors)
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
-    logits = response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
-    logprob, entropy = token_logprobs(logits, response_ids, temperature=temperature,
-                                      with_entropy=with_entropy, chunk_elements=chunk_elements)
+    if forward not in FORWARDS:
+        raise ValueError(f"unknown forward {forward!r}; choose one of {FORWARDS}")
+    from meshrl.algos.forward import response_hidden, split_head
+
+    parts = split_head(model)
+    if parts is None:
+        logits = response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
+        logprob, entropy = token_logprobs(logits, response_ids, temperature=temperature,
+                                          with_entropy=with_entropy, chunk_elements=chunk_elements)
+    else:
+        decoder, head = parts
+        hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask,
+                                 forward)
+        logprob, entropy = head_logprobs(head, hidden, response_ids, response_mask,
+                                         temperature=temperature, with_entropy=with_entropy,
+                                         chunk_elements=chunk_elements)
     mask = response_mask.to(logprob.dtype)
     return ResponseLogprobs(logprob * mask, entropy * mask if with_entropy else None)
+
+
+def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool):
+    return _chunk_stats(head(hidden), ids, temperature, with_entropy)
+
+
+def head_logprobs(head, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, *,
+                  temperature: float = 1.0, with_entropy: bool = False,
+                  chunk_elements: int = CHUNK_ELEMENTS) -> tuple[torch.Tensor, torch.Tensor]:
+    """LM head + log-softmax on the real response rows of `hidden [B, T, H]` only, in chunks.
+
+    Padding rows never reach the head; under autograd each chunk is checkpointed, so neither
+    forward nor backward ever holds more than one chunk of logits.
+    """
+    b, t = ids.shape
+    keep = mask.reshape(-1) > 0
+    rows_h, rows_id = hidden.reshape(b * t, -1)[keep], ids.reshape(-1)[keep]
+    vocab = head.weight.shape[0]
+    rows = max(1, chunk_elements // vocab)
+    grad = torch.is_grad_enabled() and rows_h.requires_grad
+    parts = []
+    for start in range(0, rows_h.shape[0], rows):
+        args = (head, rows_h[start:start + rows], rows_id[start:start + rows], temperature,
+                with_entropy)
+        parts.append(checkpoint(_head_chunk, *args, use_reentrant=False) if grad
+                     else _head_chunk(*args))
+    logprob = hidden.new_zeros((b * t,), dtype=torch.float32)
+    entropy = torch.zeros_like(logprob)
+    if parts:
+        logprob = logprob.masked_scatter(keep, torch.cat([p[0] for p in parts]))
+        entropy = entropy.masked_scatter(keep, torch.cat([p[1] for p in parts]))
+    return logprob.reshape(b, t), entropy.reshape(b, t)
 
 
 def sequence_logprobs(token_logprobs_: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

@@ -143,7 +143,14 @@ class TrainerConfig(Strict):
     ppo_epochs: int = Field(1, ge=1)
     mini_batches: int = Field(1, ge=1)  # optimizer steps per epoch
     micro_batch_size: int = Field(4, ge=1)  # sequences per forward/backward
-    bf16: bool = False  # bf16 autocast
+    bf16: bool = False  # bf16 autocast (forces precision=bf16)
+    # auto: bf16 autocast where this CPU runs bf16 matmuls faster (flags + probe), else fp32
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # auto: skip the old-log-prob pass when strictly on-policy with one optimizer step
+    # (old = current, detached), else recompute; rollout: the engine's log-probs as π_old
+    old_logprobs: Literal["auto", "recompute", "rollout"] = "auto"
+    # how the model runs on a micro-batch (meshrl.algos.forward); auto = shared_prefix
+    forward: Literal["auto", "padded", "shared_prefix", "packed"] = "auto"
     gradient_checkpointing: bool = False
     seed: int = 0
     optim: OptimConfig = OptimConfig()

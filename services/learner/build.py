@@ -56,7 +56,8 @@ def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel,
 def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
     return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
                      temperature=logprob_temperature(cfg),
-                     max_response_len=cfg.rollout.sampling.max_tokens)
+                     max_response_len=cfg.rollout.sampling.max_tokens,
+                     max_staleness=cfg.learner.max_staleness)
 
 
 def rollout_weights(policy: TrainedModel, dist: DistContext):

@@ -5,7 +5,8 @@ Top to bottom, for a batch of B sampled responses and step number s:
 1. check inputs: rewards, behaviour and reference log-probs finite (errors name step and
    group); a reference is required when `kl_coef > 0`.
 2. prepare, no grad, under the weights *before* the update:
-   old log-probs π_old (and critic values V_old if the estimator `needs_values`);
+   old log-probs π_old (and critic values V_old if the estimator `needs_values`) — see
+   "Old log-probs" below for when this pass is skipped;
    KL k(π_old, π_ref) — subtracted from the reward per token (`kl_in: reward`,
    token_rewards = −kl_coef·k) or kept for the loss (`kl_in: loss`); DAPO overlong shaping;
    advantages from the registered estimator; rollout-correction weights w from the
@@ -23,6 +24,17 @@ Top to bottom, for a batch of B sampled responses and step number s:
    clipping (DTensor-aware) and AdamW.
 4. one LR-scheduler step; metrics with TRL/verl names.
 
+Old log-probs (`trainer.old_logprobs`): `auto` skips the no-grad pass when it is redundant —
+strictly on-policy (`max_staleness` 0), one epoch, one mini-batch (so one optimizer step
+per batch) and no KL in the reward (which needs π_old before the advantages): the weights
+are then still those that sampled, so π_old = π, and each micro-batch takes its forward's
+own log-probs, detached, as π_old (ratio 1, same loss and gradient; TRL and verl do the
+same). KL metric and rollout-correction weights are then computed per micro-batch from
+those. Where any condition fails it recomputes (and logs why). `recompute` always runs the
+pass; `rollout` takes the engine's behaviour log-probs μ as π_old (verl's bypass mode): the
+clipped ratio π/μ then covers the train/inference mismatch itself, so no rollout-correction
+weights are applied on top.
+
 The loop never branches on the algorithm's name: the estimator and the policy loss come
 from the registry, and `estimator.needs_values` alone decides whether the critic runs.
 
@@ -33,6 +45,7 @@ must not straddle ranks, and batch-whitened estimators (GAE) whiten over the loc
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -48,6 +61,8 @@ from meshrl.services.learner.train.critic import clipped_value_loss, response_va
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
+
+log = logging.getLogger("meshrl.learner")
 
 
 @dataclass
@@ -66,7 +81,8 @@ class TrainStep:
 
     def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
                  critic: TrainedModel | None = None, dist: DistContext | None = None,
-                 temperature: float = 1.0, max_response_len: int | None = None):
+                 temperature: float = 1.0, max_response_len: int | None = None,
+                 max_staleness: int | None = None):
         self.policy, self.algo, self.trainer = policy, algo, trainer
         self.dist = dist or DistContext(device=policy.device)
         self.temperature, self.max_response_len = temperature, max_response_len
@@ -77,6 +93,9 @@ class TrainStep:
             raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
                              f"critic's values: set algorithm.critic.enabled=true (and pass "
                              f"critic=build_critic(...)) or pick an estimator without values")
+        self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness)
+        self.forward = "shared_prefix" if trainer.forward == "auto" else trainer.forward
+        log.info("old log-probs: %s (%s); model forward: %s", self.old_source, reason, self.forward)
 
     @property
     def norm_len(self) -> float | None:
@@ -111,13 +130,23 @@ class TrainStep:
             raise ValueError(f"algorithm.kl_coef={self.algo.kl_coef} needs batch.ref_logprobs "
                              f"(the reference service's per-token log-probs); enable the "
                              f"reference or set algorithm.kl_coef=0")
+        if self.old_source == "rollout" and batch.behaviour_logprobs is None:
+            raise ValueError("trainer.old_logprobs=rollout needs batch.behaviour_logprobs (the "
+                             "rollout engine's per-token log-probs); have the rollout return "
+                             "them or set trainer.old_logprobs=auto")
 
     # ---- 2. prepare (no grad) --------------------------------------------------------
     def prepare(self, batch: RolloutBatch, step: int, timer: Timer, sums: MetricSums) -> PreparedBatch:
+        old = old_values = None
         with timer("old_logprobs"), torch.no_grad():
-            old = self.recompute_logprobs(batch)
-            old_values = self.recompute_values(batch) if self.critic is not None else None
-        check_finite("old_logprobs", old, batch.group_ids, step)
+            if self.old_source == "recompute":
+                old = self.recompute_logprobs(batch)
+            elif self.old_source == "rollout":
+                old = batch.behaviour_logprobs
+            if self.critic is not None:
+                old_values = self.recompute_values(batch)
+        if old is not None:
+            check_finite("old_logprobs", old, batch.group_ids, step)
         with timer("algo"):
             token_rewards = self.kl_reward_penalty(batch, old, sums)
             result = self.estimator(
@@ -127,7 +156,8 @@ class TrainStep:
                 norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
                 scale_rewards=self.algo.scale_rewards,
                 normalize_advantages=self.algo.normalize_advantages, step=step)
-            weights = self.correction_weights(batch, old, sums)
+            weights = (self.correction_weights(batch, old, sums)
+                       if self.old_source == "recompute" else None)
         self.batch_metrics(batch, result.advantages, sums)
         base = {f.name: getattr(batch, f.name) for f in dataclasses.fields(RolloutBatch)}
         return PreparedBatch(**base, old_logprobs=old, old_values=old_values,
@@ -139,7 +169,7 @@ class TrainStep:
         parts = []
         for micro in batch.split(self.trainer.micro_batch_size):
             with self.policy.autocast():
-                parts.append(response_logprobs(self.policy.model, micro,
+                parts.append(response_logprobs(self.policy.model, micro, forward=self.forward,
                                                temperature=self.temperature).logprobs)
         return torch.cat(parts)
 
@@ -150,9 +180,9 @@ class TrainStep:
                 parts.append(response_values(self.critic.model, micro))
         return torch.cat(parts)
 
-    def kl_reward_penalty(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
+    def kl_reward_penalty(self, batch, old: torch.Tensor | None, sums: MetricSums) -> torch.Tensor | None:
         """Reports `kl` = mean k(π_old, π_ref); returns −kl_coef·k when `kl_in: reward`."""
-        if batch.ref_logprobs is None:
+        if batch.ref_logprobs is None or old is None:
             return None
         kl = kl_estimate(old, batch.ref_logprobs, self.algo.kl_estimator, batch.response_mask)
         sums.mean("kl", masked_mean(kl, batch.response_mask), batch.response_mask.sum())
@@ -216,8 +246,10 @@ class TrainStep:
                            sums: MetricSums) -> None:
         with timer("forward"), self.policy.autocast():
             out = response_logprobs(self.policy.model, micro, temperature=self.temperature,
-                                    with_entropy=True)
+                                    with_entropy=True, forward=self.forward)
         with timer("algo"):
+            if micro.old_logprobs is None:
+                micro = self.current_as_old(micro, out.logprobs, step, sums)
             loss_mat, pg_mat = self.policy_loss_matrix(micro, out.logprobs, out.entropy, step, sums)
             mode, mask = self.algo.loss_agg_mode, micro.response_mask
             numerator = loss_numerator(loss_mat, mask, mode, self.norm_len)
@@ -227,6 +259,15 @@ class TrainStep:
         share = scale / self.dist.world_size  # Σ over micro-batches and ranks = mini-batch loss
         sums.total("loss", numerator.detach() * share)
         sums.total("pg_loss", pg_numerator * share)
+
+    def current_as_old(self, micro: PreparedBatch, logprobs: torch.Tensor, step: int,
+                       sums: MetricSums) -> PreparedBatch:
+        """The skipped pass: π_old = this forward's log-probs, detached; KL metric and weights."""
+        old = logprobs.detach()
+        check_finite("old_logprobs", old, micro.group_ids, step)
+        self.kl_reward_penalty(micro, old, sums)  # the `kl` metric only: kl_in=reward recomputes
+        return dataclasses.replace(micro, old_logprobs=old,
+                                   loss_weights=self.correction_weights(micro, old, sums))
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
         """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]."""
@@ -263,3 +304,21 @@ class TrainStep:
             (cfg.vf_coef * numerator * scale).backward()
         sums.add_dict(metrics, mask.sum())
         sums.total("critic/vf_loss", numerator.detach() * scale / self.dist.world_size)
+
+
+def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
+                        max_staleness: int | None) -> tuple[str, str]:
+    """("current" | "recompute" | "rollout", why) for `trainer.old_logprobs` (module docstring)."""
+    if trainer.old_logprobs != "auto":
+        return trainer.old_logprobs, f"trainer.old_logprobs={trainer.old_logprobs}"
+    blockers = []
+    if max_staleness != 0:
+        blockers.append(f"max_staleness={max_staleness} (samples may come from older weights)")
+    if trainer.ppo_epochs != 1 or trainer.mini_batches != 1:
+        blockers.append(f"{trainer.ppo_epochs} epochs x {trainer.mini_batches} mini-batches "
+                        f"(more than one optimizer step per batch)")
+    if algo.kl_in == "reward" and algo.kl_coef > 0:
+        blockers.append("kl_in=reward (the reward's KL needs π_old before the forward)")
+    if blockers:
+        return "recompute", "recomputed: " + "; ".join(blockers)
+    return "current", "pass skipped: on-policy, one optimizer step per batch, old = current"
