@@ -1,1 +1,11 @@
+"""The gateway: one process that serves the run API (protos/meshrl/gateway/v1) over gRPC and
+HTTP/JSON from the same handlers, and the live web dashboard, for every run under a runs root.
 
+    MESHRL_GATEWAY_TOKENS_FILE=tokens.yaml meshrl gateway serve --runs-root runs --port 8080
+
+Layout: auth.py (bearer tokens and roles), runs.py (run names → run dirs), records.py (JSON
+lines files read and followed), status.py (a live run's learner, replicas and queues),
+actions.py (pause / resume / checkpoint / stop / scale / submit / rollback), handlers.py (one
+function per RPC), dispatch.py (authorise, then call the handler), grpc_server.py and
+http_app.py (the two transports), serve.py (both on one event loop), static/ (the dashboard).
+"""

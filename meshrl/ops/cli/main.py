@@ -13,6 +13,8 @@
     meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
     meshrl algos [FAMILY]
     meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
+    meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
+    meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -23,7 +25,8 @@ import argparse
 import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
-from meshrl.ops.cli import algos, data, health, models, scale, serve, status, train
+from meshrl.gateway import cli as gateway
+from meshrl.ops.cli import algos, data, health, models, reward, scale, serve, status, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -33,7 +36,7 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos, health)
+SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward)
 
 
 def build_parser() -> argparse.ArgumentParser:

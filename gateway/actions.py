@@ -1,0 +1,120 @@
+"""What the gateway does to a run. Each returns a RunActionResponse; handlers.py checks the
+role and writes the audit row (meshrl.ops.launch.audit, the file `meshrl scale` writes).
+
+    pause / resume / checkpoint   LearnerControlService on the learner's control address
+    stop                          SIGTERM to the launcher (it stops every process it started)
+    scale                         RUN_DIR/scale.json, as `meshrl scale` (the launcher applies it)
+    submit                        `meshrl train CONFIG overrides run.dir=ROOT/NAME` as a subprocess
+    rollback                      meshrl.inputs.checkpoint.retention.rollback, on a stopped run
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+
+from meshrl.gateway.errors import GatewayError, invalid, precondition
+from meshrl.gateway.status import learner_message
+from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.ops.launch.presence import LauncherInfo
+
+CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
+
+
+async def learner_call(info: LauncherInfo, verb: str, reason: str = ""):
+    from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
+    from meshrl.transport.rpc.channel import open_channel
+
+    requests = {"Pause": learner_pb2.PauseRequest(reason=reason), "Resume": learner_pb2.ResumeRequest(),
+                "Checkpoint": learner_pb2.CheckpointRequest(tag=reason)}
+    async with open_channel(info.learner_grpc, retries=False) as channel:
+        stub = learner_pb2_grpc.LearnerControlServiceStub(channel)
+        try:
+            return await getattr(stub, verb)(requests[verb], timeout=CONTROL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            raise GatewayError(grpc.StatusCode.UNAVAILABLE,
+                               f"the learner at {info.learner_grpc} did not {verb.lower()}: "
+                               f"{err.code().name} {err.details()}") from None
+
+
+def status_dict(status) -> dict:
+    from meshrl.api.common.v1 import common_pb2
+
+    return {"grpc": "", "state": common_pb2.RunState.Name(status.state).removeprefix("RUN_STATE_"),
+            "step": status.step, "total_steps": status.total_steps, "policy_version": status.policy_version,
+            "groups_trained": status.groups_trained, "groups_in_flight": status.groups_in_flight,
+            "message": status.message}
+
+
+async def pause_or_resume(info: LauncherInfo, verb: str, reason: str) -> gateway_pb2.RunActionResponse:
+    reply = await learner_call(info, verb, reason)
+    learner = learner_message({**status_dict(reply.status), "grpc": info.learner_grpc})
+    return gateway_pb2.RunActionResponse(message=f"learner {learner.state.lower()} at step {learner.step}",
+                                         learner=learner)
+
+
+async def checkpoint(info: LauncherInfo, tag: str) -> gateway_pb2.RunActionResponse:
+    reply = await learner_call(info, "Checkpoint", tag)
+    return gateway_pb2.RunActionResponse(message=f"checkpoint of step {reply.step} written to {reply.path}",
+                                         checkpoint_step=reply.step)
+
+
+def stop(info: LauncherInfo) -> gateway_pb2.RunActionResponse:
+    os.kill(info.pid, signal.SIGTERM)
+    return gateway_pb2.RunActionResponse(message=f"asked the launcher (pid {info.pid}) to stop the run")
+
+
+def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tuple[gateway_pb2.RunActionResponse, dict]:
+    from meshrl.ops.launch.scale_request import write_request
+
+    if service not in info.replicas:
+        raise invalid(f"the run has no scalable {service!r} service; it runs "
+                      f"{', '.join(f'{k} ×{v}' for k, v in info.replicas.items()) or 'only the learner'}")
+    if replicas < 1:
+        raise invalid(f"replicas must be at least 1 (asked {replicas}); stop the run with StopRun instead")
+    write_request(run_dir, {service: replicas})
+    changes = {service: {"from": info.replicas[service], "to": replicas}}
+    return gateway_pb2.RunActionResponse(
+        message=f"asked the launcher: {service} ×{info.replicas[service]} → ×{replicas}"), changes
+
+
+def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int:
+    """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it; the launcher's pid."""
+    from meshrl.config import load_config
+    from meshrl.config.errors import ConfigError
+
+    run_dir = root / name
+    if run_dir.exists():
+        raise GatewayError(grpc.StatusCode.ALREADY_EXISTS, f"{run_dir} exists; pick another name")
+    overrides = [*overrides, f"run.dir={run_dir}"]
+    folder = root / ".submitted"
+    folder.mkdir(exist_ok=True)
+    config = folder / f"{name}.yaml"
+    config.write_text(config_yaml)
+    try:
+        load_config(config, overrides=overrides)  # a bad config fails here, not in the child
+    except ConfigError as err:
+        raise invalid(f"the config does not load: {err}") from None
+    log = (folder / f"{name}.log").open("ab")
+    proc = subprocess.Popen([sys.executable, "-m", "meshrl.ops.cli.main", "train", str(config), *overrides],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc.pid
+
+
+def rollback(run_dir: Path, live: bool, to_step: int) -> gateway_pb2.RunActionResponse:
+    from meshrl.inputs.checkpoint.errors import CheckpointError
+    from meshrl.inputs.checkpoint.retention import rollback as do_rollback
+
+    if live:
+        raise precondition("roll back a stopped run only: stop it first (StopRun), then resume it from "
+                           "the rolled-back checkpoint with `meshrl train --resume`")
+    try:
+        path = do_rollback(run_dir, to_step)
+    except CheckpointError as err:
+        raise invalid(str(err)) from None
+    return gateway_pb2.RunActionResponse(message=f"current checkpoint is now {path.name}",
+                                         checkpoint_step=to_step)

@@ -1,0 +1,150 @@
+"""One async function per RPC of meshrl.gateway.v1.GatewayService, shared by the gRPC and
+HTTP transports: `await handlers.PauseRun(request, who)` → the response message; the
+streaming RPCs are async generators of Record. `ROLE` says which role each RPC needs
+(dispatch.py checks it before the call); every RPC that changes a run appends a row to
+RUN_DIR/audit.jsonl naming the token's holder.
+
+Simplification: samples pages re-read samples.jsonl on each call (it grows by a few rows
+per step; a run of 10k steps is a few MB).
+"""
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+from google.protobuf import struct_pb2
+
+from meshrl.gateway import actions
+from meshrl.gateway.auth import Principal
+from meshrl.gateway.errors import invalid, not_found, precondition
+from meshrl.gateway.records import follow_rows, read_rows
+from meshrl.gateway.runs import RunsRoot, check_name
+from meshrl.gateway.status import live_status
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.ops.launch.audit import AUDIT_FILE, record_action
+
+VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
+        "StreamMetrics", "StreamAlerts", "StreamEvents")
+OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService")
+ADMIN = ("SubmitRun", "RollbackRun")
+ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
+STREAM_FILES = {"StreamMetrics": "metrics.jsonl", "StreamAlerts": "alerts.jsonl", "StreamEvents": AUDIT_FILE}
+MAX_PAGE = 200
+
+
+def struct(row: dict) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(row)
+    return out
+
+
+class Handlers:
+    def __init__(self, root: RunsRoot):
+        self.root = root
+
+    def live(self, name: str):
+        info = self.root.launcher(name)
+        if info is None:
+            raise precondition(f"run {name!r} is not running (no live launcher); resume it with "
+                               f"`meshrl train --resume {self.root.path(name)}`")
+        return info
+
+    def audit(self, name: str, who: Principal, action: str, **what) -> None:
+        record_action(self.root.path(name), action, who=who.name, role=who.role, via="gateway", **what)
+
+    async def ListRuns(self, req: pb.ListRunsRequest, who: Principal) -> pb.ListRunsResponse:
+        return pb.ListRunsResponse(runs=self.root.summaries())
+
+    async def GetRunStatus(self, req: pb.GetRunStatusRequest, who: Principal) -> pb.GetRunStatusResponse:
+        summary, info = self.root.summary(req.run), self.root.launcher(req.run)
+        out = await live_status(info, self.root.path(req.run)) if info else pb.GetRunStatusResponse()
+        out.run.CopyFrom(summary)
+        return out
+
+    async def ListCheckpoints(self, req: pb.ListCheckpointsRequest, who: Principal) -> pb.ListCheckpointsResponse:
+        from meshrl.inputs.checkpoint.scan import list_checkpoints
+
+        rows = list_checkpoints(self.root.path(req.run), full=False)
+        return pb.ListCheckpointsResponse(checkpoints=[
+            pb.Checkpoint(step=r.step, status=r.status, created=r.created or "", size_bytes=r.size,
+                          tags=r.tags, reason=r.reason or "") for r in rows])
+
+    async def ListSamples(self, req: pb.ListSamplesRequest, who: Principal) -> pb.ListSamplesResponse:
+        if req.split not in ("", "train", "eval"):
+            raise invalid(f"split {req.split!r}: use 'train', 'eval' or '' for both")
+        rows = [r for r in read_rows(self.root.path(req.run) / "samples.jsonl") if req.split in ("", r.get("split"))]
+        rows.reverse()  # newest first
+        size = min(req.page_size or 20, MAX_PAGE)
+        try:
+            start = int(req.page_token or 0)
+        except ValueError:
+            raise invalid(f"page_token {req.page_token!r} is not one this API gave out") from None
+        end = start + size
+        return pb.ListSamplesResponse(samples=[struct(r) for r in rows[start:end]], total=len(rows),
+                                      next_page_token=str(end) if end < len(rows) else "")
+
+    async def GetGroupTrace(self, req: pb.GetGroupTraceRequest, who: Principal) -> pb.GetGroupTraceResponse:
+        from meshrl.ops.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group
+
+        path = self.root.path(req.run)
+        try:
+            spans = load_spans(path)
+            tree = trace_for_group(path, req.group_id, spans=spans)
+        except (FileNotFoundError, TraceNotFound) as err:
+            raise not_found(str(err)) from None
+        linked = linking_spans(spans, {s["trace_id"] for s in tree})
+        return pb.GetGroupTraceResponse(spans=[struct(s) for s in tree], linked=[struct(s) for s in linked])
+
+    async def _stream(self, rpc: str, req: pb.StreamRecordsRequest) -> AsyncIterator[pb.Record]:
+        path = self.root.path(req.run) / STREAM_FILES[rpc]
+        alive = lambda: self.root.launcher(req.run) is not None  # noqa: E731
+        async for index, row in follow_rows(path, from_index=req.from_index, follow=req.follow, alive=alive):
+            yield pb.Record(index=index, row=struct(row))
+
+    def StreamMetrics(self, req, who):
+        return self._stream("StreamMetrics", req)
+
+    def StreamAlerts(self, req, who):
+        return self._stream("StreamAlerts", req)
+
+    def StreamEvents(self, req, who):
+        return self._stream("StreamEvents", req)
+
+    async def PauseRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
+        out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}")
+        self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
+        return out
+
+    async def ResumeRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
+        out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason)
+        self.audit(req.run, who, "resume", reason=req.reason, step=out.learner.step)
+        return out
+
+    async def CheckpointRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
+        out = await actions.checkpoint(self.live(req.run), req.reason)
+        self.audit(req.run, who, "checkpoint", step=out.checkpoint_step)
+        return out
+
+    async def StopRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
+        info = self.live(req.run)
+        self.audit(req.run, who, "stop", run_id=info.run_id, reason=req.reason)
+        return actions.stop(info)
+
+    async def ScaleService(self, req: pb.ScaleServiceRequest, who: Principal) -> pb.RunActionResponse:
+        info = self.live(req.run)
+        out, changes = actions.scale(info, self.root.path(req.run), req.service, req.replicas)
+        self.audit(req.run, who, "scale", run_id=info.run_id, changes=changes)
+        return out
+
+    async def SubmitRun(self, req: pb.SubmitRunRequest, who: Principal) -> pb.SubmitRunResponse:
+        name = check_name(req.name)
+        pid = actions.submit(self.root.root, name, req.config_yaml, list(req.overrides))
+        # The run dir is the launcher's to make: the submission is audited beside its config.
+        record_action(self.root.root / ".submitted", "submit", run=name, who=who.name, role=who.role, via="gateway",
+                      overrides=list(req.overrides), launcher_pid=pid)
+        return pb.SubmitRunResponse(run=name, launcher_pid=pid)
+
+    async def RollbackRun(self, req: pb.RollbackRunRequest, who: Principal) -> pb.RunActionResponse:
+        path = self.root.path(req.run)
+        out = actions.rollback(path, self.root.launcher(req.run) is not None, req.to_step)
+        self.audit(req.run, who, "rollback", to_step=req.to_step)
+        return out

@@ -1,0 +1,118 @@
+"""GatewayService over HTTP/JSON (aiohttp), from the same handlers as gRPC, plus the dashboard.
+
+    GET  /api/runs                                   ListRuns
+    GET  /api/runs/{run}/status                      GetRunStatus
+    GET  /api/runs/{run}/checkpoints                 ListCheckpoints
+    GET  /api/runs/{run}/samples?page_size=&page_token=&split=   ListSamples
+    GET  /api/runs/{run}/groups/{group_id}/trace     GetGroupTrace
+    GET  /api/runs/{run}/metrics|alerts|events       Stream*: {"records": [...]} so far;
+         ...?follow=1                                as server-sent events (id = row index)
+    POST /api/runs/{run}/pause|resume|checkpoint|stop    {"reason": ...}
+    POST /api/runs/{run}/scale                       {"service": "rollout", "replicas": 2}
+    POST /api/runs                                   SubmitRun {"name", "config_yaml", "overrides"}
+    POST /api/runs/{run}/rollback                    {"to_step": 10}
+    POST /api/session {"token": ...} / GET / DELETE  the dashboard's login (an HttpOnly cookie)
+
+JSON bodies and answers are the proto messages through protobuf's json_format, with the
+proto field names. The token comes as `Authorization: Bearer TOKEN` or the session cookie
+(a browser's EventSource cannot send a header); the cookie is SameSite=Strict, so another
+site cannot make a browser use it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from aiohttp import web
+from google.protobuf import json_format
+
+from meshrl.gateway.auth import bearer
+from meshrl.gateway.dispatch import STREAMS, Dispatcher
+from meshrl.gateway.errors import GatewayError, invalid
+from meshrl.gateway.handlers import ROLE
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+
+COOKIE = "meshrl_gateway_token"
+STATIC = Path(__file__).parent / "static"
+ROUTES = [
+    ("GET", "/api/runs", "ListRuns"),
+    ("GET", "/api/runs/{run}/status", "GetRunStatus"),
+    ("GET", "/api/runs/{run}/checkpoints", "ListCheckpoints"),
+    ("GET", "/api/runs/{run}/samples", "ListSamples"),
+    ("GET", "/api/runs/{run}/groups/{group_id}/trace", "GetGroupTrace"),
+    ("GET", "/api/runs/{run}/metrics", "StreamMetrics"),
+    ("GET", "/api/runs/{run}/alerts", "StreamAlerts"),
+    ("GET", "/api/runs/{run}/events", "StreamEvents"),
+    ("POST", "/api/runs/{run}/pause", "PauseRun"),
+    ("POST", "/api/runs/{run}/resume", "ResumeRun"),
+    ("POST", "/api/runs/{run}/checkpoint", "CheckpointRun"),
+    ("POST", "/api/runs/{run}/stop", "StopRun"),
+    ("POST", "/api/runs/{run}/scale", "ScaleService"),
+    ("POST", "/api/runs", "SubmitRun"),
+    ("POST", "/api/runs/{run}/rollback", "RollbackRun"),
+]
+SERVICE = pb.DESCRIPTOR.services_by_name["GatewayService"]
+
+
+def to_json(message) -> dict:
+    return json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)
+
+
+def token_of(request: web.Request) -> str | None:
+    return bearer(request.headers.get("Authorization")) or request.cookies.get(COOKIE)
+
+
+def error_response(err: GatewayError) -> web.Response:
+    return web.json_response({"error": err.message, "code": err.code.name}, status=err.http_status)
+
+
+async def request_message(request: web.Request, rpc: str):
+    """The RPC's request message from the path, the query (GET) or the JSON body (POST)."""
+    fields = {k: v for k, v in request.query.items() if k != "follow"}
+    if request.method == "POST" and request.can_read_body:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise invalid("the body is not JSON; send a JSON object with the request's fields") from None
+        if not isinstance(body, dict):
+            raise invalid("the body must be a JSON object")
+        fields |= body
+    fields |= dict(request.match_info)
+    message = getattr(pb, SERVICE.methods_by_name[rpc].input_type.name)()
+    try:
+        return json_format.ParseDict(fields, message)
+    except json_format.ParseError as err:
+        raise invalid(f"bad request for {rpc}: {err}") from None
+
+
+async def sse(request: web.Request, dispatcher: Dispatcher, rpc: str, message) -> web.StreamResponse:
+    """Server-sent events: one `data:` per row, `id:` its index (EventSource resends it as
+    Last-Event-ID when it reconnects), `event: end` when the run ended and all is sent."""
+    last = request.headers.get("Last-Event-ID", "")
+    if last.isdigit():
+        message.from_index = int(last) + 1
+    message.follow = True
+    dispatcher.auth.authorize(token_of(request), ROLE[rpc], rpc)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    async for record in dispatcher.stream(rpc, message, token_of(request)):
+        row = json.dumps({"index": record.index, "row": json_format.MessageToDict(record.row)})
+        await response.write(f"id: {record.index}\ndata: {row}\n\n".encode())
+    await response.write(b"event: end\ndata: {}\n\n")
+    return response
+
+
+def endpoint(dispatcher: Dispatcher, rpc: str):
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            message = await request_message(request, rpc)
+            if rpc in STREAMS and request.query.get("follow") in ("1", "true"):
+                return await sse(request, dispatcher, rpc, message)
+            if rpc in STREAMS:
+                records = [to_json(r) async for r in dispatcher.stream(rpc, message, token_of(request))]
+                return web.json_response({"records": records})
+            return web.json_response(to_json(await dispatcher.call(rpc, message, token_of(request))))
+        except GatewayError as err:
+            return error_response(err)
+    return handle

@@ -1,0 +1,74 @@
+"""The runs root: each subdirectory holding a run (its config.yaml) is a run, named by its
+directory name. Names are one path component, so a request can never reach outside the root.
+
+    root = RunsRoot(Path("runs"))
+    root.path("grpo-0412")     # runs/grpo-0412, or GatewayError NOT_FOUND / INVALID_ARGUMENT
+    root.summaries()           # [RunSummary(name=..., live=..., last_step=...)]
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from meshrl.gateway.errors import invalid, not_found
+from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.presence import LauncherInfo, find_launcher
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_MARKERS = ("config.yaml", "metrics.jsonl", "launcher.json")
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name or ""):
+        raise invalid(f"run name {name!r} is not a run dir name: letters, digits, '.', '_', '-', "
+                      "starting with a letter or digit")
+    return name
+
+
+def last_line(path: Path, chunk: int = 65536) -> str:
+    """The file's last complete line (read from the end, not the whole file)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - chunk))
+        lines = [x for x in fh.read().split(b"\n") if x.strip()]
+    return lines[-1].decode(errors="replace") if lines else ""
+
+
+class RunsRoot:
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise ValueError(f"runs root {root} is not a directory; pass --runs-root DIR holding run dirs")
+
+    def path(self, name: str) -> Path:
+        path = self.root / check_name(name)
+        if not any((path / m).exists() for m in RUN_MARKERS):
+            raise not_found(f"no run {name!r} under {self.root}; list them with ListRuns (GET /api/runs)")
+        return path
+
+    def launcher(self, name: str) -> LauncherInfo | None:
+        try:
+            return find_launcher(self.path(name))
+        except LaunchError:
+            return None
+
+    def names(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir()
+                      if p.is_dir() and NAME.fullmatch(p.name) and any((p / m).exists() for m in RUN_MARKERS))
+
+    def summary(self, name: str) -> gateway_pb2.RunSummary:
+        path, launcher = self.path(name), self.launcher(name)
+        out = gateway_pb2.RunSummary(name=name, live=launcher is not None,
+                                     run_id=launcher.run_id if launcher else "")
+        metrics = path / "metrics.jsonl"
+        if metrics.is_file():
+            out.updated_unix = metrics.stat().st_mtime
+            try:
+                out.last_step = int(json.loads(last_line(metrics)).get("step", 0))
+            except (ValueError, AttributeError):
+                pass  # a line cut mid-write: the next call reads it whole
+        return out
+
+    def summaries(self) -> list[gateway_pb2.RunSummary]:
+        return [self.summary(name) for name in self.names()]

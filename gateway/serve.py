@@ -1,0 +1,60 @@
+"""Run the gateway: the run API over gRPC and HTTP/JSON, and the dashboard, on one event loop.
+
+    MESHRL_GATEWAY_TOKENS_FILE=tokens.yaml meshrl gateway serve --runs-root runs --port 8080 --grpc-port 8081
+
+Then open http://127.0.0.1:8080/ and log in with a token. `--host` defaults to 127.0.0.1:
+put it behind a TLS-terminating proxy before serving beyond this machine (tokens travel in
+clear otherwise). Ports 0 pick free ones; the line `gateway: http://...  grpc ...` says which.
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from meshrl.gateway.app import make_app
+from meshrl.gateway.auth import ENV_VAR, TokenAuth, load_tokens
+from meshrl.gateway.dispatch import Dispatcher
+from meshrl.gateway.grpc_server import gateway_registration
+from meshrl.gateway.handlers import Handlers
+from meshrl.gateway.runs import RunsRoot
+from meshrl.transport.rpc.server import start_server, stop_server
+
+
+@dataclass
+class Gateway:
+    runner: web.AppRunner
+    grpc_server: object
+    http_port: int
+    grpc_port: int
+
+    async def stop(self) -> None:
+        await stop_server(self.grpc_server, grace=1.0)
+        await self.runner.cleanup()
+
+
+async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.0.1",
+                        http_port: int = 0, grpc_port: int = 0) -> Gateway:
+    dispatcher = Dispatcher(Handlers(RunsRoot(runs_root)), auth)
+    server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host)
+    runner = web.AppRunner(make_app(dispatcher), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, http_port)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
+    return Gateway(runner, server, port, bound)
+
+
+async def serve_forever(args) -> None:
+    gateway = await start_gateway(args.runs_root, TokenAuth(load_tokens()), host=args.host,
+                                  http_port=args.port, grpc_port=args.grpc_port)
+    print(f"gateway: http://{args.host}:{gateway.http_port}/  grpc {args.host}:{gateway.grpc_port}  "
+          f"runs {Path(args.runs_root).resolve()}", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await gateway.stop()

@@ -1,0 +1,97 @@
+// The run page: live curves and alerts over server-sent events, the service map polled every
+// 2 s, the samples browser and, from a sample, its group's trace; operator buttons.
+"use strict";
+
+const RUN = decodeURIComponent(location.pathname.split("/").pop());
+const BASE = `/api/runs/${encodeURIComponent(RUN)}`;
+const PAGE = 10;
+let samplesToken = "", samplesHistory = [];
+
+function follow(kind, onRow) {
+  const source = new EventSource(`${BASE}/${kind}?follow=1`);
+  source.onmessage = event => onRow(JSON.parse(event.data).row);
+  source.addEventListener("end", () => source.close());  // the run ended: everything is sent
+  return source;
+}
+
+async function refreshStatus() {
+  const s = await api(`${BASE}/status`);
+  const l = s.learner || {};
+  document.getElementById("state").textContent = s.run.live ? (l.state || l.error || "-") : "ENDED";
+  document.getElementById("step").textContent = l.step ?? s.run.last_step;
+  document.getElementById("total").textContent = l.total_steps || "-";
+  document.getElementById("policy").textContent = l.policy_version ?? "-";
+  document.querySelector("#services tbody").replaceChildren(...s.replicas.map(r => el("tr", {"data-replica": r.replica},
+    el("td", {}, r.service), el("td", {}, r.replica), el("td", {}, r.has_weights_version ? `v${r.weights_version}` : "-"),
+    el("td", {class: r.health === "SERVING" ? "ok" : "bad"}, r.health || r.error), el("td", {}, r.service === "rollout" ? r.groups_generated : "-"),
+    el("td", {}, r.grpc))));
+  document.querySelector("#queues tbody").replaceChildren(...s.queues.map(q => el("tr", {},
+    el("td", {}, q.stream), el("td", {}, q.consumer), el("td", {}, q.pending), el("td", {}, q.ack_pending))));
+}
+
+function addAlert(row) {
+  const list = document.getElementById("alerts");
+  list.querySelector(".none")?.remove();
+  list.prepend(el("li", {class: `alert ${row.severity || ""}`},
+    `step ${row.step ?? "-"} · ${row.severity || ""} · ${row.rule || row.name || ""}: ${row.message || JSON.stringify(row)}`));
+}
+
+function componentsText(components) {
+  return Object.entries(components || {}).map(([name, c]) => `${name}=${fmt(c.value)} ${c.status}`).join(", ");
+}
+
+async function loadSamples(token) {
+  const split = document.getElementById("split").value;
+  const page = await api(`${BASE}/samples?page_size=${PAGE}&split=${split}&page_token=${token}`);
+  samplesToken = page.next_page_token;
+  const start = Number(token || 0);
+  document.getElementById("samples-range").textContent = page.total ? `${start + 1}–${start + page.samples.length} of ${page.total}` : "none yet";
+  document.querySelector("#samples tbody").replaceChildren(...page.samples.map(s => el("tr",
+    {class: "sample", "data-group": s.group_id, onclick: () => openTrace(s)},
+    el("td", {}, s.step), el("td", {}, s.split), el("td", {}, s.group_id), el("td", {class: "text"}, s.prompt),
+    el("td", {class: "text"}, s.response), el("td", {}, fmt(s.reward)), el("td", {}, componentsText(s.components)),
+    el("td", {}, s.finish_reason))));
+}
+
+async function openTrace(sample) {
+  const panel = document.getElementById("trace-panel");
+  panel.hidden = false;
+  document.getElementById("trace-group").textContent = sample.group_id;
+  document.getElementById("sample-detail").replaceChildren(
+    el("pre", {}, `prompt: ${sample.prompt}\nresponse: ${sample.response}\nreward: ${fmt(sample.reward)}  (${componentsText(sample.components)})`));
+  const target = document.getElementById("waterfall");
+  try {
+    const trace = await api(`${BASE}/groups/${encodeURIComponent(sample.group_id)}/trace`);
+    renderWaterfall(target, trace.spans, trace.linked);
+  } catch (err) { target.replaceChildren(el("p", {class: "error"}, err.message)); }
+  panel.scrollIntoView();
+}
+
+function setUpButtons(who) {
+  for (const button of document.querySelectorAll("#controls button")) {
+    if (who.role === "viewer") { button.disabled = true; button.title = "needs the operator role"; }
+    button.addEventListener("click", async () => {
+      const out = document.getElementById("action-result");
+      out.textContent = `${button.dataset.verb}…`;
+      try {
+        const reply = await api(`${BASE}/${button.dataset.verb}`, {method: "POST", body: JSON.stringify({})});
+        out.textContent = reply.message;
+      } catch (err) { out.textContent = `${button.dataset.verb} refused: ${err.message}`; out.className = "error"; }
+      refreshStatus();
+    });
+  }
+}
+
+session().then(async who => {
+  document.getElementById("run-name").textContent = RUN;
+  document.getElementById("run-page").hidden = false;
+  setUpButtons(who);
+  const charts = new Charts(document.getElementById("charts"));
+  follow("metrics", row => charts.add(row));
+  follow("alerts", addAlert);
+  document.getElementById("samples-older").onclick = () => { if (samplesToken) { samplesHistory.push(samplesToken); loadSamples(samplesToken); } };
+  document.getElementById("samples-newer").onclick = () => { samplesHistory.pop(); loadSamples(samplesHistory.at(-1) || ""); };
+  document.getElementById("split").onchange = () => { samplesHistory = []; loadSamples(""); };
+  await Promise.all([refreshStatus(), loadSamples("")]);
+  setInterval(refreshStatus, 2000);
+});

@@ -1,0 +1,92 @@
+"""A live run's status as a GetRunStatusResponse: the learner, every announced replica with
+the weights version it holds and its gRPC health, and the depth of each work queue.
+
+Sources: LearnerControlService.GetStatus and, per rollout, RolloutService.GetStatus (through
+meshrl.ops.launch.run_status); grpc.health.v1 per replica; the run KV and JetStream's
+consumer info over the run's NATS, logged in with the run's admin credential file (passed
+explicitly, so concurrent calls for different runs never share an environment variable).
+Each call has a short deadline: what does not answer is reported, never waited for.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.ops.launch.presence import LauncherInfo
+
+TIMEOUT_S = 2.0
+
+
+async def health_of(address: str, timeout_s: float) -> str:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from meshrl.transport.rpc.channel import open_channel
+
+    async with open_channel(address, retries=False) as channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
+        except Exception:  # noqa: BLE001 - any failure means it cannot serve now
+            return "UNREACHABLE"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def replica_message(row: dict, health: str) -> gateway_pb2.Replica:
+    out = gateway_pb2.Replica(service=row["service"], replica=row["replica"], grpc=row.get("grpc", ""),
+                              health=health, groups_generated=row.get("groups_generated", 0) or 0,
+                              error=row.get("error", ""))
+    if row.get("weights_version") is not None:
+        out.has_weights_version, out.weights_version = True, row["weights_version"]
+    return out
+
+
+async def queue_depths(js, run_id: str) -> list[gateway_pb2.QueueDepth]:
+    from meshrl.transport.bus.subjects import STAGES, stage_stream
+
+    out = []
+    for stage in STAGES:
+        try:
+            consumers = await js.consumers_info(stage_stream(run_id, stage))
+        except Exception:  # noqa: BLE001 - a stage this run does not use (no reference)
+            continue
+        out += [gateway_pb2.QueueDepth(stream=stage, consumer=c.name, pending=c.num_pending or 0,
+                                       ack_pending=c.num_ack_pending or 0) for c in consumers]
+    return out
+
+
+async def bus_view(info: LauncherInfo, run_dir: Path, timeout_s: float):
+    """(replica rows, queue depths) read over the run's NATS."""
+    from meshrl.ops.launch.nats import secrets_dir
+    from meshrl.ops.launch.run_status import replica_rows
+    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus.credentials import credentials_path, read_credentials
+
+    admin = credentials_path(secrets_dir(run_dir), "admin")
+    creds = read_credentials(admin) if admin.is_file() else None
+    async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-gateway", timeout=timeout_s,
+                                 credentials=creds) as bus:
+        return await replica_rows(bus.state, timeout_s), await queue_depths(bus.js, info.run_id)
+
+
+def learner_message(d: dict) -> gateway_pb2.Learner:
+    fields = {k: v for k, v in d.items() if k in gateway_pb2.Learner.DESCRIPTOR.fields_by_name}
+    return gateway_pb2.Learner(**fields)
+
+
+async def live_status(info: LauncherInfo, run_dir: Path, timeout_s: float = TIMEOUT_S) -> gateway_pb2.GetRunStatusResponse:
+    from meshrl.ops.launch.run_status import learner_status
+
+    learner = asyncio.ensure_future(learner_status(info.learner_grpc, timeout_s))
+    try:
+        rows, queues = await bus_view(info, run_dir, timeout_s)
+    except Exception as err:  # noqa: BLE001 - NATS down: show the learner and the error
+        rows, queues = [{"service": "nats", "replica": info.nats_url, "error": str(err)}], []
+    healths = await asyncio.gather(*(health_of(r["grpc"], timeout_s) if r.get("grpc") else _none()
+                                     for r in rows))
+    return gateway_pb2.GetRunStatusResponse(
+        learner=learner_message(await learner), wanted=info.replicas,
+        replicas=[replica_message(r, h) for r, h in zip(rows, healths)], queues=queues)
+
+
+async def _none() -> str:
+    return "UNKNOWN"
