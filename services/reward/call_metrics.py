@@ -1,13 +1,15 @@
 """Prometheus instruments for calls to external reward services, one set per reward replica.
 
-    meshrl_reward_external_call_seconds{component, service}        histogram, one Score call
-    meshrl_reward_external_errors_total{component, service, code}  failed calls (after retries)
-    meshrl_reward_external_timeouts_total{component, service}      calls past their deadline
-    meshrl_reward_external_retries_total{component, service, code} attempts that were retried
-    meshrl_reward_external_breaker_state{component, service}       0 closed, 1 half-open, 2 open
+    meshrl_reward_external_call_seconds{component, target}        histogram, one Score call
+    meshrl_reward_external_errors_total{component, target, code}  failed calls (after retries)
+    meshrl_reward_external_timeouts_total{component, target}      calls past their deadline
+    meshrl_reward_external_retries_total{component, target, code} attempts that were retried
+    meshrl_reward_external_breaker_state{component, target}       0 closed, 1 half-open, 2 open
 
-`service` is the address. `code` is the gRPC status name, or BREAKER_OPEN for a call the
-circuit breaker refused without making it. Without a metrics handle every method is a no-op.
+`target` is the service's address (not `service`: every series already has
+service="reward", the meshrl service that makes the call). `code` is the gRPC status name,
+or BREAKER_OPEN for a call the circuit breaker refused without making it. Without a metrics
+handle every method is a no-op.
 """
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 
 class CallMetrics:
-    def __init__(self, handle=None, *, component: str = "", service: str = ""):
-        self.labels = {"component": component, "service": service}
+    def __init__(self, handle=None, *, component: str = "", target: str = ""):
+        self.labels = {"component": component, "target": target}
         self.on = handle is not None
         if not self.on:
             return

@@ -41,7 +41,7 @@ from meshrl.ops.telemetry.tracing import current_tracer
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.score_cache import ScoreCache
 from meshrl.services.reward.types import ItemScore, RewardItem
-from meshrl.transport.rpc.breaker import CircuitBreaker
+from meshrl.transport.rpc.breaker import BreakerOpen, CircuitBreaker
 from meshrl.transport.rpc.tls import channel_credentials, open_external_channel, read_token
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -103,7 +103,11 @@ class ExternalCalls:
     async def call(self, rpc: Callable[[grpc.aio.Channel, float], Awaitable]):
         """`rpc(channel, timeout)` with the breaker, the concurrency limit, retries, metrics
         and a span. Raises BreakerOpen, or the last AioRpcError."""
-        self.breaker.check()
+        try:
+            self.breaker.check()
+        except BreakerOpen:
+            self.metrics.error("BREAKER_OPEN")
+            raise
         try:
             async with self.limit:
                 with current_tracer().otel.start_as_current_span(

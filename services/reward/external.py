@@ -118,8 +118,8 @@ class ExternalComponent:
                 lambda channel, timeout: reward_pb2_grpc.RewardServiceStub(channel).Score(request, timeout=timeout))
         except grpc.aio.AioRpcError as err:
             return [rpc_failure(err, self.who, self.timeout_s)] * len(items)
-        except BreakerOpen as err:
-            return [failed(Status.ERROR, str(err))] * len(items)
+        except (BreakerOpen, ConfigError) as err:  # ConfigError: a TLS / token file gone since start-up
+            return [failed(Status.ERROR, f"{self.who}: {err}" if isinstance(err, ConfigError) else str(err))] * len(items)
         return match_results(items, response.results, self.who)
 
     async def close(self) -> None:

@@ -48,12 +48,13 @@ class RewardProcess(ServiceProcess):
         from meshrl.services.reward.components import build_components
         from meshrl.services.reward.rules.verify_pool import shutdown_pools
         from meshrl.services.reward.scorer import GroupScorer
-        from meshrl.services.reward.startup import check_externals, warm_pools
+        from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
 
         ctx.on_stop(shutdown_pools)  # first: the pools may start before a later check fails
         components = build_components(ctx.cfg.reward.components, ctx.run_id)
         self.scorer = GroupScorer(components)
         ctx.on_stop(self.scorer.close)
+        instrument_externals(components, ctx.metrics)
         await check_externals(components)
         await warm_pools(components)
 

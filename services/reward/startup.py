@@ -2,11 +2,13 @@
 
 - every external component's address must answer `grpc.health.v1` SERVING within
   `within_s`, else ConnectionError naming the component and address;
+- external components get their call metrics (instrument_externals);
 - the math-verify process pools are started and warmed (imports paid once, not by the
   first item's deadline).
 """
 import asyncio
 
+from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.components import Component, RuleComponent
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.rules.verify_pool import shared_pool
@@ -17,6 +19,13 @@ EXTERNAL_CHECK_S = 5.0
 async def check_externals(components: list[Component], within_s: float = EXTERNAL_CHECK_S) -> None:
     externals = [c for c in components if isinstance(c, ExternalComponent)]
     await asyncio.gather(*(check_reachable(c, within_s) for c in externals))
+
+
+def instrument_externals(components: list[Component], handle) -> None:
+    """Per-service call metrics (call_metrics.py) on the replica's endpoint; None = off."""
+    for c in components:
+        if isinstance(c, ExternalComponent) and handle is not None:
+            c.calls.use_metrics(CallMetrics(handle, component=c.name, target=c.address))
 
 
 async def warm_pools(components: list[Component]) -> None:
