@@ -14,7 +14,6 @@
     meshrl algos [FAMILY]
     meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
     meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
-    meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
@@ -37,7 +36,7 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward, reward)
+SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward)
 
 
 def build_parser() -> argparse.ArgumentParser:
