@@ -14,6 +14,7 @@ from meshrl.config.sampling import logprob_temperature
 from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
+from meshrl.inputs.models.precision import resolve_precision
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
@@ -45,11 +46,15 @@ def build_pairs(cfg: RunConfig, tokenizer) -> PreferenceDataset:
 
 def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel, TrainedModel | None]:
     model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype="float32")
+    precision = resolve_precision(cfg.trainer.precision, bf16=cfg.trainer.bf16, device=dist.device)
+    log.info("training precision %s (fp32 master weights and AdamW state): %s",
+             precision.dtype, precision.reason)
     critic = None
     if cfg.algorithm.critic.enabled:
         critic = build_critic(ValueModel.from_causal_lm(model), cfg.algorithm.critic, cfg.trainer,
-                              total_steps=cfg.learner.steps, dist=dist)
-    policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist)
+                              total_steps=cfg.learner.steps, dist=dist, bf16=precision.bf16)
+    policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist,
+                          bf16=precision.bf16)
     return policy, critic
 
 

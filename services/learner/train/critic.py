@@ -25,8 +25,8 @@ from torch import nn
 from meshrl.algos.masked import masked_mean
 from meshrl.config.algorithm import CriticConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext
-from meshrl.services.learner.train.policy import (TrainedModel, build_optimizer, prepare_model,
-                                                  warmup_cosine)
+from meshrl.services.learner.train.policy import (TrainedModel, build_optimizer, configured_bf16,
+                                                  prepare_model, warmup_cosine)
 
 
 class ValueModel(nn.Module):
@@ -90,7 +90,8 @@ def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: 
 
 
 def build_critic(value_model: ValueModel, critic: CriticConfig, trainer: TrainerConfig, *,
-                 total_steps: int, dist: DistContext | None = None) -> TrainedModel:
+                 total_steps: int, dist: DistContext | None = None,
+                 bf16: bool | None = None) -> TrainedModel:
     """The critic ready to train: its own AdamW at `critic.lr` and the policy's schedule shape."""
     dist = dist or DistContext()
     model = prepare_model(value_model, trainer, dist)
@@ -98,4 +99,5 @@ def build_critic(value_model: ValueModel, critic: CriticConfig, trainer: Trainer
     optimizer = build_optimizer(model, optim, lr=critic.lr)
     schedule = warmup_cosine(optim.warmup_steps, total_steps, optim.min_lr_ratio)
     return TrainedModel(model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule),
-                        trainer.bf16, optim.max_grad_norm, dist.device)
+                        configured_bf16(trainer) if bf16 is None else bf16,
+                        optim.max_grad_norm, dist.device)

@@ -108,8 +108,14 @@ def prepare_model(model: nn.Module, trainer: TrainerConfig, dist: DistContext) -
     return model
 
 
+def configured_bf16(trainer: TrainerConfig) -> bool:
+    """bf16 as configured; `precision: auto` is resolved by the service at start-up
+    (`meshrl.inputs.models.precision.resolve_precision`) and passed in, else it means fp32."""
+    return trainer.bf16 or trainer.precision == "bf16"
+
+
 def build_policy(model: nn.Module | str, trainer: TrainerConfig, *, total_steps: int,
-                 dist: DistContext | None = None) -> TrainedModel:
+                 dist: DistContext | None = None, bf16: bool | None = None) -> TrainedModel:
     """The policy ready to train: (sharded) model, AdamW and warmup-cosine schedule."""
     if isinstance(model, str):
         from transformers import AutoModelForCausalLM
@@ -119,5 +125,6 @@ def build_policy(model: nn.Module | str, trainer: TrainerConfig, *, total_steps:
     optim = trainer.optim
     optimizer = build_optimizer(model, optim)
     schedule = warmup_cosine(optim.warmup_steps, total_steps, optim.min_lr_ratio)
-    return TrainedModel(model, optimizer, LambdaLR(optimizer, schedule), trainer.bf16,
+    bf16 = configured_bf16(trainer) if bf16 is None else bf16
+    return TrainedModel(model, optimizer, LambdaLR(optimizer, schedule), bf16,
                         optim.max_grad_norm, dist.device)
