@@ -1,0 +1,126 @@
+"""The gateway on real ports (gRPC and HTTP) over a runs root holding one ended run written
+by the test: both transports give the same answers from the same handlers; roles are
+enforced on both; samples page newest first; bad input gets a message naming it.
+(The live run - status, pause, traces - is covered in tests/e2e/test_gateway_browser.py.)"""
+import json
+
+import aiohttp
+import grpc
+import pytest
+import pytest_asyncio
+
+from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.serve import start_gateway
+
+OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
+
+
+def write_run(run_dir):
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("run: {name: ended}\n")
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "reward": i / 10}) + "\n" for i in range(4)))
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(
+        {"step": i // 2, "split": "train" if i < 4 else "eval", "group_id": f"g{i}", "prompt": "p", "response": "r",
+         "reward": 1.0, "components": {"vowel": {"value": 1.0, "status": "OK"}}}) + "\n" for i in range(5)))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def gateway(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    write_run(root / "ended")
+    tokens = root.parent / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n")
+    gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as http:
+        yield gw, gateway_pb2_grpc.GatewayServiceStub(channel), http
+    await channel.close()
+    await gw.stop()
+
+
+def auth(token):
+    return (("authorization", f"Bearer {token}"),)
+
+
+async def get(http, path, token=VIEWER):
+    async with http.get(path, headers={"Authorization": f"Bearer {token}"}) as r:
+        return r.status, await r.json()
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_list_runs_is_the_same_over_grpc_and_http(gateway):
+    _, stub, http = gateway
+    reply = await stub.ListRuns(pb.ListRunsRequest(), metadata=auth(VIEWER))
+    assert [(r.name, r.live, r.last_step) for r in reply.runs] == [("ended", False, 3)]
+    status, body = await get(http, "/api/runs")
+    assert status == 200 and [(r["name"], r["live"], r["last_step"]) for r in body["runs"]] == [("ended", False, "3")]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_metrics_rows_from_an_index(gateway):
+    _, stub, http = gateway
+    rows = [r async for r in stub.StreamMetrics(pb.StreamRecordsRequest(run="ended", from_index=2), metadata=auth(VIEWER))]
+    assert [(r.index, r.row["step"], r.row["reward"]) for r in rows] == [(2, 2, 0.2), (3, 3, 0.3)]
+    status, body = await get(http, "/api/runs/ended/metrics?from_index=2")
+    assert [(r["index"], r["row"]["reward"]) for r in body["records"]] == [("2", 0.2), ("3", 0.3)]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_sse_stream_of_an_ended_run_sends_every_row_then_end(gateway):
+    _, _, http = gateway
+    async with http.get("/api/runs/ended/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}) as r:
+        assert r.headers["Content-Type"] == "text/event-stream"
+        text = await r.text()
+    assert [json.loads(x[6:])["row"]["step"] for x in text.splitlines() if x.startswith("data: {\"index")] == [0, 1, 2, 3]
+    assert text.endswith("event: end\ndata: {}\n\n")
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_samples_pages_newest_first(gateway):
+    _, stub, http = gateway
+    first = await stub.ListSamples(pb.ListSamplesRequest(run="ended", page_size=2), metadata=auth(VIEWER))
+    assert [s["group_id"] for s in first.samples] == ["g4", "g3"] and first.total == 5 and first.next_page_token == "2"
+    last = await stub.ListSamples(pb.ListSamplesRequest(run="ended", page_size=2, page_token="4"), metadata=auth(VIEWER))
+    assert [s["group_id"] for s in last.samples] == ["g0"] and last.next_page_token == ""
+    status, body = await get(http, "/api/runs/ended/samples?split=train&page_size=3")
+    assert [s["group_id"] for s in body["samples"]] == ["g3", "g2", "g1"] and body["samples"][0]["components"]["vowel"]["status"] == "OK"
+    status, body = await get(http, "/api/runs/ended/samples?split=test")
+    assert status == 400 and "split 'test'" in body["error"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_roles_and_tokens_on_both_transports(gateway):
+    _, stub, http = gateway
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.PauseRun(pb.RunActionRequest(run="ended"), metadata=auth(VIEWER))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED and "needs the operator role" in err.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.ListRuns(pb.ListRunsRequest())
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    async with http.post("/api/runs/ended/pause", json={}, headers={"Authorization": f"Bearer {VIEWER}"}) as r:
+        assert r.status == 403
+    async with http.get("/api/runs") as r:
+        assert r.status == 401
+    # an operator may pause, but this run is not running: 409 with what to do
+    async with http.post("/api/runs/ended/pause", json={}, headers={"Authorization": f"Bearer {OPERATOR}"}) as r:
+        body = await r.json()
+        assert r.status == 409 and "is not running" in body["error"] and "meshrl train --resume" in body["error"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_unknown_run_and_bad_names(gateway):
+    _, stub, http = gateway
+    assert (await get(http, "/api/runs/nope/status"))[0] == 404
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.GetRunStatus(pb.GetRunStatusRequest(run="../etc"), metadata=auth(VIEWER))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_dashboard_pages_and_vendored_chart_library_are_served(gateway):
+    _, _, http = gateway
+    for path in ("/", "/runs/ended", "/static/vendor/uPlot.iife.min.js", "/static/run.js"):
+        async with http.get(path) as r:
+            assert r.status == 200, path
