@@ -188,7 +188,7 @@ class NatsConfig(Strict):
 
 
 class TelemetryConfig(Strict):
-    """Traces go to OTLP when an endpoint is set, else to RUN_DIR/traces/*.jsonl.
+    """Traces go to RUN_DIR/traces/*.jsonl (OTLP JSON), and to OTLP too when an endpoint is set.
 
     Every service process also serves Prometheus metrics on 127.0.0.1 when `metrics` is on,
     and puts its URL under the run KV key `metrics.<service>.<replica>`.

@@ -14,10 +14,10 @@ parentage cannot express it, links can). Every span carries `meshrl.run_id` and
 `meshrl.policy_version` (explicit, else from W3C baggage sent by the hop before, else the
 process's current version set with `set_policy_version`).
 
-Export: OTLP when an endpoint is given (or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT is set;
-an URL ending in /v1/traces uses OTLP/HTTP, anything else OTLP/gRPC), else a JSONL file
-`RUN_DIR/traces/<service>-<replica>.jsonl` read by `meshrl trace` (no collector needed).
-Neither → tracing is off: helpers then only pass incoming trace headers through.
+Export: OTLP JSON lines in `RUN_DIR/traces/<service>-<replica>.jsonl` whenever a run dir is
+given (read by `meshrl trace`, importable by Jaeger or Tempo), and at the same time OTLP to a
+collector when an endpoint is given (or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT is set; an URL
+ending in /v1/traces uses OTLP/HTTP, anything else OTLP/gRPC). Neither → tracing is off: helpers then only pass incoming trace headers through.
 Simplification: always sampled (a group makes ≈5 spans); the global OTel provider is left
 alone so several tracers can live in one process (tests simulate a mesh in one process).
 """

@@ -1,13 +1,20 @@
-"""Read a run's JSONL spans back and put one group's trace in tree order.
+"""Read a run's span files back and put one group's trace in tree order.
 
-    spans = load_spans("runs/x")                        # every RUN_DIR/traces/*.jsonl line
+    spans = load_spans("runs/x")                        # every span in RUN_DIR/traces/*.jsonl
     tree = trace_for_group("runs/x", "g-0007")          # DFS order, each with "depth"
 
 A group's trace is every span sharing a trace id with a span tagged meshrl.group_id = the
 group (a group republished after a crash can have two traces: both are returned). Children
 are ordered by start time; a span whose parent never reached the files (a crashed replica)
 is shown as a root of its trace rather than dropped. Lines that are not JSON (a file cut
-mid-write) are skipped.
+mid-write) or not OTLP are skipped.
+
+The files hold OTLP JSON lines (spans/export.py); each span comes back as a flat dict:
+trace_id, span_id, parent_span_id (hex, None for a root), name, kind (CLIENT, SERVER, ...),
+service, replica (the resource's service.name / service.instance.id), start_unix_ns,
+end_unix_ns, attributes, links [{trace_id, span_id, attributes}], events [{name,
+time_unix_ns, attributes}], status {code (UNSET | OK | ERROR), description}. Lines already in
+that flat shape (files written before the OTLP format) are read as they are.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from meshrl.ops.telemetry.spans.export import TRACES_DIR
+from meshrl.ops.telemetry.spans.otlp_json import from_otlp_json, span_records
 from meshrl.ops.telemetry.spans.propagation import GROUP_ID_KEY
 
 
@@ -28,7 +36,7 @@ def traces_dir(run_dir: str | Path) -> Path:
 
 
 def load_spans(run_dir: str | Path) -> list[dict]:
-    """Every span record in RUN_DIR/traces/*.jsonl (unparseable lines skipped)."""
+    """Every span in RUN_DIR/traces/*.jsonl as a flat record (unreadable lines skipped)."""
     folder = traces_dir(run_dir)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} does not exist: was the run traced? services write "
@@ -37,11 +45,18 @@ def load_spans(run_dir: str | Path) -> list[dict]:
     for path in sorted(folder.glob("*.jsonl")):
         with open(path, encoding="utf-8") as fh:
             for line in fh:
-                try:
-                    spans.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
+                spans += _line_spans(line)
     return spans
+
+
+def _line_spans(line: str) -> list[dict]:
+    try:
+        doc = json.loads(line)
+        if isinstance(doc, dict) and "trace_id" in doc:
+            return [doc]  # the flat record of files written before OTLP JSON
+        return span_records(from_otlp_json(doc))
+    except ValueError:  # json.JSONDecodeError included: a line cut mid-write
+        return []
 
 
 def group_ids(spans: list[dict]) -> list[str]:

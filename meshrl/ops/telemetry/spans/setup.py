@@ -1,10 +1,13 @@
-"""Build a TracerProvider for one meshrl process: resource, run-id/version stamping, exporter.
+"""Build a TracerProvider for one meshrl process: resource, run-id/version stamping, exporters.
 
 Resource: service.name, service.instance.id (the replica), service.namespace=meshrl,
-meshrl.run_id. `StampProcessor` puts meshrl.component and meshrl.replica on every span, and meshrl.run_id and meshrl.policy_version on every span
-that lacks them (from W3C baggage of the parent context, else the process's tracer), so
-gRPC client/server spans carry them too. Exporter: OTLP (gRPC, or HTTP for a URL ending in
-/v1/traces) when an endpoint is given, else JsonlSpanExporter in RUN_DIR/traces/.
+meshrl.run_id. `StampProcessor` puts meshrl.component and meshrl.replica on every span, and
+meshrl.run_id and meshrl.policy_version on every span that lacks them (from W3C baggage of
+the parent context, else the process's tracer), so gRPC client/server spans carry them too.
+Exporters, each behind its own batch processor (a collector that is down never delays the
+file): OTLP JSON lines in RUN_DIR/traces/ whenever there is a run dir, so `meshrl trace`
+works with a collector configured too, and OTLP (gRPC, or HTTP for a URL ending in
+/v1/traces) when an endpoint is given.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from meshrl.ops.telemetry.spans.export import JsonlSpanExporter, traces_file
+from meshrl.ops.telemetry.spans.export import OtlpJsonFileExporter, traces_file
 from meshrl.ops.telemetry.spans.propagation import POLICY_VERSION_KEY, RUN_ID_KEY
 
 EXPORT_DELAY_MS = 1000
@@ -55,12 +58,16 @@ def otlp_exporter(endpoint: str) -> SpanExporter:
     return GrpcExporter(endpoint=endpoint, insecure=not endpoint.startswith("https://"))
 
 
-def make_exporter(tracer, run_dir: str | Path | None, otlp_endpoint: str | None) -> SpanExporter:
-    if otlp_endpoint:
-        return otlp_exporter(otlp_endpoint)
-    if run_dir is None:
+def make_exporters(tracer, run_dir: str | Path | None, otlp_endpoint: str | None) -> list[SpanExporter]:
+    """The file exporter (with a run dir) and the OTLP one (with an endpoint); at least one."""
+    if not otlp_endpoint and run_dir is None:
         raise ValueError("tracing needs an OTLP endpoint or a run dir for RUN_DIR/traces/*.jsonl")
-    return JsonlSpanExporter(traces_file(run_dir, tracer.service, tracer.replica))
+    exporters: list[SpanExporter] = []
+    if run_dir is not None:
+        exporters.append(OtlpJsonFileExporter(traces_file(run_dir, tracer.service, tracer.replica)))
+    if otlp_endpoint:
+        exporters.append(otlp_exporter(otlp_endpoint))
+    return exporters
 
 
 def build_provider(tracer, *, run_dir: str | Path | None, otlp_endpoint: str | None) -> TracerProvider:
@@ -68,6 +75,6 @@ def build_provider(tracer, *, run_dir: str | Path | None, otlp_endpoint: str | N
                                 "service.namespace": "meshrl", RUN_ID_KEY: tracer.run_id})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(StampProcessor(tracer))
-    exporter = make_exporter(tracer, run_dir, otlp_endpoint)
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=EXPORT_DELAY_MS))
+    for exporter in make_exporters(tracer, run_dir, otlp_endpoint):
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=EXPORT_DELAY_MS))
     return provider

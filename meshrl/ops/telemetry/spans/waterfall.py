@@ -9,8 +9,8 @@
     linked from: learner-0 learner.step (meshrl.step=3) +110.0ms 10.0ms
 
 Offsets are from the trace's first span; bars place each span on the trace's time axis
-(`width` columns). Spans come from RUN_DIR/traces/*.jsonl (the JsonlSpanExporter); with an
-OTLP collector, use its UI instead. Without GROUP_ID the command lists the traced groups.
+(`width` columns). Spans come from RUN_DIR/traces/*.jsonl (OTLP JSON, spans/export.py),
+which are written with or without an OTLP collector. Without GROUP_ID the command lists the traced groups.
 """
 from __future__ import annotations
 
