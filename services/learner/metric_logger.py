@@ -109,7 +109,8 @@ class PrometheusLogger:
         self.handle = handle
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
-        values = {k: _jsonable(v) for k, v in metrics.items()}  # tensors → numbers, NaN → None
+        # tensors → numbers; NaN stays NaN: set_values counts it (the non-finite alert rules)
+        values = {k: (v.item() if hasattr(v, "item") else v) for k, v in metrics.items()}
         self.handle.set_values({"step": step, **values}, prefix=self.PREFIX)
 
     def close(self) -> None:

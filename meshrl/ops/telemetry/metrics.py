@@ -156,11 +156,16 @@ class MetricsHandle:
 
     def set_values(self, values: dict[str, Any], prefix: str = "meshrl_train_") -> None:
         """Publish the latest value of each number (e.g. one learner step's metrics) as a
-        gauge named by `train_series(key, prefix)`; non-numbers and NaN/None are skipped (the
-        gauge keeps its last finite value)."""
+        gauge named by `train_series(key, prefix)`. A NaN/inf keeps the gauge at its last
+        finite value and adds 1 to `{prefix}nonfinite_values_total{metric=key}` (0 for a
+        finite one, so the series exists before its first NaN and `increase()` sees it);
+        non-numbers and None are skipped."""
+        nonfinite = self.counter(f"{prefix}nonfinite_values_total",
+                                 "steps whose value of `metric` was NaN or infinite")
         for key, value in values.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
+            nonfinite.add(0 if math.isfinite(value) else 1, {"metric": key})
             if not math.isfinite(value):
                 continue
             name, labels, scale = train_series(key, prefix)

@@ -71,6 +71,9 @@ def test_set_values_publishes_learner_metrics_and_skips_nan(handle):
     assert sample(text, "meshrl_train_reward") == 0.5
     assert sample(text, "meshrl_train_clip_ratio_low") == 0.125
     assert "meshrl_train_kl" not in text and "meshrl_train_entropy" not in text
+    # NaN and inf are counted per key (the Prometheus rules' reward_nan / nonfinite alerts)
+    assert sample(text, "meshrl_train_nonfinite_values_total", metric="kl") == 2
+    assert sample(text, "meshrl_train_nonfinite_values_total", metric="reward") == 0
     assert prometheus_name("time/step", "m_") == "m_time_step"
 
 
