@@ -8,7 +8,8 @@ Two pluggable parts per training step, looked up by name from the config:
 
 plus shared parts: `kl_estimate` (k1, k2, k3, abs, mse), `aggregate_loss` and its
 micro-batch pieces `loss_numerator` / `loss_denominator`, `dpo_loss`, `rollout_correction`,
-`overlong_penalty`, `groups_with_signal`, and the checks `check_finite` / `check_shapes`.
+`overlong_penalty`, `groups_with_signal`, and the checks `check_finite` / `check_shapes`;
+preference losses for the offline path (`get_preference_loss(name)`, `dpo_loss`).
 
 Tensors are [batch, response_len] with a 0/1 float `response_mask`; `group_ids` is int64
 [batch]. Add a part with `@register_advantage_estimator("name")` or
@@ -22,8 +23,10 @@ from meshrl.algos.checks import NonFiniteError, ShapeError, check_finite, check_
 from meshrl.algos.dpo import dpo_loss, list_dpo_kinds
 from meshrl.algos.kl import K3_LOG_RATIO_BOUND, kl_estimate, list_kl_estimators
 from meshrl.algos.registry import (UnknownNameError, get_advantage_estimator, get_policy_loss,
-                                   list_advantage_estimators, list_policy_losses,
-                                   register_advantage_estimator, register_policy_loss)
+                                   get_preference_loss, list_advantage_estimators,
+                                   list_policy_losses, list_preference_losses,
+                                   register_advantage_estimator, register_policy_loss,
+                                   register_preference_loss)
 from meshrl.algos.rollout_correction import ROLLOUT_CORRECTION_MODES, rollout_correction
 from meshrl.algos.shaping import groups_with_signal, overlong_penalty
 from meshrl.algos.types import AdvantageResult, PolicyLossResult
@@ -32,6 +35,7 @@ __all__ = [
     "AGG_MODES", "AdvantageResult", "K3_LOG_RATIO_BOUND", "NonFiniteError", "PolicyLossResult",
     "ROLLOUT_CORRECTION_MODES", "ShapeError", "UnknownNameError", "aggregate_loss",
     "check_finite", "check_shapes", "dpo_loss", "get_advantage_estimator", "get_policy_loss",
+    "get_preference_loss", "list_preference_losses", "register_preference_loss",
     "groups_with_signal", "kl_estimate", "list_advantage_estimators", "list_agg_modes",
     "list_dpo_kinds", "list_kl_estimators", "list_policy_losses", "loss_denominator",
     "loss_numerator", "overlong_penalty", "register_advantage_estimator",

@@ -3,23 +3,17 @@
 `meshrl algos` prints this table. Options are read from each part's signature: its keyword
 parameters with defaults, less the inputs the loop always passes (tensors and `step`), so
 a new option shows up here as soon as it has a default. The paper is the `paper=` given at
-registration (advantage estimators, policy losses) or the part's docstring (KL estimators,
-DPO kinds); aggregation modes carry theirs in `AGG_MODE_NOTES`.
+registration (advantage estimators, policy losses, preference losses) or the part's
+docstring (KL estimators); aggregation modes carry theirs in `AGG_MODE_NOTES`.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import Callable
 
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
-from meshrl.algos.dpo import DPO_KINDS
 from meshrl.algos.kl import KL_ESTIMATORS
-from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES
-
-# inputs, not options: the loop fills them from the batch
-INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
-                    "logprobs", "old_logprobs", "advantages"})
+from meshrl.algos.options import part_options
+from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
 
 
 @dataclass(frozen=True)
@@ -29,13 +23,6 @@ class Part:
     paper: str
     notes: str = ""  # a formula, "needs a critic's values", "default_agg=token-mean"
     options: dict[str, object] = field(default_factory=dict)
-
-
-def part_options(fn: Callable) -> dict[str, object]:
-    """Keyword parameters with defaults of the undecorated `fn`, inputs left out."""
-    inner = inspect.unwrap(fn)
-    return {p.name: p.default for p in inspect.signature(inner).parameters.values()
-            if p.default is not inspect.Parameter.empty and p.name not in INPUTS}
 
 
 def split_doc(doc: str | None) -> tuple[str, str]:
@@ -58,6 +45,7 @@ def registered_parts() -> list[Part]:
               for n in sorted(KL_ESTIMATORS)]
     parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0])
               for n in AGG_MODES]
-    parts += [Part("preference losses (offline: algorithm.dpo_loss_type)", n,
-                   *reversed(split_doc(DPO_KINDS[n].__doc__))) for n in sorted(DPO_KINDS)]
+    parts += [Part("preference losses (offline: algorithm.dpo_loss_type)", n, fn.paper,
+                   "needs response lengths" if fn.needs_lengths else "", part_options(fn))
+              for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())]
     return parts

@@ -1,74 +1,73 @@
-"""Preference losses on (chosen, rejected) pairs for the offline DPO path.
+"""The offline DPO path's loss: one registered preference loss, or a weighted sum of several.
 
 Inputs are per-sequence *summed* response log-probs [B] of the policy and the frozen
-reference. With the implicit reward r(y) = β·(log π(y) − log π_ref(y)) and
+reference (and, for the length-averaged losses `ipo` / `sigmoid_norm`, the response token
+counts). The preference losses themselves live in `meshrl.algos.preference`, one file per
+family, registered with `@register_preference_loss` (TRL's `loss_type` names and formulas);
+`kind` is one name or a list, `weights` their weights (TRL's `loss_weights`, default 1 each):
 
-    h = (log π(y_w) − log π_ref(y_w)) − (log π(y_l) − log π_ref(y_l))
+    L = Σ_k w_k · L_k(policy, reference)
 
-- `sigmoid`: −log σ(β·h)                      DPO, Rafailov et al. 2023. With
-             `label_smoothing` ε: −(1−ε)·log σ(βh) − ε·log σ(−βh) (cDPO, Mitchell 2023).
-- `ipo`:     (h − 1/(2β))²                    IPO, Azar et al. 2023, "A General Theoretical
-             Paradigm to Understand Learning from Human Preferences". (TRL feeds IPO
-             length-averaged log-probs; pass those if you want that variant.)
-- `hinge`:   max(0, 1 − β·h)                  SLiC, Zhao et al. 2023.
-
-Metrics (TRL's names, batch means, detached): `rewards/chosen`, `rewards/rejected`,
-`rewards/margins` (chosen − rejected), `rewards/accuracies` (fraction with chosen > rejected).
+Metrics (TRL's names, batch means, detached), with the implicit reward β·(log π − log π_ref):
+`rewards/chosen`, `rewards/rejected`, `rewards/margins` (chosen − rejected),
+`rewards/accuracies` (fraction with chosen > rejected).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import torch
-import torch.nn.functional as F
 
+from meshrl.algos import preference as _preference  # noqa: F401  (registers the losses)
 from meshrl.algos.checks import check_finite, check_shapes
-from meshrl.algos.registry import UnknownNameError
-
-
-def _sigmoid(h, beta, label_smoothing):
-    """−log σ(β·h) (Rafailov et al. 2023, Direct Preference Optimization, arXiv:2305.18290)."""
-    return (-(1.0 - label_smoothing) * F.logsigmoid(beta * h)
-            - label_smoothing * F.logsigmoid(-beta * h))
-
-
-def _ipo(h, beta, label_smoothing):
-    """(h − 1/(2β))² (Azar et al. 2023, A General Theoretical Paradigm to Understand Learning
-    from Human Preferences, arXiv:2310.12036)."""
-    return (h - 1.0 / (2.0 * beta)) ** 2
-
-
-def _hinge(h, beta, label_smoothing):
-    """max(0, 1 − β·h) (Zhao et al. 2023, SLiC-HF: Sequence Likelihood Calibration with Human
-    Feedback, arXiv:2305.10425)."""
-    return torch.relu(1.0 - beta * h)
-
-
-DPO_KINDS = {"sigmoid": _sigmoid, "ipo": _ipo, "hinge": _hinge}
+from meshrl.algos.options import check_options
+from meshrl.algos.registry import PREFERENCE_LOSSES, get_preference_loss
 
 
 def list_dpo_kinds() -> list[str]:
-    return sorted(DPO_KINDS)
+    return PREFERENCE_LOSSES.names()
+
+
+def loss_terms(kind: str | Sequence[str], weights: Sequence[float] | None):
+    """[(loss fn, weight)] for one name or a list; clear errors for a bad list."""
+    names = [kind] if isinstance(kind, str) else list(kind)
+    if not names:
+        raise ValueError("algorithm.dpo_loss_type is an empty list; name at least one preference loss")
+    weights = [1.0] * len(names) if weights is None else list(weights)
+    if len(weights) != len(names):
+        raise ValueError(f"algorithm.dpo_loss_weights has {len(weights)} weights for "
+                         f"{len(names)} losses ({', '.join(names)}); give one weight per loss")
+    return [(get_preference_loss(n), float(w)) for n, w in zip(names, weights)]
 
 
 def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor,
              ref_chosen: torch.Tensor, ref_rejected: torch.Tensor, beta: float = 0.1,
-             kind: str = "sigmoid", label_smoothing: float = 0.0):
+             kind: str | Sequence[str] = "sigmoid", label_smoothing: float = 0.0, *,
+             weights: Sequence[float] | None = None, chosen_lengths: torch.Tensor | None = None,
+             rejected_lengths: torch.Tensor | None = None, state: dict | None = None,
+             options: Mapping[str, object] | None = None):
     """Per-pair loss [B] and metrics for preference pairs (module docstring).
 
-    Returns `(loss [B], metrics: dict[str, 0-dim tensor])`; take `loss.mean()` for a batch.
+    `options` go to every loss that takes them (e.g. `discopop_tau`, `f_divergence`); one that
+    no chosen loss takes is refused. Returns `(loss [B], metrics: dict[str, 0-dim tensor])`.
     """
-    if kind not in DPO_KINDS:
-        raise UnknownNameError(f"unknown DPO loss kind {kind!r}; registered: {', '.join(list_dpo_kinds())}")
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta}")
+    terms = loss_terms(kind, weights)
+    options = {**({"label_smoothing": label_smoothing} if label_smoothing else {}), **(options or {})}
+    check_options("algorithm.loss_options", options, [fn for fn, _ in terms])
     inputs = dict(policy_chosen=policy_chosen, policy_rejected=policy_rejected,
-                  ref_chosen=ref_chosen, ref_rejected=ref_rejected)
-    check_shapes(**{k: (v, "B") for k, v in inputs.items()})
+                  ref_chosen=ref_chosen.detach(), ref_rejected=ref_rejected.detach())
+    check_shapes(**{k: (v, "B") for k, v in inputs.items()}, chosen_lengths=(chosen_lengths, "B"),
+                 rejected_lengths=(rejected_lengths, "B"))
     for name, tensor in inputs.items():
         check_finite(name, tensor)
-    chosen_logratio = policy_chosen - ref_chosen.detach()
-    rejected_logratio = policy_rejected - ref_rejected.detach()
-    loss = DPO_KINDS[kind](chosen_logratio - rejected_logratio, beta, label_smoothing)
-    return loss, _reward_metrics(beta * chosen_logratio.detach(), beta * rejected_logratio.detach())
+    state = {} if state is None else state
+    loss = sum(w * fn(**inputs, chosen_lengths=chosen_lengths, rejected_lengths=rejected_lengths,
+                      beta=beta, state=state, **options) for fn, w in terms)
+    chosen = beta * (policy_chosen - ref_chosen).detach()
+    rejected = beta * (policy_rejected - ref_rejected).detach()
+    return loss, _reward_metrics(chosen, rejected)
 
 
 def _reward_metrics(chosen: torch.Tensor, rejected: torch.Tensor) -> dict[str, torch.Tensor]:

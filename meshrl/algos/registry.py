@@ -64,6 +64,7 @@ class Registry:
 
 ADVANTAGE_ESTIMATORS = Registry("advantage estimator", "register_advantage_estimator")
 POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
+PREFERENCE_LOSSES = Registry("preference loss", "register_preference_loss")
 
 
 def register_advantage_estimator(name: str, *, needs_values: bool = False, paper: str = ""):
@@ -116,3 +117,26 @@ def get_policy_loss(name: str) -> Callable:
 
 def list_policy_losses() -> list[str]:
     return POLICY_LOSSES.names()
+
+
+def register_preference_loss(name: str, *, paper: str = "", needs_lengths: bool = False):
+    """Decorator: register `fn` as preference loss `name` (the offline DPO path).
+
+    `fn(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected [B] summed log-probs,
+    chosen_lengths, rejected_lengths [B] token counts or None, beta, state: dict, **options)`
+    returns the per-pair loss [B]. `needs_lengths=True` marks losses on length-averaged
+    log-probs (IPO, sigmoid_norm); `state` is a dict kept across steps (BCO's running mean).
+    """
+    def decorate(fn: Callable) -> Callable:
+        fn.registered_name, fn.paper, fn.needs_lengths = name, paper, needs_lengths
+        return PREFERENCE_LOSSES.add(name, fn)
+    return decorate
+
+
+def get_preference_loss(name: str) -> Callable:
+    """The preference loss registered as `name`; `UnknownNameError` lists the others."""
+    return PREFERENCE_LOSSES.get(name)
+
+
+def list_preference_losses() -> list[str]:
+    return PREFERENCE_LOSSES.names()

@@ -82,9 +82,14 @@ class AlgorithmConfig(Strict):
     overlong: OverlongConfig = OverlongConfig()
     # PPO
     critic: CriticConfig = CriticConfig()
-    # DPO (offline preference pairs)
+    # per-part options by name (e.g. sapo's tau_pos, discopop_tau, label_smoothing); each must be
+    # an option of the chosen policy loss / preference losses (`meshrl algos` lists them)
+    loss_options: dict[str, float | int | bool | str] = {}
+    # DPO (offline preference pairs). policy_loss names the preference loss (TRL's loss_type),
+    # or is `dpo`, which takes it from dpo_loss_type: one name or a list summed with weights
     beta: float = Field(0.1, gt=0.0)
-    dpo_loss_type: str = "sigmoid"
+    dpo_loss_type: str | list[str] = "sigmoid"
+    dpo_loss_weights: list[float] | None = None  # one per dpo_loss_type entry; None = 1 each
     offline: bool = False
     rollout_correction: RolloutCorrectionConfig = RolloutCorrectionConfig()
 
@@ -97,8 +102,8 @@ class AlgorithmConfig(Strict):
     @field_validator("policy_loss")
     @classmethod
     def _known_loss(cls, name: str) -> str:
-        return check_name("algorithm.policy_loss", name, (*POLICY_LOSSES, OFFLINE_POLICY_LOSS),
-                          "policy loss")
+        return check_name("algorithm.policy_loss", name,
+                          (*POLICY_LOSSES, OFFLINE_POLICY_LOSS, *DPO_LOSS_TYPES), "policy loss")
 
     @field_validator("loss_agg_mode")
     @classmethod
@@ -112,8 +117,10 @@ class AlgorithmConfig(Strict):
 
     @field_validator("dpo_loss_type")
     @classmethod
-    def _known_dpo(cls, name: str) -> str:
-        return check_name("algorithm.dpo_loss_type", name, DPO_LOSS_TYPES, "DPO loss type")
+    def _known_dpo(cls, name: str | list[str]) -> str | list[str]:
+        for one in [name] if isinstance(name, str) else name:
+            check_name("algorithm.dpo_loss_type", one, DPO_LOSS_TYPES, "DPO loss type")
+        return name
 
     @model_validator(mode="after")
     def _parts_agree(self) -> "AlgorithmConfig":
@@ -124,6 +131,13 @@ class AlgorithmConfig(Strict):
     @property
     def needs_reference(self) -> bool:
         return self.kl_coef > 0.0 or self.offline
+
+    @property
+    def preference_losses(self) -> list[str]:
+        """The offline path's preference loss names: policy_loss, or dpo_loss_type under `dpo`."""
+        if self.policy_loss != OFFLINE_POLICY_LOSS:
+            return [self.policy_loss]
+        return [self.dpo_loss_type] if isinstance(self.dpo_loss_type, str) else list(self.dpo_loss_type)
 
 
 class OptimConfig(Strict):
@@ -179,12 +193,25 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
 
 
 def offline_problems(algo: AlgorithmConfig) -> list[str]:
-    """The offline (DPO) path trains only the `dpo` loss; anything else would be ignored."""
-    if algo.offline and algo.policy_loss != OFFLINE_POLICY_LOSS:
-        return [f"algorithm.offline=true trains the DPO loss, so policy_loss={algo.policy_loss!r} "
-                f"would be ignored; set algorithm.policy_loss=dpo (or algorithm.preset=dpo)"]
-    if algo.policy_loss == OFFLINE_POLICY_LOSS and not algo.offline:
-        return ["algorithm.policy_loss='dpo' trains on offline preference pairs: set "
+    """The offline (DPO) path trains only preference losses; anything else would be ignored."""
+    preference = algo.policy_loss == OFFLINE_POLICY_LOSS or algo.policy_loss in DPO_LOSS_TYPES
+    if algo.offline and not preference:
+        return [f"algorithm.offline=true trains a preference loss, so policy_loss={algo.policy_loss!r} "
+                f"would be ignored; set algorithm.policy_loss to a preference loss "
+                f"({', '.join(DPO_LOSS_TYPES)}), or algorithm.policy_loss=dpo with dpo_loss_type "
+                f"(or algorithm.preset=dpo)"]
+    if preference and not algo.offline:
+        return [f"algorithm.policy_loss={algo.policy_loss!r} trains on offline preference pairs: set "
                 "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
                 f"({', '.join(POLICY_LOSSES)})"]
-    return []
+    problems = []
+    if algo.offline and algo.policy_loss != OFFLINE_POLICY_LOSS and \
+            algo.dpo_loss_type not in ("sigmoid", algo.policy_loss):  # sigmoid: the default
+        problems.append(f"algorithm.policy_loss={algo.policy_loss!r} is the preference loss, so "
+                        f"dpo_loss_type={algo.dpo_loss_type!r} would be ignored; remove one (use "
+                        f"policy_loss=dpo with dpo_loss_type for a weighted list)")
+    weights, names = algo.dpo_loss_weights, algo.preference_losses
+    if weights is not None and len(weights) != len(names):
+        problems.append(f"algorithm.dpo_loss_weights has {len(weights)} weights for {len(names)} "
+                        f"preference losses ({', '.join(names)}); give one weight per loss")
+    return problems

@@ -25,7 +25,10 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
                   "seq-mean-token-sum-norm", "token-sum")
 # `k1+`/`k3+`: value of k1/k3, gradient of k2 (straight-through, verl's names)
 KL_ESTIMATORS = ("abs", "k1", "k1+", "k2", "k3", "k3+", "mse")
-DPO_LOSS_TYPES = ("hinge", "ipo", "sigmoid")
+# preference losses (`@register_preference_loss` in meshrl/algos/preference), TRL's names
+DPO_LOSS_TYPES = ("aot", "aot_unpaired", "apo_down", "apo_zero", "bco_pair", "discopop",
+                  "exo_pair", "hinge", "ipo", "nca_pair", "robust", "sigmoid", "sigmoid_norm",
+                  "sppo_hard")
 # built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
 REWARD_RULE_KINDS = ("exact_match", "length_penalty", "math_verify", "regex")
 EXTERNAL_REWARD_KIND = "external"

@@ -4,7 +4,8 @@ For each pair (prompt x, chosen y_w, rejected y_l), with summed response log-pro
 log π(y|x) = Σ_t log π(y_t | x, y_<t) under the policy and the frozen reference:
 
     h = (log π(y_w) − log π_ref(y_w)) − (log π(y_l) − log π_ref(y_l))
-    L = −log σ(β·h)      (or the IPO / hinge variants, `algorithm.dpo_loss_type`)
+    L = −log σ(β·h)      (or any registered preference loss: `algorithm.policy_loss`, or a
+                          weighted list in `dpo_loss_type` under `policy_loss: dpo`)
 
 Chosen and rejected go through the policy in one forward (2b rows). The reference sums are
 given with the batch (precomputed once by the reference service), so no reference model
@@ -43,6 +44,8 @@ class DPOStep:
         self.policy, self.algo, self.trainer = policy, algo, trainer
         self.dist = dist or DistContext(device=policy.device)
         self.temperature = temperature
+        # state some preference losses keep across steps (bco_pair's running reward mean)
+        self.loss_state: dict = {}
 
     def __call__(self, pairs: PreferenceBatch, step: int) -> dict[str, float]:
         if pairs.ref_chosen_logps is None or pairs.ref_rejected_logps is None:
@@ -77,9 +80,13 @@ class DPOStep:
         with timer("forward"):
             chosen, rejected = policy_sequence_logprobs(self.policy, micro, self.temperature)
         with timer("algo"):
+            a = self.algo
             loss, metrics = dpo_loss(chosen, rejected, micro.ref_chosen_logps,
-                                     micro.ref_rejected_logps, self.algo.beta,
-                                     self.algo.dpo_loss_type)
+                                     micro.ref_rejected_logps, a.beta, a.preference_losses,
+                                     weights=a.dpo_loss_weights,
+                                     chosen_lengths=micro.chosen_mask.sum(-1).to(chosen.dtype),
+                                     rejected_lengths=micro.rejected_mask.sum(-1).to(chosen.dtype),
+                                     state=self.loss_state, options=a.loss_options)
             check_finite("dpo loss", loss, step=step)
             numerator = loss.sum()
         with timer("backward"):

@@ -17,13 +17,15 @@ PAIRS = dict(policy_chosen=torch.tensor([-1.0, -2.0]), policy_rejected=torch.ten
 @pytest.mark.parametrize("kind, expected", [
     # −log σ(βh): βh = 1 → log(1 + e^−1) = 0.313262; βh = −0.5 → log(1 + e^0.5) = 0.974077
     ("sigmoid", [math.log1p(math.exp(-1)), math.log1p(math.exp(0.5))]),
-    # (h − 1/(2β))² with 1/(2β) = 1: (2 − 1)² = 1; (−1 − 1)² = 4
+    # (h − 1/(2β))² with 1/(2β) = 1 and one-token responses (IPO averages over length):
+    # (2 − 1)² = 1; (−1 − 1)² = 4
     ("ipo", [1.0, 4.0]),
     # relu(1 − βh): relu(1 − 1) = 0; relu(1 + 0.5) = 1.5
     ("hinge", [0.0, 1.5]),
 ])
 def test_dpo_kinds(kind, expected):
-    loss, _ = dpo_loss(**PAIRS, beta=0.5, kind=kind)
+    ones = torch.ones(2)
+    loss, _ = dpo_loss(**PAIRS, beta=0.5, kind=kind, chosen_lengths=ones, rejected_lengths=ones)
     assert_close(loss, torch.tensor(expected))
 
 
@@ -47,7 +49,7 @@ def test_dpo_gradient_flows_to_policy_only_and_unknown_kind():
     # ∂/∂π_c of −log σ(βh) = −β·σ(−βh): pair 0: −0.5·σ(−1) = −0.134471
     assert chosen.grad[0].item() == pytest.approx(-0.5 / (1 + math.e), abs=1e-6)
     assert ref.grad is None
-    with pytest.raises(UnknownNameError, match="hinge, ipo, sigmoid"):
+    with pytest.raises(UnknownNameError, match="registered: aot, aot_unpaired"):
         dpo_loss(**PAIRS, kind="kto")
 
 

@@ -1,0 +1,44 @@
+"""Per-part options from the config (`algorithm.loss_options`), checked against signatures.
+
+A part's options are its keyword parameters with defaults (what `meshrl algos` lists). A key
+that none of the chosen parts takes would be silently ignored, so it is refused here with
+the options the parts do take.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+
+# inputs the loop fills in; never options
+INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
+                    "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
+                    "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
+                    "state", "greedy_rewards", "importance_sampling_level"})
+# options with a config key of their own: loss_options must not set them a second way
+DEDICATED = {"epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
+             "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
+             "eps": "algorithm.adv_epsilon", "scale_rewards": "algorithm.scale_rewards",
+             "normalize_advantages": "algorithm.normalize_advantages", "gamma": "algorithm.gamma",
+             "lam": "algorithm.lam"}
+
+
+def part_options(fn: Callable) -> dict[str, object]:
+    """Keyword parameters with defaults of the undecorated `fn`, inputs left out."""
+    inner = inspect.unwrap(fn)
+    return {p.name: p.default for p in inspect.signature(inner).parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name not in INPUTS}
+
+
+def check_options(key: str, options: Mapping[str, object], parts: Iterable[Callable]) -> None:
+    """ValueError naming every key of `options` that no part in `parts` takes."""
+    parts = list(parts)
+    for name in options:
+        if DEDICATED.get(name):
+            raise ValueError(f"{key} sets {name!r}, which has its own key: set {DEDICATED[name]}")
+    known = {name for fn in parts for name in part_options(fn)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        names = ", ".join(getattr(fn, "registered_name", fn.__name__) for fn in parts)
+        raise ValueError(f"{key} has {', '.join(map(repr, unknown))}, which {names} does not take; "
+                         f"its options: {', '.join(sorted(known)) or 'none'} "
+                         f"(`meshrl algos` lists every part's options)")
