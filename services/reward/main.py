@@ -20,14 +20,15 @@ Steps 2-4 need no NATS: a bad config fails without it.
 SIGTERM/SIGINT: stop taking messages; groups in hand are nak'ed (not published, so another
 replica scores them at once), withdraw the KV entries, stop the server, close the bus and
 the pools. Exit 0 on a clean stop; 2 on a config, external-service or NATS start-up error
-(`reward service: <error>` on stderr); a consumer that dies (e.g. NATS gone for good)
-raises, exit 1.
+(`reward service: <error>` on stderr), and also when a component with `on_failure: stop`
+failed (failure_policy.py); a consumer that dies (e.g. NATS gone for good) raises, exit 1.
 
 Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
@@ -52,7 +53,7 @@ class RewardProcess(ServiceProcess):
 
         ctx.on_stop(shutdown_pools)  # first: the pools may start before a later check fails
         components = build_components(ctx.cfg.reward.components, ctx.run_id)
-        self.scorer = GroupScorer(components)
+        self.scorer = GroupScorer(components, {c.name: c.on_failure for c in ctx.cfg.reward.components})
         ctx.on_stop(self.scorer.close)
         instrument_externals(components, ctx.metrics)
         await check_externals(components)
@@ -76,11 +77,19 @@ class RewardProcess(ServiceProcess):
         """Consume `generated` until cancelled; the consumer loop only ends by failing."""
         from meshrl.services.reward.worker import DURABLE, IN_STAGE
 
+        consumer = asyncio.create_task(ctx.bus.worker(IN_STAGE, DURABLE, self.worker.handle, batch=CONCURRENT_GROUPS,
+                                                      ack_wait=ACK_WAIT_S, auto_in_progress=True))
+        stop = asyncio.create_task(self.worker.stop_requested.wait())
         try:
-            await ctx.bus.worker(IN_STAGE, DURABLE, self.worker.handle, batch=CONCURRENT_GROUPS,
-                                 ack_wait=ACK_WAIT_S, auto_in_progress=True)
+            await asyncio.wait([consumer, stop], return_when=asyncio.FIRST_COMPLETED)
+            if stop.done():  # on_failure: stop (failure_policy.py): exit 2, final for the launcher
+                raise self.worker.stop_run
+            consumer.result()
             raise RuntimeError(f"the {IN_STAGE!r} consumer stopped on its own")
         finally:
+            for task in (consumer, stop):
+                task.cancel()
+            await asyncio.gather(consumer, stop, return_exceptions=True)
             log.info("%s: stopped after %d groups", ctx.replica, self.worker.groups_done)
 
 

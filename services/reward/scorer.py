@@ -8,6 +8,7 @@ component and as a NaN reward, not by leaving the group unscored.
 from meshrl.api.common.v1 import common_pb2
 from meshrl.services.reward.combine import fill_samples
 from meshrl.services.reward.components import Component, score_all
+from meshrl.services.reward.failure_policy import apply_policies
 from meshrl.services.reward.types import ComponentScore, RewardItem
 
 INT32_BYTES = 4
@@ -35,15 +36,19 @@ def group_items(group: common_pb2.Group) -> list[RewardItem]:
 
 
 class GroupScorer:
-    def __init__(self, components: list[Component]):
+    """`policies`: each component's on_failure (failure_policy.py), applied by score_group
+    only (the run path); a missing name means `drop`."""
+
+    def __init__(self, components: list[Component], policies: dict | None = None):
         self.components = components
         self.by_name = {c.name: c for c in components}
+        self.policies = policies or {}
 
     async def score_items(self, items: list[RewardItem]) -> list[list[ComponentScore]]:
         return await score_all(self.components, items)
 
     async def score_group(self, group: common_pb2.Group) -> None:
-        rows = await self.score_items(group_items(group))
+        rows = apply_policies(await self.score_items(group_items(group)), self.policies)
         fill_samples(group.samples, rows)
         group.scored = True
 

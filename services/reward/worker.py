@@ -9,8 +9,10 @@ publish: a crash mid-group means a redelivery, never a lost group.
 
 Where it goes: `scored` when `RunConfig.reference_enabled` (the reference adds log-probs
 and forwards to `ready`), else straight to `ready`. `on_group(group)` is called after each
-publish (metrics; see instruments.py).
+publish (metrics; see instruments.py). A component with `on_failure: stop` that fails sets
+`stop_requested` (the service's work loop then exits 2: failure_policy.py).
 """
+import asyncio
 import logging
 import math
 import time
@@ -18,6 +20,7 @@ import time
 from meshrl.api.common.v1 import common_pb2
 from meshrl.ops.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
+from meshrl.services.reward.failure_policy import StopRun
 from meshrl.services.reward.instruments import no_op
 from meshrl.services.reward.scorer import GroupScorer
 
@@ -36,12 +39,19 @@ class RewardWorker:
         self.bus, self.scorer, self.replica_id, self.on_group = bus, scorer, replica_id, on_group
         self.out_stage = next_stage(reference_enabled)
         self.groups_done = 0
+        self.stop_run: StopRun | None = None  # set when a component with on_failure: stop failed
+        self.stop_requested = asyncio.Event()
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
         with group_span("reward.score", group.group_id, headers=ctx.headers if ctx else None,
                         policy_version=group.policy_version):
             start = time.time()
-            await self.scorer.score_group(group)
+            try:
+                await self.scorer.score_group(group)
+            except StopRun as err:  # nak'ed by the bus (raised on): a resumed run scores it again
+                self.stop_run = self.stop_run or err
+                self.stop_requested.set()
+                raise
             group.timings.add(stage="reward", service=self.replica_id, start_unix=start, end_unix=time.time())
             self.warn_failures(group)
             await self.bus.publish(self.out_stage, group, msg_id=group.group_id, headers=inject_headers())
