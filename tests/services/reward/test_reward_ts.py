@@ -1,0 +1,63 @@
+"""The TypeScript example (examples/external_reward_ts, @grpc/grpc-js) as a real process:
+`npm ci` + build (cached in the example folder), then the conformance kit and a hand-computed
+score against it. Skipped only when node or npm is not installed."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.ops.reward_check import any_failed, run_suite
+from meshrl.transport.ports import free_port
+from tests.services.reward.conftest import wait_port
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward_ts"
+pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
+                                reason="node/npm not installed: the TypeScript example cannot be built")
+
+
+def newer(target: Path, *sources: Path) -> bool:
+    return target.exists() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
+
+
+def build() -> None:
+    # npm ci only when the lock file changed since the last install (node_modules is cached).
+    if not newer(EXAMPLE / "node_modules" / ".package-lock.json", EXAMPLE / "package-lock.json"):
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=EXAMPLE, check=True, timeout=600)
+    if not newer(EXAMPLE / "dist" / "server.js", EXAMPLE / "src" / "server.ts"):
+        subprocess.run(["npm", "run", "build"], cwd=EXAMPLE, check=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def ts_address():
+    build()
+    port = free_port()
+    proc = subprocess.Popen(["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because",
+                             "--max-chars", "20"], cwd=EXAMPLE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ})
+    try:
+        wait_port(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_conformance_kit_passes(ts_address):
+    async with grpc.aio.insecure_channel(ts_address) as channel:
+        rows = await run_suite(channel, timeout_s=20)
+    assert not any_failed(rows), [r for r in rows if r.outcome == "FAIL"]
+
+
+async def test_scores_like_the_python_example(ts_address):
+    items = [reward_pb2.ScoreItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
+             reward_pb2.ScoreItem(id="g/1", response="seven")]                        # 0/2 kw
+    async with grpc.aio.insecure_channel(ts_address) as channel:
+        reply = await reward_pb2_grpc.RewardServiceStub(channel).Score(reward_pb2.ScoreRequest(items=items), timeout=10)
+    by_id = {r.id: r for r in reply.results}
+    assert by_id["g/0"].score == pytest.approx(1 - 7 / 20) and by_id["g/1"].score == 0.0
+    assert dict(by_id["g/0"].details) == {"keyword_hits": 2.0, "chars": 27.0}
+    assert {r.status for r in reply.results} == {reward_pb2.SCORE_STATUS_OK}
