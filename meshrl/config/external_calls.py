@@ -9,7 +9,7 @@
           max_concurrency: 4       # Score calls in flight to this service, per reward replica
           batch_size: 1000         # items per Score call (a bigger group is split)
           retry: {attempts: 3, initial_backoff_s: 0.1, max_backoff_s: 2.0}
-          breaker: {failures: 5, cooldown_s: 5.0}
+          breaker: {failures: 5, cooldown_s: 1.0}
           cache_size: 10000        # 0 = off; keyed by (prompt, response, ground truth)
           on_failure: drop         # or `stop`, or {value: 0.0}
           tls: {ca_file: ca.pem, cert_file: client.pem, key_file: client.key}
@@ -47,7 +47,8 @@ class BreakerConfig(Strict):
     """Open after `failures` failed calls in a row; fail fast for `cooldown_s`, then probe."""
 
     failures: int = Field(5, ge=1)
-    cooldown_s: float = Field(5.0, gt=0.0)
+    # Short: a probe per second costs one call, and bounds how late a returning service is used.
+    cooldown_s: float = Field(1.0, gt=0.0)
 
 
 class TlsConfig(Strict):
