@@ -1,0 +1,111 @@
+"""Prometheus alert rules that mirror meshrl's built-in alerts (meshrl/config/alerts.py).
+
+    python deploy/observability/generate.py          # writes prometheus/meshrl-alerts.yml
+    promtool check rules deploy/observability/prometheus/meshrl-alerts.yml
+
+Thresholds come from the defaults of `AlertsConfig` (or the config given to `rule_groups`), so
+the file and the learner's own alerts say the same thing. Every alert carries the labels
+`severity` and `meshrl_rule` (the built-in rule's name) and the annotation `action` (what the
+learner itself does: none | pause | stop).
+
+What a time series can and cannot say, i.e. the simplifications: the built-in rules count
+learner steps, Prometheus sees one value per scrape (SCRAPE_S), so "N steps" becomes "N scrape
+intervals"; entropy collapse compares with the highest entropy of the last day instead of the
+mean of the first steps; a NaN is seen through meshrl_train_nonfinite_values_total (the gauge
+keeps its last finite value); a reward outage is one component failing every result it gave
+for `after_s` (the built-in rule watches whole groups).
+"""
+from __future__ import annotations
+
+from meshrl.config.alerts import AlertsConfig
+from meshrl.ops.telemetry.metrics import train_series
+
+SCRAPE_S = 15  # deploy/compose/prometheus.yml's scrape_interval
+GROUP = "meshrl-built-in-alerts"
+
+
+def train(key: str) -> str:
+    """The learner gauge of a metrics.jsonl key (`memory/rss_bytes` -> meshrl_train_memory_rss_bytes)."""
+    name, labels, _ = train_series(key)
+    assert not labels, f"{key}: a labelled series cannot stand in for a plain metric here"
+    return name
+
+
+def seconds(n: float) -> str:
+    return f"{max(int(n), 4 * SCRAPE_S)}s"  # increase() needs two samples, even after a missed scrape
+
+
+def alert(name: str, rule: str, cfg, expr: str, summary: str, for_s: float = 0) -> dict:
+    out = {"alert": name, "expr": expr}
+    if for_s:
+        out["for"] = f"{int(for_s)}s"
+    out["labels"] = {"severity": cfg.severity, "meshrl_rule": rule}
+    out["annotations"] = {"summary": summary, "action": cfg.action,
+                          "description": "run {{ $labels.run }} (alert rule mirrors meshrl built-in rule " + rule + ")"}
+    return out
+
+
+def learner_alerts(c: AlertsConfig) -> list[dict]:
+    kl, ent, flat, mem = c.kl_high, c.entropy_collapse, c.reward_flat, c.memory_growth
+    nonfinite_keys = "|".join(c.nonfinite.metrics)
+    rss, reward = train(mem.metric), train(flat.metric)
+    return [
+        alert("MeshrlKLHigh", "kl_high", kl, f"{train(kl.metric)} > {kl.max_kl}",
+              f"{kl.metric} above {kl.max_kl}", for_s=kl.consecutive_steps * SCRAPE_S),
+        alert("MeshrlEntropyCollapse", "entropy_collapse", ent,
+              f"{train(ent.metric)} < {ent.min_fraction} * max_over_time({train(ent.metric)}[1d])",
+              f"{ent.metric} fell below {ent.min_fraction} of its high"),
+        alert("MeshrlRewardNaN", "reward_nan", c.reward_nan,
+              f'increase(meshrl_train_nonfinite_values_total{{metric="{c.reward_nan.metric}"}}[5m]) > 0',
+              f"{c.reward_nan.metric} was NaN or infinite"),
+        alert("MeshrlNonFinite", "nonfinite", c.nonfinite,
+              f'increase(meshrl_train_nonfinite_values_total{{metric=~"{nonfinite_keys}"}}[5m]) > 0',
+              "{{ $labels.metric }} was NaN or infinite"),
+        alert("MeshrlRewardFlat", "reward_flat", flat,
+              f"stddev_over_time({reward}[{seconds(flat.window * SCRAPE_S)}]) < {flat.min_std} "
+              f"and count_over_time({reward}[{seconds(flat.window * SCRAPE_S)}]) >= {flat.window}",
+              f"{flat.metric} flat over {flat.window} scrapes: nothing is learned"),
+        alert("MeshrlMemoryGrowth", "memory_growth", mem,
+              f"{rss} > {1 + mem.min_growth_pct / 100:g} * min_over_time({rss}[{seconds(mem.steps * SCRAPE_S)}]) "
+              f"and {rss} >= max_over_time({rss}[{seconds(mem.steps * SCRAPE_S)}])",
+              f"learner RSS up by more than {mem.min_growth_pct:g}% and still rising"),
+    ]
+
+
+def spike_alerts(c: AlertsConfig) -> list[dict]:
+    s, out = c.spike, []
+    window = seconds(s.window * SCRAPE_S)
+    for key in s.metrics:
+        m = train(key)
+        expr = (f"abs({m}) > {s.factor} * clamp_min(quantile_over_time(0.5, abs({m})[{window}:{SCRAPE_S}s]), {s.floor}) "
+                f"and count_over_time({m}[{window}]) >= {s.min_history}")
+        name = "MeshrlSpike" + "".join(part.title() for part in key.replace("/", "_").split("_"))
+        out.append(alert(name, "spike", s, expr, f"{key} jumped above {s.factor}x its recent median"))
+    return out
+
+
+def mesh_alerts(c: AlertsConfig) -> list[dict]:
+    stall, down, outage = c.rollout_stalled, c.service_down, c.reward_outage
+    results = "meshrl_reward_component_scores_total"
+    window = seconds(outage.after_s)
+    return [
+        alert("MeshrlRolloutStalled", "rollout_stalled", stall,
+              f"time() - max by (run) (meshrl_train_timestamp_seconds) > {stall.after_s:g} "
+              f"or sum by (run) (increase(meshrl_groups_generated_total[{seconds(stall.after_s)}])) == 0",
+              f"no learner step or no new group for {stall.after_s:g} s"),
+        alert("MeshrlServiceDown", "service_down", down, 'up{job="meshrl"} == 0',
+              "{{ $labels.service }} {{ $labels.instance }} does not answer its scrape",
+              for_s=down.consecutive_failures * down.probe_interval_s),
+        alert("MeshrlRewardOutage", "reward_outage", outage,
+              f'sum by (run, component) (increase({results}{{status!="ok"}}[{window}])) > 0 '
+              f'unless sum by (run, component) (increase({results}{{status="ok"}}[{window}])) > 0',
+              "reward component {{ $labels.component }} failed every result", for_s=outage.after_s),
+    ]
+
+
+def rule_groups(config: AlertsConfig | None = None) -> dict:
+    """The rules file's content: one group with an alert per enabled built-in rule."""
+    c = config or AlertsConfig()
+    alerts = learner_alerts(c) + spike_alerts(c) + mesh_alerts(c)
+    enabled = [a for a in alerts if getattr(c, a["labels"]["meshrl_rule"]).enabled]
+    return {"groups": [{"name": GROUP, "interval": f"{SCRAPE_S}s", "rules": enabled}]}
