@@ -165,3 +165,23 @@ async def test_metrics_name_component_service_and_code():
     assert f"meshrl_reward_external_errors_total{{code=\"BREAKER_OPEN\",{labels}}} 1.0" in text
     assert f"meshrl_reward_external_call_seconds_count{{{labels}}} 2.0" in text
     assert f"meshrl_reward_external_breaker_state{{{labels}}} 2.0" in text  # open
+
+
+async def test_span_names_the_component_and_service_with_the_grpc_call_inside(tmp_path):
+    from meshrl.ops.telemetry import tracing
+    from meshrl.ops.telemetry.spans.read import load_spans
+
+    server, address = await serve(ScriptedService())
+    tracing.init_tracing("reward", "0", "r1", run_dir=tmp_path)
+    comp = component(address)
+    try:
+        await comp.score(ITEMS[:1])
+    finally:
+        await comp.close()
+        await server.stop(0)
+        tracing.shutdown_tracing()
+    spans = {s["name"]: s for s in load_spans(tmp_path)}
+    outer, call = spans["reward.external judge"], spans["grpc /meshrl.reward.v1.RewardService/Score"]
+    assert outer["attributes"]["meshrl.reward.component"] == "judge"
+    assert outer["attributes"]["server.address"] == address
+    assert call["parent_span_id"] == outer["span_id"]
