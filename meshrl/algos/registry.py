@@ -90,13 +90,17 @@ def list_advantage_estimators() -> list[str]:
     return ADVANTAGE_ESTIMATORS.names()
 
 
-def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: str = ""):
+def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: str = "",
+                         level: str = "token"):
     """Decorator: register `fn` as policy loss `name`.
 
     `default_agg` is the loss aggregation the method's paper uses (see
     `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it. `paper`
-    (title, authors, arXiv id) is shown by `meshrl algos`.
+    (title, authors, arXiv id) is shown by `meshrl algos`. `level` ("token" or "sequence") is
+    where its importance ratio lives; another `importance_sampling_level` is refused.
     """
+    if level not in ("token", "sequence"):
+        raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
     from meshrl.algos.aggregation import AGG_MODES  # aggregation imports this module
 
     if default_agg not in AGG_MODES:
@@ -104,8 +108,9 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: s
                          f"{', '.join(AGG_MODES)}")
 
     def decorate(fn: Callable) -> Callable:
-        wrapped = validated_policy_loss(fn, name=name)
+        wrapped = validated_policy_loss(fn, name=name, level=level)
         wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
+        wrapped.level = level
         return POLICY_LOSSES.add(name, wrapped)
     return decorate
 

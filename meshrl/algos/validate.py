@@ -38,12 +38,21 @@ def validated_estimator(fn: Callable, *, name: str, needs_values: bool) -> Calla
     return estimator
 
 
-def validated_policy_loss(fn: Callable, *, name: str) -> Callable:
-    """Wrap a policy loss with input checks and a finiteness check on its per-token loss."""
+def validated_policy_loss(fn: Callable, *, name: str, level: str = "token") -> Callable:
+    """Wrap a policy loss with input checks and a finiteness check on its per-token loss.
+
+    `importance_sampling_level` (the config's) must be None or the loss's own `level`: a loss
+    computes its ratio at one level, so any other request is refused, not ignored.
+    """
 
     @functools.wraps(fn)
     def policy_loss(*, logprobs, old_logprobs, advantages, response_mask, group_ids=None,
-                    step=None, **kwargs) -> PolicyLossResult:
+                    step=None, importance_sampling_level=None, **kwargs) -> PolicyLossResult:
+        if importance_sampling_level not in (None, level):
+            raise ValueError(f"policy loss {name!r} computes its importance ratio per {level}, "
+                             f"not per {importance_sampling_level}: remove "
+                             f"algorithm.importance_sampling_level or choose a "
+                             f"{importance_sampling_level}-level loss")
         check_shapes(logprobs=(logprobs, "B T"), old_logprobs=(old_logprobs, "B T"),
                      advantages=(advantages, "B T"), response_mask=(response_mask, "B T"),
                      group_ids=(group_ids, "B"))

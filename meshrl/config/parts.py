@@ -17,7 +17,8 @@ ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": Fa
                         "none": False, "opo": False, "gpg": False, "grpo_passk": False}
 # policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
 POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
-                 "sapo": "token"}
+                 "sapo": "token", "gmpo": "sequence", "luspo": "sequence", "dppo_tv": "token",
+                 "dppo_kl": "token", "clip_cov": "token", "kl_cov": "token", "dro": "token"}
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
 # not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
 OFFLINE_POLICY_LOSS = "dpo"

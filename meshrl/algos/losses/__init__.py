@@ -3,11 +3,12 @@
 Every loss has the signature
 
     fn(*, logprobs [B, T], old_logprobs [B, T], advantages [B, T], response_mask [B, T],
-       epsilon=0.2, epsilon_high=None, dual_clip_c=None, **_)
+       epsilon=0.2, epsilon_high=None, dual_clip_c=None, importance_sampling_level=None, **_)
       -> PolicyLossResult(loss_mat [B, T] (zero on padding), metrics: dict[str, tensor])
 
 and carries `default_agg`, its paper's loss aggregation mode. Look one up with
 `meshrl.algos.get_policy_loss`. DPO's preference loss is `meshrl.algos.dpo_loss` (it takes
 sequence pairs, not this signature).
 """
-from meshrl.algos.losses import cispo, gpg, gspo, ppo, sapo  # noqa: F401  (registers)
+from meshrl.algos.losses import (cispo, cov, dppo, dro, gmpo, gpg, gspo, luspo,  # noqa: F401
+                                 ppo, sapo)  # (registers)

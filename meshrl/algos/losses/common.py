@@ -32,15 +32,24 @@ def check_dual_clip(dual_clip_c: float | None) -> None:
         raise ValueError(f"dual_clip_c must be > 1 (Ye et al. 2020 use 3), got {dual_clip_c}")
 
 
+def check_delta(delta: float | None, eps_high: float) -> None:
+    if delta is not None and not delta > 1.0 + eps_high:
+        raise ValueError(f"delta must be > 1 + epsilon_high = {1.0 + eps_high} (TRL's two-sided "
+                         f"clip caps the unclipped ratio above the clip range), got {delta}")
+
+
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float,
-                      eps_high: float, dual_clip_c: float | None) -> torch.Tensor:
+                      eps_high: float, dual_clip_c: float | None,
+                      delta: float | None = None) -> torch.Tensor:
     """PPO's per-token loss max(−A·ρ, −A·clip(ρ, 1−ε_low, 1+ε_high)), optionally dual-clipped.
 
     Dual clip (Ye et al. 2020, "Mastering Complex Control in MOBA Games with Deep RL"):
     where A < 0 the loss is further capped at −A·c, so a huge ratio on a bad action cannot
-    blow up the update.
+    blow up the update. Two-sided clip (TRL's `delta`, INTELLECT-2, arXiv:2505.07291): the
+    unclipped term uses min(ρ, δ), so for A < 0 the loss is capped at −A·δ and its gradient
+    stops above δ, the same idea as the dual clip.
     """
-    unclipped = -advantages * ratio
+    unclipped = -advantages * (ratio if delta is None else ratio.clamp(max=delta))
     clipped = -advantages * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
     loss = torch.maximum(unclipped, clipped)
     if dual_clip_c is not None:

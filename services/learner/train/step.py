@@ -53,6 +53,7 @@ import torch
 from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
                           loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
 from meshrl.algos.groups import group_stats
+from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
@@ -88,6 +89,7 @@ class TrainStep:
         self.temperature, self.max_response_len = temperature, max_response_len
         self.estimator = get_advantage_estimator(algo.advantage_estimator)
         self.policy_loss = get_policy_loss(algo.policy_loss)
+        check_options("algorithm.loss_options", algo.loss_options, [self.policy_loss])
         self.critic = critic if getattr(self.estimator, "needs_values", False) else None
         if getattr(self.estimator, "needs_values", False) and critic is None:
             raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
@@ -276,7 +278,7 @@ class TrainStep:
             logprobs=logprobs, old_logprobs=micro.old_logprobs, advantages=micro.advantages,
             response_mask=mask, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
             dual_clip_c=a.dual_clip_c, importance_sampling_level=a.importance_sampling_level,
-            group_ids=micro.group_ids, step=step)
+            group_ids=micro.group_ids, step=step, **a.loss_options)
         pg_mat = pg.loss_mat if micro.loss_weights is None else pg.loss_mat * micro.loss_weights
         loss_mat = pg_mat
         if a.kl_in == "loss" and a.kl_coef > 0:

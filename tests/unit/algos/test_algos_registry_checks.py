@@ -27,7 +27,7 @@ def test_unknown_names_raise_key_error_listing_registered_names():
     assert isinstance(info.value, UnknownNameError)
     message = str(info.value)
     assert "'ppo_v2'" in message and all(name in message for name in ESTIMATORS)
-    with pytest.raises(UnknownNameError, match="cispo, gpg, gspo, ppo, sapo"):
+    with pytest.raises(UnknownNameError, match="registered: cispo, clip_cov, "):
         get_policy_loss("dpo")
 
 
