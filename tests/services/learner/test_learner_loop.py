@@ -22,6 +22,9 @@ from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online
 from meshrl.services.learner.weights import KEEP_VERSIONS
+from meshrl.services.learner.metric_logger import with_prometheus
+from meshrl.ops.telemetry.metrics import start_metrics
+from tests.fixtures.prometheus import promtool_check, sample
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
@@ -65,9 +68,10 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
     await bus.worker("prompts", "scripted", answer)
 
 
-async def run_learner(cfg, bus, run_id, *, close: bool = True):
+async def run_learner(cfg, bus, run_id, *, close: bool = True, metrics=None):
     state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)
     built = await online(cfg, bus, run_id, state)
+    built.loop.logger = with_prometheus(built.loop.logger, metrics)  # as the service does (main.py)
     await built.loop.run()
     if close:
         built.close()
@@ -84,10 +88,17 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     served = []
     rollout = asyncio.create_task(scripted_rollout(bus, served))
     try:
-        built, state = await asyncio.wait_for(run_learner(cfg, bus, run_id, close=False), timeout=120)
+        with start_metrics("learner", "learner-0", run_id) as metrics:
+            built, state = await asyncio.wait_for(run_learner(cfg, bus, run_id, close=False, metrics=metrics),
+                                                  timeout=120)
+            text = metrics.scrape()
     finally:
         rollout.cancel()
     assert state.step == 3 and state.groups_trained == 6
+    # The real step metrics on /metrics: the last step (2), names promtool accepts.
+    assert sample(text, "meshrl_train_step", service="learner", run=run_id) == 2
+    assert sample(text, "meshrl_train_step_phase_seconds", phase="step") > 0
+    promtool_check(text)
     # Weights: one version per step, the notice's checksum is that of the bytes written.
     notice = (await bus.state.get(WEIGHTS_NOTICE_KEY)).proto(common_pb2.WeightsNotice)
     assert notice.version == 3 and notice.transport == "shm"
