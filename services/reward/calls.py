@@ -62,7 +62,7 @@ class ExternalCalls:
                                       on_half_open=self.drop_channel)
         self.cache = ScoreCache(cfg.cache_size) if cfg.cache_size else None
         self.channel: grpc.aio.Channel | None = None
-        self.old_channels: list[grpc.aio.Channel] = []
+        self.closing: set[asyncio.Task] = set()  # old channels, closed once their calls end
 
     def use_metrics(self, metrics: CallMetrics) -> None:
         self.metrics = metrics
@@ -80,15 +80,19 @@ class ExternalCalls:
         return self.channel
 
     def drop_channel(self) -> None:
-        """Half-open: the probe gets a new channel (no reconnect back-off left over)."""
+        """Half-open: the probe gets a new channel (no reconnect back-off left over). The old
+        one closes in the background, once calls still on it end (at most their deadline)."""
         if self.channel is not None:
-            self.old_channels.append(self.channel)  # closed in close(): calls may still use it
+            task = asyncio.ensure_future(self.channel.close(grace=self.cfg.timeout_s))
+            self.closing.add(task)
+            task.add_done_callback(self.closing.discard)
             self.channel = None
 
     async def close(self) -> None:
-        for channel in [*self.old_channels, *([self.channel] if self.channel else [])]:
-            await channel.close()
-        self.channel, self.old_channels = None, []
+        if self.channel is not None:
+            await self.channel.close()
+            self.channel = None
+        await asyncio.gather(*self.closing, return_exceptions=True)
 
     async def health(self, timeout: float) -> str:
         """One grpc.health.v1 Check over this channel (TLS and token included)."""
