@@ -94,4 +94,5 @@ session().then(async who => {
   document.getElementById("split").onchange = () => { samplesHistory = []; loadSamples(""); };
   await Promise.all([refreshStatus(), loadSamples("")]);
   setInterval(refreshStatus, 2000);
+  setInterval(() => { if (!samplesHistory.length) loadSamples(""); }, 3000);  // the newest page stays live
 });

@@ -1,0 +1,182 @@
+"""The dashboard in a real browser (issue 13.3): headless Chromium (Debian's chromium and
+chromedriver, driven by selenium) against a real `meshrl gateway serve` and a real tiny run
+(`meshrl train` on the tiny model: embedded NATS, vLLM rollout, reward, reference, learner).
+The curves appear and grow, a click on a sample opens its group's trace, Pause pauses the
+run (checked through the API) and Resume resumes it, a viewer token cannot pause.
+Screenshots go to the test's tmp dir (the path is printed).
+
+Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_gateway_browser.py
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from meshrl.config.load import dump_config
+from tests.e2e.conftest import mesh_config
+
+pytestmark = pytest.mark.slow
+CLI = [sys.executable, "-m", "meshrl.ops.cli.main"]
+OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
+STEPS = 2000  # never reached: the run is stopped when the tests are done
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1400,1800"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 60) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def api(base: str, path: str, token: str, method: str = "GET") -> tuple[int, dict]:
+    request = urllib.request.Request(base + path, method=method, data=b"{}" if method == "POST" else None,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=130) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def wait_until(condition, what: str, timeout_s: float = 300, poll_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
+        time.sleep(poll_s)
+    return found
+
+
+@pytest.fixture(scope="session")
+def live_run(tiny_model_dir, e2e_data, tmp_path_factory):
+    """(gateway base URL, run name): a real run under a runs root, served by a real gateway."""
+    root = tmp_path_factory.mktemp("gateway_runs")
+    config = root.parent / "browser-run.yaml"
+    config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", f"learner.steps={STEPS}")))
+    tokens = root.parent / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n")
+    train = subprocess.Popen([*CLI, "train", str(config)], stdout=subprocess.DEVNULL,
+                             stderr=open(root.parent / "train.log", "w"))
+    port = free_port()
+    gateway = subprocess.Popen([*CLI, "gateway", "serve", "--runs-root", str(root), "--port", str(port),
+                                "--grpc-port", str(free_port())], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)})
+    try:
+        assert gateway.stdout.readline().startswith("gateway: http://"), "meshrl gateway serve did not start"
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: train.poll() is None and api(base, "/api/runs/tiny/status", VIEWER)[1]
+                   .get("learner", {}).get("state") == "RUNNING", "the run's learner RUNNING")
+        yield base, "tiny"
+    finally:
+        stop(gateway, 10)
+        stop(train)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    for tool in ("chromium", "chromedriver"):
+        assert shutil.which(tool), f"{tool} is missing: run `bash scripts/setup.sh` (apt-installs chromium chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    yield driver
+    driver.quit()
+
+
+def log_in(driver, base: str, run: str, token: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{base}/runs/{run}")
+    driver.delete_all_cookies()
+    driver.get(f"{base}/runs/{run}")
+    wait_until(lambda: driver.find_element(By.ID, "login").is_displayed(), "the login form")
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#login button").click()
+    wait_until(lambda: driver.find_element(By.ID, "run-page").is_displayed(), "the run page")
+
+
+def chart_points(driver, title: str) -> int:
+    from selenium.webdriver.common.by import By
+
+    charts = driver.find_elements(By.CSS_SELECTOR, f'.chart[data-title="{title}"]')
+    return int(charts[0].get_attribute("data-points") or 0) if charts else 0
+
+
+def test_curves_appear_and_grow(live_run, browser, tmp_path):
+    base, run = live_run
+    log_in(browser, base, run, OPERATOR)
+    first = wait_until(lambda: chart_points(browser, "Reward"), "a reward curve")
+    for title in ("KL", "Entropy", "Response length", "Grad norm", "Step time split (s)"):
+        assert chart_points(browser, title) >= 1, f"no {title} chart"
+    wait_until(lambda: chart_points(browser, "Reward") >= first + 2, "the reward curve growing by 2 steps")
+    browser.save_screenshot(str(tmp_path / "curves.png"))
+    print(f"\nscreenshot: {tmp_path / 'curves.png'}")
+
+
+def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "tr.sample"), "a sample row")
+    browser.find_element(By.ID, "samples-older").click()  # older samples: their spans are all written
+    time.sleep(1)
+    sample = browser.find_elements(By.CSS_SELECTOR, "tr.sample")[0]
+    group = sample.get_attribute("data-group")
+    sample.click()
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row"), "the trace waterfall")
+    assert browser.find_element(By.ID, "trace-group").text == group
+    names = {row.get_attribute("data-span") for row in browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row")}
+    assert {"learner.publish_prompt", "rollout.generate", "reward.score"} <= names, names
+    browser.save_screenshot(str(tmp_path / "trace.png"))
+    print(f"\nscreenshot: {tmp_path / 'trace.png'}")
+
+
+def test_pause_pauses_the_run_and_resume_resumes_it(live_run, browser):
+    from selenium.webdriver.common.by import By
+
+    base, run = live_run
+    browser.find_element(By.ID, "pause").click()
+    wait_until(lambda: api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "PAUSED", "PAUSED")
+    wait_until(lambda: "paused" in browser.find_element(By.ID, "action-result").text, "the pause answer shown")
+    browser.find_element(By.ID, "resume").click()
+    wait_until(lambda: api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "RUNNING", "RUNNING")
+    # both actions are in the run's audit log, read back through the API
+    status, body = api(base, f"/api/runs/{run}/events", VIEWER)
+    rows = [r["row"] for r in body["records"]]
+    assert [(r["action"], r["who"], r["via"]) for r in rows][-2:] == [("pause", "olga", "gateway"), ("resume", "olga", "gateway")]
+
+
+def test_a_viewer_cannot_pause(live_run, browser):
+    from selenium.webdriver.common.by import By
+
+    base, run = live_run
+    log_in(browser, base, run, VIEWER)
+    assert not browser.find_element(By.ID, "pause").is_enabled()
+    status = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        f"fetch('/api/runs/{run}/pause', {{method: 'POST', body: '{{}}'}}).then(r => done(r.status));")
+    assert status == 403
+    assert api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "RUNNING"
