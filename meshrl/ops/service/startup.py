@@ -54,11 +54,13 @@ def open_context(process, args: argparse.Namespace, cleanups: AsyncExitStack) ->
 async def connect_bus(ctx: ServiceContext) -> None:
     """Connect to NATS (BusUnavailable within nats.connect_timeout_s) and announce /metrics."""
     from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key
+    from meshrl.ops.telemetry.tracing import set_broker
     from meshrl.transport.bus import Bus
 
     ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
                                 timeout=ctx.cfg.nats.connect_timeout_s)
     ctx.on_stop(ctx.bus.close)
+    set_broker(ctx.args.nats)  # group spans name the NATS server (server.address), never its credentials
     if ctx.metrics is not None:
         await announce_metrics(ctx.bus.state, ctx.metrics)
         ctx.on_stop(forget_key, ctx.bus.state, metrics_key(ctx.service, ctx.replica))

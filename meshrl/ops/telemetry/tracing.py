@@ -28,6 +28,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from opentelemetry import baggage, context as context_api, trace
 from opentelemetry.context import Context
@@ -54,6 +55,7 @@ class Tracer:
         self.service, self.replica, self.run_id = service, replica, run_id
         self.otel, self.provider = otel or trace.NoOpTracer(), provider
         self.policy_version: int | None = None
+        self.broker: dict = {}  # the NATS server group spans' messages go through (set_broker)
 
     @classmethod
     def disabled(cls) -> "Tracer":
@@ -67,6 +69,11 @@ class Tracer:
         """Stamp `version` on spans that get none explicitly or from baggage (rollout, learner)."""
         self.policy_version = int(version)
 
+    def set_broker(self, nats_url: str) -> None:
+        """Group spans name the NATS server their message came through or goes to
+        (messaging.system, server.address, server.port); credentials in the URL are dropped."""
+        self.broker = broker_attributes(nats_url)
+
     @contextlib.contextmanager
     def group_span(self, name: str, group_id: str, *, headers: Mapping[str, str] | None = None,
                    attributes: Mapping | None = None, policy_version: int | None = None,
@@ -78,7 +85,7 @@ class Tracer:
             return
         parent = extract_context(headers)
         version = _first_int(policy_version, baggage.get_baggage(POLICY_VERSION_KEY, parent), self.policy_version)
-        attrs = {**(attributes or {}), GROUP_ID_KEY: group_id, RUN_ID_KEY: self.run_id}
+        attrs = {**self.broker, **(attributes or {}), GROUP_ID_KEY: group_id, RUN_ID_KEY: self.run_id}
         if version is not None:
             attrs[POLICY_VERSION_KEY] = version
         with self._span_in(with_meshrl_baggage(parent, self.run_id, version), name, kind, attrs) as span:
@@ -126,6 +133,14 @@ class Tracer:
     def shutdown(self) -> None:
         if self.enabled:
             self.provider.shutdown()
+
+
+def broker_attributes(nats_url: str) -> dict:
+    """`nats://user:secret@host:4222,nats://b:4222` -> the first server's host and port only."""
+    parts = urlsplit(nats_url.split(",")[0].strip())
+    if not parts.hostname:
+        return {"messaging.system": "nats"}
+    return {"messaging.system": "nats", "server.address": parts.hostname, "server.port": parts.port or 4222}
 
 
 def group_links(linked_headers: Sequence[Mapping[str, str]]) -> list[Link]:
@@ -212,6 +227,10 @@ def set_policy_version(version: int) -> None:
     _current.set_policy_version(version)
 
 
+def set_broker(nats_url: str) -> None:
+    _current.set_broker(nats_url)
+
+
 @contextlib.contextmanager
 def group_span(name: str, group_id: str, *, headers: Mapping[str, str] | None = None,
                attributes: Mapping | None = None, policy_version: int | None = None):
@@ -235,5 +254,6 @@ def step_span(step: int, linked_headers: Sequence[Mapping[str, str]], *, attribu
 
 
 __all__ = ["Tracer", "init_tracing", "start_tracing", "shutdown_tracing", "current_tracer", "set_policy_version",
+           "set_broker", "broker_attributes",
            "group_span", "start_root_group_span", "step_span", "group_links", "inject_headers",
            "extract_context"]

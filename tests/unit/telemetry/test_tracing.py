@@ -218,3 +218,16 @@ async def test_every_grpc_call_lands_in_the_latency_histogram():
             assert sample(text, "meshrl_rpc_duration_seconds_count", rpc_side=side, rpc_grpc_status=status,
                           **score) == 1
     promtool_check(text)
+
+
+def test_group_spans_name_the_nats_server_without_its_credentials(tracers, tmp_path):
+    rollout = tracers("rollout")
+    rollout.set_broker("nats://meshrl:s3cret@10.1.2.3:4333,nats://10.1.2.4:4222")
+    with rollout.group_span("rollout.generate", "g-2", headers={"traceparent": TP}):
+        pass
+    span = flushed_spans(tmp_path, rollout)["rollout.generate"]
+    assert {k: span["attributes"][k] for k in ("messaging.system", "server.address", "server.port")} == \
+        {"messaging.system": "nats", "server.address": "10.1.2.3", "server.port": 4333}
+    assert "s3cret" not in (tmp_path / "traces" / "rollout-0.jsonl").read_text()
+    assert tracing.broker_attributes("nats://localhost") == {"messaging.system": "nats", "server.address": "localhost",
+                                                             "server.port": 4222}
