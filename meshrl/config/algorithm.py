@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, KL_ESTIMATORS,
+from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, ESTIMATOR_INPUTS_MISSING,
+                                 KL_ESTIMATORS,
                                  LOSS_AGG_MODES, OFFLINE_POLICY_LOSS, POLICY_LOSSES,
                                  check_name)
 
@@ -181,6 +182,11 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
             f"a {wanted}-level policy_loss ({losses})")
+    missing = ESTIMATOR_INPUTS_MISSING.get(algo.advantage_estimator)
+    if missing:
+        problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs {missing}, "
+                        f"which this mesh does not deliver yet; choose another estimator (the "
+                        f"part itself is registered and tested in meshrl.algos)")
     needs_values = ADVANTAGE_ESTIMATORS[algo.advantage_estimator]
     if needs_values and not algo.critic.enabled and not algo.offline:
         problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 # advantage estimator → whether it needs a critic's values (`needs_values=` at registration)
 ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": False,
                         "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
-                        "none": False, "opo": False, "gpg": False, "grpo_passk": False}
+                        "none": False, "opo": False, "gpg": False, "grpo_passk": False,
+                        "gdpo": False, "remax": False, "optimal_token_baseline": False}
+# estimators whose extra input the mesh does not deliver yet: refused at load, naming it
+ESTIMATOR_INPUTS_MISSING = {
+    "gdpo": "per-component rewards in the batch (reward_components [B, K])",
+    "remax": "a greedy response per prompt from the rollout, scored (greedy_rewards [B])",
+    "optimal_token_baseline": "Σπ² of each next-token distribution from the learner's "
+                              "old-log-prob pass (sum_pi_squared [B, T])",
+}
 # policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
 POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
                  "sapo": "token", "gmpo": "sequence", "luspo": "sequence", "dppo_tv": "token",

@@ -7,7 +7,9 @@ Every estimator has the signature
        scale_rewards="group", normalize_advantages=False, **_)
       -> AdvantageResult(advantages [B, T], returns [B, T])
 
-and is looked up by name with `meshrl.algos.get_advantage_estimator`.
+(estimators that need more — `gdpo`'s reward_components, `remax`'s greedy_rewards,
+`optimal_token_baseline`'s old_logprobs and sum_pi_squared — take them as keywords too) and
+is looked up by name with `meshrl.algos.get_advantage_estimator`.
 """
-from meshrl.algos.advantages import (gae, gpg, grpo, grpo_passk, none, opo,  # noqa: F401
-                                      reinforce, rloo)  # (registers)
+from meshrl.algos.advantages import (gae, gdpo, gpg, grpo, grpo_passk, none,  # noqa: F401
+                                      opo, otb, reinforce, remax, rloo)  # (registers)

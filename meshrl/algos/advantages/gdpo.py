@@ -1,0 +1,54 @@
+"""`gdpo`: Group reward-Decoupled normalization Policy Optimization (multi-reward GRPO).
+
+Summing several rewards before GRPO's group normalisation lets the widest-spread reward
+drown the others and merges distinct reward combinations into one advantage. GDPO
+normalises each reward component k within the group first, sums with weights w_k, then
+whitens over the batch's valid tokens (verl's `compute_gdpo_outcome_advantage`):
+
+    A_k,i = (r_k,i − mean_g r_k) / (std_g r_k + eps)     (GRPO per component; `norm_by_std`)
+    A_i   = Σ_k w_k · A_k,i,   A = whiten(A_i on every valid token)
+
+whiten: (x − mean) / sqrt(var + 1e-8) over valid tokens, var with n − 1 (verl's
+`masked_whiten`). Inputs: `reward_components` [B, K] (one column per reward component,
+e.g. the reward service's `Sample.reward_components`) and `reward_component_weights` [K]
+(default 1 each). `rewards` is not used; a missing `reward_components` is an error.
+"""
+from __future__ import annotations
+
+import torch
+
+from meshrl.algos.advantages.grpo import group_relative
+from meshrl.algos.masked import broadcast_over_tokens, masked_mean
+from meshrl.algos.registry import register_advantage_estimator
+from meshrl.algos.types import AdvantageResult
+
+WHITEN_EPS = 1e-8  # verl's masked_whiten
+
+
+def masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(x − mean) / sqrt(var + 1e-8) over valid entries, var Bessel-corrected."""
+    mean = masked_mean(values, mask)
+    count = mask.sum()
+    var = masked_mean((values - mean) ** 2, mask) * count / (count - 1).clamp_min(1.0)
+    return (values - mean) * torch.rsqrt(var + WHITEN_EPS)
+
+
+@register_advantage_estimator("gdpo", paper=(
+    "NVIDIA (NVlabs) 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization, "
+    "arXiv:2601.05242"))
+def gdpo(*, rewards, response_mask, group_ids, reward_components=None,
+         reward_component_weights=None, norm_by_std=True, eps=1e-6, **_) -> AdvantageResult:
+    """Per-component group normalisation, weighted sum, batch whitening (module docstring)."""
+    if reward_components is None or reward_components.dim() != 2 or \
+            reward_components.shape[0] != rewards.shape[0]:
+        raise ValueError("advantage estimator 'gdpo' needs reward_components [B, K] (one column "
+                         "per reward component); the batch carries none")
+    k = reward_components.shape[1]
+    weights = (torch.ones(k, dtype=rewards.dtype, device=rewards.device)
+               if reward_component_weights is None else reward_component_weights)
+    scale = "group" if norm_by_std else "none"
+    summed = sum(weights[j] * group_relative(reward_components[:, j], group_ids, scale, eps)
+                 for j in range(k))
+    advantages = masked_whiten(broadcast_over_tokens(summed, response_mask), response_mask)
+    advantages = advantages * response_mask
+    return AdvantageResult(advantages=advantages, returns=advantages.clone())
