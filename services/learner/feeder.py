@@ -6,8 +6,9 @@ keeps at most `learner.in_flight_bound` of them, so:
   only after the current step trained and pushed, so every group is sampled by the exact
   weights it is trained against (synchronous on-policy);
 - `max_staleness = k`: up to k steps of prompts are sampled while the learner trains;
-  each task asks for weights no older than `version - k`, and a group that arrives older
-  than that anyway is dropped and counted.
+  each task asks for the oldest weights the learner will still accept at the step expected
+  to train it (version_ask.py: usually the version it holds now, since that step is k pushes
+  away), and a group that arrives older than that anyway is dropped and counted.
 
 Every prompt the run takes from the dataset is a numbered *draw*; its sampling seed is a
 function of (`run.seed`, draw number), so a group's samples depend on the weights and the
@@ -33,6 +34,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.config.sampling import rollout_sampling
 from meshrl.services.learner.ledger import Ledger
+from meshrl.services.learner.version_ask import min_policy_version
 from meshrl.ops.telemetry.tracing import inject_headers, start_root_group_span
 
 
@@ -123,8 +125,15 @@ class PromptFeeder:
             sampling=rollout_sampling(self.cfg).to_proto(
                 seed=sampling_seed(self.cfg.run.seed, draw.number)),
             **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
-            min_policy_version=max(0, self.policy_version - self.cfg.learner.max_staleness),
+            min_policy_version=self.min_version(),
             dataset_index=item.row.ref.index, created_unix=time.time())
+
+    def min_version(self) -> int:
+        """The version the next prompt asks for: the oldest still accepted when trained."""
+        learner = self.cfg.learner
+        return min_policy_version(version=self.policy_version, trained=self.trained,
+                                  ahead=self.state.in_flight, prompts_per_step=learner.prompts_per_step,
+                                  push_every=learner.push_every, max_staleness=learner.max_staleness)
 
     async def publish_next(self) -> None:
         draw = self.take_draw()
