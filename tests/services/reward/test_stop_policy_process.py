@@ -23,7 +23,7 @@ def write_config(tmp_path, address: str) -> str:
 
 
 @pytest.mark.timeout(120)
-async def test_stop_policy_exits_2_and_keeps_the_group(bus, nats_url, run_id, tmp_path):
+async def test_stop_policy_exits_2_and_publishes_nothing(bus, nats_url, run_id, tmp_path):
     port = free_port()
     judge = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], stderr=subprocess.PIPE, text=True)
     wait_port(port, judge)
