@@ -64,7 +64,8 @@ def otlp_figures() -> None:
     for _ in range(100):
         line = otlp_json_line(spans)
     per_span = (time.perf_counter() - start) / 100 / len(spans) * 1e6
-    print(f"OTLP JSON encode, 50-span batch: {per_span:.1f} µs/span, {len(line) / len(spans):.0f} bytes/span")
+    print(f"OTLP JSON encode, 50-span batch: {per_span:.1f} µs/span, {len(line) / len(spans):.0f} bytes/span; "
+          f"a 1-span batch: {len(otlp_json_line(spans[:1]))} bytes")
 
 
 if __name__ == "__main__":
