@@ -167,6 +167,31 @@ async def test_metrics_name_component_service_and_code():
     assert f"meshrl_reward_external_breaker_state{{{labels}}} 2.0" in text  # open
 
 
+async def test_retry_and_timeout_counters():
+    code = grpc.StatusCode
+    service = ScriptedService([code.UNAVAILABLE, code.DEADLINE_EXCEEDED, code.DEADLINE_EXCEEDED])
+    server, address = await serve(service)
+    handle = start_metrics("reward", "0", "r1")
+    comp = component(address, retry={"attempts": 2, **FAST})
+    comp.calls.use_metrics(CallMetrics(handle, component="judge", target=address))
+    try:
+        first = await comp.score(ITEMS[:1])   # UNAVAILABLE, retried → DEADLINE_EXCEEDED: out of attempts
+        second = await comp.score(ITEMS[:1])  # DEADLINE_EXCEEDED, retried → OK
+        text = handle.scrape()
+    finally:
+        await comp.close()
+        await server.stop(0)
+        handle.close()
+    assert (first[0].status, second[0].status) == (Status.TIMEOUT, Status.OK)
+    labels = f'component="judge",replica="0",run="r1",service="reward",target="{address}"'
+    for line in [f'meshrl_reward_external_retries_total{{code="UNAVAILABLE",{labels}}} 1.0',
+                 f'meshrl_reward_external_retries_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
+                 f'meshrl_reward_external_errors_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
+                 f"meshrl_reward_external_timeouts_total{{{labels}}} 1.0",
+                 f"meshrl_reward_external_call_seconds_count{{{labels}}} 4.0"]:
+        assert line in text, line
+
+
 async def test_span_names_the_component_and_service_with_the_grpc_call_inside(tmp_path):
     from meshrl.ops.telemetry import tracing
     from meshrl.ops.telemetry.spans.read import load_spans
