@@ -76,6 +76,11 @@ class AlgorithmConfig(Strict):
     kl_coef: float = Field(0.0, ge=0.0)
     kl_estimator: str = "k3"
     kl_in: Literal["loss", "reward"] = "loss"
+    # KL-in-reward coefficient: fixed kl_coef, or adaptive from kl_coef towards kl_target over
+    # kl_horizon sequences (Ziegler et al. 2019; meshrl.algos.kl_control)
+    kl_ctrl: Literal["fixed", "adaptive"] = "fixed"
+    kl_target: float = Field(0.1, gt=0.0)
+    kl_horizon: int = Field(10000, ge=1)
     entropy_coeff: float = 0.0
     # DAPO
     dynamic_sampling: bool = False
@@ -182,6 +187,10 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
             f"a {wanted}-level policy_loss ({losses})")
+    if algo.kl_ctrl == "adaptive" and (algo.kl_in != "reward" or algo.kl_coef == 0):
+        problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
+                        f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
+                        f"initial kl_coef > 0, or kl_ctrl=fixed")
     missing = ESTIMATOR_INPUTS_MISSING.get(algo.advantage_estimator)
     if missing:
         problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs {missing}, "

@@ -53,6 +53,7 @@ import torch
 from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
                           loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
 from meshrl.algos.groups import group_stats
+from meshrl.algos.kl_control import kl_controller
 from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
@@ -90,6 +91,8 @@ class TrainStep:
         self.estimator = get_advantage_estimator(algo.advantage_estimator)
         self.policy_loss = get_policy_loss(algo.policy_loss)
         check_options("algorithm.loss_options", algo.loss_options, [self.policy_loss])
+        # KL-in-reward coefficient (fixed, or adaptive towards algorithm.kl_target)
+        self.kl_ctrl = kl_controller(algo.kl_ctrl, algo.kl_coef, algo.kl_target, algo.kl_horizon)
         self.critic = critic if getattr(self.estimator, "needs_values", False) else None
         if getattr(self.estimator, "needs_values", False) and critic is None:
             raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
@@ -190,7 +193,15 @@ class TrainStep:
         sums.mean("kl", masked_mean(kl, batch.response_mask), batch.response_mask.sum())
         if self.algo.kl_in != "reward" or self.algo.kl_coef == 0:
             return None
-        return -self.algo.kl_coef * kl
+        coef = self.kl_ctrl.value  # this batch pays the coefficient from before the update
+        # verl's current_kl: mean over sequences of their token-mean KL, over every rank's rows
+        # (all ranks must keep the same coefficient)
+        per_sequence = masked_mean(kl, batch.response_mask, dim=-1)
+        total = self.dist.all_reduce(torch.stack([per_sequence.sum(),
+                                                  per_sequence.new_tensor(float(len(per_sequence)))]))
+        self.kl_ctrl.update(float(total[0] / total[1].clamp_min(1.0)), int(total[1].item()))
+        sums.mean("kl_coef", kl.new_tensor(coef), 1.0)
+        return -coef * kl
 
     def shaped_rewards(self, batch: RolloutBatch) -> torch.Tensor:
         """Task reward plus DAPO's soft overlong penalty when enabled."""
