@@ -140,6 +140,12 @@ class ReferenceConfig(Strict):
     micro_batch_size: int = Field(8, ge=1)
     grpc_port: int = 0
     address: str | None = None  # host:port the learner calls (DPO); default 127.0.0.1:grpc_port
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value):
+        """YAML reads a bare `off` / `on` (in a file or a key=value override) as a boolean."""
+        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
     timeout_s: float = Field(120.0, gt=0.0)
 
     @property
@@ -251,6 +257,12 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
         problems.append(
             f"learner.max_groups_in_flight={cfg.learner.max_groups_in_flight} is below "
             f"learner.prompts_per_step={cfg.learner.prompts_per_step}: a step could never fill"
+        )
+    if cfg.reference.enabled == "off" and cfg.algorithm.needs_reference:
+        problems.append(
+            f"reference.enabled=off, but algorithm.kl_coef={cfg.algorithm.kl_coef}"
+            f"{' (offline preference training)' if cfg.algorithm.offline else ''} needs the reference "
+            f"model's log-probs: set reference.enabled=auto, or algorithm.kl_coef=0"
         )
     if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
         problems.append(

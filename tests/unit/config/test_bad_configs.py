@@ -92,3 +92,12 @@ def test_bad_config_is_refused_naming_key_and_fix(overrides, expected):
 ], ids=["defaults", "gspo", "gspo-explicit", "ppo", "dpo", "greedy-single", "external", "tiny-lr"])
 def test_good_neighbours_of_the_bad_configs_load(overrides):
     load_config(base=BASE, overrides=overrides)
+
+
+def test_a_kl_penalty_without_the_reference_is_refused_before_anything_starts():
+    from meshrl.config import ConfigError, load_config
+    base = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"}}
+    with pytest.raises(ConfigError, match=r"reference.enabled=off, but algorithm.kl_coef=0.04 needs the "
+                                          r"reference model's log-probs: set reference.enabled=auto, or algorithm.kl_coef=0"):
+        load_config(base=base, overrides=["reference.enabled=off"])
+    assert load_config(base=base, overrides=["reference.enabled=off", "algorithm.kl_coef=0"]).reference_enabled is False
