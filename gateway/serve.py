@@ -42,7 +42,9 @@ async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.
     server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host)
     runner = web.AppRunner(make_app(dispatcher), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, http_port)
+    # Open event streams (dashboards following a live run) never end by themselves: on stop,
+    # give them a second, then close them.
+    site = web.TCPSite(runner, host, http_port, shutdown_timeout=1.0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
     return Gateway(runner, server, port, bound)
