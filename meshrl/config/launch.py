@@ -6,6 +6,7 @@
       backoff_initial_s: 1.0     # wait before the 1st restart; doubles for each quick crash
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
+      cores: auto                # shared | split | auto (meshrl/ops/launch/cores.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
 restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more
@@ -13,6 +14,8 @@ than `restart_budget` restarts within `restart_window_s`. `restart_budget: 0` = 
 (any dead service stops the run). Never imports torch.
 """
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -25,6 +28,9 @@ class LaunchConfig(Strict):
     backoff_initial_s: float = Field(1.0, ge=0.0)
     backoff_max_s: float = Field(60.0, ge=0.0)
     backoff_reset_s: float = Field(120.0, gt=0.0)
+    # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
+    # or split for asynchronous runs and shared for on-policy ones (auto).
+    cores: Literal["auto", "shared", "split"] = "auto"
 
     @model_validator(mode="after")
     def _cap_above_start(self) -> "LaunchConfig":

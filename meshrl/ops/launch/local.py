@@ -21,8 +21,10 @@
 
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
 with an embedded server (launch/nats.py); otherwise a variable already set in our environment wins:
-reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); reference, rollout and learner get all cores
-(on-policy runs alternate between them, so they seldom compete). The KV cache is not set
+reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); rollout, reference and learner get the
+cores `launch.cores` gives them (cores.py: all cores each when they take turns, on-policy;
+disjoint halves when an asynchronous run overlaps them), vLLM always bound explicitly so that
+its automatic binding does not leave a core idle. The KV cache is not set
 here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fraction of a GiB
 holds (vLLM's `VLLM_CPU_KVCACHE_SPACE` takes whole GiB only and, when set, wins).
 
@@ -49,6 +51,7 @@ from meshrl.transport.bus.subjects import shm_prefix
 from meshrl.transport.ports import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
+from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials_env
@@ -144,30 +147,34 @@ def _defaults(**env: str) -> dict[str, str]:
 COMMON_ENV = {"TOKENIZERS_PARALLELISM": "false"}
 
 
+def core_plan(cfg: RunConfig) -> CorePlan:
+    return plan_cores(usable_cores(), mode=cfg.launch.cores, max_staleness=cfg.learner.max_staleness)
+
+
 def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these)."""
-    cores = str(os.cpu_count() or 1)
-    specs = [ServiceSpec("rollout", i, _defaults(**COMMON_ENV, OMP_NUM_THREADS=cores))
-             for i in range(cfg.rollout.replicas)]
-    return specs + [ServiceSpec("reward", i, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
-                    for i in range(cfg.reward.replicas)]
+    specs = [replica_spec("rollout", i, cfg) for i in range(cfg.rollout.replicas)]
+    return specs + [replica_spec("reward", i, cfg) for i in range(cfg.reward.replicas)]
 
 
-def replica_spec(name: str, replica: int) -> ServiceSpec:
-    """One more replica of a sampling-side service, with the environment of the first ones."""
-    threads = "1" if name == "reward" else str(os.cpu_count() or 1)
-    return ServiceSpec(name, replica, _defaults(**COMMON_ENV, OMP_NUM_THREADS=threads))
+def replica_spec(name: str, replica: int, cfg: RunConfig | None = None) -> ServiceSpec:
+    """A replica of a scalable service; rollout replicas split the rollout cores between them
+    (one more, started by `meshrl scale`, takes them as if it had been counted from the start)."""
+    if name == "reward":
+        return ServiceSpec(name, replica, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
+    plan = core_plan(cfg) if cfg is not None else plan_cores(usable_cores())
+    if name == "rollout":
+        replicas = max(replica + 1, cfg.rollout.replicas if cfg is not None else 1)
+        return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.rollout_env(replica, replicas)))
+    return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.trainer_env()))
 
 
 def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """Every process of the run in start order, the learner last."""
-    cores = str(os.cpu_count() or 1)
-    common = COMMON_ENV
     specs = [] if cfg.algorithm.offline else sampling_specs(cfg)
     if cfg.reference_enabled:
-        specs += [ServiceSpec("reference", i, _defaults(**common, OMP_NUM_THREADS=cores))
-                  for i in range(cfg.reference.replicas)]
-    specs.append(ServiceSpec("learner", 0, _defaults(**common, OMP_NUM_THREADS=cores)))
+        specs += [replica_spec("reference", i, cfg) for i in range(cfg.reference.replicas)]
+    specs.append(ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **core_plan(cfg).trainer_env())))
     return specs
 
 
@@ -260,7 +267,7 @@ def scaling(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: st
         write_presence(run_dir, info)
 
     scaler = Scaler(sup, run_dir, info.replicas, grace_s=grace_s, on_change=keep_counts,
-                    command_for=lambda name, i: (argv_of(name, i), service_env(cfg, run_dir, replica_spec(name, i))),
+                    command_for=lambda name, i: (argv_of(name, i), service_env(cfg, run_dir, replica_spec(name, i, cfg))),
                     on_left=lambda key: shm.free([key], live=process_groups(sup)))
     with launcher_presence(run_dir, info):
         yield scaler
@@ -294,7 +301,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
             sup.start(spec.name, argv, replica=spec.replica, env=service_env(cfg, run_dir, spec),
                       stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
         def replica_argv(name: str, replica: int) -> list[str]:  # what `meshrl scale` adds
-            return argv_for(replica_spec(name, replica), url, run_id, config_path)
+            return argv_for(replica_spec(name, replica, cfg), url, run_id, config_path)
 
         with scaling(cfg, sup, run_dir, run_id, url, replica_argv, shm=shm, grace_s=grace_s) as scaler:
             return keep_running(cfg, sup, run_dir, run_id, url, shm, progress, scale=scaler.tick)
