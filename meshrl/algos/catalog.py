@@ -45,7 +45,7 @@ def registered_parts() -> list[Part]:
               for n in sorted(KL_ESTIMATORS)]
     parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0])
               for n in AGG_MODES]
-    parts += [Part("preference losses (offline: algorithm.dpo_loss_type)", n, fn.paper,
+    parts += [Part("preference losses (offline: algorithm.policy_loss)", n, fn.paper,
                    "needs response lengths" if fn.needs_lengths else "", part_options(fn))
               for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())]
     return parts

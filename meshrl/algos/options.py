@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
                     "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
                     "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
-                    "state", "greedy_rewards", "importance_sampling_level"})
+                    "state", "greedy_rewards", "importance_sampling_level", "reward_components",
+                    "reward_component_weights", "sum_pi_squared"})
 # options with a config key of their own: loss_options must not set them a second way
 DEDICATED = {"epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
              "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",

@@ -34,8 +34,8 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 @register_advantage_estimator("gdpo", paper=(
-    "NVIDIA (NVlabs) 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization, "
-    "arXiv:2601.05242"))
+    "NVIDIA (NVlabs) 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization for "
+    "Multi-reward RL Optimization, arXiv:2601.05242"))
 def gdpo(*, rewards, response_mask, group_ids, reward_components=None,
          reward_component_weights=None, norm_by_std=True, eps=1e-6, **_) -> AdvantageResult:
     """Per-component group normalisation, weighted sum, batch whitening (module docstring)."""
