@@ -14,8 +14,8 @@ server-sent events and ask every run's status every 2 s. Printed:
 - metric stream delay: from the row's write to a client's receipt (p50/p95/max over every
   row × client); most of it is the gateway's 0.5 s poll of the file;
 - status over HTTP per call (p50/p95) for the synthetic runs and for the live run, and for the
-  live run the same status gathered directly in this process (what the gateway does for a
-  call, without HTTP, auth and JSON): the difference is the gateway's added latency;
+  live run the same status gathered directly in this process during the same load (what the
+  gateway does for a call, without HTTP, auth and JSON): the difference is the gateway's added latency;
 - the gateway's resident memory at start and at the end (psutil; its threads and gRPC included).
 
 Simplified: one machine, loopback HTTP, clients and writer in this process's event loop.
@@ -72,6 +72,8 @@ def make_root(root: Path, live_run: Path | None) -> list[str]:
         (root / f"run-{i}").mkdir()
         (root / f"run-{i}" / "config.yaml").write_text("run: {name: bench}\n")
         (root / f"run-{i}" / "launcher.json").write_text(json.dumps(presence(live_run)))
+        if live_run:  # the live run's NATS admits its admin credential only
+            (root / f"run-{i}" / "secrets").symlink_to((live_run / "secrets").resolve())
         names.append(f"run-{i}")
     return names
 
@@ -108,24 +110,25 @@ async def poll_status(session, names: list[str], times: dict, stop: asyncio.Even
         await asyncio.sleep(2)
 
 
-async def direct_status(live_run: Path, n: int = 10) -> list[float]:
+async def direct_status(live_run: Path, out: list[float], stop: asyncio.Event) -> None:
+    """The live run's status gathered here, every 2 s during the same load."""
     from meshrl.gateway.status import live_status
     from meshrl.ops.launch.presence import find_launcher
 
-    out = []
-    for _ in range(n):
+    while not stop.is_set():
         t0 = time.perf_counter()
         await live_status(find_launcher(live_run), live_run)
         out.append(time.perf_counter() - t0)
-        await asyncio.sleep(0.5)
-    return out
+        await asyncio.sleep(2)
 
 
-async def clients(port: int, root: Path, names: list[str], seconds: float):
-    stop, delays, times = asyncio.Event(), [], {"live": [], "synthetic": []}
+async def clients(port: int, root: Path, names: list[str], seconds: float, live_run: Path | None):
+    stop, delays, times = asyncio.Event(), [], {"live": [], "synthetic": [], "direct": []}
     headers = {"Authorization": f"Bearer {TOKEN}"}
     sessions = [aiohttp.ClientSession(f"http://127.0.0.1:{port}", headers=headers) for _ in range(CLIENTS)]
     tasks = [asyncio.create_task(writer(root, names, stop))]
+    if live_run:
+        tasks.append(asyncio.create_task(direct_status(live_run, times["direct"], stop)))
     for s in sessions:
         tasks += [asyncio.create_task(follow(s, n, delays, stop)) for n in names]
         tasks.append(asyncio.create_task(poll_status(s, names, times, stop)))
@@ -148,7 +151,8 @@ def start_gateway(root: Path, tokens: Path) -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
-def report(delays, times, direct, rss_start, rss_end) -> None:
+def report(delays, times, rss_start, rss_end) -> None:
+    direct = times["direct"]
     print(f"gateway with {RUNS} runs, {CLIENTS} clients (each: {RUNS} metric streams + status of every run / 2 s)")
     print(f"metric stream delay (write → client): p50 {pct(delays, 50) * 1e3:.0f} ms  p95 {pct(delays, 95) * 1e3:.0f} ms  "
           f"max {max(delays) * 1e3:.0f} ms  ({len(delays)} rows received)")
@@ -174,13 +178,12 @@ def main() -> None:
         proc, port = start_gateway(root, tokens)
         try:
             rss_start = psutil.Process(proc.pid).memory_info().rss
-            delays, times = asyncio.run(clients(port, root, names, args.seconds))
+            delays, times = asyncio.run(clients(port, root, names, args.seconds, args.live_run))
             rss_end = psutil.Process(proc.pid).memory_info().rss
-            direct = asyncio.run(direct_status(args.live_run)) if args.live_run else []
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(10)
-    report(delays, times, direct, rss_start, rss_end)
+    report(delays, times, rss_start, rss_end)
 
 
 if __name__ == "__main__":
