@@ -1,4 +1,5 @@
 """The same mesh and loop run DAPO, GSPO, PPO (critic) and DPO (reference) by config alone."""
+import json
 import math
 
 import pytest
@@ -63,6 +64,14 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
     for name in chain:
         assert by_name[name]["attributes"]["meshrl.run_id"] == result.run_id
         assert "meshrl.policy_version" in by_name[name]["attributes"]
+        # component, replica and the NATS server the message went through, on the span itself
+        attrs = by_name[name]["attributes"]
+        assert (attrs["meshrl.component"], attrs["meshrl.replica"]) == (by_name[name]["service"],
+                                                                        by_name[name]["replica"])
+        assert attrs["messaging.system"] == "nats" and attrs["server.address"] in ("127.0.0.1", "localhost")
+    # the files are OTLP JSON (one ExportTraceServiceRequest per line), importable by Jaeger/Tempo
+    first = json.loads(next((run_dir / "traces").glob("*.jsonl")).read_text().splitlines()[0])
+    assert first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     step = [s for s in load_spans(run_dir) if s["name"] == "learner.step"]
     assert any(link["trace_id"] == spans[0]["trace_id"] for s in step for link in s["links"])
     assert "rollout.generate" in render_waterfall(spans)
