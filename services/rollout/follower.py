@@ -8,6 +8,14 @@ and applies every later notice. `ready` is set while the engine holds the key's 
 version — `RolloutWorker` starts consuming prompts only after it is first set. The current
 version is usually the newest; it goes back when a learner resumes from an older checkpoint.
 
+What "current" means is the key's newest *revision*, never the highest version number: an
+entry with a revision at or below one already taken (a watch replaying its last value after a
+reconnect, or the initial value arriving after `start()` read a newer one) is ignored, so a
+replica never falls back to weights older than those it holds unless the learner wrote that
+older notice last. Notices that arrive while a load is running are not queued one by one:
+only the newest is loaded next (a replica that fell behind skips straight to the current
+version instead of loading every version in between).
+
 Simplification: a notice that fails (bad checksum, missing file) leaves the replica on its
 old version and not ready until a later notice loads; the failure is reported by
 `WeightsUpdater` as `WeightsLoaded(ok=False)`.
@@ -27,7 +35,9 @@ class WeightsFollower:
     def __init__(self, state, updater, key: str = WEIGHTS_NOTICE_KEY):
         self.state, self.updater, self.key = state, updater, key
         self.latest_seen = 0
+        self.revision = 0  # the newest KV revision taken
         self.ready = asyncio.Event()
+        self._pending: pb.WeightsNotice | None = None
 
     @property
     def held(self) -> int:
@@ -36,14 +46,41 @@ class WeightsFollower:
     async def start(self) -> None:
         """Load the run's current version, if the learner has published one."""
         entry = await self.state.get(self.key)
-        if entry is not None:
+        if entry is not None and self.take(entry):
             await self.apply(entry.proto(pb.WeightsNotice))
         self._update_ready()
 
+    def take(self, entry) -> bool:
+        """Whether `entry` is newer than every revision taken so far (and remember it)."""
+        revision = int(getattr(entry, "revision", 0) or 0)
+        if revision and revision <= self.revision:
+            return False
+        self.revision = max(self.revision, revision)
+        return True
+
     async def run(self) -> None:
-        """Apply every notice written to the key until cancelled (the current one first)."""
-        async for entry in self.state.watch(self.key):
-            await self.apply(entry.proto(pb.WeightsNotice))
+        """Load the key's newest notice whenever it changes, until cancelled."""
+        loading: asyncio.Task | None = None
+        try:
+            async for entry in self.state.watch(self.key):
+                if not self.take(entry):
+                    continue
+                self._pending = entry.proto(pb.WeightsNotice)  # replaces one not loaded yet
+                self.latest_seen = self._pending.version
+                self._update_ready()
+                if loading is None or loading.done():
+                    if loading is not None:
+                        loading.result()  # a load that crashed says why
+                    loading = asyncio.create_task(self._load_pending(), name="weights-load")
+        finally:
+            if loading is not None:
+                loading.cancel()
+
+    async def _load_pending(self) -> None:
+        """Load the newest notice not loaded yet, again until none is left."""
+        while self._pending is not None:
+            notice, self._pending = self._pending, None
+            await self.apply(notice)
 
     async def apply(self, notice: pb.WeightsNotice) -> None:
         # The key's value, not the highest seen: a resumed learner moves it back.
