@@ -33,6 +33,7 @@ _ROLLOUT_DIMS = {
     "prompt_ids": "B P", "prompt_mask": "B P", "response_ids": "B T",
     "response_mask": "B T", "rewards": "B", "group_ids": "B",
     "behaviour_logprobs": "B T", "ref_logprobs": "B T", "policy_versions": "B",
+    "reward_components": "B K", "reward_component_weights": "B K",
 }
 
 
@@ -125,6 +126,9 @@ class RolloutBatch(_Rows):
     `response_mask` is float 0/1 (1 = a response token to train on). `behaviour_logprobs`
     are the rollout engine's log-probs of the sampled tokens (for rollout correction),
     `ref_logprobs` the reference model's; both 0 on padding, never NaN.
+    `reward_components` [B, K] are the reward's components (the reward service's
+    `Sample.reward_components`, columns in name order) and `reward_component_weights` their
+    configured weights, the same on every row (for multi-reward estimators such as `gdpo`).
     """
 
     prompt_ids: torch.Tensor
@@ -136,6 +140,8 @@ class RolloutBatch(_Rows):
     behaviour_logprobs: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
     policy_versions: torch.Tensor | None = None
+    reward_components: torch.Tensor | None = None
+    reward_component_weights: torch.Tensor | None = None
 
     def __post_init__(self):
         _check_dims(type(self).__name__, {k: getattr(self, k) for k in _ROLLOUT_DIMS}, _ROLLOUT_DIMS)

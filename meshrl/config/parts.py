@@ -18,7 +18,6 @@ ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": Fa
                         "gdpo": False, "remax": False, "optimal_token_baseline": False}
 # estimators whose extra input the mesh does not deliver yet: refused at load, naming it
 ESTIMATOR_INPUTS_MISSING = {
-    "gdpo": "per-component rewards in the batch (reward_components [B, K])",
     "remax": "a greedy response per prompt from the rollout, scored (greedy_rewards [B])",
     "optimal_token_baseline": "Σπ² of each next-token distribution from the learner's "
                               "old-log-prob pass (sum_pi_squared [B, T])",

@@ -6,6 +6,7 @@ from packed little-endian arrays without re-tokenizing anything.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -67,9 +68,26 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
             rewards.append(sample.reward)
             gids.append(gi)
             versions.append(sample.policy_version or group.policy_version)
-    return RolloutBatch.from_sequences(
+    batch = RolloutBatch.from_sequences(
         prompts, responses, rewards=torch.tensor(rewards, dtype=torch.float32),
         group_ids=torch.tensor(gids, dtype=torch.int64), pad_id=pad_id,
         behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
         policy_versions=torch.tensor(versions, dtype=torch.int64),
     )
+    table = reward_component_table(groups)
+    if table is None:
+        return batch
+    return dataclasses.replace(batch, reward_components=table[0], reward_component_weights=table[1])
+
+
+def reward_component_table(groups: list[common_pb2.Group]):
+    """([B, K] component values, [B, K] weights), columns in name order, for multi-reward
+    estimators (gdpo); None unless every sample carries the same named components."""
+    rows = [{c.name: (c.value, c.weight) for c in s.reward_components}
+            for g in groups for s in g.samples]
+    names = sorted(rows[0]) if rows else []
+    if not names or any(sorted(r) != names for r in rows):
+        return None
+    values = torch.tensor([[r[n][0] for n in names] for r in rows], dtype=torch.float32)
+    weights = torch.tensor([[r[n][1] for n in names] for r in rows], dtype=torch.float32)
+    return values, weights

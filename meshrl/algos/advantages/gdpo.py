@@ -10,8 +10,10 @@ whitens over the batch's valid tokens (verl's `compute_gdpo_outcome_advantage`):
 
 whiten: (x − mean) / sqrt(var + 1e-8) over valid tokens, var with n − 1 (verl's
 `masked_whiten`). Inputs: `reward_components` [B, K] (one column per reward component,
-e.g. the reward service's `Sample.reward_components`) and `reward_component_weights` [K]
-(default 1 each). `rewards` is not used; a missing `reward_components` is an error.
+the reward service's `Sample.reward_components`, which the learner puts in the batch) and
+`reward_component_weights` [K], or [B, K] with the same row everywhere (the batch's: each
+component's configured weight; default 1 each). `rewards` is not used; a batch without
+components (a single reward rule, or components that differ between samples) is an error.
 """
 from __future__ import annotations
 
@@ -42,10 +44,13 @@ def gdpo(*, rewards, response_mask, group_ids, reward_components=None,
     if reward_components is None or reward_components.dim() != 2 or \
             reward_components.shape[0] != rewards.shape[0]:
         raise ValueError("advantage estimator 'gdpo' needs reward_components [B, K] (one column "
-                         "per reward component); the batch carries none")
+                         "per reward component); the batch carries none: configure several "
+                         "reward.components, each scored for every sample")
     k = reward_components.shape[1]
     weights = (torch.ones(k, dtype=rewards.dtype, device=rewards.device)
                if reward_component_weights is None else reward_component_weights)
+    if weights.dim() == 2:  # the batch's [B, K] copy of the configured weights
+        weights = weights[0]
     scale = "group" if norm_by_std else "none"
     summed = sum(weights[j] * group_relative(reward_components[:, j], group_ids, scale, eps)
                  for j in range(k))

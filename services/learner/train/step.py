@@ -160,7 +160,9 @@ class TrainStep:
                 gamma=self.algo.gamma, lam=self.algo.lam,
                 norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
                 scale_rewards=self.algo.scale_rewards,
-                normalize_advantages=self.algo.normalize_advantages, step=step)
+                normalize_advantages=self.algo.normalize_advantages, step=step,
+                reward_components=batch.reward_components,
+                reward_component_weights=batch.reward_component_weights)
             weights = (self.correction_weights(batch, old, sums)
                        if self.old_source == "recompute" else None)
         self.batch_metrics(batch, result.advantages, sums)

@@ -21,6 +21,11 @@ def test_gdpo_normalises_each_component_then_whitens_the_weighted_sum():
         reward_components=components, reward_component_weights=torch.tensor([1.0, 2.0]))
     assert_close(result.advantages, torch.tensor([[0.0, 0.0], [-1.0, 0.0], [1.0, 0.0]]),
                  atol=1e-6, rtol=0)
+    # the batch's weights come as [B, K], the same row everywhere
+    per_row = get_advantage_estimator("gdpo")(
+        rewards=components.sum(-1), response_mask=mask, group_ids=ONE_GROUP, eps=1e-12,
+        reward_components=components, reward_component_weights=torch.tensor([[1.0, 2.0]] * 3))
+    assert_close(per_row.advantages, result.advantages)
     with pytest.raises(ValueError, match="'gdpo' needs reward_components"):
         get_advantage_estimator("gdpo")(rewards=torch.zeros(3), response_mask=mask,
                                         group_ids=ONE_GROUP)
@@ -59,7 +64,6 @@ def test_optimal_token_baseline_weights_returns_by_cumulative_path_variance():
 
 
 @pytest.mark.parametrize("name, missing", [("remax", "greedy response"),
-                                           ("gdpo", "per-component rewards"),
                                            ("optimal_token_baseline", "sum_pi_squared")])
 def test_config_refuses_estimators_whose_inputs_the_mesh_does_not_deliver(name, missing):
     with pytest.raises(ValueError, match=missing):
