@@ -58,3 +58,16 @@ def kl_controller(kind: str, kl_coef: float, target: float = 0.1, horizon: int =
     if kind == "adaptive":
         return AdaptiveKLController(kl_coef, target, horizon)
     raise ValueError(f"algorithm.kl_ctrl={kind!r}; expected fixed or adaptive")
+
+
+def controller_state(train_step) -> dict:
+    """The checkpoint entry for a train step's KL controller ({} if the step keeps none)."""
+    ctrl = getattr(train_step, "kl_ctrl", None)
+    return {} if ctrl is None else {"kl_ctrl": ctrl.state_dict()}
+
+
+def restore_controller(train_step, saved: dict) -> None:
+    """Put a checkpoint's KL coefficient back (older checkpoints have none: keep kl_coef)."""
+    ctrl = getattr(train_step, "kl_ctrl", None)
+    if ctrl is not None and "kl_ctrl" in saved:
+        ctrl.load_state_dict(saved["kl_ctrl"])

@@ -26,6 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from meshrl.algos.kl_control import controller_state, restore_controller
 from meshrl.ops.alerts.types import strongest_action
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
@@ -184,7 +185,8 @@ class Learner:
     def snapshot(self) -> dict:
         """The loop's part of a checkpoint (JSON): enough to continue without loss or repeat."""
         return {"step": self.step, "policy_version": self.version, "feeder": self.feeder.state_dict(),
-                "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals)}
+                "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals),
+                **controller_state(self.train_step)}  # the adaptive KL coefficient
 
     def restore(self, saved: dict) -> None:
         self.step, self.version = int(saved["step"]), int(saved["policy_version"])
@@ -194,6 +196,7 @@ class Learner:
         self.feeder.trained = len(self.trained_ids)
         self.gatherer.seen.update(self.trained_ids)  # a redelivered old group is not retrained
         self.gatherer.totals.update(saved["dropped"])
+        restore_controller(self.train_step, saved)
         self.state.step, self.state.groups_trained = self.step, len(self.trained_ids)
 
     async def save(self, *, why: str, tag: str | None = None):

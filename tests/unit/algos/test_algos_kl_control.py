@@ -41,3 +41,19 @@ def test_train_step_penalises_with_the_old_coefficient_then_adapts_it():
     assert metrics["kl"] > 0 and metrics["kl_coef"] == pytest.approx(0.5)
     # KL ≫ target: e = +0.2, n = horizon → β = 0.5 · 1.2
     assert step.kl_ctrl.value == pytest.approx(0.6)
+
+
+def test_the_adapted_coefficient_survives_a_checkpoint_round_trip():
+    import json
+
+    from meshrl.algos.kl_control import controller_state, restore_controller
+    from tests.unit.train.test_step import make_step
+
+    before = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive")
+    before.kl_ctrl.value = 0.73  # as if adapted over some steps
+    saved = json.loads(json.dumps(controller_state(before)))  # the loop's snapshot is JSON
+    after = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive")
+    restore_controller(after, saved)
+    assert after.kl_ctrl.value == 0.73
+    restore_controller(after, {})  # a checkpoint from before the controller: unchanged
+    assert after.kl_ctrl.value == 0.73
