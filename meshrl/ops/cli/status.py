@@ -8,6 +8,7 @@ is ready and how many groups it generated), then the replica counts the launcher
 that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read). `--json` prints the same as one JSON object.
 
 Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
+`meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.gateway.client).
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
 def add_parser(sub) -> None:
     p = sub.add_parser("status", help="show a running local run: learner step and the live replicas",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run dir of a running `meshrl train`")
+    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL",
+                   help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
+                        "(token in $MESHRL_GATEWAY_TOKEN)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (NATS, gRPC)")
     p.set_defaults(func=run)
@@ -81,6 +84,11 @@ def run(args) -> int:
     from meshrl.ops.launch.nats import admin_credentials, secrets_dir
     from meshrl.transport.bus.credentials import credentials_path
 
+    if str(args.run_dir).startswith(("http://", "https://")):
+        from meshrl.gateway.client import print_status
+
+        return print_status(args.run_dir, args.json)
+    args.run_dir = Path(args.run_dir)
     launcher = find_launcher(args.run_dir)
     admin = credentials_path(secrets_dir(args.run_dir), "admin")
     try:

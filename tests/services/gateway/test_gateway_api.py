@@ -124,3 +124,21 @@ async def test_dashboard_pages_and_vendored_chart_library_are_served(gateway):
     for path in ("/", "/runs/ended", "/static/vendor/uPlot.iife.min.js", "/static/run.js"):
         async with http.get(path) as r:
             assert r.status == 200, path
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch, capsys):
+    import asyncio
+
+    from meshrl.ops.cli.main import main
+
+    gw, _, _ = gateway
+    url = f"http://127.0.0.1:{gw.http_port}/runs/ended"
+    monkeypatch.delenv("MESHRL_GATEWAY_TOKEN", raising=False)
+    assert await asyncio.to_thread(main, ["status", url]) == 2
+    assert "set MESHRL_GATEWAY_TOKEN" in capsys.readouterr().err
+    monkeypatch.setenv("MESHRL_GATEWAY_TOKEN", VIEWER)
+    assert await asyncio.to_thread(main, ["status", url]) == 0
+    assert capsys.readouterr().out.splitlines() == ["run ended  (not running; last step 3)"]
+    assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
+    assert "the gateway answered 404: no run 'nope'" in capsys.readouterr().err
