@@ -58,13 +58,17 @@ class OfflineLearner:
     async def save(self) -> None:
         if self.step > self.saved_step:
             state = {"step": self.step, "policy_version": 0, "pairs_cursor": self.pairs.state_dict(),
-                     "trained_group_ids": []}
+                     "trained_group_ids": [],
+                     # what a preference loss keeps across steps (bco_pair's running mean)
+                     "preference_loss_state": dict(getattr(self.dpo_step, "loss_state", {}))}
             await in_trainer_thread(self.checkpoints.save, self.step, state)
             self.saved_step = self.step
 
     def restore(self, saved: dict) -> None:
         self.step = self.saved_step = int(saved["step"])
         self.pairs.load_state_dict(saved["pairs_cursor"])
+        if hasattr(self.dpo_step, "loss_state"):  # older checkpoints carry none
+            self.dpo_step.loss_state.update(saved.get("preference_loss_state", {}))
         self.state.step = self.step
 
     async def next_batch(self) -> PreferenceBatch:

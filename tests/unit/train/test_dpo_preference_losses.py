@@ -28,3 +28,38 @@ def test_ipo_reads_response_lengths_and_a_weighted_list_sums():
 def test_bco_pair_keeps_its_running_mean_on_the_step():
     _, step = first_loss(policy_loss="bco_pair")
     assert step.loss_state["bco_count"] == 12  # 6 pairs: 6 chosen + 6 rejected rewards
+
+
+class RecordingCheckpoints:  # a FAKE checkpoint store: keeps the saved state in memory
+    def save(self, step, state, tag=None):
+        self.saved = state
+
+
+class Cursor:  # a FAKE pairs cursor
+    def state_dict(self):
+        return {"next": 6}
+
+    def load_state_dict(self, state):
+        self.loaded = state
+
+
+def test_the_offline_learner_checkpoints_the_loss_state():
+    import asyncio
+    import json
+    from types import SimpleNamespace
+
+    from meshrl.services.learner.offline import OfflineLearner
+
+    def learner(step):
+        return OfflineLearner(cfg=None, pairs=Cursor(), dpo_step=step, reference=None, logger=None,
+                              state=SimpleNamespace(step=0), pad_id=0,
+                              checkpoints=RecordingCheckpoints(), step=1)
+
+    _, trained = first_loss(policy_loss="bco_pair")
+    first = learner(trained)
+    asyncio.run(first.save())
+    saved = json.loads(json.dumps(first.checkpoints.saved))
+    _, fresh = first_loss(policy_loss="sigmoid")
+    fresh.loss_state.clear()
+    learner(fresh).restore(saved)
+    assert fresh.loss_state == trained.loss_state and fresh.loss_state["bco_count"] == 12
