@@ -9,6 +9,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 
+from meshrl.config.parts import DEDICATED_OPTION_KEYS
+
 # inputs the loop fills in; never options
 INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
                     "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
@@ -16,11 +18,7 @@ INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_re
                     "state", "greedy_rewards", "importance_sampling_level", "reward_components",
                     "reward_component_weights", "sum_pi_squared"})
 # options with a config key of their own: loss_options must not set them a second way
-DEDICATED = {"epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
-             "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
-             "eps": "algorithm.adv_epsilon", "scale_rewards": "algorithm.scale_rewards",
-             "normalize_advantages": "algorithm.normalize_advantages", "gamma": "algorithm.gamma",
-             "lam": "algorithm.lam"}
+DEDICATED = DEDICATED_OPTION_KEYS
 
 
 def part_options(fn: Callable) -> dict[str, object]:

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, ESTIMATOR_INPUTS_MISSING,
-                                 KL_ESTIMATORS,
+from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DEDICATED_OPTION_KEYS, DPO_LOSS_TYPES,
+                                 ESTIMATOR_INPUTS_MISSING, KL_ESTIMATORS, LOSS_OPTIONS,
                                  LOSS_AGG_MODES, OFFLINE_POLICY_LOSS, POLICY_LOSSES,
                                  check_name)
 
@@ -187,6 +187,7 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
             f"a {wanted}-level policy_loss ({losses})")
+    problems += loss_option_problems(algo)
     if algo.kl_ctrl == "adaptive" and (algo.kl_in != "reward" or algo.kl_coef == 0):
         problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
                         f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
@@ -204,6 +205,22 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
         problems.append(f"algorithm.critic.enabled=true, but advantage_estimator "
                         f"{algo.advantage_estimator!r} uses no values, so the critic would train "
                         f"for nothing; set algorithm.critic.enabled=false or advantage_estimator=gae")
+    return problems
+
+
+def loss_option_problems(algo: AlgorithmConfig) -> list[str]:
+    """`loss_options` keys the chosen loss(es) do not take, or that have a key of their own."""
+    chosen = algo.preference_losses if algo.offline else [algo.policy_loss]
+    known = sorted({o for name in chosen for o in LOSS_OPTIONS.get(name, ())})
+    problems = []
+    for key in algo.loss_options:
+        if key in DEDICATED_OPTION_KEYS:
+            problems.append(f"algorithm.loss_options sets {key!r}, which has its own key: set "
+                            f"{DEDICATED_OPTION_KEYS[key]}")
+        elif key not in known:
+            problems.append(f"algorithm.loss_options has {key!r}, which {', '.join(chosen)} does "
+                            f"not take; its options: {', '.join(known) or 'none'} (`meshrl algos` "
+                            f"lists every part's options)")
     return problems
 
 

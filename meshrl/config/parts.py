@@ -26,6 +26,30 @@ ESTIMATOR_INPUTS_MISSING = {
 POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
                  "sapo": "token", "gmpo": "sequence", "luspo": "sequence", "dppo_tv": "token",
                  "dppo_kl": "token", "clip_cov": "token", "kl_cov": "token", "dro": "token"}
+# the options `algorithm.loss_options` may set, per policy / preference loss: each part's
+# keyword defaults less those with a config key of their own (DEDICATED_OPTION_KEYS);
+# tests/unit/algos/test_algos_option_lists.py keeps this equal to the registries
+LOSS_OPTIONS = {
+    "cispo": (), "clip_cov": ("clip_cov_ratio", "clip_cov_lb", "clip_cov_ub"),
+    "dppo_kl": ("dppo_ratio_cap",), "dppo_tv": ("dppo_ratio_cap",), "dro": ("dro_beta",),
+    "gmpo": (), "gpg": (), "gspo": ("delta", "seq_log_ratio_cap"),
+    "kl_cov": ("kl_cov_ratio", "kl_cov_coef"), "luspo": ("delta", "seq_log_ratio_cap"),
+    "ppo": ("delta",), "sapo": ("tau_pos", "tau_neg"),
+    "aot": ("label_smoothing",), "aot_unpaired": ("label_smoothing",), "apo_down": (),
+    "apo_zero": (), "bco_pair": (), "discopop": ("discopop_tau", "f_divergence", "f_alpha"),
+    "exo_pair": ("label_smoothing", "f_divergence", "f_alpha"),
+    "hinge": ("f_divergence", "f_alpha"), "ipo": (), "nca_pair": (),
+    "robust": ("label_smoothing", "f_divergence", "f_alpha"),
+    "sigmoid": ("label_smoothing", "f_divergence", "f_alpha"), "sigmoid_norm": (),
+    "sppo_hard": (),
+}
+DEDICATED_OPTION_KEYS = {
+    "epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
+    "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
+    "eps": "algorithm.adv_epsilon", "scale_rewards": "algorithm.scale_rewards",
+    "normalize_advantages": "algorithm.normalize_advantages", "gamma": "algorithm.gamma",
+    "lam": "algorithm.lam",
+}
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
 # not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
 OFFLINE_POLICY_LOSS = "dpo"
