@@ -6,6 +6,7 @@ role and writes the audit row (meshrl.ops.launch.audit, the file `meshrl scale` 
     scale                         RUN_DIR/scale.json, as `meshrl scale` (the launcher applies it)
     submit                        `meshrl train CONFIG overrides run.dir=ROOT/NAME` as a subprocess
     rollback                      meshrl.inputs.checkpoint.retention.rollback, on a stopped run
+    export                        meshrl.inputs.checkpoint.export.export_hf into RUN_DIR/exports/
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ async def pause_or_resume(info: LauncherInfo, verb: str, reason: str) -> gateway
 async def checkpoint(info: LauncherInfo, tag: str) -> gateway_pb2.RunActionResponse:
     reply = await learner_call(info, "Checkpoint", tag)
     return gateway_pb2.RunActionResponse(message=f"checkpoint of step {reply.step} written to {reply.path}",
-                                         checkpoint_step=reply.step)
+                                         checkpoint_step=reply.step, path=reply.path)
 
 
 def stop(info: LauncherInfo) -> gateway_pb2.RunActionResponse:
@@ -118,3 +119,19 @@ def rollback(run_dir: Path, live: bool, to_step: int) -> gateway_pb2.RunActionRe
         raise invalid(str(err)) from None
     return gateway_pb2.RunActionResponse(message=f"current checkpoint is now {path.name}",
                                          checkpoint_step=to_step)
+
+
+def export(run_dir: Path, step: int | None) -> gateway_pb2.RunActionResponse:
+    """Blocking (seconds to minutes for a big model): handlers run it in a thread."""
+    from meshrl.inputs.checkpoint.errors import CheckpointError
+    from meshrl.inputs.checkpoint.export import export_hf
+    from meshrl.inputs.checkpoint.layout import find_step
+    from meshrl.inputs.checkpoint.scan import latest_good_checkpoint
+
+    try:
+        ckpt = find_step(run_dir, step) if step is not None else latest_good_checkpoint(run_dir)
+        out = export_hf(ckpt, run_dir / "exports" / ckpt.name)
+    except CheckpointError as err:
+        raise invalid(str(err)) from None
+    return gateway_pb2.RunActionResponse(message=f"exported {ckpt.name} to {out}", path=str(out),
+                                         checkpoint_step=int(ckpt.name.removeprefix("step_")))

@@ -9,6 +9,7 @@ per step; a run of 10k steps is a few MB).
 """
 from __future__ import annotations
 
+import asyncio
 from typing import AsyncIterator
 
 from google.protobuf import struct_pb2
@@ -24,7 +25,7 @@ from meshrl.ops.launch.audit import AUDIT_FILE, record_action
 
 VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
         "StreamMetrics", "StreamAlerts", "StreamEvents")
-OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService")
+OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService", "ExportRun")
 ADMIN = ("SubmitRun", "RollbackRun")
 ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
 STREAM_FILES = {"StreamMetrics": "metrics.jsonl", "StreamAlerts": "alerts.jsonl", "StreamEvents": AUDIT_FILE}
@@ -133,6 +134,12 @@ class Handlers:
         info = self.live(req.run)
         out, changes = actions.scale(info, self.root.path(req.run), req.service, req.replicas)
         self.audit(req.run, who, "scale", run_id=info.run_id, changes=changes)
+        return out
+
+    async def ExportRun(self, req: pb.ExportRunRequest, who: Principal) -> pb.RunActionResponse:
+        step = req.step if req.HasField("step") else None
+        out = await asyncio.to_thread(actions.export, self.root.path(req.run), step)
+        self.audit(req.run, who, "export", step=out.checkpoint_step, path=out.path)
         return out
 
     async def SubmitRun(self, req: pb.SubmitRunRequest, who: Principal) -> pb.SubmitRunResponse:

@@ -9,6 +9,7 @@
          ...?follow=1                                as server-sent events (id = row index)
     POST /api/runs/{run}/pause|resume|checkpoint|stop    {"reason": ...}
     POST /api/runs/{run}/scale                       {"service": "rollout", "replicas": 2}
+    POST /api/runs/{run}/export                      {"step": 10} (default: the newest good checkpoint)
     POST /api/runs                                   SubmitRun {"name", "config_yaml", "overrides"}
     POST /api/runs/{run}/rollback                    {"to_step": 10}
     POST /api/session {"token": ...} / GET / DELETE  the dashboard's login (an HttpOnly cookie)
@@ -48,6 +49,7 @@ ROUTES = [
     ("POST", "/api/runs/{run}/checkpoint", "CheckpointRun"),
     ("POST", "/api/runs/{run}/stop", "StopRun"),
     ("POST", "/api/runs/{run}/scale", "ScaleService"),
+    ("POST", "/api/runs/{run}/export", "ExportRun"),
     ("POST", "/api/runs", "SubmitRun"),
     ("POST", "/api/runs/{run}/rollback", "RollbackRun"),
 ]

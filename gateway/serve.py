@@ -40,11 +40,11 @@ async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.
                         http_port: int = 0, grpc_port: int = 0) -> Gateway:
     dispatcher = Dispatcher(Handlers(RunsRoot(runs_root)), auth)
     server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host)
-    runner = web.AppRunner(make_app(dispatcher), access_log=None)
-    await runner.setup()
     # Open event streams (dashboards following a live run) never end by themselves: on stop,
     # give them a second, then close them.
-    site = web.TCPSite(runner, host, http_port, shutdown_timeout=1.0)
+    runner = web.AppRunner(make_app(dispatcher), access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, http_port)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
     return Gateway(runner, server, port, bound)

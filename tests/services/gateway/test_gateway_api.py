@@ -13,7 +13,7 @@ from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 
-OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
+OPERATOR, VIEWER, ADMIN = "operator-token-0123456789", "viewer-token-0123456789ab", "admin-token-0123456789abc"
 
 
 def write_run(run_dir):
@@ -31,7 +31,8 @@ async def gateway(tmp_path_factory):
     write_run(root / "ended")
     tokens = root.parent / "tokens.yaml"
     tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
-                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n")
+                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
+                      f"  - {{name: ada, role: admin, token: {ADMIN}}}\n")
     gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
     async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as http:
@@ -142,3 +143,23 @@ async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch
     assert capsys.readouterr().out.splitlines() == ["run ended  (not running; last step 3)"]
     assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
     assert "the gateway answered 404: no run 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_submit_and_rollback_are_for_admins_and_check_their_input(gateway):
+    _, stub, http = gateway
+
+    async def post(path, body, token):
+        async with http.post(path, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+            return r.status, await r.json()
+
+    status, body = await post("/api/runs", {"name": "new", "config_yaml": "run: {}"}, OPERATOR)
+    assert status == 403 and "SubmitRun needs the admin role" in body["error"]
+    status, body = await post("/api/runs", {"name": "ended", "config_yaml": "run: {}"}, ADMIN)
+    assert status == 409 and "exists; pick another name" in body["error"]
+    status, body = await post("/api/runs", {"name": "new", "config_yaml": "model: {path: 3}\nbogus: 1\n"}, ADMIN)
+    assert status == 400 and body["error"].startswith("the config does not load")
+    status, body = await post("/api/runs", {"name": "a/b", "config_yaml": ""}, ADMIN)
+    assert status == 400 and "is not a run dir name" in body["error"]
+    status, body = await post("/api/runs/ended/rollback", {"to_step": 5}, ADMIN)
+    assert status == 400 and "5" in body["error"]

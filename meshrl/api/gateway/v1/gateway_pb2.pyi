@@ -205,14 +205,16 @@ class RunActionRequest(_message.Message):
     def __init__(self, run: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RunActionResponse(_message.Message):
-    __slots__ = ("message", "learner", "checkpoint_step")
+    __slots__ = ("message", "learner", "checkpoint_step", "path")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEARNER_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_STEP_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
     message: str
     learner: Learner
     checkpoint_step: int
-    def __init__(self, message: _Optional[str] = ..., learner: _Optional[_Union[Learner, _Mapping]] = ..., checkpoint_step: _Optional[int] = ...) -> None: ...
+    path: str
+    def __init__(self, message: _Optional[str] = ..., learner: _Optional[_Union[Learner, _Mapping]] = ..., checkpoint_step: _Optional[int] = ..., path: _Optional[str] = ...) -> None: ...
 
 class ScaleServiceRequest(_message.Message):
     __slots__ = ("run", "service", "replicas")
@@ -241,6 +243,14 @@ class SubmitRunResponse(_message.Message):
     run: str
     launcher_pid: int
     def __init__(self, run: _Optional[str] = ..., launcher_pid: _Optional[int] = ...) -> None: ...
+
+class ExportRunRequest(_message.Message):
+    __slots__ = ("run", "step")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    step: int
+    def __init__(self, run: _Optional[str] = ..., step: _Optional[int] = ...) -> None: ...
 
 class RollbackRunRequest(_message.Message):
     __slots__ = ("run", "to_step")

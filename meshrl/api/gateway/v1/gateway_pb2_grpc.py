@@ -99,6 +99,11 @@ class GatewayServiceStub:
                 request_serializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ScaleServiceRequest.SerializeToString,
                 response_deserializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.FromString,
                 _registered_method=True)
+        self.ExportRun = channel.unary_unary(
+                '/meshrl.gateway.v1.GatewayService/ExportRun',
+                request_serializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ExportRunRequest.SerializeToString,
+                response_deserializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.FromString,
+                _registered_method=True)
         self.SubmitRun = channel.unary_unary(
                 '/meshrl.gateway.v1.GatewayService/SubmitRun',
                 request_serializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.SubmitRunRequest.SerializeToString,
@@ -196,6 +201,13 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportRun(self, request, context):
+        """Write a checkpoint as a Hugging Face model dir under RUN_DIR/exports/step_N.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitRun(self, request, context):
         """admin
         """
@@ -275,6 +287,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
             'ScaleService': grpc.unary_unary_rpc_method_handler(
                     servicer.ScaleService,
                     request_deserializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ScaleServiceRequest.FromString,
+                    response_serializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.SerializeToString,
+            ),
+            'ExportRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportRun,
+                    request_deserializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ExportRunRequest.FromString,
                     response_serializer=meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.SerializeToString,
             ),
             'SubmitRun': grpc.unary_unary_rpc_method_handler(
@@ -638,6 +655,33 @@ class GatewayService:
             target,
             '/meshrl.gateway.v1.GatewayService/ScaleService',
             meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ScaleServiceRequest.SerializeToString,
+            meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshrl.gateway.v1.GatewayService/ExportRun',
+            meshrl_dot_gateway_dot_v1_dot_gateway__pb2.ExportRunRequest.SerializeToString,
             meshrl_dot_gateway_dot_v1_dot_gateway__pb2.RunActionResponse.FromString,
             options,
             channel_credentials,
