@@ -28,3 +28,12 @@ def test_config_refuses_options_the_chosen_loss_does_not_take():
                     loss_options={"discopop_tau": 0.1, "label_smoothing": 0.1})
     with pytest.raises(ValueError, match="'dro_beta', which ipo does not take"):
         AlgorithmConfig(policy_loss="ipo", offline=True, loss_options={"dro_beta": 1.0})
+
+
+@pytest.mark.parametrize("preset, loss, epsilon, agg", [
+    ("gmpo", "gmpo", 0.4, "seq-mean-token-mean"), ("luspo", "luspo", 3e-4, "seq-mean-token-sum")])
+def test_presets_for_the_new_sequence_level_losses(preset, loss, epsilon, agg):
+    from meshrl.config import load_config
+    algo = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"},
+                             "algorithm": {"preset": preset}}).algorithm
+    assert (algo.policy_loss, algo.epsilon, algo.loss_agg_mode) == (loss, epsilon, agg)
