@@ -3,11 +3,12 @@
 Two pluggable parts per training step, looked up by name from the config:
 
 - advantage estimators (`get_advantage_estimator(name)`): `gae`, `grpo`, `dr_grpo`, `rloo`,
-  `reinforce_plus_plus`, `reinforce_plus_plus_baseline`, `none`;
-- policy losses (`get_policy_loss(name)`): `ppo`, `gspo`, `cispo`;
+  `reinforce_plus_plus`, `opo`, `gpg`, `grpo_passk`, `gdpo`, `remax`, ... ;
+- policy losses (`get_policy_loss(name)`): `ppo`, `gspo`, `cispo`, `sapo`, `gmpo`, `dppo_tv`,
+  `clip_cov`, `luspo`, `dro`, ... (`meshrl algos` prints every part, its options and paper);
 
-plus shared parts: `kl_estimate` (k1, k2, k3, abs, mse), `aggregate_loss` and its
-micro-batch pieces `loss_numerator` / `loss_denominator`, `dpo_loss`, `rollout_correction`,
+plus shared parts: `kl_estimate` (k1, k2, k3, abs, mse, k1+, k3+), `kl_control` (adaptive
+KL), `aggregate_loss` and its micro-batch pieces `loss_numerator` / `loss_denominator`, `dpo_loss`, `rollout_correction`,
 `overlong_penalty`, `groups_with_signal`, and the checks `check_finite` / `check_shapes`;
 preference losses for the offline path (`get_preference_loss(name)`, `dpo_loss`).
 
