@@ -25,7 +25,8 @@ class FakeDataset:
         return list(range(self.cursor - k, self.cursor))
 
     def __getitem__(self, i):
-        row = SimpleNamespace(ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i))
+        row = SimpleNamespace(ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i),
+                              extra_info={}, prompt=f"prompt {i}")
         return SimpleNamespace(text=f"prompt {i}", prompt_ids=[1, 2, i], row=row)
 
     def state_dict(self):
