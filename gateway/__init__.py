@@ -5,7 +5,10 @@ HTTP/JSON from the same handlers, and the live web dashboard, for every run unde
 
 Layout: auth.py (bearer tokens and roles), runs.py (run names → run dirs), records.py (JSON
 lines files read and followed), status.py (a live run's learner, replicas and queues),
-actions.py (pause / resume / checkpoint / stop / scale / submit / rollback), handlers.py (one
-function per RPC), dispatch.py (authorise, then call the handler), grpc_server.py and
-http_app.py (the two transports), serve.py (both on one event loop), static/ (the dashboard).
+actions.py (pause / resume / checkpoint / stop / scale / export / submit / rollback),
+handlers.py (one function per RPC), dispatch.py (authorise, then call the handler),
+grpc_server.py and http_app.py (the two transports), http_session.py (the dashboard's
+login cookie), app.py (routes + static files), serve.py (both transports on one event
+loop), cli.py (`meshrl gateway serve`), client.py (`meshrl status URL`), static/ (the
+dashboard: plain HTML/JS/CSS, uPlot vendored in static/vendor/).
 """

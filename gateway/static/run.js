@@ -36,6 +36,13 @@ function addAlert(row) {
     `step ${row.step ?? "-"} · ${row.severity || ""} · ${row.rule || row.name || ""}: ${row.message || JSON.stringify(row)}`));
 }
 
+function addEvent(row) {
+  const list = document.getElementById("events");
+  list.querySelector(".none")?.remove();
+  const what = row.changes ? JSON.stringify(row.changes) : (row.step !== undefined ? `step ${row.step}` : "");
+  list.prepend(el("li", {class: "event"}, `${row.when} · ${row.who} · ${row.action} ${what}`));
+}
+
 function componentsText(components) {
   return Object.entries(components || {}).map(([name, c]) => `${name}=${fmt(c.value)} ${c.status}`).join(", ");
 }
@@ -89,6 +96,7 @@ session().then(async who => {
   const charts = new Charts(document.getElementById("charts"));
   follow("metrics", row => charts.add(row));
   follow("alerts", addAlert);
+  follow("events", addEvent);
   document.getElementById("samples-older").onclick = () => { if (samplesToken) { samplesHistory.push(samplesToken); loadSamples(samplesToken); } };
   document.getElementById("samples-newer").onclick = () => { samplesHistory.pop(); loadSamples(samplesHistory.at(-1) || ""); };
   document.getElementById("split").onchange = () => { samplesHistory = []; loadSamples(""); };

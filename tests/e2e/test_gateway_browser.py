@@ -2,7 +2,8 @@
 chromedriver, driven by selenium) against a real `meshrl gateway serve` and a real tiny run
 (`meshrl train` on the tiny model: embedded NATS, vLLM rollout, reward, reference, learner).
 The curves appear and grow, a click on a sample opens its group's trace, Pause pauses the
-run (checked through the API) and Resume resumes it, a viewer token cannot pause.
+run (checked through the API) and Resume resumes it, Checkpoint writes one, a viewer token
+cannot pause, ExportRun writes a model dir; last, StopRun through the API ends the run.
 Screenshots go to the test's tmp dir (the path is printed).
 
 Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_gateway_browser.py
@@ -17,6 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -85,7 +87,7 @@ def live_run(tiny_model_dir, e2e_data, tmp_path_factory):
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: train.poll() is None and api(base, "/api/runs/tiny/status", VIEWER)[1]
                    .get("learner", {}).get("state") == "RUNNING", "the run's learner RUNNING")
-        yield base, "tiny"
+        yield base, "tiny", train
     finally:
         stop(gateway, 10)
         stop(train)
@@ -127,7 +129,7 @@ def chart_points(driver, title: str) -> int:
 
 
 def test_curves_appear_and_grow(live_run, browser, tmp_path):
-    base, run = live_run
+    base, run, _ = live_run
     log_in(browser, base, run, OPERATOR)
     first = wait_until(lambda: chart_points(browser, "Reward"), "a reward curve")
     for title in ("KL", "Entropy", "Response length", "Grad norm", "Step time split (s)"):
@@ -157,7 +159,7 @@ def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path)
 def test_pause_pauses_the_run_and_resume_resumes_it(live_run, browser):
     from selenium.webdriver.common.by import By
 
-    base, run = live_run
+    base, run, _ = live_run
     browser.find_element(By.ID, "pause").click()
     wait_until(lambda: api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "PAUSED", "PAUSED")
     wait_until(lambda: "paused" in browser.find_element(By.ID, "action-result").text, "the pause answer shown")
@@ -172,7 +174,7 @@ def test_pause_pauses_the_run_and_resume_resumes_it(live_run, browser):
 def test_a_viewer_cannot_pause(live_run, browser):
     from selenium.webdriver.common.by import By
 
-    base, run = live_run
+    base, run, _ = live_run
     log_in(browser, base, run, VIEWER)
     assert not browser.find_element(By.ID, "pause").is_enabled()
     status = browser.execute_async_script(
@@ -180,3 +182,30 @@ def test_a_viewer_cannot_pause(live_run, browser):
         f"fetch('/api/runs/{run}/pause', {{method: 'POST', body: '{{}}'}}).then(r => done(r.status));")
     assert status == 403
     assert api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "RUNNING"
+
+
+def test_checkpoint_now_writes_a_checkpoint(live_run, browser):
+    from selenium.webdriver.common.by import By
+
+    base, run, _ = live_run
+    log_in(browser, base, run, OPERATOR)
+    browser.find_element(By.ID, "checkpoint").click()
+    shown = wait_until(lambda: "written to" in (t := browser.find_element(By.ID, "action-result").text) and t,
+                       "the checkpoint answer shown")
+    step = int(shown.split("checkpoint of step ")[1].split()[0])
+    steps = [int(c["step"]) for c in api(base, f"/api/runs/{run}/checkpoints", VIEWER)[1]["checkpoints"]]
+    assert step in steps, (step, steps)
+    status, body = api(base, f"/api/runs/{run}/export", OPERATOR, method="POST")  # the newest good one
+    assert status == 200, body
+    assert (Path(body["path"]) / "config.json").is_file() and int(body["checkpoint_step"]) >= step
+
+
+def test_stop_through_the_api_ends_the_run(live_run):
+    base, run, train = live_run
+    status, body = api(base, f"/api/runs/{run}/stop", OPERATOR, method="POST")
+    assert status == 200 and "asked the launcher" in body["message"]
+    assert train.wait(300) != 0  # stopped, not finished: 143 (SIGTERM)
+    listed = {r["name"]: r for r in api(base, "/api/runs", VIEWER)[1]["runs"]}
+    assert listed[run]["live"] is False
+    events = [r["row"]["action"] for r in api(base, f"/api/runs/{run}/events", VIEWER)[1]["records"]]
+    assert events[-1] == "stop" and "checkpoint" in events
