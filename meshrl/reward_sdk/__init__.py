@@ -3,7 +3,7 @@
     from meshrl.reward_sdk import Item, serve
 
     def reward(item: Item) -> float:                  # or -> (float, {"name": float, ...})
-        return float(item.ground_truth in item.response)
+        return float(str(item.ground_truth) in item.response)  # ground_truth: decoded JSON
 
     serve(reward, port=50070)                         # blocks; SIGTERM/Ctrl-C stops it
 
