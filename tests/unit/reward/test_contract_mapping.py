@@ -4,13 +4,15 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2
 from meshrl.inputs.data.rows import RowRef, validate_prompt_row
 from meshrl.inputs.data.task_fields import task_fields
 from meshrl.services.reward.external import to_score_item
 from meshrl.services.reward.scorer import group_items
-from meshrl.services.reward.servicer import from_score_item
+from meshrl.services.reward.servicer import BadItem, from_score_item
 
 PROTO = Path(__file__).parents[3] / "protos/meshrl/reward/v1/reward.proto"
 ROW = {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name two primes"}],
@@ -67,3 +69,8 @@ def test_meshrl_reward_service_reads_the_contract_back():
     assert item.prompt_messages == (("system", "Be brief."), ("user", "Name two primes"))
     string_truth = from_score_item(reward_pb2.ScoreItem(id="a", ground_truth_json='"7"'))
     assert string_truth.ground_truth == "7"
+
+
+def test_ground_truth_that_is_not_json_is_refused_naming_the_item():
+    with pytest.raises(BadItem, match="item 'x': ground_truth_json is not JSON"):
+        from_score_item(reward_pb2.ScoreItem(id="x", ground_truth_json="7 apples"))
