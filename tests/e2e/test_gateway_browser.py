@@ -139,19 +139,33 @@ def test_curves_appear_and_grow(live_run, browser, tmp_path):
     print(f"\nscreenshot: {tmp_path / 'curves.png'}")
 
 
+def samples_total(driver) -> int:
+    from selenium.webdriver.common.by import By
+
+    text = driver.find_element(By.ID, "samples-range").text  # "1–10 of 24"
+    return int(text.split(" of ")[1]) if " of " in text else 0
+
+
 def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
-    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "tr.sample"), "a sample row")
-    browser.find_element(By.ID, "samples-older").click()  # older samples: their spans are all written
-    time.sleep(1)
+    # The second page holds samples a few steps old, whose spans are all written (a service
+    # ends its span after its publish is acknowledged, and spans are exported in batches).
+    wait_until(lambda: samples_total(browser) > 10, "more than a page of samples")
+    browser.find_element(By.ID, "samples-older").click()
+    wait_until(lambda: browser.find_element(By.ID, "samples-range").text.startswith("11"), "the second page")
     sample = browser.find_elements(By.CSS_SELECTOR, "tr.sample")[0]
     group = sample.get_attribute("data-group")
-    sample.click()
-    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row"), "the trace waterfall")
+
+    def spans_shown() -> set[str]:
+        sample.click()  # (re)opens the trace: it reads the span files again
+        time.sleep(1)
+        return {row.get_attribute("data-span") for row in browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row")}
+
+    # learner.step: the learner's step span that trained the group, linked to its trace
+    wanted = {"learner.publish_prompt", "rollout.generate", "reward.score", "learner.step"}
+    wait_until(lambda: spans_shown() >= wanted, f"the group's spans {sorted(wanted)}", timeout_s=60, poll_s=1)
     assert browser.find_element(By.ID, "trace-group").text == group
-    names = {row.get_attribute("data-span") for row in browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row")}
-    assert {"learner.publish_prompt", "rollout.generate", "reward.score"} <= names, names
     browser.save_screenshot(str(tmp_path / "trace.png"))
     print(f"\nscreenshot: {tmp_path / 'trace.png'}")
 
