@@ -191,6 +191,8 @@ class NatsConfig(Strict):
     # JetStream copies of every stream, the run KV and the weights store: 3 on a three-node
     # cluster survives the loss of a node; must not exceed the cluster's size.
     replicas: int = Field(1, ge=1)
+    # How long a service started before its run's learner waits for the run's streams.
+    run_wait_s: float = Field(600.0, gt=0.0)
 
 
 class TelemetryConfig(Strict):

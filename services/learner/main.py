@@ -49,6 +49,7 @@ log = logging.getLogger("meshrl.learner")
 class LearnerProcess(ServiceProcess):
     name = "learner"
     default_replica = "learner-0"
+    creates_the_run = True  # ensure_streams() in start: the other services wait for it
     state: LearnerState | None = None  # set once the loop is built: signals then stop gracefully
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

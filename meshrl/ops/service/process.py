@@ -15,6 +15,7 @@ from meshrl.ops.service.context import ServiceContext
 class ServiceProcess:
     name: str = ""  # the service kind, e.g. "reward": log lines, KV keys, error messages
     default_replica: str | None = None  # None: "<name>-<pid>"
+    creates_the_run: bool = False  # True for the learner; the others wait until it has (nats.run_wait_s)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags beyond --nats, --run-id, --config and --replica-id (none by default)."""

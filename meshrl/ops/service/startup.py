@@ -5,8 +5,10 @@
   3. open the Prometheus endpoint (telemetry.metrics on telemetry.metrics_port; prints
      `METRICS http://127.0.0.1:PORT/metrics`) before anything slow, so a taken port fails fast;
   4. the service's `prepare` (work that needs no NATS: a bad config fails without it);
-  5. connect to NATS (`nats.connect_timeout_s`), announce the metrics URL under the run KV
-     key `metrics.<service>.<replica>` (meshrl.ops.telemetry.service_metrics);
+  5. connect to NATS (`nats.connect_timeout_s`); unless this service creates the run (the
+     learner), wait up to `nats.run_wait_s` for the run's streams to exist (services start
+     together in compose and Kubernetes); announce the metrics URL under the run KV key
+     `metrics.<service>.<replica>` (meshrl.ops.telemetry.service_metrics);
   6. the service's `start` (build and serve).
 Each part's clean-up goes on `cleanups` as soon as the part exists, so a failure at any
 step undoes exactly what was done. A start-up error (meshrl.ops.service.errors) is raised
@@ -15,11 +17,14 @@ as StartupFailed naming the service.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from contextlib import AsyncExitStack
 
 from meshrl.ops.service.context import ServiceContext, forget_key
 from meshrl.ops.service.errors import StartupFailed, startup_errors
+
+log = logging.getLogger(__name__)
 
 
 async def start_up(process, args: argparse.Namespace, cleanups: AsyncExitStack) -> ServiceContext:
@@ -27,7 +32,7 @@ async def start_up(process, args: argparse.Namespace, cleanups: AsyncExitStack) 
     try:
         ctx = open_context(process, args, cleanups)
         await process.prepare(ctx)
-        await connect_bus(ctx)
+        await connect_bus(ctx, wait_for_run=not process.creates_the_run)
         await process.start(ctx)
     except startup_errors() as err:
         raise StartupFailed(process.name, err) from err
@@ -51,15 +56,20 @@ def open_context(process, args: argparse.Namespace, cleanups: AsyncExitStack) ->
     return ctx
 
 
-async def connect_bus(ctx: ServiceContext) -> None:
-    """Connect to NATS (BusUnavailable within nats.connect_timeout_s) and announce /metrics."""
+async def connect_bus(ctx: ServiceContext, wait_for_run: bool = True) -> None:
+    """Connect to NATS (BusUnavailable within nats.connect_timeout_s), wait for the run to
+    exist (RunNotFound after nats.run_wait_s) and announce /metrics."""
     from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key
     from meshrl.ops.telemetry.tracing import set_broker
     from meshrl.transport.bus import Bus
+    from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
 
     ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
                                 timeout=ctx.cfg.nats.connect_timeout_s)
     ctx.on_stop(ctx.bus.close)
+    if wait_for_run:
+        await wait_for_run_streams(ctx.bus.js, ctx.run_id, timeout_s=ctx.cfg.nats.run_wait_s,
+                                   on_wait=lambda text: log.info("%s: %s", ctx.replica, text))
     set_broker(ctx.args.nats)  # group spans name the NATS server (server.address), never its credentials
     if ctx.metrics is not None:
         await announce_metrics(ctx.bus.state, ctx.metrics)

@@ -91,7 +91,7 @@ async def test_unreachable_nats_exits_2_after_undoing_what_prepare_did(run_id, t
 
 @pytest.mark.parametrize("hook, ran", [("prepare", ["prepare", "undo prepare"]),
                                        ("start", ["prepare", "start", "undo start", "undo prepare"])])
-async def test_a_connection_error_while_starting_exits_2_naming_it(nats_url, run_id, tmp_path, hook, ran):
+async def test_a_connection_error_while_starting_exits_2_naming_it(bus, nats_url, run_id, tmp_path, hook, ran):
     rc, err = await finish(await start_fake(nats_url, run_id, tmp_path, "--fail-in", hook))
     assert rc == 2 and "Traceback" not in err
     assert err.strip().endswith(f"fake service: made-up dependency at 127.0.0.1:1 is not reachable (in {hook})")
@@ -115,6 +115,33 @@ async def test_a_signal_during_start_up_stops_at_once(nats_url, run_id, tmp_path
     assert journal(tmp_path) == ["prepare", "undo prepare"]
 
 
+async def test_a_service_started_before_its_run_waits_for_it_then_serves(nats_url, run_id, tmp_path):
+    from meshrl.transport.bus import Bus
+
+    proc = await start_fake(nats_url, run_id, tmp_path)
+    line = (await asyncio.wait_for(proc.stderr.readline(), TIMEOUT_S)).decode()
+    while "waiting for run" not in line:
+        assert line, "exited without waiting for the run"
+        line = (await asyncio.wait_for(proc.stderr.readline(), TIMEOUT_S)).decode()
+    assert f"waiting for run '{run_id}' to exist on NATS (its learner creates the streams)" in line
+    async with await Bus.connect(nats_url, run_id, name="the-learner") as learner:
+        await learner.ensure_streams()  # what the learner does when it starts
+        await wait_for_line(proc, "READY")
+        proc.send_signal(signal.SIGTERM)
+        rc, err = await finish(proc)
+    assert rc == 0, err
+    assert journal(tmp_path) == ["prepare", "start", "work", "work ended", "undo start", "undo prepare"]
+
+
+async def test_a_run_that_never_appears_exits_2_naming_the_run_id(nats_url, run_id, tmp_path):
+    config = write_config(tmp_path, nats={"run_wait_s": 1})
+    rc, err = await finish(await start_fake(nats_url, run_id, tmp_path, config=config))
+    assert rc == 2 and "Traceback" not in err
+    assert f"fake service: run '{run_id}' has no streams on NATS after 1 s: is its learner running with " \
+           f"--run-id {run_id} against the same NATS? (nats.run_wait_s sets how long services wait)" in err
+    assert journal(tmp_path) == ["prepare", "undo prepare"]
+
+
 def test_an_empty_run_id_is_refused_naming_the_flag(capsys):
     with pytest.raises(SystemExit) as exited:
         parse_service_args(ServiceProcess(), ["--nats", "nats://x:1", "--run-id", "", "--config", "c.yaml"])
@@ -125,6 +152,7 @@ class GracefulProcess(ServiceProcess):
     """Work that, once asked to stop, ends by itself (what the learner does)."""
 
     name = "graceful"
+    creates_the_run = True  # these tests make no run streams: nothing to wait for
 
     def __init__(self):
         self.events, self.finish = [], asyncio.Event()
