@@ -1,0 +1,189 @@
+"""Multi-host drill: the mesh across five "hosts" (network namespaces on one bridge), each
+service started with the command and environment of deploy/compose/compose.yaml, talking
+over IP (10.78.0.0/24), never localhost:
+
+    nats 10.78.0.1 · learner .2 · rollout-a .3 · rollout-b .4 · reward .5
+
+Weights travel through the NATS object store (no /dev/shm between hosts). Mid-run the
+link of rollout-b is cut for a while and restored; the run must finish all its steps with
+the ledger proving nothing lost and nothing trained twice, both rollout hosts having
+served groups and loaded weights, and each replica announcing its own host's address.
+
+What the drill simplifies: the hosts share this machine's filesystem (the model, data and
+run dir are at the same paths everywhere, as a shared volume would give), and the image's
+entrypoint runs from the checkout instead of a container. Needs root (namespaces); skipped
+with the reason otherwise.
+
+    .venv/bin/python -m pytest -q tests/deploy/test_multihost_drill.py
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from meshrl.transport.bus.server import find_nats_server
+from tests.chaos.ledger_proof import prove_ledger, versions_at_step
+from tests.deploy.netns import Hosts, available
+from tests.e2e.conftest import VOWEL_REWARD, e2e_data  # noqa: F401  (e2e_data: a fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "deploy" / "compose" / "compose.yaml"
+ENTRYPOINT = ROOT / "deploy" / "image" / "entrypoint.sh"
+HOSTS = {"nats": 1, "learner": 2, "rollout-a": 3, "rollout-b": 4, "reward": 5}
+STEPS = 10
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def compose_service(name: str, substitutions: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """(command, environment) of a compose service, `${VAR:-default}` expanded."""
+    service = yaml.safe_load(COMPOSE.read_text())["services"][name]
+
+    def expand(value) -> str:
+        return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: substitutions.get(m[1], m[2]), str(value))
+
+    return [expand(a) for a in service["command"]], {k: expand(v) for k, v in service.get("environment", {}).items()}
+
+
+def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
+    return {
+        "run": {"name": "drill", "dir": str(run_dir)},
+        "model": {"path": model_dir},
+        "data": {"train": data["train"], "max_prompt_tokens": 128},
+        "algorithm": {"preset": "grpo", "kl_coef": 0.0},  # β = 0: no reference service
+        "reference": {"enabled": "off"},
+        "rollout": {"sampling": {"group_size": 8, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
+        "reward": {"components": VOWEL_REWARD},
+        "learner": {"steps": STEPS, "prompts_per_step": 4, "weights_transport": "objectstore",
+                    "checkpoint_every": 0},
+        "trainer": {"micro_batch_size": 32, "optim": {"lr": 1e-3}},
+    }
+
+
+class Mesh:
+    """The processes of the drill, each logging to RUN_DIR/../logs/<host>.log."""
+
+    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path):
+        self.hosts, self.logs, self.procs = hosts, logs, {}
+        self.substitutions = {"MESHRL_RUN_ID": run_id}
+        self.config = config
+
+    def start(self, host: str, argv: list[str], env: dict[str, str]) -> None:
+        log = (self.logs / f"{host}.log").open("ab")
+        self.procs[host] = self.hosts.popen(host, argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def start_service(self, host: str, compose_name: str) -> None:
+        command, env = compose_service(compose_name, self.substitutions)
+        env.update(MESHRL_CONFIG=str(self.config), HOSTNAME=host, TOKENIZERS_PARALLELISM="false",
+                   OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        full = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
+        self.start(host, ["sh", str(ENTRYPOINT), *command], full)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def tail(self, host: str, n: int = 40) -> str:
+        lines = (self.logs / f"{host}.log").read_text(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+
+def reachable(ip: str, port: int) -> bool:
+    try:
+        socket.create_connection((ip, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def steps_done(run_dir: Path) -> int:
+    path = run_dir / "metrics.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def wait_for(condition, timeout_s: float, what: str, mesh: Mesh) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        dead = {h: p.returncode for h, p in mesh.procs.items() if p.poll() is not None}
+        assert not dead, f"died while waiting for {what}: {dead}\n" + "\n".join(mesh.tail(h) for h in dead)
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{mesh.tail('learner')}"
+        time.sleep(0.5)
+
+
+async def announced(nats_url: str, run_id: str) -> dict[str, str]:
+    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus.registry import service_entries
+
+    async with await Bus.connect(nats_url, run_id, name="drill-check", timeout=5) as bus:
+        return {e["replica"]: e["grpc"] for kind in ("rollout", "reward")
+                for e in await service_entries(bus.state, kind)}
+
+
+@pytest.fixture
+def hosts():
+    reason = available()
+    if reason:
+        pytest.skip(f"multi-host drill needs network namespaces: {reason}")
+    with Hosts(HOSTS) as made:
+        yield made
+
+
+def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_dir, e2e_data, tmp_path):
+    run_id, run_dir, logs = f"drill-{uuid.uuid4().hex[:8]}", tmp_path / "run", tmp_path / "logs"
+    logs.mkdir()
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(drill_config(str(tiny_model_dir), e2e_data, run_dir)))
+    mesh = Mesh(hosts, logs, run_id, config)
+    nats_command, _ = compose_service("nats", {})
+    store = tmp_path / "nats-store"
+    try:
+        args = [str(store) if flag == "--store_dir" else a for flag, a in zip(["", *nats_command], nats_command)]
+        mesh.start("nats", [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", "4222"], dict(os.environ))
+        for host, service in (("learner", "learner"), ("rollout-a", "rollout"), ("rollout-b", "rollout"),
+                              ("reward", "reward")):
+            mesh.start_service(host, service)
+        wait_for(lambda: steps_done(run_dir) >= 3, 600, "three steps", mesh)
+        addresses = asyncio.run(announced(f"nats://{hosts.ip('nats')}:4222", run_id))
+        hosts.cut("rollout-b")
+        assert not reachable(hosts.ip("rollout-b"), 50051), "the cut did not cut rollout-b off"
+        time.sleep(15)  # longer than a step: rollout-b's pulls and acks are lost meanwhile
+        hosts.restore("rollout-b")
+        assert reachable(hosts.ip("rollout-b"), 50051)
+        mesh.procs["learner"].wait(timeout=600)
+        assert mesh.procs["learner"].returncode == 0, mesh.tail("learner")
+    finally:
+        mesh.stop_all()
+
+    assert addresses == {"rollout-a": f"{hosts.ip('rollout-a')}:50051",
+                         "rollout-b": f"{hosts.ip('rollout-b')}:50051",
+                         "reward": f"{hosts.ip('reward')}:50052"}
+    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == STEPS
+    ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
+    report = prove_ledger(ledger, versions_at_step(metrics))
+    assert not report.problems, report.problems
+    assert report.trained == STEPS * 4
+    trained_by = {e["replica"] for e in ledger if e["event"] == "trained"}
+    loaded = {(e["replica"], e["version"]) for e in ledger if e["event"] == "weights_loaded" and e["ok"]}
+    assert trained_by == {"rollout-a", "rollout-b"}, trained_by
+    assert {r for r, _ in loaded} == {"rollout-a", "rollout-b"}
