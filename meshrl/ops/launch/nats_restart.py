@@ -77,7 +77,8 @@ class NatsKeeper:
         self.started_at = time.monotonic()
         try:
             self.server = EmbeddedNats(self.server.store_dir, port=self.server.port,
-                                       extra_config=self.server.extra_config, auth=self.server.auth)
+                                       extra_config=self.server.extra_config, auth=self.server.auth,
+                                       tls=self.server.tls)
         except BusUnavailable:
             pass  # the next poll sees it dead and counts it against the budget
 

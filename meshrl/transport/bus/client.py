@@ -18,6 +18,9 @@ Credentials: `credentials=` or, by default, the file MESHRL_NATS_CREDENTIALS_FIL
 permissions let it subscribe to (permissions.py). None: connect without auth. A publish the
 server refuses raises PermissionDenied at once (denials.py).
 
+TLS: `tls=` (tls.TlsFiles) or, by default, the files MESHRL_NATS_TLS_CA_FILE (+ _CERT_FILE,
+_KEY_FILE for mutual TLS) name (tls.py); a server that then does not require TLS is refused.
+
 Simplification: one connection per service; JetStream domain/prefix are not used.
 """
 import asyncio
@@ -44,6 +47,7 @@ from meshrl.transport.bus.objects import WeightsStore
 from meshrl.transport.bus.permissions import inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus.pull import Puller
+from meshrl.transport.bus.tls import TlsFiles, tls_from_env
 from meshrl.transport.bus.streams import ensure_run_streams
 from meshrl.transport.bus.worker import Handler, Worker
 
@@ -73,20 +77,36 @@ def _refused(url, credentials: Credentials | None) -> BusUnavailable:
                           "file the launcher wrote for this service kind (RUN_DIR/secrets/nats-<kind>.json)")
 
 
-async def _open(url: str | Sequence[str], name: str, timeout: float, credentials: Credentials | None) -> NATS:
+def _tls_options(tls: TlsFiles | None) -> dict:
+    return {} if tls is None else {"tls": tls.context()}
+
+
+async def _open(url: str | Sequence[str], name: str, timeout: float, credentials: Credentials | None,
+                tls: TlsFiles | None = None) -> NATS:
     nc = GuardedNATS()
     try:
         await asyncio.wait_for(nc.connect(
             servers=server_urls(url), name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
             max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=nc.denials.on_error,
-            pending_size=16 * 1024 * 1024, **_auth_options(credentials)), timeout)
+            pending_size=16 * 1024 * 1024, **_auth_options(credentials), **_tls_options(tls)), timeout)
     except (asyncio.TimeoutError, OSError, nats.errors.Error) as err:
         await _close_quietly(nc)
         if nc.denials.auth_refused or isinstance(err, nats.errors.AuthorizationError):
             raise _refused(url, credentials) from None
+        hint = f" (TLS with CA {tls.ca_file}: does that CA sign the server's certificate?)" if tls else ""
         raise BusUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is nats-server running? "
-                             f"{START_HINT} ({err!r})") from None
+                             f"{START_HINT}{hint} ({err!r})") from None
+    await _require_tls(nc, url, tls)
     return nc
+
+
+async def _require_tls(nc: NATS, url, tls: TlsFiles | None) -> None:
+    # nats-py upgrades to TLS only when the server asks for it: a client configured for TLS
+    # must not go on in plaintext with a server (or impostor) that does not.
+    if tls is not None and not nc._server_info.get("tls_required"):
+        await _close_quietly(nc)
+        raise BusUnavailable(f"NATS at {url} does not require TLS, but this client is configured for it "
+                             f"({tls.ca_file}): give the server a tls {{}} block, or unset MESHRL_NATS_TLS_*")
 
 
 async def _check_jetstream(nc: NATS, url: str, timeout: float):
@@ -121,11 +141,13 @@ class Bus:
 
     @classmethod
     async def connect(cls, url: str | Sequence[str], run_id: str, *, name: str, timeout: float = 5.0,
-                      replicas: int = 1, credentials: Credentials | None = None) -> "Bus":
+                      replicas: int = 1, credentials: Credentials | None = None,
+                      tls: TlsFiles | None = None) -> "Bus":
         """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on.
-        `credentials` default to those MESHRL_NATS_CREDENTIALS_FILE names (none if unset)."""
+        `credentials` default to those MESHRL_NATS_CREDENTIALS_FILE names (none if unset),
+        `tls` to the files MESHRL_NATS_TLS_* name (plaintext if unset)."""
         names.run_token(run_id)
-        nc = await _open(url, name, timeout, credentials or credentials_from_env())
+        nc = await _open(url, name, timeout, credentials or credentials_from_env(), tls or tls_from_env())
         js = await _check_jetstream(nc, url, timeout)
         return cls(nc, js, url, run_id, replicas=replicas)
 

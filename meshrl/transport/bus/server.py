@@ -9,7 +9,8 @@ file raises the message limit from 1 MB to MAX_PAYLOAD (big groups); `extra_conf
 appended to it (meshrl.transport.bus.cluster adds a server name and cluster routes).
 `auth` (authconf.ServerAuth, made by run_auth.create_run_auth) turns on users and
 permissions: its block goes in the config, its passwords only in the server's environment.
-Without it the server accepts any client (tests, clusters).
+Without it the server accepts any client (tests, clusters). `tls` (a `tls {}` block, see
+meshrl.transport.bus.tls.server_block) makes it require TLS, and with `verify` client certificates.
 """
 import os
 import shutil
@@ -54,8 +55,10 @@ class EmbeddedNats:
 
     host = "127.0.0.1"
 
-    def __init__(self, store_dir, port: int = 0, *, extra_config: str = "", auth: ServerAuth | None = None):
+    def __init__(self, store_dir, port: int = 0, *, extra_config: str = "", auth: ServerAuth | None = None,
+                 tls: str = ""):
         self.store_dir = Path(store_dir)
+        self.tls = tls
         self.port = port or free_port(self.host)
         self.extra_config = extra_config
         self.auth = auth
@@ -71,7 +74,7 @@ class EmbeddedNats:
         self._log = open(self.store_dir / "nats-server.log", "w+b")
         conf = self.store_dir / "nats-server.conf"
         auth_block = self.auth.config if self.auth else ""
-        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}\n{auth_block}")
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}\n{auth_block}\n{self.tls}")
         cmd = [str(find_nats_server()), "-c", str(conf), "-js", "-sd", str(self.store_dir),
                "-a", self.host, "-p", str(self.port)]
         # The passwords reach the server only through its environment (authconf.py).
