@@ -193,6 +193,9 @@ class NatsConfig(Strict):
     replicas: int = Field(1, ge=1)
     # How long a service started before its run's learner waits for the run's streams.
     run_wait_s: float = Field(600.0, gt=0.0)
+    # Embedded server only: "on" serves TLS with a run CA the launcher makes in RUN_DIR/secrets;
+    # "mutual" also requires each client's certificate. An external server: MESHRL_NATS_TLS_* env.
+    tls: Literal["off", "on", "mutual"] = "off"
 
 
 class TelemetryConfig(Strict):

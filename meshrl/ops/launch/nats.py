@@ -10,6 +10,10 @@ admin file through MESHRL_NATS_CREDENTIALS_FILE; each service gets its kind's fi
 (`service_credentials_env`). An external `nats.url` is used with whatever credentials the
 environment names (none: a server without auth).
 
+`nats.tls: on | mutual` (embedded only) serves TLS with a run CA (nats_tls.py): this process
+and each service get MESHRL_NATS_TLS_CA_FILE, and with `mutual` their user's client
+certificate and key (MESHRL_NATS_TLS_CERT_FILE / _KEY_FILE), all in RUN_DIR/secrets/.
+
 Streams are created once here, before any service starts, so no two services race to
 create them with different settings.
 """
@@ -36,23 +40,38 @@ def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[st
 
     if cfg.nats.url != "embedded":
         return {}
-    return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind))}
+    return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind)), **_service_tls_env(cfg, run_dir, kind)}
+
+
+def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
+    """The MESHRL_NATS_TLS_* files create_run_tls wrote for `kind` (nothing when tls is off)."""
+    from meshrl.transport.bus.tls import TlsFiles
+
+    if cfg.nats.tls == "off":
+        return {}
+    d = secrets_dir(run_dir)
+    if cfg.nats.tls == "mutual":
+        return TlsFiles(str(d / "nats-ca.pem"), str(d / f"nats-{kind}-tls.pem"), str(d / f"nats-{kind}-tls.key")).env()
+    return TlsFiles(str(d / "nats-ca.pem")).env()
 
 
 @contextlib.contextmanager
-def admin_credentials(path: Path) -> Iterator[None]:
-    """MESHRL_NATS_CREDENTIALS_FILE = `path` in this process for the block, then as before."""
+def admin_credentials(path: Path, extra: dict[str, str] | None = None) -> Iterator[None]:
+    """MESHRL_NATS_CREDENTIALS_FILE = `path` (and `extra`, e.g. the admin's TLS files) in this
+    process for the block, then as before."""
     from meshrl.transport.bus.credentials import ENV_VAR
 
-    before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = str(path)
+    values = {ENV_VAR: str(path), **(extra or {})}
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
@@ -67,19 +86,31 @@ def nats_url(cfg: RunConfig, run_dir: Path, run_id: str | None = None) -> Iterat
 
     auth = create_run_auth(secrets_dir(run_dir), run_id, reference_enabled=cfg.reference_enabled)
     try:
-        with admin_credentials(auth.files[ADMIN]), _embedded(cfg, run_dir, auth.server) as url:
+        tls_block, admin_tls = _run_tls(cfg, run_dir, auth.files)
+        with admin_credentials(auth.files[ADMIN], admin_tls), _embedded(cfg, run_dir, auth.server, tls_block) as url:
             yield url
     finally:
         remove_run_secrets(secrets_dir(run_dir))
 
 
+def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]:
+    """(the server's tls {} block, the admin's MESHRL_NATS_TLS_* env); empty when tls is off."""
+    if cfg.nats.tls == "off":
+        return "", {}
+    from meshrl.ops.launch.nats_tls import create_run_tls
+    from meshrl.transport.bus.permissions import ADMIN
+
+    run_tls = create_run_tls(secrets_dir(run_dir), list(users), mutual=cfg.nats.tls == "mutual")
+    return run_tls.server_block, run_tls.files[ADMIN].env()
+
+
 @contextlib.contextmanager
-def _embedded(cfg: RunConfig, run_dir: Path, auth) -> Iterator[str]:
+def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[str]:
     from meshrl.transport.bus import EmbeddedNats
     from meshrl.transport.bus.errors import BusUnavailable
 
     try:
-        server = EmbeddedNats(run_dir / "nats", auth=auth)  # started by the constructor
+        server = EmbeddedNats(run_dir / "nats", auth=auth, tls=tls)  # started by the constructor
     except BusUnavailable as err:
         raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
     from meshrl.ops.launch.nats_restart import kept_alive
