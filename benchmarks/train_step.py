@@ -16,10 +16,22 @@ state actually held (FSDP2 shards them, so ≈ half per rank at 2 ranks) and pea
 CPU-seconds per step and the load average are printed too: on a shared machine wall time
 stretches with the load, CPU time much less.
 
+`--shortcuts` instead times the learner's shortcuts on one process at the issue-15 batch,
+16 sequences x 76 tokens (4 groups of 4 sharing a 44-token prompt, responses 8-32 tokens,
+ragged like real samples), GRPO with one optimizer step per batch (max_staleness 0):
+
+    baseline       old log-probs recomputed, padded forward
+    skip_old       + old log-probs = current (pass skipped)
+    shared_prefix  + each group's prompt forward once
+    packed         + no padding, one packed row (instead of shared_prefix)
+    *_bf16         the same under bf16 autocast
+
 Simplifications: the CPU is shared with whatever else runs; threads are split evenly
 between ranks (2 cores: 2 threads at 1 rank, 1 thread each at 2 ranks).
 
 Run:  .venv/bin/python benchmarks/train_step.py [--steps 2] [--configs fp32-1,bf16-1,fp32-2,bf16-2]
+      .venv/bin/python benchmarks/train_step.py --shortcuts [--variants baseline,skip_old,...]
+      .venv/bin/python benchmarks/train_step.py --forwards 3   # the three forward paths only
 """
 from __future__ import annotations
 
@@ -126,11 +138,86 @@ def report(name: str, ranks: list[dict]) -> None:
               f"peak RSS {r['peak_rss_gb']:.2f} GB")
 
 
+SHORTCUTS = {  # variant: (old_logprobs, forward, bf16)
+    "baseline": ("recompute", "padded", False), "skip_old": ("auto", "padded", False),
+    "shared_prefix": ("auto", "shared_prefix", False), "packed": ("auto", "packed", False),
+    "baseline_bf16": ("recompute", "padded", True), "skip_old_bf16": ("auto", "padded", True),
+    "shared_prefix_bf16": ("auto", "shared_prefix", True), "packed_bf16": ("auto", "packed", True),
+}
+
+
+def grpo_batch(groups: int = 4, size: int = 4, prompt: int = 44, max_response: int = 32):
+    """groups x size rows; one prompt per group; response lengths uniform in [8, max_response]."""
+    import numpy as np
+    from meshrl.algos.batch import RolloutBatch
+
+    rng = np.random.default_rng(0)
+    prompts = [p for p in (rng.integers(1, 49152, prompt) for _ in range(groups)) for _ in range(size)]
+    responses = [rng.integers(1, 49152, rng.integers(8, max_response + 1)) for _ in prompts]
+    return RolloutBatch.from_sequences(prompts, responses, rewards=rng.random(len(prompts)),
+                                       group_ids=np.arange(len(prompts)) // size, pad_id=0,
+                                       behaviour_logprobs=[-10.0 + 0 * r for r in responses])
+
+
+def time_shortcut(name: str, steps: int) -> None:
+    from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
+    from meshrl.services.learner.train.policy import build_policy
+    from meshrl.services.learner.train.step import TrainStep
+
+    old, forward, bf16 = SHORTCUTS[name]
+    trainer = TrainerConfig(micro_batch_size=16, old_logprobs=old, forward=forward, optim={"lr": 1e-6})
+    policy = build_policy(smollm2_135m_shape(), trainer, total_steps=100, bf16=bf16)
+    step = TrainStep(policy, AlgorithmConfig(kl_coef=0.0), trainer, max_staleness=0)
+    batch = grpo_batch()
+    step(batch, 0)  # warm-up
+    cpu_start = time.process_time()
+    timed = [step(batch, i + 1) for i in range(steps)]
+    cpu_s = (time.process_time() - cpu_start) / steps
+    parts = ["step", "old_logprobs", "forward", "backward", "optimizer"]
+    split = "  ".join(f"{p} {sorted(m['time/' + p] for m in timed)[steps // 2]:.2f}s" for p in parts)
+    print(f"{name:20s} {split} | {cpu_s:.1f} CPU-s/step | load avg {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def time_forwards(rounds: int) -> None:
+    """Forward + backward of the GRPO batch per forward path, interleaved round by round so a
+    load change on the shared machine hits every path alike; medians of wall and CPU time."""
+    from meshrl.algos.logprobs import response_logprobs
+
+    model, batch, results = smollm2_135m_shape(), grpo_batch(), {}
+    for _ in range(rounds + 1):  # round 0 warms up
+        for forward in ("padded", "shared_prefix", "packed"):
+            wall, cpu = time.perf_counter(), time.process_time()
+            out = response_logprobs(model, batch, with_entropy=True, forward=forward)
+            (out.logprobs.sum() + out.entropy.sum()).backward()
+            model.zero_grad(set_to_none=True)
+            results.setdefault(forward, []).append((time.perf_counter() - wall, time.process_time() - cpu))
+    for forward, runs in results.items():
+        runs = sorted(runs[1:])
+        print(f"{forward:14s} forward+backward {runs[len(runs) // 2][0]:.2f}s wall "
+              f"(all {', '.join(f'{w:.1f}' for w, _ in runs)}), "
+              f"{sorted(c for _, c in runs)[len(runs) // 2]:.1f} CPU-s | load avg {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--configs", default="fp32-1,bf16-1,fp32-2,bf16-2")
+    parser.add_argument("--shortcuts", action="store_true", help="time the learner's shortcuts")
+    parser.add_argument("--variants", default=",".join(SHORTCUTS))
+    parser.add_argument("--forwards", type=int, default=0, metavar="ROUNDS",
+                        help="time padded / shared_prefix / packed forward+backward, interleaved")
     args = parser.parse_args()
+    if args.forwards:
+        torch.set_num_threads(os.cpu_count() or 2)
+        time_forwards(args.forwards)
+        return
+    if args.shortcuts:
+        torch.set_num_threads(os.cpu_count() or 2)
+        print(f"SmolLM2-135M shape, GRPO 4x4 rows x (44 + 8..32) tokens, 1 process, median of "
+              f"{args.steps} steps after 1 warm-up, torch {torch.__version__}")
+        for name in args.variants.split(","):
+            time_shortcut(name, args.steps)
+        return
     print(f"SmolLM2-135M shape, batch {ROWS} x {PROMPT + RESPONSE} tokens, GRPO, "
           f"{args.steps} timed steps after 1 warm-up, torch {torch.__version__}")
     for name in args.configs.split(","):
