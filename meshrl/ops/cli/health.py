@@ -10,7 +10,10 @@ learner's probe in Kubernetes, whose gRPC server listens on 127.0.0.1 only):
     meshrl health reward:50052 --service meshrl.reward.v1.RewardService --timeout 2
     python -m meshrl.ops.cli.health 127.0.0.1:50051      # the same, without the CLI's imports
 
-Simplification: plaintext channels only (what the services serve today).
+TLS: the same MESHRL_GRPC_TLS_* environment as the services (meshrl.transport.rpc.mesh_tls):
+with MESHRL_GRPC_TLS_CA_FILE set the check is TLS, presenting MESHRL_GRPC_TLS_CERT_FILE /
+_KEY_FILE when the servers require client certificates. A probe in the service's own
+container therefore needs no flags.
 """
 from __future__ import annotations
 
@@ -36,7 +39,12 @@ def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[int, s
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    from meshrl.transport.rpc import mesh_tls
+
+    credentials = mesh_tls.client_credentials()
+    channel = (grpc.secure_channel(address, credentials, options=mesh_tls.client_options()) if credentials
+               else grpc.insecure_channel(address))
+    with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)

@@ -4,7 +4,8 @@ The channel's service config retries only UNAVAILABLE (connection refused / rese
 server restarting): up to 4 attempts with exponential backoff from 0.1 s. Other codes
 are the caller's to handle. Message limits match the servers' (64 MiB). A call without a
 deadline is rejected (RequireDeadline). For a headless Kubernetes Service pass
-`load_balancing="round_robin"` and a `dns:///name:port` address.
+`load_balancing="round_robin"` and a `dns:///name:port` address. With MESHRL_GRPC_TLS_CA_FILE
+set the channel is TLS (mutual with this process's certificate), see mesh_tls.py.
 """
 import asyncio
 import json
@@ -17,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from meshrl.transport.rpc.deadline import RequireDeadline
 from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
+from meshrl.transport.rpc import mesh_tls
 
 RETRY_POLICY = {
     "maxAttempts": 4,
@@ -47,6 +49,10 @@ def open_channel(address: str, *, load_balancing: str = "pick_first",
     # Every call carries the current trace context (a no-op while tracing is off).
     chain = [RequireDeadline()] if require_deadline else []
     chain += [TracingClientInterceptor(target=address), *interceptors]
+    credentials = mesh_tls.client_credentials()
+    if credentials is not None:
+        return aio.secure_channel(address, credentials, options=options + mesh_tls.client_options(),
+                                  interceptors=chain or None)
     return aio.insecure_channel(address, options=options, interceptors=chain or None)
 
 

@@ -8,6 +8,8 @@
 Each registered service gets its own grpc.health.v1 status (SERVING once started; "" is
 the whole server) and is listed by reflection. `server.health` is the HealthServicer, for
 a service that wants to report NOT_SERVING (e.g. while its engine reloads).
+With MESHRL_GRPC_TLS_CERT_FILE / _KEY_FILE set the server serves TLS only, and with
+MESHRL_GRPC_TLS_CLIENT_AUTH=1 requires client certificates (mesh_tls.py).
 """
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -18,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from meshrl.transport.addresses import bind_host
+from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
 from meshrl.ops.telemetry.spans.grpc import TracingServerInterceptor
 
@@ -41,8 +44,10 @@ def registration(add_to_server: Callable, servicer: object, service: str | Servi
 
 def _bind(server: aio.Server, host: str, port: int) -> int:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    credentials = mesh_tls.server_credentials()
     try:
-        bound = server.add_insecure_port(address)
+        bound = (server.add_secure_port(address, credentials) if credentials is not None
+                 else server.add_insecure_port(address))
     except RuntimeError as err:
         raise OSError(f"cannot bind gRPC server to {address}: is the port in use? pick another or pass port=0 "
                       f"({err})") from err

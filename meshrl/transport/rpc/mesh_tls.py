@@ -1,0 +1,82 @@
+"""TLS for the mesh's own gRPC hops (learner→reference, eval→rollout, status→learner/rollout),
+set through the environment so every service and client of a deployment agrees:
+
+    MESHRL_GRPC_TLS_CERT_FILE    this process's certificate } a server serves TLS with them; a
+    MESHRL_GRPC_TLS_KEY_FILE     and its private key        } client presents them (mutual TLS)
+    MESHRL_GRPC_TLS_CA_FILE      the CA that signs the mesh's certificates: clients use TLS
+                                 and trust only it
+    MESHRL_GRPC_TLS_CLIENT_AUTH  "1": servers require a client certificate the CA signed
+    MESHRL_GRPC_TLS_SERVER_NAME  the name clients check in the server's certificate, when
+                                 the address dialled is not in it (optional)
+
+One certificate per service serves and calls (both extended key usages; see
+meshrl.transport.certs). Only paths travel; in Kubernetes or compose a Secret mounted as
+files. Nothing set: plaintext, as before (one host, loopback only).
+"""
+from __future__ import annotations
+
+import os
+
+import grpc
+
+from meshrl.config import ConfigError
+
+CA_ENV = "MESHRL_GRPC_TLS_CA_FILE"
+CERT_ENV = "MESHRL_GRPC_TLS_CERT_FILE"
+KEY_ENV = "MESHRL_GRPC_TLS_KEY_FILE"
+CLIENT_AUTH_ENV = "MESHRL_GRPC_TLS_CLIENT_AUTH"
+SERVER_NAME_ENV = "MESHRL_GRPC_TLS_SERVER_NAME"
+WHO = "mesh gRPC TLS (MESHRL_GRPC_TLS_*)"
+
+
+def _get(env, name: str) -> str | None:
+    return env.get(name, "").strip() or None
+
+
+def _client_auth(env) -> bool:
+    value = (_get(env, CLIENT_AUTH_ENV) or "0").lower()
+    if value not in {"0", "1", "true", "false"}:
+        raise ConfigError(f"{CLIENT_AUTH_ENV}={value!r}: use 1 (require client certificates) or 0")
+    return value in {"1", "true"}
+
+
+def server_credentials(environ=None) -> grpc.ServerCredentials | None:
+    """TLS (mutual with CLIENT_AUTH=1) for a server, or None: no certificate set."""
+    env = os.environ if environ is None else environ
+    cert, key, ca = _get(env, CERT_ENV), _get(env, KEY_ENV), _get(env, CA_ENV)
+    if cert is None and key is None:
+        if _client_auth(env):
+            raise ConfigError(f"{CLIENT_AUTH_ENV}=1 needs TLS: set {CERT_ENV} and {KEY_ENV} (and {CA_ENV})")
+        return None
+    if cert is None or key is None:
+        raise ConfigError(f"{WHO}: a server needs both {CERT_ENV} and {KEY_ENV}; set both, or neither")
+    require = _client_auth(env)
+    if require and ca is None:
+        raise ConfigError(f"{CLIENT_AUTH_ENV}=1 needs {CA_ENV}, the CA that signs the clients' certificates")
+    from meshrl.transport.rpc.tls import _read  # not at the top: tls.py imports channel.py, which imports this
+
+    pair = (_read(key, "key_file", WHO), _read(cert, "cert_file", WHO))
+    roots = _read(ca, "ca_file", WHO) if require else None
+    return grpc.ssl_server_credentials([pair], root_certificates=roots, require_client_auth=require)
+
+
+def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
+    """TLS trusting the mesh CA, presenting this process's certificate if it has one; None
+    (plaintext) when no CA is set."""
+    env = os.environ if environ is None else environ
+    ca = _get(env, CA_ENV)
+    if ca is None:
+        return None
+    from meshrl.transport.rpc.tls import channel_credentials  # see server_credentials
+
+    cert, key = _get(env, CERT_ENV), _get(env, KEY_ENV)
+    return channel_credentials(ca, cert, key, who=WHO)
+
+
+def client_options(environ=None) -> list[tuple[str, str]]:
+    name = _get(os.environ if environ is None else environ, SERVER_NAME_ENV)
+    return [("grpc.ssl_target_name_override", name)] if name else []
+
+
+__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "client_credentials",
+           "client_options", "server_credentials"]
