@@ -19,6 +19,7 @@ STAND_IN = textwrap.dedent("""
     import asyncio, json, os, sys, time
     from meshrl.transport.bus import Bus, BusUnavailable
     from meshrl.transport.bus.tls import TlsFiles
+    from meshrl.ops.launch.nats_tls import user_tls_env
 
     url, run_id, kind, records = sys.argv[1:5]
 
@@ -32,7 +33,9 @@ STAND_IN = textwrap.dedent("""
     env = {k: v for k, v in os.environ.items() if k.startswith("MESHRL_NATS_TLS_")}
     record = {"kind": kind, "env": env, "tls": asyncio.run(connect()),
               "no_cert": asyncio.run(connect(TlsFiles(env["MESHRL_NATS_TLS_CA_FILE"]))),
-              "key_mode": os.stat(env["MESHRL_NATS_TLS_KEY_FILE"]).st_mode & 0o777}
+              "key_mode": os.stat(env["MESHRL_NATS_TLS_KEY_FILE"]).st_mode & 0o777,
+              # what `meshrl status` finds for a user from the run's secrets dir
+              "found": user_tls_env(os.path.dirname(env["MESHRL_NATS_TLS_CA_FILE"]), kind)}
     with open(records, "a") as f:
         f.write(json.dumps(record) + "\\n")
     if kind != "learner":
@@ -62,5 +65,6 @@ def test_embedded_nats_is_mutual_tls_and_each_service_has_its_own_certificate(tm
         assert record["env"] == {CA_ENV: str(secrets / "nats-ca.pem"), CERT_ENV: str(secrets / f"nats-{kind}-tls.pem"),
                                  KEY_ENV: str(secrets / f"nats-{kind}-tls.key")}
         assert (record["tls"], record["no_cert"], record["key_mode"]) == (True, "refused", 0o600)
+        assert record["found"] == record["env"]
     assert "verify: true" in (tmp_path / "run" / "nats" / "nats-server.conf").read_text()
     assert not secrets.exists()
