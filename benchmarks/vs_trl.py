@@ -211,9 +211,9 @@ def raw_vllm_worker(spec: dict) -> dict:
     from vllm.inputs import TokensPrompt
 
     tok = AutoTokenizer.from_pretrained(spec["model"])
-    rows = prompt_rows()
-    prompts = [TokensPrompt(prompt_token_ids=tok.apply_chat_template(r["prompt"], add_generation_prompt=True,
-                                                                     tokenize=True)) for r in rows]
+    texts = tok.apply_chat_template([r["prompt"] for r in prompt_rows()], add_generation_prompt=True,
+                                    tokenize=False)  # as meshrl's dataset renders them
+    prompts = [TokensPrompt(prompt_token_ids=ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
     llm = LLM(model=spec["model"], dtype="float32", enforce_eager=True, max_model_len=512, seed=0,
               enable_chunked_prefill=False, kv_cache_memory_bytes=int(0.25 * (1 << 30)))
     params = SamplingParams(n=SAMPLES, temperature=1.0, max_tokens=MAX_TOKENS, logprobs=0)
