@@ -1,0 +1,67 @@
+"""No secret reaches a run's files: planted tokens (an external reward service's bearer token
+and the alert webhook's, both from environment variables) and the run's own NATS passwords
+(made for RUN_DIR/secrets) appear in no file of the run dir outside secrets/, no log and no span."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from meshrl.transport.ports import free_port
+
+pytestmark = pytest.mark.slow
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "external_reward" / "server.py"
+REWARD_TOKEN, HOOK_TOKEN = "planted-reward-token-5f0c2a", "planted-hook-token-9b41e7"
+
+
+def record_new_passwords(monkeypatch) -> list[str]:
+    """Every NATS password the launcher makes for the run (RUN_DIR/secrets is removed when
+    the run's NATS stops, so they are recorded as they are made)."""
+    from meshrl.transport.bus import credentials, run_auth
+
+    made = []
+
+    def recorded() -> str:
+        made.append(credentials.new_password())
+        return made[-1]
+
+    monkeypatch.setattr(run_auth, "new_password", recorded)
+    return made
+
+
+def leaks(run_dir: Path, secrets: list[str]) -> list[str]:
+    hits = []
+    for path in run_dir.rglob("*"):
+        if path.is_file() and "secrets" not in path.relative_to(run_dir).parts:
+            text = path.read_bytes()
+            hits += [f"{path.relative_to(run_dir)} holds {s[:6]}…" for s in secrets if s.encode() in text]
+    return hits
+
+
+def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monkeypatch):
+    port = free_port()
+    judge = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port), "--keywords", "a"],
+                             stderr=subprocess.DEVNULL)
+    monkeypatch.setenv("MESHRL_TEST_REWARD_TOKEN", REWARD_TOKEN)
+    monkeypatch.setenv("MESHRL_TEST_HOOK_TOKEN", HOOK_TOKEN)
+    passwords = record_new_passwords(monkeypatch)
+    try:
+        time.sleep(2)  # the example binds its port; the reward service's health check waits too
+        components = ('[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
+                      f'{{name: judge, kind: external, address: "127.0.0.1:{port}", weight: 0.5, '
+                      'token_env: MESHRL_TEST_REWARD_TOKEN}]')
+        result, metrics, _ = run_mesh("learner.steps=1", f"reward.components={components}",
+                                      f"alerts.webhook={{url: 'http://127.0.0.1:{free_port()}/hook', "
+                                      "token_env: MESHRL_TEST_HOOK_TOKEN}")
+    finally:
+        judge.terminate()
+        judge.wait(10)
+    run_dir = tmp_path / "run"
+    assert len(metrics) == 1
+    assert len(passwords) >= 4, "the launcher made no NATS passwords to look for"
+    assert (run_dir / "traces").is_dir() and list((run_dir / "logs").glob("*.log"))
+    assert leaks(run_dir, [REWARD_TOKEN, HOOK_TOKEN, *passwords]) == []
+    assert not (run_dir / "secrets").exists()  # removed with the run's NATS
+    assert os.environ["MESHRL_TEST_REWARD_TOKEN"] == REWARD_TOKEN  # planted, so the check meant something
