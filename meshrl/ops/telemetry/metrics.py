@@ -25,8 +25,9 @@ part of a metric name), plus the process's own cost:
 Every name passes `promtool check metrics` (base units, `_total` only on counters).
 Simplifications: each handle has its own MeterProvider and Prometheus registry (nothing is
 installed globally, so several handles can live in one test process; the last one started is
-`current()`); the endpoint listens on 127.0.0.1 only — expose it beyond the host through the
-deployment (a Service port), not by binding 0.0.0.0 here. Run a demo with
+`current()`); the endpoint listens on MESHRL_BIND_HOST (127.0.0.1 unless set; 0.0.0.0 in
+the compose and Kubernetes deployments, so Prometheus can scrape the pod) and its `url`
+names MESHRL_ADVERTISE_HOST (meshrl.transport.addresses). Run a demo with
 `python -m meshrl.ops.telemetry.metrics`.
 """
 from __future__ import annotations
@@ -41,6 +42,7 @@ from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest, start_http_server
+from meshrl.transport.addresses import advertise_host, bind_host, host_port
 
 from meshrl.ops.telemetry.resources import ProcessSampler, gpu_samples
 
@@ -122,7 +124,7 @@ class MetricsHandle:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/metrics"
+        return f"http://{host_port(advertise_host(), self.port)}/metrics"
 
     def _instrument(self, kind: str, name: str, make: Callable[[], Any]) -> Any:
         known = self._instruments.get(name)
@@ -221,7 +223,7 @@ def _add_resource_gauges(handle: MetricsHandle) -> None:
 
 
 def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> MetricsHandle:
-    """Serve this process's metrics on http://127.0.0.1:{port}/metrics (0 = a free port).
+    """Serve this process's metrics on http://BIND_HOST:{port}/metrics (0 = a free port).
 
     Every series carries the labels service, replica and run. Raises OSError naming the port
     when it is taken.
@@ -234,11 +236,11 @@ def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> Met
                                     resource_attribute_filter=lambda key: key in LABELS)
     provider = MeterProvider(resource=resource, metric_readers=[reader])
     try:
-        server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+        server, thread = start_http_server(port, addr=bind_host(), registry=registry)
     except OSError as err:
         provider.shutdown()
         raise OSError(f"metrics endpoint for {service}-{replica} cannot listen on "
-                      f"127.0.0.1:{port}: {err.strerror or err}; pick a free port or 0") from err
+                      f"{host_port(bind_host(), port)}: {err.strerror or err}; pick a free port or 0") from err
     handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider,
                            registry, server, thread)
     _add_resource_gauges(handle)

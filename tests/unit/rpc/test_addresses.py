@@ -49,3 +49,20 @@ async def test_a_server_listens_on_the_bind_host_only(monkeypatch):
         assert await health_of(f"127.0.0.1:{port}") == "UNAVAILABLE"
     finally:
         await stop_server(server, grace=0)
+
+
+def test_the_metrics_endpoint_listens_on_the_bind_host_and_names_the_advertised_one(monkeypatch):
+    import urllib.request
+
+    from meshrl.ops.telemetry.metrics import start_metrics
+
+    monkeypatch.setenv("MESHRL_BIND_HOST", "127.0.0.2")
+    monkeypatch.setenv("MESHRL_ADVERTISE_HOST", "127.0.0.2")
+    handle = start_metrics("demo", "0", "run-a")
+    try:
+        assert handle.url == f"http://127.0.0.2:{handle.port}/metrics"
+        assert b"process_cpu_seconds_total" in urllib.request.urlopen(handle.url, timeout=5).read()
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{handle.port}/metrics", timeout=5)
+    finally:
+        handle.close()
