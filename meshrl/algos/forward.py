@@ -75,7 +75,7 @@ def shared_prefix_hidden(decoder, prompt_ids, prompt_mask, response_ids, respons
     key = torch.cat([prompt_ids, prompt_mask.long()], dim=1)
     unique, rows = torch.unique(key, dim=0, return_inverse=True)
     checkpointed = getattr(decoder, "gradient_checkpointing", False) and torch.is_grad_enabled()
-    if unique.shape[0] == key.shape[0] or checkpointed:
+    if unique.shape[0] == key.shape[0] or checkpointed or t == 0:
         return padded_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     u_ids, u_mask = unique[:, :p], unique[:, p:]
     out = decoder(input_ids=u_ids, attention_mask=u_mask,

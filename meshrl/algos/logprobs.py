@@ -151,7 +151,7 @@ def head_logprobs(head, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Ten
     """
     b, t = ids.shape
     keep = mask.reshape(-1) > 0
-    rows_h, rows_id = hidden.reshape(b * t, -1)[keep], ids.reshape(-1)[keep]
+    rows_h, rows_id = hidden.reshape(b * t, hidden.shape[-1])[keep], ids.reshape(-1)[keep]
     vocab = head.weight.shape[0]
     rows = max(1, chunk_elements // vocab)
     grad = torch.is_grad_enabled() and rows_h.requires_grad

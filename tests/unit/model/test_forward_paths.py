@@ -8,10 +8,10 @@ from tests.unit.model.conftest import build_tiny_llama
 
 
 def shared_prompt_batch():
-    """6 rows, 2 groups of 3 sharing a (left-padded) prompt; right-padded ragged responses."""
+    """6 rows, 2 groups of 3 sharing a (left-padded) prompt; right-padded ragged responses (one empty)."""
     prompt_ids = torch.tensor([[0, 5, 6, 7]] * 3 + [[9, 10, 11, 12]] * 3)
     prompt_mask = (prompt_ids > 0).long()
-    response_ids = torch.tensor([[3, 4, 0], [8, 0, 0], [1, 2, 3], [4, 4, 4], [6, 0, 0], [7, 8, 0]])
+    response_ids = torch.tensor([[3, 4, 0], [8, 0, 0], [1, 2, 3], [4, 4, 4], [0, 0, 0], [7, 8, 0]])
     return dict(prompt_ids=prompt_ids, prompt_mask=prompt_mask, response_ids=response_ids,
                 response_mask=(response_ids > 0).float())
 
@@ -60,3 +60,11 @@ def test_scaled_logits_models_keep_their_own_forward(tiny_llama):
 def test_unknown_forward_is_a_clear_error(tiny_llama):
     with pytest.raises(ValueError, match="unknown forward 'flat'"):
         response_logprobs(tiny_llama, shared_prompt_batch(), forward="flat")
+
+
+@pytest.mark.parametrize("forward", ["padded", "shared_prefix", "packed"])
+def test_zero_width_responses(tiny_llama, forward):
+    batch = shared_prompt_batch()
+    batch["response_ids"], batch["response_mask"] = batch["response_ids"][:, :0], batch["response_mask"][:, :0]
+    out = response_logprobs(tiny_llama, batch, with_entropy=True, forward=forward)
+    assert out.logprobs.shape == (6, 0) and out.entropy.shape == (6, 0)
