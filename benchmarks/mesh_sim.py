@@ -213,7 +213,7 @@ def print_report(r: dict) -> None:
     print(f"\ngroups/min: {r['groups_per_min']:.0f} (target {r['target_per_min']:.0f}) over {r['fed_s']:.0f} s; "
           f"published {r['published']}, gathered {r['gathered']}, drain {r['drain_s']:.1f} s")
     for hop, p in r["latency"].items():
-        print(f"  {hop:20s} p50 {p['p50_ms']:9.1f} ms   p99 {p['p99_ms']:9.1f} ms")
+        print(f"  {hop:20s} p50 {p['p50_ms']:9.1f} ms   p99 {p['p99_ms']:9.1f} ms   max {p['max_ms']:9.1f} ms")
     print("CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_s"].items()))
     n = r["nats"]
     print(f"NATS: rss {n['rss_mib']:.0f} MiB (peak {n['peak'].get('rss_mib', 0):.0f}), JetStream memory "
