@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import nats.js.errors
+import psutil
 
 from benchmarks.mesh_sim_fleet import Fleet
 from benchmarks.mesh_sim_report import check_ledger, dead_group_ids, group_hops, nats_stats, percentiles
@@ -116,8 +117,9 @@ async def watch(fleet: Fleet, sim: Sim, nats: EmbeddedNats, monitor_port: int, p
               f"nats rss {stats['rss_mib']:.0f} MiB  storage {stats['js_storage_mib']:.1f} MiB", flush=True)
 
 
-async def drain(sim: Sim, dead: callable, limit_s: float) -> float:
-    """Wait until every published group is gathered or dead-lettered (or limit_s passes)."""
+async def drain(sim: Sim, dead, limit_s: float) -> float:
+    """Wait until every published group is gathered or dead-lettered (or limit_s passes);
+    `dead()` returns the dead-lettered group ids."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit_s:
         if sim.gathered + len(await dead()) >= sim.published:
@@ -151,7 +153,6 @@ async def wait_ready(bus: Bus, args, fleet: Fleet, limit_s: float = 120.0) -> fl
 
 async def simulate(args) -> dict:
     """Run the whole simulation; returns the report (also printed by main)."""
-    global START
     out = Path(args.out or tempfile.mkdtemp(prefix="mesh_sim-"))
     out.mkdir(parents=True, exist_ok=True)
     monitor_port = free_port("127.0.0.1")
@@ -164,7 +165,8 @@ async def simulate(args) -> dict:
         fleet = Fleet(nats.url, run_id, args, out)
         fleet.start_all(args.rollouts, args.rewards)
         startup_s = await wait_ready(bus, args, fleet)
-        print(f"  {args.rollouts} rollout + {args.rewards} reward replicas consuming after {startup_s:.1f} s", flush=True)
+        print(f"  {args.rollouts} rollout + {args.rewards} reward replicas consuming after {startup_s:.1f} s",
+              flush=True)
         ledger = Ledger(out / "groups.jsonl")
         report = await _run(args, bus, nats, fleet, ledger, monitor_port)
         ledger.close()
@@ -203,8 +205,6 @@ async def _run(args, bus, nats, fleet, ledger, monitor_port) -> dict:
 
 
 def _own_cpu() -> float:
-    import psutil
-
     t = psutil.Process().cpu_times()
     return t.user + t.system
 

@@ -26,6 +26,7 @@ class Fleet:
         self.cpu: dict[int, tuple[str, float]] = {}  # pid → (kind, CPU s at last sample)
         self.started, self.killed = defaultdict(int), []
         self.rng = random.Random(args.seed)
+        self.logs = []
 
     def start(self, kind: str) -> str:
         replica_id = f"{kind}-{self.started[kind]}"
@@ -33,6 +34,7 @@ class Fleet:
         cmd = [sys.executable, "-m", "benchmarks.mesh_sim_replica", kind, self.url, self.run_id, replica_id,
                "--gen-ms", str(self.args.gen_ms), "--ack-wait", str(self.args.ack_wait)]
         log = open(self.log_dir / f"{replica_id}.log", "wb")
+        self.logs.append(log)
         self.procs[replica_id] = (kind, subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
         return replica_id
 
@@ -76,3 +78,5 @@ class Fleet:
             proc.kill()
             proc.wait()
         self.procs.clear()
+        for log in self.logs:
+            log.close()

@@ -46,7 +46,8 @@ def percentiles(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     out = {}
     for hop in HOPS:
         values = np.asarray(samples.get(hop) or [float("nan")])
-        out[hop] = {"p50_ms": float(np.percentile(values, 50) * 1000), "p99_ms": float(np.percentile(values, 99) * 1000),
+        out[hop] = {"p50_ms": float(np.percentile(values, 50) * 1000),
+                    "p99_ms": float(np.percentile(values, 99) * 1000),
                     "max_ms": float(values.max() * 1000)}  # the max shows the groups a killed replica held
     return out
 

@@ -49,6 +49,7 @@ async def test_a_short_simulation_with_kills_loses_nothing(tmp_path):
                        "--out", str(tmp_path)])
     report = await simulate(args)
     assert report["ledger"]["ok"], report["ledger"]
-    assert report["published"] >= 50 and report["ledger"]["trained"] + report["ledger"]["dead_lettered"] == report["published"]
+    ledger = report["ledger"]
+    assert report["published"] >= 50 and ledger["trained"] + ledger["dead_lettered"] == report["published"]
     assert len(report["killed"]) >= 2 and not report["crashed"]
     assert set(report["cpu_s"]) >= {"rollout", "reward", "nats-server"}
