@@ -99,7 +99,9 @@ class TrainStep:
                              f"critic's values: set algorithm.critic.enabled=true (and pass "
                              f"critic=build_critic(...)) or pick an estimator without values")
         self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness)
-        self.forward = "shared_prefix" if trainer.forward == "auto" else trainer.forward
+        # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
+        # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
+        self.forward = "padded" if trainer.forward == "auto" else trainer.forward
         log.info("old log-probs: %s (%s); model forward: %s", self.old_source, reason, self.forward)
 
     @property
