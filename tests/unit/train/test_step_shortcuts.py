@@ -58,7 +58,6 @@ def test_skipped_old_logprobs_equal_computed_ones():
     skipped = run_step(batch, old_logprobs="auto")
     computed = run_step(batch, old_logprobs="recompute")
     assert skipped[0].old_source == "current" and computed[0].old_source == "recompute"
-    assert "time/old_logprobs" not in skipped[1] or skipped[1]["time/old_logprobs"] < 1.0
     assert_same_step(skipped, computed, METRICS)
     assert skipped[1]["ratio/max"] == pytest.approx(1.0, abs=1e-6)  # old = current: ratio 1
 
@@ -93,11 +92,9 @@ def test_skip_config_switch_and_default():
 def test_rollout_logprobs_as_old():
     batch = grouped_batch()
     step, metrics, _ = run_step(batch, old_logprobs="rollout", max_staleness=2)
-    prepared_old = batch.behaviour_logprobs
     # ratio = exp(π − μ): π ≈ −4.16 for a 64-token random model, μ ≈ −4.1 ± 0.1 (not 1)
     assert step.old_source == "rollout" and metrics["ratio/max"] != pytest.approx(1.0, abs=1e-3)
     assert "rollout_correction/weight/mean" not in metrics  # π_old is μ: nothing to correct
-    assert prepared_old is batch.behaviour_logprobs
 
 
 def test_rollout_logprobs_missing_is_a_clear_error():
