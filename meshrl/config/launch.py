@@ -29,7 +29,7 @@ class LaunchConfig(Strict):
     backoff_max_s: float = Field(60.0, ge=0.0)
     backoff_reset_s: float = Field(120.0, gt=0.0)
     # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
-    # or split for asynchronous runs and shared for on-policy ones (auto).
+    # auto = shared (measured faster here, also asynchronous: meshrl/ops/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
 
     @model_validator(mode="after")

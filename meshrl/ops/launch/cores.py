@@ -10,15 +10,17 @@ On one CPU host generation (vLLM) and training (torch) either take turns or run 
   the other half, each bound to its own (`VLLM_CPU_OMP_THREADS_BIND` for vLLM,
   `GOMP_CPU_AFFINITY` for torch's libgomp), so an asynchronous run (`max_staleness >= 1`)
   generates the next batch while it trains without the two fighting over cores.
-- `auto` (the default): `split` when the run is asynchronous and has at least two cores,
-  `shared` otherwise.
+- `auto` (the default): `shared`. Measured on SmolLM2-135M, 2 cores, `max_staleness: 1`
+  (benchmarks/vs_trl.py, docs/benchmarks.md): shared 13.9 s a step, split 22.9 s (training
+  on one core takes longer than generating and training on two); one run each under a
+  changing load, so `split` stays available for hosts where it wins.
 
 Either way vLLM is bound explicitly: its automatic binding reserves one core for its
 scheduler, so on a 2-core host generation ran on one core (issue 15: raw vLLM 74.5 tok/s
 on one core, 100.6 on both). Several rollout replicas share the rollout cores round-robin.
 A variable already set in the launcher's own environment wins (see local.py).
 
-    plan_cores([0, 1], mode="auto", max_staleness=1).rollout_env(0)
+    plan_cores([0, 1], mode="split", max_staleness=1).rollout_env(0)
     == {"VLLM_CPU_OMP_THREADS_BIND": "0", "OMP_NUM_THREADS": "1"}
 """
 from __future__ import annotations
@@ -65,7 +67,7 @@ def plan_cores(cores: list[int], *, mode: str = "auto", max_staleness: int = 0) 
     if not cores:
         raise ValueError("no CPU core is usable by this process; check its affinity (taskset)")
     if mode == "auto":
-        mode = "split" if max_staleness >= 1 and len(cores) >= 2 else "shared"
+        mode = "shared"  # the faster measured here, asynchronous runs included (see above)
     if mode == "split" and len(cores) < 2:
         raise ValueError(f"launch.cores=split needs at least 2 cores, this process may use {cores}; "
                          f"use launch.cores=shared")

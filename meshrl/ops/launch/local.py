@@ -22,8 +22,8 @@
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
 with an embedded server (launch/nats.py); otherwise a variable already set in our environment wins:
 reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); rollout, reference and learner get the
-cores `launch.cores` gives them (cores.py: all cores each when they take turns, on-policy;
-disjoint halves when an asynchronous run overlaps them), vLLM always bound explicitly so that
+cores `launch.cores` gives them (cores.py: all cores each by default, measured faster here
+even when an asynchronous run overlaps them; or disjoint halves), vLLM always bound explicitly so that
 its automatic binding does not leave a core idle. The KV cache is not set
 here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fraction of a GiB
 holds (vLLM's `VLLM_CPU_KVCACHE_SPACE` takes whole GiB only and, when set, wins).
