@@ -7,6 +7,7 @@ import grpc
 from grpc import aio
 
 from meshrl.config import ConfigError
+from meshrl.config.secrets import read_secret
 from meshrl.transport.rpc.limits import message_options
 
 
@@ -37,9 +38,5 @@ def open_check_channel(address: str, *, tls_ca: str | None = None, tls_cert: str
 
 def token_metadata(token_file: str | None) -> tuple[tuple[str, str], ...]:
     """("authorization", "Bearer <token>") from the file; the token is never printed."""
-    if token_file is None:
-        return ()
-    token = (_read(token_file, "--token-file") or b"").decode().strip()
-    if not token:
-        raise ConfigError(f"--token-file {token_file!r} is empty: write the token into it")
-    return (("authorization", f"Bearer {token}"),)
+    token = read_secret(env_name=None, file=token_file, file_label="--token-file")
+    return () if token is None else (("authorization", f"Bearer {token}"),)

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Sequence
 
@@ -27,6 +26,7 @@ import grpc
 from grpc import aio
 
 from meshrl.config import ConfigError
+from meshrl.config.secrets import read_secret
 from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor
 from meshrl.transport.rpc.channel import service_config
 from meshrl.transport.rpc.deadline import RequireDeadline
@@ -59,22 +59,9 @@ def channel_credentials(ca_file: str | None = None, cert_file: str | None = None
 
 
 def read_token(token_env: str | None, token_file: str | None, *, who: str) -> str | None:
-    """The bearer token, or None when neither source is configured."""
-    if token_env is not None:
-        token = os.environ.get(token_env, "").strip()
-        if not token:
-            raise ConfigError(f"{who}: token_env names {token_env!r}, but that environment variable "
-                              f"is unset or empty: export it in the service's environment")
-        return token
-    if token_file is not None:
-        try:
-            token = Path(token_file).expanduser().read_text().strip()
-        except OSError as err:
-            raise ConfigError(f"{who}: cannot read token_file {token_file!r} ({err.strerror})") from None
-        if not token:
-            raise ConfigError(f"{who}: token_file {token_file!r} is empty: write the token into it")
-        return token
-    return None
+    """The bearer token, or None when neither source is configured (meshrl.config.secrets)."""
+    return read_secret(env_name=token_env, file=token_file, env_label=f"{who}: token_env",
+                       file_label=f"{who}: token_file")
 
 
 class BearerToken(aio.UnaryUnaryClientInterceptor):

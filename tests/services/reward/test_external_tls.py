@@ -111,7 +111,7 @@ async def test_plaintext_to_a_tls_service_refused(mtls_address, monkeypatch):
 
 async def test_unset_token_env_and_missing_files_are_config_errors(tmp_path, monkeypatch):
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
-    with pytest.raises(ConfigError, match="'NO_SUCH_TOKEN', but that environment variable is unset"):
+    with pytest.raises(ConfigError, match="NO_SUCH_TOKEN, but that environment variable is unset"):
         judge("127.0.0.1:1", token_env="NO_SUCH_TOKEN").calls.open()
     with pytest.raises(ConfigError, match="cannot read tls.ca_file .*missing.pem"):
         judge("127.0.0.1:1", tls={"ca_file": str(tmp_path / "missing.pem")}).calls.open()

@@ -25,7 +25,7 @@ from typing import Mapping
 
 from meshrl.config.alerts import WebhookConfig
 from meshrl.ops.alerts.types import Alert, at_least
-from meshrl.config.errors import ConfigError
+from meshrl.config.secrets import read_secret
 
 log = logging.getLogger("meshrl.ops.alerts")
 RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -42,26 +42,8 @@ _OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 def _token(config: WebhookConfig, env: Mapping[str, str]) -> str | None:
-    if config.token_file is not None:
-        return _token_from_file(config.token_file)
-    if config.token_env is None:
-        return None
-    token = env.get(config.token_env)
-    if not token:
-        raise ConfigError(f"alerts.webhook.token_env names {config.token_env}, but that "
-                          f"environment variable is not set (or empty); export it before the run")
-    return token
-
-
-def _token_from_file(path: str) -> str:
-    try:
-        token = open(path, encoding="utf-8").read().strip()
-    except OSError as err:
-        raise ConfigError(f"alerts.webhook.token_file {path}: cannot read it ({err.strerror}); "
-                          f"mount or create the file before the run") from None
-    if not token:
-        raise ConfigError(f"alerts.webhook.token_file {path} is empty; write the bearer token into it")
-    return token
+    return read_secret(env_name=config.token_env, file=config.token_file, env=env,
+                       env_label="alerts.webhook.token_env", file_label="alerts.webhook.token_file")
 
 
 class WebhookSink:
