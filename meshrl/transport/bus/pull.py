@@ -10,6 +10,7 @@ import asyncio
 
 import nats.errors
 
+from meshrl.transport.bus.cancel import raise_if_cancelled
 from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription
 from meshrl.transport.bus.context import Delivery
 from meshrl.transport.bus.dead import dead_letter
@@ -35,6 +36,7 @@ class Puller:
             raw = await sub.fetch(max_msgs, timeout=timeout)
         except (nats.errors.TimeoutError, asyncio.TimeoutError):
             return []
+        await raise_if_cancelled(raw)
         out = []
         for msg in raw:
             try:

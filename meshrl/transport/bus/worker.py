@@ -18,6 +18,7 @@ from typing import Awaitable, Callable, Sequence
 import nats.errors
 from google.protobuf.message import Message
 
+from meshrl.transport.bus.cancel import raise_if_cancelled
 from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription
 from meshrl.transport.bus.context import WorkContext
 from meshrl.transport.bus.dead import dead_letter, dead_letter_exhausted, max_deliveries_advisory
@@ -53,7 +54,9 @@ class Worker:
                 if len(inflight) >= self.concurrency:
                     await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                     continue
-                for msg in await self._fetch(sub, min(self.batch, self.concurrency - len(inflight))):
+                fetched = await self._fetch(sub, min(self.batch, self.concurrency - len(inflight)))
+                await raise_if_cancelled(fetched)
+                for msg in fetched:
                     inflight.add(asyncio.create_task(self._process(msg)))
         finally:
             await _quietly(advisories.unsubscribe())
