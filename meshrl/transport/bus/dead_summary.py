@@ -22,9 +22,9 @@ def reason_of(error: str) -> str:
     return head or "unknown"
 
 
-async def newest_letters(js, stream: str, limit: int) -> list[dict]:
-    info = await js.stream_info(stream)
-    first, last = info.state.first_seq, info.state.last_seq
+async def newest_letters(js, stream: str, state, limit: int) -> list[dict]:
+    """Headers of the newest `limit` letters; `state` is the stream's state from stream_info."""
+    first, last = state.first_seq, state.last_seq
     letters = []
     for seq in range(last, max(first, last - limit + 1) - 1, -1):
         try:
@@ -37,9 +37,10 @@ async def newest_letters(js, stream: str, limit: int) -> list[dict]:
 
 async def dead_letter_summary(js, run_id: str, limit: int = 500) -> dict:
     stream = names.dead_stream(run_id)
-    total = (await js.stream_info(stream)).state.messages
+    state = (await js.stream_info(stream)).state
+    total = state.messages
     counts, examples, by_stage = Counter(), {}, Counter()
-    for headers in await newest_letters(js, stream, limit) if total else []:
+    for headers in await newest_letters(js, stream, state, limit) if total else []:
         stage, error = headers.get("Meshrl-Stage", "?"), headers.get(ERROR_HEADER, "")
         key = (stage, reason_of(error))
         counts[key] += 1
