@@ -100,6 +100,11 @@ def mesh_alerts(c: AlertsConfig) -> list[dict]:
               f'sum by (run, component) (increase({results}{{status!="ok"}}[{window}])) > 0 '
               f'unless sum by (run, component) (increase({results}{{status="ok"}}[{window}])) > 0',
               "reward component {{ $labels.component }} failed every result", for_s=outage.after_s),
+        # the circuit breaker opens after a run of failed calls, before a whole window has failed
+        alert("MeshrlRewardBreakerOpen", "reward_outage", outage,
+              "max by (run, component, target) (meshrl_reward_external_breaker_state) == 2",
+              "calls to reward service {{ $labels.target }} ({{ $labels.component }}) are refused: its circuit breaker is open",
+              for_s=2 * SCRAPE_S),
     ]
 
 

@@ -66,6 +66,12 @@ def mesh_panels() -> list[dict]:
         timeseries("Reward component results", [
             (f"sum by (component, status) (rate(meshrl_reward_component_scores_total{{{RUN}}}[1m]))",
              "{{component}} {{status}}")]),
+        timeseries("External reward services", [
+            (quantile(0.95, "meshrl_reward_external_call_seconds", "component, target"), "p95 s {{component}} {{target}}"),
+            (f"sum by (component, target, code) (rate(meshrl_reward_external_errors_total{{{RUN}}}[1m]))",
+             "errors/s {{component}} {{code}}"),
+            (f"max by (component, target) (meshrl_reward_external_breaker_state{{{RUN}}})",
+             "breaker {{component}} (0 closed, 1 half-open, 2 open)")]),
         timeseries("RPC latency p50 / p95", [(quantile(0.5, rpc, "rpc_side, rpc_method"), "p50 {{rpc_side}} {{rpc_method}}"),
                                              (quantile(0.95, rpc, "rpc_side, rpc_method"), "p95 {{rpc_side}} {{rpc_method}}")], "s"),
         timeseries("Stage latency p50 / p95", [(quantile(0.5, stage, "stage"), "p50 {{stage}}"),

@@ -23,6 +23,7 @@ from meshrl.ops.telemetry.latency import record_rpc, timed_stage
 from meshrl.ops.telemetry.metrics import start_metrics
 from meshrl.services.learner.metric_logger import PrometheusLogger
 from meshrl.services.reference.instruments import reference_instruments
+from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.rollout.instruments import rollout_instruments
 from tests.fixtures.prometheus import promtool_check
@@ -119,6 +120,9 @@ def rule_tests() -> dict:
               "values": "0 1 2 2 2 2 2 2 2 2 2 2"},
              {"series": 'meshrl_reward_component_scores_total{component="math",status="error",run="r"}',
               "values": "0 0 0 1 2 3 4 5 6 7 8 9"},
+             # the judge's breaker opens at t=30s; `for: 30s` -> pending at 45s, firing from 60s
+             {"series": 'meshrl_reward_external_breaker_state{component="judge",target="10.0.0.7:50061",run="r"}',
+              "values": "0 0 2 2 2 2 2 2 2 2 2 2"},
          ],
          "alert_rule_test": [
              {"eval_time": "75s", "alertname": "MeshrlRewardOutage", "exp_alerts": []},
@@ -126,6 +130,15 @@ def rule_tests() -> dict:
               "exp_alerts": [{"exp_labels": {"severity": "critical", "meshrl_rule": "reward_outage",
                                              "run": "r", "component": "math"},
                               "exp_annotations": {"summary": "reward component math failed every result",
+                                                  "action": "none",
+                                                  "description": "run r (alert rule mirrors meshrl built-in rule "
+                                                                 "reward_outage)"}}]},
+             {"eval_time": "45s", "alertname": "MeshrlRewardBreakerOpen", "exp_alerts": []},
+             {"eval_time": "60s", "alertname": "MeshrlRewardBreakerOpen",
+              "exp_alerts": [{"exp_labels": {"severity": "critical", "meshrl_rule": "reward_outage", "run": "r",
+                                             "component": "judge", "target": "10.0.0.7:50061"},
+                              "exp_annotations": {"summary": "calls to reward service 10.0.0.7:50061 (judge) are "
+                                                             "refused: its circuit breaker is open",
                                                   "action": "none",
                                                   "description": "run r (alert rule mirrors meshrl built-in rule "
                                                                  "reward_outage)"}}]},
@@ -152,7 +165,7 @@ def test_the_dashboard_is_well_formed():
     assert len(ids) == len(set(ids))
     titles = {p["title"] for p in panels}
     for wanted in ("Reward", "KL", "Entropy", "Clip fractions", "Step time split", "RPC latency p50 / p95",
-                   "Stage latency p50 / p95", "CPU cores busy", "meshrl alerts firing"):
+                   "Stage latency p50 / p95", "CPU cores busy", "External reward services", "meshrl alerts firing"):
         assert wanted in titles
     for p in panels:
         assert 0 <= p["gridPos"]["x"] and p["gridPos"]["x"] + p["gridPos"]["w"] <= 24
@@ -176,6 +189,8 @@ def exported_names(monkeypatch) -> set[str]:
             make(handle)(group)
         PrometheusLogger(handle).log(1, {key: 0.5 for key in STEP_KEYS})
         record_rpc("client", "/a.B/C", "OK", 0.1)
+        calls = CallMetrics(handle, component="judge", target="10.0.0.7:50061")
+        calls.call(0.2), calls.error("UNAVAILABLE"), calls.watch_breaker(lambda: 2)
         with timed_stage("rollout.generate"):
             pass
         text = handle.scrape()
@@ -191,7 +206,7 @@ def test_every_metric_in_the_rules_and_dashboard_is_exported(monkeypatch):
             for m in re.findall(r"\b((?:meshrl|process)_[a-z0-9_]+|up|target_info)\b", expr)}
     assert used - exported == set()
     assert {"meshrl_rpc_duration_seconds_bucket", "meshrl_stage_duration_seconds_bucket",
-            "process_cpu_seconds_total"} <= used
+            "process_cpu_seconds_total", "meshrl_reward_external_breaker_state"} <= used
 
 
 def test_the_compose_observability_profile_mounts_rules_and_dashboard():
