@@ -38,24 +38,29 @@ FAST_RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconne
                   ("grpc.max_reconnect_backoff_ms", 1000)]
 
 
-def _read(path: str | None, what: str, who: str) -> bytes | None:
+CONFIG_LABELS = {"ca_file": "tls.ca_file", "cert_file": "tls.cert_file", "key_file": "tls.key_file"}
+
+
+def _read(path: str | None, label: str, who: str) -> bytes | None:
     if path is None:
         return None
     try:
         return Path(path).expanduser().read_bytes()
     except OSError as err:
-        raise ConfigError(f"{who}: cannot read tls.{what} {path!r} ({err.strerror}): fix the path "
-                          f"in the run config, or mount the file there") from None
+        raise ConfigError(f"{who}: cannot read {label} {path!r} ({err.strerror}): fix the path, "
+                          f"or mount the file there") from None
 
 
 def channel_credentials(ca_file: str | None = None, cert_file: str | None = None,
-                        key_file: str | None = None, *, who: str = "external service") -> grpc.ChannelCredentials:
-    """TLS credentials (mutual TLS when cert_file and key_file are given)."""
+                        key_file: str | None = None, *, who: str = "external service",
+                        labels: dict[str, str] = CONFIG_LABELS) -> grpc.ChannelCredentials:
+    """TLS credentials (mutual TLS when cert_file and key_file are given). `labels` name the
+    three settings in errors: config keys by default, a CLI passes its flags."""
     if (cert_file is None) != (key_file is None):
-        raise ConfigError(f"{who}: mutual TLS needs both tls.cert_file and tls.key_file")
-    return grpc.ssl_channel_credentials(root_certificates=_read(ca_file, "ca_file", who),
-                                        private_key=_read(key_file, "key_file", who),
-                                        certificate_chain=_read(cert_file, "cert_file", who))
+        raise ConfigError(f"{who}: mutual TLS needs both {labels['cert_file']} and {labels['key_file']}")
+    return grpc.ssl_channel_credentials(root_certificates=_read(ca_file, labels["ca_file"], who),
+                                        private_key=_read(key_file, labels["key_file"], who),
+                                        certificate_chain=_read(cert_file, labels["cert_file"], who))
 
 
 def read_token(token_env: str | None, token_file: str | None, *, who: str) -> str | None:
