@@ -1,8 +1,9 @@
 """Score a whole `Group` (all its samples in one batch per component) in place.
 
 Item ids are `<group_id>/<sample index>`, so an external service's results map back to
-samples. After scoring: each sample has `reward` and `reward_components` (see combine),
-and `group.scored` is true even when some components failed — failures are visible per
+samples. A group's greedy sample (ReMax's baseline, `Group.greedy_sample`, index n) is
+scored in the same batch and gets its own `reward` and `reward_components`. After scoring:
+each sample has `reward` and `reward_components` (see combine), and `group.scored` is true even when some components failed — failures are visible per
 component and as a NaN reward, not by leaving the group unscored.
 """
 from meshrl.api.common.v1 import common_pb2
@@ -12,6 +13,13 @@ from meshrl.services.reward.failure_policy import apply_policies
 from meshrl.services.reward.types import ComponentScore, RewardItem
 
 INT32_BYTES = 4
+
+
+def scored_samples(group: common_pb2.Group) -> list[common_pb2.Sample]:
+    """The group's samples, then its greedy sample when the rollout made one (ReMax's
+    baseline: scored in the same batch, its reward stays on `group.greedy_sample`)."""
+    greedy = [group.greedy_sample] if group.HasField("greedy_sample") else []
+    return [*group.samples, *greedy]
 
 
 def group_items(group: common_pb2.Group) -> list[RewardItem]:
@@ -31,7 +39,7 @@ def group_items(group: common_pb2.Group) -> list[RewardItem]:
             finish_reason=s.finish_reason,
             extra_json=task.extra_json,
         )
-        for s in group.samples
+        for s in scored_samples(group)
     ]
 
 
@@ -49,7 +57,7 @@ class GroupScorer:
 
     async def score_group(self, group: common_pb2.Group) -> None:
         rows = apply_policies(await self.score_items(group_items(group)), self.policies)
-        fill_samples(group.samples, rows)
+        fill_samples(scored_samples(group), rows)
         group.scored = True
 
     async def close(self) -> None:

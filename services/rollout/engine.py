@@ -6,7 +6,9 @@ What it does
   logprobs=0)` and returns a `Group`: per sample the response token ids, one behaviour
   log-prob per response token, the text, the finish reason and the policy version, token ids
   and floats packed little-endian with `meshrl.transport.bus.codec`. Any number of groups may run at
-  once: AsyncLLM batches them (continuous batching).
+  once: AsyncLLM batches them (continuous batching). A task with `sampling.greedy_baseline`
+  also gets one temperature-0 response in `Group.greedy_sample` (ReMax's baseline; a second
+  request running beside the group's), never among the trained samples.
 - `load_weights(path, version)` pauses the scheduler (in-flight requests are kept, or waited
   for), reloads every tensor of a checkpoint-format safetensors file into the live model
   through the worker extension (`worker_extension.py`), clears the prefix/KV cache, tags the
@@ -92,9 +94,13 @@ class EngineConfig:
             raise ModelLoadError(
                 f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
                 f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
+        from meshrl.inputs.models.precision import resolve_model_dtype
+
+        dtype, why = resolve_model_dtype(cfg.model.dtype)
+        log.info("rollout dtype %s: %s", dtype, why)
         return cls(model=cfg.model.path, tokenizer=cfg.model.tokenizer,
                    max_model_len=cfg.rollout.max_model_len, kv_cache_gb=cfg.rollout.kv_cache_gb,
-                   enforce_eager=cfg.rollout.enforce_eager, dtype=cfg.model.dtype,
+                   enforce_eager=cfg.rollout.enforce_eager, dtype=dtype,
                    seed=cfg.run.seed, replica_id=replica_id)
 
 
@@ -136,18 +142,22 @@ def platform_scheduling(config: EngineConfig) -> dict:
             "max_num_batched_tokens": max(config.max_model_len, CPU_BATCHED_TOKENS)}
 
 
-def sampling_params(sampling: pb.SamplingParams):
-    """vLLM SamplingParams from the proto; proto zeros mean "unset" (top_p 0 → 1, seed 0 → none)."""
+def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
+    """vLLM SamplingParams from the proto; proto zeros mean "unset" (top_p 0 → 1, seed 0 → none).
+
+    `greedy`: the task's greedy-baseline request instead — one response at temperature 0
+    with the same max_tokens and stop (ReMax's baseline)."""
     from vllm import SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
     if sampling.max_tokens < 1:
         raise ValueError(f"sampling.max_tokens={sampling.max_tokens}: set it to at least 1")
+    shape = (dict(n=1, temperature=0.0, top_p=1.0, seed=None) if greedy else
+             dict(n=max(1, sampling.n), temperature=sampling.temperature,
+                  top_p=sampling.top_p or 1.0, seed=sampling.seed or None))
     return SamplingParams(
-        n=max(1, sampling.n), temperature=sampling.temperature, top_p=sampling.top_p or 1.0,
-        max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
-        seed=sampling.seed or None, logprobs=0, flat_logprobs=True,
-        output_kind=RequestOutputKind.FINAL_ONLY)
+        **shape, max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
+        logprobs=0, flat_logprobs=True, output_kind=RequestOutputKind.FINAL_ONLY)
 
 
 def oldest_version(spans, fallback: int) -> int:
@@ -213,16 +223,29 @@ class RolloutEngine:
             raise ValueError(f"group {task.group_id!r} has empty prompt_token_ids; the learner "
                              f"must tokenise the prompt before publishing it")
         start, version_at_start = time.time(), self.version
-        request_id = f"{task.group_id or 'group'}-{uuid.uuid4().hex[:8]}"
-        final = None
-        async for output in self.llm.generate(TokensPrompt(prompt_token_ids=prompt_ids.tolist()),
-                                              sampling_params(task.sampling), request_id):
-            final = output
-        if final is None:
-            raise RuntimeError(f"vLLM returned no output for group {task.group_id!r}")
+        prompt = TokensPrompt(prompt_token_ids=prompt_ids.tolist())
+        requests = [self._final_output(prompt, sampling_params(task.sampling), task.group_id)]
+        if task.sampling.greedy_baseline:  # batched with the group by vLLM, not after it
+            requests.append(self._final_output(prompt, sampling_params(task.sampling, greedy=True),
+                                               f"{task.group_id}-greedy"))
+        final, *greedy = await asyncio.gather(*requests)
         samples = [sample_from_completion(c, version_at_start)
                    for c in sorted(final.outputs, key=lambda c: c.index)]
-        return self._group(task, samples, start)
+        group = self._group(task, samples, start)
+        if greedy:
+            group.greedy_sample.CopyFrom(sample_from_completion(greedy[0].outputs[0], version_at_start))
+            group.greedy_sample.index = len(samples)  # an id of its own for reward item ids
+        return group
+
+    async def _final_output(self, prompt, params, name: str):
+        """vLLM's final RequestOutput for one request (all its `n` completions)."""
+        request_id = f"{name or 'group'}-{uuid.uuid4().hex[:8]}"
+        final = None
+        async for output in self.llm.generate(prompt, params, request_id):
+            final = output
+        if final is None:
+            raise RuntimeError(f"vLLM returned no output for request {request_id!r}")
+        return final
 
     def _group(self, task: pb.PromptTask, samples: list[pb.Sample], start: float) -> pb.Group:
         self.groups_generated += 1

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmeshrl/common/v1/common.proto\x12\x10meshrl.common.v1\"o\n\x0eSamplingParams\x12\t\n\x01n\x18\x01 \x01(\r\x12\x13\n\x0btemperature\x18\x02 \x01(\x02\x12\r\n\x05top_p\x18\x03 \x01(\x02\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\x12\x0c\n\x04stop\x18\x05 \x03(\t\x12\x0c\n\x04seed\x18\x06 \x01(\x03\"\xdb\x03\n\nPromptTask\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x13\n\x0bprompt_text\x18\x03 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x04 \x01(\x0c\x12\x32\n\x08sampling\x18\x05 \x01(\x0b\x32 .meshrl.common.v1.SamplingParams\x12\x14\n\x0cground_truth\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x07 \x01(\t\x12<\n\x08metadata\x18\x08 \x03(\x0b\x32*.meshrl.common.v1.PromptTask.MetadataEntry\x12\x1a\n\x12min_policy_version\x18\t \x01(\x04\x12\x15\n\rdataset_index\x18\n \x01(\x04\x12\x14\n\x0c\x63reated_unix\x18\x0b \x01(\x01\x12\x19\n\x11ground_truth_json\x18\x0c \x01(\t\x12\x12\n\nextra_json\x18\r \x01(\t\x12\x36\n\x0fprompt_messages\x18\x0e \x03(\x0b\x32\x1d.meshrl.common.v1.ChatMessage\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x8f\x01\n\x0fRewardComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0e\n\x06weight\x18\x03 \x01(\x01\x12-\n\x06status\x18\x04 \x01(\x0e\x32\x1d.meshrl.common.v1.ScoreStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x11\n\tlatency_s\x18\x06 \x01(\x01\"\x99\x02\n\x06Sample\x12\r\n\x05index\x18\x01 \x01(\r\x12\x1a\n\x12response_token_ids\x18\x02 \x01(\x0c\x12\x1a\n\x12\x62\x65haviour_logprobs\x18\x03 \x01(\x0c\x12\x15\n\rresponse_text\x18\x04 \x01(\t\x12\x35\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x1e.meshrl.common.v1.FinishReason\x12\x0e\n\x06reward\x18\x06 \x01(\x01\x12<\n\x11reward_components\x18\x07 \x03(\x0b\x32!.meshrl.common.v1.RewardComponent\x12\x14\n\x0cref_logprobs\x18\x08 \x01(\x0c\x12\x16\n\x0epolicy_version\x18\t \x01(\x04\"S\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x12\n\nstart_unix\x18\x03 \x01(\x01\x12\x10\n\x08\x65nd_unix\x18\x04 \x01(\x01\"\x8b\x02\n\x05Group\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12*\n\x04task\x18\x03 \x01(\x0b\x32\x1c.meshrl.common.v1.PromptTask\x12)\n\x07samples\x18\x04 \x03(\x0b\x32\x18.meshrl.common.v1.Sample\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x17\n\x0frollout_replica\x18\x06 \x01(\t\x12.\n\x07timings\x18\x07 \x03(\x0b\x32\x1d.meshrl.common.v1.StageTiming\x12\x0e\n\x06scored\x18\x08 \x01(\x08\x12\x18\n\x10has_ref_logprobs\x18\t \x01(\x08\"\xaf\x01\n\rWeightsNotice\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x11\n\ttransport\x18\x03 \x01(\t\x12\x10\n\x08location\x18\x04 \x01(\t\x12\x0e\n\x06sha256\x18\x05 \x01(\t\x12\x12\n\nsize_bytes\x18\x06 \x01(\x04\x12\x0e\n\x06\x66ormat\x18\x07 \x01(\t\x12\x0c\n\x04step\x18\x08 \x01(\x04\x12\x16\n\x0epublished_unix\x18\t \x01(\x01\"o\n\rWeightsLoaded\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\n\n\x02ok\x18\x04 \x01(\x08\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x0e\n\x06load_s\x18\x06 \x01(\x01\"\xda\x02\n\tRunStatus\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12)\n\x05state\x18\x02 \x01(\x0e\x32\x1a.meshrl.common.v1.RunState\x12\x0c\n\x04step\x18\x03 \x01(\x04\x12\x13\n\x0btotal_steps\x18\x04 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x16\n\x0egroups_trained\x18\x06 \x01(\x04\x12\x18\n\x10groups_in_flight\x18\x07 \x01(\x04\x12\x1c\n\x14groups_dropped_stale\x18\x08 \x01(\x04\x12\x42\n\x0clast_metrics\x18\t \x03(\x0b\x32,.meshrl.common.v1.RunStatus.LastMetricsEntry\x12\x0f\n\x07message\x18\n \x01(\t\x1a\x32\n\x10LastMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01*x\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x17\n\x13\x46INISH_REASON_ABORT\x10\x03*r\n\x0bScoreStatus\x12\x1c\n\x18SCORE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSCORE_STATUS_OK\x10\x01\x12\x16\n\x12SCORE_STATUS_ERROR\x10\x02\x12\x18\n\x14SCORE_STATUS_TIMEOUT\x10\x03*\xac\x01\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12RUN_STATE_STARTING\x10\x01\x12\x15\n\x11RUN_STATE_RUNNING\x10\x02\x12\x14\n\x10RUN_STATE_PAUSED\x10\x03\x12\x16\n\x12RUN_STATE_STOPPING\x10\x04\x12\x12\n\x0eRUN_STATE_DONE\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmeshrl/common/v1/common.proto\x12\x10meshrl.common.v1\"\x88\x01\n\x0eSamplingParams\x12\t\n\x01n\x18\x01 \x01(\r\x12\x13\n\x0btemperature\x18\x02 \x01(\x02\x12\r\n\x05top_p\x18\x03 \x01(\x02\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\x12\x0c\n\x04stop\x18\x05 \x03(\t\x12\x0c\n\x04seed\x18\x06 \x01(\x03\x12\x17\n\x0fgreedy_baseline\x18\x07 \x01(\x08\"\xdb\x03\n\nPromptTask\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x13\n\x0bprompt_text\x18\x03 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x04 \x01(\x0c\x12\x32\n\x08sampling\x18\x05 \x01(\x0b\x32 .meshrl.common.v1.SamplingParams\x12\x14\n\x0cground_truth\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x07 \x01(\t\x12<\n\x08metadata\x18\x08 \x03(\x0b\x32*.meshrl.common.v1.PromptTask.MetadataEntry\x12\x1a\n\x12min_policy_version\x18\t \x01(\x04\x12\x15\n\rdataset_index\x18\n \x01(\x04\x12\x14\n\x0c\x63reated_unix\x18\x0b \x01(\x01\x12\x19\n\x11ground_truth_json\x18\x0c \x01(\t\x12\x12\n\nextra_json\x18\r \x01(\t\x12\x36\n\x0fprompt_messages\x18\x0e \x03(\x0b\x32\x1d.meshrl.common.v1.ChatMessage\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x8f\x01\n\x0fRewardComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0e\n\x06weight\x18\x03 \x01(\x01\x12-\n\x06status\x18\x04 \x01(\x0e\x32\x1d.meshrl.common.v1.ScoreStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x11\n\tlatency_s\x18\x06 \x01(\x01\"\x99\x02\n\x06Sample\x12\r\n\x05index\x18\x01 \x01(\r\x12\x1a\n\x12response_token_ids\x18\x02 \x01(\x0c\x12\x1a\n\x12\x62\x65haviour_logprobs\x18\x03 \x01(\x0c\x12\x15\n\rresponse_text\x18\x04 \x01(\t\x12\x35\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x1e.meshrl.common.v1.FinishReason\x12\x0e\n\x06reward\x18\x06 \x01(\x01\x12<\n\x11reward_components\x18\x07 \x03(\x0b\x32!.meshrl.common.v1.RewardComponent\x12\x14\n\x0cref_logprobs\x18\x08 \x01(\x0c\x12\x16\n\x0epolicy_version\x18\t \x01(\x04\"S\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x12\n\nstart_unix\x18\x03 \x01(\x01\x12\x10\n\x08\x65nd_unix\x18\x04 \x01(\x01\"\xbc\x02\n\x05Group\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12*\n\x04task\x18\x03 \x01(\x0b\x32\x1c.meshrl.common.v1.PromptTask\x12)\n\x07samples\x18\x04 \x03(\x0b\x32\x18.meshrl.common.v1.Sample\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x17\n\x0frollout_replica\x18\x06 \x01(\t\x12.\n\x07timings\x18\x07 \x03(\x0b\x32\x1d.meshrl.common.v1.StageTiming\x12\x0e\n\x06scored\x18\x08 \x01(\x08\x12\x18\n\x10has_ref_logprobs\x18\t \x01(\x08\x12/\n\rgreedy_sample\x18\n \x01(\x0b\x32\x18.meshrl.common.v1.Sample\"\xaf\x01\n\rWeightsNotice\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x11\n\ttransport\x18\x03 \x01(\t\x12\x10\n\x08location\x18\x04 \x01(\t\x12\x0e\n\x06sha256\x18\x05 \x01(\t\x12\x12\n\nsize_bytes\x18\x06 \x01(\x04\x12\x0e\n\x06\x66ormat\x18\x07 \x01(\t\x12\x0c\n\x04step\x18\x08 \x01(\x04\x12\x16\n\x0epublished_unix\x18\t \x01(\x01\"o\n\rWeightsLoaded\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nreplica_id\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\n\n\x02ok\x18\x04 \x01(\x08\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x0e\n\x06load_s\x18\x06 \x01(\x01\"\xda\x02\n\tRunStatus\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12)\n\x05state\x18\x02 \x01(\x0e\x32\x1a.meshrl.common.v1.RunState\x12\x0c\n\x04step\x18\x03 \x01(\x04\x12\x13\n\x0btotal_steps\x18\x04 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x16\n\x0egroups_trained\x18\x06 \x01(\x04\x12\x18\n\x10groups_in_flight\x18\x07 \x01(\x04\x12\x1c\n\x14groups_dropped_stale\x18\x08 \x01(\x04\x12\x42\n\x0clast_metrics\x18\t \x03(\x0b\x32,.meshrl.common.v1.RunStatus.LastMetricsEntry\x12\x0f\n\x07message\x18\n \x01(\t\x1a\x32\n\x10LastMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01*x\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x17\n\x13\x46INISH_REASON_ABORT\x10\x03*r\n\x0bScoreStatus\x12\x1c\n\x18SCORE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSCORE_STATUS_OK\x10\x01\x12\x16\n\x12SCORE_STATUS_ERROR\x10\x02\x12\x18\n\x14SCORE_STATUS_TIMEOUT\x10\x03*\xac\x01\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12RUN_STATE_STARTING\x10\x01\x12\x15\n\x11RUN_STATE_RUNNING\x10\x02\x12\x14\n\x10RUN_STATE_PAUSED\x10\x03\x12\x16\n\x12RUN_STATE_STOPPING\x10\x04\x12\x12\n\x0eRUN_STATE_DONE\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,34 +35,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROMPTTASK_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_RUNSTATUS_LASTMETRICSENTRY']._loaded_options = None
   _globals['_RUNSTATUS_LASTMETRICSENTRY']._serialized_options = b'8\001'
-  _globals['_FINISHREASON']._serialized_start=2113
-  _globals['_FINISHREASON']._serialized_end=2233
-  _globals['_SCORESTATUS']._serialized_start=2235
-  _globals['_SCORESTATUS']._serialized_end=2349
-  _globals['_RUNSTATE']._serialized_start=2352
-  _globals['_RUNSTATE']._serialized_end=2524
-  _globals['_SAMPLINGPARAMS']._serialized_start=51
-  _globals['_SAMPLINGPARAMS']._serialized_end=162
-  _globals['_PROMPTTASK']._serialized_start=165
-  _globals['_PROMPTTASK']._serialized_end=640
-  _globals['_PROMPTTASK_METADATAENTRY']._serialized_start=593
-  _globals['_PROMPTTASK_METADATAENTRY']._serialized_end=640
-  _globals['_CHATMESSAGE']._serialized_start=642
-  _globals['_CHATMESSAGE']._serialized_end=686
-  _globals['_REWARDCOMPONENT']._serialized_start=689
-  _globals['_REWARDCOMPONENT']._serialized_end=832
-  _globals['_SAMPLE']._serialized_start=835
-  _globals['_SAMPLE']._serialized_end=1116
-  _globals['_STAGETIMING']._serialized_start=1118
-  _globals['_STAGETIMING']._serialized_end=1201
-  _globals['_GROUP']._serialized_start=1204
-  _globals['_GROUP']._serialized_end=1471
-  _globals['_WEIGHTSNOTICE']._serialized_start=1474
-  _globals['_WEIGHTSNOTICE']._serialized_end=1649
-  _globals['_WEIGHTSLOADED']._serialized_start=1651
-  _globals['_WEIGHTSLOADED']._serialized_end=1762
-  _globals['_RUNSTATUS']._serialized_start=1765
-  _globals['_RUNSTATUS']._serialized_end=2111
-  _globals['_RUNSTATUS_LASTMETRICSENTRY']._serialized_start=2061
-  _globals['_RUNSTATUS_LASTMETRICSENTRY']._serialized_end=2111
+  _globals['_FINISHREASON']._serialized_start=2188
+  _globals['_FINISHREASON']._serialized_end=2308
+  _globals['_SCORESTATUS']._serialized_start=2310
+  _globals['_SCORESTATUS']._serialized_end=2424
+  _globals['_RUNSTATE']._serialized_start=2427
+  _globals['_RUNSTATE']._serialized_end=2599
+  _globals['_SAMPLINGPARAMS']._serialized_start=52
+  _globals['_SAMPLINGPARAMS']._serialized_end=188
+  _globals['_PROMPTTASK']._serialized_start=191
+  _globals['_PROMPTTASK']._serialized_end=666
+  _globals['_PROMPTTASK_METADATAENTRY']._serialized_start=619
+  _globals['_PROMPTTASK_METADATAENTRY']._serialized_end=666
+  _globals['_CHATMESSAGE']._serialized_start=668
+  _globals['_CHATMESSAGE']._serialized_end=712
+  _globals['_REWARDCOMPONENT']._serialized_start=715
+  _globals['_REWARDCOMPONENT']._serialized_end=858
+  _globals['_SAMPLE']._serialized_start=861
+  _globals['_SAMPLE']._serialized_end=1142
+  _globals['_STAGETIMING']._serialized_start=1144
+  _globals['_STAGETIMING']._serialized_end=1227
+  _globals['_GROUP']._serialized_start=1230
+  _globals['_GROUP']._serialized_end=1546
+  _globals['_WEIGHTSNOTICE']._serialized_start=1549
+  _globals['_WEIGHTSNOTICE']._serialized_end=1724
+  _globals['_WEIGHTSLOADED']._serialized_start=1726
+  _globals['_WEIGHTSLOADED']._serialized_end=1837
+  _globals['_RUNSTATUS']._serialized_start=1840
+  _globals['_RUNSTATUS']._serialized_end=2186
+  _globals['_RUNSTATUS_LASTMETRICSENTRY']._serialized_start=2136
+  _globals['_RUNSTATUS_LASTMETRICSENTRY']._serialized_end=2186
 # @@protoc_insertion_point(module_scope)

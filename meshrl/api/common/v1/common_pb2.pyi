@@ -47,20 +47,22 @@ RUN_STATE_DONE: RunState
 RUN_STATE_FAILED: RunState
 
 class SamplingParams(_message.Message):
-    __slots__ = ("n", "temperature", "top_p", "max_tokens", "stop", "seed")
+    __slots__ = ("n", "temperature", "top_p", "max_tokens", "stop", "seed", "greedy_baseline")
     N_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
     TOP_P_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    GREEDY_BASELINE_FIELD_NUMBER: _ClassVar[int]
     n: int
     temperature: float
     top_p: float
     max_tokens: int
     stop: _containers.RepeatedScalarFieldContainer[str]
     seed: int
-    def __init__(self, n: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ...) -> None: ...
+    greedy_baseline: bool
+    def __init__(self, n: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., greedy_baseline: _Optional[bool] = ...) -> None: ...
 
 class PromptTask(_message.Message):
     __slots__ = ("run_id", "group_id", "prompt_text", "prompt_token_ids", "sampling", "ground_truth", "data_source", "metadata", "min_policy_version", "dataset_index", "created_unix", "ground_truth_json", "extra_json", "prompt_messages")
@@ -160,7 +162,7 @@ class StageTiming(_message.Message):
     def __init__(self, stage: _Optional[str] = ..., service: _Optional[str] = ..., start_unix: _Optional[float] = ..., end_unix: _Optional[float] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ("run_id", "group_id", "task", "samples", "policy_version", "rollout_replica", "timings", "scored", "has_ref_logprobs")
+    __slots__ = ("run_id", "group_id", "task", "samples", "policy_version", "rollout_replica", "timings", "scored", "has_ref_logprobs", "greedy_sample")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +172,7 @@ class Group(_message.Message):
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     SCORED_FIELD_NUMBER: _ClassVar[int]
     HAS_REF_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    GREEDY_SAMPLE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     group_id: str
     task: PromptTask
@@ -179,7 +182,8 @@ class Group(_message.Message):
     timings: _containers.RepeatedCompositeFieldContainer[StageTiming]
     scored: bool
     has_ref_logprobs: bool
-    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., task: _Optional[_Union[PromptTask, _Mapping]] = ..., samples: _Optional[_Iterable[_Union[Sample, _Mapping]]] = ..., policy_version: _Optional[int] = ..., rollout_replica: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[StageTiming, _Mapping]]] = ..., scored: _Optional[bool] = ..., has_ref_logprobs: _Optional[bool] = ...) -> None: ...
+    greedy_sample: Sample
+    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., task: _Optional[_Union[PromptTask, _Mapping]] = ..., samples: _Optional[_Iterable[_Union[Sample, _Mapping]]] = ..., policy_version: _Optional[int] = ..., rollout_replica: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[StageTiming, _Mapping]]] = ..., scored: _Optional[bool] = ..., has_ref_logprobs: _Optional[bool] = ..., greedy_sample: _Optional[_Union[Sample, _Mapping]] = ...) -> None: ...
 
 class WeightsNotice(_message.Message):
     __slots__ = ("run_id", "version", "transport", "location", "sha256", "size_bytes", "format", "step", "published_unix")
