@@ -17,7 +17,7 @@ from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_RULE_KINDS, check_n
 from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
                                           TlsConfig)
 from meshrl.config.sampling import sampling_problems
-from meshrl.config.launch import LaunchConfig
+from meshrl.config.launch import LaunchConfig, yaml_switch
 
 
 class ModelConfig(Strict):
@@ -26,7 +26,9 @@ class ModelConfig(Strict):
     path: str
     gguf_file: str | None = None
     tokenizer: str | None = None
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    # rollout and reference weights; auto = what the host runs fastest (meshrl.inputs.models.precision).
+    # The learner keeps fp32 master weights whatever this says (trainer.precision sets its autocast).
+    dtype: Literal["auto", "float32", "bfloat16"] = "float32"
 
     @field_validator("path", "tokenizer")
     @classmethod
@@ -144,8 +146,7 @@ class ReferenceConfig(Strict):
     @field_validator("enabled", mode="before")
     @classmethod
     def _yaml_booleans(cls, value):
-        """YAML reads a bare `off` / `on` (in a file or a key=value override) as a boolean."""
-        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
+        return yaml_switch(value)
     timeout_s: float = Field(120.0, gt=0.0)
 
     @property
@@ -196,6 +197,11 @@ class NatsConfig(Strict):
     # Embedded server only: "on" serves TLS with a run CA the launcher makes in RUN_DIR/secrets;
     # "mutual" also requires each client's certificate. An external server: MESHRL_NATS_TLS_* env.
     tls: Literal["off", "on", "mutual"] = "off"
+
+    @field_validator("tls", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value):
+        return yaml_switch(value)
 
 
 class TelemetryConfig(Strict):

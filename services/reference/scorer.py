@@ -13,6 +13,7 @@ Simplifications: one device (CPU or the first CUDA device); no sequence packing.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Sequence
 
@@ -24,6 +25,9 @@ from meshrl.config.sampling import logprob_temperature  # re-exported: one rule 
 from meshrl.config.schema import RunConfig
 from meshrl.algos.logprobs import response_logprobs
 from meshrl.inputs.models.load import load_causal_lm
+from meshrl.inputs.models.precision import resolve_model_dtype
+
+log = logging.getLogger(__name__)
 
 
 class ReferenceScorer:
@@ -41,7 +45,10 @@ class ReferenceScorer:
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> "ReferenceScorer":
-        model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype=cfg.model.dtype)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype, why = resolve_model_dtype(cfg.model.dtype, device=device)
+        log.info("reference dtype %s: %s", dtype, why)
+        model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype=dtype)
         if torch.cuda.is_available():
             model = model.to("cuda")
         pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0

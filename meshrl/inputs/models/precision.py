@@ -102,6 +102,18 @@ def resolve_precision(setting: str, *, bf16: bool = False,
     return probe_host()
 
 
+def resolve_model_dtype(setting: str, *, device: torch.device | str = "cpu") -> tuple[str, str]:
+    """`model.dtype` (auto | float32 | bfloat16) for rollout and reference: the dtype name
+    vLLM / transformers take, and why. `auto` is this host's `precision: auto` choice, so the
+    services that only run the model forward use the precision the learner trains in."""
+    if setting in ("float32", "bfloat16"):
+        return setting, f"configured (model.dtype={setting})"
+    if setting != "auto":
+        raise ValueError(f"model.dtype={setting!r}: choose auto, float32 or bfloat16")
+    choice = resolve_precision("auto", device=device)
+    return choice.torch_dtype, f"model.dtype=auto: {choice.reason}"
+
+
 if __name__ == "__main__":
     choice = probe_host()
     print(f"precision auto -> {choice.dtype}: {choice.reason}")

@@ -4,7 +4,7 @@ import torch
 
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.inputs.models import precision
-from meshrl.inputs.models.precision import choose, cpu_bf16_flags, resolve_precision
+from meshrl.inputs.models.precision import choose, cpu_bf16_flags, resolve_model_dtype, resolve_precision
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.unit.train.helpers import build_tiny_llama, random_batch
@@ -38,6 +38,16 @@ def test_auto_uses_the_probe_and_explicit_settings_do_not(monkeypatch):
     assert resolve_precision("fp32", bf16=True).dtype == "bf16"  # legacy trainer.bf16=true
     with pytest.raises(ValueError, match="choose auto, fp32 or bf16"):
         resolve_precision("fp16")
+
+
+@pytest.mark.parametrize("fp32, bf16, expected", [(50.0, 200.0, "bfloat16"), (50.0, 55.0, "float32")])
+def test_model_dtype_auto_follows_the_probe_for_rollout_and_reference(monkeypatch, fp32, bf16, expected):
+    monkeypatch.setattr(precision, "probe_host", lambda: choose(["avx512_bf16"], fp32, bf16))  # fake figures
+    dtype, why = resolve_model_dtype("auto")
+    assert dtype == expected and "model.dtype=auto" in why and "GFLOP/s" in why
+    assert resolve_model_dtype("float32")[0] == "float32"  # an explicit setting never probes
+    with pytest.raises(ValueError, match="choose auto, float32 or bfloat16"):
+        resolve_model_dtype("fp16")
 
 
 def test_bf16_autocast_step_keeps_fp32_master_weights_and_state():
