@@ -1,7 +1,8 @@
 """Chaos: one fault at a seeded moment of a real `meshrl train` run, for each part of the mesh.
 
-kill -9 of one rollout replica of two, of the reward, the reference, the learner and the
-embedded nats-server; SIGSTOP of a rollout replica for longer than rollout.ack_wait_s (then
+kill -9 of one rollout replica of two, of the reward, the reference, the learner, the
+embedded nats-server, and of one node of a three-node NATS cluster (JetStream replicas = 3;
+the node the learner is connected to) that the run uses instead; SIGSTOP of a rollout replica for longer than rollout.ack_wait_s (then
 SIGCONT): its prompt tasks go to the other replica. Each run must finish all its steps, and
 its ledger (groups.jsonl) must prove that every published group was trained or dropped with
 a reason, none twice, each within the staleness bound (tests/chaos/ledger_proof.py). What
@@ -15,7 +16,8 @@ import signal
 import pytest
 
 from tests.chaos.report import record
-from tests.chaos.scenario import STEPS, Fault, ScenarioResult, run_scenario
+from meshrl.transport.bus.cluster import NatsCluster
+from tests.chaos.scenario import NATS_NODE, STEPS, Fault, ScenarioResult, run_scenario
 
 TWO_ROLLOUTS = "rollout.replicas=2"
 ACK_WAIT_S = 8  # the frozen replica's tasks go elsewhere after this (rollout.ack_wait_s)
@@ -90,3 +92,15 @@ def test_kill_nats_server(tiny_model_dir, e2e_data, tmp_path):
     result = run_scenario(Fault("kill -9 nats-server", "nats-server", seed=6), tiny_model_dir, e2e_data, tmp_path)
     assert_recovered(result)
     assert_restarted(result, "nats-server")
+
+
+@pytest.mark.slow
+def test_kill_the_nats_cluster_node_of_the_learner(tiny_model_dir, e2e_data, tmp_path):
+    # Started by the test from the same nats-server binary; the launcher only gets its URLs.
+    with NatsCluster(tmp_path / "nats", size=3) as cluster:
+        result = run_scenario(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7), tiny_model_dir, e2e_data,
+                              tmp_path, cluster=cluster)
+        print(f"killed {result.victim}; alive: {cluster.alive()}")
+        assert len(cluster.alive()) == 2
+    assert_recovered(result)
+    assert result.restarts == []  # no service died: the run noticed the loss only as a pause

@@ -64,8 +64,9 @@ async def connect_bus(ctx: ServiceContext, wait_for_run: bool = True) -> None:
     from meshrl.transport.bus import Bus
     from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
 
+    # replicas: a learner that creates the run's streams (none yet) copies them to nats.replicas nodes
     ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
-                                timeout=ctx.cfg.nats.connect_timeout_s)
+                                timeout=ctx.cfg.nats.connect_timeout_s, replicas=ctx.cfg.nats.replicas)
     ctx.on_stop(ctx.bus.close)
     if wait_for_run:
         await wait_for_run_streams(ctx.bus.js, ctx.run_id, timeout_s=ctx.cfg.nats.run_wait_s,
