@@ -7,6 +7,7 @@
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
       cores: auto                # shared | split | auto (meshrl/ops/launch/cores.py)
+      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/ops/launch/grpc_tls.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
 restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more
@@ -17,9 +18,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
+
+
+def yaml_switch(value):
+    """YAML reads a bare `off` / `on` (in a file or a key=value override) as a boolean: the word again."""
+    return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
 
 class LaunchConfig(Strict):
@@ -31,6 +37,15 @@ class LaunchConfig(Strict):
     # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
     # auto = shared (measured faster here, also asynchronous: meshrl/ops/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
+    # The mesh's own gRPC (learner→reference, eval→rollout, control, health): "on" serves TLS
+    # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" also requires each caller's
+    # certificate. Off: plaintext on loopback, or a cluster's own MESHRL_GRPC_TLS_* env.
+    grpc_tls: Literal["off", "on", "mutual"] = "off"
+
+    @field_validator("grpc_tls", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value):
+        return yaml_switch(value)
 
     @model_validator(mode="after")
     def _cap_above_start(self) -> "LaunchConfig":

@@ -1,15 +1,24 @@
 """No secret reaches a run's files: planted tokens (an external reward service's bearer token
 and the alert webhook's, both from environment variables) and the run's own NATS passwords
-(made for RUN_DIR/secrets) appear in no file of the run dir outside secrets/, no log and no span."""
+and gRPC TLS keys (made for RUN_DIR/secrets) appear in no file of the run dir outside
+secrets/, no log and no span. The run has `launch.grpc_tls: mutual`: it trains over mutual
+TLS (learner→reference, eval, control), and the learner's port refuses a plaintext client."""
+import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import grpc
 import pytest
+import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from meshrl.ops.launch.grpc_tls import grpc_user_env
 from meshrl.transport.ports import free_port
+from meshrl.transport.rpc import mesh_tls
 
 pytestmark = pytest.mark.slow
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "external_reward" / "server.py"
@@ -31,6 +40,32 @@ def record_new_passwords(monkeypatch) -> list[str]:
     return made
 
 
+async def health(address: str, credentials) -> str:
+    """One grpc.health.v1 check over TLS (`credentials`) or plaintext (None): its status or error code."""
+    channel = (grpc.aio.secure_channel(address, credentials) if credentials is not None
+               else grpc.aio.insecure_channel(address))
+    async with channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
+        except grpc.aio.AioRpcError as err:
+            return err.code().name
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def probe_learner_port(run_dir: Path, found: dict, done: threading.Event) -> None:
+    """While the run lives: once the learner's control port answers the admin's TLS files,
+    ask it in plaintext too; keep the run's gRPC private keys to look for later."""
+    while not done.is_set() and "plaintext" not in found:
+        env = grpc_user_env(run_dir / "secrets", "admin")
+        if env and (run_dir / "config.yaml").is_file():
+            port = yaml.safe_load((run_dir / "config.yaml").read_text())["learner"]["grpc_port"]
+            address = f"127.0.0.1:{port}"
+            found["keys"] = [p.read_text() for p in (run_dir / "secrets").glob("grpc-*-tls.key")]
+            if asyncio.run(health(address, mesh_tls.client_credentials(env))) == "SERVING":
+                found["plaintext"] = asyncio.run(health(address, None))
+        time.sleep(0.5)
+
+
 def leaks(run_dir: Path, secrets: list[str]) -> list[str]:
     hits = []
     for path in run_dir.rglob("*"):
@@ -47,21 +82,27 @@ def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monke
     monkeypatch.setenv("MESHRL_TEST_REWARD_TOKEN", REWARD_TOKEN)
     monkeypatch.setenv("MESHRL_TEST_HOOK_TOKEN", HOOK_TOKEN)
     passwords = record_new_passwords(monkeypatch)
+    found, done = {}, threading.Event()
+    prober = threading.Thread(target=probe_learner_port, args=(tmp_path / "run", found, done), daemon=True)
+    prober.start()
     try:
         time.sleep(2)  # the example binds its port; the reward service's health check waits too
         components = ('[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
                       f'{{name: judge, kind: external, address: "127.0.0.1:{port}", weight: 0.5, '
                       'token_env: MESHRL_TEST_REWARD_TOKEN}]')
-        result, metrics, _ = run_mesh("learner.steps=1", f"reward.components={components}",
+        result, metrics, _ = run_mesh("learner.steps=1", "launch.grpc_tls=mutual", f"reward.components={components}",
                                       f"alerts.webhook={{url: 'http://127.0.0.1:{free_port()}/hook', "
                                       "token_env: MESHRL_TEST_HOOK_TOKEN}")
     finally:
+        done.set()
         judge.terminate()
         judge.wait(10)
     run_dir = tmp_path / "run"
     assert len(metrics) == 1
     assert len(passwords) >= 4, "the launcher made no NATS passwords to look for"
     assert (run_dir / "traces").is_dir() and list((run_dir / "logs").glob("*.log"))
-    assert leaks(run_dir, [REWARD_TOKEN, HOOK_TOKEN, *passwords]) == []
+    assert found.get("plaintext") == "UNAVAILABLE"  # the TLS-only port answered mutual TLS and refused plaintext
+    assert len(found["keys"]) == 5
+    assert leaks(run_dir, [REWARD_TOKEN, HOOK_TOKEN, *passwords, *found["keys"]]) == []
     assert not (run_dir / "secrets").exists()  # removed with the run's NATS
     assert os.environ["MESHRL_TEST_REWARD_TOKEN"] == REWARD_TOKEN  # planted, so the check meant something

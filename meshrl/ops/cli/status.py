@@ -82,6 +82,7 @@ def run(args) -> int:
     from meshrl.transport.bus.errors import BusUnavailable
 
     from meshrl.ops.launch.nats import admin_credentials, secrets_dir
+    from meshrl.ops.launch.grpc_tls import grpc_user_env
     from meshrl.ops.launch.nats_tls import user_tls_env
     from meshrl.transport.bus.credentials import credentials_path
 
@@ -94,8 +95,8 @@ def run(args) -> int:
     admin = credentials_path(secrets_dir(args.run_dir), "admin")
     try:
         # The embedded NATS admits only the run's users: read with the launcher's (admin) file.
-        # With nats.tls on, the admin's TLS files too (nats_tls.py).
-        tls_env = user_tls_env(secrets_dir(args.run_dir), "admin")
+        # With nats.tls on, the admin's TLS files too (nats_tls.py); launch.grpc_tls: its gRPC ones.
+        tls_env = {**user_tls_env(secrets_dir(args.run_dir), "admin"), **grpc_user_env(secrets_dir(args.run_dir), "admin")}
         with admin_credentials(admin, tls_env) if admin.is_file() else contextlib.nullcontext():
             status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
     except BusUnavailable as err:

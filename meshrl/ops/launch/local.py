@@ -28,14 +28,18 @@ its automatic binding does not leave a core idle. The KV cache is not set
 here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fraction of a GiB
 holds (vLLM's `VLLM_CPU_KVCACHE_SPACE` takes whole GiB only and, when set, wins).
 
-Simplifications: one learner process (torchrun ranks are the cluster's job); replica i of
-the reference serves gRPC on reference.grpc_port + i.
+The learner runs as one process, or with `learner.ranks: N` > 1 as `torchrun --standalone
+--nproc-per-node N` (its ranks share the learner's cores: OMP_NUM_THREADS divided by N;
+torchrun gives them learner.stop_grace_s to checkpoint on a stop).
+
+Simplifications: replica i of the reference serves gRPC on reference.grpc_port + i.
 
 Run: meshrl train examples/grpo_smollm2.yaml   (this is what it calls)
 """
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -53,6 +57,7 @@ from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.grpc_tls import grpc_tls_env, run_grpc_tls
 from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials_env
 from meshrl.ops.launch.presence import LauncherInfo, launcher_presence, write_presence
@@ -73,6 +78,7 @@ class ServiceSpec:
     name: str  # "rollout", "reward", "reference", "learner"
     replica: int
     env: dict[str, str] = field(default_factory=dict)
+    launcher: list[str] = field(default_factory=lambda: [sys.executable])  # what runs `-m meshrl.services.<name>`
 
 
 @dataclass
@@ -174,18 +180,30 @@ def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
     specs = [] if cfg.algorithm.offline else sampling_specs(cfg)
     if cfg.reference_enabled:
         specs += [replica_spec("reference", i, cfg) for i in range(cfg.reference.replicas)]
-    specs.append(ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **core_plan(cfg).trainer_env())))
+    specs.append(learner_spec(cfg))
     return specs
 
 
+def learner_spec(cfg: RunConfig) -> ServiceSpec:
+    """The learner: one process, or torchrun's `learner.ranks` ranks sharing the learner's cores."""
+    env, ranks = core_plan(cfg).trainer_env(), cfg.learner.ranks
+    if ranks == 1:
+        return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env))
+    env["OMP_NUM_THREADS"] = str(max(1, int(env["OMP_NUM_THREADS"]) // ranks))
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
+                f"--shutdown-timeout={math.ceil(cfg.learner.stop_grace_s)}"]  # rank 0's time to checkpoint
+    return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env), launcher=torchrun)
+
+
 def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, str]:
-    """The spec's environment plus its kind's NATS credential file (a path, never the password)."""
-    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name)}
+    """The spec's environment plus its kind's NATS credential file (a path, never the password)
+    and, with launch.grpc_tls, its kind's gRPC TLS files (grpc_tls.py)."""
+    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name), **grpc_tls_env(cfg, run_dir, spec.name)}
 
 
 def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) -> list[str]:
     """The process contract every service follows."""
-    return [sys.executable, "-m", f"meshrl.services.{spec.name}", "--nats", url,
+    return [*spec.launcher, "-m", f"meshrl.services.{spec.name}", "--nats", url,
             "--run-id", run_id, "--config", str(config_path),
             "--replica-id", f"{spec.name}-{spec.replica}"]
 
@@ -290,7 +308,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
-    with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, freed_shm(run_id), \
+    with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, run_grpc_tls(cfg, run_dir), freed_shm(run_id), \
             freed_segments(ShmTracker()) as shm, Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas)
         for spec in service_specs(cfg):
