@@ -4,10 +4,12 @@
     python deploy/k8s/render.py deploy/k8s/overlays/cpu-dev
 
 Does the part of kustomize these files use, the same way: `resources` (files, and directories
-with their own kustomization.yaml, depth first), `labels` (pairs added to metadata.labels),
-`images` (name → newName:newTag), `patches` with `path` (strategic merge, matched by kind and
-name: maps merge, lists of maps with a `name` merge by name, other lists are replaced,
-`$patch: delete` removes the resource), `namespace` (set on every namespaced resource).
+with their own kustomization.yaml, depth first), `components` (a `kind: Component` directory:
+its resources are added and its patches applied to what the including kustomization has so
+far), `labels` (pairs added to metadata.labels), `images` (name → newName:newTag), `patches`
+with `path` (strategic merge, matched by kind and name: maps merge, a key set to null is
+removed, lists of maps with a `name` merge by name, other lists are replaced, `$patch:
+delete` removes the resource), `namespace` (set on every namespaced resource).
 Anything else in a kustomization.yaml is an error, so a file this cannot render is never
 half-rendered. tests/deploy/test_k8s.py renders every overlay with it.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-KNOWN_KEYS = {"apiVersion", "kind", "resources", "labels", "images", "patches", "namespace"}
+KNOWN_KEYS = {"apiVersion", "kind", "resources", "components", "labels", "images", "patches", "namespace"}
 CLUSTER_SCOPED = {"Namespace", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
                   "CustomResourceDefinition", "PriorityClass"}
 
@@ -28,17 +30,22 @@ def load_docs(path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def render(directory: str | Path) -> list[dict]:
-    """Every resource the kustomization in `directory` produces, in order."""
+def render(directory: str | Path, into: list[dict] | None = None) -> list[dict]:
+    """Every resource the kustomization in `directory` produces, in order. `into`: what the
+    kustomization including this Component has so far (a Component only works on that)."""
     directory = Path(directory)
     spec = load_docs(directory / "kustomization.yaml")[0]
     unknown = set(spec) - KNOWN_KEYS
     if unknown:
         raise ValueError(f"{directory}/kustomization.yaml: render.py does not handle {sorted(unknown)}")
-    docs: list[dict] = []
+    if (spec.get("kind") == "Component") != (into is not None):
+        raise ValueError(f"{directory}: a kind: Component goes under `components:`, anything else under `resources:`")
+    docs: list[dict] = list(into or [])
     for entry in spec.get("resources", []):
         target = directory / entry
         docs += render(target) if target.is_dir() else load_docs(target)
+    for entry in spec.get("components", []):
+        docs = render(directory / entry, into=docs)
     for pair in spec.get("labels", []):
         for doc in docs:
             doc.setdefault("metadata", {}).setdefault("labels", {}).update(pair["pairs"])
@@ -71,7 +78,10 @@ def merge(base, patch):
     if isinstance(base, dict) and isinstance(patch, dict):
         out = copy.deepcopy(base)
         for k, v in patch.items():
-            out[k] = merge(base[k], v) if k in base else copy.deepcopy(v)
+            if v is None:  # strategic merge: null deletes the key
+                out.pop(k, None)
+            else:
+                out[k] = merge(base[k], v) if k in base else copy.deepcopy(v)
         return out
     if isinstance(base, list) and isinstance(patch, list) and all(
             isinstance(x, dict) and "name" in x for x in base + patch):

@@ -27,6 +27,8 @@ from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 sys.path.insert(0, str(K8S))
 render = importlib.import_module("render").render
+sys.path.insert(0, str(K8S / "components" / "tls"))
+make_secrets = importlib.import_module("make_secrets").make_secrets
 OVERLAYS = {"cpu-dev": ("meshrl-dev", "meshrl:cpu"), "gpu": ("meshrl", "meshrl:cuda")}
 COMPONENTS = ["components/reward-external-egress"]
 WORKER_MODULES = {"rollout": "meshrl.services.rollout.worker", "reward": "meshrl.services.reward.worker",
@@ -66,6 +68,15 @@ def env_of(container, pod_name):
             for k, v in env.items()}
 
 
+def probe_port(probe) -> int:
+    """The gRPC port a probe checks: native (`grpc.port`) or `meshrl health 127.0.0.1:PORT` (exec)."""
+    if "grpc" in probe:
+        return probe["grpc"]["port"]
+    command = probe["exec"]["command"]
+    assert command[:2] == ["meshrl", "health"] and command[2].startswith("127.0.0.1:"), command
+    return int(command[2].split(":")[1])
+
+
 def test_every_overlay_and_component_validates_strictly(tmp_path):
     tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which("kubernetes-validate")
     assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
@@ -74,6 +85,8 @@ def test_every_overlay_and_component_validates_strictly(tmp_path):
         docs = [d for d in render(K8S / name) if d["apiVersion"] != "keda.sh/v1alpha1"]
         files.append(tmp_path / f"{name.replace('/', '-')}.yaml")
         files[-1].write_text(yaml.safe_dump_all(docs))
+    files.append(tmp_path / "tls-secrets.yaml")  # what components/tls/make_secrets.py prints
+    files[-1].write_text(yaml.safe_dump_all(make_secrets("meshrl")))
     done = subprocess.run([tool, "--strict", "--quiet", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Couldn't find schema" not in done.stdout + done.stderr
@@ -125,9 +138,9 @@ def test_commands_env_ports_and_probes_match_the_cli(overlay):
         assert env["MESHRL_HEALTH_ADDRESS"] == f"127.0.0.1:{port}"
         probes = [c[p] for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in c]
         assert probes, name
-        if w["kind"] == "Deployment":  # native gRPC probes on the container's grpc port
+        if w["kind"] == "Deployment":  # native gRPC probes on the grpc port; with TLS `meshrl health` there
             ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-            assert ports["grpc"] == port and {p["grpc"]["port"] for p in probes} == {port}, name
+            assert ports["grpc"] == port and {probe_port(p) for p in probes} == {port}, name
             assert {"readinessProbe", "livenessProbe"} <= set(c)
             svc_ports = {p["name"]: p for p in services[name]["spec"]["ports"]}
             assert services[name]["spec"]["clusterIP"] == "None" and svc_ports["grpc"]["port"] == port
