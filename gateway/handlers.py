@@ -2,7 +2,8 @@
 HTTP transports: `await handlers.PauseRun(request, who)` → the response message; the
 streaming RPCs are async generators of Record. `ROLE` says which role each RPC needs
 (dispatch.py checks it before the call); every RPC that changes a run appends a row to
-RUN_DIR/audit.jsonl naming the token's holder.
+RUN_DIR/audit.jsonl naming the token's holder and, while the run is live, publishes it on the
+run's events subject (meshrl.ops.launch.audit_events).
 
 Simplification: samples pages re-read samples.jsonl on each call (it grows by a few rows
 per step; a run of 10k steps is a few MB).
@@ -22,6 +23,7 @@ from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.ops.launch.audit import AUDIT_FILE, record_action
+from meshrl.ops.launch.audit_events import announce_action
 
 VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
         "StreamMetrics", "StreamAlerts", "StreamEvents")
@@ -49,8 +51,12 @@ class Handlers:
                                f"`meshrl train --resume {self.root.path(name)}`")
         return info
 
-    def audit(self, name: str, who: Principal, action: str, **what) -> None:
-        record_action(self.root.path(name), action, who=who.name, role=who.role, via="gateway", **what)
+    async def audit(self, name: str, who: Principal, action: str, **what) -> None:
+        """audit.jsonl, and the run's events subject while it is live (audit_events.py)."""
+        row = record_action(self.root.path(name), action, who=who.name, role=who.role, via="gateway", **what)
+        info = self.root.launcher(name)
+        if info is not None:
+            await announce_action(self.root.path(name), info, row)
 
     async def ListRuns(self, req: pb.ListRunsRequest, who: Principal) -> pb.ListRunsResponse:
         return pb.ListRunsResponse(runs=self.root.summaries())
@@ -112,34 +118,34 @@ class Handlers:
 
     async def PauseRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}")
-        self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
+        await self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
         return out
 
     async def ResumeRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason)
-        self.audit(req.run, who, "resume", reason=req.reason, step=out.learner.step)
+        await self.audit(req.run, who, "resume", reason=req.reason, step=out.learner.step)
         return out
 
     async def CheckpointRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         out = await actions.checkpoint(self.live(req.run), req.reason)
-        self.audit(req.run, who, "checkpoint", step=out.checkpoint_step)
+        await self.audit(req.run, who, "checkpoint", step=out.checkpoint_step)
         return out
 
     async def StopRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         info = self.live(req.run)
-        self.audit(req.run, who, "stop", run_id=info.run_id, reason=req.reason)
+        await self.audit(req.run, who, "stop", run_id=info.run_id, reason=req.reason)
         return actions.stop(info)
 
     async def ScaleService(self, req: pb.ScaleServiceRequest, who: Principal) -> pb.RunActionResponse:
         info = self.live(req.run)
         out, changes = actions.scale(info, self.root.path(req.run), req.service, req.replicas)
-        self.audit(req.run, who, "scale", run_id=info.run_id, changes=changes)
+        await self.audit(req.run, who, "scale", run_id=info.run_id, changes=changes)
         return out
 
     async def ExportRun(self, req: pb.ExportRunRequest, who: Principal) -> pb.RunActionResponse:
         step = req.step if req.HasField("step") else None
         out = await asyncio.to_thread(actions.export, self.root.path(req.run), step)
-        self.audit(req.run, who, "export", step=out.checkpoint_step, path=out.path)
+        await self.audit(req.run, who, "export", step=out.checkpoint_step, path=out.path)
         return out
 
     async def SubmitRun(self, req: pb.SubmitRunRequest, who: Principal) -> pb.SubmitRunResponse:
@@ -153,5 +159,5 @@ class Handlers:
     async def RollbackRun(self, req: pb.RollbackRunRequest, who: Principal) -> pb.RunActionResponse:
         path = self.root.path(req.run)
         out = actions.rollback(path, self.root.launcher(req.run) is not None, req.to_step)
-        self.audit(req.run, who, "rollback", to_step=req.to_step)
+        await self.audit(req.run, who, "rollback", to_step=req.to_step)
         return out

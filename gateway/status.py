@@ -3,8 +3,8 @@ the weights version it holds and its gRPC health, and the depth of each work que
 
 Sources: LearnerControlService.GetStatus and, per rollout, RolloutService.GetStatus (through
 meshrl.ops.launch.run_status); grpc.health.v1 per replica; the run KV and JetStream's
-consumer info over the run's NATS, logged in with the run's admin credential file (passed
-explicitly, so concurrent calls for different runs never share an environment variable).
+consumer info over the run's NATS, logged in with the run's admin credential (and TLS) files
+(passed explicitly, so concurrent calls for different runs never share an environment variable).
 Each call has a short deadline: what does not answer is reported, never waited for.
 """
 from __future__ import annotations
@@ -56,15 +56,12 @@ async def queue_depths(js, run_id: str) -> list[gateway_pb2.QueueDepth]:
 
 async def bus_view(info: LauncherInfo, run_dir: Path, timeout_s: float):
     """(replica rows, queue depths) read over the run's NATS."""
-    from meshrl.ops.launch.nats import secrets_dir
+    from meshrl.ops.launch.audit_events import admin_connect_args
     from meshrl.ops.launch.run_status import replica_rows
     from meshrl.transport.bus import Bus
-    from meshrl.transport.bus.credentials import credentials_path, read_credentials
 
-    admin = credentials_path(secrets_dir(run_dir), "admin")
-    creds = read_credentials(admin) if admin.is_file() else None
     async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-gateway", timeout=timeout_s,
-                                 credentials=creds) as bus:
+                                 **admin_connect_args(run_dir)) as bus:
         return await replica_rows(bus.state, timeout_s), await queue_depths(bus.js, info.run_id)
 
 

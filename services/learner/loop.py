@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from meshrl.algos.kl_control import controller_state, restore_controller
 from meshrl.ops.alerts.types import strongest_action
+from meshrl.ops.launch.audit_events import audit_alert_actions
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
@@ -160,6 +161,10 @@ class Learner:
             return
         reason = "; ".join(f"{a.rule}: {a.message}" for a in alerts if a.action == action)
         await self.save(why=f"alert ({action})")
+        # audit.jsonl and the events subject: who = "alert:<rule>", what = the action and its checkpoint
+        await audit_alert_actions(self.cfg.run.dir, self.gatherer.bus.js, self.state.run_id, action,
+                                  [a for a in alerts if a.action == action],
+                                  step=self.step, checkpoint_step=self.saved_step)
         if action == "pause":
             self.state.pause(f"alert: {reason}")
         else:

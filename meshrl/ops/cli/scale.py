@@ -5,16 +5,18 @@ go to RUN_DIR/scale.json, where the launcher picks them up within a second: it s
 replicas with the next ids (a rollout loads the run's current weights before it takes a
 prompt) or stops the highest ones with SIGTERM (they hand back their work and leave). Only
 rollout, reward and reference scale. Each request is recorded in RUN_DIR/audit.jsonl (who,
-when, what). Watch the result with `meshrl status RUN_DIR`.
+when, what) and on the run's events subject. Watch the result with `meshrl status RUN_DIR`.
 
 In a cluster, scale the Deployments instead (`kubectl scale`, or KEDA on stream lag).
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 
 from meshrl.ops.launch.audit import record_action
+from meshrl.ops.launch.audit_events import announce_action
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.scale_request import parse_counts, write_request
@@ -43,7 +45,8 @@ def run(args) -> int:
     check_in_run(counts, launcher.replicas, args.run_dir)
     write_request(args.run_dir, counts)
     changes = {name: {"from": launcher.replicas[name], "to": n} for name, n in counts.items()}
-    record_action(args.run_dir, "scale", run_id=launcher.run_id, changes=changes)
+    row = record_action(args.run_dir, "scale", run_id=launcher.run_id, changes=changes)
+    asyncio.run(announce_action(args.run_dir, launcher, row))  # the run's events subject too
     shown = ", ".join(f"{name} ×{c['from']} → ×{c['to']}" for name, c in changes.items())
     print(f"asked the launcher (pid {launcher.pid}) of run {launcher.run_id}: {shown}; "
           f"watch it with `meshrl status {args.run_dir}`")

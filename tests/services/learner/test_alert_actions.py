@@ -3,7 +3,8 @@
 A rule made to fire on the first step (grad norm watched by the kl_high rule with a bound
 no real grad norm stays under) with action `stop` makes the loop checkpoint and stop; with
 action `pause` it checkpoints and pauses until resumed. Each alert lands in the log sinks:
-RUN_DIR/alerts.jsonl and the run's NATS events subject.
+RUN_DIR/alerts.jsonl and the run's NATS events subject; the action it took is audited
+(RUN_DIR/audit.jsonl and the events subject, who = "alert:<rule>").
 """
 import asyncio
 import json
@@ -39,8 +40,12 @@ async def test_a_stop_alert_checkpoints_and_stops_the_run(tmp_path, tiny_model_d
     assert [c.step for c in list_checkpoints(cfg.run.dir)] == [1]
     rows = alert_rows(cfg.run.dir)
     assert [(r["rule"], r["action"], r["step"]) for r in rows] == [("kl_high", "stop", 0)]
-    assert [json.loads(m.data)["rule"] for m in published] == ["kl_high"]
-    assert published[0].headers["Meshrl-Event"] == "alert"
+    alerts = [m for m in published if m.headers["Meshrl-Event"] == "alert"]
+    assert [json.loads(m.data)["rule"] for m in alerts] == ["kl_high"]
+    # the action it took is audited like an operator's: who = the rule, in audit.jsonl and on the subject
+    (audit,) = [json.loads(x) for x in (Path(cfg.run.dir) / "audit.jsonl").read_text().splitlines()]
+    assert (audit["who"], audit["action"], audit["step"], audit["checkpoint_step"]) == ("alert:kl_high", "stop", 1, 1)
+    assert [json.loads(m.data) for m in published if m.headers["Meshrl-Event"] == "audit"] == [audit]
 
 
 async def test_a_pause_alert_checkpoints_then_waits_for_resume(tmp_path, tiny_model_dir, nats_url):

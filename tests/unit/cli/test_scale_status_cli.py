@@ -1,5 +1,6 @@
 """`meshrl scale` and `meshrl status` against a run dir: what they refuse (exit 2, one clear
-line), what a good scale request leaves (scale.json for the launcher, a row in audit.jsonl),
+line), what a good scale request leaves (scale.json for the launcher, a row in audit.jsonl and
+the same row on the run's events subject),
 and what status reads from a real NATS run KV (the learner down is shown, not fatal)."""
 import asyncio
 import json
@@ -56,15 +57,34 @@ def test_scale_and_status_refuse_a_run_dir_without_a_running_launcher(capsys, tm
     assert f"meshrl train --resume {tmp_path}" in err and not (tmp_path / "scale.json").exists()
 
 
-def test_scale_writes_the_request_and_audits_who_when_what(capsys, live_run, monkeypatch):
-    run_dir, info = live_run
+async def scale_and_listen(run_dir, url, run_id, *argvs) -> list[tuple[dict, dict]]:
+    """Run `meshrl scale` once per argv while subscribed to the run's events subject on a
+    real NATS; the (headers, JSON row) of each event published meanwhile."""
+    from meshrl.transport.bus.subjects import events_subject
+
+    async with await Bus.connect(url, run_id, name="test") as bus:
+        await bus.ensure_streams()
+        sub = await bus.nc.subscribe(events_subject(run_id))
+        await bus.nc.flush()
+        for argv in argvs:
+            assert await asyncio.to_thread(main, ["scale", str(run_dir), *argv]) == 0
+        msgs = [await sub.next_msg(timeout=10) for _ in argvs]
+    return [(m.headers, json.loads(m.data)) for m in msgs]
+
+
+def test_scale_writes_the_request_and_audits_who_when_what(capsys, tmp_path, monkeypatch, nats_url, run_id):
+    run_dir = tmp_path
+    write_presence(run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{free_port()}",
+                                         {"rollout": 1, "reward": 1}))
     monkeypatch.setenv("USER", "alice")
-    rc, out, _ = run_cli(capsys, "scale", run_dir, "rollout=3", "reward=2")
-    assert rc == 0 and "rollout ×1 → ×3, reward ×1 → ×2" in out and f"pid {os.getpid()}" in out
-    rc, _, _ = run_cli(capsys, "scale", run_dir, "rollout=2")
+    events = asyncio.run(scale_and_listen(run_dir, nats_url, run_id, ["rollout=3", "reward=2"], ["rollout=2"]))
+    out = capsys.readouterr().out
+    assert "rollout ×1 → ×3, reward ×1 → ×2" in out and f"pid {os.getpid()}" in out
     assert json.loads((run_dir / "scale.json").read_text()) == {"rollout": 2, "reward": 2}
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
-    assert [(r["who"], r["action"], r["run_id"]) for r in rows] == [("alice", "scale", "run-s")] * 2
+    assert [(r["who"], r["action"], r["run_id"]) for r in rows] == [("alice", "scale", run_id)] * 2
+    assert [row for _, row in events] == rows  # the run's events subject carries the same rows
+    assert {h["Meshrl-Event"] for h, _ in events} == {"audit"}
     assert rows[0]["changes"] == {"rollout": {"from": 1, "to": 3}, "reward": {"from": 1, "to": 2}}
     assert rows[1]["changes"] == {"rollout": {"from": 1, "to": 2}}
     assert rows[0]["when"].endswith("Z") and rows[0]["time"] <= rows[1]["time"]

@@ -1,0 +1,79 @@
+"""Every control action on the run's events subject too (`meshrl.<run>.events`, header
+`Meshrl-Event: audit`): the row audit.jsonl holds (who, when, action, what), as JSON.
+
+    row = record_action(run_dir, "pause", who="olga", ...)           # audit.py: the file first
+    await announce_action(run_dir, info, row)    # the gateway, `meshrl scale`: as the run's admin
+    await publish_action(bus.js, run_id, row)    # a service on its own bus
+    await audit_alert_actions(run_dir, js, run_id, "pause", alerts, step=3)  # the learner's alert actions
+
+The file is the record of truth and the only one for a run that is not live (rollback and
+export of a stopped run); a live run's subscribers (dashboards, an operator's `nats sub`) see
+each action as it happens. A publish that fails (NATS down) is logged and never fails the
+action. `admin_connect_args` is how a process on this host joins a launcher's NATS as the
+run's admin: its credential and TLS files in RUN_DIR/secrets (embedded NATS only).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from meshrl.ops.launch.presence import LauncherInfo
+
+log = logging.getLogger("meshrl.audit")
+EVENT_HEADER = {"Meshrl-Event": "audit"}
+
+
+async def publish_action(js, run_id: str, row: dict) -> None:
+    from meshrl.transport.bus.publish import publish_with_retry
+    from meshrl.transport.bus.subjects import events_subject
+
+    await publish_with_retry(js, events_subject(run_id), json.dumps(row).encode(), headers=EVENT_HEADER, attempts=2)
+
+
+def admin_connect_args(run_dir: Path) -> dict:
+    """Bus.connect's `credentials` and `tls` for the run's admin user; {} when the run made
+    none (an external NATS: the environment's, as for any client)."""
+    from meshrl.ops.launch.nats import secrets_dir
+    from meshrl.ops.launch.nats_tls import user_tls_env
+    from meshrl.transport.bus.credentials import credentials_path, read_credentials
+    from meshrl.transport.bus.permissions import ADMIN
+    from meshrl.transport.bus.tls import tls_from_env
+
+    admin = credentials_path(secrets_dir(run_dir), ADMIN)
+    if not admin.is_file():
+        return {}
+    return {"credentials": read_credentials(admin), "tls": tls_from_env(user_tls_env(secrets_dir(run_dir), ADMIN))}
+
+
+async def announce_action(run_dir: Path, info: LauncherInfo, row: dict, timeout_s: float = 5.0) -> bool:
+    """Publish `row` on the live run's events subject; False (logged) when NATS cannot take it."""
+    from meshrl.transport.bus import Bus
+
+    try:
+        async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-audit", timeout=timeout_s,
+                                     **admin_connect_args(run_dir)) as bus:
+            await publish_action(bus.js, info.run_id, row)
+    except Exception as err:  # noqa: BLE001 - the action happened and audit.jsonl has it
+        log.warning("%s by %s is in %s/audit.jsonl but not on the run's events subject: %s",
+                    row.get("action"), row.get("who"), run_dir, err)
+        return False
+    return True
+
+
+async def audit_alert_actions(run_dir, js, run_id: str, action: str, alerts, **what) -> None:
+    """One row per alert whose rule took `action` (pause / stop): who = "alert:<rule>"; in
+    audit.jsonl, then on the events subject over the caller's bus (the learner's)."""
+    from meshrl.ops.launch.audit import record_action
+
+    for alert in alerts:
+        row = record_action(Path(run_dir), action, who=f"alert:{alert.rule}", via="alerts", run_id=run_id,
+                            reason=alert.message, **what)
+        try:
+            await publish_action(js, run_id, row)
+        except Exception as err:  # noqa: BLE001 - the alert's action goes on; audit.jsonl has it
+            log.warning("%s by alert %s is in audit.jsonl but not on the run's events subject: %s",
+                        action, alert.rule, err)
+
+
+__all__ = ["EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "publish_action"]

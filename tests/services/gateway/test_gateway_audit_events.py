@@ -1,0 +1,68 @@
+"""Control actions through the gateway reach the run's events subject as well as audit.jsonl:
+a live run (its launcher.json names this process, a real NATS and a real learner control
+server with the learner's own LearnerControl) is paused and scaled over the gateway's gRPC;
+each action's row, who (the token's holder), when and what, is in RUN_DIR/audit.jsonl and,
+identical, on `meshrl.<run>.events` with header Meshrl-Event: audit.
+
+    .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_audit_events.py
+"""
+import json
+import os
+
+import grpc
+import pytest
+
+from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
+from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.serve import start_gateway
+from meshrl.ops.launch.presence import LauncherInfo, write_presence
+from meshrl.services.learner.control import LearnerControl, LearnerState
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.subjects import events_subject
+from meshrl.transport.rpc.server import registration, start_server
+
+OPERATOR = "operator-token-audit-0123456789"
+
+
+async def live_run(root, nats_url, run_id):
+    """RUN_DIR 'live' whose launcher is this process; its learner control server, started."""
+    state = LearnerState(run_id=run_id, total_steps=10)
+    server, port = await start_server([registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                                                    LearnerControl(state), learner_pb2.DESCRIPTOR.services_by_name[
+                                                        "LearnerControlService"])])
+    run_dir = root / "live"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("run: {name: live}\n")
+    write_presence(run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{port}", {"rollout": 1}))
+    return run_dir, state, server
+
+
+@pytest.mark.asyncio
+async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_on_the_events_subject(
+        tmp_path, nats_url, run_id):
+    root = tmp_path / "runs"
+    root.mkdir()
+    run_dir, state, learner = await live_run(root, nats_url, run_id)
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n")
+    gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
+    auth = (("authorization", f"Bearer {OPERATOR}"),)
+    async with await Bus.connect(nats_url, run_id, name="test") as bus:
+        await bus.ensure_streams()  # the launcher makes them before anything runs
+        sub = await bus.nc.subscribe(events_subject(run_id))
+        await bus.nc.flush()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+            await stub.PauseRun(pb.RunActionRequest(run="live", reason="look at the KL"), metadata=auth)
+            await stub.ScaleService(pb.ScaleServiceRequest(run="live", service="rollout", replicas=2), metadata=auth)
+        events = [await sub.next_msg(timeout=10) for _ in range(2)]
+    await gw.stop()
+    await learner.stop(None)
+    rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
+    assert [(r["who"], r["role"], r["via"], r["action"]) for r in rows] == [
+        ("olga", "operator", "gateway", "pause"), ("olga", "operator", "gateway", "scale")]
+    assert rows[0]["reason"] == "look at the KL" and rows[1]["changes"] == {"rollout": {"from": 1, "to": 2}}
+    assert [json.loads(m.data) for m in events] == rows
+    assert [m.headers["Meshrl-Event"] for m in events] == ["audit", "audit"]
+    assert state.message == "paused: look at the KL"  # the real control service acted
