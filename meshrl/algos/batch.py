@@ -33,7 +33,7 @@ _ROLLOUT_DIMS = {
     "prompt_ids": "B P", "prompt_mask": "B P", "response_ids": "B T",
     "response_mask": "B T", "rewards": "B", "group_ids": "B",
     "behaviour_logprobs": "B T", "ref_logprobs": "B T", "policy_versions": "B",
-    "reward_components": "B K", "reward_component_weights": "B K",
+    "reward_components": "B K", "reward_component_weights": "B K", "greedy_rewards": "B",
 }
 
 
@@ -129,6 +129,8 @@ class RolloutBatch(_Rows):
     `reward_components` [B, K] are the reward's components (the reward service's
     `Sample.reward_components`, columns in name order) and `reward_component_weights` their
     configured weights, the same on every row (for multi-reward estimators such as `gdpo`).
+    `greedy_rewards` [B]: the reward of the greedy response to each row's prompt (the same
+    on every row of a group; ReMax's baseline, `Group.greedy_sample`).
     """
 
     prompt_ids: torch.Tensor
@@ -142,6 +144,7 @@ class RolloutBatch(_Rows):
     policy_versions: torch.Tensor | None = None
     reward_components: torch.Tensor | None = None
     reward_component_weights: torch.Tensor | None = None
+    greedy_rewards: torch.Tensor | None = None
 
     def __post_init__(self):
         _check_dims(type(self).__name__, {k: getattr(self, k) for k in _ROLLOUT_DIMS}, _ROLLOUT_DIMS)

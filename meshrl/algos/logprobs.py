@@ -7,6 +7,8 @@ is predicted by the logits at position P-1+t, so
 
     logprob[b, t] = log_softmax(logits[b, P-1+t] / temperature)[response_ids[b, t]]
     entropy[b, t] = logsumexp(z) - sum_v softmax(z)_v * z_v,   z = logits[b, P-1+t] / temperature
+    sum_pi_squared[b, t] = Σ_v softmax(z)_v² = exp(logsumexp(2z) - 2·logsumexp(z))
+                           (only when asked: the optimal-token-baseline estimator's input)
 
 Memory and work: for Hugging Face models whose logits are `lm_head(hidden)` the decoder's
 hidden states are taken at response positions (`meshrl.algos.forward`) and the LM head
@@ -31,6 +33,12 @@ CHUNK_ELEMENTS = 1 << 22  # logits elements per float32 chunk (16 MiB)
 class ResponseLogprobs(NamedTuple):
     logprobs: torch.Tensor  # [B, T] float32, 0 on padding
     entropy: torch.Tensor | None  # [B, T] float32, 0 on padding; None unless asked
+
+
+class ResponseStats(NamedTuple):
+    logprobs: torch.Tensor  # [B, T] float32, 0 on padding
+    entropy: torch.Tensor | None  # [B, T] float32, 0 on padding; None unless asked
+    sum_pi_squared: torch.Tensor | None  # [B, T] float32, 0 on padding; None unless asked
 
 
 def _tensors(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -65,36 +73,48 @@ def response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
 
 
 def _chunk_stats(logits: torch.Tensor, ids: torch.Tensor, temperature: float,
-                 with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows [N, V] of logits, ids [N] → (log-prob of ids [N], entropy [N] or zeros)."""
+                 with_entropy: bool, with_sum_pi_squared: bool = False):
+    """Rows [N, V] of logits, ids [N] → (log-prob of ids [N], entropy [N], Σπ² [N]); the
+    last two are zeros unless asked."""
     z = logits.float()
     if temperature != 1.0:
         z = z / temperature
     lse = torch.logsumexp(z, dim=-1)
     logprob = z.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - lse
-    if not with_entropy:
-        return logprob, torch.zeros_like(logprob)
-    probs = torch.exp(z - lse.unsqueeze(-1))
-    return logprob, lse - (probs * z).sum(dim=-1)
+    entropy = sum_pi_squared = torch.zeros_like(logprob)
+    if with_entropy:
+        probs = torch.exp(z - lse.unsqueeze(-1))
+        entropy = lse - (probs * z).sum(dim=-1)
+    if with_sum_pi_squared:  # in log space: no [N, V] tensor of squared probabilities
+        sum_pi_squared = torch.exp(torch.logsumexp(2.0 * z, dim=-1) - 2.0 * lse)
+    return logprob, entropy, sum_pi_squared
 
 
-def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0,
-                   with_entropy: bool = False, chunk_elements: int = CHUNK_ELEMENTS):
-    """Log-probs (and entropy) of `ids [B, T]` under `logits [B, T, V]`, chunked over rows."""
+def token_stats(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0,
+                with_entropy: bool = False, with_sum_pi_squared: bool = False,
+                chunk_elements: int = CHUNK_ELEMENTS):
+    """(log-prob, entropy, Σπ²) `[B, T]` each of `ids [B, T]` under `logits [B, T, V]`,
+    chunked over rows; entropy and Σπ² are zeros unless asked."""
     b, t, v = logits.shape
     flat_logits, flat_ids = logits.reshape(b * t, v), ids.reshape(b * t)
     rows = max(1, chunk_elements // v)
     grad = torch.is_grad_enabled() and logits.requires_grad
     parts = []
     for start in range(0, b * t, rows):
-        args = (flat_logits[start:start + rows], flat_ids[start:start + rows], temperature, with_entropy)
+        args = (flat_logits[start:start + rows], flat_ids[start:start + rows], temperature,
+                with_entropy, with_sum_pi_squared)
         parts.append(checkpoint(_chunk_stats, *args, use_reentrant=False) if grad else _chunk_stats(*args))
     if not parts:
         empty = logits.new_zeros((b, t), dtype=torch.float32)
-        return empty, empty.clone()
-    logprob = torch.cat([p[0] for p in parts]).reshape(b, t)
-    entropy = torch.cat([p[1] for p in parts]).reshape(b, t)
-    return logprob, entropy
+        return empty, empty.clone(), empty.clone()
+    return tuple(torch.cat([p[i] for p in parts]).reshape(b, t) for i in range(3))
+
+
+def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0,
+                   with_entropy: bool = False, chunk_elements: int = CHUNK_ELEMENTS):
+    """Log-probs (and entropy) of `ids [B, T]` under `logits [B, T, V]`, chunked over rows."""
+    return token_stats(logits, ids, temperature=temperature, with_entropy=with_entropy,
+                       chunk_elements=chunk_elements)[:2]
 
 
 FORWARDS = ("padded", "shared_prefix", "packed")
@@ -114,6 +134,17 @@ def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
     or `packed` (all sequences in one row without padding). All three give the same values
     and gradients; a model the fast paths cannot serve falls back to `padded`.
     """
+    stats = response_stats(model, batch_or_tensors, temperature=temperature,
+                           with_entropy=with_entropy, chunk_elements=chunk_elements,
+                           forward=forward)
+    return ResponseLogprobs(stats.logprobs, stats.entropy)
+
+
+def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
+                   with_entropy: bool = False, with_sum_pi_squared: bool = False,
+                   chunk_elements: int = CHUNK_ELEMENTS, forward: str = "padded") -> ResponseStats:
+    """`response_logprobs` plus, when asked, Σ_v π(v)² per response token `[B, T]` (the
+    optimal-token baseline's input), from the same chunks of logits."""
     prompt_ids, prompt_mask, response_ids, response_mask = _tensors(batch_or_tensors)
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
@@ -124,27 +155,31 @@ def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
     parts = split_head(model)
     if parts is None:
         logits = response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
-        logprob, entropy = token_logprobs(logits, response_ids, temperature=temperature,
-                                          with_entropy=with_entropy, chunk_elements=chunk_elements)
+        stats = token_stats(logits, response_ids, temperature=temperature, with_entropy=with_entropy,
+                            with_sum_pi_squared=with_sum_pi_squared, chunk_elements=chunk_elements)
     else:
         decoder, head = parts
         hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask,
                                  forward)
-        logprob, entropy = head_logprobs(head, hidden, response_ids, response_mask,
-                                         temperature=temperature, with_entropy=with_entropy,
-                                         chunk_elements=chunk_elements)
+        stats = head_logprobs(head, hidden, response_ids, response_mask, temperature=temperature,
+                              with_entropy=with_entropy, with_sum_pi_squared=with_sum_pi_squared,
+                              chunk_elements=chunk_elements)
+    logprob, entropy, sum_pi_squared = stats
     mask = response_mask.to(logprob.dtype)
-    return ResponseLogprobs(logprob * mask, entropy * mask if with_entropy else None)
+    return ResponseStats(logprob * mask, entropy * mask if with_entropy else None,
+                         sum_pi_squared * mask if with_sum_pi_squared else None)
 
 
-def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool):
-    return _chunk_stats(head(hidden), ids, temperature, with_entropy)
+def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool,
+                with_sum_pi_squared: bool):
+    return _chunk_stats(head(hidden), ids, temperature, with_entropy, with_sum_pi_squared)
 
 
 def head_logprobs(head, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, *,
                   temperature: float = 1.0, with_entropy: bool = False,
-                  chunk_elements: int = CHUNK_ELEMENTS) -> tuple[torch.Tensor, torch.Tensor]:
-    """LM head + log-softmax on the real response rows of `hidden [B, T, H]` only, in chunks.
+                  with_sum_pi_squared: bool = False, chunk_elements: int = CHUNK_ELEMENTS):
+    """LM head + log-softmax on the real response rows of `hidden [B, T, H]` only, in chunks:
+    (log-prob, entropy, Σπ²) `[B, T]` each, entropy and Σπ² zeros unless asked.
 
     Padding rows never reach the head; under autograd each chunk is checkpointed, so neither
     forward nor backward ever holds more than one chunk of logits.
@@ -158,15 +193,14 @@ def head_logprobs(head, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Ten
     parts = []
     for start in range(0, rows_h.shape[0], rows):
         args = (head, rows_h[start:start + rows], rows_id[start:start + rows], temperature,
-                with_entropy)
+                with_entropy, with_sum_pi_squared)
         parts.append(checkpoint(_head_chunk, *args, use_reentrant=False) if grad
                      else _head_chunk(*args))
-    logprob = hidden.new_zeros((b * t,), dtype=torch.float32)
-    entropy = torch.zeros_like(logprob)
-    if parts:
-        logprob = logprob.masked_scatter(keep, torch.cat([p[0] for p in parts]))
-        entropy = entropy.masked_scatter(keep, torch.cat([p[1] for p in parts]))
-    return logprob.reshape(b, t), entropy.reshape(b, t)
+    zeros = hidden.new_zeros((b * t,), dtype=torch.float32)
+    if not parts:
+        return tuple(zeros.reshape(b, t).clone() for _ in range(3))
+    return tuple(zeros.masked_scatter(keep, torch.cat([p[i] for p in parts])).reshape(b, t)
+                 for i in range(3))
 
 
 def sequence_logprobs(token_logprobs_: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

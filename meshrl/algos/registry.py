@@ -8,7 +8,7 @@
 
 The config names a part (`algorithm.advantage_estimator`, `algorithm.policy_loss`); the
 trainer looks it up here, so adding an algorithm never touches the loop. The decorators
-attach the declared attributes (`needs_values`, `default_agg`, `registered_name`) to the
+attach the declared attributes (`needs_values`, `needs`, `default_agg`, `registered_name`) to the
 function and wrap it with the shared input/output checks in `meshrl.algos.validate`.
 A new name also goes into `meshrl/config/parts.py` (the torch-free list the config is
 checked against at load time; `tests/unit/config/test_parts.py` fails until it is there).
@@ -63,20 +63,35 @@ class Registry:
 
 
 ADVANTAGE_ESTIMATORS = Registry("advantage estimator", "register_advantage_estimator")
+# the extra inputs an estimator may declare (`needs=`), each delivered by the mesh on demand
+ESTIMATOR_INPUTS = {
+    "greedy_rewards": "the rollout decodes a greedy response per prompt, the reward scores it",
+    "old_logprobs": "the learner runs its old-log-prob pass before the advantages",
+    "sum_pi_squared": "that pass also computes Σ_v π(v)² per response token",
+}
 POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
 PREFERENCE_LOSSES = Registry("preference loss", "register_preference_loss")
 
 
-def register_advantage_estimator(name: str, *, needs_values: bool = False, paper: str = ""):
+def register_advantage_estimator(name: str, *, needs_values: bool = False, needs=(),
+                                 paper: str = ""):
     """Decorator: register `fn` as advantage estimator `name`.
 
     `needs_values=True` marks estimators that need a critic's `values` [B, T] (GAE); the
-    trainer reads `fn.needs_values` to decide whether to run the critic. `paper` (title,
-    authors, arXiv id) is shown by `meshrl algos`.
+    trainer reads `fn.needs_values` to decide whether to run the critic. `needs` names the
+    extra inputs it reads (keys of `ESTIMATOR_INPUTS`); the feeder and the trainer read
+    `fn.needs` to have them produced and passed. `paper` (title, authors, arXiv id) is
+    shown by `meshrl algos`.
     """
+    unknown = sorted(set(needs) - set(ESTIMATOR_INPUTS))
+    if unknown:
+        raise ValueError(f"advantage estimator {name!r} needs {unknown}, which the mesh does not "
+                         f"deliver; known inputs: {', '.join(ESTIMATOR_INPUTS)}")
+
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
         wrapped.registered_name, wrapped.needs_values, wrapped.paper = name, needs_values, paper
+        wrapped.needs = frozenset(needs)
         return ADVANTAGE_ESTIMATORS.add(name, wrapped)
     return decorate
 

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DEDICATED_OPTION_KEYS, DPO_LOSS_TYPES,
-                                 ESTIMATOR_INPUTS_MISSING, KL_ESTIMATORS, LOSS_OPTIONS,
+                                 KL_ESTIMATORS, LOSS_OPTIONS,
                                  LOSS_AGG_MODES, OFFLINE_POLICY_LOSS, POLICY_LOSSES,
                                  check_name)
 
@@ -192,11 +192,6 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
         problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
                         f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
                         f"initial kl_coef > 0, or kl_ctrl=fixed")
-    missing = ESTIMATOR_INPUTS_MISSING.get(algo.advantage_estimator)
-    if missing:
-        problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs {missing}, "
-                        f"which this mesh does not deliver yet; choose another estimator (the "
-                        f"part itself is registered and tested in meshrl.algos)")
     needs_values = ADVANTAGE_ESTIMATORS[algo.advantage_estimator]
     if needs_values and not algo.critic.enabled and not algo.offline:
         problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "

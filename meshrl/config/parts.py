@@ -16,12 +16,15 @@ ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": Fa
                         "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
                         "none": False, "opo": False, "gpg": False, "grpo_passk": False,
                         "gdpo": False, "remax": False, "optimal_token_baseline": False}
-# estimators whose extra input the mesh does not deliver yet: refused at load, naming it
-ESTIMATOR_INPUTS_MISSING = {
-    "remax": "a greedy response per prompt from the rollout, scored (greedy_rewards [B])",
-    "optimal_token_baseline": "Σπ² of each next-token distribution from the learner's "
-                              "old-log-prob pass (sum_pi_squared [B, T])",
-}
+# advantage estimator → the extra inputs it declares (`needs=` at registration): the
+# learner's tasks ask the rollout for a greedy sample when "greedy_rewards" is among them
+ESTIMATOR_NEEDS = {"remax": ("greedy_rewards",),
+                   "optimal_token_baseline": ("old_logprobs", "sum_pi_squared")}
+
+
+def estimator_needs(name: str) -> tuple[str, ...]:
+    """The extra inputs advantage estimator `name` declares (empty for most)."""
+    return ESTIMATOR_NEEDS.get(name, ())
 # policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
 POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
                  "sapo": "token", "gmpo": "sequence", "luspo": "sequence", "dppo_tv": "token",

@@ -32,6 +32,7 @@ from meshrl.inputs.data.task_fields import task_fields
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
+from meshrl.config.parts import estimator_needs
 from meshrl.config.sampling import rollout_sampling
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.version_ask import min_policy_version
@@ -119,11 +120,12 @@ class PromptFeeder:
 
     def make_task(self, draw: Draw) -> common_pb2.PromptTask:
         item = self.dataset[draw.dataset_index]
+        sampling = rollout_sampling(self.cfg).to_proto(seed=sampling_seed(self.cfg.run.seed, draw.number))
+        # an estimator that declares greedy_rewards (ReMax) gets a greedy response per prompt
+        sampling.greedy_baseline = "greedy_rewards" in estimator_needs(self.cfg.algorithm.advantage_estimator)
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
-            prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids),
-            sampling=rollout_sampling(self.cfg).to_proto(
-                seed=sampling_seed(self.cfg.run.seed, draw.number)),
+            prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
             **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
             min_policy_version=self.min_version(),
             dataset_index=item.row.ref.index, created_unix=time.time())

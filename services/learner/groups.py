@@ -45,6 +45,8 @@ def check_group(group: common_pb2.Group, *, current_version: int, max_staleness:
         return Verdict(False, "malformed", problem)
     if not all(math.isfinite(s.reward) for s in group.samples):
         return Verdict(False, "failed_reward")
+    if group.HasField("greedy_sample") and not math.isfinite(group.greedy_sample.reward):
+        return Verdict(False, "failed_reward")  # ReMax's baseline is unscored
     return Verdict(True)
 
 
@@ -74,10 +76,20 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
         behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
         policy_versions=torch.tensor(versions, dtype=torch.int64),
     )
+    batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups))
     table = reward_component_table(groups)
     if table is None:
         return batch
     return dataclasses.replace(batch, reward_components=table[0], reward_component_weights=table[1])
+
+
+def greedy_reward_column(groups: list[common_pb2.Group]) -> torch.Tensor | None:
+    """[B]: each row's group's greedy-sample reward (ReMax's baseline); None unless every
+    group carries a greedy sample (tasks ask for one when the estimator needs it)."""
+    if not groups or not all(g.HasField("greedy_sample") for g in groups):
+        return None
+    return torch.tensor([g.greedy_sample.reward for g in groups for _ in g.samples],
+                        dtype=torch.float32)
 
 
 def reward_component_table(groups: list[common_pb2.Group]):

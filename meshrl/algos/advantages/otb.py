@@ -10,8 +10,9 @@ the group's returns at each position:
 A group of one gets B = 0. `handle_zero_tail`: where one response is longer than all the
 others, its tail beyond the second-longest has no peers and gets B = 0 (verl's default True).
 As verl's `compute_optimal_token_baseline_advantage` (without the rollout-IS weighting).
-Inputs: `old_logprobs` and `sum_pi_squared` [B, T] from the old-log-prob pass; a missing one
-is a clear error (the learner does not compute Σπ² yet). `returns` = G.
+Inputs: `old_logprobs` and `sum_pi_squared` [B, T] from the learner's old-log-prob pass
+(declared with `needs=`, so the pass runs and computes Σπ² = exp(logsumexp(2z) − 2·logsumexp(z))
+from the same chunked logits as the log-probs); a missing one is a clear error. `returns` = G.
 """
 from __future__ import annotations
 
@@ -39,10 +40,10 @@ def group_baselines(returns, weights, mask, group_ids, handle_zero_tail, epsilon
     return baselines
 
 
-@register_advantage_estimator("optimal_token_baseline", paper=(
-    "verl's Optimal Token Baseline (OTB, 2025), after the optimal baseline of Greensmith, "
-    "Bartlett & Baxter 2004, Variance Reduction Techniques for Gradient Estimates in "
-    "Reinforcement Learning, JMLR 5"))
+@register_advantage_estimator("optimal_token_baseline", needs=("old_logprobs", "sum_pi_squared"),
+                              paper=(
+    "Li et al. 2026, The Optimal Token Baseline: Variance Reduction for Long-Horizon LLM-RL, "
+    "arXiv:2602.07078 (verl's optimal_token_baseline)"))
 def optimal_token_baseline(*, rewards, response_mask, group_ids, token_rewards=None,
                            old_logprobs=None, sum_pi_squared=None, handle_zero_tail=True,
                            otb_epsilon=1e-8, **_) -> AdvantageResult:

@@ -7,9 +7,10 @@ Every sampled response of that prompt gets, on each valid token t,
                                               token plus any per-token rewards, γ = 1)
 
 as verl's `compute_remax_outcome_advantage`; `returns` = G. Input `greedy_rewards` [B]: the
-greedy reward of each row's prompt (the same value on every row of a group). The rollout
-service does not produce greedy samples yet, so the learner cannot feed this estimator; a
-missing `greedy_rewards` is a clear error.
+greedy reward of each row's prompt (the same value on every row of a group): declared with
+`needs=("greedy_rewards",)`, so the learner's tasks ask the rollout for a greedy sample
+(`SamplingParams.greedy_baseline`), the reward service scores it and the learner passes its
+reward per row. A missing `greedy_rewards` is a clear error.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("remax", paper=(
+@register_advantage_estimator("remax", needs=("greedy_rewards",), paper=(
     "Li et al. 2023, ReMax: A Simple, Effective, and Efficient Reinforcement Learning Method "
     "for Aligning Large Language Models, arXiv:2310.10505"))
 def remax(*, rewards, response_mask, group_ids, token_rewards=None, greedy_rewards=None,

@@ -36,7 +36,10 @@ clipped ratio π/μ then covers the train/inference mismatch itself, so no rollo
 weights are applied on top.
 
 The loop never branches on the algorithm's name: the estimator and the policy loss come
-from the registry, and `estimator.needs_values` alone decides whether the critic runs.
+from the registry, `estimator.needs_values` alone decides whether the critic runs, and
+`estimator.needs` whether the old-log-prob pass must run before the advantages and also
+compute Σ_v π(v)² per token (`sum_pi_squared`, the optimal-token baseline's input, from the
+same chunked logits). The batch's `greedy_rewards` (ReMax) are passed as they come.
 
 Simplifications: mini-batches are consecutive slices (no shuffling, so runs are
 reproducible and rank counts comparable); advantages are estimated per rank — group ids
@@ -58,7 +61,7 @@ from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
-from meshrl.algos.logprobs import response_logprobs
+from meshrl.algos.logprobs import response_logprobs, response_stats
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
@@ -98,7 +101,13 @@ class TrainStep:
             raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
                              f"critic's values: set algorithm.critic.enabled=true (and pass "
                              f"critic=build_critic(...)) or pick an estimator without values")
-        self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness)
+        self.needs = getattr(self.estimator, "needs", frozenset())
+        self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness, self.needs)
+        if "sum_pi_squared" in self.needs and self.old_source != "recompute":
+            raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs Σπ² "
+                             f"from the learner's old-log-prob pass, which "
+                             f"trainer.old_logprobs={trainer.old_logprobs} skips; set "
+                             f"trainer.old_logprobs=auto or recompute")
         # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
         # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
         self.forward = "padded" if trainer.forward == "auto" else trainer.forward
@@ -144,10 +153,10 @@ class TrainStep:
 
     # ---- 2. prepare (no grad) --------------------------------------------------------
     def prepare(self, batch: RolloutBatch, step: int, timer: Timer, sums: MetricSums) -> PreparedBatch:
-        old = old_values = None
+        old = old_values = sum_pi_squared = None
         with timer("old_logprobs"), torch.no_grad():
             if self.old_source == "recompute":
-                old = self.recompute_logprobs(batch)
+                old, sum_pi_squared = self.recompute_logprobs(batch)
             elif self.old_source == "rollout":
                 old = batch.behaviour_logprobs
             if self.critic is not None:
@@ -164,7 +173,9 @@ class TrainStep:
                 scale_rewards=self.algo.scale_rewards,
                 normalize_advantages=self.algo.normalize_advantages, step=step,
                 reward_components=batch.reward_components,
-                reward_component_weights=batch.reward_component_weights)
+                reward_component_weights=batch.reward_component_weights,
+                greedy_rewards=batch.greedy_rewards, old_logprobs=old,
+                sum_pi_squared=sum_pi_squared)
             weights = (self.correction_weights(batch, old, sums)
                        if self.old_source == "recompute" else None)
         self.batch_metrics(batch, result.advantages, sums)
@@ -173,14 +184,18 @@ class TrainStep:
                              advantages=result.advantages, returns=result.returns,
                              loss_weights=weights)
 
-    def recompute_logprobs(self, batch: RolloutBatch) -> torch.Tensor:
-        """π_old: the current weights' log-probs, micro-batch by micro-batch."""
+    def recompute_logprobs(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(π_old, Σπ² or None): the current weights' log-probs, micro-batch by micro-batch;
+        Σπ² only when the estimator declares it needs it."""
+        with_spq = "sum_pi_squared" in self.needs
         parts = []
         for micro in batch.split(self.trainer.micro_batch_size):
             with self.policy.autocast():
-                parts.append(response_logprobs(self.policy.model, micro, forward=self.forward,
-                                               temperature=self.temperature).logprobs)
-        return torch.cat(parts)
+                parts.append(response_stats(self.policy.model, micro, forward=self.forward,
+                                            temperature=self.temperature,
+                                            with_sum_pi_squared=with_spq))
+        old = torch.cat([p.logprobs for p in parts])
+        return old, torch.cat([p.sum_pi_squared for p in parts]) if with_spq else None
 
     def recompute_values(self, batch: RolloutBatch) -> torch.Tensor:
         parts = []
@@ -324,8 +339,9 @@ class TrainStep:
 
 
 def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
-                        max_staleness: int | None) -> tuple[str, str]:
-    """("current" | "recompute" | "rollout", why) for `trainer.old_logprobs` (module docstring)."""
+                        max_staleness: int | None, needs=frozenset()) -> tuple[str, str]:
+    """("current" | "recompute" | "rollout", why) for `trainer.old_logprobs` (module docstring);
+    `needs`: the estimator's declared extra inputs."""
     if trainer.old_logprobs != "auto":
         return trainer.old_logprobs, f"trainer.old_logprobs={trainer.old_logprobs}"
     blockers = []
@@ -336,6 +352,8 @@ def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
                         f"(more than one optimizer step per batch)")
     if algo.kl_in == "reward" and algo.kl_coef > 0:
         blockers.append("kl_in=reward (the reward's KL needs π_old before the forward)")
+    if needs & {"old_logprobs", "sum_pi_squared"}:
+        blockers.append(f"the advantage estimator needs {', '.join(sorted(needs))} before the forward")
     if blockers:
         return "recompute", "recomputed: " + "; ".join(blockers)
     return "current", "pass skipped: on-policy, one optimizer step per batch, old = current"

@@ -63,8 +63,9 @@ def test_optimal_token_baseline_weights_returns_by_cumulative_path_variance():
         otb(**{**args, "sum_pi_squared": None})
 
 
-@pytest.mark.parametrize("name, missing", [("remax", "greedy response"),
-                                           ("optimal_token_baseline", "sum_pi_squared")])
-def test_config_refuses_estimators_whose_inputs_the_mesh_does_not_deliver(name, missing):
-    with pytest.raises(ValueError, match=missing):
-        AlgorithmConfig(advantage_estimator=name)
+@pytest.mark.parametrize("name, needs", [("remax", {"greedy_rewards"}),
+                                         ("optimal_token_baseline", {"old_logprobs", "sum_pi_squared"})])
+def test_config_accepts_estimators_whose_declared_inputs_the_mesh_delivers(name, needs):
+    assert AlgorithmConfig(advantage_estimator=name).advantage_estimator == name
+    assert get_advantage_estimator(name).needs == needs
+    assert get_advantage_estimator("grpo").needs == frozenset()

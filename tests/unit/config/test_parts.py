@@ -21,6 +21,8 @@ def test_advantage_estimators_and_their_need_for_values_match_the_registry():
     assert sorted(parts.ADVANTAGE_ESTIMATORS) == list_advantage_estimators()
     for name, needs_values in parts.ADVANTAGE_ESTIMATORS.items():
         assert get_advantage_estimator(name).needs_values is needs_values, name
+        # the extra inputs it declares (`needs=`), which the feeder reads without torch
+        assert get_advantage_estimator(name).needs == set(parts.estimator_needs(name)), name
 
 
 def test_policy_losses_aggregations_kl_and_dpo_kinds_match_meshrl_algos():
