@@ -167,6 +167,16 @@ class LearnerConfig(Strict):
     keep_checkpoints: int = Field(3, ge=1)  # the newest K are kept, plus every tagged one
     stop_grace_s: float = Field(300.0, gt=0.0)  # on stop: time the learner gets to checkpoint
     grpc_port: int = 0
+    # torchrun ranks of the learner (FSDP2; services/learner/ranks.py); the launcher runs torchrun when > 1
+    ranks: int = 1
+
+    @field_validator("ranks", mode="before")
+    @classmethod
+    def _whole_ranks(cls, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"learner.ranks={value!r}: the number of learner processes (torchrun ranks) "
+                             f"must be a whole number ≥ 1, e.g. `learner.ranks: 2`")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -275,6 +285,11 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
             f"{' (offline preference training)' if cfg.algorithm.offline else ''} needs the reference "
             f"model's log-probs: set reference.enabled=auto, or algorithm.kl_coef=0"
         )
+    if cfg.learner.prompts_per_step % cfg.learner.ranks or (cfg.learner.ranks > 1 and cfg.algorithm.offline):
+        problems.append(
+            f"learner.ranks={cfg.learner.ranks} needs learner.prompts_per_step (now "
+            f"{cfg.learner.prompts_per_step}) to be a multiple of it (each rank trains whole groups, as many "
+            f"as the others) and an online algorithm (offline preference training runs on one rank)")
     if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
         problems.append(
             f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}"

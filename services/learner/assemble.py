@@ -19,7 +19,7 @@ from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig
 from meshrl.config.sampling import logprob_temperature
-from meshrl.services.learner import build
+from meshrl.services.learner import build, ranks
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.evaluation import build_learner_eval
@@ -31,6 +31,7 @@ from meshrl.services.learner.loop import Learner
 from meshrl.services.learner.metric_logger import (JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger,
                                                    forget_steps_from)
 from meshrl.services.learner.offline import OfflineLearner
+from meshrl.services.learner.ranks import TrainerParts
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
@@ -48,14 +49,24 @@ class Built:
     ledger: Ledger
     alerts: AlertEngine
     transport: object | None = None  # where weights go (online only); removed at exit
+    ranks: TrainerParts | None = None  # online: the trainer's parts, on one process or rank 0 of N
 
     def close(self) -> None:
-        """Flush logs and ledgers; free the weights transport's memory (/dev/shm files)."""
+        """Flush logs and ledgers; free the weights transport's memory (/dev/shm files);
+        release the other torchrun ranks."""
         self.loop.logger.close()
         self.alerts.close()
         self.ledger.close()
         if self.transport is not None:
             self.transport.close()
+        if self.ranks is not None:
+            self.ranks.close()
+
+    def save_final(self, out_dir: Path) -> Path:
+        """The final policy as a Hugging Face model dir (blocking: run it on the trainer thread)."""
+        if self.ranks is not None:
+            return self.ranks.save_final(out_dir)
+        return build.save_pretrained(self.policy, self.tokenizer, self.dist, out_dir)
 
 
 def make_transport(cfg: RunConfig, bus, run_id: str):
@@ -118,10 +129,11 @@ def resume_loop(loop, resume: str | None) -> None:
 
 async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                  resume: str | None = None) -> Built:
-    dist = DistContext()
+    dist = ranks.join()  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
     policy, critic = build.build_policy_model(cfg, dist)
+    trainer = ranks.trainer_parts(cfg, policy, critic, tokenizer, dist)
     ledger = Ledger(Path(cfg.run.dir) / "groups.jsonl")
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
@@ -130,10 +142,9 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),
-        train_step=build.build_train_step(cfg, policy, critic, dist),
+        train_step=trainer.train_step,
         publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied),
-        export_weights=build.rollout_weights(policy, dist),
-        checkpoints=LearnerCheckpoints(cfg, policy, critic), alerts=alerts,
+        export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
@@ -141,7 +152,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     resume_loop(loop, resume)
     if resume is not None:
         settle_the_dead_learners_groups(loop)
-    return Built(loop, policy, tokenizer, dist, ledger, alerts, transport)
+    return Built(loop, policy, tokenizer, dist, ledger, alerts, transport, ranks=trainer)
 
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from meshrl.config import RunConfig
 from meshrl.config.sampling import logprob_temperature
+from meshrl.inputs.checkpoint.dist import broadcast_from_main
 from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
@@ -47,6 +48,7 @@ def build_pairs(cfg: RunConfig, tokenizer) -> PreferenceDataset:
 def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel, TrainedModel | None]:
     model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype="float32")
     precision = resolve_precision(cfg.trainer.precision, bf16=cfg.trainer.bf16, device=dist.device)
+    precision = broadcast_from_main(precision)  # torchrun ranks: rank 0's choice (`auto` times a probe)
     log.info("training precision %s (fp32 master weights and AdamW state): %s",
              precision.dtype, precision.reason)
     critic = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from meshrl.inputs.checkpoint import hash_config, load_checkpoint, prune, save_checkpoint, tag
+from meshrl.inputs.checkpoint import dist, hash_config, load_checkpoint, prune, save_checkpoint, tag
 from meshrl.inputs.checkpoint.layout import MANIFEST, checkpoints_dir, step_dirs, step_name
 from meshrl.inputs.checkpoint.parts import Part
 from meshrl.config import RunConfig
@@ -43,7 +43,7 @@ class LearnerCheckpoints:
         path = save_checkpoint(self.run_dir, step, model=p.model, optimizer=p.optimizer,
                                scheduler=p.scheduler, extra_modules=self._extras(), state=state,
                                config_hash=hash_config(self.config), config=self.config, tag=tag)
-        for gone in prune(self.run_dir, keep_last=self.keep):
+        for gone in prune(self.run_dir, keep_last=self.keep) if dist.rank() == 0 else ():  # once, not per rank
             log.info("pruned checkpoint %s (keeping the newest %d and tagged ones)", gone, self.keep)
         log.info("checkpoint step %d written to %s", step, path)
         return path

@@ -22,9 +22,12 @@ Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
 `meshrl_train_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
 run KV key `metrics.learner.<replica>`; meshrl.ops.telemetry.service_metrics).
 
-Simplifications: one process (FSDP across torchrun ranks is exercised by the learner core's
-tests, not yet by the service). Offline algorithms (DPO) run `offline.py` instead of the
-online loop (checkpoints and resume too; no sampling, so no alerts or evaluation).
+On N ranks (`learner.ranks`; the launcher runs `torchrun --standalone --nproc_per_node N -m
+meshrl.services.learner ...`): rank 0 is the service above; ranks > 0 build their shard of
+the model and follow rank 0's commands (`ranks.py`).
+
+Simplifications: offline algorithms (DPO) run `offline.py` instead of the online loop
+(checkpoints and resume too; no sampling, so no alerts or evaluation), on one rank.
 """
 from __future__ import annotations
 
@@ -35,7 +38,9 @@ from pathlib import Path
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
-from meshrl.services.learner import assemble, build
+from meshrl.ops.service.args import parse_service_args
+from meshrl.ops.service.runner import LOG_FORMAT
+from meshrl.services.learner import assemble, ranks
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
@@ -81,8 +86,7 @@ class LearnerProcess(ServiceProcess):
             log.warning("stopped before the last step (%s); resume with "
                         "`meshrl train --resume %s`", self.state.message, ctx.cfg.run.dir)
             return
-        final = await in_trainer_thread(build.save_pretrained, self.built.policy, self.built.tokenizer,
-                                        self.built.dist, Path(ctx.cfg.run.dir) / "final")
+        final = await in_trainer_thread(self.built.save_final, Path(ctx.cfg.run.dir) / "final")
         log.info("run done: final policy in %s", final)
 
     def stop_gracefully(self, reason: str) -> bool:
@@ -107,4 +111,7 @@ async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if ranks.is_follower():  # torchrun's rank > 0: no NATS, no servers, rank 0's commands
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+        return ranks.follower_main(parse_service_args(LearnerProcess(), argv))
     return run_service(LearnerProcess(), argv, description=__doc__.splitlines()[0])

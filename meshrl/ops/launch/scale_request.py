@@ -7,8 +7,8 @@ its modification time on every tick (twice a second) and reconciles (`scaler.py`
 not the run KV: the launcher's loop is synchronous and must keep working while NATS
 restarts, and only a process on this machine can start local replicas anyway.
 
-Only rollout, reward and reference scale: the learner is one process here (its ranks are
-torchrun's job in a cluster).
+Only rollout, reward and reference scale: the learner's torchrun ranks are fixed for a run
+(`learner.ranks`).
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def parse_counts(pairs: list[str]) -> dict[str, int]:
 
 def check_service(name: str) -> str:
     if name == "learner":
-        raise LaunchError("the learner does not scale with `meshrl scale`: it is one process here "
-                          "(more learner ranks are torchrun's job in a cluster); "
+        raise LaunchError("the learner does not scale with `meshrl scale`: its torchrun ranks are "
+                          "set per run (learner.ranks in the run config); "
                           f"scalable: {', '.join(SCALABLE)}")
     if name not in SCALABLE:
         raise LaunchError(f"unknown service {name!r}; scalable: {', '.join(SCALABLE)}")
