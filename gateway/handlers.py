@@ -24,6 +24,9 @@ from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.ops.launch.audit import AUDIT_FILE, record_action
 from meshrl.ops.launch.audit_events import announce_action
+from meshrl.ops.launch.grpc_tls import grpc_user_env
+from meshrl.ops.launch.nats import secrets_dir
+from meshrl.transport.rpc.mesh_tls import caller_env
 
 VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
         "StreamMetrics", "StreamAlerts", "StreamEvents")
@@ -51,6 +54,11 @@ class Handlers:
                                f"`meshrl train --resume {self.root.path(name)}`")
         return info
 
+    def grpc_tls(self, name: str):
+        """Calls to the run's services in the block present the run's admin gRPC TLS files
+        (a launch.grpc_tls run has its own CA); none made: this process's environment."""
+        return caller_env(grpc_user_env(secrets_dir(self.root.path(name)), "admin"))
+
     async def audit(self, name: str, who: Principal, action: str, **what) -> None:
         """audit.jsonl, and the run's events subject while it is live (audit_events.py)."""
         row = record_action(self.root.path(name), action, who=who.name, role=who.role, via="gateway", **what)
@@ -63,7 +71,8 @@ class Handlers:
 
     async def GetRunStatus(self, req: pb.GetRunStatusRequest, who: Principal) -> pb.GetRunStatusResponse:
         summary, info = self.root.summary(req.run), self.root.launcher(req.run)
-        out = await live_status(info, self.root.path(req.run)) if info else pb.GetRunStatusResponse()
+        with self.grpc_tls(req.run):
+            out = await live_status(info, self.root.path(req.run)) if info else pb.GetRunStatusResponse()
         out.run.CopyFrom(summary)
         return out
 
@@ -117,17 +126,20 @@ class Handlers:
         return self._stream("StreamEvents", req)
 
     async def PauseRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
-        out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}")
+        with self.grpc_tls(req.run):
+            out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}")
         await self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
         return out
 
     async def ResumeRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
-        out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason)
+        with self.grpc_tls(req.run):
+            out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason)
         await self.audit(req.run, who, "resume", reason=req.reason, step=out.learner.step)
         return out
 
     async def CheckpointRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
-        out = await actions.checkpoint(self.live(req.run), req.reason)
+        with self.grpc_tls(req.run):
+            out = await actions.checkpoint(self.live(req.run), req.reason)
         await self.audit(req.run, who, "checkpoint", step=out.checkpoint_step)
         return out
 

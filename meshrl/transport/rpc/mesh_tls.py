@@ -12,10 +12,17 @@ set through the environment so every service and client of a deployment agrees:
 One certificate per service serves and calls (both extended key usages; see
 meshrl.transport.certs). Only paths travel; in Kubernetes or compose a Secret mounted as
 files. Nothing set: plaintext, as before (one host, loopback only).
+
+A process that calls several runs, each with its own CA (the gateway; `launch.grpc_tls`),
+wraps each run's calls in `with caller_env(run_env):`: clients in that block (and tasks it
+starts) read `run_env` instead of os.environ; an empty one falls back to os.environ.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from typing import Iterator, Mapping
 
 import grpc
 
@@ -27,6 +34,23 @@ KEY_ENV = "MESHRL_GRPC_TLS_KEY_FILE"
 CLIENT_AUTH_ENV = "MESHRL_GRPC_TLS_CLIENT_AUTH"
 SERVER_NAME_ENV = "MESHRL_GRPC_TLS_SERVER_NAME"
 WHO = "mesh gRPC TLS (MESHRL_GRPC_TLS_*)"
+
+
+_CALLER_ENV: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("meshrl_grpc_tls", default=None)
+
+
+@contextlib.contextmanager
+def caller_env(env: Mapping[str, str] | None) -> Iterator[None]:
+    """Clients in the block (this task, and tasks started in it) use `env`'s MESHRL_GRPC_TLS_*."""
+    token = _CALLER_ENV.set(env)
+    try:
+        yield
+    finally:
+        _CALLER_ENV.reset(token)
+
+
+def _client_env(environ):
+    return environ if environ is not None else (_CALLER_ENV.get() or os.environ)
 
 
 def _get(env, name: str) -> str | None:
@@ -63,7 +87,7 @@ def server_credentials(environ=None) -> grpc.ServerCredentials | None:
 def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
     """TLS trusting the mesh CA, presenting this process's certificate if it has one; None
     (plaintext) when no CA is set."""
-    env = os.environ if environ is None else environ
+    env = _client_env(environ)
     ca = _get(env, CA_ENV)
     if ca is None:
         return None
@@ -74,9 +98,9 @@ def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
 
 
 def client_options(environ=None) -> list[tuple[str, str]]:
-    name = _get(os.environ if environ is None else environ, SERVER_NAME_ENV)
+    name = _get(_client_env(environ), SERVER_NAME_ENV)
     return [("grpc.ssl_target_name_override", name)] if name else []
 
 
-__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "client_credentials",
+__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "caller_env", "client_credentials",
            "client_options", "server_credentials"]

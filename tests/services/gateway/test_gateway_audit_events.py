@@ -1,6 +1,8 @@
 """Control actions through the gateway reach the run's events subject as well as audit.jsonl:
 a live run (its launcher.json names this process, a real NATS and a real learner control
-server with the learner's own LearnerControl) is paused and scaled over the gateway's gRPC;
+server with the learner's own LearnerControl, serving mutual TLS with the run's
+launch.grpc_tls certificates, which the gateway finds in RUN_DIR/secrets) is paused and
+scaled over the gateway's gRPC;
 each action's row, who (the token's holder), when and what, is in RUN_DIR/audit.jsonl and,
 identical, on `meshrl.<run>.events` with header Meshrl-Event: audit.
 
@@ -16,23 +18,33 @@ from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
+from meshrl.ops.launch.grpc_tls import create_grpc_tls, grpc_user_env
 from meshrl.ops.launch.presence import LauncherInfo, write_presence
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.subjects import events_subject
+from meshrl.transport.rpc.channel import is_serving
+from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 from meshrl.transport.rpc.server import registration, start_server
 
 OPERATOR = "operator-token-audit-0123456789"
 
 
-async def live_run(root, nats_url, run_id):
-    """RUN_DIR 'live' whose launcher is this process; its learner control server, started."""
+async def live_run(root, nats_url, run_id, monkeypatch):
+    """RUN_DIR 'live' whose launcher is this process; its learner control server, started with
+    mutual gRPC TLS from the certificates launch.grpc_tls makes in RUN_DIR/secrets."""
+    run_dir = root / "live"
+    run_dir.mkdir()
+    create_grpc_tls(run_dir / "secrets")
+    for name, value in {**grpc_user_env(run_dir / "secrets", "learner"), CLIENT_AUTH_ENV: "1"}.items():
+        monkeypatch.setenv(name, value)  # the learner's env, as the launcher gives it
     state = LearnerState(run_id=run_id, total_steps=10)
     server, port = await start_server([registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
                                                     LearnerControl(state), learner_pb2.DESCRIPTOR.services_by_name[
                                                         "LearnerControlService"])])
-    run_dir = root / "live"
-    run_dir.mkdir()
+    for name in (CA_ENV, CERT_ENV, KEY_ENV, CLIENT_AUTH_ENV):
+        monkeypatch.delenv(name)  # the gateway's own environment has no TLS: it finds the run's
+    assert not await is_serving(f"127.0.0.1:{port}")  # TLS only
     (run_dir / "config.yaml").write_text("run: {name: live}\n")
     write_presence(run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{port}", {"rollout": 1}))
     return run_dir, state, server
@@ -40,10 +52,10 @@ async def live_run(root, nats_url, run_id):
 
 @pytest.mark.asyncio
 async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_on_the_events_subject(
-        tmp_path, nats_url, run_id):
+        tmp_path, nats_url, run_id, monkeypatch):
     root = tmp_path / "runs"
     root.mkdir()
-    run_dir, state, learner = await live_run(root, nats_url, run_id)
+    run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch)
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n")
     gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
