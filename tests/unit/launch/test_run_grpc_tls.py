@@ -13,6 +13,7 @@ import textwrap
 from meshrl.config.load import load_config
 from meshrl.ops.launch.local import run_local
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
+from tests.unit.launch.stand_in import ENDING
 
 PY = sys.executable
 STAND_IN = textwrap.dedent("""
@@ -44,17 +45,8 @@ STAND_IN = textwrap.dedent("""
 
     if kind == "learner":
         asyncio.run(learner())
-    with open(records, "a") as f:
-        f.write(json.dumps(record) + "\\n")
-    import time
-    if kind != "learner":
-        time.sleep(600)
-    deadline = time.monotonic() + 60  # the learner ends the run: not before every record is in
-    while len(open(records).read().splitlines()) < 4 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    with open(os.path.join(os.path.dirname(config_path), "metrics.jsonl"), "a") as f:
-        f.write(json.dumps({"step": 0, "reward": 1.0}) + "\\n")
-""")
+    run_dir = os.path.dirname(config_path)
+""") + ENDING
 
 
 def test_launcher_gives_each_service_its_grpc_certificate_and_servers_require_mutual_tls(tmp_path):

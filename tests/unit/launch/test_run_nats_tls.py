@@ -13,6 +13,7 @@ from pathlib import Path
 from meshrl.config.load import load_config
 from meshrl.ops.launch.local import run_local
 from meshrl.transport.bus.tls import CA_ENV, CERT_ENV, KEY_ENV
+from tests.unit.launch.stand_in import ENDING
 
 PY = sys.executable
 STAND_IN = textwrap.dedent("""
@@ -36,16 +37,8 @@ STAND_IN = textwrap.dedent("""
               "key_mode": os.stat(env["MESHRL_NATS_TLS_KEY_FILE"]).st_mode & 0o777,
               # what `meshrl status` finds for a user from the run's secrets dir
               "found": user_tls_env(os.path.dirname(env["MESHRL_NATS_TLS_CA_FILE"]), kind)}
-    with open(records, "a") as f:
-        f.write(json.dumps(record) + "\\n")
-    if kind != "learner":
-        time.sleep(600)
-    deadline = time.monotonic() + 60  # the learner ends the run: not before every record is in
-    while len(open(records).read().splitlines()) < 4 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    with open(os.path.join(os.path.dirname(sys.argv[5]), "metrics.jsonl"), "a") as f:
-        f.write(json.dumps({"step": 0, "reward": 1.0}) + "\\n")
-""")
+    run_dir = os.path.dirname(sys.argv[5])
+""") + ENDING
 
 
 def test_embedded_nats_is_mutual_tls_and_each_service_has_its_own_certificate(tmp_path):
