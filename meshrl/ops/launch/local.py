@@ -20,7 +20,8 @@
      processes mapped (vLLM's 160 MiB queues survive a SIGKILL otherwise; see shm.py).
 
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
-with an embedded server (launch/nats.py); otherwise a variable already set in our environment wins:
+with an embedded server (launch/nats.py); with launch.grpc_tls, MESHRL_GRPC_TLS_* naming its
+kind's certificate in RUN_DIR/secrets (launch/grpc_tls.py); otherwise a variable already set in our environment wins:
 reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); rollout, reference and learner get the
 cores `launch.cores` gives them (cores.py: all cores each by default, measured faster here
 even when an asynchronous run overlaps them; or disjoint halves), vLLM always bound explicitly so that
