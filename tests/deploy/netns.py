@@ -11,6 +11,8 @@ reach every host. `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/ho
 names resolve per host as they would in containers: every host knows the others by name,
 and this machine's hostname resolves to the host's own address (what
 MESHRL_ADVERTISE_HOST=@ip reads). Needs root and iproute2; `available()` says why not.
+`Loopback` is the stand-in where they cannot be made: every host is this one (127.0.0.1),
+no names, no cuts.
 """
 from __future__ import annotations
 
@@ -91,3 +93,22 @@ class Hosts:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+
+
+class Loopback:
+    """Hosts' interface where namespaces cannot be made: every host is 127.0.0.1 here."""
+
+    def __init__(self, numbers: dict[str, int]):
+        self.numbers = numbers
+
+    def ip(self, name: str) -> str:
+        return "127.0.0.1"
+
+    def popen(self, name: str, argv: list[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kw)
+
+    def __enter__(self) -> "Loopback":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass

@@ -75,20 +75,24 @@ def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
 class Mesh:
     """The processes of the drill, each logging to RUN_DIR/../logs/<host>.log."""
 
-    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path):
+    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path, env: dict[str, str] | None = None):
         self.hosts, self.logs, self.procs = hosts, logs, {}
         self.substitutions = {"MESHRL_RUN_ID": run_id}
         self.config = config
+        self.env = env or {}  # over every service's compose environment (netns.Loopback: the NATS url)
 
     def start(self, host: str, argv: list[str], env: dict[str, str]) -> None:
         log = (self.logs / f"{host}.log").open("ab")
         self.procs[host] = self.hosts.popen(host, argv, env=env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
 
-    def start_service(self, host: str, compose_name: str) -> None:
+    def start_service(self, host: str, compose_name: str, grpc_port: int | None = None) -> None:
+        """`grpc_port`: over the command's --grpc-port (several replicas on one address)."""
         command, env = compose_service(compose_name, self.substitutions)
+        if grpc_port is not None:
+            command[command.index("--grpc-port") + 1] = str(grpc_port)
         env.update(MESHRL_CONFIG=str(self.config), HOSTNAME=host, TOKENIZERS_PARALLELISM="false",
-                   OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+                   OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **self.env)
         full = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
         self.start(host, ["sh", str(ENTRYPOINT), *command], full)
 
