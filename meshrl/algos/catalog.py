@@ -32,12 +32,19 @@ def split_doc(doc: str | None) -> tuple[str, str]:
     return formula, paper[:-1] if paper.endswith(")") else paper
 
 
+def estimator_notes(fn) -> str:
+    """What an estimator needs beyond rewards: a critic's values, its declared extra inputs."""
+    notes = ["needs a critic's values"] if fn.needs_values else []
+    if fn.needs:
+        notes.append(f"needs {', '.join(sorted(fn.needs))}")
+    return "; ".join(notes)
+
+
 def registered_parts() -> list[Part]:
     """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, in that order."""
     import meshrl.algos  # noqa: F401  (registers the built-ins)
 
-    parts = [Part("advantage estimators", n, fn.paper,
-                  "needs a critic's values" if fn.needs_values else "", part_options(fn))
+    parts = [Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
              for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
     parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
               for n, fn in ((n, POLICY_LOSSES.get(n)) for n in POLICY_LOSSES.names())]

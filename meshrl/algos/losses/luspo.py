@@ -19,7 +19,7 @@ from meshrl.algos.types import PolicyLossResult
 
 
 @register_policy_loss("luspo", default_agg="seq-mean-token-sum", level="sequence", paper=(
-    "Yin et al. 2026, Length-Unbiased Sequence Policy Optimization: Revealing and Controlling "
+    "Liu et al. 2026, Length-Unbiased Sequence Policy Optimization: Revealing and Controlling "
     "Response Length Variation in RLVR, arXiv:2602.05261"))
 def luspo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=3e-4, epsilon_high=4e-4,
           dual_clip_c=None, delta=None, seq_log_ratio_cap=GSPO_SEQ_LOG_RATIO_CAP,

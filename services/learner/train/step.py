@@ -243,11 +243,14 @@ class TrainStep:
         return weights
 
     def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, sums: MetricSums) -> None:
-        """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages."""
+        """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages;
+        reward_greedy (mean over rows) when the batch carries greedy rewards (ReMax)."""
         n, mask = batch.batch_size, batch.response_mask
         stats = group_stats(batch.rewards, batch.group_ids)
         lengths = batch.response_lengths()
         sums.mean("reward", batch.rewards.mean(), n)
+        if batch.greedy_rewards is not None:
+            sums.mean("reward_greedy", batch.greedy_rewards.mean(), n)
         sums.mean("reward_std", stats.std.mean(), n)
         sums.mean("frac_reward_zero_std", stats.all_equal.float().mean(), n)
         sums.mean("completions/mean_length", lengths.mean(), n)

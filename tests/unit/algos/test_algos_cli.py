@@ -46,6 +46,9 @@ def test_cli_prints_each_family_and_filters_by_prefix(capsys):
         assert heading in out
     assert "      paper: Schulman et al. 2017, Proximal Policy Optimization Algorithms" in out
     assert "  gae  (needs a critic's values)" in out
+    # the inputs the mesh produces on demand for them (greedy samples, Σπ² in the old pass)
+    assert "  remax  (needs greedy_rewards)" in out and "arXiv:2310.10505" in out
+    assert "  optimal_token_baseline  (needs old_logprobs, sum_pi_squared)" in out
     assert main(["algos", "kl"]) == 0
     only_kl = capsys.readouterr().out
     assert only_kl.startswith("KL estimators:\n") and "policy losses" not in only_kl

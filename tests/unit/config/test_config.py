@@ -19,7 +19,7 @@ def test_override_without_equals_is_rejected():
 
 
 @pytest.mark.parametrize("preset", ["ppo", "grpo", "dapo", "gspo", "dpo", "rloo",
-                                    "reinforce_plus_plus", "dr_grpo", "cispo"])
+                                    "reinforce_plus_plus", "dr_grpo", "cispo", "remax"])
 def test_every_preset_resolves(preset):
     cfg = load_config(base={**BASE, "algorithm": {"preset": preset}})
     assert cfg.algorithm.name == preset

@@ -41,6 +41,7 @@ def test_remax_gets_each_rows_greedy_reward_from_the_batch():
     assert_close(prepared.advantages, expected)
     metrics = step(dataclasses.replace(batch, greedy_rewards=greedy), 0)
     assert torch.isfinite(torch.tensor(metrics["loss"]))
+    assert metrics["reward_greedy"] == pytest.approx(0.5)  # (4·0.25 + 4·0.75) / 8
     with pytest.raises(ValueError, match="'remax' needs greedy_rewards"):
         prepare(train_step("remax"), batch)  # the rollout sent no greedy samples
 
