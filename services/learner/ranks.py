@@ -127,10 +127,14 @@ class TrainerParts:
     close: Callable[[], None]
 
 
+def rank_work(cfg, policy, critic, tokenizer, ctx: DistContext) -> RankWork:
+    return RankWork(build.build_train_step(cfg, policy, critic, ctx), LearnerCheckpoints(cfg, policy, critic),
+                    policy, tokenizer, ctx)
+
+
 def trainer_parts(cfg, policy, critic, tokenizer, ctx: DistContext) -> TrainerParts:
     """The plain parts on one process; under torchrun the same parts behind rank 0's commands."""
-    work = RankWork(build.build_train_step(cfg, policy, critic, ctx), LearnerCheckpoints(cfg, policy, critic),
-                    policy, tokenizer, ctx)
+    work = rank_work(cfg, policy, critic, tokenizer, ctx)
     if not ctx.distributed:
         return TrainerParts(work.train_step, build.rollout_weights(policy, ctx), work.checkpoints, work.final,
                             close=lambda: None)
@@ -252,9 +256,7 @@ def follower_main(args) -> int:
         cfg = load_config(args.config)
         ctx = join()
         policy, critic = build.build_policy_model(cfg, ctx)
-        work = RankWork(build.build_train_step(cfg, policy, critic, ctx),
-                        LearnerCheckpoints(cfg, policy, critic), policy, None, ctx)
-        follow(work)
+        follow(rank_work(cfg, policy, critic, None, ctx))
     except startup_errors() as err:
         log.error("learner rank %s: %s", os.environ.get("RANK"), err)
         return 2
