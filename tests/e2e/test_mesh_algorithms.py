@@ -75,3 +75,15 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
     step = [s for s in load_spans(run_dir) if s["name"] == "learner.step"]
     assert any(link["trace_id"] == spans[0]["trace_id"] for s in step for link in s["links"])
     assert "rollout.generate" in render_waterfall(spans)
+
+
+
+def test_remax_trains_on_greedy_baselines_through_the_mesh(run_mesh):
+    """The rollout decodes a greedy response per prompt beside the sampled one, the reward
+    service scores it, the learner subtracts its reward (one step: the path, not learning;
+    the optimal-token baseline's Σπ² stays inside the learner and is tested there)."""
+    result, metrics, ledger = run_mesh("learner.steps=1", "rollout.sampling.group_size=1",
+                                       preset="remax")
+    assert len(finite(metrics, "loss")) == 1 and len(finite(metrics, "reward_greedy")) == 1
+    trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
+    assert len(trained) == len(set(trained)) == 4
