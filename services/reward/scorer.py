@@ -3,8 +3,9 @@
 Item ids are `<group_id>/<sample index>`, so an external service's results map back to
 samples. A group's greedy sample (ReMax's baseline, `Group.greedy_sample`, index n) is
 scored in the same batch and gets its own `reward` and `reward_components`. After scoring:
-each sample has `reward` and `reward_components` (see combine), and `group.scored` is true even when some components failed — failures are visible per
-component and as a NaN reward, not by leaving the group unscored.
+each sample has `reward` and `reward_components` (see combine), and `group.scored` is true
+even when some components failed — failures are visible per component and as a NaN reward,
+not by leaving the group unscored.
 """
 from meshrl.api.common.v1 import common_pb2
 from meshrl.services.reward.combine import fill_samples
