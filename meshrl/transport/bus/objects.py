@@ -87,6 +87,16 @@ def _meta_subject(bucket: str, name: str) -> str:
     return OBJ_META_PRE_TEMPLATE.format(bucket=bucket, obj=base64.urlsafe_b64encode(name.encode()).decode())
 
 
+def _close_mapping(mm: mmap.mmap) -> None:
+    """Close `mm`, unless a view of it is still referenced: a failed put's traceback holds
+    put_bytes' frame and its view. Then the garbage collector closes it, and the put's own
+    error (PublishFailed...) reaches the caller instead of a BufferError that would hide it."""
+    try:
+        mm.close()
+    except BufferError:
+        pass
+
+
 class WeightsStore:
     """One run's object store bucket; `keep` (if set) prunes to the newest K after each put."""
 
@@ -114,12 +124,11 @@ class WeightsStore:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return await self.put_bytes(name, b"", chunk_size=chunk_size)
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                view = memoryview(mm)
-                try:
-                    return await self.put_bytes(name, view, chunk_size=chunk_size)
-                finally:
-                    view.release()
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                return await self.put_bytes(name, memoryview(mm), chunk_size=chunk_size)
+            finally:
+                _close_mapping(mm)
 
     async def put_bytes(self, name: str, data, *, chunk_size: int = CHUNK_SIZE) -> api.ObjectInfo:
         view = memoryview(data).cast("B")

@@ -96,6 +96,17 @@ async def test_object_store_replace_delete_and_keep_last_k(bus, tmp_path):
     assert [i.name for i in await bus.weights.list_objects()] == [names.weights_object_name(4)]
 
 
+async def test_a_failed_file_put_raises_its_own_error_not_a_buffer_error(bus, tmp_path, monkeypatch):
+    from meshrl.transport.bus.errors import PublishFailed
+
+    async def refused(name, view, chunk_size):
+        raise PublishFailed("no PubAck (a stand-in for a server that stopped answering)")
+    monkeypatch.setattr(bus.weights, "_put_once", refused)
+    (tmp_path / "w").write_bytes(os.urandom(1000))
+    with pytest.raises(PublishFailed, match="failed 3 times"):  # put_file mmaps the file; the view outlives it
+        await bus.weights.put_file("w", tmp_path / "w")
+
+
 async def test_empty_object_round_trips(bus, tmp_path):
     (tmp_path / "empty").write_bytes(b"")
     await bus.weights.put_file("e", tmp_path / "empty")
