@@ -3,17 +3,18 @@ moment of a seeded step, then everything the chaos tests judge.
 
     result = run_scenario(Fault("kill -9 reward", "reward-0"), tiny_model_dir, e2e_data, tmp_path)
 
-The moment: step K (seeded, 1..STEPS-2) begins when metrics.jsonl holds K rows; the fault
+The moment: step K (seeded, 1..steps-2; or Fault.step) begins when metrics.jsonl holds K rows; the fault
 comes a seeded 0..MAX_DELAY_S later. The seed is Fault.seed, or MESHRL_CHAOS_SEED when set
 (printed, so a failure can be replayed). A fault is a signal to one process the launcher
 started: a service replica (`--replica-id rollout-1`) or the embedded nats-server; or, with
 `cluster=` (an external NatsCluster the run uses with JetStream replicas = 3), NATS_NODE:
-SIGKILL of the cluster node the learner is connected to.
+SIGKILL of the cluster node the learner is connected to, made first the leader of every stage
+stream and of the run-state KV (a leader step-down with that node preferred): the worst
+single loss, the same one each time.
 
 While the run goes, a watcher reads each stage's consumers from NATS once a second:
 `delivered.consumer_seq - delivered.stream_seq` is how many deliveries were repeats
-(JetStream counts every delivery, the stream each message once), and each stage stream's
-leader (a cluster node; what a killed node led is reported).
+(JetStream counts every delivery, the stream each message once).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import psutil
 
@@ -36,7 +38,7 @@ from meshrl.ops.launch.nats import secrets_dir
 from meshrl.transport.bus.client import server_urls
 from meshrl.transport.bus.cluster import NatsCluster
 from meshrl.transport.bus.credentials import credentials_path, read_credentials
-from meshrl.transport.bus.subjects import STAGES, stage_stream
+from meshrl.transport.bus.subjects import STAGES, kv_bucket, stage_stream
 from tests.chaos.ledger_proof import LedgerReport, prove_ledger, versions_at_step
 from tests.e2e.conftest import mesh_config
 
@@ -59,6 +61,7 @@ class Fault:
     resume_after_s: float | None = None  # SIGSTOP: SIGCONT after this long (None: never)
     seed: int = 0
     max_delay_s: float = MAX_DELAY_S  # the fault comes 0..this after its step began
+    step: int | None = None  # during this step (None: a seeded one)
 
 
 @dataclass
@@ -109,7 +112,6 @@ class RedeliveryWatch:
     def __init__(self, url: str, run_id: str, run_dir: Path, embedded: bool = True):
         self.url, self.run_id, self.run_dir, self.embedded = url, run_id, run_dir, embedded
         self.counts: dict[str, int] = {}
-        self.leaders: dict[str, str] = {}  # stage stream -> the cluster node leading it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._watch()), daemon=True)
         self._thread.start()
@@ -123,12 +125,8 @@ class RedeliveryWatch:
         while not self._stop.is_set():
             for stage in STAGES:
                 try:
-                    stream = stage_stream(self.run_id, stage)
-                    infos = await js.consumers_info(stream)
+                    infos = await js.consumers_info(stage_stream(self.run_id, stage))
                     self.counts[stage] = sum(i.delivered.consumer_seq - i.delivered.stream_seq for i in infos)
-                    cluster = (await js.stream_info(stream)).cluster
-                    if cluster is not None and cluster.leader:
-                        self.leaders[stage] = cluster.leader
                 except Exception:  # NATS down (the nats-server fault) or the run ending: keep the last
                     pass
             await asyncio.sleep(1.0)
@@ -168,60 +166,99 @@ def strike(proc: subprocess.Popen, fault: Fault) -> float:
     return at
 
 
-def learners_node(cluster: NatsCluster, learner: psutil.Process) -> str:
+def learners_node(proc: subprocess.Popen, cluster: NatsCluster) -> str | None:
     """The cluster node the learner's NATS connection goes to (its TCP peer on a client port)."""
     ports = {spec.client_port: spec.name for spec in cluster.specs}
-    for conn in learner.net_connections(kind="tcp"):
+    try:
+        connections = launched(proc, "learner-0").net_connections(kind="tcp")
+    except (AssertionError, psutil.Error):  # not started yet
+        return None
+    for conn in connections:
         if conn.raddr and conn.raddr.port in ports and conn.status == psutil.CONN_ESTABLISHED:
             return ports[conn.raddr.port]
-    raise AssertionError(f"learner {learner.pid} has no connection to a node of {cluster.url}")
+    return None
 
 
-def strike_node(proc: subprocess.Popen, cluster: NatsCluster, watch: RedeliveryWatch) -> tuple[float, str]:
-    """SIGKILL the node the learner is connected to; returns when, and the node with what it led."""
+async def lead_from(url: str, streams: list[str], node: str, timeout_s: float = 30.0) -> None:
+    """Make `node` the leader of each stream: a step-down with it preferred (nats-server >= 2.11)."""
+    import nats
+
+    nc = await nats.connect(server_urls(url))
+    js, deadline = nc.jetstream(), time.monotonic() + timeout_s
+    try:
+        for stream in streams:
+            while (await js.stream_info(stream)).cluster.leader != node:
+                assert time.monotonic() < deadline, f"{node} did not become the leader of {stream}"
+                await nc.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}",
+                                 json.dumps({"placement": {"preferred": node}}).encode(), timeout=5)
+                await asyncio.sleep(0.5)
+    finally:
+        await nc.close()
+
+
+def aim_at_learners_node(proc: subprocess.Popen, cluster: NatsCluster | None) -> str:
+    """Once the learner is connected: make its node the leader of every stage stream and the
+    run-state KV (the launcher created them before any service). Fast when it already is."""
     assert cluster is not None, f"{NATS_NODE!r}: run_scenario(..., cluster=NatsCluster(...)) is needed"
-    wait_for(lambda: set(watch.leaders) == set(STAGES), proc, "every stage stream's leader to be read", 30)
-    node = learners_node(cluster, launched(proc, "learner-0"))
-    led = sorted(stage for stage, leader in watch.leaders.items() if leader == node)
+    wait_for(lambda: learners_node(proc, cluster), proc, "the learner to connect to the cluster")
+    node, run_id = learners_node(proc, cluster), flag(launched(proc, "learner-0"), "--run-id")
+    streams = [stage_stream(run_id, stage) for stage in STAGES] + [f"KV_{kv_bucket(run_id)}"]
+    asyncio.run(lead_from(cluster.url, streams, node))
+    return node
+
+
+def strike_node(proc: subprocess.Popen, cluster: NatsCluster) -> tuple[float, str]:
+    """SIGKILL the learner's node, leader of everything the run uses; returns when and which."""
+    node = aim_at_learners_node(proc, cluster)  # again: still so at the moment of the fault
     at = time.time()
     cluster.kill(node)
-    return at, f"{node} (leading {', '.join(led) or 'no stage stream'})"
+    return at, f"{node}: the learner's node, leader of {', '.join([*STAGES, 'the run KV'])}"
 
 
-def moment(fault: Fault) -> tuple[int, float]:
+def moment(fault: Fault, steps: int = STEPS) -> tuple[int, float]:
     seed = int(os.environ.get("MESHRL_CHAOS_SEED", fault.seed))
     rng = random.Random(seed)
-    step, delay = rng.randint(1, STEPS - 2), rng.uniform(0.0, fault.max_delay_s)
+    step, delay = rng.randint(1, steps - 2), rng.uniform(0.0, fault.max_delay_s)
+    step = step if fault.step is None else fault.step
     print(f"\n{fault.name}: seed {seed} -> during step {step}, {delay:.2f} s after it began")
     return step, delay
 
 
-def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str,
-                 cluster: NatsCluster | None = None) -> ScenarioResult:
-    """Run `meshrl train` with `fault`; on `cluster` (every stream and bucket replicated on each
-    node) instead of the embedded nats-server when given."""
+def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str, steps: int = STEPS,
+                 cluster: NatsCluster | None = None,
+                 during: Callable[[subprocess.Popen, Path, float], None] | None = None) -> ScenarioResult:
+    """Run `meshrl train` for `steps` steps with `fault`; on `cluster` (every stream and bucket
+    replicated on each node) instead of the embedded nats-server when given. `during(proc,
+    run_dir, fault_time)`, when given, runs after the fault while the run goes on (a benchmark's
+    further measures)."""
     run_dir = tmp_path / "run"
     on_cluster = () if cluster is None else (f"nats.url={cluster.url}", f"nats.replicas={len(cluster.specs)}")
-    cfg = mesh_config(model_dir, data, run_dir, f"learner.steps={STEPS}", "learner.prompts_per_step=2",
+    cfg = mesh_config(model_dir, data, run_dir, f"learner.steps={steps}", "learner.prompts_per_step=2",
                       "launch.backoff_initial_s=1", *on_cluster, *overrides)
     (tmp_path / "config.yaml").write_text(dump_config(cfg))
-    step, delay = moment(fault)
-    proc = subprocess.Popen([*MESHRL_TRAIN, str(tmp_path / "config.yaml")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    step, delay = moment(fault, steps)
+    # Output to files, not pipes: a pipe nobody reads while `during` runs would block the launcher.
+    with open(tmp_path / "train.out", "w") as out, open(tmp_path / "train.err", "w") as err:
+        proc = subprocess.Popen([*MESHRL_TRAIN, str(tmp_path / "config.yaml")], stdout=out, stderr=err)
     try:
+        if fault.target == NATS_NODE:  # early, while the engines start: leader moves take seconds
+            aim_at_learners_node(proc, cluster)
         wait_for(lambda: len(rows(run_dir / "metrics.jsonl")) >= step, proc, f"step {step} to begin")
         learner = launched(proc, "learner-0")
         watch = RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"), run_dir, embedded=cluster is None)
         time.sleep(delay)
         if fault.target == NATS_NODE:
-            fault_time, victim = strike_node(proc, cluster, watch)
+            fault_time, victim = strike_node(proc, cluster)
         else:
             fault_time, victim = strike(proc, fault), fault.target
-        _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+        if during is not None:
+            during(proc, run_dir, fault_time)
+        proc.wait(timeout=RUN_TIMEOUT_S)
         redelivered = watch.stop()
     finally:
         proc.kill()
     metrics, ledger = rows(run_dir / "metrics.jsonl"), rows(run_dir / "groups.jsonl")
+    stderr = (tmp_path / "train.err").read_text(errors="replace")
     return ScenarioResult(fault, proc.returncode, stderr, run_dir, fault_time, metrics, ledger,
                           rows(run_dir / "restarts.jsonl"),
                           prove_ledger(ledger, versions_at_step(metrics, cfg.learner.push_every)), redelivered,

@@ -46,6 +46,7 @@ from meshrl.transport.bus.messages import check_type
 from meshrl.transport.bus.objects import WeightsStore
 from meshrl.transport.bus.permissions import inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
+from meshrl.transport.bus.retry import election_patience, retry_transient
 from meshrl.transport.bus.pull import Puller
 from meshrl.transport.bus.tls import TlsFiles, tls_from_env
 from meshrl.transport.bus.streams import ensure_run_streams
@@ -199,10 +200,11 @@ class Bus:
         return await self._puller.pull(names.check_stage(stage), spec, max_msgs, timeout)
 
     async def pending(self, stage: str) -> int:
-        """Messages on the stage's queue not yet acked (waiting + in flight)."""
+        """Messages on the stage's queue not yet acked (waiting + in flight). Retried through a
+        cluster's leader election (the learner reads this every step: a timeout would kill it)."""
         stream = names.stage_stream(self.run_id, stage)
         try:
-            info = await self.js.stream_info(stream)
+            info = await retry_transient(lambda: self.js.stream_info(stream), patience_s=election_patience(self.nc))
         except nats.js.errors.NotFoundError as err:
             raise missing_stream(stream) from err
         return info.state.messages

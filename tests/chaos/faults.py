@@ -1,0 +1,50 @@
+"""The chaos suite's faults, one catalogue for the tests (tests/chaos/test_faults.py) and the
+recovery benchmark (benchmarks/recovery.py): what is hit, how, at which seeded moment, and
+the config the run needs for it (two rollout replicas to lose one of them, a short ack wait
+for a frozen one, checkpoints for a killed learner, a NATS cluster for a lost node).
+"""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from meshrl.transport.bus.cluster import NatsCluster
+from tests.chaos.scenario import NATS_NODE, Fault, ScenarioResult, run_scenario
+
+TWO_ROLLOUTS = "rollout.replicas=2"
+ACK_WAIT_S = 8  # the frozen replica's tasks go elsewhere after this (rollout.ack_wait_s)
+FROZEN_S = 3 * ACK_WAIT_S  # SIGSTOP this long, then SIGCONT
+
+
+@dataclass(frozen=True)
+class Case:
+    fault: Fault
+    overrides: tuple[str, ...] = ()
+    cluster_nodes: int = 0  # > 0: the run uses a NatsCluster of this many nodes, not the embedded server
+
+
+CASES = {
+    "rollout": Case(Fault("kill -9 rollout-1 (of 2)", "rollout-1", seed=1), (TWO_ROLLOUTS,)),
+    # Frozen just after its step's prompts go out, while it likely holds one: a step that
+    # finishes before SIGCONT needed no frozen replica (its tasks came back after the ack wait).
+    "sigstop": Case(Fault(f"SIGSTOP rollout-0 {FROZEN_S} s", "rollout-0", sig=signal.SIGSTOP,
+                          resume_after_s=FROZEN_S, seed=2, max_delay_s=0.5),
+                    (TWO_ROLLOUTS, f"rollout.ack_wait_s={ACK_WAIT_S}")),
+    "reward": Case(Fault("kill -9 reward", "reward-0", seed=3)),
+    "reference": Case(Fault("kill -9 reference", "reference-0", seed=4)),
+    # A checkpoint every 2 steps: the resume trains again what came after the newest one.
+    "learner": Case(Fault("kill -9 learner", "learner-0", seed=5), ("learner.checkpoint_every=2",)),
+    "nats-server": Case(Fault("kill -9 nats-server", "nats-server", seed=6)),
+    "nats-node": Case(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7), cluster_nodes=3),
+}
+
+
+def run_case(case: Case, model_dir, data, tmp_path: Path, *overrides: str, **options) -> ScenarioResult:
+    """run_scenario for `case` (its overrides, then `overrides`), inside its NATS cluster if any."""
+    if not case.cluster_nodes:
+        return run_scenario(case.fault, model_dir, data, tmp_path, *case.overrides, *overrides, **options)
+    # Started here from the same nats-server binary; the launcher only gets its URLs.
+    with NatsCluster(tmp_path / "nats", size=case.cluster_nodes) as cluster:
+        return run_scenario(case.fault, model_dir, data, tmp_path, *case.overrides, *overrides,
+                            cluster=cluster, **options)
