@@ -9,15 +9,17 @@ the shards on 2 ranks). Model: SmolLM2-135M's shape with random weights
 (benchmarks/train_step.py's), fp32; batch: its GRPO batch, 4 groups x 4 rows x (44 + 8..32)
 tokens; one optimizer step per batch (old log-probs = current).
 
-Printed per world size: median step and export wall time over `--steps` timed steps after
-one warm-up, rank 0's CPU-seconds per step, the load average; then the ratio 2 ranks / 1.
+Configurations RANKSxTHREADS (default: 1 rank with every core's thread, 1 rank with one
+thread, 2 ranks with the cores divided as the launcher does). Printed per configuration:
+median step and export wall time over `--steps` timed steps after one warm-up, rank 0's
+CPU-seconds per step, the load average; then the ratios to the 2-rank step.
 (`benchmarks/train_step.py --configs fp32-1,fp32-2` times the bare TrainStep the same way,
 without the rank protocol.)
 
-Simplifications: both world sizes share this machine's cores (2 threads at 1 rank, 1 thread
-each at 2 ranks, as the launcher divides them); CPU only.
+Simplifications: every configuration shares this machine's cores with whatever else runs;
+CPU only.
 
-Run:  .venv/bin/python -m benchmarks.learner_ranks [--steps 3]
+Run:  .venv/bin/python -m benchmarks.learner_ranks [--steps 3] [--configs 1x2,1x1,2x1]
 """
 from __future__ import annotations
 
@@ -47,13 +49,13 @@ def config(world: int, run_dir: str):
         "trainer": {"micro_batch_size": 8, "precision": "fp32", "optim": {"lr": 1e-6}}})
 
 
-def run(rank: int, world: int, port: int, steps: int, out_dir: str) -> None:
+def run(rank: int, world: int, threads: int, port: int, steps: int, out_dir: str) -> None:
     from meshrl.services.learner import ranks
     from meshrl.services.learner.train.policy import build_policy
 
     os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // world))
+    torch.set_num_threads(threads)
     cfg = config(world, out_dir)
     ctx = ranks.join()
     policy = build_policy(smollm2_135m_shape(), cfg.trainer, total_steps=100, dist=ctx)
@@ -88,26 +90,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(world: int, steps: int) -> dict:
+def measure(world: int, threads: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(run, args=(world, free_port(), steps, tmp), nprocs=world, join=True)
+        mp.spawn(run, args=(world, threads, free_port(), steps, tmp), nprocs=world, join=True)
         return json.loads(Path(tmp, "result.json").read_text())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cpus = os.cpu_count() or 2
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--configs", default=f"1x{cpus},1x1,2x{max(1, cpus // 2)}", help="RANKSxTHREADS,...")
     args = parser.parse_args()
     print(f"SmolLM2-135M shape, fp32, GRPO 4x4 rows x (44 + 8..32) tokens, median of {args.steps} "
-          f"steps after 1 warm-up, torch {torch.__version__}, {os.cpu_count()} CPUs")
+          f"steps after 1 warm-up, torch {torch.__version__}, {cpus} CPUs")
     results = {}
-    for world in (1, 2):
-        r = results[world] = measure(world, args.steps)
-        print(f"{world} rank{'s' if world > 1 else ' '}: step {r['step_s']:.2f} s wall (all "
+    for name in args.configs.split(","):
+        world, threads = map(int, name.split("x"))
+        r = results[name] = measure(world, threads, args.steps)
+        print(f"{world} rank(s) x {threads} thread(s): step {r['step_s']:.2f} s wall (all "
               f"{', '.join(f'{s:.2f}' for s in r['all_steps'])}), {r['cpu_s']:.1f} CPU-s on rank 0, "
               f"export {r['export_s']:.3f} s | load avg {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"2 ranks / 1 rank: step x{results[2]['step_s'] / results[1]['step_s']:.2f}, "
-          f"export x{results[2]['export_s'] / max(results[1]['export_s'], 1e-9):.1f}")
+    two = [n for n in results if n.startswith("2x")]
+    for name in (n for n in results if two and n.startswith("1x")):
+        print(f"{two[0]} / {name}: step x{results[two[0]]['step_s'] / results[name]['step_s']:.2f}")
 
 
 if __name__ == "__main__":

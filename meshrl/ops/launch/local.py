@@ -30,8 +30,9 @@ here: the rollout engine passes rollout.kv_cache_gb to vLLM in bytes, so a fract
 holds (vLLM's `VLLM_CPU_KVCACHE_SPACE` takes whole GiB only and, when set, wins).
 
 The learner runs as one process, or with `learner.ranks: N` > 1 as `torchrun --standalone
---nproc-per-node N` (its ranks share the learner's cores: OMP_NUM_THREADS divided by N;
-torchrun gives them learner.stop_grace_s to checkpoint on a stop).
+--nproc-per-node N` (services/learner/ranks_run.py: torchrun keeping a rank's exit code 2); its
+ranks share the learner's cores (OMP_NUM_THREADS divided by N) and get learner.stop_grace_s to
+checkpoint on a stop.
 
 Simplifications: replica i of the reference serves gRPC on reference.grpc_port + i.
 
@@ -191,7 +192,7 @@ def learner_spec(cfg: RunConfig) -> ServiceSpec:
     if ranks == 1:
         return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env))
     env["OMP_NUM_THREADS"] = str(max(1, int(env["OMP_NUM_THREADS"]) // ranks))
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
+    torchrun = [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone", f"--nproc-per-node={ranks}",
                 f"--shutdown-timeout={math.ceil(cfg.learner.stop_grace_s)}"]  # rank 0's time to checkpoint
     return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env), launcher=torchrun)
 

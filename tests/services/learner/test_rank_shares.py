@@ -1,5 +1,6 @@
 """The learner on N ranks, the fast parts: each rank's share of a batch, `learner.ranks` in the
 config, and the launcher's command line for it. (The service on 2 real ranks: test_ranks.py.)"""
+import subprocess
 import sys
 
 import numpy as np
@@ -54,6 +55,16 @@ def test_the_launcher_runs_torchrun_for_more_than_one_rank(monkeypatch):
     one = learner_spec(load_config(base=BASE))
     two = learner_spec(load_config(base=BASE, overrides=["learner.ranks=2", "learner.stop_grace_s=90.5"]))
     assert one.launcher == [sys.executable]
-    assert two.launcher == [sys.executable, "-m", "torch.distributed.run", "--standalone",
+    assert two.launcher == [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone",
                             "--nproc-per-node=2", "--shutdown-timeout=91"]
     assert int(two.env["OMP_NUM_THREADS"]) == max(1, int(one.env["OMP_NUM_THREADS"]) // 2)
+
+
+@pytest.mark.parametrize("code, want", [(2, 2), (3, 1)])
+def test_the_learners_torchrun_passes_on_a_ranks_exit_code_2(tmp_path, code, want):
+    """2 = bad config, data, model or checkpoint: the launcher does not restart it (plain torchrun says 1)."""
+    rank = tmp_path / "rank.py"
+    rank.write_text(f"import sys\nsys.exit({code})\n")
+    done = subprocess.run([sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone",
+                           "--nproc-per-node=1", str(rank)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == want, done.stderr[-2000:]

@@ -81,7 +81,7 @@ def runs(tmp_path_factory, tiny_model_dir, nats_url):
 
 def test_the_launcher_starts_two_ranks_with_torchrun(runs):
     spec = learner_spec(runs["two"])
-    assert spec.launcher[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    assert spec.launcher[1:5] == ["-m", "meshrl.services.learner.ranks_run", "--standalone", "--nproc-per-node=2"]
     assert runs["code"] == 0, runs["log"][-4000:]
     assert "rank 1 of 2 joined" in runs["log"]
 
