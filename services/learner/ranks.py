@@ -52,7 +52,7 @@ import torch.distributed as dist
 from meshrl.algos.kl_control import restore_controller
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
-from meshrl.services.learner.train.fsdp import DistContext, full_state_dict, init_distributed
+from meshrl.services.learner.train.fsdp import DistContext, init_distributed
 
 log = logging.getLogger("meshrl.learner")
 COMMAND_WAIT = timedelta(days=30)  # a follower waits this long for rank 0's next command

@@ -12,10 +12,13 @@ The losses and gradient norms of every step match the straight run (1e-5): the t
 trained the same batches as one process, and the AdamW state saved by two ranks carried
 over. (The same equality on one batch at the core's level: tests/unit/train/test_fsdp.py.)
 The learning rate is constant, so a 2-step run and a 4-step run share their schedule.
+Then the stop (preemption): SIGTERM to torchrun mid-run leaves a two-rank checkpoint of the
+last step trained.
 """
 import asyncio
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -40,8 +43,9 @@ def metrics_rows(run_dir) -> dict[int, dict]:
     return {r["step"]: r for r in map(json.loads, (Path(run_dir) / "metrics.jsonl").read_text().splitlines())}
 
 
-async def serve_on_two_ranks(cfg, nats_url: str, run_id: str) -> tuple[int, str]:
-    """The launcher's learner command (torchrun, 2 ranks) until it exits; (exit code, its log)."""
+async def serve_on_two_ranks(cfg, nats_url: str, run_id: str, sigterm_after: int | None = None) -> tuple[int, str]:
+    """The launcher's learner command (torchrun, 2 ranks) until it exits; (exit code, its log).
+    `sigterm_after`: SIGTERM to torchrun (what the launcher's stop sends) once that many steps are logged."""
     config_path = Path(cfg.run.dir) / "config.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(dump_config(cfg))
@@ -56,6 +60,9 @@ async def serve_on_two_ranks(cfg, nats_url: str, run_id: str) -> tuple[int, str]
                 *service_argv(spec, nats_url, run_id, config_path), stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, **spec.env})
             try:
+                if sigterm_after is not None:
+                    await asyncio.wait_for(steps_logged(cfg.run.dir, sigterm_after), timeout=240)
+                    proc.send_signal(signal.SIGTERM)
                 code = await asyncio.wait_for(proc.wait(), timeout=240)
             except asyncio.TimeoutError:
                 proc.kill()
@@ -65,6 +72,12 @@ async def serve_on_two_ranks(cfg, nats_url: str, run_id: str) -> tuple[int, str]
         await asyncio.gather(rollout, return_exceptions=True)
         await bus.close()
     return code, log_path.read_text(errors="replace")
+
+
+async def steps_logged(run_dir, n: int) -> None:
+    metrics = Path(run_dir) / "metrics.jsonl"
+    while not (metrics.is_file() and len(metrics.read_text().splitlines()) >= n):
+        await asyncio.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +122,15 @@ def test_every_step_matches_one_process(runs):
     for step in range(4):
         for key in COMPARED:
             assert got[step][key] == pytest.approx(want[step][key], rel=1e-5, abs=1e-6), (step, key)
+
+
+def test_sigterm_stops_both_ranks_after_a_checkpoint(tmp_path, tiny_model_dir, nats_url):
+    """Preemption on 2 ranks: torchrun passes SIGTERM to both; rank 0 finishes its step,
+    checkpoints with rank 1 (which ignores the signal and follows), then releases it."""
+    cfg = make_config(tmp_path, tiny_model_dir, "stopped", **SAME_WORK,
+                      **{"learner.ranks": 2, "learner.steps": 1000, "learner.checkpoint_every": 0})
+    _, log = asyncio.run(serve_on_two_ranks(cfg, nats_url, "tranks-stop", sigterm_after=2))
+    done = len(metrics_rows(cfg.run.dir))
+    assert done >= 2 and f"checkpoint at step {done} (stopped)" in log, log[-4000:]
+    newest = [c for c in list_checkpoints(cfg.run.dir) if c.status == "ok"][-1]
+    assert newest.step == done and read_manifest(newest.path)["world_size"] == 2
