@@ -57,7 +57,7 @@ def run(rank: int, world: int, threads: int, port: int, steps: int, out_dir: str
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(threads)
     cfg = config(world, out_dir)
-    ctx = ranks.join()
+    ctx = ranks.join(world)
     policy = build_policy(smollm2_135m_shape(), cfg.trainer, total_steps=100, dist=ctx)
     if rank > 0:
         ranks.follow(ranks.rank_work(cfg, policy, None, None, ctx))

@@ -129,7 +129,7 @@ def resume_loop(loop, resume: str | None) -> None:
 
 async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                  resume: str | None = None) -> Built:
-    dist = ranks.join()  # one process, or rank 0 of torchrun's N (ranks.py)
+    dist = ranks.join(cfg.learner.ranks)  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
     policy, critic = build.build_policy_model(cfg, dist)
@@ -157,7 +157,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                   resume: str | None = None) -> Built:
-    dist = DistContext()
+    dist = ranks.join(cfg.learner.ranks)  # one process (the config refuses more for offline runs)
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
     policy, _ = build.build_policy_model(cfg, dist)

@@ -67,9 +67,15 @@ def is_follower() -> bool:
     return under_torchrun() and int(os.environ.get("RANK", "0")) > 0
 
 
-def join() -> DistContext:
+def join(ranks: int) -> DistContext:
     """A world of one (no process group) outside torchrun, else this rank's place in it; every
-    rank calls this first, in the same order (the command group is a collective)."""
+    rank calls this first, in the same order (the command group is a collective). `ranks` is
+    `learner.ranks`: torchrun must have started exactly that many."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != ranks:
+        from meshrl.config import ConfigError
+        raise ConfigError(f"learner.ranks={ranks}, but torchrun started {world} rank(s) (WORLD_SIZE={world}): "
+                          f"set learner.ranks: {world} in the run config, or start {ranks} rank(s)")
     if not under_torchrun():
         return DistContext()
     die_with_parent()
@@ -254,7 +260,7 @@ def follower_main(args) -> int:
     keep_new_files_private()  # checkpoint shards: owner only, as rank 0's files
     try:
         cfg = load_config(args.config)
-        ctx = join()
+        ctx = join(cfg.learner.ranks)
         policy, critic = build.build_policy_model(cfg, ctx)
         follow(rank_work(cfg, policy, critic, None, ctx))
     except startup_errors() as err:

@@ -9,7 +9,7 @@ import pytest
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config import ConfigError, load_config
 from meshrl.ops.launch.local import learner_spec
-from meshrl.services.learner.ranks import rank_shares
+from meshrl.services.learner.ranks import join, rank_shares
 
 BASE = {"model": {"path": "m"}, "data": {"train": "t.jsonl"}, "learner": {"prompts_per_step": 4}}
 
@@ -68,3 +68,10 @@ def test_the_learners_torchrun_passes_on_a_ranks_exit_code_2(tmp_path, code, wan
     done = subprocess.run([sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone",
                            "--nproc-per-node=1", str(rank)], capture_output=True, text=True, timeout=120)
     assert done.returncode == want, done.stderr[-2000:]
+
+
+def test_the_ranks_torchrun_started_must_be_learner_ranks(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert join(1).world_size == 1  # a plain process: no process group
+    with pytest.raises(ConfigError, match=r"learner.ranks=2, but torchrun started 1 rank\(s\).*set learner.ranks: 1"):
+        join(2)
