@@ -3,7 +3,8 @@
     torchrun --standalone --nproc_per_node 2 -m meshrl.services.learner --nats URL \
         --run-id RUN --config RUN_DIR/config.yaml [--resume RUN_DIR]
 
-(the local launcher does this when `learner.ranks` > 1). Rank 0 alone talks to NATS, gRPC
+(the local launcher does this when `learner.ranks` > 1, through `ranks_run.py`, which keeps a
+rank's exit code 2; `learner.ranks` must equal torchrun's world size). Rank 0 alone talks to NATS, gRPC
 and the run dir's logs: it feeds prompts, gathers groups, keeps the ledger, metrics, alerts,
 the control server and the weights push. Every rank holds its FSDP2 shard of the model and
 of the AdamW state (train/fsdp.py) and trains its share of each batch.
@@ -50,6 +51,7 @@ import torch
 import torch.distributed as dist
 
 from meshrl.algos.kl_control import restore_controller
+from meshrl.config import ConfigError
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.train.fsdp import DistContext, init_distributed
@@ -73,7 +75,6 @@ def join(ranks: int) -> DistContext:
     `learner.ranks`: torchrun must have started exactly that many."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world != ranks:
-        from meshrl.config import ConfigError
         raise ConfigError(f"learner.ranks={ranks}, but torchrun started {world} rank(s) (WORLD_SIZE={world}): "
                           f"set learner.ranks: {world} in the run config, or start {ranks} rank(s)")
     if not under_torchrun():
