@@ -16,9 +16,17 @@ import functools
 import sys
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import find_step
+from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import latest_good_checkpoint, list_checkpoints
+
+
+def audit_local_action(run_dir, action: str, **what) -> None:
+    """The row in RUN_DIR/audit.jsonl (and the live run's events subject): rollback and export
+    change what a run is or releases, like the gateway's actions."""
+    from meshrl.ops.launch.audit_events import audit_local_action as record
+
+    record(run_dir, action, **what)
 
 
 def user_errors(handler):
@@ -77,6 +85,7 @@ def cmd_checkpoints_prune(args) -> int:
 @user_errors
 def cmd_rollback(args) -> int:
     path = rollback(args.run_dir, args.to)
+    audit_local_action(args.run_dir, "rollback", to_step=args.to, current=str(path))
     print(f"current checkpoint is now {path}; later ones moved to "
           f"{path.parent / 'rolled_back'}/ (not deleted)")
     return 0
@@ -90,6 +99,7 @@ def cmd_export(args) -> int:
         else latest_good_checkpoint(args.run_dir)
     out = export_hf(ckpt, args.out_dir, base_model_dir=args.base_model,
                     tokenizer_dir=args.tokenizer, dtype=args.dtype)
+    audit_local_action(args.run_dir, "export", step=step_of(ckpt), path=str(out))
     print(f"exported {ckpt.name} to {out}")
     return 0
 

@@ -14,6 +14,7 @@ run's admin: its credential and TLS files in RUN_DIR/secrets (embedded NATS only
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -76,4 +77,22 @@ async def audit_alert_actions(run_dir, js, run_id: str, action: str, alerts, **w
                         action, alert.rule, err)
 
 
-__all__ = ["EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "publish_action"]
+def audit_local_action(run_dir: Path, action: str, **what) -> dict:
+    """A CLI verb on this machine (rollback, export): the audit.jsonl row (who = $USER), and
+    on the events subject when the run is live. A run dir without audit rights (a copy
+    someone else owns) is a PermissionError the caller shows."""
+    from meshrl.ops.launch.audit import record_action
+    from meshrl.ops.launch.errors import LaunchError
+    from meshrl.ops.launch.presence import find_launcher
+
+    row = record_action(Path(run_dir), action, via="cli", **what)
+    try:
+        info = find_launcher(Path(run_dir))
+    except LaunchError:
+        return row  # not live: the file is the whole record
+    asyncio.run(announce_action(Path(run_dir), info, row))
+    return row
+
+
+__all__ = ["EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
+           "publish_action"]

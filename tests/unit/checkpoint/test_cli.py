@@ -1,5 +1,7 @@
 """`meshrl checkpoints list|tag|prune`, `rollback`, `export` handlers on a real run dir."""
 import argparse
+import json
+from pathlib import Path
 
 from meshrl.inputs.checkpoint.cli import add_subcommands, format_table, human_size
 from meshrl.inputs.checkpoint.scan import CheckpointInfo
@@ -26,6 +28,8 @@ def test_list_tag_prune_rollback(save_run, capsys):
     assert "step_3" in capsys.readouterr().out
     assert _run(["checkpoints", "list", run, "--quick"]) == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == ["1", "3"]
+    (row,) = audit_rows(run)  # the rollback is audited; list/tag/prune are not control actions
+    assert (row["action"], row["to_step"], row["via"]) == ("rollback", 3, "cli") and row["who"]
 
 
 def test_user_errors_exit_2(save_run, tmp_path, capsys):
@@ -33,6 +37,7 @@ def test_user_errors_exit_2(save_run, tmp_path, capsys):
     assert _run(["rollback", run, "--to", "9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("meshrl: error: no checkpoint for step 9") and "[1]" in err
+    assert not (Path(run) / "audit.jsonl").exists()  # a refused action is not recorded
     assert _run(["checkpoints", "list", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -44,6 +49,12 @@ def test_export_command(save_run, tmp_path, tokenizer_dir, capsys):
     assert _run(["export", run, str(out), "--step", "1", "--tokenizer", str(tokenizer_dir)]) == 0
     assert "exported step_1" in capsys.readouterr().out
     assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
+    (row,) = audit_rows(run)
+    assert (row["action"], row["step"], row["path"]) == ("export", 1, str(out))
+
+
+def audit_rows(run: str) -> list[dict]:
+    return [json.loads(line) for line in (Path(run) / "audit.jsonl").read_text().splitlines()]
 
 
 def test_table_formatting():
