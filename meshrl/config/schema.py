@@ -66,9 +66,11 @@ class RolloutConfig(Strict):
     enforce_eager: bool = True
     max_model_len: int = Field(512, ge=16)
     grpc_port: int = 0  # 0 = pick a free port
-    # A replica silent this long (frozen, partitioned; a live one sends in-progress acks every
-    # third of it) loses its prompt tasks to the other replicas.
-    ack_wait_s: float = Field(120.0, gt=0.0)
+    # A replica silent this long (dead, frozen, partitioned; a live one sends in-progress acks
+    # every third of it, however long its generation) loses its prompt tasks to the other
+    # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
+    # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
+    ack_wait_s: float = Field(30.0, gt=0.0)
 
 
 class RewardComponentConfig(Strict):
