@@ -10,7 +10,7 @@ machinery (tests/chaos/scenario.py's run_scenario, the faults of tests/chaos/fau
      SIGSTOP of a rollout replica): seconds from the fault to the next finished step, steps
      lost, redeliveries, drops, restarts (the chaos suite's table);
   2. throughput, one open-ended run with two rollout replicas (4 prompts × 8 samples of up to
-     32 tokens a step): kill -9 rollout-1 during step 3 (the launcher restarts it); groups
+     32 tokens a step): kill -9 rollout-1 during step 25 (the launcher restarts it); groups
      gathered per minute before the kill, while it is down (until the learner gathers the
      restarted replica's first group) and after it rejoined (until the scale-up below);
   3. join time, in the same run: `meshrl scale RUN_DIR rollout=3` once AFTER_GROUPS groups
@@ -52,8 +52,10 @@ from tests.chaos.scenario import Fault, rows, run_scenario, wait_for
 THROUGHPUT_STEPS = 10_000
 # Heavier steps than the chaos suite's, so generation (what a lost replica slows) counts.
 THROUGHPUT_CONFIG = ("rollout.replicas=2", "learner.prompts_per_step=4", "rollout.sampling.max_tokens=32")
-FAULT_STEP = 3
-AFTER_GROUPS = 16  # gathered after the rejoin before the scale-up (four steps)
+# Windows of tens of seconds each (a step takes 1-2 s here): the kill after the warm-up steps,
+# the scale-up 25 steps after the rejoin.
+FAULT_STEP = 25
+AFTER_GROUPS = 100
 
 
 def prepare(root: Path) -> tuple[Path, dict[str, str]]:

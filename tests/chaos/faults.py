@@ -36,7 +36,9 @@ CASES = {
     # A checkpoint every 2 steps: the resume trains again what came after the newest one.
     "learner": Case(Fault("kill -9 learner", "learner-0", seed=5), ("learner.checkpoint_every=2",)),
     "nats-server": Case(Fault("kill -9 nats-server", "nats-server", seed=6)),
-    "nats-node": Case(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7), cluster_nodes=3),
+    # As step 1 begins: 3 steps still to go however fast they run (a node lost after the last
+    # step would prove nothing).
+    "nats-node": Case(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7, step=1, max_delay_s=0.0), cluster_nodes=3),
 }
 
 

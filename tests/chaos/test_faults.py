@@ -88,4 +88,5 @@ def test_kill_the_nats_cluster_node_of_the_learner(tiny_model_dir, e2e_data, tmp
     # Three nodes, every stream and bucket on each: the run must notice the loss only as a pause.
     result = run_case(CASES["nats-node"], tiny_model_dir, e2e_data, tmp_path)
     assert_recovered(result)
+    assert result.trained_after_fault(), "the node died after the last step: nothing was shown"
     assert result.restarts == []  # no service died
