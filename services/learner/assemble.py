@@ -111,6 +111,7 @@ def settle_the_dead_learners_groups(loop: Learner) -> None:
     loop.gatherer.seen.update(group_id for group_id, _ in orphans)
     loop.gatherer.totals["orphaned"] += len(orphans)
     loop.feeder.after_restart = True
+    loop.restarted = True
     loop.gatherer.ledger.resumed(loop.step, loop.version)
 
 

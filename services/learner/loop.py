@@ -66,10 +66,14 @@ class Learner:
     step: int = 0  # steps completed
     saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded
     trained_ids: list[str] = field(default_factory=list)
+    restarted: bool = False  # this process took over a run another learner process began
 
     async def run(self) -> None:
-        if self.version > 0:
-            await self.republish_weights()  # a resumed run: rollout must sample with them
+        if self.version > 0 or self.restarted:
+            # A resumed run: rollout must sample with these weights, and forget any newer
+            # version the dead learner pushed after its checkpoint (or before its first one:
+            # then these are the base weights, version 0) - else every group is "future".
+            await self.republish_weights()
         feeding = asyncio.create_task(self.feeder.run(), name="feeder")
         watching = asyncio.create_task(self.health.run(), name="health-watch")
         self.state.state = common_pb2.RUN_STATE_RUNNING
@@ -182,7 +186,7 @@ class Learner:
     async def republish_weights(self) -> None:
         """After a resume: publish the checkpoint's weights under the version they had."""
         state_dict = await in_trainer_thread(self.export_weights)
-        await self.publisher.publish(state_dict, version=self.version, step=self.step - 1)
+        await self.publisher.publish(state_dict, version=self.version, step=max(self.step - 1, 0))
         self.feeder.set_version(self.version)
         set_policy_version(self.version)
         self.state.policy_version = self.version

@@ -9,6 +9,7 @@ import numpy as np
 
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.codec import pack_float32, pack_int32
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
@@ -33,14 +34,17 @@ def make_config(tmp_path: Path, model_dir, name: str, **overrides):
     }, overrides=[f"{k}={v}" for k, v in overrides.items()])
 
 
-async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.0):
+async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.0, follow_weights: bool = False):
     """FAKE rollout+reward: samples are a function of the task's seed; reward = share of TARGET.
-    While `scoring_down()` every reward is NaN (as the reward service marks a failed score)."""
+    While `scoring_down()` every reward is NaN (as the reward service marks a failed score).
+    Groups carry the task's version, or with `follow_weights` the version of the run KV's
+    newest weights notice (what a real replica holds once it has loaded it)."""
     async def answer(task: common_pb2.PromptTask, ctx):
         await asyncio.sleep(delay_s)
         rng = np.random.default_rng(task.sampling.seed)
+        version = await current_notice_version(bus) if follow_weights else task.min_policy_version
         group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                                 policy_version=task.min_policy_version,
+                                 policy_version=version,
                                  rollout_replica="seeded-0", scored=True)
         for i in range(task.sampling.n):
             ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
@@ -51,6 +55,11 @@ async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.
                               finish_reason=common_pb2.FINISH_REASON_LENGTH)
         await bus.publish("ready", group, msg_id=group.group_id)
     await bus.worker("prompts", "seeded", answer)
+
+
+async def current_notice_version(bus) -> int:
+    entry = await bus.state.get(WEIGHTS_NOTICE_KEY)
+    return entry.proto(common_pb2.WeightsNotice).version if entry is not None else 0
 
 
 class StopAfter:
@@ -69,14 +78,17 @@ class StopAfter:
 
 
 async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str | None = None,
-                   during=None, rollout=seeded_rollout):
+                   during=None, rollout=seeded_rollout, before=None):
     """One learner 'process': its own run id, bus, state and model; returns (loop, state).
+    `before(bus)` runs once the run's streams exist (e.g. to leave what a dead learner left);
     `during(bus, state)`, when given, runs beside the loop (e.g. to resume a paused run);
     `rollout(bus)` answers the prompts (default: `seeded_rollout`)."""
     run_id = f"t{uuid.uuid4().hex[:12]}"
     Path(cfg.run.dir).mkdir(exist_ok=True)
     bus = await Bus.connect(nats_url, run_id, name="test")
     await bus.ensure_streams()
+    if before is not None:
+        await before(bus)
     rollout = asyncio.create_task(rollout(bus))
     try:
         state = LearnerState(run_id=run_id, total_steps=cfg.learner.steps)

@@ -21,7 +21,9 @@ import pytest
 from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.inputs.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
 from meshrl.services.learner.ledger import read_ledger
-from tests.services.learner.fakes import make_config, run_once
+from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from tests.services.learner.fakes import make_config, run_once, seeded_rollout
 
 COMPARED = ("loss", "grad_norm", "reward", "entropy", "lr")
 
@@ -114,3 +116,19 @@ def test_a_partial_first_save_does_not_block_the_resume(runs, tiny_model_dir, na
     loop, _ = asyncio.run(run_once(cfg, nats_url, resume=cfg.run.dir))
     assert loop.step == cfg.learner.steps
     assert [c.step for c in list_checkpoints(cfg.run.dir) if c.status == "ok"][-1] == cfg.learner.steps
+
+
+def test_a_learner_restarted_before_its_first_checkpoint_takes_the_rollouts_back_to_its_weights(
+        runs, tiny_model_dir, nats_url):
+    """The dead learner had pushed v4 and never checkpointed; its successor starts from the
+    base weights (version 0). It must publish them, or every group the replicas make with v4
+    is newer than the learner and dropped as "future_version", for ever."""
+    cfg = make_config(runs["tmp"], tiny_model_dir, "died-before-checkpoint", **{"learner.steps": 2})
+
+    async def dead_learners_push(bus):
+        await bus.state.put(WEIGHTS_NOTICE_KEY, common_pb2.WeightsNotice(run_id=bus.run_id, version=4, step=3))
+
+    loop, _ = asyncio.run(run_once(cfg, nats_url, resume=cfg.run.dir, before=dead_learners_push,
+                                   rollout=lambda bus: seeded_rollout(bus, follow_weights=True)))
+    assert loop.step == 2 and loop.gatherer.totals.get("future_version", 0) == 0
+    assert loop.version == 2  # v0 republished at start, then one push per step
