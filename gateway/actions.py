@@ -21,6 +21,7 @@ import grpc
 from meshrl.gateway.errors import GatewayError, invalid, precondition
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.ops.launch.audit_events import AUDITED_BY_CALLER
 from meshrl.ops.launch.presence import LauncherInfo
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
@@ -35,7 +36,9 @@ async def learner_call(info: LauncherInfo, verb: str, reason: str = ""):
     async with open_channel(info.learner_grpc, retries=False) as channel:
         stub = learner_pb2_grpc.LearnerControlServiceStub(channel)
         try:
-            return await getattr(stub, verb)(requests[verb], timeout=CONTROL_TIMEOUT_S)
+            # the gateway audits the action itself, with its caller's token name
+            return await getattr(stub, verb)(requests[verb], timeout=CONTROL_TIMEOUT_S,
+                                             metadata=(AUDITED_BY_CALLER,))
         except grpc.aio.AioRpcError as err:
             raise GatewayError(grpc.StatusCode.UNAVAILABLE,
                                f"the learner at {info.learner_grpc} did not {verb.lower()}: "

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
+from meshrl.ops.launch.audit_events import AUDITED_BY_CALLER
 
 
 @dataclass
@@ -77,23 +78,43 @@ class LearnerState:
         self.stopping.set()
 
 
+def caller_of(context) -> str:
+    """Who made a control call: the client certificate's name under mutual TLS, else the peer."""
+    names = (context.auth_context() or {}).get("x509_common_name") or []
+    return f"cert:{names[0].decode()}" if names else f"peer:{context.peer()}"
+
+
 class LearnerControl(learner_pb2_grpc.LearnerControlServiceServicer):
-    def __init__(self, state: LearnerState):
+    """`audit(action, who, **what)` records pause / resume / checkpoint calls (audit.jsonl and
+    the run's events subject) unless the caller audits them itself (AUDITED_BY_CALLER, the
+    gateway); the default records nothing (a servicer under test)."""
+
+    def __init__(self, state: LearnerState, audit=None):
         self.run = state
+        self.audit = audit
+
+    async def _audited(self, context, action: str, **what) -> None:
+        metadata = dict(context.invocation_metadata() or ())
+        if self.audit is None or metadata.get(AUDITED_BY_CALLER[0]) == AUDITED_BY_CALLER[1]:
+            return
+        await self.audit(action, caller_of(context), step=self.run.step, **what)
 
     async def GetStatus(self, request, context):
         return learner_pb2.GetStatusResponse(status=self.run.to_proto())
 
     async def Pause(self, request, context):
         self.run.pause(request.reason or "by request")
+        await self._audited(context, "pause", reason=request.reason)
         return learner_pb2.PauseResponse(status=self.run.to_proto())
 
     async def Resume(self, request, context):
         self.run.resume()
+        await self._audited(context, "resume")
         return learner_pb2.ResumeResponse(status=self.run.to_proto())
 
     async def Checkpoint(self, request, context):
         done: asyncio.Future = asyncio.get_running_loop().create_future()
         await self.run.checkpoint_requests.put((request.tag, done))
         step, path = await done
+        await self._audited(context, "checkpoint", checkpoint_step=step, path=path)
         return learner_pb2.CheckpointResponse(step=step, path=path)

@@ -41,6 +41,7 @@ from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
 from meshrl.ops.service.args import parse_service_args
 from meshrl.ops.service.runner import LOG_FORMAT
 from meshrl.services.learner import assemble, ranks
+from meshrl.ops.launch.audit_events import control_auditor
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
@@ -71,7 +72,8 @@ class LearnerProcess(ServiceProcess):
         ctx.on_stop(self.built.close)
         self.built.loop.logger = with_prometheus(self.built.loop.logger, ctx.metrics)  # each step's numbers as gauges
         server, port = await start_server(
-            [registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server, LearnerControl(state),
+            [registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                          LearnerControl(state, audit=control_auditor(cfg.run.dir, ctx.bus.js, ctx.run_id)),
                           "meshrl.learner.v1.LearnerControlService")], port=cfg.learner.grpc_port)
         ctx.on_stop(stop_server, server, 1.0)
         acks = await follow_weights_acks(ctx.bus, ctx.run_id, self.built.ledger)

@@ -23,6 +23,9 @@ from meshrl.ops.launch.presence import LauncherInfo
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
+# gRPC metadata of a control call whose caller writes its own audit row (the gateway, with its
+# token's name): the learner's control service then does not write a second one.
+AUDITED_BY_CALLER = ("meshrl-audited-by", "gateway")
 
 
 async def publish_action(js, run_id: str, row: dict) -> None:
@@ -70,11 +73,27 @@ async def audit_alert_actions(run_dir, js, run_id: str, action: str, alerts, **w
     for alert in alerts:
         row = record_action(Path(run_dir), action, who=f"alert:{alert.rule}", via="alerts", run_id=run_id,
                             reason=alert.message, **what)
-        try:
-            await publish_action(js, run_id, row)
-        except Exception as err:  # noqa: BLE001 - the alert's action goes on; audit.jsonl has it
-            log.warning("%s by alert %s is in audit.jsonl but not on the run's events subject: %s",
-                        action, alert.rule, err)
+        await publish_quietly(js, run_id, row)
+
+
+async def publish_quietly(js, run_id: str, row: dict) -> None:
+    """publish_action; a failure is logged, never raised: the action goes on, audit.jsonl has it."""
+    try:
+        await publish_action(js, run_id, row)
+    except Exception as err:  # noqa: BLE001
+        log.warning("%s by %s is in audit.jsonl but not on the run's events subject: %s",
+                    row.get("action"), row.get("who"), err)
+
+
+def control_auditor(run_dir, js, run_id: str):
+    """The learner control service's `audit`: a direct pause / resume / checkpoint call (not
+    the gateway's, which audits with its token's name) in audit.jsonl, then on the subject."""
+    from meshrl.ops.launch.audit import record_action
+
+    async def audit(action: str, who: str, **what) -> None:
+        row = record_action(Path(run_dir), action, who=who, via="learner-control", run_id=run_id, **what)
+        await publish_quietly(js, run_id, row)
+    return audit
 
 
 def audit_local_action(run_dir: Path, action: str, **what) -> dict:
@@ -94,5 +113,5 @@ def audit_local_action(run_dir: Path, action: str, **what) -> dict:
     return row
 
 
-__all__ = ["EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
-           "publish_action"]
+__all__ = ["AUDITED_BY_CALLER", "EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
+           "control_auditor", "publish_action", "publish_quietly"]

@@ -18,29 +18,33 @@ from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
+from meshrl.ops.launch.audit_events import control_auditor
 from meshrl.ops.launch.grpc_tls import create_grpc_tls, grpc_user_env
-from meshrl.ops.launch.presence import LauncherInfo, write_presence
+from meshrl.ops.launch.presence import LauncherInfo, find_launcher, write_presence
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.subjects import events_subject
-from meshrl.transport.rpc.channel import is_serving
-from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
+from meshrl.transport.rpc.channel import is_serving, open_channel
+from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV, caller_env
 from meshrl.transport.rpc.server import registration, start_server
 
 OPERATOR = "operator-token-audit-0123456789"
 
 
-async def live_run(root, nats_url, run_id, monkeypatch):
+async def live_run(root, nats_url, run_id, monkeypatch, audit_js=None):
     """RUN_DIR 'live' whose launcher is this process; its learner control server, started with
-    mutual gRPC TLS from the certificates launch.grpc_tls makes in RUN_DIR/secrets."""
+    mutual gRPC TLS from the certificates launch.grpc_tls makes in RUN_DIR/secrets (auditing
+    direct calls as the learner does when `audit_js` is given)."""
     run_dir = root / "live"
     run_dir.mkdir()
     create_grpc_tls(run_dir / "secrets")
     for name, value in {**grpc_user_env(run_dir / "secrets", "learner"), CLIENT_AUTH_ENV: "1"}.items():
         monkeypatch.setenv(name, value)  # the learner's env, as the launcher gives it
     state = LearnerState(run_id=run_id, total_steps=10)
+    audit = control_auditor(run_dir, audit_js, run_id) if audit_js is not None else None
     server, port = await start_server([registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
-                                                    LearnerControl(state), learner_pb2.DESCRIPTOR.services_by_name[
+                                                    LearnerControl(state, audit=audit),
+                                                    learner_pb2.DESCRIPTOR.services_by_name[
                                                         "LearnerControlService"])])
     for name in (CA_ENV, CERT_ENV, KEY_ENV, CLIENT_AUTH_ENV):
         monkeypatch.delenv(name)  # the gateway's own environment has no TLS: it finds the run's
@@ -78,3 +82,36 @@ async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_o
     assert [json.loads(m.data) for m in events] == rows
     assert [m.headers["Meshrl-Event"] for m in events] == ["audit", "audit"]
     assert state.message == "paused: look at the KL"  # the real control service acted
+
+
+@pytest.mark.asyncio
+async def test_a_direct_control_call_is_audited_by_the_learner_and_a_gateway_call_only_once(
+        tmp_path, nats_url, run_id, monkeypatch):
+    """The learner audits a pause made straight to its control port (who = the client
+    certificate's name); the gateway's calls carry AUDITED_BY_CALLER, so the gateway's row
+    is the only one for them."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n")
+    async with await Bus.connect(nats_url, run_id, name="test") as bus:
+        await bus.ensure_streams()
+        run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch, audit_js=bus.js)
+        sub = await bus.nc.subscribe(events_subject(run_id))
+        await bus.nc.flush()
+        gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+            await gateway_pb2_grpc.GatewayServiceStub(channel).ResumeRun(
+                pb.RunActionRequest(run="live"), metadata=(("authorization", f"Bearer {OPERATOR}"),))
+        with caller_env(grpc_user_env(run_dir / "secrets", "admin")):  # an operator's own client
+            async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
+                await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
+                    learner_pb2.PauseRequest(reason="by hand"), timeout=10)
+        events = [json.loads((await sub.next_msg(timeout=10)).data) for _ in range(2)]
+        await gw.stop()
+        await learner.stop(None)
+    rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
+    assert [(r["who"], r["via"], r["action"]) for r in rows] == [
+        ("olga", "gateway", "resume"), ("cert:meshrl-admin", "learner-control", "pause")]
+    assert rows[1]["reason"] == "by hand" and rows[1]["run_id"] == run_id and events == rows
+    assert state.message == "paused: by hand"
