@@ -23,7 +23,7 @@ from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.ops.launch.audit import AUDIT_FILE, record_action
-from meshrl.ops.launch.audit_events import announce_action
+from meshrl.ops.launch.audit_events import record_and_announce
 from meshrl.ops.launch.grpc_tls import grpc_user_env
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.transport.rpc.mesh_tls import caller_env
@@ -61,10 +61,8 @@ class Handlers:
 
     async def audit(self, name: str, who: Principal, action: str, **what) -> None:
         """audit.jsonl, and the run's events subject while it is live (audit_events.py)."""
-        row = record_action(self.root.path(name), action, who=who.name, role=who.role, via="gateway", **what)
-        info = self.root.launcher(name)
-        if info is not None:
-            await announce_action(self.root.path(name), info, row)
+        await record_and_announce(self.root.path(name), self.root.launcher(name), action,
+                                  who=who.name, role=who.role, via="gateway", **what)
 
     async def ListRuns(self, req: pb.ListRunsRequest, who: Principal) -> pb.ListRunsResponse:
         return pb.ListRunsResponse(runs=self.root.summaries())

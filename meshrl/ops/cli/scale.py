@@ -15,8 +15,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from meshrl.ops.launch.audit import record_action
-from meshrl.ops.launch.audit_events import announce_action
+from meshrl.ops.launch.audit_events import record_and_announce
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.scale_request import parse_counts, write_request
@@ -45,8 +44,7 @@ def run(args) -> int:
     check_in_run(counts, launcher.replicas, args.run_dir)
     write_request(args.run_dir, counts)
     changes = {name: {"from": launcher.replicas[name], "to": n} for name, n in counts.items()}
-    row = record_action(args.run_dir, "scale", run_id=launcher.run_id, changes=changes)
-    asyncio.run(announce_action(args.run_dir, launcher, row))  # the run's events subject too
+    asyncio.run(record_and_announce(args.run_dir, launcher, "scale", run_id=launcher.run_id, changes=changes))
     shown = ", ".join(f"{name} ×{c['from']} → ×{c['to']}" for name, c in changes.items())
     print(f"asked the launcher (pid {launcher.pid}) of run {launcher.run_id}: {shown}; "
           f"watch it with `meshrl status {args.run_dir}`")

@@ -1,9 +1,10 @@
 """Every control action on the run's events subject too (`meshrl.<run>.events`, header
 `Meshrl-Event: audit`): the row audit.jsonl holds (who, when, action, what), as JSON.
 
-    row = record_action(run_dir, "pause", who="olga", ...)           # audit.py: the file first
-    await announce_action(run_dir, info, row)    # the gateway, `meshrl scale`: as the run's admin
-    await publish_action(bus.js, run_id, row)    # a service on its own bus
+    await record_and_announce(run_dir, info, "pause", who="olga", ...)  # the gateway, `meshrl scale`:
+                                                 # the file first, then NATS as the run's admin (info: live)
+    audit_local_action(run_dir, "rollback", to_step=3)     # the CLI's rollback / export (who = $USER)
+    control_auditor(run_dir, js, run_id)         # the learner control service's direct calls
     await audit_alert_actions(run_dir, js, run_id, "pause", alerts, step=3)  # the learner's alert actions
 
 The file is the record of truth and the only one for a run that is not live (rollback and
@@ -96,22 +97,28 @@ def control_auditor(run_dir, js, run_id: str):
     return audit
 
 
-def audit_local_action(run_dir: Path, action: str, **what) -> dict:
-    """A CLI verb on this machine (rollback, export): the audit.jsonl row (who = $USER), and
-    on the events subject when the run is live. A run dir without audit rights (a copy
-    someone else owns) is a PermissionError the caller shows."""
+async def record_and_announce(run_dir: Path, info: LauncherInfo | None, action: str, **what) -> dict:
+    """The audit.jsonl row, then, when `info` names the live run's launcher, the same row on
+    its events subject (the gateway's actions, `meshrl scale`, the CLI's rollback / export)."""
     from meshrl.ops.launch.audit import record_action
-    from meshrl.ops.launch.errors import LaunchError
-    from meshrl.ops.launch.presence import find_launcher
 
-    row = record_action(Path(run_dir), action, via="cli", **what)
-    try:
-        info = find_launcher(Path(run_dir))
-    except LaunchError:
-        return row  # not live: the file is the whole record
-    asyncio.run(announce_action(Path(run_dir), info, row))
+    row = record_action(Path(run_dir), action, **what)
+    if info is not None:
+        await announce_action(Path(run_dir), info, row)
     return row
 
 
+def audit_local_action(run_dir: Path, action: str, **what) -> dict:
+    """A CLI verb on this machine (rollback, export): who = $USER, announced if the run is live."""
+    from meshrl.ops.launch.errors import LaunchError
+    from meshrl.ops.launch.presence import find_launcher
+
+    try:
+        info = find_launcher(Path(run_dir))
+    except LaunchError:
+        info = None  # not live: the file is the whole record
+    return asyncio.run(record_and_announce(run_dir, info, action, via="cli", **what))
+
+
 __all__ = ["AUDITED_BY_CALLER", "EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
-           "control_auditor", "publish_action", "publish_quietly"]
+           "control_auditor", "publish_action", "publish_quietly", "record_and_announce"]
