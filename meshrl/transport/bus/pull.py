@@ -4,9 +4,11 @@
     for d in batch: ...; await d.ack()
 
 Unparseable bodies are dead-lettered here and never returned. An empty list means nothing
-arrived within `timeout`.
+arrived within `timeout`, or the stream is between leaders (a cluster node died: the fetch
+answers 503 until the election ends); the caller simply pulls again.
 """
 import asyncio
+import logging
 
 import nats.errors
 
@@ -15,6 +17,10 @@ from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription
 from meshrl.transport.bus.context import Delivery
 from meshrl.transport.bus.dead import dead_letter
 from meshrl.transport.bus.messages import BadPayload, parse
+from meshrl.transport.bus.retry import is_transient
+
+log = logging.getLogger(__name__)
+ELECTION_RETRY_S = 0.5
 
 
 class Puller:
@@ -35,6 +41,12 @@ class Puller:
         try:
             raw = await sub.fetch(max_msgs, timeout=timeout)
         except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            return []
+        except nats.errors.Error as err:
+            if not is_transient(err):
+                raise
+            log.warning("fetch on %s failed (%r): stream between leaders? pulling again", stage, err)
+            await asyncio.sleep(ELECTION_RETRY_S)  # a 503 comes back at once: do not spin
             return []
         await raise_if_cancelled(raw)
         out = []

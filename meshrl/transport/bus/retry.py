@@ -1,6 +1,7 @@
 """Retry JetStream calls through transient failures (a server restarting, a leader election).
 
-Transient: timeouts, no responders (JetStream not up yet), and API codes 408 / 429 / 503.
+Transient: timeouts, no responders (JetStream not up yet), and API codes 408 / 429 / 503
+(a pull's fetch reports 503 as a status header with no API code: ServiceUnavailableError).
 Anything else is a real error and is raised at once. Backoff doubles from `base_delay`
 up to 2 s; with the defaults 8 attempts span ≈ 6 s. `patience_s` keeps retrying past the
 attempts until that much time has passed: in a cluster, losing a stream's leader answers
@@ -21,7 +22,7 @@ T = TypeVar("T")
 RETRYABLE_CODES = {408, 429, 503}
 ELECTION_PATIENCE_S = 30.0
 TRANSIENT = (asyncio.TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError,
-             nats.js.errors.NoStreamResponseError)
+             nats.js.errors.NoStreamResponseError, nats.js.errors.ServiceUnavailableError)
 
 
 def election_patience(nc) -> float:
