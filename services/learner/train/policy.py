@@ -95,10 +95,32 @@ class TrainedModel:
         return norm.detach()
 
 
+def attention_for(setting: str, device: torch.device | str) -> str | None:
+    """The attention implementation to set (`trainer.attention`), or None to keep the model's."""
+    if setting != "auto":
+        return setting
+    return "eager" if torch.device(device).type == "cpu" else None
+
+
+def set_attention(model: nn.Module, setting: str, device: torch.device | str) -> None:
+    """Switch a transformers model's attention kernel; other models are left alone (auto) or
+    refused (an explicit setting they cannot honour)."""
+    wanted = attention_for(setting, device)
+    if wanted is None:
+        return
+    if not hasattr(model, "set_attn_implementation"):
+        if setting != "auto":
+            raise ValueError(f"trainer.attention={setting!r}: {type(model).__name__} is not a transformers "
+                             f"model with set_attn_implementation(); set trainer.attention=auto")
+        return
+    model.set_attn_implementation(wanted)
+
+
 def prepare_model(model: nn.Module, trainer: TrainerConfig, dist: DistContext) -> nn.Module:
-    """Device, train mode, no KV cache, optional checkpointing, FSDP2 when world > 1."""
+    """Device, train mode, attention kernel, no KV cache, optional checkpointing, FSDP2 when world > 1."""
     model = model.to(dist.device)
     model.train()
+    set_attention(model, trainer.attention, dist.device)
     if getattr(model, "config", None) is not None and hasattr(model.config, "use_cache"):
         model.config.use_cache = False
     if trainer.gradient_checkpointing:

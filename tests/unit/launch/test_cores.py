@@ -42,7 +42,7 @@ def test_rollout_replicas_take_turns_over_the_rollout_cores():
 
 
 def test_launcher_env_per_mode(monkeypatch):
-    for var in ("OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND", "GOMP_CPU_AFFINITY"):
+    for var in ("OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND", "GOMP_CPU_AFFINITY", "GLIBC_TUNABLES"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(cores_module, "usable_cores", lambda: [0, 1])
     monkeypatch.setattr("meshrl.ops.launch.local.usable_cores", lambda: [0, 1])
@@ -53,6 +53,11 @@ def test_launcher_env_per_mode(monkeypatch):
     asynchronous = {s.name: s.env for s in service_specs(load_config(base=split))}
     assert asynchronous["rollout"]["VLLM_CPU_OMP_THREADS_BIND"] == "0"
     assert asynchronous["learner"] == {"TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
-                                       "GOMP_CPU_AFFINITY": "1"}
+                                       "GOMP_CPU_AFFINITY": "1", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+    assert "GLIBC_TUNABLES" not in on_policy["rollout"] and "GLIBC_TUNABLES" not in on_policy["reward"]
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # the operator's tunables are kept
+    learner = [s for s in service_specs(load_config(base=BASE)) if s.name == "learner"][0]
+    assert learner.env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    monkeypatch.delenv("GLIBC_TUNABLES")
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # the user's own setting wins
     assert "VLLM_CPU_OMP_THREADS_BIND" not in service_specs(load_config(base=BASE))[0].env

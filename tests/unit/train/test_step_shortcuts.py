@@ -70,6 +70,28 @@ def test_forward_paths_equal_padded(forward):
     assert_same_step(fast, padded, METRICS)
 
 
+@pytest.mark.parametrize("forward", ["padded", "shared_prefix", "packed"])
+def test_eager_attention_equals_sdpa(forward):
+    # trainer.attention=auto picks eager on CPU (faster backward); the step must not change
+    batch = grouped_batch()
+    eager = run_step(batch, forward=forward, old_logprobs="recompute", ppo_epochs=2, attention="eager")
+    sdpa = run_step(batch, forward=forward, old_logprobs="recompute", ppo_epochs=2, attention="sdpa")
+    assert eager[0].policy.model.config._attn_implementation == "eager"
+    assert sdpa[0].policy.model.config._attn_implementation == "sdpa"
+    assert_same_step(eager, sdpa, METRICS)
+
+
+def test_attention_auto_is_eager_on_cpu_and_the_models_own_on_cuda():
+    from meshrl.services.learner.train.policy import attention_for, set_attention
+
+    assert attention_for("auto", "cpu") == "eager" and attention_for("auto", "cuda") is None
+    assert attention_for("sdpa", "cpu") == "sdpa"
+    plain = torch.nn.Linear(2, 2)
+    set_attention(plain, "auto", "cpu")  # not a transformers model: left alone
+    with pytest.raises(ValueError, match="trainer.attention='eager'.*set trainer.attention=auto"):
+        set_attention(plain, "eager", "cpu")
+
+
 @pytest.mark.parametrize("trainer, algo, staleness, blocker", [
     ({}, {}, 1, "max_staleness=1"),
     ({}, {}, None, "max_staleness=None"),
