@@ -143,6 +143,16 @@ async def announced(nats_url: str, run_id: str) -> dict[str, str]:
                 for e in await service_entries(bus.state, kind)}
 
 
+async def announced_so_far(nats_url: str, run_id: str) -> dict[str, str]:
+    """`announced`, or nothing while the learner has not created the run's KV yet."""
+    import nats.js.errors
+
+    try:
+        return await announced(nats_url, run_id)
+    except nats.js.errors.NotFoundError:
+        return {}
+
+
 @pytest.fixture
 def hosts():
     reason = available()
@@ -163,11 +173,15 @@ def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_
     try:
         args = [str(store) if flag == "--store_dir" else a for flag, a in zip(["", *nats_command], nats_command)]
         mesh.start("nats", [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", "4222"], dict(os.environ))
-        for host, service in (("learner", "learner"), ("rollout-a", "rollout"), ("rollout-b", "rollout"),
-                              ("reward", "reward")):
+        for host, service in (("learner", "learner"), ("rollout-a", "rollout"), ("rollout-b", "rollout")):
             mesh.start_service(host, service)
+        url = f"nats://{hosts.ip('nats')}:4222"
+        # Nothing is scored, so no step trains, until the reward service starts: both rollout
+        # replicas are in before the first step (else a fast learner can finish on one of them).
+        wait_for(lambda: len(asyncio.run(announced_so_far(url, run_id))) == 2, 600, "both rollouts announced", mesh)
+        mesh.start_service("reward", "reward")
         wait_for(lambda: steps_done(run_dir) >= 3, 600, "three steps", mesh)
-        addresses = asyncio.run(announced(f"nats://{hosts.ip('nats')}:4222", run_id))
+        addresses = asyncio.run(announced(url, run_id))
         hosts.cut("rollout-b")
         assert not reachable(hosts.ip("rollout-b"), 50051), "the cut did not cut rollout-b off"
         time.sleep(15)  # longer than a step: rollout-b's pulls and acks are lost meanwhile
