@@ -34,7 +34,8 @@ def dpo_config(tmp_path, tiny_model_dir, reference, name="run", pairs=16, per_st
         "algorithm": {"preset": "dpo", "beta": 0.5},
         "reference": {"grpc_port": reference},
         "learner": {"steps": 8, "prompts_per_step": per_step, "checkpoint_every": 4},
-        "trainer": {"micro_batch_size": 16, "optim": {"lr": 3e-3}},
+        "trainer": {"micro_batch_size": 16, "optim": {"lr": 3e-3},
+                    "precision": "fp32"},  # the reference runs fp32: step 0 must match it exactly
     })
 
 
