@@ -19,6 +19,11 @@ from collections.abc import Iterator
 
 import torch
 
+from meshrl.services.rollout.idle_spin import shorten_idle_spin
+
+# This module is imported only inside vLLM's worker process: the place to stop its spin.
+shorten_idle_spin()
+
 
 def _safetensors_items(path: str) -> Iterator[tuple[str, torch.Tensor]]:
     """(name, tensor) for every tensor in a safetensors file, read lazily."""
