@@ -143,16 +143,20 @@ class PromptFeeder:
         # Outstanding before the await, together with the cursor's move: a checkpoint taken
         # while the publish is in flight saves the draw as pending instead of losing it.
         self.outstanding[task.group_id] = draw
+        # In the ledger before the await (write-ahead): a learner killed once NATS has the task
+        # but before this line would leave a group its successor drops as orphaned yet no
+        # ledger ever published.
+        self.ledger.published(task.group_id, task.min_policy_version, draw=draw.number)
         try:
             # One trace per group: its root span starts here, the context rides along.
             with start_root_group_span(task.group_id, policy_version=self.policy_version):
                 await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
         except BaseException:
             del self.outstanding[task.group_id]
-            self.replay.appendleft(draw)  # the next publish takes it again
+            self.replay.appendleft(draw)  # the next publish takes it again, under a new id
+            self.ledger.dropped(task.group_id, "not_sent", task.min_policy_version)
             raise
         self.last_publish = time.monotonic()
-        self.ledger.published(task.group_id, task.min_policy_version, draw=draw.number)
         self.state.published += 1
 
     async def run(self) -> None:

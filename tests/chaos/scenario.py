@@ -42,8 +42,11 @@ from meshrl.transport.bus.subjects import STAGES, kv_bucket, stage_stream
 from tests.chaos.ledger_proof import LedgerReport, prove_ledger, versions_at_step
 from tests.e2e.conftest import mesh_config
 
-STEPS = 4
-MAX_DELAY_S = 2.0
+# A tiny-model step takes ~0.2 s once the mesh is up, so a run of 4 steps was over before a
+# fault 2 s into step 1 landed (the kill then hit a run that had finished). 12 steps, the
+# fault within the first third and at most 0.5 s into its step: >= 7 steps still to go.
+STEPS = 12
+MAX_DELAY_S = 0.5
 RUN_TIMEOUT_S = 600
 # `meshrl train`, through its own subcommand module (cli/train.py: the launcher, as users run
 # it) rather than the whole CLI, whose other subcommands are not what these tests judge.
@@ -95,7 +98,10 @@ def rows(path: Path) -> list[dict]:
 def launched(proc: subprocess.Popen, target: str) -> psutil.Process:
     """The process the launcher started for `target` (its direct child)."""
     for child in psutil.Process(proc.pid).children():
-        cmdline = " ".join(child.cmdline())
+        try:
+            cmdline = " ".join(child.cmdline())
+        except psutil.Error:  # exited (a zombie until the launcher reaps it): not the target
+            continue
         if f"--replica-id {target}" in cmdline or (target == "nats-server" and "nats-server" in cmdline):
             return child
     raise AssertionError(f"no process for {target} under meshrl train ({proc.pid})")
@@ -133,7 +139,10 @@ class RedeliveryWatch:
                 except Exception:  # NATS down (the nats-server fault) or the run ending: keep the last
                     pass
             await asyncio.sleep(1.0)
-        await nc.close()
+        try:
+            await nc.close()
+        except ConnectionError:  # the run's NATS went away first: nothing left to close
+            pass
 
     def admin_login(self) -> dict[str, str]:
         """The embedded NATS admits only the run's users: log in as the launcher (admin)."""
@@ -156,7 +165,7 @@ def wait_for(condition, proc: subprocess.Popen, what: str, timeout_s: float = 40
     while not condition():
         assert proc.poll() is None, f"meshrl train exited early with {proc.returncode} ({what})"
         assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
-        time.sleep(0.2)
+        time.sleep(0.02)  # a step takes ~0.2 s: poll well within one
 
 
 def strike(proc: subprocess.Popen, fault: Fault) -> float:
@@ -221,7 +230,7 @@ def strike_node(proc: subprocess.Popen, cluster: NatsCluster) -> tuple[float, st
 def moment(fault: Fault, steps: int = STEPS) -> tuple[int, float]:
     seed = int(os.environ.get("MESHRL_CHAOS_SEED", fault.seed))
     rng = random.Random(seed)
-    step, delay = rng.randint(1, steps - 2), rng.uniform(0.0, fault.max_delay_s)
+    step, delay = rng.randint(1, max(1, steps // 3)), rng.uniform(0.0, fault.max_delay_s)
     step = step if fault.step is None else fault.step
     print(f"\n{fault.name}: seed {seed} -> during step {step}, {delay:.2f} s after it began")
     return step, delay

@@ -9,6 +9,7 @@ import pytest
 
 from meshrl.config.load import load_config
 from meshrl.services.learner.feeder import PromptFeeder
+from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 
 CFG = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"},
        "learner": {"steps": 2, "prompts_per_step": 2}}
@@ -46,8 +47,8 @@ class BlockedBus:
             raise ConnectionError("NATS gone")
 
 
-def feeder_on(bus):
-    return PromptFeeder(bus, FakeDataset(), load_config(base=CFG), "run1")
+def feeder_on(bus, ledger=None):
+    return PromptFeeder(bus, FakeDataset(), load_config(base=CFG), "run1", ledger=ledger)
 
 
 async def test_a_checkpoint_during_a_publish_keeps_the_draw():
@@ -71,3 +72,27 @@ async def test_a_failed_publish_gives_the_draw_back():
         await feeder.publish_next()
     assert feeder.outstanding == {} and feeder.state.published == 0
     assert feeder.take_draw().number == 0  # the same draw goes out next, not draw 1
+
+
+async def test_the_ledger_has_the_group_before_nats_does(tmp_path):
+    """Written ahead: a learner killed while the publish is in flight (NATS may already hold
+    the task) leaves the group published in its ledger, so its successor settles it."""
+    bus, path = BlockedBus(), tmp_path / "groups.jsonl"
+    feeder = feeder_on(bus, Ledger(path))
+    publishing = asyncio.create_task(feeder.publish_next())
+    await bus.entered.wait()
+    [(group_id, _)] = unsettled_groups(read_ledger(path))
+    assert group_id in feeder.outstanding
+    bus.release.set()
+    await publishing
+
+
+async def test_a_failed_publish_is_settled_in_the_ledger(tmp_path):
+    bus, path = BlockedBus(fail=True), tmp_path / "groups.jsonl"
+    feeder = feeder_on(bus, Ledger(path))
+    bus.release.set()
+    with pytest.raises(ConnectionError):
+        await feeder.publish_next()
+    events = read_ledger(path)
+    assert [e["event"] for e in events] == ["published", "dropped"]
+    assert events[1]["reason"] == "not_sent" and unsettled_groups(events) == []
