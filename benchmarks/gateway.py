@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,14 +37,10 @@ from pathlib import Path
 import aiohttp
 import psutil
 
+from meshrl.transport.ports import free_port
+
 TOKEN = "bench-token-0123456789abcdef"
 RUNS, CLIENTS = 10, 5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pct(values: list[float], q: float) -> float:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import tempfile
 import time
@@ -36,6 +35,7 @@ import torch
 import torch.multiprocessing as mp
 
 from benchmarks.train_step import grpo_batch, smollm2_135m_shape
+from meshrl.transport.ports import free_port
 
 
 def config(world: int, run_dir: str):
@@ -82,12 +82,6 @@ def timed_steps(parts, steps: int) -> dict:
         step_s.append(t1 - t0)
     return {"step_s": statistics.median(step_s), "export_s": statistics.median(export_s),
             "cpu_s": (time.process_time() - cpu) / steps, "all_steps": step_s}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def measure(world: int, threads: int, steps: int) -> dict:

@@ -4,7 +4,6 @@ unknown service, 2 when nothing listens (the container health check of deploy/).
     .venv/bin/python -m pytest -q tests/deploy/test_health_cli.py
 """
 import asyncio
-import socket
 import subprocess
 import sys
 
@@ -12,13 +11,8 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from meshrl.ops.cli.health import check
+from meshrl.transport.ports import free_port
 from meshrl.transport.rpc.server import start_server, stop_server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def in_thread(*args):

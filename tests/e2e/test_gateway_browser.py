@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from meshrl.config.load import dump_config
+from meshrl.transport.ports import free_port
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow
@@ -32,12 +32,6 @@ STEPS = 2000  # never reached: the run is stopped when the tests are done
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--window-size=1400,1800"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop(proc: subprocess.Popen, grace_s: float = 60) -> None:
