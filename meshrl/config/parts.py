@@ -67,6 +67,9 @@ DPO_LOSS_TYPES = ("aot", "aot_unpaired", "apo_down", "apo_zero", "bco_pair", "di
 # built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
 REWARD_RULE_KINDS = ("exact_match", "length_penalty", "math_verify", "regex")
 EXTERNAL_REWARD_KIND = "external"
+# the learned reward model (meshrl/config/reward_model.py): an external service that
+# `meshrl train` starts itself from the run's `reward_model` section
+REWARD_MODEL_KIND = "reward_model"
 
 
 def unknown_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:

@@ -13,9 +13,10 @@ from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
-from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_RULE_KINDS, check_name
+from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, REWARD_RULE_KINDS, check_name
 from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
                                           TlsConfig)
+from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
 
@@ -74,13 +75,14 @@ class RolloutConfig(Strict):
 
 
 class RewardComponentConfig(Strict):
-    """One reward term. `kind` picks a built-in rule or `external` (a gRPC service)."""
+    """One reward term. `kind` picks a built-in rule, `external` (a gRPC service) or
+    `reward_model` (the run's learned reward model: config/reward_model.py)."""
 
     name: str
     kind: str
     weight: float = 1.0
     params: dict = {}
-    address: str | None = None  # external: host:port of a RewardService
+    address: str | None = None  # external: host:port of a RewardService (reward_model: optional)
     timeout_s: float = Field(10.0, gt=0.0)
     on_failure: FailurePolicy = "drop"  # what a failed score does (config/external_calls.py)
     # kind: external only: how it is called (config/external_calls.py)
@@ -97,17 +99,21 @@ class RewardComponentConfig(Strict):
     @classmethod
     def _known_kind(cls, kind: str) -> str:
         return check_name("reward.components[].kind", kind,
-                          (*REWARD_RULE_KINDS, EXTERNAL_REWARD_KIND), "reward component kind")
+                          (*REWARD_RULE_KINDS, EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
+                          "reward component kind")
 
     @model_validator(mode="after")
     def _address_matches_kind(self) -> "RewardComponentConfig":
-        external = self.kind == EXTERNAL_REWARD_KIND
-        if external and not self.address:
+        external = self.kind in (EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND)  # both called over gRPC
+        if self.kind == EXTERNAL_REWARD_KIND and not self.address:
             raise ValueError(f"reward component {self.name!r} has kind 'external' but no address: "
                              f"set address: host:port of its RewardService")
         if self.address and not external:
             raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores "
                              f"address={self.address!r}: remove it, or set kind: external")
+        if self.kind == REWARD_MODEL_KIND and self.params:
+            raise ValueError(f"reward component {self.name!r} (kind reward_model) takes no params: "
+                             f"the model's settings go in the reward_model section")
         # Compared with the defaults, not model_fields_set: a resolved config.yaml lists every field.
         stray = [] if external else sorted(f for f in EXTERNAL_ONLY
                                            if getattr(self, f) != type(self).model_fields[f].default)
@@ -247,6 +253,7 @@ class RunConfig(Strict):
     rollout: RolloutConfig = RolloutConfig()
     reward: RewardConfig = RewardConfig()
     reference: ReferenceConfig = ReferenceConfig()
+    reward_model: RewardModelConfig | None = None  # a `kind: reward_model` component's model
     learner: LearnerConfig = LearnerConfig()
     eval: EvalConfig = EvalConfig()
     nats: NatsConfig = NatsConfig()
@@ -262,7 +269,8 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":
-        for problem in batch_arithmetic_problems(self) + eval_problems(self) + sampling_problems(self):
+        for problem in (batch_arithmetic_problems(self) + eval_problems(self) + sampling_problems(self)
+                        + reward_model_problems(self)):
             raise ConfigError(problem)
         return self
 

@@ -9,7 +9,9 @@ Start-up, in order, failing with a message that names what is wrong:
   1. load the RunConfig; start the Prometheus endpoint (telemetry.metrics on
      telemetry.metrics_port; prints `METRICS http://127.0.0.1:PORT/metrics`);
   2. build the components from `reward.components` (bad kinds and params are ConfigErrors);
-  3. check every external component's address answers health within 5 s;
+  3. check every external component's address answers health within 5 s (a `kind:
+     reward_model` one is called as external at the reward-model service's address, and
+     waited for up to reward_model.start_timeout_s: its model may still be loading);
   4. warm the math-verify process pools;
   5. connect to NATS (announcing the metrics URL under the run KV key
      `metrics.reward.<replica>`), serve RewardService (+ health, reflection) on --grpc-port
@@ -46,17 +48,18 @@ class RewardProcess(ServiceProcess):
 
     async def prepare(self, ctx: ServiceContext) -> None:
         """Components from the config → a checked, warmed scorer."""
+        from meshrl.config.reward_model import called_components, start_waits
         from meshrl.services.reward.components import build_components
         from meshrl.services.reward.rules.verify_pool import shutdown_pools
         from meshrl.services.reward.scorer import GroupScorer
         from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
 
         ctx.on_stop(shutdown_pools)  # first: the pools may start before a later check fails
-        components = build_components(ctx.cfg.reward.components, ctx.run_id)
+        components = build_components(called_components(ctx.cfg), ctx.run_id)
         self.scorer = GroupScorer(components, {c.name: c.on_failure for c in ctx.cfg.reward.components})
         ctx.on_stop(self.scorer.close)
         instrument_externals(components, ctx.metrics)
-        await check_externals(components)
+        await check_externals(components, waits=start_waits(ctx.cfg))
         await warm_pools(components)
 
     async def start(self, ctx: ServiceContext) -> None:

@@ -1,7 +1,7 @@
 """Start-up checks and warm-up, so problems show before the first group arrives.
 
 - every external component's address must answer `grpc.health.v1` SERVING within
-  `within_s`, else ConnectionError naming the component and address;
+  `within_s` (or its own entry in `waits`), else ConnectionError naming the component and address;
 - external components get their call metrics (instrument_externals);
 - the math-verify process pools are started and warmed (imports paid once, not by the
   first item's deadline).
@@ -16,9 +16,11 @@ from meshrl.services.reward.rules.verify_pool import shared_pool
 EXTERNAL_CHECK_S = 5.0
 
 
-async def check_externals(components: list[Component], within_s: float = EXTERNAL_CHECK_S) -> None:
+async def check_externals(components: list[Component], within_s: float = EXTERNAL_CHECK_S,
+                          waits: dict[str, float] | None = None) -> None:
+    """`waits`: component name → its own wait (the reward model, still loading), else within_s."""
     externals = [c for c in components if isinstance(c, ExternalComponent)]
-    await asyncio.gather(*(check_reachable(c, within_s) for c in externals))
+    await asyncio.gather(*(check_reachable(c, (waits or {}).get(c.name, within_s)) for c in externals))
 
 
 def instrument_externals(components: list[Component], handle) -> None:

@@ -1,9 +1,16 @@
 """The reward-model service: a learned reward (HF sequence classification) as a RewardService.
 
+Two ways to start it. As one of the mesh's services (what `meshrl train` does for a run
+with a `kind: reward_model` component; settings from the run's `reward_model` section):
+
+    python -m meshrl.services.reward_model --nats URL --run-id RUN --config RUN_DIR/config.yaml
+
+(process.py). Or standalone, with its settings as flags:
+
     python -m meshrl.services.reward_model --model DIR --port 50080 \
         [--batch-size 32] [--max-length 512] [--device auto] [--normalize running] [--clip 5]
 
-Point a run at it like any external reward service (it scales on its own: start more
+and point a run at it like any external reward service (it scales on its own: start more
 replicas behind one address), beside a rule if you like:
 
     reward:
@@ -23,6 +30,8 @@ import argparse
 import sys
 
 from meshrl.reward_sdk import Item, serve
+from meshrl.services.reward_model.process import RewardModelProcess
+from meshrl.services.reward_model.process import __doc__ as process_doc
 
 
 def reward_fn(model, normalizer, *, max_batch: int = 32):
@@ -57,6 +66,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The mesh's contract (`--config`: process.py, what `meshrl train` starts) or standalone."""
+    if "--config" in (sys.argv[1:] if argv is None else argv):
+        from meshrl.ops.service import run_service
+
+        return run_service(RewardModelProcess(), argv, description=process_doc.splitlines()[0])
+    return main_standalone(argv)
+
+
+def main_standalone(argv: list[str] | None = None) -> int:
     from meshrl.services.reward_model.model import RewardModel
     from meshrl.services.reward_model.normalize import RewardNormalizer
 

@@ -1,20 +1,23 @@
 """Run a whole mesh on this machine: NATS, every service as its own process, then the learner.
 
 `run_local(cfg, run_dir)`:
-  1. makes RUN_DIR (and RUN_DIR/logs), resolves free gRPC ports for the reference and the
-     learner (so every process reads the same address from the config), and writes the
-     resolved `RUN_DIR/config.yaml`;
+  1. makes RUN_DIR (and RUN_DIR/logs), resolves free gRPC ports for the reference, the
+     learner and a reward model it starts (so every process reads the same address from the
+     config), and writes the resolved `RUN_DIR/config.yaml`;
   2. starts `EmbeddedNats(RUN_DIR/nats)` when `nats.url` is `embedded`, else uses `nats.url`;
   3. creates the run's JetStream streams once;
-  4. starts rollout × rollout.replicas and reward × reward.replicas (not for offline
-     algorithms such as DPO, which sample nothing), the reference × reference.replicas when
+  4. starts rollout × rollout.replicas, reward_model × reward_model.replicas when a reward
+     component has `kind: reward_model` and no address (config/reward_model.py; every
+     replica on reward_model.grpc_port, which the reward service calls), and reward ×
+     reward.replicas (not for offline algorithms such as DPO, which sample nothing), the
+     reference × reference.replicas when
      `cfg.reference_enabled`, then the learner; each logs to RUN_DIR/logs/<name>-<i>.log;
   5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits 0, restarting
      any service that dies meanwhile with back-off, within `launch.restart_budget` (the
      learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
      restart is on the console, in RUN_DIR/restarts.jsonl and raised as an alert;
-  6. meanwhile keeps as many rollout / reward / reference replicas as `meshrl scale RUN_DIR
-     rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
+  6. meanwhile keeps as many rollout / reward / reward_model / reference replicas as `meshrl
+     scale RUN_DIR rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
   7. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
      then removes the run's files in /dev/shm and every `psm_*` shared-memory segment its
      processes mapped (vLLM's 160 MiB queues survive a SIGKILL otherwise; see shm.py).
@@ -57,6 +60,7 @@ from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.transport.bus.subjects import shm_prefix
 from meshrl.transport.ports import free_port
 from meshrl.config.load import dump_config
+from meshrl.config.reward_model import launches_reward_model
 from meshrl.config.schema import RunConfig
 from meshrl.ops.service.malloc import huge_pages_env
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
@@ -120,7 +124,8 @@ def resolve_for_run(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> R
     replaced by a free one."""
     cfg = cfg.model_copy(deep=True)
     cfg.run.dir = str(run_dir.resolve())
-    for section in (cfg.reference, cfg.learner):
+    sections = [cfg.reference, cfg.learner] + ([cfg.reward_model] if launches_reward_model(cfg) else [])
+    for section in sections:
         if section.grpc_port == 0 or (resume and not port_is_free(section.grpc_port)):
             section.grpc_port = free_port()
     return cfg
@@ -162,8 +167,11 @@ def core_plan(cfg: RunConfig) -> CorePlan:
 
 
 def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
-    """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these)."""
+    """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these),
+    and the reward model's before the reward's when the run has a `kind: reward_model` component."""
     specs = [replica_spec("rollout", i, cfg) for i in range(cfg.rollout.replicas)]
+    if launches_reward_model(cfg):
+        specs += [replica_spec("reward_model", i, cfg) for i in range(cfg.reward_model.replicas)]
     return specs + [replica_spec("reward", i, cfg) for i in range(cfg.reward.replicas)]
 
 
@@ -172,6 +180,8 @@ def replica_spec(name: str, replica: int, cfg: RunConfig | None = None) -> Servi
     (one more, started by `meshrl scale`, takes them as if it had been counted from the start)."""
     if name == "reward":
         return ServiceSpec(name, replica, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
+    if name == "reward_model":  # a forward pass per batch: torch's own threads (or the GPU)
+        return ServiceSpec(name, replica, _defaults(**COMMON_ENV))
     plan = core_plan(cfg) if cfg is not None else plan_cores(usable_cores())
     if name == "rollout":
         replicas = max(replica + 1, cfg.rollout.replicas if cfg is not None else 1)

@@ -7,8 +7,8 @@ its modification time on every tick (twice a second) and reconciles (`scaler.py`
 not the run KV: the launcher's loop is synchronous and must keep working while NATS
 restarts, and only a process on this machine can start local replicas anyway.
 
-Only rollout, reward and reference scale: the learner's torchrun ranks are fixed for a run
-(`learner.ranks`).
+Only rollout, reward, reward_model (a run's learned reward model, when the launcher started
+it) and reference scale: the learner's torchrun ranks are fixed for a run (`learner.ranks`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import write_atomically
 
 REQUEST_FILE = "scale.json"
-SCALABLE = ("rollout", "reward", "reference")
+SCALABLE = ("rollout", "reward", "reward_model", "reference")
 MAX_REPLICAS = 64  # a typo guard: more processes than this on one machine is never meant
 
 

@@ -15,8 +15,8 @@ from meshrl.services.reward.types import RewardItem, Status
 from meshrl.services.reward_model.main import main, reward_fn
 from meshrl.services.reward_model.model import RewardModel
 from meshrl.services.reward_model.normalize import RewardNormalizer
+from tests.fixtures.tiny_reward_model import build_tiny_reward_model
 
-WORDS = ["[PAD]", "[UNK]", "what", "is", "3+4", "?", "7", "8", "the", "answer", "seven", "maybe"]
 ITEMS = [RewardItem(id="g/0", prompt="what is 3+4 ? ", response="the answer is 7"),
          RewardItem(id="g/1", prompt="what is 3+4 ? ", response="8"),
          RewardItem(id="g/2", prompt="what is 3+4 ? ", response="maybe seven maybe 8 maybe")]
@@ -24,15 +24,7 @@ ITEMS = [RewardItem(id="g/0", prompt="what is 3+4 ? ", response="the answer is 7
 
 @pytest.fixture(scope="module")
 def tiny_rm(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("tiny_rm")
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]").save_pretrained(path)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64, num_labels=1)
-    BertForSequenceClassification(cfg).eval().save_pretrained(path)
-    return str(path)
+    return build_tiny_reward_model(tmp_path_factory.mktemp("tiny_rm"))
 
 
 def one_by_one(path: str) -> list[float]:
