@@ -9,6 +9,6 @@ actions.py (pause / resume / checkpoint / stop / scale / export / submit / rollb
 handlers.py (one function per RPC), dispatch.py (authorise, then call the handler),
 grpc_server.py and http_app.py (the two transports), http_session.py (the dashboard's
 login cookie), app.py (routes + static files), serve.py (both transports on one event
-loop), cli.py (`meshrl gateway serve`), client.py (`meshrl status URL`), static/ (the
-dashboard: plain HTML/JS/CSS, uPlot vendored in static/vendor/).
+loop), cli.py (`meshrl gateway serve`), client.py (the HTTP calls of `meshrl status|pause|
+scale|... URL`), static/ (the dashboard: plain HTML/JS/CSS, uPlot vendored in static/vendor/).
 """

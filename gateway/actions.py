@@ -1,5 +1,7 @@
 """What the gateway does to a run. Each returns a RunActionResponse; handlers.py checks the
 role and writes the audit row (meshrl.ops.launch.audit, the file `meshrl scale` writes).
+`meshrl pause|resume|checkpoint|stop RUN_DIR` (meshrl/ops/cli/control.py) uses the first four
+on a local run, and audits them itself.
 
     pause / resume / checkpoint   LearnerControlService on the learner's control address
     stop                          SIGTERM to the launcher (it stops every process it started)

@@ -1,10 +1,16 @@
-"""`meshrl status http://HOST:PORT/runs/NAME`: a run's status through the gateway, with the
-token in $MESHRL_GATEWAY_TOKEN (never on the command line, where `ps` shows it).
+"""The `meshrl` verbs' side of the gateway: one HTTP/JSON call to a run's API, with the token
+in $MESHRL_GATEWAY_TOKEN (never on the command line, where `ps` shows it).
 
     MESHRL_GATEWAY_TOKEN=... meshrl status http://127.0.0.1:8080/runs/grpo-0412 [--json]
+    MESHRL_GATEWAY_TOKEN=... meshrl pause|resume|checkpoint|stop http://127.0.0.1:8080/runs/grpo-0412
+    MESHRL_GATEWAY_TOKEN=... meshrl scale http://127.0.0.1:8080/runs/grpo-0412 rollout=2
 
-Accepts the dashboard's run-page URL (…/runs/NAME) and prints the learner line and one row
-per replica (weights version, health), then the queues; --json prints the API's answer.
+    call(url, "POST", "pause", {"reason": "look at the KL"})  # → the API's JSON answer
+
+A URL is the dashboard's run page (…/runs/NAME); `call` asks …/api/runs/NAME/PATH. Every
+failure is a LaunchError that says what to fix (no token, a token the gateway does not know
+or whose role is too low, no such run, nothing listening there); the CLI prints it and exits 2.
+Only urllib: importing this module keeps `meshrl` quick to start.
 """
 from __future__ import annotations
 
@@ -17,30 +23,60 @@ import urllib.request
 from meshrl.ops.launch.errors import LaunchError
 
 TOKEN_ENV = "MESHRL_GATEWAY_TOKEN"
+ACTION_TIMEOUT_S = 130.0  # the gateway waits up to 120 s for a checkpoint to be written
+HINTS = {401: f"; put a token from the gateway's tokens file in ${TOKEN_ENV}",
+         403: f"; put a token with that role in ${TOKEN_ENV}"}
 
 
-def status_url(url: str) -> str:
+def is_url(target) -> bool:
+    """Whether a verb's RUN_DIR_OR_URL argument is a gateway URL rather than a local run dir."""
+    return str(target).startswith(("http://", "https://"))
+
+
+def api_url(url: str, path: str) -> str:
+    """http://HOST:PORT/runs/NAME (+ path) → http://HOST:PORT/api/runs/NAME/path."""
     parts = urllib.parse.urlsplit(url)
-    path = parts.path.rstrip("/")
-    if "/runs/" not in path:
+    run_path = parts.path.rstrip("/")
+    if parts.scheme not in ("http", "https") or not parts.netloc or "/runs/" not in run_path:
         raise LaunchError(f"{url} is not a run's URL: use http://HOST:PORT/runs/NAME (the dashboard's run page)")
-    name = path.rsplit("/runs/", 1)[1].split("/")[0]
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/api/runs/{name}/status", "", ""))
+    name = run_path.rsplit("/runs/", 1)[1].split("/")[0]
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/api/runs/{name}/{path}".rstrip("/"), "", ""))
 
 
-def fetch_status(url: str, timeout_s: float = 10.0) -> dict:
+def gateway_error(err: urllib.error.HTTPError) -> LaunchError:
+    try:
+        detail = json.loads(err.read() or b"{}").get("error", err.reason)
+    except (ValueError, AttributeError):
+        detail = f"{err.reason} (not the gateway's JSON: is this URL a `meshrl gateway serve`?)"
+    return LaunchError(f"the gateway answered {err.code}: {detail}{HINTS.get(err.code, '')}")
+
+
+def call(url: str, method: str, path: str, body: dict | None = None, timeout_s: float = 10.0) -> dict:
+    """One request to the run's API; the JSON answer, or LaunchError naming what to fix."""
     token = os.environ.get(TOKEN_ENV)
     if not token:
-        raise LaunchError(f"set {TOKEN_ENV} to a gateway token (viewer or above) to ask {url}")
-    request = urllib.request.Request(status_url(url), headers={"Authorization": f"Bearer {token}"})
+        raise LaunchError(f"set {TOKEN_ENV} to a gateway token (viewer or above; operator to change a run) "
+                          f"to ask {url}")
+    data = json.dumps(body or {}).encode() if method == "POST" else None
+    request = urllib.request.Request(api_url(url, path), data=data, method=method, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as reply:
             return json.loads(reply.read())
     except urllib.error.HTTPError as err:
-        detail = json.loads(err.read() or b"{}").get("error", err.reason)
-        raise LaunchError(f"the gateway answered {err.code}: {detail}") from None
+        raise gateway_error(err) from None
     except urllib.error.URLError as err:
-        raise LaunchError(f"cannot reach the gateway at {url}: {err.reason}") from None
+        raise LaunchError(f"cannot reach the gateway at {url}: {err.reason}; "
+                          "is `meshrl gateway serve` running there?") from None
+    except TimeoutError:
+        raise LaunchError(f"the gateway at {url} did not answer within {timeout_s:.0f} s") from None
+    except ValueError:
+        raise LaunchError(f"the answer from {url} is not JSON: is it a `meshrl gateway serve`?") from None
+
+
+def act(url: str, path: str, body: dict | None = None) -> str:
+    """POST a run action (pause, scale, ...) and return the gateway's one-line message."""
+    return call(url, "POST", path, body, timeout_s=ACTION_TIMEOUT_S)["message"]
 
 
 def describe(status: dict) -> str:
@@ -59,6 +95,6 @@ def describe(status: dict) -> str:
 
 
 def print_status(url: str, as_json: bool) -> int:
-    status = fetch_status(url)
+    status = call(url, "GET", "status")
     print(json.dumps(status, indent=1) if as_json else describe(status))
     return 0

@@ -1,14 +1,18 @@
 """Command-line handlers for checkpoints, for the `meshrl` CLI to register.
 
-    meshrl checkpoints list RUN_DIR [--quick]
+    meshrl checkpoints list RUN_DIR_OR_URL [--quick]
     meshrl checkpoints tag RUN_DIR STEP NAME
     meshrl checkpoints prune RUN_DIR --keep-last K
-    meshrl rollback RUN_DIR --to STEP
+    meshrl rollback RUN_DIR_OR_URL --to STEP
     meshrl export RUN_DIR OUT_DIR [--step N] [--base-model DIR] [--tokenizer DIR] [--dtype D]
 
 Wire with `add_subcommands(subparsers)` (alias `add_parser`, the convention of
 `meshrl.ops.cli.main.SUBCOMMANDS`). Each handler is `cmd_xxx(args) -> int`: 0 on success,
 2 with one message on stderr for a checkpoint problem a user can fix.
+
+`list` and `rollback` also take a gateway run URL http://HOST:PORT/runs/NAME (token in
+$MESHRL_GATEWAY_TOKEN: viewer to list, admin to roll back): the gateway's ListCheckpoints
+(sizes checked, as --quick) and RollbackRun (a stopped run only), through meshrl.gateway.client.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import sys
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
-from meshrl.inputs.checkpoint.scan import latest_good_checkpoint, list_checkpoints
+from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
 
 
 def audit_local_action(run_dir, action: str, **what) -> None:
@@ -59,9 +63,19 @@ def format_table(rows) -> str:
                      for line in lines)
 
 
+def gateway_rows(url: str) -> list[CheckpointInfo]:
+    """The run's checkpoints as the gateway lists them (ListCheckpoints), as local rows."""
+    from meshrl.gateway.client import call
+
+    return [CheckpointInfo(int(c["step"]), None, c["status"], c["reason"], c["created"], int(c["size_bytes"]),
+                           c["tags"]) for c in call(url, "GET", "checkpoints")["checkpoints"]]
+
+
 @user_errors
 def cmd_checkpoints_list(args) -> int:
-    rows = list_checkpoints(args.run_dir, full=not args.quick)
+    from meshrl.gateway.client import is_url
+
+    rows = gateway_rows(args.run_dir) if is_url(args.run_dir) else list_checkpoints(args.run_dir, full=not args.quick)
     print(format_table(rows) if rows else f"no checkpoints in {args.run_dir}")
     return 0
 
@@ -84,6 +98,11 @@ def cmd_checkpoints_prune(args) -> int:
 
 @user_errors
 def cmd_rollback(args) -> int:
+    from meshrl.gateway.client import act, is_url
+
+    if is_url(args.run_dir):
+        print(act(args.run_dir, "rollback", {"to_step": args.to}))
+        return 0
     path = rollback(args.run_dir, args.to)
     audit_local_action(args.run_dir, "rollback", to_step=args.to, current=str(path))
     print(f"current checkpoint is now {path}; later ones moved to "

@@ -2,19 +2,24 @@
 
     meshrl train CONFIG.yaml [key=value ...] [--dry-run]
     meshrl serve {rollout,reward,reference,learner} --nats URL --run-id RUN --config FILE
-    meshrl scale RUN_DIR rollout=3 reward=2   |   meshrl status RUN_DIR [--json]
+    meshrl scale RUN_DIR_OR_URL rollout=3 reward=2   |   meshrl status RUN_DIR_OR_URL [--json]
+    meshrl pause|resume|checkpoint|stop RUN_DIR_OR_URL [--reason TEXT]
     meshrl models fetch-smollm2
     meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
     meshrl plot RUN_DIR [--out F]
     meshrl trace RUN_DIR [GROUP_ID]
     meshrl doctor [CONFIG]
     meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
+      (list and rollback also take a gateway URL)
     meshrl export RUN_DIR --step N OUT_DIR
     meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
     meshrl algos [FAMILY]
     meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
     meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
+
+RUN_DIR_OR_URL: a local run dir, or a gateway's run page http://HOST:PORT/runs/NAME with the
+token in $MESHRL_GATEWAY_TOKEN (meshrl.gateway.client).
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -26,7 +31,7 @@ import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
 from meshrl.gateway import cli as gateway
-from meshrl.ops.cli import algos, data, health, models, reward, scale, serve, status, train
+from meshrl.ops.cli import algos, control, data, health, models, reward, scale, serve, status, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -36,7 +41,7 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, scale, status, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward)
+SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""`meshrl scale RUN_DIR rollout=3 reward=2`: change how many replicas a local run keeps.
+"""`meshrl scale RUN_DIR_OR_URL rollout=3 reward=2`: change how many replicas a running run keeps.
 
 For a run started here by `meshrl train` (its launcher must be running). The wanted counts
 go to RUN_DIR/scale.json, where the launcher picks them up within a second: it starts new
@@ -7,7 +7,9 @@ prompt) or stops the highest ones with SIGTERM (they hand back their work and le
 rollout, reward and reference scale. Each request is recorded in RUN_DIR/audit.jsonl (who,
 when, what) and on the run's events subject. Watch the result with `meshrl status RUN_DIR`.
 
-In a cluster, scale the Deployments instead (`kubectl scale`, or KEDA on stream lag).
+Through a gateway: `MESHRL_GATEWAY_TOKEN=... meshrl scale http://HOST:PORT/runs/NAME rollout=2`
+asks its ScaleService (operator role; one call per service, each audited with the token's
+name). In a cluster, scale the Deployments instead (`kubectl scale`, or KEDA on stream lag).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from meshrl.gateway.client import act, is_url
 from meshrl.ops.launch.audit_events import record_and_announce
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
@@ -24,7 +27,8 @@ from meshrl.ops.launch.scale_request import parse_counts, write_request
 def add_parser(sub) -> None:
     p = sub.add_parser("scale", help="add or remove rollout/reward/reference replicas of a local run",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run dir of a running `meshrl train`")
+    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run dir of a running `meshrl train`, or a "
+                   "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)")
     p.add_argument("counts", nargs="+", metavar="SERVICE=COUNT", help="e.g. rollout=3 reward=2")
     p.set_defaults(func=run)
 
@@ -40,6 +44,11 @@ def check_in_run(counts: dict[str, int], kept: dict[str, int], run_dir: Path) ->
 
 def run(args) -> int:
     counts = parse_counts(args.counts)
+    if is_url(args.run_dir):
+        for service, n in counts.items():
+            print(act(args.run_dir, "scale", {"service": service, "replicas": n}))
+        return 0
+    args.run_dir = Path(args.run_dir)
     launcher = find_launcher(args.run_dir)
     check_in_run(counts, launcher.replicas, args.run_dir)
     write_request(args.run_dir, counts)

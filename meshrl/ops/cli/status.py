@@ -18,6 +18,7 @@ import contextlib
 import json
 from pathlib import Path
 
+from meshrl.gateway.client import is_url, print_status
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 
@@ -26,7 +27,7 @@ COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("status", help="show a running local run: learner step and the live replicas",
+    p = sub.add_parser("status", help="show a running run (RUN_DIR or gateway URL): learner step and the live replicas",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL",
                    help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
@@ -86,9 +87,7 @@ def run(args) -> int:
     from meshrl.ops.launch.nats_tls import user_tls_env
     from meshrl.transport.bus.credentials import credentials_path
 
-    if str(args.run_dir).startswith(("http://", "https://")):
-        from meshrl.gateway.client import print_status
-
+    if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)
     args.run_dir = Path(args.run_dir)
     launcher = find_launcher(args.run_dir)

@@ -1,0 +1,191 @@
+"""The `meshrl` verbs that steer a run, against a real gateway (its real HTTP port) and a real
+learner control server: `meshrl pause|resume|stop|scale URL` are answered for an operator and
+recorded in audit.jsonl with the token's name; a viewer is refused (exit 2, the role named);
+a bad URL, a missing token or nothing listening give one clear line. The same verbs on the
+local RUN_DIR call the learner directly (who = $USER, via cli). `meshrl checkpoints list URL`
+and `meshrl rollback URL` on a stopped run with real checkpoints (the checkpoint tests'
+save_run), and SubmitRun's success path: the gateway starts `meshrl train` on the config.
+
+    .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_cli.py
+"""
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.serve import start_gateway
+from meshrl.ops.cli.main import main
+from meshrl.ops.launch.audit import current_user
+from meshrl.ops.launch.presence import find_launcher, write_presence
+from tests.services.gateway.test_gateway_api import ADMIN, OPERATOR, VIEWER
+from tests.services.gateway.test_gateway_audit_events import live_run
+from tests.unit.checkpoint.conftest import save_run  # noqa: F401 - the fixture, used by name
+
+CONFIG = Path(__file__).resolve().parents[3] / "examples" / "grpo_smollm2.yaml"
+
+
+@pytest.fixture
+async def served(tmp_path, nats_url, run_id, monkeypatch, bus):
+    """(gateway base URL, runs root, the live run's LearnerState): runs/live is a live run (its
+    launcher.json names this process and a real learner control server with mutual TLS)."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch)
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
+                      f"  - {{name: ada, role: admin, token: {ADMIN}}}\n")
+    gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
+    yield f"http://127.0.0.1:{gw.http_port}", root, state
+    await gw.stop()
+    await learner.stop(None)
+
+
+async def meshrl(monkeypatch, capsys, token, *argv) -> tuple[int, str, str]:
+    """`meshrl ARGV` with $MESHRL_GATEWAY_TOKEN=token, in a thread (the servers run on this loop)."""
+    monkeypatch.setenv("MESHRL_GATEWAY_TOKEN", token)
+    code = await asyncio.to_thread(main, [str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def audit_rows(run_dir: Path) -> list[tuple]:
+    rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
+    return [(r["who"], r["via"], r["action"]) for r in rows]
+
+
+async def test_pause_and_resume_through_the_gateway_are_audited_and_a_viewer_is_refused(served, monkeypatch, capsys):
+    base, root, state = served
+    code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "pause", f"{base}/runs/live", "--reason", "look at the KL")
+    assert code == 0 and out == "learner paused at step 0\n" and state.message == "paused: look at the KL"
+    code, out, err = await meshrl(monkeypatch, capsys, VIEWER, "resume", f"{base}/runs/live")
+    assert code == 2 and out == ""
+    assert "the gateway answered 403: ResumeRun needs the operator role; vic is a viewer" in err
+    assert state.message == "paused: look at the KL"  # the viewer changed nothing
+    code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "resume", f"{base}/runs/live/")
+    assert code == 0 and out == "learner running at step 0\n" and state.resumed.is_set()
+    assert audit_rows(root / "live") == [("olga", "gateway", "pause"), ("olga", "gateway", "resume")]
+
+
+async def test_bad_urls_tokens_and_runs_get_one_clear_line(served, monkeypatch, capsys):
+    base, _, _ = served
+    cases = [(OPERATOR, f"{base}/live", "is not a run's URL: use http://HOST:PORT/runs/NAME"),
+             ("not-a-token-0123456789", f"{base}/runs/live", "answered 401: missing or unknown bearer token"),
+             (OPERATOR, f"{base}/runs/nope", "the gateway answered 404: no run 'nope'"),
+             (OPERATOR, "http://127.0.0.1:9/runs/live", "cannot reach the gateway at http://127.0.0.1:9/runs/live")]
+    for token, url, message in cases:
+        code, _, err = await meshrl(monkeypatch, capsys, token, "pause", url)
+        assert code == 2 and message in err and err.count("\n") == 1, (url, err)
+    monkeypatch.delenv("MESHRL_GATEWAY_TOKEN")
+    assert await asyncio.to_thread(main, ["stop", f"{base}/runs/live"]) == 2
+    assert "set MESHRL_GATEWAY_TOKEN to a gateway token" in capsys.readouterr().err
+
+
+async def test_scale_through_the_gateway_writes_the_request_and_names_a_missing_service(served, monkeypatch, capsys):
+    base, root, _ = served
+    code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "scale", f"{base}/runs/live", "rollout=2")
+    assert code == 0 and out == "asked the launcher: rollout ×1 → ×2\n"
+    assert json.loads((root / "live" / "scale.json").read_text()) == {"rollout": 2}
+    code, _, err = await meshrl(monkeypatch, capsys, OPERATOR, "scale", f"{base}/runs/live", "reference=1")
+    assert code == 2 and "no scalable 'reference' service; it runs rollout ×1" in err
+    assert audit_rows(root / "live") == [("olga", "gateway", "scale")]
+
+
+async def test_stop_through_the_gateway_and_locally_sends_the_launcher_sigterm(served, monkeypatch, capsys):
+    base, root, _ = served
+    run_dir = root / "live"
+    info = find_launcher(run_dir)
+    for target in (f"{base}/runs/live", run_dir):
+        launcher = subprocess.Popen(["sleep", "60"])  # stands in for the launcher process: stop signals it
+        info.pid = launcher.pid
+        write_presence(run_dir, info)
+        code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "stop", target, "--reason", "done")
+        assert code == 0 and out == f"asked the launcher (pid {launcher.pid}) to stop the run\n"
+        assert launcher.wait(10) == -signal.SIGTERM
+    assert audit_rows(run_dir) == [("olga", "gateway", "stop"), (current_user(), "cli", "stop")]
+
+
+async def test_pause_and_resume_a_local_run_dir_call_its_learner(served, monkeypatch, capsys):
+    _, root, state = served
+    run_dir = root / "live"
+    code, out, _ = await meshrl(monkeypatch, capsys, "", "pause", run_dir, "--reason", "by hand")
+    assert code == 0 and out == "learner paused at step 0\n" and state.message == "paused: by hand"
+    code, out, _ = await meshrl(monkeypatch, capsys, "", "resume", run_dir)
+    assert code == 0 and out == "learner running at step 0\n" and state.resumed.is_set()
+    rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
+    assert [(r["who"], r["via"], r["action"], r["reason"]) for r in rows] == [
+        (current_user(), "cli", "pause", "by hand"), (current_user(), "cli", "resume", "")]
+    code, _, err = await meshrl(monkeypatch, capsys, "", "pause", root / "nope")
+    assert code == 2 and "is not a directory; pass the run dir of a running `meshrl train`" in err
+
+
+async def test_checkpoints_list_and_rollback_through_the_gateway(served, save_run, monkeypatch, capsys):  # noqa: F811
+    base, root, _ = served
+    save_run([1, 2, 3], run_dir=root / "stopped")
+    (root / "stopped" / "config.yaml").write_text("run: {name: stopped}\n")
+    url = f"{base}/runs/stopped"
+    code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "checkpoints", "list", url)
+    assert code == 0 and [line.split()[:2] for line in out.splitlines()] == [
+        ["STEP", "STATUS"], ["1", "ok"], ["2", "ok"], ["3", "ok"]]
+    code, _, err = await meshrl(monkeypatch, capsys, OPERATOR, "rollback", url, "--to", "2")
+    assert code == 2 and "RollbackRun needs the admin role; olga is a operator" in err
+    code, out, _ = await meshrl(monkeypatch, capsys, ADMIN, "rollback", url, "--to", "2")
+    assert code == 0 and out == "current checkpoint is now step_2\n"
+    code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "checkpoints", "list", url)
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["1", "2"]
+    assert (root / "stopped" / "checkpoints" / "rolled_back").is_dir()
+    assert audit_rows(root / "stopped") == [("ada", "gateway", "rollback")]
+
+
+async def test_submit_run_starts_meshrl_train_on_the_submitted_config(served):
+    """SubmitRun's success path: the config and the audit row land in ROOT/.submitted and the
+    child is `meshrl train` on them (here its model path does not exist, so it stops at once
+    with the launcher's own message in the log instead of starting a mesh)."""
+    base, root, _ = served
+    body = {"name": "fresh", "config_yaml": CONFIG.read_text(), "overrides": ["model.path=/nonexistent-model"]}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{base}/api/runs", json=body, headers={"Authorization": f"Bearer {ADMIN}"}) as r:
+            assert r.status == 200, await r.text()
+            reply = await r.json()
+    assert reply["run"] == "fresh" and reply["launcher_pid"] > 0
+    submitted = root / ".submitted"
+    assert (submitted / "fresh.yaml").read_text() == CONFIG.read_text()
+    row = json.loads((submitted / "audit.jsonl").read_text())
+    assert (row["who"], row["action"], row["run"], row["launcher_pid"]) == ("ada", "submit", "fresh", reply["launcher_pid"])
+    log, deadline = submitted / "fresh.log", time.monotonic() + 60
+    while "model.path=/nonexistent-model does not exist" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        await asyncio.sleep(0.2)
+    with contextlib.suppress(ChildProcessError):  # the gateway (this process) started it: reap it
+        os.waitpid(reply["launcher_pid"], 0)
+
+
+async def test_checkpoint_through_the_gateway_and_locally_prints_where_it_was_written(served, monkeypatch, capsys):
+    """The learner loop's side of Checkpoint (loop.answer_checkpoint_requests: save, then
+    answer step and path) is played by a task on the real control service's request queue."""
+    base, root, state = served
+    tags = []
+
+    async def answer_like_the_loop():
+        while True:
+            tag, done = await state.checkpoint_requests.get()
+            tags.append(tag)
+            done.set_result((7, f"/ckpt/step_7-{len(tags)}"))
+    loop_task = asyncio.create_task(answer_like_the_loop())
+    code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "checkpoint", f"{base}/runs/live", "--tag", "best")
+    assert code == 0 and out == "checkpoint of step 7 written to /ckpt/step_7-1\n"
+    code, out, _ = await meshrl(monkeypatch, capsys, "", "checkpoint", root / "live")
+    assert code == 0 and out == "checkpoint of step 7 written to /ckpt/step_7-2\n"
+    loop_task.cancel()
+    rows = [json.loads(x) for x in (root / "live" / "audit.jsonl").read_text().splitlines()]
+    assert [(r["who"], r["via"], r["action"], r["step"]) for r in rows] == [
+        ("olga", "gateway", "checkpoint", 7), (current_user(), "cli", "checkpoint", 7)]
+    assert tags == ["best", ""]
