@@ -82,7 +82,8 @@ async def learner_push(bus, data: bytes) -> float:
     """Seconds for `WeightsPublisher.publish` of the tensors in `data` over shm."""
     from safetensors.torch import load
 
-    from meshrl.services.learner.weights import ShmTransport, WeightsPublisher
+    from meshrl.services.learner.weights import WeightsPublisher
+    from meshrl.transport.weights import ShmTransport
 
     tensors = load(data)
     transport = ShmTransport(f"bench-{os.getpid()}")

@@ -36,7 +36,8 @@ from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
 from meshrl.services.learner.trainer_thread import in_trainer_thread
-from meshrl.services.learner.weights import ObjectStoreTransport, ShmTransport, WeightsPublisher, rollout_dtype
+from meshrl.services.learner.weights import WeightsPublisher, rollout_dtype
+from meshrl.transport.weights import Transport, transport_for
 
 log = logging.getLogger("meshrl.learner")
 
@@ -49,7 +50,7 @@ class Built:
     dist: DistContext
     ledger: Ledger
     alerts: AlertEngine
-    transport: object | None = None  # where weights go (online only); removed at exit
+    transport: Transport | None = None  # where weights go (online only); removed at exit
     ranks: TrainerParts | None = None  # online: the trainer's parts, on one process or rank 0 of N
 
     def close(self) -> None:
@@ -68,12 +69,6 @@ class Built:
         if self.ranks is not None:
             return self.ranks.save_final(out_dir)
         return build.save_pretrained(self.policy, self.tokenizer, self.dist, out_dir)
-
-
-def make_transport(cfg: RunConfig, bus, run_id: str):
-    if cfg.learner.weights_transport == "objectstore":
-        return ObjectStoreTransport(bus)
-    return ShmTransport(run_id)
 
 
 def pad_id_of(tokenizer) -> int:
@@ -141,7 +136,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
-    transport = make_transport(cfg, bus, run_id)
+    transport = transport_for(cfg.learner.weights_transport, bus, run_id)
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),

@@ -21,7 +21,7 @@ from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online
-from meshrl.services.learner.weights import KEEP_VERSIONS
+from meshrl.transport.weights import KEEP_VERSIONS
 from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.ops.telemetry.metrics import start_metrics
 from tests.fixtures.prometheus import promtool_check, sample

@@ -1,10 +1,10 @@
-"""Rollout service parts without vLLM or NATS (fast): sample packing, version spans, notice
-checks, the weights follower's readiness and the worker's version gate.
+"""Rollout service parts without vLLM or NATS (fast): sample packing, version spans, the
+weights follower's readiness and the worker's version gate (the notice checks are tested with
+meshrl.transport.weights, in tests/unit/weights/).
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_parts.py -q
 """
 import asyncio
-import hashlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,7 +14,6 @@ from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.engine import oldest_version, sample_from_completion
 from meshrl.services.rollout.follower import WeightsFollower
-from meshrl.services.rollout.weights import WeightsRejected, check_notice, file_digest, verify_file
 from meshrl.services.rollout.worker import RolloutWorker, VersionBehind
 
 
@@ -42,34 +41,6 @@ def test_policy_version_is_the_oldest_span():
     assert oldest_version(spans, fallback=9) == 3
     assert oldest_version(None, fallback=9) == 9
     assert sample_from_completion(completion([1], [-1.0], spans=spans), 7).policy_version == 3
-
-
-def notice_for(path, **overrides) -> pb.WeightsNotice:
-    data = path.read_bytes()
-    fields = dict(run_id="r", version=1, transport="shm", location=str(path), format="safetensors",
-                  sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
-    return pb.WeightsNotice(**{**fields, **overrides})
-
-
-def test_file_digest_and_verify(tmp_path):
-    path = tmp_path / "w.safetensors"
-    path.write_bytes(b"x" * 10_000_001)  # crosses the 8 MiB read chunk
-    assert file_digest(path) == (hashlib.sha256(b"x" * 10_000_001).hexdigest(), 10_000_001)
-    verify_file(path, notice_for(path))
-    with pytest.raises(WeightsRejected, match="sha256"):
-        verify_file(path, notice_for(path, sha256="0" * 64))
-    with pytest.raises(WeightsRejected, match="10000001 bytes, the notice says 5"):
-        verify_file(path, notice_for(path, size_bytes=5))
-
-
-@pytest.mark.parametrize("field,value,message", [
-    ("transport", "nccl", "transport='nccl'"), ("format", "gguf", "format='gguf'"),
-    ("run_id", "other", "run 'other'"), ("sha256", "", "no sha256")])
-def test_check_notice_names_the_bad_field(tmp_path, field, value, message):
-    path = tmp_path / "w"
-    path.write_bytes(b"abc")
-    with pytest.raises(WeightsRejected, match=message):
-        check_notice(notice_for(path, **{field: value}), "r")
 
 
 class FakeUpdater:

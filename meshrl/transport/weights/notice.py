@@ -1,0 +1,39 @@
+"""The `WeightsNotice`: what a publisher announces for each version, and what a receiver accepts.
+
+The notice is separate from the transport, so the rollout side can verify what it loaded
+whatever carried it: `transport` names how the bytes travel (`TRANSPORTS`), `location` where
+to read them (a file path for `shm`, an object name for `objectstore`), `sha256` and
+`size_bytes` what they must be.
+"""
+from __future__ import annotations
+
+import time
+
+from meshrl.api.common.v1 import common_pb2 as pb
+
+TRANSPORTS = ("shm", "objectstore")
+
+
+class WeightsRejected(Exception):
+    """The notice or the bytes it points at cannot be loaded; the old version stays."""
+
+
+def weights_notice(*, run_id: str, version: int, transport: str, location: str, sha256: str,
+                   size_bytes: int, step: int) -> pb.WeightsNotice:
+    """The notice for a file already readable at `location` through `transport`."""
+    return pb.WeightsNotice(run_id=run_id, version=version, transport=transport, location=location,
+                            sha256=sha256, size_bytes=size_bytes, format="safetensors", step=step,
+                            published_unix=time.time())
+
+
+def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
+    """Refuse notices this replica cannot act on, naming the field and what is allowed."""
+    if notice.run_id and notice.run_id != run_id:
+        raise WeightsRejected(f"notice is for run {notice.run_id!r}, this replica serves {run_id!r}")
+    if notice.transport not in TRANSPORTS:
+        raise WeightsRejected(f"notice transport={notice.transport!r}; allowed: {', '.join(TRANSPORTS)}")
+    if notice.format not in ("", "safetensors"):
+        raise WeightsRejected(f"notice format={notice.format!r}; only safetensors is supported")
+    if not notice.sha256 or not notice.size_bytes:
+        raise WeightsRejected(f"notice for v{notice.version} has no sha256/size_bytes; the "
+                              f"publisher must fill both so the bytes can be verified")
