@@ -16,7 +16,8 @@ retry, breaker... apply) at the address of the reward-model service
 service itself, `reward_model.replicas` times, every replica on `reward_model.grpc_port`
 (0 = a free port the launcher picks and writes into RUN_DIR/config.yaml). With an
 `address` (a cluster: deploy/compose, deploy/k8s) the service runs elsewhere and the
-launcher starts none.
+launcher starts none. With `launch.grpc_tls`, the launched replicas serve the run's TLS
+and the reward service calls them with its own certificate (mesh_tls).
 
 Simplification: one reward model per run (one `kind: reward_model` component).
 """
@@ -98,8 +99,23 @@ def called_components(cfg) -> list:
         raise ConfigError(f"reward component {component.name!r} (kind reward_model) has no address and "
                          f"reward_model.grpc_port is 0: `meshrl train` picks the port; elsewhere set "
                          f"the component's address (host:port of the reward-model service)")
-    called = component.model_copy(update={"kind": "external", "address": reward_model_address(cfg)})
+    update = {"kind": "external", "address": reward_model_address(cfg)}
+    if component.address is None and cfg.launch.grpc_tls != "off" and component.tls is None:
+        update["tls"] = mesh_tls()
+    called = component.model_copy(update=update)
     return [called if c is component else c for c in cfg.reward.components]
+
+
+def mesh_tls():
+    """With launch.grpc_tls, the launched reward model serves TLS with the run's CA: the reward
+    service calls it with its own mesh certificate (MESHRL_GRPC_TLS_*, set by the launcher)."""
+    from meshrl.config.external_calls import TlsConfig
+    from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, KEY_ENV
+
+    if not os.environ.get(CA_ENV):
+        raise ConfigError(f"launch.grpc_tls is on but {CA_ENV} is not set: the reward service calls the "
+                          f"reward model over the run's TLS; start the run with `meshrl train`")
+    return TlsConfig(ca_file=os.environ[CA_ENV], cert_file=os.environ.get(CERT_ENV), key_file=os.environ.get(KEY_ENV))
 
 
 def start_waits(cfg) -> dict[str, float]:

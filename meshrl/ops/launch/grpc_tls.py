@@ -24,7 +24,7 @@ from meshrl.ops.launch.nats import secrets_dir
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
-KINDS = ("learner", "rollout", "reward", "reference", "admin")
+KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "admin")
 CA_FILE = "grpc-ca.pem"
 
 

@@ -10,6 +10,8 @@ What each kind really does (grep the services for bus.publish / state.put / weig
 - reward: consumes `generated` (durable "reward"), publishes `scored` (or `ready` when the
   run has no reference);
 - reference: consumes `scored` (durable "reference"), publishes `ready`;
+- reward_model (a run's learned reward model, called over gRPC by reward): no stage, only
+  the common part below (announces its address and metrics URL);
 - learner: creates the run's streams, publishes `prompts` and events (alerts), pulls
   `ready` (durable "learner"), writes the whole run KV (the weights notice, the run state)
   and the weights object store, listens to `weights.loaded`;
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 from meshrl.transport.bus import subjects as names
 
-KINDS = ("learner", "rollout", "reward", "reference")
+KINDS = ("learner", "rollout", "reward", "reference", "reward_model")
 ADMIN = "admin"
 # kind -> (stage it consumes, durable name); its output stage is in `_output_stage`.
 CONSUMES = {"rollout": ("prompts", "rollout"), "reward": ("generated", "reward"),
@@ -127,8 +129,9 @@ def kind_permissions(run_id: str, kind: str, *, reference_enabled: bool = True) 
     if kind not in KINDS:
         raise ValueError(f"unknown service kind {kind!r}: allowed are {', '.join(KINDS)}")
     output = _output_stage(kind, reference_enabled)
-    parts = [_common(run_id, kind), _consumer(run_id, kind),
-             Permissions(publish=(names.stage_subject(run_id, output),), subscribe=())]
+    parts = [_common(run_id, kind)]
+    if kind in CONSUMES:  # reward_model serves gRPC only: no queue in, no stage out
+        parts += [_consumer(run_id, kind), Permissions(publish=(names.stage_subject(run_id, output),), subscribe=())]
     if kind == "learner":
         parts.append(_learner_extra(run_id))
     if kind == "rollout":

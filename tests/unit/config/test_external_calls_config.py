@@ -14,7 +14,8 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ppo_reward_model_s
 def test_example_mixes_a_reward_model_with_a_rule():
     cfg = load_config(EXAMPLE)
     correct, rm = cfg.reward.components
-    assert (correct.kind, rm.kind, rm.address, rm.weight) == ("math_verify", "external", "localhost:50080", 0.5)
+    assert (correct.kind, rm.kind, rm.address, rm.weight) == ("math_verify", "reward_model", None, 0.5)
+    assert (cfg.reward_model.normalize, cfg.reward_model.clip) == ("running", 5.0)
     assert rm.batch_size == 256 and rm.on_failure == FailureValue(value=0.0)
     assert (rm.max_concurrency, rm.retry.attempts, rm.breaker.failures, rm.breaker.cooldown_s) == (4, 3, 5, 1.0)
     assert correct.on_failure == "drop" and rm.tls is None and rm.cache_size == 0
