@@ -6,6 +6,8 @@ dtype (the engines' bf16 when configured; the fp32 masters are never touched), w
 trainer thread. The file is written straight from the tensors with the hash computed on the
 way (`meshrl.inputs.models.safetensors_write`): no second copy of the model in memory, no
 second pass. The learner closes its transport when it exits (services/learner/assemble.py).
+With `weights_transport: collective` no file is written: `CollectivePublisher` keeps a copy
+of each version in memory and serves it to the replicas that ask, over NCCL or gloo.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ import torch
 from meshrl.transport.bus import subjects as names
 from meshrl.inputs.models.safetensors_write import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
-from meshrl.transport.weights import Transport, weights_notice
+from meshrl.transport.addresses import advertise_host, bind_host, host_port
+from meshrl.transport.weights import Transport, transport_for, weights_notice
+from meshrl.transport.weights.collective import WeightsServer, snapshot
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
@@ -63,3 +67,47 @@ class WeightsPublisher:
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(size)}
+
+
+class CollectivePublisher:
+    """Snapshot → the learner's weights server → notice (meshrl.transport.weights.collective):
+    the replicas receive straight into their engines, no file on any disk. `close()` stops
+    the server at the learner's exit, like a file transport's."""
+
+    def __init__(self, bus, run_id: str, *, port: int = 0, device: torch.device = torch.device("cpu"),
+                 tied_embeddings: bool = False, dtype: torch.dtype | None = None):
+        self.bus, self.run_id, self.device = bus, run_id, device
+        self.tied_embeddings, self.dtype = tied_embeddings, dtype
+        self.server = WeightsServer(bind_host(), port)
+        self.location = f"tcp://{host_port(advertise_host(), self.server.port)}"
+
+    def copy(self, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What the server holds: the engines' tensors, in their dtype, on this learner's
+        device (NCCL sends from the GPU), never the live parameters training changes."""
+        tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
+        return {name: t.to(self.device) for name, t in snapshot(tensors.items(), self.dtype).items()}
+
+    async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        manifest = self.server.offer(version, await in_trainer_thread(self.copy, state_dict))
+        t1 = time.perf_counter()
+        notice = weights_notice(run_id=self.run_id, version=version, transport="collective",
+                                location=self.location, sha256=manifest.digest(),
+                                size_bytes=manifest.nbytes(), step=step, format="tensors")
+        await self.bus.state.put(names.WEIGHTS_NOTICE_KEY, notice)
+        return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
+                "weights/bytes": float(manifest.nbytes())}
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool):
+    """(publisher, what to close at exit) for `learner.weights_transport`."""
+    dtype = rollout_dtype(cfg.model.dtype)
+    if cfg.learner.weights_transport == "collective":
+        publisher = CollectivePublisher(bus, run_id, port=cfg.learner.weights_port, device=device,
+                                        tied_embeddings=tied_embeddings, dtype=dtype)
+        return publisher, publisher
+    transport = transport_for(cfg.learner.weights_transport, bus, run_id)
+    return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype), transport

@@ -266,15 +266,23 @@ class RolloutEngine:
         if not Path(path).is_file():
             raise FileNotFoundError(f"weights file {path} does not exist; the notice must name "
                                     f"a safetensors file readable on this host")
+        return await self._reload("meshrl_reload_safetensors", (str(path),), version,
+                                  empty=f"weights file {path} holds no tensors; the learner must write a full state dict")
+
+    async def receive_weights(self, address: str, ticket: int, manifest_json: str, version: int) -> float:
+        """Reload the weights in place from the learner's collective transfer `ticket`
+        (meshrl.transport.weights.collective); the same pause → reload → resume as a file."""
+        return await self._reload("meshrl_receive_collective", (address, ticket, manifest_json), version,
+                                  empty=f"the transfer from {address} carried no tensors")
+
+    async def _reload(self, method: str, args: tuple, version: int, *, empty: str) -> float:
         async with self._update_lock:
             began = time.perf_counter()
             await self.llm.pause_generation(mode=self.config.pause_mode, clear_cache=True)
             try:
-                counts = await self.llm.collective_rpc("meshrl_reload_safetensors",
-                                                       args=(str(path),))
+                counts = await self.llm.collective_rpc(method, args=args)
                 if not all(counts):
-                    raise RuntimeError(f"weights file {path} holds no tensors; "
-                                       f"the learner must write a full state dict")
+                    raise RuntimeError(empty)
                 await self.llm.update_weight_version(str(version))
                 self.version = version
             finally:

@@ -3,7 +3,8 @@
 How the file reaches this host and how its bytes are checked is shared with the learner
 (meshrl.transport.weights: `shm` is read where it lies, `objectstore` is fetched to
 `cache_dir`, default /dev/shm, and deleted once loaded; vLLM then holds the weights in
-memory). What is the rollout's own is here: one notice at a time, into this replica's engine.
+memory; `collective` has no file: the engine's worker receives the tensors from the learner,
+collective.py). What is the rollout's own is here: one notice at a time, into this replica's engine.
 
 The bytes are checked against the notice's `size_bytes` and `sha256` BEFORE the engine is
 touched: a mismatch is refused, reported (`WeightsLoaded(ok=False, error=...)`) and the
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights import check_notice, local_file, verify_file
+from meshrl.transport.weights import WeightsRejected, check_notice, local_file, verify_file
+from meshrl.transport.weights.collective import ask_for
 from meshrl.transport.weights.receive import FetchObject
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ class WeightsUpdater:
 
     async def _load(self, notice: pb.WeightsNotice) -> None:
         check_notice(notice, self.run_id)
+        if notice.transport == "collective":
+            return await self._receive(notice)
         path, fetched, verified = await local_file(notice, run_id=self.run_id, reader=self.replica_id,
                                                     cache_dir=self.cache_dir, fetch_object=self.fetch_object)
         try:
@@ -78,3 +82,18 @@ class WeightsUpdater:
         finally:
             if fetched:
                 path.unlink(missing_ok=True)
+
+    async def _receive(self, notice: pb.WeightsNotice) -> None:
+        """`collective`: take a ticket from the learner's weights server, check its manifest
+        against the notice, then the engine's worker receives the tensors itself."""
+        def accept(manifest) -> None:
+            if manifest.digest() != notice.sha256 or manifest.nbytes() != notice.size_bytes:
+                raise WeightsRejected(
+                    f"weights v{notice.version} from {notice.location}: the transfer's manifest "
+                    f"({manifest.nbytes()} bytes, {manifest.digest()[:12]}) is not the notice's "
+                    f"({notice.size_bytes} bytes, {notice.sha256[:12]})")
+
+        ticket, manifest = await asyncio.to_thread(ask_for, notice.location, self.replica_id, notice.version, accept)
+        seconds = await self.engine.receive_weights(notice.location, ticket, manifest.to_json(), notice.version)
+        log.info("%s: received weights v%d (%.1f MB, collective) in %.2f s", self.replica_id,
+                 notice.version, notice.size_bytes / 1e6, seconds)

@@ -7,7 +7,10 @@ opens the safetensors file itself (memory-mapped; from `/dev/shm` this is a page
 read) and streams its tensors into `Worker.reload_weights(weights_iterator=...,
 is_checkpoint_format=True)`, which re-runs each layer's weight loader and post-processing
 (CPU linear layers are repacked after loading, so `model.load_weights()` on the live model
-is not enough: it finds zero-size packed weights).
+is not enough: it finds zero-size packed weights). With `weights_transport: collective` it
+sends a ticket instead, and the worker receives the tensors from the learner itself over a
+two-member process group (meshrl.transport.weights.collective); one worker per engine, so
+tensor-parallel engines use the file transports.
 
 Used by `RolloutEngine` as `worker_extension_cls="meshrl.services.rollout.worker_extension.WeightsFileExtension"`;
 never imported by the front end itself.
@@ -42,14 +45,29 @@ class WeightsFileExtension:
 
         Returns the number of tensors read, so the caller can tell an empty file apart.
         """
+        return self._meshrl_load(_safetensors_items(path))
+
+    def meshrl_receive_collective(self, address: str, ticket: int, manifest_json: str) -> int:
+        """Receive the learner's tensors for `ticket` over the pair group
+        (meshrl.transport.weights.collective) and load them as a file's would be."""
+        from meshrl.transport.weights.collective import Manifest, receive
+
+        device = next(self.model_runner.get_model().parameters()).device
+        return self._meshrl_load(receive(address, ticket, Manifest.from_json(manifest_json), device))
+
+    def _meshrl_load(self, stream: Iterator[tuple[str, torch.Tensor]]) -> int:
+        """Stream (name, tensor) pairs into vLLM's layerwise reload; returns how many came.
+        The stream is drained even if the loader stops early: a collective sender
+        broadcasts every tensor, and a half-read transfer would leave it waiting."""
         names: list[str] = []
 
         def counted() -> Iterator[tuple[str, torch.Tensor]]:
-            for name, tensor in _safetensors_items(path):
+            for name, tensor in stream:
                 names.append(name)
                 yield name, tensor
 
         self.reload_weights(weights_iterator=counted(), is_checkpoint_format=True)
+        names.extend(name for name, _ in stream)
         self._meshrl_retie_lm_head()
         return len(names)
 

@@ -2,8 +2,9 @@
 
 The notice is separate from the transport, so the rollout side can verify what it loaded
 whatever carried it: `transport` names how the bytes travel (`TRANSPORTS`), `location` where
-to read them (a file path for `shm`, an object name for `objectstore`), `sha256` and
-`size_bytes` what they must be.
+to read them (a file path for `shm`, an object name for `objectstore`, the learner's
+tcp://HOST:PORT for `collective`), `sha256` and `size_bytes` what they must be (for
+`collective`: the digest and byte count of the transfer's manifest, collective.py).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import time
 
 from meshrl.api.common.v1 import common_pb2 as pb
 
-TRANSPORTS = ("shm", "objectstore")
+TRANSPORTS = ("shm", "objectstore", "collective")
+FORMATS = {"shm": ("", "safetensors"), "objectstore": ("", "safetensors"), "collective": ("tensors",)}
 
 
 class WeightsRejected(Exception):
@@ -19,10 +21,10 @@ class WeightsRejected(Exception):
 
 
 def weights_notice(*, run_id: str, version: int, transport: str, location: str, sha256: str,
-                   size_bytes: int, step: int) -> pb.WeightsNotice:
-    """The notice for a file already readable at `location` through `transport`."""
+                   size_bytes: int, step: int, format: str = "safetensors") -> pb.WeightsNotice:
+    """The notice for weights already readable at `location` through `transport`."""
     return pb.WeightsNotice(run_id=run_id, version=version, transport=transport, location=location,
-                            sha256=sha256, size_bytes=size_bytes, format="safetensors", step=step,
+                            sha256=sha256, size_bytes=size_bytes, format=format, step=step,
                             published_unix=time.time())
 
 
@@ -32,8 +34,9 @@ def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
         raise WeightsRejected(f"notice is for run {notice.run_id!r}, this replica serves {run_id!r}")
     if notice.transport not in TRANSPORTS:
         raise WeightsRejected(f"notice transport={notice.transport!r}; allowed: {', '.join(TRANSPORTS)}")
-    if notice.format not in ("", "safetensors"):
-        raise WeightsRejected(f"notice format={notice.format!r}; only safetensors is supported")
+    if notice.format not in FORMATS[notice.transport]:
+        raise WeightsRejected(f"notice format={notice.format!r} with transport {notice.transport}; "
+                              f"allowed: {', '.join(repr(f) for f in FORMATS[notice.transport])}")
     if not notice.sha256 or not notice.size_bytes:
         raise WeightsRejected(f"notice for v{notice.version} has no sha256/size_bytes; the "
                               f"publisher must fill both so the bytes can be verified")

@@ -95,3 +95,34 @@ async def test_a_version_already_held_is_a_no_op(base_rollout_engine, pushed):
     assert (await applier.apply(notice)).ok
     assert await applier.apply(notice) is None and len(reports) == 1
 
+
+
+async def test_collective_notice_is_received_into_the_engine(base_rollout_engine, tiny_model_dir):
+    """`collective`: the learner's weights server (here, in the test process) sends the
+    tensors over a real gloo pair group into vLLM's worker; no file anywhere."""
+    from meshrl.transport.weights.collective import WeightsServer, snapshot
+
+    state = perturbed_weights(tiny_model_dir, scale=0.3, seed=5)
+    server = WeightsServer("127.0.0.1", 0, timeout_s=60)
+    try:
+        manifest = server.offer(2, snapshot(state.items(), None))
+        notice = pb.WeightsNotice(run_id="test-run", version=2, transport="collective",
+                                  location=f"tcp://127.0.0.1:{server.port}", sha256=manifest.digest(),
+                                  size_bytes=manifest.nbytes(), format="tensors", step=2)
+        reports = []
+        report = await updater(base_rollout_engine, reports).apply(notice)
+        assert report.ok, report.error
+        assert base_rollout_engine.version == 2
+        assert await base_rollout_engine.weights_digest() == tensor_digest(state["model.embed_tokens.weight"])
+        greedy = prompt_task(base_rollout_engine.tokenizer, n=1, temperature=0.0, max_tokens=8)
+        sample = (await base_rollout_engine.generate_group(greedy)).samples[0]
+        ids = unpack_int32(sample.response_token_ids)
+        expected = hf_logprobs(tiny_model_dir, unpack_int32(greedy.prompt_token_ids), ids, state_dict=state)
+        np.testing.assert_allclose(unpack_float32(sample.behaviour_logprobs), expected, atol=1e-4)
+
+        forged = pb.WeightsNotice(); forged.CopyFrom(notice); forged.version, forged.size_bytes = 3, 10
+        server.offer(3, snapshot(state.items(), None))
+        refused = await updater(base_rollout_engine, []).apply(forged)
+        assert not refused.ok and "is not the notice's" in refused.error and base_rollout_engine.version == 2
+    finally:
+        server.close()
