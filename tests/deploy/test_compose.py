@@ -95,3 +95,21 @@ def test_the_contract_check_catches_a_wrong_service_or_flag():
         serve_argv(["rollouts"])
     with pytest.raises(AssertionError, match="does not take"):
         serve_argv(["reference", "--grpc-port", "50053"])  # reference takes its port from the config
+
+
+def test_gateway_command_tokens_and_health_match_the_cli(compose):
+    from meshrl.gateway.cli import ENV_VAR
+    from meshrl.ops.cli.main import parse
+
+    gateway = compose["services"]["gateway"]
+    assert gateway["command"][0] == "meshrl", "not a service: the entrypoint runs it as given"
+    args = parse(gateway["command"][1:])  # the real `meshrl` parser: a wrong flag exits here
+    assert (args.command, args.gateway_command, args.host) == ("gateway", "serve", "0.0.0.0")
+    cfg = load_config(COMPOSE_DIR / "run-config.yaml")
+    assert Path(cfg.run.dir).parent == args.runs_root, "the gateway must see the run dirs the learner writes"
+    assert f"runs:{args.runs_root}" in gateway["volumes"], "read-write: it appends audit rows"
+    assert gateway["ports"] == [f"127.0.0.1:{args.port}:{args.port}", f"127.0.0.1:{args.grpc_port}:{args.grpc_port}"]
+    tokens = gateway["environment"][ENV_VAR]
+    assert tokens == f"/run/secrets/{gateway['secrets'][0]}" and compose["secrets"][gateway["secrets"][0]]["file"]
+    assert gateway["healthcheck"]["test"][:4] == ["CMD", "meshrl", "health", f"127.0.0.1:{args.grpc_port}"]
+    assert gateway["environment"]["MESHRL_HEALTH_ADDRESS"] == f"127.0.0.1:{args.grpc_port}"
