@@ -37,6 +37,8 @@ from pathlib import Path
 import aiohttp
 import psutil
 
+from meshrl.gateway.status import live_status
+from meshrl.ops.launch.presence import find_launcher
 from meshrl.transport.ports import free_port
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -107,9 +109,6 @@ async def poll_status(session, names: list[str], times: dict, stop: asyncio.Even
 
 async def direct_status(live_run: Path, out: list[float], stop: asyncio.Event) -> None:
     """The live run's status gathered here, every 2 s during the same load."""
-    from meshrl.gateway.status import live_status
-    from meshrl.ops.launch.presence import find_launcher
-
     while not stop.is_set():
         t0 = time.perf_counter()
         await live_status(find_launcher(live_run), live_run)

@@ -35,12 +35,13 @@ import torch
 import torch.multiprocessing as mp
 
 from benchmarks.train_step import grpo_batch, smollm2_135m_shape
+from meshrl.config import load_config
+from meshrl.services.learner import ranks
+from meshrl.services.learner.train.policy import build_policy
 from meshrl.transport.ports import free_port
 
 
 def config(world: int, run_dir: str):
-    from meshrl.config import load_config
-
     return load_config(base={
         "run": {"dir": run_dir}, "model": {"path": "unused"}, "data": {"train": "unused"},
         "algorithm": {"preset": "grpo", "kl_coef": 0.0},
@@ -50,9 +51,6 @@ def config(world: int, run_dir: str):
 
 
 def run(rank: int, world: int, threads: int, port: int, steps: int, out_dir: str) -> None:
-    from meshrl.services.learner import ranks
-    from meshrl.services.learner.train.policy import build_policy
-
     os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(threads)

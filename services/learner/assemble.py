@@ -12,6 +12,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.engine import AlertEngine
@@ -35,18 +36,22 @@ from meshrl.services.learner.ranks import TrainerParts
 from meshrl.services.learner.reference_client import ReferenceClient
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
+from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights import WeightsPublisher, rollout_dtype
 from meshrl.transport.weights import Transport, transport_for
+
+if TYPE_CHECKING:  # transformers is imported when the tokenizer is loaded, not at start-up
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger("meshrl.learner")
 
 
 @dataclass
 class Built:
-    loop: object  # Learner (online) or OfflineLearner (DPO): `await loop.run()`
-    policy: object
-    tokenizer: object
+    loop: Learner | OfflineLearner  # online, or offline (DPO): `await loop.run()`
+    policy: TrainedModel
+    tokenizer: PreTrainedTokenizerBase
     dist: DistContext
     ledger: Ledger
     alerts: AlertEngine
@@ -111,7 +116,7 @@ def settle_the_dead_learners_groups(loop: Learner) -> None:
     loop.gatherer.ledger.resumed(loop.step, loop.version)
 
 
-def resume_loop(loop, resume: str | None) -> None:
+def resume_loop(loop: Learner | OfflineLearner, resume: str | None) -> None:
     """Restore the loop from `resume` (a run dir or a checkpoint), if it holds a checkpoint, and
     forget the metrics of the steps it will train again."""
     if resume is None:

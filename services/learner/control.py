@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.ops.launch.audit_events import AUDITED_BY_CALLER
+from meshrl.services.learner.feeder import FeederState
 
 
 @dataclass
@@ -31,7 +32,7 @@ class LearnerState:
     checkpoint_requests: asyncio.Queue = field(default_factory=asyncio.Queue)
     resumed: asyncio.Event = field(default_factory=asyncio.Event)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    feeder: object = None  # FeederState: pausing the run also stops new prompts
+    feeder: FeederState | None = None  # the online run's: pausing the run also stops new prompts
 
     def __post_init__(self):
         self.resumed.set()
@@ -45,7 +46,7 @@ class LearnerState:
             last_metrics=metrics, message=self.message or self.waiting_message())
 
     def waiting_message(self) -> str:
-        waiting = getattr(self.feeder, "waiting_for", "")
+        waiting = self.feeder.waiting_for if self.feeder is not None else ""
         return f"waiting for {waiting}" if waiting else ""
 
     async def wait_if_paused(self) -> None:

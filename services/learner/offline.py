@@ -19,6 +19,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.metric_logger import MetricLogger
+from meshrl.services.learner.parts import CheckpointStore, PreferencePairs, PreferenceStep
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.reference_client import ReferenceClient
 
@@ -26,13 +27,13 @@ from meshrl.services.learner.reference_client import ReferenceClient
 @dataclass
 class OfflineLearner:
     cfg: RunConfig
-    pairs: object  # PreferenceDataset
-    dpo_step: object  # DPOStep: (PreferenceBatch, step) -> metrics
+    pairs: PreferencePairs
+    dpo_step: PreferenceStep
     reference: ReferenceClient
     logger: MetricLogger
     state: LearnerState
     pad_id: int
-    checkpoints: object  # LearnerCheckpoints
+    checkpoints: CheckpointStore
     step: int = 0  # steps completed
     saved_step: int = 0
 
@@ -60,15 +61,14 @@ class OfflineLearner:
             state = {"step": self.step, "policy_version": 0, "pairs_cursor": self.pairs.state_dict(),
                      "trained_group_ids": [],
                      # what a preference loss keeps across steps (bco_pair's running mean)
-                     "preference_loss_state": dict(getattr(self.dpo_step, "loss_state", {}))}
+                     "preference_loss_state": dict(self.dpo_step.loss_state)}
             await in_trainer_thread(self.checkpoints.save, self.step, state)
             self.saved_step = self.step
 
     def restore(self, saved: dict) -> None:
         self.step = self.saved_step = int(saved["step"])
         self.pairs.load_state_dict(saved["pairs_cursor"])
-        if hasattr(self.dpo_step, "loss_state"):  # older checkpoints carry none
-            self.dpo_step.loss_state.update(saved.get("preference_loss_state", {}))
+        self.dpo_step.loss_state.update(saved.get("preference_loss_state", {}))  # older checkpoints carry none
         self.state.step = self.step
 
     async def next_batch(self) -> PreferenceBatch:

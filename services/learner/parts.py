@@ -5,10 +5,15 @@ test can hand it a small fake and a reader sees at a glance what each part must 
 
     TrainStep        train/step.py TrainStep            (batch, step) -> metrics
     WeightsExport    build.rollout_weights(...)         () -> state dict for the rollout engines
-    CheckpointStore  checkpointing.LearnerCheckpoints   save / path_of / tag
+    CheckpointStore  checkpointing.LearnerCheckpoints   save / path_of / tag / restore_if_any
     AlertJudge       meshrl.ops.alerts.AlertEngine      observe(step, metrics) -> alerts
     StepEvaluation   evaluation.LearnerEval / NoEval    samples every step, held-out eval every N
     HealthProbe      health_watch.HealthWatch           probes the services in the background
+
+and the offline (DPO) loop (offline.py), which also takes a CheckpointStore:
+
+    PreferencePairs  inputs/data PreferenceDataset      next_batch(k), a resumable cursor
+    PreferenceStep   train/dpo.py DPOStep               (PreferenceBatch, step) -> metrics
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from meshrl.algos.batch import PreferenceBatch
 from meshrl.api.common.v1 import common_pb2
+from meshrl.inputs.data.preferences import PreferenceItem
 
 
 class TrainStep(Protocol):
@@ -39,6 +46,10 @@ class CheckpointStore(Protocol):
     def tag(self, step: int, name: str) -> Path:
         """Give an existing checkpoint a name (kept by retention); returns its dir."""
 
+    def restore_if_any(self, source: str | Path) -> dict | None:
+        """At a resume: load the newest checkpoint `source` holds (a run dir or a checkpoint);
+        returns the loop's saved `state`, or None when there is none."""
+
 
 class AlertJudge(Protocol):
     def observe(self, step: int, metrics: Mapping[str, Any]) -> Sequence[Any]:
@@ -58,3 +69,21 @@ class StepEvaluation(Protocol):
 class HealthProbe(Protocol):
     async def run(self) -> None:
         """Probe the services until cancelled, feeding what it finds to the alerts."""
+
+
+class PreferencePairs(Protocol):
+    def next_batch(self, k: int) -> list[PreferenceItem]:
+        """The next `k` pairs (tokenized prompt, chosen, rejected), epochs reshuffled."""
+
+    def state_dict(self) -> dict:
+        """The cursor, for a checkpoint."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume the cursor from a checkpoint's `state_dict()`."""
+
+
+class PreferenceStep(Protocol):
+    loss_state: dict  # what a preference loss keeps across steps (bco_pair's running mean)
+
+    def __call__(self, batch: PreferenceBatch, step: int) -> dict[str, float]:
+        """One preference update on the pairs; returns its metrics."""

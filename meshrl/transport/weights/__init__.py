@@ -11,6 +11,8 @@ notice and only then loads it. Which side does what:
                 (/dev/shm on one host), `ObjectStoreTransport` (the JetStream object store)
     receive.py  the receiving side: `local_file` (the notice → a path on this host),
                 `verify_file` (size and sha256 before the engine is touched)
+    collective.py  no file: the learner serves its tensors from memory over a two-member
+                process group (NCCL on GPU, gloo on CPU) straight into the engine's worker
 
 The services hold only their own use of these: the learner's `WeightsPublisher`
 (services/learner/weights.py: which tensors, in which dtype, on its trainer thread) and the
