@@ -5,7 +5,8 @@ LearnerControlService.GetStatus) and a table of the replicas announced in the ru
 (service, replica id, gRPC address; for rollout the weights version it holds, whether it
 is ready and how many groups it generated), then the replica counts the launcher keeps
 (what `meshrl scale` last asked) and the dead letters by stage with their reasons (a message
-that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read). `--json` prints the same as one JSON object.
+that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read)
+and how often each service was restarted (`restarts: reward-0 ×1`, from RUN_DIR/restarts.jsonl). `--json` prints the same as one JSON object.
 
 Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
 `meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.gateway.client).
@@ -21,6 +22,7 @@ from pathlib import Path
 from meshrl.gateway.client import is_url, print_status
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
+from meshrl.ops.launch.restart_counts import restart_counts, restarts_line
 
 COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
            ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
@@ -75,6 +77,7 @@ def describe(status: dict) -> str:
     return "\n".join([f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
                       learner_line(status["learner"]), "", replica_table(status["replicas"]), "",
                       f"kept by the launcher: {wanted or 'nothing scalable'}",
+                      restarts_line(status.get("restarts", {})),
                       *dead_letter_lines(status["dead_letters"])])
 
 
@@ -100,5 +103,6 @@ def run(args) -> int:
             status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
     except BusUnavailable as err:
         raise LaunchError(f"cannot reach the run's NATS at {launcher.nats_url}: {err}") from None
+    status["restarts"] = restart_counts(args.run_dir)  # RUN_DIR/restarts.jsonl, every launcher of the run
     print(json.dumps(status, indent=1) if args.json else describe(status))
     return 0

@@ -15,7 +15,8 @@
   5. shows a progress bar from RUN_DIR/metrics.jsonl until the learner exits 0, restarting
      any service that dies meanwhile with back-off, within `launch.restart_budget` (the
      learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
-     restart is on the console, in RUN_DIR/restarts.jsonl and raised as an alert;
+     restart is on the console, in RUN_DIR/restarts.jsonl, counted in the launcher's
+     `meshrl_service_restarts_total` (restart_counts.py) and raised as an alert;
   6. meanwhile keeps as many rollout / reward / reward_model / reference replicas as `meshrl
      scale RUN_DIR rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
   7. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
@@ -71,6 +72,7 @@ from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials
 from meshrl.ops.launch.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.ops.launch.progress import RunProgress
 from meshrl.ops.launch.restart_policy import RestartPolicy
+from meshrl.ops.launch.restart_counts import close_restart_counter, open_restart_counter
 from meshrl.ops.launch.restart_report import RestartReporter
 from meshrl.ops.launch.scale_request import SCALABLE
 from meshrl.ops.launch.scaler import Scaler
@@ -269,8 +271,10 @@ def freed_segments(tracker: ShmTracker):
 
 def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
                  shm: ShmTracker, progress: bool, scale: Callable[[], None] = lambda: None) -> RunResult:
-    """Restart dead services (the learner with --resume) until the learner exits 0."""
-    reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url)
+    """Restart dead services (the learner with --resume) until the learner exits 0, counting
+    each restart on the launcher's /metrics endpoint (restart_counts.py)."""
+    counter = open_restart_counter(cfg, run_id, url, started=sup.children)
+    reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url, counter=counter)
     keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
                     argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
                     on_restarted=lambda key: shm.free([key], live=process_groups(sup)))
@@ -282,6 +286,7 @@ def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, ur
         shm.scan(process_groups(sup))  # what was made since the last scan, before the stop
         bar.close()
         reporter.close()
+        close_restart_counter(counter, url, run_id, cfg.nats.connect_timeout_s)
     return RunResult(run_id, run_dir, bar.steps_done, bar.last)
 
 

@@ -3,7 +3,9 @@
 For each one the reporter:
   - prints one line on the console (through tqdm, so the progress bar stays intact);
   - appends a JSON line to RUN_DIR/restarts.jsonl (service, exit code or signal, how long it
-    ran, attempt, back-off, the tail of its log): the count per service is `grep -c`;
+    ran, attempt, back-off, the tail of its log): `meshrl status` shows the count per service;
+  - adds 1 to `meshrl_service_restarts_total{service, replica}` when given a counter
+    (restart_counts.py: the launcher's /metrics endpoint);
   - raises an alert `service_restart` (warning) or `service_crashloop` (critical) through
     the learner's sinks: the log, RUN_DIR/alerts.jsonl, the webhook when configured, and the
     run's NATS events subject (header `Meshrl-Event: alert`) when NATS is up.
@@ -26,6 +28,7 @@ from tqdm import tqdm
 from meshrl.config.schema import RunConfig
 from meshrl.ops.alerts.sinks import build_sinks
 from meshrl.ops.alerts.types import Alert
+from meshrl.ops.launch.restart_counts import RestartCounter
 
 log = logging.getLogger("meshrl.launch")
 
@@ -74,8 +77,9 @@ def nats_alert_sink(url: str, run_id: str, timeout_s: float = 5.0):
 
 
 class RestartReporter:
-    def __init__(self, cfg: RunConfig, run_dir: Path, run_id: str, nats_url: str | None = None):
-        self.run_dir, self.run_id = Path(run_dir), run_id
+    def __init__(self, cfg: RunConfig, run_dir: Path, run_id: str, nats_url: str | None = None,
+                 counter: RestartCounter | None = None):
+        self.run_dir, self.run_id, self.counter = Path(run_dir), run_id, counter
         self.path = self.run_dir / "restarts.jsonl"
         self.sinks = build_sinks(cfg.alerts, run_dir) if cfg.alerts.enabled else []
         if cfg.alerts.enabled and nats_url is not None:
@@ -85,6 +89,8 @@ class RestartReporter:
         message = (f"{death.key} {describe_exit(death.returncode)} after {death.ran_for_s:.1f} s; "
                    f"restart {attempt} of {budget} in {delay_s:g} s (log: {death.log_path})")
         self._record(death, "restart", message, attempt=attempt, budget=budget, delay_s=delay_s)
+        if self.counter is not None:
+            self.counter.add(death.key)
         self._alert("service_restart", "warning", death, message,
                     {"attempt": attempt, "budget": budget, "delay_s": delay_s})
 

@@ -5,12 +5,14 @@ Why not `publish_async` + `publish_async_completed()`: in nats-py 2.16 a 429 rep
 timeout; transient failures (timeouts, 429, 503, no stream yet: see meshrl.transport.bus.retry) are
 retried with exponential backoff, for at least `patience_s` (a cluster's leader election).
 `Nats-Msg-Id` makes a retried publish safe: the stream keeps one copy per id inside its
-duplicate window.
+duplicate window. A message over the server's max_payload is refused before it is sent
+(MessageTooLarge, see meshrl.transport.bus.payload_limit), never retried.
 """
 import nats.js.errors
 from nats.js import api
 
 from meshrl.transport.bus.errors import PublishFailed
+from meshrl.transport.bus.payload_limit import check_payload_size
 from meshrl.transport.bus.retry import election_patience, is_transient, retry_transient
 
 
@@ -24,6 +26,7 @@ async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | 
     hdrs = {str(k): str(v) for k, v in (headers or {}).items()}
     if msg_id:
         hdrs[api.Header.MSG_ID] = msg_id
+    check_payload_size(js._nc, subject, payload, hdrs)  # MessageTooLarge: size, limit and the fix
     try:
         return await retry_transient(lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs or None),
                                      attempts=attempts, patience_s=patience_s)

@@ -108,3 +108,21 @@ def test_status_lists_the_announced_replicas_and_says_the_learner_is_unreachable
     assert "unreachable" in status["replicas"][0]["error"] and status["replicas"][1]["grpc"] == "127.0.0.1:7001"
     rc, out, _ = run_cli(capsys, "status", tmp_path, "--timeout", "1")
     assert rc == 0 and "SERVICE" in out and "reward-0" in out and "kept by the launcher: rollout ×1, reward ×1" in out
+
+
+def test_status_shows_restarts_written_by_the_launchers_reporter(capsys, tmp_path, nats_url, run_id):
+    from meshrl.config.load import load_config
+    from meshrl.ops.launch.restart_report import RestartReporter, ServiceExit
+
+    asyncio.run(announce(nats_url, run_id))
+    write_presence(tmp_path, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{free_port()}", {"reward": 1}))
+    rc, out, _ = run_cli(capsys, "status", tmp_path, "--timeout", "1")
+    assert rc == 0 and "restarts: none" in out
+    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d"}, "alerts": {"enabled": False}})
+    reporter = RestartReporter(cfg, tmp_path, run_id)
+    for key, attempt in (("reward-0", 1), ("rollout-1", 1), ("rollout-1", 2)):
+        reporter.restarting(ServiceExit(key, -9, 3.0, tmp_path / f"{key}.log", ""), attempt, 5, 1.0)
+    rc, out, _ = run_cli(capsys, "status", tmp_path, "--timeout", "1")
+    assert rc == 0 and "restarts: reward-0 ×1, rollout-1 ×2" in out
+    rc, out, _ = run_cli(capsys, "status", tmp_path, "--json", "--timeout", "1")
+    assert json.loads(out)["restarts"] == {"reward-0": 1, "rollout-1": 2}
