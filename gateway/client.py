@@ -11,6 +11,10 @@ A URL is the dashboard's run page (…/runs/NAME); `call` asks …/api/runs/NAME
 failure is a LaunchError that says what to fix (no token, a token the gateway does not know
 or whose role is too low, no such run, nothing listening there); the CLI prints it and exits 2.
 Only urllib: importing this module keeps `meshrl` quick to start.
+
+The token never leaves the gateway's origin: urllib copies every header, Authorization
+included, to whatever a redirect's Location names, so a redirect to another scheme, host or
+port is refused (a LaunchError naming it); one on the same origin is followed.
 """
 from __future__ import annotations
 
@@ -43,6 +47,25 @@ def api_url(url: str, path: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/api/runs/{name}/{path}".rstrip("/"), "", ""))
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the request's own origin, where the token already goes."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if origin(newurl) != origin(req.full_url):
+            raise LaunchError(f"the gateway at {req.full_url} redirected ({code}) to {newurl}, another origin: "
+                              f"not followed, so the token is not sent there; use that gateway's URL directly "
+                              f"if you trust it")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+OPENER = urllib.request.build_opener(SameOriginRedirects)
+
+
 def gateway_error(err: urllib.error.HTTPError) -> LaunchError:
     try:
         detail = json.loads(err.read() or b"{}").get("error", err.reason)
@@ -61,7 +84,7 @@ def call(url: str, method: str, path: str, body: dict | None = None, timeout_s: 
     request = urllib.request.Request(api_url(url, path), data=data, method=method, headers={
         "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+        with OPENER.open(request, timeout=timeout_s) as reply:
             return json.loads(reply.read())
     except urllib.error.HTTPError as err:
         raise gateway_error(err) from None
