@@ -19,6 +19,11 @@ and optimizer state under bf16 autocast (TRL's `bf16=True`, meshrl's `trainer.pr
 and meshrl's rollout and raw vLLM in bfloat16 (`model.dtype`); `auto` is bf16 where this
 host's probe picks it (`python -m meshrl.inputs.models.precision`), else fp32.
 
+Device (`--device`): `auto` is cuda where torch sees a GPU. On cuda TRL trains on the GPU,
+meshrl's learner and vLLM run there too and its weights go from the learner's GPU into the
+engine over NCCL (`learner.weights_transport: collective`); `--model DIR` points at a local
+model (e.g. a 1.5B instruct model; benchmarks/configs/grpo_1p5b_gpu.yaml is a full run's config).
+
 Simplifications: one run each, one after the other (TRL first), so figures move with the
 machine's load (a shared 2-core host is noisy: compare only within one run of this script);
 TRL's reward is "the last number in the answer equals a+b", meshrl's is math-verify on the
@@ -29,6 +34,7 @@ checks its argument and result parsing).
     .venv/bin/python -m benchmarks.vs_trl --steps 6
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --precision bf16
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --skip-trl --max-staleness 1 --cores split
+    .venv/bin/python -m benchmarks.vs_trl --device cuda --model /models/Qwen2.5-1.5B-Instruct --precision bf16
 """
 from __future__ import annotations
 
@@ -69,7 +75,7 @@ class Clock(TrainerCallback):
 
 cfg = GRPOConfig(output_dir=a["out"], per_device_train_batch_size=a["batch"], num_generations=a["samples"],
                  max_completion_length=a["max_tokens"], beta=0.0, num_iterations=1, loss_type="grpo",
-                 learning_rate=a["lr"], max_steps=a["steps"], use_cpu=True, bf16=a["bf16"], temperature=1.0,
+                 learning_rate=a["lr"], max_steps=a["steps"], use_cpu=a["use_cpu"], bf16=a["bf16"], temperature=1.0,
                  logging_steps=1, report_to="none", save_strategy="no", seed=0,
                  model_init_kwargs={"dtype": "float32"})
 clock = Clock()
@@ -90,11 +96,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="meshrl's launch.cores (meshrl/ops/launch/cores.py)")
     ap.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
                     help="both frameworks' training precision (bf16: autocast on fp32 master weights)")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="where both frameworks train and generate (auto: cuda when torch sees a GPU)")
+    ap.add_argument("--model", type=Path, help="a local HF model dir (default: SmolLM2-135M-Instruct from its PyPI package)")
     ap.add_argument("--cache", type=Path, default=Path("~/.cache/meshrl-bench").expanduser())
     ap.add_argument("--raw-vllm-worker", help=argparse.SUPPRESS)  # internal: JSON args of step 5
     args = ap.parse_args(argv)
     if args.steps < 2:
         ap.error(f"--steps={args.steps}: use at least 2 (the first step includes start-up and is not timed)")
+    if args.device == "auto" and not args.raw_vllm_worker:
+        import torch
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.precision == "auto" and not args.raw_vllm_worker:
         from meshrl.inputs.models.precision import probe_host
         args.precision = probe_host().dtype
@@ -132,13 +144,14 @@ def ensure_model() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path, precision: str = "fp32") -> dict:
+def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path, precision: str = "fp32",
+            device: str = "cpu") -> dict:
     work.mkdir(parents=True, exist_ok=True)
     script, result = work / "trl_runner.py", work / "trl_result.json"
     script.write_text(TRL_RUNNER)
     spec = {"model": str(model), "data": str(data), "steps": steps, "out": str(work / "trl-out"),
             "result": str(result), "batch": PROMPTS_PER_STEP * SAMPLES, "samples": SAMPLES,
-            "max_tokens": MAX_TOKENS, "lr": LR, "bf16": precision == "bf16"}
+            "max_tokens": MAX_TOKENS, "lr": LR, "bf16": precision == "bf16", "use_cpu": device == "cpu"}
     env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "TOKENIZERS_PARALLELISM": "false"}
     with open(work / "trl.log", "w") as log:
         subprocess.run([str(python), str(script), json.dumps(spec)], check=True, env=env,
@@ -147,18 +160,24 @@ def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path, preci
 
 
 def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores: str = "auto",
-                  precision: str = "fp32") -> dict:
+                  precision: str = "fp32", device: str = "cpu") -> dict:
     trainer = {"mini_batches": 1, "micro_batch_size": PROMPTS_PER_STEP * SAMPLES, "optim": {"lr": LR},
                "precision": precision}
     return {"run": {"name": "vs-trl", "seed": 0}, "model": {"path": str(model), "dtype": vllm_dtype(precision)},
             "data": {"train": str(data), "max_prompt_tokens": 128},
             "algorithm": {"preset": "grpo", "kl_coef": 0.0},
             "rollout": {"sampling": {"group_size": SAMPLES, "temperature": 1.0, "max_tokens": MAX_TOKENS},
-                        "kv_cache_gb": 0.25},
+                        "kv_cache_gb": kv_cache_gb(device), "enforce_eager": device == "cpu"},
             "reward": {"components": [{"name": "correct", "kind": "math_verify", "weight": 1.0}]},
             "learner": {"steps": steps, "prompts_per_step": PROMPTS_PER_STEP, "max_staleness": max_staleness,
-                        "push_every": 1, "checkpoint_every": 0},
+                        "push_every": 1, "checkpoint_every": 0,
+                        "weights_transport": "collective" if device == "cuda" else "shm"},
             "trainer": trainer, "launch": {"cores": cores}}
+
+
+def kv_cache_gb(device: str) -> float:
+    """GiB of KV cache: 4 × 4 sequences of ≤ 160 tokens need little; a GPU gets room to spare."""
+    return 4.0 if device == "cuda" else 0.25
 
 
 def vllm_dtype(precision: str) -> str:
@@ -166,11 +185,11 @@ def vllm_dtype(precision: str) -> str:
 
 
 def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto",
-               precision: str = "fp32") -> dict:
+               precision: str = "fp32", device: str = "cpu") -> dict:
     """`meshrl train`; the time from launch to the first metrics row is its start-up."""
     run_dir = work / f"meshrl-run-{int(time.time())}"
     config = work / "meshrl.yaml"
-    config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores, precision)))
+    config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores, precision, device)))
     meshrl = Path(sys.executable).with_name("meshrl")
     began, first = time.perf_counter(), None
     with open(work / "meshrl.log", "w") as log:
@@ -228,8 +247,9 @@ def raw_vllm_worker(spec: dict) -> dict:
     texts = tok.apply_chat_template([r["prompt"] for r in prompt_rows()], add_generation_prompt=True,
                                     tokenize=False)  # as meshrl's dataset renders them
     prompts = [TokensPrompt(prompt_token_ids=ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
-    llm = LLM(model=spec["model"], dtype=spec.get("dtype", "float32"), enforce_eager=True, max_model_len=512, seed=0,
-              enable_chunked_prefill=False, kv_cache_memory_bytes=int(0.25 * (1 << 30)))
+    device = spec.get("device", "cpu")
+    llm = LLM(model=spec["model"], dtype=spec.get("dtype", "float32"), enforce_eager=device == "cpu", max_model_len=512,
+              seed=0, enable_chunked_prefill=False, kv_cache_memory_bytes=int(kv_cache_gb(device) * (1 << 30)))
     params = SamplingParams(n=SAMPLES, temperature=1.0, max_tokens=MAX_TOKENS, logprobs=0)
     tokens, seconds = 0, 0.0
     for i in range(spec["batches"] + 1):
@@ -243,17 +263,22 @@ def raw_vllm_worker(spec: dict) -> dict:
 
 
 def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto",
-                 precision: str = "fp32") -> dict:
+                 precision: str = "fp32", device: str = "cpu") -> dict:
     """Raw vLLM bound to the cores meshrl's launcher gives its rollout in this mode."""
     from meshrl.ops.launch.cores import plan_cores, usable_cores
 
     env = {**os.environ, **plan_cores(usable_cores(), mode=cores, max_staleness=max_staleness).rollout_env()}
     spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json"),
-                       "dtype": vllm_dtype(precision)})
+                       "dtype": vllm_dtype(precision), "device": device})
     with open(work / "vllm.log", "w") as log:
         subprocess.run([sys.executable, "-m", "benchmarks.vs_trl", "--raw-vllm-worker", spec], check=True,
                        env=env, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT)
-    return {**json.loads((work / "vllm_result.json").read_text()), "bind": env["VLLM_CPU_OMP_THREADS_BIND"]}
+    bind = env["VLLM_CPU_OMP_THREADS_BIND"] if device == "cpu" else "cuda"
+    return {**json.loads((work / "vllm_result.json").read_text()), "bind": bind}
+
+
+def where_vllm_ran(bind: str) -> str:
+    return "on the GPU" if bind == "cuda" else f"VLLM_CPU_OMP_THREADS_BIND={bind}"
 
 
 def curve(values: list[float]) -> str:
@@ -264,7 +289,8 @@ def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
     mesh_times = [r["time/step"] for r in mesh["rows"]]
     mesh_step = steady_median(mesh_times)
     lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}); batch {PROMPTS_PER_STEP} prompts × "
-             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, {args.precision}, meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
+             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, {args.precision} on {args.device}, "
+             f"meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
     if trl is not None:
         trl_step = steady_median(trl["step_s"])
         lines += [f"TRL {TRL_PIN.split('==')[1]} step (median): {trl_step:.2f} s   [{curve(trl['step_s'])}]",
@@ -283,7 +309,7 @@ def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
     mesh_tps = generation_tokens_per_s(mesh["rows"])
     if vllm is not None:
         lines += [f"rollout tokens/s: meshrl {mesh_tps:.1f}, raw vLLM LLM.generate {vllm['tokens_per_s']:.1f} "
-                  f"(VLLM_CPU_OMP_THREADS_BIND={vllm['bind']}), ratio {mesh_tps / vllm['tokens_per_s']:.2f}"]
+                  f"({where_vllm_ran(vllm['bind'])}), ratio {mesh_tps / vllm['tokens_per_s']:.2f}"]
     else:
         lines.append(f"rollout tokens/s: meshrl {mesh_tps:.1f}")
     return "\n".join(lines)
@@ -297,14 +323,14 @@ def main(argv=None) -> None:
         return
     work = args.cache / f"run-{time.strftime('%Y%m%d-%H%M%S')}"
     work.mkdir(parents=True, exist_ok=True)
-    model = ensure_model()
+    model = args.model or ensure_model()
     data = work / "sums.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in prompt_rows()))
     trl = None if args.skip_trl else run_trl(ensure_trl_venv(args.cache), model, data, args.steps, work,
-                                             args.precision)
-    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores, args.precision)
+                                             args.precision, args.device)
+    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores, args.precision, args.device)
     vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores,
-                                                    precision=args.precision)
+                                                    precision=args.precision, device=args.device)
     print(report(args, trl, mesh, vllm))
     print(f"(logs and results: {work})")
 

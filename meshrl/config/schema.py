@@ -168,7 +168,10 @@ class LearnerConfig(Strict):
     max_staleness: int = Field(0, ge=0)  # 0 = synchronous on-policy
     max_groups_in_flight: int | None = Field(None, ge=1)  # None = prompts_per_step × (staleness+1)
     push_every: int = Field(1, ge=1)
-    weights_transport: Literal["shm", "objectstore"] = "shm"
+    # shm: a file in /dev/shm (one host); objectstore: JetStream's object store (any host);
+    # collective: straight into each engine over NCCL/gloo from the learner's memory (GPUs)
+    weights_transport: Literal["shm", "objectstore", "collective"] = "shm"
+    weights_port: int = Field(0, ge=0, le=65535)  # collective: the learner's weights server (0 = any free)
     # On by default: a crash loses at most this many steps (the launcher restarts the learner
     # from the newest checkpoint). 0 = only at the end, on SIGTERM and before an alert acts.
     checkpoint_every: int = Field(10, ge=0)

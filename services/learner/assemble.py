@@ -38,8 +38,8 @@ from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
 from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.trainer_thread import in_trainer_thread
-from meshrl.services.learner.weights import WeightsPublisher, rollout_dtype
-from meshrl.transport.weights import Transport, transport_for
+from meshrl.services.learner.weights import CollectivePublisher, publisher_for
+from meshrl.transport.weights import Transport
 
 if TYPE_CHECKING:  # transformers is imported when the tokenizer is loaded, not at start-up
     from transformers import PreTrainedTokenizerBase
@@ -55,7 +55,7 @@ class Built:
     dist: DistContext
     ledger: Ledger
     alerts: AlertEngine
-    transport: Transport | None = None  # where weights go (online only); removed at exit
+    transport: Transport | CollectivePublisher | None = None  # where weights go (online only); closed at exit
     ranks: TrainerParts | None = None  # online: the trainer's parts, on one process or rank 0 of N
 
     def close(self) -> None:
@@ -141,13 +141,12 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
-    transport = transport_for(cfg.learner.weights_transport, bus, run_id)
+    publisher, transport = publisher_for(cfg, bus, run_id, device=dist.device, tied_embeddings=tied)
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),
         train_step=trainer.train_step,
-        publisher=WeightsPublisher(bus, transport, run_id, tied_embeddings=tied,
-                                   dtype=rollout_dtype(cfg.model.dtype)),
+        publisher=publisher,
         export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),

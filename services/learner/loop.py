@@ -37,10 +37,9 @@ from meshrl.services.learner.gather import Gatherer, ScoringUnavailable, StepGro
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthProbe, StepEvaluation, TrainStep,
-                                           WeightsExport)
+                                           WeightsExport, WeightsPush)
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
-from meshrl.services.learner.weights import WeightsPublisher
 from meshrl.ops.telemetry.tracing import set_policy_version, step_span
 
 log = logging.getLogger("meshrl.learner")
@@ -52,7 +51,7 @@ class Learner:
     feeder: PromptFeeder
     gatherer: Gatherer
     train_step: TrainStep
-    publisher: WeightsPublisher
+    publisher: WeightsPush
     export_weights: WeightsExport
     checkpoints: CheckpointStore
     alerts: AlertJudge  # rules off = a no-op

@@ -5,6 +5,7 @@ test can hand it a small fake and a reader sees at a glance what each part must 
 
     TrainStep        train/step.py TrainStep            (batch, step) -> metrics
     WeightsExport    build.rollout_weights(...)         () -> state dict for the rollout engines
+    WeightsPush      weights.WeightsPublisher / CollectivePublisher   publish(state dict, version) -> figures
     CheckpointStore  checkpointing.LearnerCheckpoints   save / path_of / tag / restore_if_any
     AlertJudge       meshrl.ops.alerts.AlertEngine      observe(step, metrics) -> alerts
     StepEvaluation   evaluation.LearnerEval / NoEval    samples every step, held-out eval every N
@@ -34,6 +35,11 @@ class TrainStep(Protocol):
 class WeightsExport(Protocol):
     def __call__(self) -> Mapping[str, Any]:
         """The policy's full state dict, as the rollout engines load it."""
+
+
+class WeightsPush(Protocol):
+    async def publish(self, state_dict: Mapping[str, Any], *, version: int, step: int) -> dict[str, float]:
+        """Make `version` loadable by the rollout engines and announce it; returns timings."""
 
 
 class CheckpointStore(Protocol):

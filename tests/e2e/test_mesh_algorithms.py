@@ -12,7 +12,9 @@ def finite(rows, key):
 
 
 @pytest.mark.parametrize("preset, signature_metric, extra", [
-    ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4"]),  # clip-higher, overlong
+    # clip-higher, overlong; weights from the learner's memory into the engine over a gloo
+    # pair group (the collective transport; NCCL on GPUs)
+    ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4", "learner.weights_transport=collective"]),
     # sequence-level ratio; weights through the JetStream object store instead of /dev/shm
     ("gspo", "ratio/mean", ["learner.weights_transport=objectstore"]),
     ("ppo", "critic/values", []),      # the critic ran (GAE needs values)
@@ -23,7 +25,7 @@ def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, e
     assert len(finite(metrics, "loss")) == 2 and len(finite(metrics, signature_metric)) == 2
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
     assert len(trained) == len(set(trained)) == 2 * 4
-    # The rollout verified (sha256) and loaded the version pushed after step 0.
+    # The rollout verified (sha256, or the collective's manifest) and loaded the version pushed after step 0.
     assert any(e["event"] == "weights_loaded" and e["ok"] and e["version"] == 1 for e in ledger)
     assert all(e["policy_version"] == e["step"] for e in ledger if e["event"] == "trained")
 

@@ -34,3 +34,27 @@ def test_stale_fraction_counts_the_ledger():
     ledger = [{"event": "published"}] * 5 + [{"event": "dropped", "reason": "stale"},
                                              {"event": "dropped", "reason": "no_signal"}]
     assert stale_fraction(ledger) == (1, 5)
+
+
+def test_on_cuda_meshrl_pushes_weights_over_the_collective_and_vllm_uses_cuda_graphs(tmp_path):
+    from benchmarks.vs_trl import meshrl_config, where_vllm_ran
+    from meshrl.config.load import load_config
+
+    gpu = meshrl_config(tmp_path / "model", tmp_path / "d.jsonl", 4, 0, precision="bf16", device="cuda")
+    cpu = meshrl_config(tmp_path / "model", tmp_path / "d.jsonl", 4, 0, precision="bf16", device="cpu")
+    assert (gpu["learner"]["weights_transport"], gpu["rollout"]["enforce_eager"]) == ("collective", False)
+    assert (cpu["learner"]["weights_transport"], cpu["rollout"]["enforce_eager"]) == ("shm", True)
+    assert load_config(base=gpu).learner.weights_transport == "collective"  # valid against the schema
+    assert parse_args(["--device", "cuda", "--model", "/m"]).model.as_posix() == "/m"
+    assert where_vllm_ran("cuda") == "on the GPU" and where_vllm_ran("0,1") == "VLLM_CPU_OMP_THREADS_BIND=0,1"
+
+
+def test_the_1p5b_gpu_config_loads():
+    from pathlib import Path
+
+    from meshrl.config.load import load_config
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "configs" / "grpo_1p5b_gpu.yaml"
+    cfg = load_config(path, ["model.path=/models/some-1.5b"])
+    assert (cfg.learner.weights_transport, cfg.model.dtype, cfg.trainer.precision) == ("collective", "bfloat16", "bf16")
+    assert cfg.rollout.enforce_eager is False and cfg.model.path == "/models/some-1.5b"
