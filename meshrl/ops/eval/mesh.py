@@ -78,7 +78,9 @@ def eval_mesh(cfg: RunConfig, work_dir: str | Path, *, start_timeout_s: float = 
             Supervisor(work_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in sampling_specs(cfg):
-            argv = [*service_argv(spec, url, run_id, config_path), "--grpc-port", "0"]
+            argv = service_argv(spec, url, run_id, config_path)
+            if spec.name != "reward_model":  # it serves where the config says: the reward service calls it there
+                argv += ["--grpc-port", "0"]
             sup.start(spec.name, argv, replica=spec.replica, env=spec.env)
         rollout, reward = wait_for_services(sup, cfg, url, run_id, timeout_s=start_timeout_s)
         yield EvalMesh(run_id, url, rollout, reward)

@@ -50,3 +50,15 @@ def test_no_port_and_no_address_names_both():
 def test_bad_reward_model_configs_are_refused(components, sections, says):
     with pytest.raises((ConfigError, ValueError), match=says):
         cfg_with(components, **sections)
+
+
+def test_with_grpc_tls_a_launched_reward_model_is_called_with_the_runs_certificate(monkeypatch):
+    cfg = cfg_with([{"name": "rm", "kind": "reward_model"}], reward_model={"path": "/rm", "grpc_port": 50080},
+                   launch={"grpc_tls": "mutual"})
+    for var, value in (("CA", "/s/ca.pem"), ("CERT", "/s/reward.pem"), ("KEY", "/s/reward.key")):
+        monkeypatch.setenv(f"MESHRL_GRPC_TLS_{var}_FILE", value)
+    tls = called_components(cfg)[0].tls
+    assert (tls.ca_file, tls.cert_file, tls.key_file) == ("/s/ca.pem", "/s/reward.pem", "/s/reward.key")
+    monkeypatch.delenv("MESHRL_GRPC_TLS_CA_FILE")
+    with pytest.raises(ConfigError, match="launch.grpc_tls is on but MESHRL_GRPC_TLS_CA_FILE is not set"):
+        called_components(cfg)
