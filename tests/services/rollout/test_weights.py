@@ -36,6 +36,16 @@ def updater(engine, reports, **kw):
     return WeightsUpdater(engine, run_id="test-run", replica_id="rollout-test", publish_loaded=publish, **kw)
 
 
+async def assert_serves(engine, tiny_model_dir, state) -> None:
+    """The engine holds `state`: its embedding bytes, and greedy log-probs equal HF's on it."""
+    assert await engine.weights_digest() == tensor_digest(state["model.embed_tokens.weight"])
+    greedy = prompt_task(engine.tokenizer, n=1, temperature=0.0, max_tokens=8)
+    sample = (await engine.generate_group(greedy)).samples[0]
+    ids = unpack_int32(sample.response_token_ids)
+    expected = hf_logprobs(tiny_model_dir, unpack_int32(greedy.prompt_token_ids), ids, state_dict=state)
+    np.testing.assert_allclose(unpack_float32(sample.behaviour_logprobs), expected, atol=1e-4)
+
+
 async def test_shm_notice_is_verified_loaded_and_reported(base_rollout_engine, tiny_model_dir, pushed):
     state, _, notice = pushed
     reports = []
@@ -43,12 +53,7 @@ async def test_shm_notice_is_verified_loaded_and_reported(base_rollout_engine, t
     assert report.ok and report.error == "" and report.load_s > 0
     assert (report.run_id, report.replica_id, report.version) == ("test-run", "rollout-test", 1)
     assert reports == [report] and base_rollout_engine.version == 1
-    assert await base_rollout_engine.weights_digest() == tensor_digest(state["model.embed_tokens.weight"])
-    greedy = prompt_task(base_rollout_engine.tokenizer, n=1, temperature=0.0, max_tokens=8)
-    sample = (await base_rollout_engine.generate_group(greedy)).samples[0]
-    ids = unpack_int32(sample.response_token_ids)
-    expected = hf_logprobs(tiny_model_dir, unpack_int32(greedy.prompt_token_ids), ids, state_dict=state)
-    np.testing.assert_allclose(unpack_float32(sample.behaviour_logprobs), expected, atol=1e-4)
+    await assert_serves(base_rollout_engine, tiny_model_dir, state)
 
 
 async def test_bad_checksum_is_refused_and_the_old_version_kept(base_rollout_engine, pushed):
@@ -113,12 +118,7 @@ async def test_collective_notice_is_received_into_the_engine(base_rollout_engine
         report = await updater(base_rollout_engine, reports).apply(notice)
         assert report.ok, report.error
         assert base_rollout_engine.version == 2
-        assert await base_rollout_engine.weights_digest() == tensor_digest(state["model.embed_tokens.weight"])
-        greedy = prompt_task(base_rollout_engine.tokenizer, n=1, temperature=0.0, max_tokens=8)
-        sample = (await base_rollout_engine.generate_group(greedy)).samples[0]
-        ids = unpack_int32(sample.response_token_ids)
-        expected = hf_logprobs(tiny_model_dir, unpack_int32(greedy.prompt_token_ids), ids, state_dict=state)
-        np.testing.assert_allclose(unpack_float32(sample.behaviour_logprobs), expected, atol=1e-4)
+        await assert_serves(base_rollout_engine, tiny_model_dir, state)
 
         forged = pb.WeightsNotice(); forged.CopyFrom(notice); forged.version, forged.size_bytes = 3, 10
         server.offer(3, snapshot(state.items(), None))
