@@ -24,3 +24,13 @@ def make_private_dir(path: Path) -> None:
 def private_open_append(path: Path):
     """Open a log for appending, created 0600 whatever the caller's umask."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
+
+
+def write_private_file(path: Path, data: bytes) -> Path:
+    """Write `path` with mode 0600 from the start (a secret is never briefly world-readable),
+    replacing an earlier file and its mode."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path

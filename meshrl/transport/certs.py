@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -23,6 +22,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from meshrl.ops.private_files import write_private_file
 
 
 def _name(cn: str) -> x509.Name:
@@ -34,15 +35,6 @@ def _san(host: str) -> x509.GeneralName:
         return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:
         return x509.DNSName(host)
-
-
-def _write_private(path: Path, data: bytes) -> Path:
-    """Write with mode 0600 from the start (a key is never briefly world-readable)."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return path
 
 
 @dataclass(frozen=True)
@@ -58,7 +50,7 @@ class Issued:
         cert_path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
         key_pem = self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                          serialization.NoEncryption())
-        return cert_path, _write_private(stem.with_name(stem.name + ".key"), key_pem)
+        return cert_path, write_private_file(stem.with_name(stem.name + ".key"), key_pem)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, check_jsonschema
 from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
 from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path
 import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py
+from tests.deploy.test_compose_nats_auth import auth_dir, secret_file  # noqa: E402,F401 - a fixture: compose's NATS users
 
 OVERRIDE = COMPOSE_DIR / "tls.yaml"
 MESHRL = ("learner", "rollout", "reward", "reference")
@@ -68,38 +69,26 @@ def test_every_service_reads_its_own_certificate_files(override, files):
     assert oct((files / "meshrl-tls-rollout").stat().st_mode & 0o777) == "0o700"
 
 
-@pytest.fixture(scope="module")
-def users(tmp_path_factory) -> Path:
-    """What make_nats_auth.py writes (compose.yaml's NATS users), in a temp nats-auth/."""
-    from tests.deploy.test_compose_nats_auth import RUN_ID, make_nats_auth
-
-    out = tmp_path_factory.mktemp("compose-auth") / "nats-auth"
-    assert make_nats_auth.main(["--out", str(out), "--run-id", RUN_ID]) == 0
-    return out
-
-
-def nats_command(override: dict, files: Path, users: Path, store: Path, port: int) -> list[str]:
+def nats_command(override: dict, files: Path, auth_dir: Path, store: Path, port: int) -> list[str]:
     """The override's NATS command, its /tls, /run/secrets and /data moved to the test's
     folders, on `port`."""
-    from tests.deploy.test_compose_nats_auth import secret_file
-
     nats = override["services"]["nats"]
     tls_dir = mounts(nats, files.parent)["/tls"]
     base = yaml.safe_load(COMPOSE.read_text())
-    args = [str(secret_file(base, a.removeprefix("/run/secrets/"), users.parent)) if a.startswith("/run/secrets/")
+    args = [str(secret_file(base, a.removeprefix("/run/secrets/"), auth_dir.parent)) if a.startswith("/run/secrets/")
             else a.replace("/tls/", f"{tls_dir}/") for a in nats["command"]]
     args[args.index("--store_dir") + 1] = str(store)
     args[args.index("--http_port") + 1] = str(free_port())
     return [str(find_nats_server()), *args, "--port", str(port), "--addr", "127.0.0.1"]
 
 
-def test_nats_with_the_override_command_requires_client_certificates(override, files, users, tmp_path):
+def test_nats_with_the_override_command_requires_client_certificates(override, files, auth_dir, tmp_path):
     from meshrl.transport.bus import Bus, BusUnavailable
     from meshrl.transport.bus.credentials import read_credentials
     from meshrl.transport.bus.tls import TlsFiles
 
     port = free_port()
-    server = subprocess.Popen(nats_command(override, files, users, tmp_path / "store", port),
+    server = subprocess.Popen(nats_command(override, files, auth_dir, tmp_path / "store", port),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = files / "meshrl-tls-rollout"
 
@@ -107,7 +96,7 @@ def test_nats_with_the_override_command_requires_client_certificates(override, f
         for attempt in range(attempts):
             try:
                 async with await Bus.connect(f"nats://localhost:{port}", "r", name="t", timeout=3, tls=tls,
-                                             credentials=read_credentials(users / "nats-rollout.json")):
+                                             credentials=read_credentials(auth_dir / "nats-rollout.json")):
                     return "connected"
             except BusUnavailable:
                 time.sleep(0.5)  # the server may still be starting

@@ -13,10 +13,10 @@ service after regenerating); every file is 0600 in a 0700 folder, and none is pr
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from meshrl.ops.private_files import write_private_file
 from meshrl.transport.bus.run_auth import create_run_auth
 
 SERVER_FILE = "nats-auth.conf"
@@ -35,19 +35,11 @@ def server_config(block: str, passwords: dict[str, str]) -> str:
     return head + variables + block
 
 
-def write_private(path: Path, text: str) -> Path:
-    """Write `path` with mode 0600 from the start, replacing an earlier file (and its mode)."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return path
-
-
 def write_auth_files(directory: Path, run_id: str, *, reference_enabled: bool = True) -> AuthFiles:
     """nats-auth.conf and nats-<user>.json for each service kind and `admin`, in `directory`."""
     if not run_id:
         raise ValueError("a run id is needed: each user's subjects are the run's (meshrl.<run id>.*)")
     auth = create_run_auth(Path(directory), run_id, reference_enabled=reference_enabled)
-    server = write_private(Path(directory) / SERVER_FILE, server_config(auth.server.config, auth.server.env))
+    text = server_config(auth.server.config, auth.server.env)
+    server = write_private_file(Path(directory) / SERVER_FILE, text.encode())
     return AuthFiles(server, dict(auth.files))
