@@ -43,7 +43,8 @@ from benchmarks.bus_objectstore import make_file  # noqa: E402
 from meshrl.transport.bus.server import find_nats_server  # noqa: E402
 from meshrl.transport.ports import free_port  # noqa: E402
 from tests.deploy import netns  # noqa: E402
-from tests.deploy.test_multihost_drill import HOSTS, Mesh, compose_service, drill_config, steps_done, wait_for  # noqa: E402
+from tests.deploy.test_multihost_drill import (  # noqa: E402
+    HOSTS, Mesh, drill_config, nats_argv, nats_users, steps_done, wait_for)
 
 MEASURE = ("import asyncio, sys; from pathlib import Path; from benchmarks.bus_objectstore import measure; "
            "asyncio.run(measure(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])))")
@@ -152,12 +153,11 @@ def join_figures(tmp: Path) -> None:
     env = {"MESHRL_NATS_URL": f"nats://127.0.0.1:{nats_port}", "MESHRL_ADVERTISE_HOST": "127.0.0.1"} if loopback else {}
     ports = {h: (free_port() if loopback else None) for h in ("rollout-a", "rollout-b", "reward")}
     with hosts:
-        mesh = Mesh(hosts, tmp / "logs", f"join-{uuid.uuid4().hex[:8]}", tmp / "config.yaml", env=env)
+        run_id = f"join-{uuid.uuid4().hex[:8]}"
+        users = nats_users(tmp / "nats-auth", run_id, tmp / "config.yaml")  # compose's NATS users
+        mesh = Mesh(hosts, tmp / "logs", run_id, tmp / "config.yaml", env=env, secrets=users)
         try:
-            nats_command, _ = compose_service("nats", {})
-            args = [str(tmp / "nats-store") if flag == "--store_dir" else a
-                    for flag, a in zip(["", *nats_command], nats_command)]
-            mesh.start("nats", [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", str(nats_port)], dict(os.environ))
+            mesh.start("nats", nats_argv(tmp / "nats-store", nats_port, users), dict(os.environ))
             mesh.start_service("learner", "learner")
             mesh.start_service("rollout-a", "rollout", ports["rollout-a"])
             mesh.start_service("reward", "reward", ports["reward"])

@@ -8,6 +8,8 @@ Weights travel through the NATS object store (no /dev/shm between hosts). Mid-ru
 link of rollout-b is cut for a while and restored; the run must finish all its steps with
 the ledger proving nothing lost and nothing trained twice, both rollout hosts having
 served groups and loaded weights, and each replica announcing its own host's address.
+NATS admits only compose's users (deploy/compose/make_nats_auth.py, made for the drill's run):
+each service logs in with its own kind's file, as compose mounts it.
 
 What the drill simplifies: the hosts share this machine's filesystem (the model, data and
 run dir are at the same paths everywhere, as a shared volume would give), and the image's
@@ -33,9 +35,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from meshrl.transport.bus.credentials import ENV_VAR
 from meshrl.transport.bus.server import find_nats_server
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
 from tests.deploy.netns import Hosts, available
+from tests.deploy.test_compose_nats_auth import make_nats_auth, secret_file
 from tests.e2e.conftest import VOWEL_REWARD, e2e_data  # noqa: F401  (e2e_data: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,14 +51,33 @@ STEPS = 10
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def compose_service(name: str, substitutions: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """(command, environment) of a compose service, `${VAR:-default}` expanded."""
-    service = yaml.safe_load(COMPOSE.read_text())["services"][name]
+def compose_service(name: str, substitutions: dict[str, str],
+                    secrets: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """(command, environment) of a compose service, `${VAR:-default}` expanded; with `secrets`
+    (the folder make_nats_auth.py wrote), /run/secrets/NAME becomes that secret's file there."""
+    compose = yaml.safe_load(COMPOSE.read_text())
 
     def expand(value) -> str:
-        return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: substitutions.get(m[1], m[2]), str(value))
+        value = re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: substitutions.get(m[1], m[2]), str(value))
+        if secrets is not None and value.startswith("/run/secrets/"):
+            return str(secret_file(compose, value.removeprefix("/run/secrets/"), secrets.parent))
+        return value
 
+    service = compose["services"][name]
     return [expand(a) for a in service["command"]], {k: expand(v) for k, v in service.get("environment", {}).items()}
+
+
+def nats_users(folder: Path, run_id: str, config: Path) -> Path:
+    """compose's NATS users for this run, made by deploy/compose/make_nats_auth.py in `folder`."""
+    assert make_nats_auth.main(["--config", str(config), "--run-id", run_id, "--out", str(folder)]) == 0
+    return folder
+
+
+def nats_argv(store: Path, port: int, secrets: Path) -> list[str]:
+    """compose's nats command: its store in `store`, its users from `secrets`, on 0.0.0.0:`port`."""
+    command, _ = compose_service("nats", {}, secrets)
+    args = [str(store) if flag == "--store_dir" else a for flag, a in zip(["", *command], command)]
+    return [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", str(port)]
 
 
 def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
@@ -75,10 +98,12 @@ def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
 class Mesh:
     """The processes of the drill, each logging to RUN_DIR/../logs/<host>.log."""
 
-    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path, env: dict[str, str] | None = None):
+    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path, env: dict[str, str] | None = None,
+                 secrets: Path | None = None):
         self.hosts, self.logs, self.procs = hosts, logs, {}
         self.substitutions = {"MESHRL_RUN_ID": run_id}
         self.config = config
+        self.secrets = secrets  # make_nats_auth.py's folder: each service's own NATS user
         self.env = env or {}  # over every service's compose environment (netns.Loopback: the NATS url)
 
     def start(self, host: str, argv: list[str], env: dict[str, str]) -> None:
@@ -88,7 +113,7 @@ class Mesh:
 
     def start_service(self, host: str, compose_name: str, grpc_port: int | None = None) -> None:
         """`grpc_port`: over the command's --grpc-port (several replicas on one address)."""
-        command, env = compose_service(compose_name, self.substitutions)
+        command, env = compose_service(compose_name, self.substitutions, self.secrets)
         if grpc_port is not None:
             command[command.index("--grpc-port") + 1] = str(grpc_port)
         env.update(MESHRL_CONFIG=str(self.config), HOSTNAME=host, TOKENIZERS_PARALLELISM="false",
@@ -162,17 +187,16 @@ def hosts():
         yield made
 
 
-def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_dir, e2e_data, tmp_path):
+def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_dir, e2e_data, tmp_path, monkeypatch):
     run_id, run_dir, logs = f"drill-{uuid.uuid4().hex[:8]}", tmp_path / "run", tmp_path / "logs"
     logs.mkdir()
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(drill_config(str(tiny_model_dir), e2e_data, run_dir)))
-    mesh = Mesh(hosts, logs, run_id, config)
-    nats_command, _ = compose_service("nats", {})
-    store = tmp_path / "nats-store"
+    users = nats_users(tmp_path / "nats-auth", run_id, config)
+    monkeypatch.setenv(ENV_VAR, str(users / "nats-admin.json"))  # this test's own checks (`announced`)
+    mesh = Mesh(hosts, logs, run_id, config, secrets=users)
     try:
-        args = [str(store) if flag == "--store_dir" else a for flag, a in zip(["", *nats_command], nats_command)]
-        mesh.start("nats", [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", "4222"], dict(os.environ))
+        mesh.start("nats", nats_argv(tmp_path / "nats-store", 4222, users), dict(os.environ))
         for host, service in (("learner", "learner"), ("rollout-a", "rollout"), ("rollout-b", "rollout")):
             mesh.start_service(host, service)
         url = f"nats://{hosts.ip('nats')}:4222"
