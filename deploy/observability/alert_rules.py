@@ -25,10 +25,11 @@ GROUP = "meshrl-built-in-alerts"
 
 
 def train(key: str) -> str:
-    """The learner gauge of a metrics.jsonl key (`memory/rss_bytes` -> meshrl_train_memory_rss_bytes)."""
+    """The learner series of a metrics.jsonl key as a selector (`memory/rss_bytes` ->
+    meshrl_train_memory_rss_bytes, `reward/format` -> meshrl_train_reward_component{component="format"})."""
     name, labels, _ = train_series(key)
-    assert not labels, f"{key}: a labelled series cannot stand in for a plain metric here"
-    return name
+    selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return f"{name}{{{selector}}}" if selector else name
 
 
 def seconds(n: float) -> str:

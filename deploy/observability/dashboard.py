@@ -3,8 +3,9 @@
     python deploy/observability/generate.py     # then import grafana/meshrl.json, or let the
                                                 # compose file's observability profile provision it
 
-Three rows: training (the learner's step metrics: reward, KL, entropy, lengths and
-truncation, clip fractions, grad norm, throughput, staleness, the step-time split), the mesh
+Three rows: training (the learner's step metrics: reward, reward per component (a `component`
+label), KL, entropy, lengths and truncation, clip fractions, grad norm, throughput, staleness,
+queue depth per stage, the step-time split), the mesh
 (groups per service and replica, reward component results, RPC and stage latency
 percentiles, the policy version each rollout replica holds, firing alerts) and resources (CPU
 cores and memory per service, the process and its children, GPU). Variables: the Prometheus
@@ -38,6 +39,8 @@ def train(name: str) -> str:
 def training_panels() -> list[dict]:
     return [
         timeseries("Reward", [(train("reward"), "mean"), (train("reward_max"), "max"), (train("reward_min"), "min")]),
+        timeseries("Reward per component", [(train("reward_component"), "{{component}}"),
+                                            (train("reward_component_failed_scores"), "{{component}} failed scores")]),
         timeseries("KL", [(train("kl"), "kl"), (train("approx_kl"), "approx_kl"), (train("mismatch_kl"), "mismatch_kl")]),
         timeseries("Entropy", [(train("entropy"), "entropy")]),
         timeseries("Response length", [(train("completions_mean_length"), "mean"),
@@ -46,8 +49,9 @@ def training_panels() -> list[dict]:
         timeseries("Clip fractions", [(train("clip_ratio_low"), "low"), (train("clip_ratio_high"), "high"),
                                       (train("clip_ratio_dual"), "dual")], "percentunit"),
         timeseries("Grad norm and loss", [(train("grad_norm"), "grad norm"), (train("loss"), "loss")]),
-        timeseries("Throughput", [(train("perf_throughput"), "tokens/s")]),
+        timeseries("Throughput", [(train("perf_throughput_tokens_per_second"), "tokens/s")]),
         timeseries("Staleness", [(train("staleness_mean"), "mean policy versions behind")]),
+        timeseries("Queue depth", [(train("queue_depth"), "{{stage}}")]),
         timeseries("Step time split", [(f"meshrl_train_step_phase_seconds{{{RUN}, phase!~\"step|train\"}}",
                                         "{{phase}}")], "s", stacked=True),
     ]

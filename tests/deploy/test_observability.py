@@ -6,6 +6,7 @@ names is one a real meshrl /metrics endpoint exports.
     .venv/bin/python -m pytest -q tests/deploy/test_observability.py
 promtool comes from the Debian package prometheus (scripts/setup.sh installs it).
 """
+import importlib.util
 import json
 import re
 import shutil
@@ -31,12 +32,22 @@ from tests.fixtures.prometheus import promtool_check
 OBS = Path(__file__).resolve().parents[2] / "deploy" / "observability"
 RULES = OBS / "prometheus" / "meshrl-alerts.yml"
 DASHBOARD = OBS / "grafana" / "meshrl.json"
+
+
+def load_alert_rules() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("meshrl_alert_rules", OBS / "alert_rules.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # Every key a GRPO step with a KL penalty writes to metrics.jsonl (a real run's row, plus kl).
 STEP_KEYS = ["advantages/mean", "approx_kl", "clip_ratio/dual", "clip_ratio/high", "clip_ratio/low",
              "completions/clipped_ratio", "completions/max_length", "completions/mean_length",
              "completions/min_length", "entropy", "grad_norm", "groups/trained_total", "kl", "loss", "lr",
              "memory/rss_bytes", "mismatch_kl", "perf/throughput", "perf/tokens", "reward", "reward/max", "reward/min",
-             "staleness/mean", "time", "time/forward", "time/step", "time/train", "weights_version"]
+             "reward/math", "reward/math_failed", "staleness/mean", "time", "time/forward", "time/step", "time/train",
+             "weights_version", "queue/generate", "groups/dropped_stale"]
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess:
@@ -66,6 +77,18 @@ def test_every_built_in_rule_has_an_alert_with_its_severity():
         assert (a["labels"]["severity"], a["annotations"]["action"]) == (rule.severity, rule.action)
     kl = next(a for a in alerts if a["alert"] == "MeshrlKLHigh")
     assert kl["expr"] == "meshrl_train_kl > 0.5" and kl["for"] == "45s"  # max_kl 0.5, 3 steps × 15 s
+
+
+def test_a_reward_component_in_a_rule_is_a_label_selector(tmp_path):
+    config = AlertsConfig.model_validate({"spike": {"metrics": ["reward/format", "perf/throughput"]}})
+    rules = load_alert_rules().rule_groups(config)
+    spikes = {a["alert"]: a["expr"] for a in rules["groups"][0]["rules"] if a["labels"]["meshrl_rule"] == "spike"}
+    assert 'abs(meshrl_train_reward_component{component="format"})' in spikes["MeshrlSpikeRewardFormat"]
+    assert "meshrl_train_perf_throughput_tokens_per_second" in spikes["MeshrlSpikePerfThroughput"]
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(rules, sort_keys=False))
+    result = promtool("check", "rules", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def expected(name: str, rule: str, severity: str, action: str = "none", **labels) -> dict:
@@ -164,7 +187,7 @@ def test_the_dashboard_is_well_formed():
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids))
     titles = {p["title"] for p in panels}
-    for wanted in ("Reward", "KL", "Entropy", "Clip fractions", "Step time split", "RPC latency p50 / p95",
+    for wanted in ("Reward", "Reward per component", "KL", "Entropy", "Clip fractions", "Throughput", "Step time split", "RPC latency p50 / p95",
                    "Stage latency p50 / p95", "CPU cores busy", "External reward services", "meshrl alerts firing"):
         assert wanted in titles
     for p in panels:

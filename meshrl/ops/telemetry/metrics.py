@@ -67,19 +67,46 @@ def prometheus_name(key: str, prefix: str = "") -> str:
     return f"_{name}" if name[:1].isdigit() else name
 
 
+# Learner keys whose name needs a unit it does not carry (promtool wants one in the name).
+UNIT_NAMES = {"perf/throughput": "perf/throughput_tokens_per_second"}
+# Key families whose last part is a name (a phase, stage, reason): one gauge, that part a label.
+LABELLED = {"time/": ("step_phase_seconds", "phase"), "queue/": ("queue_depth", "stage"),
+            "groups/dropped_": ("groups_dropped", "reason")}
+# `reward/<x>` keys that are statistics of the total reward, not a reward component.
+REWARD_STATS = ("min", "max", "std", "mean")
+
+
+def labelled_series(key: str, prefix: str) -> tuple[str, dict[str, str]] | None:
+    """`time/forward` -> `{prefix}step_phase_seconds{phase="forward"}`, `queue/generate` ->
+    `{prefix}queue_depth{stage="generate"}`, `reward/format` -> `{prefix}reward_component
+    {component="format"}`, `reward/format_failed` -> `{prefix}reward_component_failed_scores
+    {component="format"}`: one metric per family, the name a label; None for other keys."""
+    for family, (name, label) in LABELLED.items():
+        if key.startswith(family) and key != family:
+            return f"{prefix}{name}", {label: key.removeprefix(family)}
+    head, _, component = key.partition("/")
+    if head != "reward" or not component or component in REWARD_STATS:
+        return None
+    if component.endswith("_failed"):
+        return f"{prefix}reward_component_failed_scores", {"component": component.removesuffix("_failed")}
+    return f"{prefix}reward_component", {"component": component}
+
+
 def train_series(key: str, prefix: str = "meshrl_train_") -> tuple[str, dict[str, str], float]:
     """A metrics.jsonl key as (gauge name, labels, scale) that promtool accepts.
 
-    `time` (a unix time) -> `{prefix}timestamp_seconds`; `time/forward` -> `{prefix}
-    step_phase_seconds{phase="forward"}` (the step-time split as one labelled gauge);
-    `groups/trained_total` -> `..._groups_trained` (`_total` is for counters only);
-    an abbreviated unit suffix becomes its base unit (see UNIT_SUFFIXES).
+    `time` (a unix time) -> `{prefix}timestamp_seconds`; a key of a LABELLED family or a
+    reward component -> one gauge per family with a label (labelled_series: the step-time
+    split, queue depths, dropped groups, reward components); `perf/throughput` ->
+    `..._perf_throughput_tokens_per_second` (UNIT_NAMES); `groups/trained_total` ->
+    `..._groups_trained` (`_total` is for counters only); an abbreviated unit suffix becomes
+    its base unit (see UNIT_SUFFIXES).
     """
     if key == "time":
         return f"{prefix}timestamp_seconds", {}, 1.0
-    if key.startswith("time/"):
-        return f"{prefix}step_phase_seconds", {"phase": key.removeprefix("time/")}, 1.0
-    name, scale = prometheus_name(key, prefix).removesuffix("_total"), 1.0
+    if (labelled := labelled_series(key, prefix)) is not None:
+        return *labelled, 1.0
+    name, scale = prometheus_name(UNIT_NAMES.get(key, key), prefix).removesuffix("_total"), 1.0
     for suffix, (unit, factor) in UNIT_SUFFIXES.items():
         if name.lower().endswith(suffix):
             name, scale = name[: -len(suffix)] + unit, factor
@@ -174,7 +201,7 @@ class MetricsHandle:
             if name not in self._values:
                 self._values[name] = {}
                 self.gauge(name, lambda name=name: [(v, dict(k)) for k, v in self._values[name].items()],
-                           f"learner metric {key if not labels else key.split('/')[0] + '/<label>'}")
+                           f"learner metric {key}" if not labels else f"learner metrics by {', '.join(labels)}")
             self._values[name][tuple(sorted(labels.items()))] = float(value) * scale
 
     def latency(self, name: str, description: str):

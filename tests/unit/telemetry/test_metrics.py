@@ -1,4 +1,5 @@
 """start_metrics: a real /metrics endpoint scraped over HTTP, with service labels."""
+import re
 import socket
 import subprocess
 import sys
@@ -99,7 +100,23 @@ def test_train_keys_become_names_promtool_accepts(handle):
     assert sample(text, "meshrl_train_weights_size_bytes") == 3e6
     assert sample(text, "meshrl_train_memory_rss_bytes") == 1024
     assert sample(text, "meshrl_train_perf_wait_seconds") == 2
-    assert train_series("reward/format") == ("meshrl_train_reward_format", {}, 1.0)
+    promtool_check(text)
+
+
+def test_reward_components_stages_and_reasons_are_labels_of_one_metric(handle):
+    handle.set_values({"reward": 0.5, "reward/min": 0.0, "reward/max": 1.0, "reward/format": 0.75,
+                       "reward/math": 0.25, "reward/math_failed": 2, "perf/throughput": 900.0,
+                       "queue/generate": 3, "groups/dropped_stale": 1})
+    text = handle.scrape()
+    assert sample(text, "meshrl_train_reward_component", component="format") == 0.75
+    assert sample(text, "meshrl_train_reward_component", component="math") == 0.25
+    assert sample(text, "meshrl_train_reward_component_failed_scores", component="math") == 2
+    assert sample(text, "meshrl_train_reward_max") == 1.0  # a statistic of the total, not a component
+    assert sample(text, "meshrl_train_perf_throughput_tokens_per_second") == 900.0
+    assert sample(text, "meshrl_train_queue_depth", stage="generate") == 3  # stages, reasons: labels too
+    assert sample(text, "meshrl_train_groups_dropped", reason="stale") == 1
+    assert not re.search(r"^meshrl_train_reward_(format|math)", text, re.M)
+    assert train_series("reward/format") == ("meshrl_train_reward_component", {"component": "format"}, 1.0)
     promtool_check(text)
 
 
