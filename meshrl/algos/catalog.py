@@ -14,6 +14,7 @@ from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
+import meshrl.algos
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,6 @@ def estimator_notes(fn) -> str:
 
 def registered_parts() -> list[Part]:
     """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, in that order."""
-    import meshrl.algos  # noqa: F401  (registers the built-ins)
-
     parts = [Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
              for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
     parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))

@@ -27,6 +27,8 @@ from typing import Mapping, NamedTuple
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from meshrl.algos.forward import response_hidden, split_head
+
 CHUNK_ELEMENTS = 1 << 22  # logits elements per float32 chunk (16 MiB)
 
 
@@ -150,7 +152,6 @@ def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
         raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
     if forward not in FORWARDS:
         raise ValueError(f"unknown forward {forward!r}; choose one of {FORWARDS}")
-    from meshrl.algos.forward import response_hidden, split_head
 
     parts = split_head(model)
     if parts is None:

@@ -116,7 +116,7 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: s
     """
     if level not in ("token", "sequence"):
         raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
-    from meshrl.algos.aggregation import AGG_MODES  # aggregation imports this module
+    from meshrl.algos.aggregation import AGG_MODES  # lazy: breaks the cycle with meshrl.algos.aggregation, which imports this module
 
     if default_agg not in AGG_MODES:
         raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of "

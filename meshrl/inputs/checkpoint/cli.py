@@ -23,13 +23,13 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
+from meshrl.ops.launch.audit_events import audit_local_action as record
+from meshrl.gateway.client import call, is_url, act
 
 
 def audit_local_action(run_dir, action: str, **what) -> None:
     """The row in RUN_DIR/audit.jsonl (and the live run's events subject): rollback and export
     change what a run is or releases, like the gateway's actions."""
-    from meshrl.ops.launch.audit_events import audit_local_action as record
-
     record(run_dir, action, **what)
 
 
@@ -65,16 +65,12 @@ def format_table(rows) -> str:
 
 def gateway_rows(url: str) -> list[CheckpointInfo]:
     """The run's checkpoints as the gateway lists them (ListCheckpoints), as local rows."""
-    from meshrl.gateway.client import call
-
     return [CheckpointInfo(int(c["step"]), None, c["status"], c["reason"], c["created"], int(c["size_bytes"]),
                            c["tags"]) for c in call(url, "GET", "checkpoints")["checkpoints"]]
 
 
 @user_errors
 def cmd_checkpoints_list(args) -> int:
-    from meshrl.gateway.client import is_url
-
     rows = gateway_rows(args.run_dir) if is_url(args.run_dir) else list_checkpoints(args.run_dir, full=not args.quick)
     print(format_table(rows) if rows else f"no checkpoints in {args.run_dir}")
     return 0
@@ -98,8 +94,6 @@ def cmd_checkpoints_prune(args) -> int:
 
 @user_errors
 def cmd_rollback(args) -> int:
-    from meshrl.gateway.client import act, is_url
-
     if is_url(args.run_dir):
         print(act(args.run_dir, "rollback", {"to_step": args.to}))
         return 0
@@ -112,7 +106,7 @@ def cmd_rollback(args) -> int:
 
 @user_errors
 def cmd_export(args) -> int:
-    from meshrl.inputs.checkpoint.export import export_hf
+    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch, only for export (the CLI starts without it)
 
     ckpt = find_step(args.run_dir, args.step) if args.step is not None \
         else latest_good_checkpoint(args.run_dir)

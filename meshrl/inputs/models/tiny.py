@@ -47,8 +47,8 @@ def tiny_vocab(chars: str = DEFAULT_CHARS) -> dict[str, int]:
 
 def build_tokenizer(chars: str = DEFAULT_CHARS):
     """A PreTrainedTokenizerFast: BPE with no merges (= one token per char), Fuse decoder."""
-    from tokenizers import Tokenizer, decoders, models
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models  # lazy: torch/tokenizers/transformers, only when a test model is built
+    from transformers import PreTrainedTokenizerFast  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     vocab = tiny_vocab(chars)
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<pad>", fuse_unk=False))
@@ -71,7 +71,7 @@ def build_tokenizer(chars: str = DEFAULT_CHARS):
 def tiny_config(tokenizer, *, hidden: int, layers: int, heads: int, kv_heads: int,
                 head_dim: int, max_positions: int):
     """LlamaConfig sized for tests; tied embeddings like SmolLM2."""
-    from transformers import LlamaConfig
+    from transformers import LlamaConfig  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     if head_dim not in VLLM_CPU_HEAD_SIZES:
         raise ValueError(f"head_dim={head_dim}: vLLM's CPU attention supports only "
@@ -95,8 +95,8 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
 
     `vocab` is the character set; every other id is a special or reserved token.
     """
-    import torch
-    from transformers import GenerationConfig, LlamaForCausalLM
+    import torch  # lazy: torch/tokenizers/transformers, only when a test model is built
+    from transformers import GenerationConfig, LlamaForCausalLM  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,7 @@ def bytes_to_unicode() -> dict[int, str]:
 
 def byte_level_tokens(tokenizer) -> tuple[list[str], list[int]]:
     """Tokens in id order, in GPT-2 byte-level spelling, with GGUF token types."""
-    import gguf
+    import gguf  # lazy: gguf/transformers, only when a test GGUF is built
     to_unicode = bytes_to_unicode()
     special = set(tokenizer.all_special_tokens) | {t for t in tokenizer.get_vocab()
                                                    if t.startswith("<|") or t in ("<s>", "</s>")}
@@ -77,8 +77,8 @@ def write_metadata(writer, config, tokenizer) -> None:
 
 def build_tiny_gguf(hf_dir: str | Path, out_file: str | Path) -> Path:
     """Convert the HF Llama at `hf_dir` to an F32 GGUF at `out_file`; return its path."""
-    import gguf
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import gguf  # lazy: gguf/transformers, only when a test GGUF is built
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: gguf/transformers, only when a test GGUF is built
 
     model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(hf_dir)

@@ -20,6 +20,7 @@ from meshrl.config.alerts import AlertsConfig
 from meshrl.ops.alerts.registry import rule_class, rule_names
 from meshrl.ops.alerts.rules.base import Rule
 from meshrl.ops.alerts.types import Alert, Condition
+from meshrl.ops.alerts.sinks import build_sinks
 
 log = logging.getLogger("meshrl.ops.alerts")
 Sink = Callable[[Alert], None]
@@ -52,8 +53,6 @@ class AlertEngine:
     def from_config(cls, config: AlertsConfig, run_dir: str | Path | None = None, *,
                     publish=None, **kwargs) -> "AlertEngine":
         """The engine with the sinks `config` asks for (see `meshrl.ops.alerts.sinks.build_sinks`)."""
-        from meshrl.ops.alerts.sinks import build_sinks
-
         return cls(config, build_sinks(config, run_dir, publish), **kwargs)
 
     def observe(self, step: int, metrics: Mapping[str, Any]) -> list[Alert]:

@@ -33,6 +33,6 @@ def rule_class(name: str) -> type:
 
 
 def rule_names() -> list[str]:
-    import meshrl.ops.alerts.rules  # noqa: F401  (registers the built-in rules)
+    import meshrl.ops.alerts.rules  # lazy: breaks the cycle: every rule module imports this registry  # noqa: F401
 
     return sorted(_RULES)

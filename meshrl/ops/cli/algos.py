@@ -28,7 +28,7 @@ def format_part(part) -> list[str]:
 
 
 def run(args) -> int:
-    from meshrl.algos.catalog import registered_parts
+    from meshrl.algos.catalog import registered_parts  # lazy: meshrl.algos imports torch; not at CLI start-up
 
     wanted = args.family.lower()
     family = None

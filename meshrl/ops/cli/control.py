@@ -24,6 +24,10 @@ from pathlib import Path
 
 from meshrl.gateway.client import act, is_url
 from meshrl.ops.launch.errors import LaunchError
+from meshrl.ops.launch.audit import current_user
+from meshrl.ops.launch.nats import secrets_dir
+from meshrl.ops.launch.presence import find_launcher
+from meshrl.ops.launch.audit_events import record_and_announce
 
 HELP = {"pause": "pause a running run after its current step (local RUN_DIR or gateway URL)",
         "resume": "resume a paused run",
@@ -46,13 +50,10 @@ def add_parser(sub) -> None:
 
 async def learner_action(run_dir: Path, verb: str, reason: str):
     """Call the local run's learner (pause / resume / checkpoint) with the run's admin gRPC TLS."""
-    from meshrl.gateway import actions
-    from meshrl.gateway.errors import GatewayError
-    from meshrl.ops.launch.audit import current_user
-    from meshrl.ops.launch.grpc_tls import grpc_user_env
-    from meshrl.ops.launch.nats import secrets_dir
-    from meshrl.ops.launch.presence import find_launcher
-    from meshrl.transport.rpc.mesh_tls import caller_env
+    from meshrl.gateway import actions  # lazy: grpc at CLI start-up
+    from meshrl.gateway.errors import GatewayError  # lazy: grpc at CLI start-up
+    from meshrl.ops.launch.grpc_tls import grpc_user_env  # lazy: grpc at CLI start-up
+    from meshrl.transport.rpc.mesh_tls import caller_env  # lazy: grpc at CLI start-up
 
     info = find_launcher(run_dir)
     with caller_env(grpc_user_env(secrets_dir(run_dir), "admin")):
@@ -66,9 +67,7 @@ async def learner_action(run_dir: Path, verb: str, reason: str):
 
 async def act_locally(run_dir: Path, verb: str, reason: str) -> str:
     """Do `verb` to the local run and record it (audit.jsonl, the run's events subject)."""
-    from meshrl.gateway import actions
-    from meshrl.ops.launch.audit_events import record_and_announce
-    from meshrl.ops.launch.presence import find_launcher
+    from meshrl.gateway import actions  # lazy: grpc at CLI start-up
 
     if verb == "stop":  # recorded first: once the launcher stops, the run's NATS is gone
         info = find_launcher(run_dir)

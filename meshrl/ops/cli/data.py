@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from meshrl.ops.launch.errors import LaunchError
+
 
 def _common(p) -> None:
     p.add_argument("--out", type=Path, required=True, help="output .jsonl (or .parquet)")
@@ -29,16 +31,13 @@ def add_parser(sub) -> None:
 
 
 def _check(args) -> None:
-    from meshrl.ops.launch.errors import LaunchError
-
     if args.n < 1 or args.digits < 1:
         raise LaunchError(f"--n and --digits must be >= 1 (got --n {args.n} --digits {args.digits})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _write(args, kind: str) -> int:
-    from meshrl.inputs.data import arithmetic as gen
-    from meshrl.ops.launch.errors import LaunchError
+    from meshrl.inputs.data import arithmetic as gen  # lazy: numpy at CLI start-up
 
     _check(args)
     write = gen.write_pairs if kind == "pairs" else gen.write_problems

@@ -36,10 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
     """(exit code, one line saying why) for one Health/Check call."""
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    import grpc  # lazy: grpc at CLI start-up
+    from grpc_health.v1 import health_pb2, health_pb2_grpc  # lazy: grpc at CLI start-up
 
-    from meshrl.transport.rpc import mesh_tls
+    from meshrl.transport.rpc import mesh_tls  # lazy: grpc at CLI start-up
 
     credentials = mesh_tls.client_credentials()
     channel = (grpc.secure_channel(address, credentials, options=mesh_tls.client_options()) if credentials

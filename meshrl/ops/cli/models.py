@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from meshrl.inputs.models import fetch as model_fetch
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="get models for runs")
@@ -13,7 +15,5 @@ def add_parser(sub) -> None:
 
 
 def fetch_smollm2(args) -> int:
-    from meshrl.inputs.models.fetch import fetch_smollm2 as fetch
-
-    print(fetch(log=lambda line: print(line, file=sys.stderr)))  # stdout: only the dir
+    print(model_fetch.fetch_smollm2(log=lambda line: print(line, file=sys.stderr)))  # stdout: only the dir
     return 0

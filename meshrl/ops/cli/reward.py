@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
 
 
 async def check(args: argparse.Namespace) -> int:
-    from meshrl.ops.reward_check import any_failed, format_table, run_suite
-    from meshrl.ops.reward_check.connect import open_check_channel, token_metadata
+    from meshrl.ops.reward_check import any_failed, format_table, run_suite  # lazy: grpc at CLI start-up
+    from meshrl.ops.reward_check.connect import open_check_channel, token_metadata  # lazy: grpc at CLI start-up
 
     metadata = token_metadata(args.token_file)
     channel = open_check_channel(args.address, tls_ca=args.tls_ca, tls_cert=args.tls_cert,

@@ -23,6 +23,7 @@ from meshrl.gateway.client import is_url, print_status
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.restart_counts import restart_counts, restarts_line
+from meshrl.ops.launch.nats import admin_credentials, secrets_dir
 
 COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
            ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
@@ -82,13 +83,12 @@ def describe(status: dict) -> str:
 
 
 def run(args) -> int:
-    from meshrl.ops.launch.run_status import gather_status
-    from meshrl.transport.bus.errors import BusUnavailable
+    from meshrl.ops.launch.run_status import gather_status  # lazy: grpc and nats at CLI start-up
+    from meshrl.transport.bus.errors import BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
-    from meshrl.ops.launch.nats import admin_credentials, secrets_dir
-    from meshrl.ops.launch.grpc_tls import grpc_user_env
-    from meshrl.ops.launch.nats_tls import user_tls_env
-    from meshrl.transport.bus.credentials import credentials_path
+    from meshrl.ops.launch.grpc_tls import grpc_user_env  # lazy: grpc at CLI start-up
+    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: nats and cryptography at CLI start-up
+    from meshrl.transport.bus.credentials import credentials_path  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)

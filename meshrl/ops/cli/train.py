@@ -87,7 +87,7 @@ def run(args) -> int:
         check_not_a_previous_run(run_dir)
     check_inputs(cfg)
     keep_new_files_private()  # the launcher and every service it starts
-    from meshrl.ops.launch.local import run_local  # heavy imports only when a run starts
+    from meshrl.ops.launch.local import run_local  # lazy: a run's heavy imports (grpc, nats, aiohttp) only when a run starts
 
     result = run_local(cfg, run_dir, resume=args.resume is not None)
     print(result.summary())

@@ -1,6 +1,8 @@
 """Check: one doctor result (pass / fail / skip) with what was found and, for a failure, the fix."""
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -50,9 +52,6 @@ def run_check(name: str, fn: Callable[..., "Check | list[Check]"], *args) -> lis
 
 def run_async(coro):
     """asyncio.run, also from code already inside an event loop (runs it on a helper thread)."""
-    import asyncio
-    import concurrent.futures
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:

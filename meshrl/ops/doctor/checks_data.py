@@ -6,14 +6,13 @@ validated with meshrl.inputs.data.rows, so the message names file, line, field a
 from __future__ import annotations
 
 from meshrl.ops.doctor.check import Check, failed, passed, skipped
+from meshrl.inputs.data.load import iter_rows
+from meshrl.inputs.data.rows import DatasetError, validate_dpo_row, validate_prompt_row
 
 NAME = "data"
 
 
 def _first_row(path: str, kind: str) -> str:
-    from meshrl.inputs.data.load import iter_rows
-    from meshrl.inputs.data.rows import DatasetError, validate_dpo_row, validate_prompt_row
-
     validate = validate_dpo_row if kind == "dpo" else validate_prompt_row
     for ref, row in iter_rows(path):
         validate(row, ref)
@@ -22,8 +21,6 @@ def _first_row(path: str, kind: str) -> str:
 
 
 def check_data(ctx) -> Check:
-    from meshrl.inputs.data.rows import DatasetError
-
     if ctx.config is None:
         return skipped(NAME, "no config given")
     cfg = ctx.config

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 from meshrl.ops.doctor.check import Check, failed, passed, skipped
+from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
 
 NAME = "model"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -26,7 +27,7 @@ def safetensors_numel(path: Path) -> int:
 
 def parameter_count(folder: Path, gguf_file: str | None) -> int:
     if gguf_file:
-        from gguf import GGUFReader
+        from gguf import GGUFReader  # lazy: gguf, only for a GGUF model
 
         return sum(int(t.n_elements) for t in GGUFReader(folder / gguf_file).tensors)
     files = sorted(folder.glob("*.safetensors"))
@@ -46,8 +47,6 @@ def _tokenizer_problem(cfg, gguf: str | None) -> str | None:
 
 
 def check_model(ctx) -> Check:
-    from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
-
     if ctx.config is None:
         return skipped(NAME, "no config given")
     cfg = ctx.config
@@ -55,7 +54,7 @@ def check_model(ctx) -> Check:
         folder, gguf = resolve_model_source(cfg.model.path, cfg.model.gguf_file)
     except ModelLoadError as err:
         return failed(NAME, str(err).split(";")[0], f"fix model.path in the config: {err}")
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # lazy: transformers (seconds) at CLI start-up
 
     try:
         hf = AutoConfig.from_pretrained(folder, gguf_file=gguf)

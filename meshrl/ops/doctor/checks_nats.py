@@ -21,7 +21,7 @@ def nats_target(ctx) -> tuple[str, float]:
 
 
 async def _connect(url: str, timeout: float) -> str:
-    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus import Bus  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     bus = await Bus.connect(url, "doctor", name="meshrl-doctor", timeout=timeout)
     try:
@@ -32,7 +32,7 @@ async def _connect(url: str, timeout: float) -> str:
 
 
 def check_nats(ctx) -> Check:
-    from meshrl.transport.bus import BusUnavailable, EmbeddedNats
+    from meshrl.transport.bus import BusUnavailable, EmbeddedNats  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     url, timeout = nats_target(ctx)
     try:

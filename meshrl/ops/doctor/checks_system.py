@@ -1,6 +1,7 @@
 """Machine checks: accelerators, the nats-server binary, vLLM importable."""
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ def check_accelerators(ctx) -> Check:
     """CUDA devices torch sees; none is fine (CPU-only runs are supported)."""
     name = "accelerators"
     try:
-        import torch
+        import torch  # lazy: torch at CLI start-up
     except ImportError as err:
         return failed(name, f"torch is not importable: {err}",
                       "run `bash scripts/setup.sh` (builds .venv with torch 2.13.0)")
@@ -25,8 +26,8 @@ def check_accelerators(ctx) -> Check:
 
 
 def check_nats_binary(ctx) -> Check:
-    from meshrl.transport.bus.errors import BusUnavailable
-    from meshrl.transport.bus.server import find_nats_server
+    from meshrl.transport.bus.errors import BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.transport.bus.server import find_nats_server  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     name = "nats-server binary"
     try:
@@ -61,12 +62,10 @@ BREAKERS = ("torchvision", "torchaudio", "torchcodec")
 def check_transformers(ctx) -> Check:
     """transformers' model code imports beside this torch (torchvision & co. built for another
     torch break it with 'operator torchvision::nms does not exist')."""
-    import importlib.util
-
     name = "transformers + torch"
     try:
-        import transformers
-        import transformers.modeling_utils  # noqa: F401 - the import that pulls torchvision in
+        import transformers  # lazy: the check is that this import works
+        import transformers.modeling_utils  # lazy: the check is that this import works (this one pulls torchvision in)  # noqa: F401
     except Exception as err:  # noqa: BLE001 - RuntimeError from torch.library, ImportError, ...
         present = [m for m in BREAKERS if importlib.util.find_spec(m) is not None]
         fix = (f"`.venv/bin/pip uninstall -y {' '.join(present)}`: they do not match torch 2.13.0 and "

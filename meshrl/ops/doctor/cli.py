@@ -6,6 +6,7 @@ each failure. Exit 0 when nothing failed, 1 otherwise.
 from __future__ import annotations
 
 from meshrl.ops.doctor.check import FAIL, Check
+from meshrl.ops.doctor.run import run_doctor, CHECKS
 
 
 def render_table(results: list[Check]) -> str:
@@ -21,8 +22,6 @@ def render_table(results: list[Check]) -> str:
 
 
 def cmd_doctor(args) -> int:
-    from meshrl.ops.doctor.run import run_doctor
-
     results = run_doctor(args.config, nats_url=args.nats, skip=args.skip or (),
                          keep_checkpoints=args.keep_checkpoints)
     print(render_table(results), flush=True)
@@ -31,8 +30,6 @@ def cmd_doctor(args) -> int:
 
 def add_subcommand(subparsers) -> None:
     """Register `meshrl doctor` on an argparse subparsers object."""
-    from meshrl.ops.doctor.run import CHECKS
-
     p = subparsers.add_parser("doctor", help="check this machine and a run config before a run")
     p.add_argument("config", nargs="?", help="run config YAML (without it only machine checks run)")
     p.add_argument("--nats", default=None, help="NATS URL to check instead of the config's nats.url")

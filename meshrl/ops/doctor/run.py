@@ -18,6 +18,7 @@ from meshrl.ops.doctor.checks_nats import check_nats
 from meshrl.ops.doctor.checks_reward import check_external_rewards
 from meshrl.ops.doctor.checks_system import check_accelerators, check_nats_binary, check_transformers, check_vllm
 from meshrl.ops.doctor.gloo import check_gloo
+from meshrl.config import ConfigError, load_config
 
 CHECKS = {  # key → (display name, function); order is the table's order
     "accelerators": ("accelerators", check_accelerators),
@@ -43,8 +44,6 @@ class DoctorContext:
 
 
 def load_config_check(config_path) -> tuple[Check, object | None]:
-    from meshrl.config import ConfigError, load_config
-
     if config_path is None:
         return skipped("config", "no config given: only machine checks run"), None
     try:

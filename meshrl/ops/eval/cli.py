@@ -32,9 +32,12 @@ from meshrl.config import ConfigError, load_config
 from meshrl.config.load import deep_merge
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.data.rows import DatasetError
-from meshrl.inputs.models.load import ModelLoadError
+from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
 from meshrl.ops.eval.errors import EvalUnavailable
 from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.ops.eval.source import model_dir_for, resolve_source
+from tqdm import tqdm
+from meshrl.ops.eval.plan import EvalPlan
 
 # Imports that pull tokenizers, torch or the mesh stay inside the functions that need them:
 # `meshrl --help` and every other subcommand import this module and must stay fast.
@@ -71,7 +74,7 @@ def run(args) -> int:
 
 def check_data(path: str) -> Path:
     """DATA exists and every row is valid (DatasetError names the line and field)."""
-    from meshrl.inputs.data.prompts import read_prompt_rows
+    from meshrl.inputs.data.prompts import read_prompt_rows  # lazy: numpy at CLI start-up
 
     data = Path(path).expanduser()
     if not data.is_file():
@@ -82,8 +85,6 @@ def check_data(path: str) -> Path:
 
 
 def evaluate(args) -> int:
-
-    from meshrl.ops.eval.source import model_dir_for, resolve_source
 
     source, data = resolve_source(args.source), check_data(args.data)
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="meshrl-eval-"))
@@ -125,9 +126,8 @@ def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, d
 def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
     """Tokenize the prompts (as training does), start the mesh, evaluate, stop the mesh."""
 
-    from meshrl.inputs.data.prompts import PromptDataset
-    from meshrl.ops.eval.mesh import eval_mesh
-    from meshrl.inputs.models.load import load_tokenizer
+    from meshrl.inputs.data.prompts import PromptDataset  # lazy: numpy at CLI start-up
+    from meshrl.ops.eval.mesh import eval_mesh  # lazy: nats, grpc, aiohttp at CLI start-up
 
     dataset = PromptDataset.from_file(cfg.data.eval, load_tokenizer(model_dir), shuffle=False,
                                       max_prompt_tokens=cfg.data.max_prompt_tokens,
@@ -143,12 +143,9 @@ def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
 
 
 async def evaluate_items(cfg, mesh, items, *, progress: bool):
-    from tqdm import tqdm
-
-    from meshrl.ops.eval.evaluator import Evaluator
-    from meshrl.ops.eval.plan import EvalPlan
-    from meshrl.ops.eval.reward_client import RewardClient
-    from meshrl.ops.eval.rollout_pool import RolloutPool
+    from meshrl.ops.eval.evaluator import Evaluator  # lazy: grpc, nats at CLI start-up
+    from meshrl.ops.eval.reward_client import RewardClient  # lazy: grpc, nats at CLI start-up
+    from meshrl.ops.eval.rollout_pool import RolloutPool  # lazy: grpc, nats at CLI start-up
 
     plan = EvalPlan.from_run_config(cfg)
     pool = RolloutPool(mesh.rollout)
@@ -163,7 +160,7 @@ async def evaluate_items(cfg, mesh, items, *, progress: bool):
 
 
 def report(result, cfg, source, data: Path, model_dir: Path, out: Path | None) -> None:
-    from meshrl.ops.eval.report import metrics_table, result_document, write_result
+    from meshrl.ops.eval.report import metrics_table, result_document, write_result  # lazy: grpc, nats at CLI start-up
 
     name = f"step_{source.step}" if source.step is not None else source.path.name
     document = result_document(result, cfg, source=str(source.path), step=source.step,

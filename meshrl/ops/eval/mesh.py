@@ -29,6 +29,8 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.local import make_run_id, prepare_run_dir, sampling_specs, service_argv
 from meshrl.ops.launch.nats import create_streams, nats_url
 from meshrl.ops.launch.supervisor import ChildDied, Supervisor, stop_on_signals
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.registry import service_addresses
 
 
 @dataclass(frozen=True)
@@ -40,9 +42,6 @@ class EvalMesh:
 
 
 async def _announced(url: str, run_id: str) -> tuple[list[str], list[str]]:
-    from meshrl.transport.bus import Bus
-    from meshrl.transport.bus.registry import service_addresses
-
     async with await Bus.connect(url, run_id, name="meshrl-eval") as bus:
         return (await service_addresses(bus.state, "rollout"),
                 await service_addresses(bus.state, "reward"))

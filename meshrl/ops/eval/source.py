@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step
+from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step, step_of
 from meshrl.ops.launch.errors import LaunchError
 
 EXPORT_PROVENANCE = "meshrl_export.json"
@@ -60,8 +60,7 @@ def export_source(path: Path) -> EvalSource:
 
 
 def checkpoint_source(path: Path) -> EvalSource:
-    from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint
-    from meshrl.inputs.checkpoint.layout import step_of
+    from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint  # lazy: torch at CLI start-up
 
     try:
         ckpt = resolve_checkpoint(path)
@@ -75,6 +74,6 @@ def model_dir_for(source: EvalSource, work_dir: Path, *, base_model: str | None 
     """The HF dir to serve: the export itself, or the checkpoint exported into WORK_DIR/model."""
     if source.kind == "export":
         return source.path
-    from meshrl.inputs.checkpoint.export import export_hf  # imports torch: only when exporting
+    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch at CLI start-up; only when exporting
 
     return export_hf(source.path, work_dir / "model", base_model_dir=base_model, tokenizer_dir=tokenizer)

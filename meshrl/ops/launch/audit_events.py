@@ -20,7 +20,10 @@ import json
 import logging
 from pathlib import Path
 
-from meshrl.ops.launch.presence import LauncherInfo
+from meshrl.ops.launch.presence import LauncherInfo, find_launcher
+from meshrl.ops.launch.nats import secrets_dir
+from meshrl.ops.launch.audit import record_action
+from meshrl.ops.launch.errors import LaunchError
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
@@ -30,8 +33,8 @@ AUDITED_BY_CALLER = ("meshrl-audited-by", "gateway")
 
 
 async def publish_action(js, run_id: str, row: dict) -> None:
-    from meshrl.transport.bus.publish import publish_with_retry
-    from meshrl.transport.bus.subjects import events_subject
+    from meshrl.transport.bus.publish import publish_with_retry  # lazy: nats/aiohttp at CLI start-up (the CLI imports this module)
+    from meshrl.transport.bus.subjects import events_subject  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     await publish_with_retry(js, events_subject(run_id), json.dumps(row).encode(), headers=EVENT_HEADER, attempts=2)
 
@@ -39,11 +42,10 @@ async def publish_action(js, run_id: str, row: dict) -> None:
 def admin_connect_args(run_dir: Path) -> dict:
     """Bus.connect's `credentials` and `tls` for the run's admin user; {} when the run made
     none (an external NATS: the environment's, as for any client)."""
-    from meshrl.ops.launch.nats import secrets_dir
-    from meshrl.ops.launch.nats_tls import user_tls_env
-    from meshrl.transport.bus.credentials import credentials_path, read_credentials
-    from meshrl.transport.bus.permissions import ADMIN
-    from meshrl.transport.bus.tls import tls_from_env
+    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: nats and cryptography at CLI start-up
+    from meshrl.transport.bus.credentials import credentials_path, read_credentials  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.transport.bus.permissions import ADMIN  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.transport.bus.tls import tls_from_env  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     admin = credentials_path(secrets_dir(run_dir), ADMIN)
     if not admin.is_file():
@@ -53,7 +55,7 @@ def admin_connect_args(run_dir: Path) -> dict:
 
 async def announce_action(run_dir: Path, info: LauncherInfo, row: dict, timeout_s: float = 5.0) -> bool:
     """Publish `row` on the live run's events subject; False (logged) when NATS cannot take it."""
-    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus import Bus  # lazy: nats/aiohttp at CLI start-up
 
     try:
         async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-audit", timeout=timeout_s,
@@ -69,8 +71,6 @@ async def announce_action(run_dir: Path, info: LauncherInfo, row: dict, timeout_
 async def audit_alert_actions(run_dir, js, run_id: str, action: str, alerts, **what) -> None:
     """One row per alert whose rule took `action` (pause / stop): who = "alert:<rule>"; in
     audit.jsonl, then on the events subject over the caller's bus (the learner's)."""
-    from meshrl.ops.launch.audit import record_action
-
     for alert in alerts:
         row = record_action(Path(run_dir), action, who=f"alert:{alert.rule}", via="alerts", run_id=run_id,
                             reason=alert.message, **what)
@@ -89,8 +89,6 @@ async def publish_quietly(js, run_id: str, row: dict) -> None:
 def control_auditor(run_dir, js, run_id: str):
     """The learner control service's `audit`: a direct pause / resume / checkpoint call (not
     the gateway's, which audits with its token's name) in audit.jsonl, then on the subject."""
-    from meshrl.ops.launch.audit import record_action
-
     async def audit(action: str, who: str, **what) -> None:
         row = record_action(Path(run_dir), action, who=who, via="learner-control", run_id=run_id, **what)
         await publish_quietly(js, run_id, row)
@@ -100,8 +98,6 @@ def control_auditor(run_dir, js, run_id: str):
 async def record_and_announce(run_dir: Path, info: LauncherInfo | None, action: str, **what) -> dict:
     """The audit.jsonl row, then, when `info` names the live run's launcher, the same row on
     its events subject (the gateway's actions, `meshrl scale`, the CLI's rollback / export)."""
-    from meshrl.ops.launch.audit import record_action
-
     row = record_action(Path(run_dir), action, **what)
     if info is not None:
         await announce_action(Path(run_dir), info, row)
@@ -110,9 +106,6 @@ async def record_and_announce(run_dir: Path, info: LauncherInfo | None, action: 
 
 def audit_local_action(run_dir: Path, action: str, **what) -> dict:
     """A CLI verb on this machine (rollback, export): who = $USER, announced if the run is live."""
-    from meshrl.ops.launch.errors import LaunchError
-    from meshrl.ops.launch.presence import find_launcher
-
     try:
         info = find_launcher(Path(run_dir))
     except LaunchError:

@@ -22,6 +22,9 @@ from typing import Iterator
 from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
+from meshrl.ops.launch.nats_tls import server_hosts
+from meshrl.ops.private_files import make_private_dir
+from meshrl.transport.certs import new_ca
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
 KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "admin")
@@ -34,10 +37,6 @@ def _stem(kind: str) -> str:
 
 def create_grpc_tls(directory: Path) -> None:
     """The CA certificate and a certificate + key per kind in `directory` (made 0700)."""
-    from meshrl.ops.launch.nats_tls import server_hosts
-    from meshrl.ops.private_files import make_private_dir
-    from meshrl.transport.certs import new_ca
-
     make_private_dir(directory)
     ca = new_ca("meshrl run gRPC CA")
     ca.write(directory / CA_FILE)

@@ -24,6 +24,8 @@ from typing import Iterator
 from meshrl.ops.launch.logtail import tail_lines
 from meshrl.ops.launch.restart_policy import RestartHistory, RestartPolicy
 from meshrl.ops.launch.restart_report import RestartReporter, ServiceExit
+from meshrl.transport.bus import EmbeddedNats
+from meshrl.transport.bus.errors import BusUnavailable
 
 NATS_KEY = "nats-server"
 
@@ -66,9 +68,6 @@ class NatsKeeper:
                            tail_lines(log_path, 20))
 
     def _start_again(self) -> None:
-        from meshrl.transport.bus import EmbeddedNats
-        from meshrl.transport.bus.errors import BusUnavailable
-
         self.restarts += 1
         old_log = self.server.store_dir / "nats-server.log"
         self.server.close()

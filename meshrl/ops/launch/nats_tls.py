@@ -18,6 +18,7 @@ from typing import Iterable
 
 from meshrl.transport.bus.tls import TlsFiles, server_block
 from meshrl.transport.certs import new_ca
+from meshrl.transport.addresses import AddressError, advertise_host
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,6 @@ class RunTls:
 
 
 def server_hosts() -> list[str]:
-    from meshrl.transport.addresses import AddressError, advertise_host
-
     hosts = ["127.0.0.1", "localhost"]
     try:
         hosts.append(advertise_host())

@@ -84,8 +84,8 @@ def restarts_line(counts: dict[str, int]) -> str:
 
 
 async def _announce(nats_url: str, run_id: str, handle: MetricsHandle, timeout_s: float, *, withdraw: bool) -> None:
-    from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key
-    from meshrl.transport.bus import Bus
+    from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
+    from meshrl.transport.bus import Bus  # lazy: nats/aiohttp at CLI start-up (the CLI imports this module)
 
     async with await Bus.connect(nats_url, run_id, name="meshrl-launcher", timeout=timeout_s) as bus:
         if withdraw:
@@ -109,7 +109,7 @@ def open_restart_counter(cfg, run_id: str, nats_url: str, started: Iterable[str]
     Always on a free port: telemetry.metrics_port is the services' setting, and a fixed one
     is taken by the first process on this host.
     """
-    from meshrl.ops.telemetry.metrics import start_metrics
+    from meshrl.ops.telemetry.metrics import start_metrics  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
 
     if not cfg.telemetry.metrics:
         return None

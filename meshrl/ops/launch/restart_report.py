@@ -29,6 +29,8 @@ from meshrl.config.schema import RunConfig
 from meshrl.ops.alerts.sinks import build_sinks
 from meshrl.ops.alerts.types import Alert
 from meshrl.ops.launch.restart_counts import RestartCounter
+from meshrl.transport.bus import Bus, subjects
+from meshrl.transport.bus.publish import publish_with_retry
 
 log = logging.getLogger("meshrl.launch")
 
@@ -61,9 +63,6 @@ def nats_alert_sink(url: str, run_id: str, timeout_s: float = 5.0):
     """A sink that publishes one alert on the run's events subject with a short-lived client
     (restarts are rare, so a connection per alert costs nothing that matters)."""
     async def publish(payload: bytes) -> None:
-        from meshrl.transport.bus import Bus, subjects
-        from meshrl.transport.bus.publish import publish_with_retry
-
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s)
         try:
             await publish_with_retry(bus.js, subjects.events_subject(run_id), payload,

@@ -18,15 +18,18 @@ from __future__ import annotations
 import asyncio
 
 from meshrl.ops.launch.presence import LauncherInfo
+from meshrl.api.common.v1 import common_pb2
+from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
+from meshrl.transport.rpc.channel import open_channel
+from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.transport.bus.registry import service_entries
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.dead_summary import dead_letter_summary
 
 KINDS = ("rollout", "reward", "reference")
 
 
 async def learner_status(address: str, timeout_s: float) -> dict:
-    from meshrl.api.common.v1 import common_pb2
-    from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-    from meshrl.transport.rpc.channel import open_channel
-
     async with open_channel(address, retries=False) as channel:
         try:
             reply = await learner_pb2_grpc.LearnerControlServiceStub(channel).GetStatus(
@@ -41,9 +44,6 @@ async def learner_status(address: str, timeout_s: float) -> dict:
 
 
 async def rollout_status(address: str, timeout_s: float) -> dict:
-    from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
-    from meshrl.transport.rpc.channel import open_channel
-
     async with open_channel(address, retries=False) as channel:
         try:
             reply = await rollout_pb2_grpc.RolloutServiceStub(channel).GetStatus(
@@ -56,8 +56,6 @@ async def rollout_status(address: str, timeout_s: float) -> dict:
 
 async def replica_rows(state, timeout_s: float) -> list[dict]:
     """One row per announced replica, rollouts with the weights version they hold."""
-    from meshrl.transport.bus.registry import service_entries
-
     rows = [{"service": kind, "replica": e.get("replica", "?"), "grpc": e.get("grpc", "")}
             for kind in KINDS for e in await service_entries(state, kind)]
     probes = [rollout_status(r["grpc"], timeout_s) for r in rows if r["service"] == "rollout"]
@@ -68,9 +66,6 @@ async def replica_rows(state, timeout_s: float) -> list[dict]:
 
 async def gather_status(info: LauncherInfo, timeout_s: float = 3.0) -> dict:
     """The learner's status, the announced replicas and the counts the launcher keeps."""
-    from meshrl.transport.bus import Bus
-    from meshrl.transport.bus.dead_summary import dead_letter_summary
-
     learner = asyncio.ensure_future(learner_status(info.learner_grpc, timeout_s))
     async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-status", timeout=timeout_s) as bus:
         replicas = await replica_rows(bus.state, timeout_s)

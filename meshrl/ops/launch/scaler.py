@@ -28,13 +28,12 @@ from typing import Callable
 
 from meshrl.ops.launch.scale_request import REQUEST_FILE, read_request
 from meshrl.ops.launch.supervisor import Supervisor
+from tqdm import tqdm
 
 Command = tuple[list[str], dict[str, str]]
 
 
 def say(message: str) -> None:
-    from tqdm import tqdm  # through tqdm, so a progress bar stays intact
-
     tqdm.write(f"meshrl: {message}", file=sys.stderr)
 
 

@@ -6,7 +6,7 @@ Importing the package is cheap; matplotlib loads on the first `plot_run` call.
 
 def __getattr__(name):
     if name == "plot_run":
-        from meshrl.ops.plot.figure import plot_run
+        from meshrl.ops.plot.figure import plot_run  # lazy: matplotlib, only when plotting
 
         return plot_run
     raise AttributeError(f"module 'meshrl.ops.plot' has no attribute {name!r}")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 
 def cmd_plot(args) -> int:
-    from meshrl.ops.plot.figure import plot_run  # matplotlib loads only when plotting
-    from meshrl.ops.plot.series import PlotError
+    from meshrl.ops.plot.figure import plot_run  # lazy: matplotlib, only when plotting
+    from meshrl.ops.plot.series import PlotError  # lazy: numpy at CLI start-up
 
     try:
         out = plot_run(args.run_dir, args.out)

@@ -13,6 +13,9 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from meshrl.transport.addresses import advertise_host, host_port
+from meshrl.transport.bus.registry import announce_service, service_key
+
 log = logging.getLogger(__name__)
 
 
@@ -41,9 +44,6 @@ class ServiceContext:
         """Put ADVERTISE_HOST:PORT under the run KV key `services.<service>.<replica>` (where
         evaluation and health watches find it); withdrawn on the way out. The host is
         MESHRL_ADVERTISE_HOST, else the bind host (127.0.0.1 by default)."""
-        from meshrl.transport.addresses import advertise_host, host_port
-        from meshrl.transport.bus.registry import announce_service, service_key
-
         address = host_port(advertise_host(), port)
         await announce_service(self.bus.state, self.service, self.replica, address)
         self.on_stop(forget_key, self.bus.state, service_key(self.service, self.replica))

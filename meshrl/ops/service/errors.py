@@ -13,15 +13,14 @@ traceback, exit 1), which the launcher's restart policy handles.
 """
 from __future__ import annotations
 
+from meshrl.config import ConfigError
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.inputs.models.load import ModelLoadError
+from meshrl.transport.bus.errors import BusError
+
 
 def startup_errors() -> tuple[type[BaseException], ...]:
-    # Imported here: none of these modules should load before a service needs them.
-    from meshrl.config import ConfigError
-    from meshrl.inputs.checkpoint.errors import CheckpointError
-    from meshrl.inputs.data.rows import DatasetError
-    from meshrl.inputs.models.load import ModelLoadError
-    from meshrl.transport.bus.errors import BusError
-
     return (ConfigError, ModelLoadError, DatasetError, CheckpointError, BusError, OSError)
 
 

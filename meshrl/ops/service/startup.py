@@ -23,6 +23,11 @@ from contextlib import AsyncExitStack
 
 from meshrl.ops.service.context import ServiceContext, forget_key
 from meshrl.ops.service.errors import StartupFailed, startup_errors
+from meshrl.config import load_config
+from meshrl.ops.telemetry.service_metrics import open_service_metrics, announce_metrics, metrics_key
+from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing, set_broker
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +46,6 @@ async def start_up(process, args: argparse.Namespace, cleanups: AsyncExitStack) 
 
 def open_context(process, args: argparse.Namespace, cleanups: AsyncExitStack) -> ServiceContext:
     """Config, tracing and the metrics endpoint: what every service has before its own parts."""
-    from meshrl.config import load_config
-    from meshrl.ops.telemetry.service_metrics import open_service_metrics
-    from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing
-
     cfg = load_config(args.config)
     replica = args.replica_id or process.default_replica or f"{process.name}-{os.getpid()}"
     ctx = ServiceContext(process.name, args, cfg, replica, cleanups)
@@ -59,11 +60,6 @@ def open_context(process, args: argparse.Namespace, cleanups: AsyncExitStack) ->
 async def connect_bus(ctx: ServiceContext, wait_for_run: bool = True) -> None:
     """Connect to NATS (BusUnavailable within nats.connect_timeout_s), wait for the run to
     exist (RunNotFound after nats.run_wait_s) and announce /metrics."""
-    from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key
-    from meshrl.ops.telemetry.tracing import set_broker
-    from meshrl.transport.bus import Bus
-    from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
-
     # replicas: a learner that creates the run's streams (none yet) copies them to nats.replicas nodes
     ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
                                 timeout=ctx.cfg.nats.connect_timeout_s, replicas=ctx.cfg.nats.replicas)

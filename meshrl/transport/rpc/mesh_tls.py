@@ -77,7 +77,7 @@ def server_credentials(environ=None) -> grpc.ServerCredentials | None:
     require = _client_auth(env)
     if require and ca is None:
         raise ConfigError(f"{CLIENT_AUTH_ENV}=1 needs {CA_ENV}, the CA that signs the clients' certificates")
-    from meshrl.transport.rpc.tls import _read  # not at the top: tls.py imports channel.py, which imports this
+    from meshrl.transport.rpc.tls import _read  # lazy: breaks the cycle tls -> channel -> mesh_tls
 
     pair = (_read(key, "key_file", WHO), _read(cert, "cert_file", WHO))
     roots = _read(ca, "ca_file", WHO) if require else None
@@ -91,7 +91,7 @@ def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
     ca = _get(env, CA_ENV)
     if ca is None:
         return None
-    from meshrl.transport.rpc.tls import channel_credentials  # see server_credentials
+    from meshrl.transport.rpc.tls import channel_credentials  # lazy: breaks the cycle tls -> channel -> mesh_tls
 
     cert, key = _get(env, CERT_ENV), _get(env, KEY_ENV)
     return channel_credentials(ca, cert, key, who=WHO)

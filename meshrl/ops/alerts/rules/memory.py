@@ -9,6 +9,7 @@ from collections import deque
 from meshrl.ops.alerts.registry import register_rule
 from meshrl.ops.alerts.rules.base import Rule, finite
 from meshrl.ops.alerts.types import Condition
+from meshrl.ops.telemetry.resources import ProcessSampler
 
 
 @register_rule("memory_growth")
@@ -20,7 +21,6 @@ class MemoryGrowth(Rule):
 
     def _own_rss(self) -> float:
         if self._sampler is None:
-            from meshrl.ops.telemetry.resources import ProcessSampler
 
             self._sampler = ProcessSampler()
         return float(self._sampler.rss_bytes())
