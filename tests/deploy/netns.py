@@ -11,8 +11,8 @@ reach every host. `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/ho
 names resolve per host as they would in containers: every host knows the others by name,
 and this machine's hostname resolves to the host's own address (what
 MESHRL_ADVERTISE_HOST=@ip reads). Needs root and iproute2; `available()` says why not.
-`Loopback` is the stand-in where they cannot be made: every host is this one (127.0.0.1),
-no names, no cuts.
+`Loopback` is the benchmark's stand-in where they cannot be made: every host is this one
+(127.0.0.1), no names, no cuts; the drill's is loopback_hosts.LoopbackHosts (127.0.0.x each).
 """
 from __future__ import annotations
 
@@ -43,7 +43,17 @@ def sh(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True, text=True)
 
 
+def reachable(ip: str, port: int) -> bool:
+    try:
+        socket.create_connection((ip, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
 class Hosts:
+    cut_means = "its veth link set down"
+
     def __init__(self, numbers: dict[str, int], prefix: str = "mrl"):
         self.numbers = numbers
         tag = f"{prefix}{os.getpid() % 10000}"
@@ -78,6 +88,9 @@ class Hosts:
         others = "".join(f"{self.ip(n)} {n}\n" for n in self.numbers)
         (etc / "hosts").write_text(f"127.0.0.1 localhost\n{self.ip(name)} {socket.gethostname()}\n{others}")
 
+    def service_env(self, name: str, env: dict[str, str]) -> dict[str, str]:
+        return env  # compose's as is: names resolve, `@ip` is the host's own address
+
     def popen(self, name: str, argv: list[str], **kw) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", self.ns[name], *argv], **kw)
 
@@ -86,6 +99,9 @@ class Hosts:
 
     def restore(self, name: str) -> None:
         sh("ip", "link", "set", self._veth(name), "up")
+
+    def is_cut(self, name: str, port: int) -> bool:
+        return not reachable(self.ip(name), port)
 
     def __exit__(self, *exc) -> None:
         for name, ns in self.ns.items():
@@ -103,6 +119,9 @@ class Loopback:
 
     def ip(self, name: str) -> str:
         return "127.0.0.1"
+
+    def service_env(self, name: str, env: dict[str, str]) -> dict[str, str]:
+        return env
 
     def popen(self, name: str, argv: list[str], **kw) -> subprocess.Popen:
         return subprocess.Popen(argv, **kw)

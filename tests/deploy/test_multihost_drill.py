@@ -13,10 +13,23 @@ each service logs in with its own kind's file, as compose mounts it.
 
 What the drill simplifies: the hosts share this machine's filesystem (the model, data and
 run dir are at the same paths everywhere, as a shared volume would give), and the image's
-entrypoint runs from the checkout instead of a container. Needs root (namespaces); skipped
-with the reason otherwise.
+entrypoint runs from the checkout instead of a container.
+
+Two modes, one drill body (test ids `[netns]` and `[loopback]`); exactly one runs:
+- netns: the hosts above, as namespaces (tests/deploy/netns.py); needs root and iproute2.
+- loopback, where `ip netns add` is not permitted, or forced with MESHRL_DRILL_LOOPBACK=1:
+  each host on its own address, nats 127.0.0.11 · learner .12 · rollout-a .13 · rollout-b
+  .14 · reward .15, every service binding and announcing its own (MESHRL_BIND_HOST /
+  MESHRL_ADVERTISE_HOST), NATS listening on its own (tests/deploy/loopback_hosts.py). No
+  link can be cut without root: rollout-b is FROZEN instead (SIGSTOP of its processes for
+  the same 15 s, then SIGCONT), which its peers see as a dead link (silence, redelivery
+  after the ack wait) except that TCP connects to it still succeed. The test prints which
+  (`-s`). CI runs as root, so CI runs the netns mode only: a forced loopback run would add
+  about 155 s (measured here), over the 2.5 min it is worth; the loopback mode's own parts
+  (addresses, environment, freeze) are tested in CI in a second by test_loopback_hosts.py.
 
     .venv/bin/python -m pytest -q tests/deploy/test_multihost_drill.py
+    MESHRL_DRILL_LOOPBACK=1 .venv/bin/python -m pytest -q -s tests/deploy/test_multihost_drill.py
 """
 from __future__ import annotations
 
@@ -25,7 +38,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +50,7 @@ import yaml
 from meshrl.transport.bus.credentials import ENV_VAR
 from meshrl.transport.bus.server import find_nats_server
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
+from tests.deploy.loopback_hosts import LoopbackHosts
 from tests.deploy.netns import Hosts, available
 from tests.deploy.test_compose_nats_auth import make_nats_auth, secret_file
 from tests.e2e.conftest import VOWEL_REWARD, e2e_data  # noqa: F401  (e2e_data: a fixture)
@@ -47,6 +60,7 @@ COMPOSE = ROOT / "deploy" / "compose" / "compose.yaml"
 ENTRYPOINT = ROOT / "deploy" / "image" / "entrypoint.sh"
 HOSTS = {"nats": 1, "learner": 2, "rollout-a": 3, "rollout-b": 4, "reward": 5}
 STEPS = 10
+LOOPBACK_ENV = "MESHRL_DRILL_LOOPBACK"  # =1: the loopback mode even where namespaces work
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -73,11 +87,11 @@ def nats_users(folder: Path, run_id: str, config: Path) -> Path:
     return folder
 
 
-def nats_argv(store: Path, port: int, secrets: Path) -> list[str]:
-    """compose's nats command: its store in `store`, its users from `secrets`, on 0.0.0.0:`port`."""
+def nats_argv(store: Path, port: int, secrets: Path, address: str = "0.0.0.0") -> list[str]:
+    """compose's nats command: its store in `store`, its users from `secrets`, on `address`:`port`."""
     command, _ = compose_service("nats", {}, secrets)
     args = [str(store) if flag == "--store_dir" else a for flag, a in zip(["", *command], command)]
-    return [str(find_nats_server()), *args, "-a", "0.0.0.0", "-p", str(port)]
+    return [str(find_nats_server()), *args, "-a", address, "-p", str(port)]
 
 
 def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
@@ -116,6 +130,7 @@ class Mesh:
         command, env = compose_service(compose_name, self.substitutions, self.secrets)
         if grpc_port is not None:
             command[command.index("--grpc-port") + 1] = str(grpc_port)
+        env = self.hosts.service_env(host, env)  # loopback: its own 127.0.0.x, NATS by address
         env.update(MESHRL_CONFIG=str(self.config), HOSTNAME=host, TOKENIZERS_PARALLELISM="false",
                    OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **self.env)
         full = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
@@ -135,14 +150,6 @@ class Mesh:
     def tail(self, host: str, n: int = 40) -> str:
         lines = (self.logs / f"{host}.log").read_text(errors="replace").splitlines()
         return "\n".join(lines[-n:])
-
-
-def reachable(ip: str, port: int) -> bool:
-    try:
-        socket.create_connection((ip, port), timeout=2).close()
-    except OSError:
-        return False
-    return True
 
 
 def steps_done(run_dir: Path) -> int:
@@ -178,12 +185,26 @@ async def announced_so_far(nats_url: str, run_id: str) -> dict[str, str]:
         return {}
 
 
-@pytest.fixture
-def hosts():
-    reason = available()
+def skip_reason(mode: str) -> str | None:
+    """Why the drill does not run in `mode` here (None: it does); one mode runs, never both."""
+    forced, refused = os.environ.get(LOOPBACK_ENV) == "1", available()
+    if mode == "netns" and forced:
+        return f"{LOOPBACK_ENV}=1: the loopback mode runs instead"
+    if mode == "netns" and refused:
+        return f"no network namespaces ({refused}): the loopback mode runs instead"
+    if mode == "loopback" and not (forced or refused):
+        return f"network namespaces work here: the netns mode runs instead ({LOOPBACK_ENV}=1 forces this one)"
+    return None
+
+
+@pytest.fixture(params=["netns", "loopback"])
+def hosts(request):
+    reason = skip_reason(request.param)
     if reason:
-        pytest.skip(f"multi-host drill needs network namespaces: {reason}")
-    with Hosts(HOSTS) as made:
+        pytest.skip(reason)
+    with (Hosts(HOSTS) if request.param == "netns" else LoopbackHosts(HOSTS)) as made:
+        print(f"multi-host drill, {request.param} mode: hosts {[made.ip(h) for h in HOSTS]}; "
+              f"the cut of rollout-b: {made.cut_means}")
         yield made
 
 
@@ -196,7 +217,7 @@ def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_
     monkeypatch.setenv(ENV_VAR, str(users / "nats-admin.json"))  # this test's own checks (`announced`)
     mesh = Mesh(hosts, logs, run_id, config, secrets=users)
     try:
-        mesh.start("nats", nats_argv(tmp_path / "nats-store", 4222, users), dict(os.environ))
+        mesh.start("nats", nats_argv(tmp_path / "nats-store", 4222, users, hosts.ip("nats")), dict(os.environ))
         for host, service in (("learner", "learner"), ("rollout-a", "rollout"), ("rollout-b", "rollout")):
             mesh.start_service(host, service)
         url = f"nats://{hosts.ip('nats')}:4222"
@@ -207,10 +228,10 @@ def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_
         wait_for(lambda: steps_done(run_dir) >= 3, 600, "three steps", mesh)
         addresses = asyncio.run(announced(url, run_id))
         hosts.cut("rollout-b")
-        assert not reachable(hosts.ip("rollout-b"), 50051), "the cut did not cut rollout-b off"
+        assert hosts.is_cut("rollout-b", 50051), f"the cut ({hosts.cut_means}) did not cut rollout-b off"
         time.sleep(15)  # longer than a step: rollout-b's pulls and acks are lost meanwhile
         hosts.restore("rollout-b")
-        assert reachable(hosts.ip("rollout-b"), 50051)
+        assert not hosts.is_cut("rollout-b", 50051)
         mesh.procs["learner"].wait(timeout=600)
         assert mesh.procs["learner"].returncode == 0, mesh.tail("learner")
     finally:
