@@ -127,7 +127,7 @@ class TensorBoardLogger:
 
     def __init__(self, log_dir: str | Path):
         try:
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard import SummaryWriter  # lazy: tensorboard is an optional extra, only when the tensorboard logger is on
         except ImportError as err:  # torch's writer needs the tensorboard package
             raise RuntimeError("telemetry.tensorboard=true needs the tensorboard package: "
                                "pip install 'meshrl[tensorboard]' (or set it to false)") from err

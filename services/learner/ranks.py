@@ -38,6 +38,7 @@ only (the config refuses `ranks` > 1 for offline DPO).
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -51,7 +52,9 @@ import torch
 import torch.distributed as dist
 
 from meshrl.algos.kl_control import restore_controller
-from meshrl.config import ConfigError
+from meshrl.config import ConfigError, load_config
+from meshrl.ops.private_files import keep_new_files_private
+from meshrl.ops.service.errors import startup_errors
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.train.fsdp import DistContext, init_distributed
@@ -90,7 +93,6 @@ def die_with_parent() -> None:
     """torchrun starts each rank in a session of its own: a SIGKILLed torchrun would leave
     them running. Linux only; elsewhere a no-op."""
     if os.uname().sysname == "Linux":
-        import ctypes
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
@@ -254,10 +256,6 @@ def follow(work: RankWork) -> None:
 
 def follower_main(args) -> int:
     """A rank > 0: the model's shard, then rank 0's commands; exit 0 on "stop"."""
-    from meshrl.config import load_config
-    from meshrl.ops.private_files import keep_new_files_private
-    from meshrl.ops.service.errors import startup_errors
-
     keep_new_files_private()  # checkpoint shards: owner only, as rank 0's files
     try:
         cfg = load_config(args.config)

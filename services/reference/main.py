@@ -29,6 +29,9 @@ import re
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
 from meshrl.ops.service.malloc import keep_freed_memory
+from meshrl.inputs.models.load import resolve_model_source
+from meshrl.services.reference.instruments import reference_instruments
+from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reference")
 
@@ -45,17 +48,14 @@ class ReferenceProcess(ServiceProcess):
     name = "reference"
 
     async def prepare(self, ctx: ServiceContext) -> None:
-        from meshrl.inputs.models.load import resolve_model_source
-        from meshrl.services.reference.scorer import ReferenceScorer
+        from meshrl.services.reference.scorer import ReferenceScorer  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         resolve_model_source(ctx.cfg.model.path, ctx.cfg.model.gguf_file)  # a wrong path fails before torch loads
         self.scorer = await asyncio.to_thread(ReferenceScorer.from_config, ctx.cfg)
 
     async def start(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reference.instruments import reference_instruments
-        from meshrl.services.reference.server import start_reference_server
-        from meshrl.services.reference.worker import STAGE, ReferenceWorker
-        from meshrl.transport.rpc import stop_server
+        from meshrl.services.reference.server import start_reference_server  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
+        from meshrl.services.reference.worker import STAGE, ReferenceWorker  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         server, port = await start_reference_server(self.scorer, grpc_port(ctx.cfg.reference.grpc_port, ctx.replica))
         ctx.on_stop(stop_server, server, 2)
@@ -66,7 +66,7 @@ class ReferenceProcess(ServiceProcess):
 
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `scored` until cancelled; the consumer loop only ends by failing."""
-        from meshrl.services.reference.worker import DURABLE, STAGE
+        from meshrl.services.reference.worker import DURABLE, STAGE  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         try:
             await ctx.bus.worker(STAGE, DURABLE, self.worker.handle, auto_in_progress=True)

@@ -14,6 +14,8 @@ from typing import Protocol
 from meshrl.config.schema import RewardComponentConfig
 from meshrl.services.reward.registry import Rule, RuleParams, get_rule
 from meshrl.services.reward.types import ComponentScore, ItemScore, RewardItem, Status, failed, ok
+from meshrl.services.reward.external import ExternalComponent
+from meshrl.config import ConfigError
 
 
 class Component(Protocol):
@@ -54,7 +56,6 @@ class RuleComponent:
 def build_component(cfg: RewardComponentConfig, run_id: str = "") -> Component:
     """Validate one config entry into a component. Raises ConfigError naming the problem."""
     if cfg.kind == "external":
-        from meshrl.services.reward.external import ExternalComponent
 
         return ExternalComponent.from_config(cfg, run_id)
     rule = get_rule(cfg.kind)
@@ -76,8 +77,6 @@ async def score_all(components: list[Component], items: list[RewardItem]) -> lis
 
 def build_components(cfgs: list[RewardComponentConfig], run_id: str = "") -> list[Component]:
     """All configured components, validated; duplicate names are a ConfigError."""
-    from meshrl.config import ConfigError
-
     names = [c.name for c in cfgs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

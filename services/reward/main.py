@@ -34,6 +34,15 @@ import asyncio
 import logging
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.config.reward_model import called_components, start_waits
+from meshrl.services.reward.components import build_components
+from meshrl.services.reward.rules.verify_pool import shutdown_pools
+from meshrl.services.reward.scorer import GroupScorer
+from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
+from meshrl.services.reward.instruments import reward_instruments
+from meshrl.services.reward.server import start_reward_server
+from meshrl.services.reward.worker import IN_STAGE, RewardWorker, DURABLE
+from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reward")
 CONCURRENT_GROUPS = 4  # groups scored at once (external calls overlap; math batches queue on the pool)
@@ -48,12 +57,6 @@ class RewardProcess(ServiceProcess):
 
     async def prepare(self, ctx: ServiceContext) -> None:
         """Components from the config → a checked, warmed scorer."""
-        from meshrl.config.reward_model import called_components, start_waits
-        from meshrl.services.reward.components import build_components
-        from meshrl.services.reward.rules.verify_pool import shutdown_pools
-        from meshrl.services.reward.scorer import GroupScorer
-        from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
-
         ctx.on_stop(shutdown_pools)  # first: the pools may start before a later check fails
         components = build_components(called_components(ctx.cfg), ctx.run_id)
         self.scorer = GroupScorer(components, {c.name: c.on_failure for c in ctx.cfg.reward.components})
@@ -63,11 +66,6 @@ class RewardProcess(ServiceProcess):
         await warm_pools(components)
 
     async def start(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reward.instruments import reward_instruments
-        from meshrl.services.reward.server import start_reward_server
-        from meshrl.services.reward.worker import IN_STAGE, RewardWorker
-        from meshrl.transport.rpc import stop_server
-
         server, port = await start_reward_server(self.scorer, ctx.args.grpc_port)
         ctx.on_stop(stop_server, server, 2)
         self.worker = RewardWorker(ctx.bus, self.scorer, ctx.cfg.reference_enabled, ctx.replica,
@@ -78,8 +76,6 @@ class RewardProcess(ServiceProcess):
 
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `generated` until cancelled; the consumer loop only ends by failing."""
-        from meshrl.services.reward.worker import DURABLE, IN_STAGE
-
         consumer = asyncio.create_task(ctx.bus.worker(IN_STAGE, DURABLE, self.worker.handle, batch=CONCURRENT_GROUPS,
                                                       ack_wait=ACK_WAIT_S, auto_in_progress=True))
         stop = asyncio.create_task(self.worker.stop_requested.wait())

@@ -60,7 +60,7 @@ def register_reward(kind: str, params: type[RuleParams] = RuleParams):
 
 
 def get_rule(kind: str) -> Rule:
-    import meshrl.services.reward.rules  # noqa: F401  (registers the built-ins)
+    import meshrl.services.reward.rules  # lazy: breaks the cycle: every rule module imports this registry  # noqa: F401
 
     if kind not in RULES:
         raise ConfigError(

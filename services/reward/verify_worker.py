@@ -10,7 +10,7 @@ def warm_up(module: str) -> bool:
 
 
 def parse_gold(ground_truth: str) -> list:
-    from math_verify import parse
+    from math_verify import parse  # lazy: only in the verifier worker process, which imports nothing else
 
     text = ground_truth.strip()
     gold = [] if ("$" in text or "\\boxed" in text) else parse(f"${text}$", parsing_timeout=None)
@@ -26,7 +26,7 @@ def verify_answer(response: str, ground_truth: str) -> tuple[bool, bool]:
     math-verify's own signal-based timeouts are off (`parsing_timeout=None`,
     `timeout_seconds=None`): the pool's deadline is the timeout.
     """
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # lazy: only in the verifier worker process, which imports nothing else
 
     gold = parse_gold(ground_truth)
     answer = parse(response, parsing_timeout=None)

@@ -30,14 +30,14 @@ import argparse
 import sys
 
 from meshrl.reward_sdk import Item, serve
-from meshrl.services.reward_model.process import RewardModelProcess
-from meshrl.services.reward_model.process import __doc__ as process_doc
+from meshrl.services.reward_model.process import RewardModelProcess, __doc__ as process_doc
+from meshrl.services.reward_model.batcher import MicroBatcher
+from meshrl.ops.service import run_service
+from meshrl.services.reward_model.normalize import RewardNormalizer
 
 
 def reward_fn(model, normalizer, *, max_batch: int = 32):
     """An async per-item function for the SDK; items meet in the MicroBatcher."""
-    from meshrl.services.reward_model.batcher import MicroBatcher
-
     def score_texts(texts: list[str]) -> list[tuple[float, float]]:
         raw = model.score(texts)
         return list(zip(normalizer(raw), raw))
@@ -68,15 +68,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """The mesh's contract (`--config`: process.py, what `meshrl train` starts) or standalone."""
     if "--config" in (sys.argv[1:] if argv is None else argv):
-        from meshrl.ops.service import run_service
 
         return run_service(RewardModelProcess(), argv, description=process_doc.splitlines()[0])
     return main_standalone(argv)
 
 
 def main_standalone(argv: list[str] | None = None) -> int:
-    from meshrl.services.reward_model.model import RewardModel
-    from meshrl.services.reward_model.normalize import RewardNormalizer
+    from meshrl.services.reward_model.model import RewardModel  # lazy: torch/transformers (seconds): config errors fail fast first
 
     args = parse_args(argv)
     try:

@@ -21,14 +21,16 @@ import asyncio
 import logging
 
 from meshrl.ops.service import ServiceContext, ServiceProcess
+from meshrl.config import ConfigError
+from meshrl.services.reward_model.normalize import RewardNormalizer
+from meshrl.reward_sdk import start as start_reward_server
+from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reward_model")
 
 
 def settings_of(cfg):
     """The run's reward_model section; a ConfigError when the config has none."""
-    from meshrl.config import ConfigError
-
     if cfg.reward_model is None:
         raise ConfigError("the run config has no reward_model section: the reward-model service needs "
                           "`reward_model: {path: DIR}` (and a reward component with kind: reward_model)")
@@ -37,9 +39,7 @@ def settings_of(cfg):
 
 def load_model(settings):
     """The model and its normaliser; a bad head or option becomes a ConfigError (exit 2)."""
-    from meshrl.config import ConfigError
-    from meshrl.services.reward_model.model import RewardModel
-    from meshrl.services.reward_model.normalize import RewardNormalizer
+    from meshrl.services.reward_model.model import RewardModel  # lazy: torch/transformers (seconds): config errors fail fast first
 
     try:
         normalizer = RewardNormalizer(settings.normalize, settings.clip)
@@ -56,7 +56,7 @@ class RewardModelProcess(ServiceProcess):
                             help="RewardService port (default: reward_model.grpc_port; 0 = any free port)")
 
     async def prepare(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reward_model.main import reward_fn
+        from meshrl.services.reward_model.main import reward_fn  # lazy: breaks the cycle with main.py, which imports this module
 
         settings = settings_of(ctx.cfg)
         model, normalizer = await asyncio.to_thread(load_model, settings)
@@ -66,9 +66,6 @@ class RewardModelProcess(ServiceProcess):
                  model.device, settings.batch_size, settings.normalize, settings.clip)
 
     async def start(self, ctx: ServiceContext) -> None:
-        from meshrl.reward_sdk import start as start_reward_server
-        from meshrl.transport.rpc import stop_server
-
         port = ctx.cfg.reward_model.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port
         server, bound = await start_reward_server(self.fn, port=port)
         ctx.on_stop(server.reward_servicer.close)

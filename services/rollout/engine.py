@@ -56,7 +56,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.inputs.models.load import ModelLoadError
+from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
 
 if TYPE_CHECKING:
     from meshrl.config import RunConfig
@@ -88,13 +92,11 @@ class EngineConfig:
 
     @classmethod
     def from_run_config(cls, cfg: "RunConfig", replica_id: str = "rollout-0") -> "EngineConfig":
-        from meshrl.inputs.models.load import ModelLoadError  # a ValueError; the runner exits 2 on it
-
         if cfg.model.gguf_file:
             raise ModelLoadError(
                 f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
                 f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
-        from meshrl.inputs.models.precision import resolve_model_dtype
+        from meshrl.inputs.models.precision import resolve_model_dtype  # lazy: torch: the config half is used without it
 
         dtype, why = resolve_model_dtype(cfg.model.dtype)
         log.info("rollout dtype %s: %s", dtype, why)
@@ -106,7 +108,7 @@ class EngineConfig:
 
 def engine_args(config: EngineConfig):
     """vLLM `AsyncEngineArgs` for `config` (KV cache sized in bytes, our worker extension)."""
-    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.engine.arg_utils import AsyncEngineArgs  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not Path(config.model, "config.json").exists():
         raise FileNotFoundError(f"model dir {config.model} has no config.json; "
@@ -134,7 +136,7 @@ def platform_scheduling(config: EngineConfig) -> dict:
     does not use offset") as soon as a large batch forces a chunk — measured with 64 groups
     of 200-token prompts. GPU generators have offsets, so GPUs keep chunked prefill.
     """
-    from vllm.platforms import current_platform
+    from vllm.platforms import current_platform  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not current_platform.is_cpu():
         return {}
@@ -147,8 +149,8 @@ def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
 
     `greedy`: the task's greedy-baseline request instead — one response at temperature 0
     with the same max_tokens and stop (ReMax's baseline)."""
-    from vllm import SamplingParams
-    from vllm.sampling_params import RequestOutputKind
+    from vllm import SamplingParams  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+    from vllm.sampling_params import RequestOutputKind  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if sampling.max_tokens < 1:
         raise ValueError(f"sampling.max_tokens={sampling.max_tokens}: set it to at least 1")
@@ -169,10 +171,6 @@ def oldest_version(spans, fallback: int) -> int:
 
 def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
     """One proto `Sample` from a vLLM `CompletionOutput` requested with `logprobs=0`, flat."""
-    import numpy as np
-
-    from meshrl.transport.bus.codec import pack_float32, pack_int32
-
     token_ids = np.asarray(completion.token_ids, dtype=np.int32)
     flat = completion.logprobs
     if flat is None or len(flat.logprobs) != len(token_ids):
@@ -201,7 +199,7 @@ class RolloutEngine:
     @classmethod
     async def start(cls, config: EngineConfig, version: int = 0) -> "RolloutEngine":
         """Construct the AsyncLLM (spawns vLLM's processes; blocks ≈30 s) and tag its version."""
-        from vllm.v1.engine.async_llm import AsyncLLM
+        from vllm.v1.engine.async_llm import AsyncLLM  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         llm = AsyncLLM.from_engine_args(engine_args(config))
         engine = cls(llm, config, version)
@@ -214,9 +212,8 @@ class RolloutEngine:
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         """Sample `task.sampling.n` responses to `task.prompt_token_ids` with the current weights."""
-        from vllm.inputs import TokensPrompt
+        from vllm.inputs import TokensPrompt  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
-        from meshrl.transport.bus.codec import unpack_int32
 
         prompt_ids = unpack_int32(task.prompt_token_ids)
         if prompt_ids.size == 0:

@@ -42,7 +42,7 @@ def idle_spin_s() -> float:
 def shorten_idle_spin(limit_s: float | None = None) -> bool:
     """Cap vLLM's shared-memory reader spin at `limit_s`; False where vLLM has no such ring."""
     try:
-        from vllm.distributed.device_communicators.shm_broadcast import SpinCondition
+        from vllm.distributed.device_communicators.shm_broadcast import SpinCondition  # lazy: only in vLLM's worker process; a vLLM without it is handled below
     except ImportError:
         return False
     if getattr(SpinCondition.wait, "_meshrl_capped", False):

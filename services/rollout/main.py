@@ -29,6 +29,13 @@ import asyncio
 import logging
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
+from meshrl.services.rollout.server import start_rollout_server
+from meshrl.transport.rpc import stop_server
+from meshrl.services.rollout.follower import WeightsFollower
+from meshrl.transport.bus import subjects as names
+from meshrl.services.rollout.instruments import rollout_instruments
+from meshrl.services.rollout.worker import RolloutWorker
 
 log = logging.getLogger("meshrl.services.rollout")
 
@@ -43,10 +50,6 @@ class RolloutProcess(ServiceProcess):
 
     async def start(self, ctx: ServiceContext) -> None:
         """Engine, weights follower (current version loaded), gRPC server, KV entry, READY."""
-        from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
-        from meshrl.services.rollout.server import start_rollout_server
-        from meshrl.transport.rpc import stop_server
-
         self.engine = await RolloutEngine.start(EngineConfig.from_run_config(ctx.cfg, replica_id=ctx.replica))
         ctx.on_stop(self.shut_engine_down, ctx.replica)
         self.follower = await self.follow_weights(ctx)
@@ -58,9 +61,7 @@ class RolloutProcess(ServiceProcess):
 
     async def follow_weights(self, ctx: ServiceContext):
         """A follower that has loaded the run's current weights (if any) into the engine."""
-        from meshrl.services.rollout.follower import WeightsFollower
-        from meshrl.services.rollout.weights import WeightsUpdater
-        from meshrl.transport.bus import subjects as names
+        from meshrl.services.rollout.weights import WeightsUpdater  # lazy: torch (seconds): the metrics port and NATS fail fast first
 
         bus, subject = ctx.bus, names.weights_loaded_subject(ctx.run_id)
         updater = WeightsUpdater(self.engine, run_id=ctx.run_id, replica_id=ctx.replica,
@@ -72,9 +73,6 @@ class RolloutProcess(ServiceProcess):
 
     async def work(self, ctx: ServiceContext) -> None:
         """Follow weights notices and consume prompts; whichever ends first ends the service."""
-        from meshrl.services.rollout.instruments import rollout_instruments
-        from meshrl.services.rollout.worker import RolloutWorker
-
         worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine))
         await first_to_end(self.follower.run(), consume_when_ready(self.follower, worker, ctx.args.concurrency,
                                                                         ack_wait=ctx.cfg.rollout.ack_wait_s))

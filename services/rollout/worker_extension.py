@@ -30,7 +30,7 @@ shorten_idle_spin()
 
 def _safetensors_items(path: str) -> Iterator[tuple[str, torch.Tensor]]:
     """(name, tensor) for every tensor in a safetensors file, read lazily."""
-    from safetensors import safe_open
+    from safetensors import safe_open  # lazy: only in vLLM's worker process, when weights arrive
 
     with safe_open(path, framework="pt", device="cpu") as handle:
         for name in handle.keys():
@@ -50,7 +50,7 @@ class WeightsFileExtension:
     def meshrl_receive_collective(self, address: str, ticket: int, manifest_json: str) -> int:
         """Receive the learner's tensors for `ticket` over the pair group
         (meshrl.transport.weights.collective) and load them as a file's would be."""
-        from meshrl.transport.weights.collective import Manifest, receive
+        from meshrl.transport.weights.collective import Manifest, receive  # lazy: only in vLLM's worker process, and only for the collective transport (nats)
 
         device = next(self.model_runner.get_model().parameters()).device
         return self._meshrl_load(receive(address, ticket, Manifest.from_json(manifest_json), device))

@@ -44,7 +44,7 @@ class ValueModel(nn.Module):
 
     @classmethod
     def from_config(cls, config) -> "ValueModel":
-        from transformers import AutoModel
+        from transformers import AutoModel  # lazy: transformers (seconds), only when a critic is built
         return cls(AutoModel.from_config(config))
 
     @classmethod

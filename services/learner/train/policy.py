@@ -140,7 +140,7 @@ def build_policy(model: nn.Module | str, trainer: TrainerConfig, *, total_steps:
                  dist: DistContext | None = None, bf16: bool | None = None) -> TrainedModel:
     """The policy ready to train: (sharded) model, AdamW and warmup-cosine schedule."""
     if isinstance(model, str):
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM  # lazy: transformers (seconds), only when a policy is built
         model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     dist = dist or DistContext()
     model = prepare_model(model, trainer, dist)
