@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 
-from meshrl.transport.bus import subjects as names
 from meshrl.inputs.models.safetensors_write import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.transport.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.collective import WeightsServer, snapshot
+from meshrl.transport.weights.run_version import announce
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
@@ -63,7 +63,7 @@ class WeightsPublisher:
         location = await self.transport.put(version, staged)
         notice = weights_notice(run_id=self.run_id, version=version, transport=self.transport.name,
                                 location=location, sha256=sha256, size_bytes=size, step=step)
-        await self.bus.state.put(names.WEIGHTS_NOTICE_KEY, notice)
+        await announce(self.bus.state, notice)  # the run's version first, then the notice
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(size)}
@@ -94,7 +94,7 @@ class CollectivePublisher:
         notice = weights_notice(run_id=self.run_id, version=version, transport="collective",
                                 location=self.location, sha256=manifest.digest(),
                                 size_bytes=manifest.nbytes(), step=step, format="tensors")
-        await self.bus.state.put(names.WEIGHTS_NOTICE_KEY, notice)
+        await announce(self.bus.state, notice)  # the run's version first, then the notice
         return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
                 "weights/bytes": float(manifest.nbytes())}
 

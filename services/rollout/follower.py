@@ -16,6 +16,14 @@ older notice last. Notices that arrive while a load is running are not queued on
 only the newest is loaded next (a replica that fell behind skips straight to the current
 version instead of loading every version in between).
 
+Each notice is checked against the run state first (meshrl.transport.weights.run_version):
+only the version the learner has set as the run's current one is loaded. A notice going back
+further than the run or skipping ahead of it (a stale replay, a forged put) is refused and
+reported (`WeightsLoaded(ok=False)`, naming both versions) and loads nothing: the replica
+keeps its weights, and is ready while they are the run's version (after a refusal, the run's
+version is the one to hold; its own notice follows). Without a run version (an older
+learner) every notice counts, as before.
+
 Simplification: a notice that fails (bad checksum, missing file) leaves the replica on its
 old version and not ready until a later notice loads; the failure is reported by
 `WeightsUpdater` as `WeightsLoaded(ok=False)`.
@@ -26,6 +34,7 @@ import asyncio
 import logging
 
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.transport.weights.run_version import refusal, run_version
 from meshrl.api.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -83,6 +92,13 @@ class WeightsFollower:
             await self.apply(notice)
 
     async def apply(self, notice: pb.WeightsNotice) -> None:
+        current = await run_version(self.state)
+        refused = refusal(notice.version, current)
+        if refused:
+            await self.updater.refuse(notice, refused)
+            self.latest_seen = current  # the version to hold is the run's, not this notice's
+            self._update_ready()
+            return
         # The key's value, not the highest seen: a resumed learner moves it back.
         self.latest_seen = notice.version
         self._update_ready()  # another version is current: not ready until it is loaded

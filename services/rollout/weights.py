@@ -48,9 +48,10 @@ class WeightsUpdater:
         """Load the notice's weights unless already held; publish and return the outcome.
 
         Returns None (and publishes nothing) for the version held. A lower version is loaded
-        too: the notice is the run's truth, and it goes back when a learner resumes from a
-        checkpoint older than its last push. Keeping the newer, orphaned weights would stamp
-        every group with a version the learner never trained, and it drops them all.
+        too: a learner resuming from a checkpoint older than its last push moves the run back.
+        Keeping the newer, orphaned weights would stamp every group with a version the learner
+        never trained, and it drops them all. (Whether a notice is the run's current version
+        at all is WeightsFollower's check, against the run state: run_version.py.)
         """
         async with self._lock:
             if notice.version == self.engine.version:
@@ -63,10 +64,18 @@ class WeightsUpdater:
                 log.error("%s: refused weights v%d: %s", self.replica_id, notice.version, err)
                 report = pb.WeightsLoaded(ok=False, error=f"{type(err).__name__}: {err}",
                                           load_s=time.perf_counter() - began)
-            report.run_id, report.replica_id, report.version = self.run_id, self.replica_id, notice.version
-            if self.publish_loaded is not None:
-                await self.publish_loaded(report)
-            return report
+            return await self._report(notice, report)
+
+    async def refuse(self, notice: pb.WeightsNotice, reason: str) -> pb.WeightsLoaded:
+        """Report a notice refused before any load (WeightsFollower: not the run's version)."""
+        log.error("%s: refused weights v%d: %s", self.replica_id, notice.version, reason)
+        return await self._report(notice, pb.WeightsLoaded(ok=False, error=reason))
+
+    async def _report(self, notice: pb.WeightsNotice, report: pb.WeightsLoaded) -> pb.WeightsLoaded:
+        report.run_id, report.replica_id, report.version = self.run_id, self.replica_id, notice.version
+        if self.publish_loaded is not None:
+            await self.publish_loaded(report)
+        return report
 
     async def _load(self, notice: pb.WeightsNotice) -> None:
         check_notice(notice, self.run_id)

@@ -13,6 +13,9 @@ import re
 STAGES = ("prompts", "generated", "scored", "ready")
 # Run-state KV key holding the latest common.v1.WeightsNotice (learner puts, replicas watch).
 WEIGHTS_NOTICE_KEY = "weights_notice"
+# Run-state KV key holding the run's current weights version, {"version": V, "step": S}: the
+# learner puts it BEFORE each notice; a replica loads only the notice of that version.
+RUN_VERSION_KEY = "run_version"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 

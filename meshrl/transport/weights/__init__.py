@@ -13,6 +13,8 @@ notice and only then loads it. Which side does what:
                 `verify_file` (size and sha256 before the engine is touched)
     collective.py  no file: the learner serves its tensors from memory over a two-member
                 process group (NCCL on GPU, gloo on CPU) straight into the engine's worker
+    run_version.py  the run's current version beside the notice (`announce`: learner) and
+                which notices a replica may load against it (`refusal`: rollout)
 
 The services hold only their own use of these: the learner's `WeightsPublisher`
 (services/learner/weights.py: which tensors, in which dtype, on its trainer thread) and the

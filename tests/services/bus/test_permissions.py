@@ -80,7 +80,7 @@ async def test_rollout_cannot_publish_to_ready(secured, admin):
     assert await admin.pending("ready") == 0  # nothing stored
 
 
-@pytest.mark.parametrize("key", [names.WEIGHTS_NOTICE_KEY, "run_state", "services.learner.learner-0",
+@pytest.mark.parametrize("key", [names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY, "services.learner.learner-0",
                                  "metrics.reward.reward-0"])
 async def test_rollout_cannot_write_the_notice_or_run_state(secured, admin, key):
     async with await connect(secured, "rollout") as rollout:

@@ -15,6 +15,7 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.engine import oldest_version, sample_from_completion
 from meshrl.services.rollout.follower import WeightsFollower
 from meshrl.services.rollout.worker import RolloutWorker, VersionBehind
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 
 def completion(token_ids, logprobs, finish="length", spans=None):
@@ -61,7 +62,7 @@ class FakeState:
         self.entry = entry
 
     async def get(self, key):
-        return self.entry
+        return self.entry if key == WEIGHTS_NOTICE_KEY else None  # no run version: an older learner
 
 
 async def test_follower_is_ready_at_once_without_a_notice():

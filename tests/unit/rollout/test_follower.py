@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.follower import WeightsFollower
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 
 def entry(version: int, revision: int):
@@ -34,7 +35,7 @@ class FakeKV:
         self.current, self.feed = current, asyncio.Queue()
 
     async def get(self, key):
-        return self.current
+        return self.current if key == WEIGHTS_NOTICE_KEY else None  # no run version: an older learner
 
     async def watch(self, key):
         while True:
