@@ -1,6 +1,7 @@
 // Live curves: metrics.jsonl rows (from the metrics event stream) grouped into charts, drawn
 // with the vendored uPlot; x is the learner step. A chart appears once a row has one of its
-// metrics; each chart's element carries data-points (rows drawn), read by the browser tests.
+// metrics; each chart's element carries data-points (rows drawn), data-keys (its series) and
+// data-filled (rows with a number for one of them), read by the browser tests.
 "use strict";
 
 const CHART_GROUPS = [
@@ -40,6 +41,8 @@ class Charts {
       if (chart && chart.keys.join() !== keys.join()) { chart.plot.destroy(); chart.box.remove(); chart = null; }
       if (!chart) chart = this.create(title, keys, data); else chart.plot.setData(data);
       chart.box.dataset.points = String(this.rows.length);
+      chart.box.dataset.keys = keys.join(" ");
+      chart.box.dataset.filled = String(this.rows.filter(r => keys.some(k => typeof r[k] === "number")).length);
     }
   }
 

@@ -1,9 +1,13 @@
 """The dashboard in a real browser (issue 13.3): headless Chromium (Debian's chromium and
 chromedriver, driven by selenium) against a real `meshrl gateway serve` and a real tiny run
 (`meshrl train` on the tiny model: embedded NATS, vLLM rollout, reward, reference, learner).
-The curves appear and grow, a click on a sample opens its group's trace, Pause pauses the
-run (checked through the API) and Resume resumes it, Checkpoint writes one, a viewer token
-cannot pause, ExportRun writes a model dir; last, StopRun through the API ends the run.
+The curves appear and grow (and every chart the run feeds has data: truncation, clip
+fractions, throughput, staleness, held-out eval), the run API's live status and the service
+map show each replica with its weights version and health and the queue depths, the alerts
+feed shows the alert the run raises, a click on a sample opens its group's trace, Pause
+pauses the run (checked through the API) and Resume resumes it, Checkpoint writes one, a
+viewer token cannot pause, ExportRun writes a model dir; last, StopRun through the API ends
+the run.
 Screenshots go to the test's tmp dir (the path is printed).
 
 Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_gateway_browser.py
@@ -29,6 +33,10 @@ pytestmark = pytest.mark.slow
 CLI = [sys.executable, "-m", "meshrl.ops.cli.main"]
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
 STEPS = 2000  # never reached: the run is stopped when the tests are done
+# Held-out eval every 3 steps on 4 prompts (the Held-out eval chart), and a reward_flat rule
+# that fires at step 2 (std of 2 step rewards < 1e6 always; action none): the alerts feed.
+RUN_OVERRIDES = [f"learner.steps={STEPS}", "eval.every=3", "eval.max_prompts=4",
+                 "alerts.reward_flat.window=2", "alerts.reward_flat.min_std=1000000"]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--window-size=1400,1800"]
@@ -66,7 +74,7 @@ def live_run(tiny_model_dir, e2e_data, tmp_path_factory):
     """(gateway base URL, run name): a real run under a runs root, served by a real gateway."""
     root = tmp_path_factory.mktemp("gateway_runs")
     config = root.parent / "browser-run.yaml"
-    config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", f"learner.steps={STEPS}")))
+    config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", *RUN_OVERRIDES)))
     tokens = root.parent / "tokens.yaml"
     tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
                       f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n")
@@ -122,6 +130,21 @@ def chart_points(driver, title: str) -> int:
     return int(charts[0].get_attribute("data-points") or 0) if charts else 0
 
 
+def chart_data(driver, title: str) -> tuple[set[str], int]:
+    """(the chart's series keys, rows with a number for one of them); (set(), 0) if absent."""
+    from selenium.webdriver.common.by import By
+
+    charts = driver.find_elements(By.CSS_SELECTOR, f'.chart[data-title="{title}"]')
+    if not charts:
+        return set(), 0
+    return set((charts[0].get_attribute("data-keys") or "").split()), int(charts[0].get_attribute("data-filled") or 0)
+
+
+# Charts the tiny GRPO run feeds every step, and a key each must draw.
+STEP_CHARTS = {"Truncation": "completions/clipped_ratio", "Clip fractions": "clip_ratio/low",
+               "Throughput": "perf/throughput", "Staleness": "staleness/mean"}
+
+
 def test_curves_appear_and_grow(live_run, browser, tmp_path):
     base, run, _ = live_run
     log_in(browser, base, run, OPERATOR)
@@ -129,8 +152,86 @@ def test_curves_appear_and_grow(live_run, browser, tmp_path):
     for title in ("KL", "Entropy", "Response length", "Grad norm", "Step time split (s)"):
         assert chart_points(browser, title) >= 1, f"no {title} chart"
     wait_until(lambda: chart_points(browser, "Reward") >= first + 2, "the reward curve growing by 2 steps")
+    for title, key in STEP_CHARTS.items():
+        keys, filled = chart_data(browser, title)
+        assert key in keys and filled >= 2, (title, keys, filled)
+    # eval.every=3: the held-out accuracy of step 3 (and later) is drawn
+    keys, _ = wait_until(lambda: (d := chart_data(browser, "Held-out eval"))[1] >= 1 and d, "a held-out eval point")
+    assert "eval/accuracy" in keys, keys
     browser.save_screenshot(str(tmp_path / "curves.png"))
     print(f"\nscreenshot: {tmp_path / 'curves.png'}")
+
+
+def live_status(base: str, run: str) -> dict:
+    status, body = api(base, f"/api/runs/{run}/status", VIEWER)
+    assert status == 200, body
+    return body
+
+
+def in_flight(body: dict) -> int:
+    return sum(int(q["pending"]) + int(q["ack_pending"]) for q in body["queues"])
+
+
+def test_the_status_shows_each_replica_its_weights_version_health_and_the_queues(live_run):
+    base, run, _ = live_run
+    body = live_status(base, run)
+    replicas = body["replicas"]
+    counts = {s: sum(r["service"] == s for r in replicas) for s in body["wanted"]}
+    assert counts == {s: int(n) for s, n in body["wanted"].items()} and counts["rollout"] >= 1, (counts, body["wanted"])
+    assert all(r["health"] == "SERVING" and r["grpc"] and not r["error"] for r in replicas), replicas
+    rollouts = [r for r in replicas if r["service"] == "rollout"]
+    assert all(r["has_weights_version"] and int(r["groups_generated"]) > 0 for r in rollouts), rollouts
+    held = min(int(r["weights_version"]) for r in rollouts)
+    assert 1 <= held <= int(live_status(base, run)["learner"]["policy_version"])
+    # the version each replica holds follows the learner's pushes
+    wait_until(lambda: min(int(r["weights_version"]) for r in live_status(base, run)["replicas"]
+                           if r["service"] == "rollout") > held, "the rollouts' weights version rising", 120)
+    assert {"prompts", "generated", "scored"} <= {q["stream"] for q in body["queues"]}, body["queues"]
+    assert all(q["consumer"] for q in body["queues"])
+    # work in flight: some queue holds a message waiting or being worked on while the run runs
+    wait_until(lambda: in_flight(live_status(base, run)) > 0, "a message pending on a queue", 60)
+
+
+def service_map(driver) -> dict[str, list[str]]:
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.CSS_SELECTOR, "#services tbody tr")
+    return {r.get_attribute("data-replica"): [td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows}
+
+
+def shows(row: list[str], replica: dict) -> bool:
+    """A service-map row shows the replica, SERVING and (a rollout) "vN" with N at least the
+    version the API gave a moment before (the map is polled every 2 s)."""
+    service, name, weights, health = row[:4]
+    if replica["service"] != "rollout":
+        return (service, name, weights, health) == (replica["service"], replica["replica"], "-", "SERVING")
+    return ((service, name, health) == ("rollout", replica["replica"], "SERVING") and weights.startswith("v")
+            and int(weights[1:]) >= int(replica["weights_version"]))
+
+
+def map_agrees(shown: dict[str, list[str]], replicas: list[dict]) -> bool:
+    return set(shown) == {r["replica"] for r in replicas} and all(shows(shown[r["replica"]], r) for r in replicas)
+
+
+def test_the_service_map_shows_each_replica_its_weights_version_and_health(live_run, browser):
+    from selenium.webdriver.common.by import By
+
+    base, run, _ = live_run
+    replicas = live_status(base, run)["replicas"]
+    wait_until(lambda: map_agrees(service_map(browser), replicas), f"the service map showing {replicas}", 30)
+    assert all(td.get_attribute("class") == "ok" for td in browser.find_elements(By.CSS_SELECTOR, "#services td:nth-child(4)"))
+    queues = browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")
+    assert {q.find_element(By.TAG_NAME, "td").text for q in queues} >= {"prompts", "generated", "scored"}
+
+
+def test_the_alerts_feed_shows_the_alert_the_run_raised(live_run, browser):
+    from selenium.webdriver.common.by import By
+
+    base, run, _ = live_run
+    records = wait_until(lambda: api(base, f"/api/runs/{run}/alerts", VIEWER)[1]["records"], "an alert in alerts.jsonl")
+    assert records[0]["row"]["rule"] == "reward_flat" and records[0]["row"]["severity"] == "warning", records[0]
+    feed = wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#alerts li.alert"), "the alerts feed", 30)
+    assert "reward_flat" in feed[-1].text and "warning" in feed[-1].get_attribute("class"), feed[-1].text
 
 
 def samples_total(driver) -> int:
@@ -140,15 +241,24 @@ def samples_total(driver) -> int:
     return int(text.split(" of ")[1]) if " of " in text else 0
 
 
+def splits_shown(driver) -> list[str]:
+    """The split of each sample row shown, read in one go (the first page is redrawn every 3 s)."""
+    return driver.execute_script("return [...document.querySelectorAll('tr.sample')].map(r => r.children[1].textContent)")
+
+
 def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     # The second page holds samples a few steps old, whose spans are all written (a service
-    # ends its span after its publish is acknowledged, and spans are exported in batches).
+    # ends its span after its publish is acknowledged, and spans are exported in batches);
+    # training samples only (the held-out eval's answers have no group trace).
+    Select(browser.find_element(By.ID, "split")).select_by_visible_text("train")
+    wait_until(lambda: set(splits_shown(browser)) == {"train"}, "the training samples' first page")
     wait_until(lambda: samples_total(browser) > 10, "more than a page of samples")
     browser.find_element(By.ID, "samples-older").click()
     wait_until(lambda: browser.find_element(By.ID, "samples-range").text.startswith("11"), "the second page")
-    sample = browser.find_elements(By.CSS_SELECTOR, "tr.sample")[0]
+    sample = browser.find_elements(By.CSS_SELECTOR, "tr.sample")[splits_shown(browser).index("train")]
     group = sample.get_attribute("data-group")
 
     def spans_shown() -> set[str]:
