@@ -24,6 +24,8 @@ from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.restart_counts import restart_counts, restarts_line
 from meshrl.ops.launch.nats import admin_credentials, secrets_dir
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.credentials import credentials_path
 
 COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
            ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
@@ -84,11 +86,9 @@ def describe(status: dict) -> str:
 
 def run(args) -> int:
     from meshrl.ops.launch.run_status import gather_status  # lazy: grpc and nats at CLI start-up
-    from meshrl.transport.bus.errors import BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     from meshrl.ops.launch.grpc_tls import grpc_user_env  # lazy: grpc at CLI start-up
-    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: nats and cryptography at CLI start-up
-    from meshrl.transport.bus.credentials import credentials_path  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: cryptography at CLI start-up
 
     if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 
 from meshrl.ops.doctor.check import Check, failed, passed, run_async
+from meshrl.transport.bus import BusUnavailable, EmbeddedNats
 
 NAME = "nats + jetstream"
 
@@ -21,7 +22,7 @@ def nats_target(ctx) -> tuple[str, float]:
 
 
 async def _connect(url: str, timeout: float) -> str:
-    from meshrl.transport.bus import Bus  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.transport.bus import Bus  # lazy: Bus loads nats/aiohttp; not at CLI start-up
 
     bus = await Bus.connect(url, "doctor", name="meshrl-doctor", timeout=timeout)
     try:
@@ -32,8 +33,6 @@ async def _connect(url: str, timeout: float) -> str:
 
 
 def check_nats(ctx) -> Check:
-    from meshrl.transport.bus import BusUnavailable, EmbeddedNats  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
-
     url, timeout = nats_target(ctx)
     try:
         if url != "embedded":

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 from meshrl.ops.doctor.check import Check, failed, passed
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.server import find_nats_server
 
 VLLM_IMPORT_TIMEOUT_S = 180.0
 
@@ -26,9 +28,6 @@ def check_accelerators(ctx) -> Check:
 
 
 def check_nats_binary(ctx) -> Check:
-    from meshrl.transport.bus.errors import BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
-    from meshrl.transport.bus.server import find_nats_server  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
-
     name = "nats-server binary"
     try:
         path = find_nats_server()

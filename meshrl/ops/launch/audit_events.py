@@ -24,6 +24,10 @@ from meshrl.ops.launch.presence import LauncherInfo, find_launcher
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.ops.launch.audit import record_action
 from meshrl.ops.launch.errors import LaunchError
+from meshrl.transport.bus.subjects import events_subject
+from meshrl.transport.bus.credentials import credentials_path, read_credentials
+from meshrl.transport.bus.permissions import ADMIN
+from meshrl.transport.bus.tls import tls_from_env
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
@@ -34,7 +38,6 @@ AUDITED_BY_CALLER = ("meshrl-audited-by", "gateway")
 
 async def publish_action(js, run_id: str, row: dict) -> None:
     from meshrl.transport.bus.publish import publish_with_retry  # lazy: nats/aiohttp at CLI start-up (the CLI imports this module)
-    from meshrl.transport.bus.subjects import events_subject  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
 
     await publish_with_retry(js, events_subject(run_id), json.dumps(row).encode(), headers=EVENT_HEADER, attempts=2)
 
@@ -42,10 +45,7 @@ async def publish_action(js, run_id: str, row: dict) -> None:
 def admin_connect_args(run_dir: Path) -> dict:
     """Bus.connect's `credentials` and `tls` for the run's admin user; {} when the run made
     none (an external NATS: the environment's, as for any client)."""
-    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: nats and cryptography at CLI start-up
-    from meshrl.transport.bus.credentials import credentials_path, read_credentials  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
-    from meshrl.transport.bus.permissions import ADMIN  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
-    from meshrl.transport.bus.tls import tls_from_env  # lazy: meshrl.transport.bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: cryptography at CLI start-up
 
     admin = credentials_path(secrets_dir(run_dir), ADMIN)
     if not admin.is_file():

@@ -28,6 +28,12 @@ from typing import Iterator
 from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.restart_policy import RestartPolicy
+from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
+from meshrl.transport.bus.tls import TlsFiles
+from meshrl.transport.bus.permissions import ADMIN
+from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.server import EmbeddedNats
 
 
 def secrets_dir(run_dir: Path) -> Path:
@@ -37,8 +43,6 @@ def secrets_dir(run_dir: Path) -> Path:
 def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
     """The env var pointing a `kind` service at its credential file (embedded NATS only);
     set over any inherited value, so a service never runs with the launcher's admin user."""
-    from meshrl.transport.bus.credentials import ENV_VAR, credentials_path  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-
     if cfg.nats.url != "embedded":
         return {}
     return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind)), **_service_tls_env(cfg, run_dir, kind)}
@@ -46,8 +50,6 @@ def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[st
 
 def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
     """The MESHRL_NATS_TLS_* files create_run_tls wrote for `kind` (nothing when tls is off)."""
-    from meshrl.transport.bus.tls import TlsFiles  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-
     if cfg.nats.tls == "off":
         return {}
     d = secrets_dir(run_dir)
@@ -60,8 +62,6 @@ def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]
 def admin_credentials(path: Path, extra: dict[str, str] | None = None) -> Iterator[None]:
     """MESHRL_NATS_CREDENTIALS_FILE = `path` (and `extra`, e.g. the admin's TLS files) in this
     process for the block, then as before."""
-    from meshrl.transport.bus.credentials import ENV_VAR  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-
     values = {ENV_VAR: str(path), **(extra or {})}
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
@@ -82,8 +82,6 @@ def nats_url(cfg: RunConfig, run_dir: Path, run_id: str | None = None) -> Iterat
     if cfg.nats.url != "embedded":
         yield cfg.nats.url
         return
-    from meshrl.transport.bus.permissions import ADMIN  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-    from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
 
     auth = create_run_auth(secrets_dir(run_dir), run_id, reference_enabled=cfg.reference_enabled)
     try:
@@ -98,8 +96,7 @@ def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]
     """(the server's tls {} block, the admin's MESHRL_NATS_TLS_* env); empty when tls is off."""
     if cfg.nats.tls == "off":
         return "", {}
-    from meshrl.ops.launch.nats_tls import create_run_tls  # lazy: nats and cryptography; the CLI imports this module
-    from meshrl.transport.bus.permissions import ADMIN  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
+    from meshrl.ops.launch.nats_tls import create_run_tls  # lazy: cryptography; the CLI imports this module
 
     run_tls = create_run_tls(secrets_dir(run_dir), list(users), mutual=cfg.nats.tls == "mutual")
     return run_tls.server_block, run_tls.files[ADMIN].env()
@@ -107,9 +104,6 @@ def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]
 
 @contextlib.contextmanager
 def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[str]:
-    from meshrl.transport.bus import EmbeddedNats  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-    from meshrl.transport.bus.errors import BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
-
     try:
         server = EmbeddedNats(run_dir / "nats", auth=auth, tls=tls)  # started by the constructor
     except BusUnavailable as err:
@@ -123,7 +117,7 @@ def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[st
 
 
 async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int) -> None:
-    from meshrl.transport.bus import Bus, BusUnavailable  # lazy: meshrl.transport.bus loads nats/aiohttp; the CLI imports this module
+    from meshrl.transport.bus import Bus, BusUnavailable  # lazy: Bus loads nats/aiohttp; the CLI imports this module
 
     try:
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
