@@ -37,14 +37,20 @@ def is_url(target) -> bool:
     return str(target).startswith(("http://", "https://"))
 
 
-def api_url(url: str, path: str) -> str:
-    """http://HOST:PORT/runs/NAME (+ path) → http://HOST:PORT/api/runs/NAME/path."""
+def run_name(url: str) -> str:
+    """http://HOST:PORT/runs/NAME[/] → NAME; LaunchError for anything else."""
     parts = urllib.parse.urlsplit(url)
     run_path = parts.path.rstrip("/")
     if parts.scheme not in ("http", "https") or not parts.netloc or "/runs/" not in run_path:
         raise LaunchError(f"{url} is not a run's URL: use http://HOST:PORT/runs/NAME (the dashboard's run page)")
-    name = run_path.rsplit("/runs/", 1)[1].split("/")[0]
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/api/runs/{name}/{path}".rstrip("/"), "", ""))
+    return run_path.rsplit("/runs/", 1)[1].split("/")[0]
+
+
+def api_url(url: str, path: str) -> str:
+    """http://HOST:PORT/runs/NAME (+ path) → http://HOST:PORT/api/runs/NAME/path."""
+    parts = urllib.parse.urlsplit(url)
+    api_path = f"/api/runs/{run_name(url)}/{path}".rstrip("/")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, api_path, "", ""))
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

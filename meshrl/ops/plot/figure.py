@@ -77,9 +77,15 @@ def plot_run(run_dir: str | Path, out_png: str | Path | None = None) -> Path:
     Raises PlotError when the run dir, its metrics file or any plottable metric is missing.
     """
     steps, series = load_series(run_dir)
+    out = Path(out_png) if out_png is not None else Path(run_dir) / "metrics.png"
+    return plot_series(steps, series, Path(run_dir).resolve().name, out, str(Path(run_dir) / "metrics.jsonl"))
+
+
+def plot_series(steps: np.ndarray, series: dict[str, np.ndarray], name: str, out: Path, source: str) -> Path:
+    """Draw the panels that have data to `out`, titled with the run's `name`; PlotError if none has."""
     panels = [p for p in PANELS if _has_data(p, series)]
     if not panels:
-        raise PlotError(f"{Path(run_dir) / 'metrics.jsonl'} has {len(steps)} steps but none of "
+        raise PlotError(f"{source} has {len(steps)} steps but none of "
                         f"the plotted metrics ({', '.join(sorted({k for p in PANELS for k in p.keys()}))})")
     rows = math.ceil(len(panels) / COLUMNS)
     fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.4 * COLUMNS, 2.9 * rows), squeeze=False)
@@ -88,9 +94,8 @@ def plot_run(run_dir: str | Path, out_png: str | Path | None = None) -> Path:
         ax.set_xlabel("step", fontsize=8)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle(f"{Path(run_dir).resolve().name} — {len(steps)} steps (last {steps[-1]:g})")
+    fig.suptitle(f"{name} — {len(steps)} steps (last {steps[-1]:g})")
     fig.tight_layout()
-    out = Path(out_png) if out_png is not None else Path(run_dir) / "metrics.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)

@@ -63,9 +63,14 @@ def load_series(run_dir: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray]]
     if not path.is_file():
         raise PlotError(f"{run_dir} has no {METRICS_FILE}; the learner writes it after its "
                         f"first step — is this a run dir, and has the run trained a step yet?")
-    by_step = _by_step(_rows(path))
+    return series_from_rows(_rows(path), str(path))
+
+
+def series_from_rows(rows: list[dict], source: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(steps, {metric: values}) from metrics rows, read from `source` (a file, a gateway URL)."""
+    by_step = _by_step(rows)
     if not by_step:
-        raise PlotError(f"{path} has no steps yet; plot again after the first step")
+        raise PlotError(f"{source} has no steps yet; plot again after the first step")
     keys = {k for row in by_step.values() for k, v in row.items()
             if k != "step" and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))}
     series = {k: np.array([_number(row.get(k)) for row in by_step.values()]) for k in sorted(keys)}

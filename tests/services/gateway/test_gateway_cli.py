@@ -5,6 +5,9 @@ a bad URL, a missing token or nothing listening give one clear line. The same ve
 local RUN_DIR call the learner directly (who = $USER, via cli). `meshrl checkpoints list URL`
 and `meshrl rollback URL` on a stopped run with real checkpoints (the checkpoint tests'
 save_run), and SubmitRun's success path: the gateway starts `meshrl train` on the config.
+`meshrl trace URL GROUP` and `meshrl plot URL` read what the gateway serves (real span files
+from the project's tracer and exporter, a metrics.jsonl) and print / draw exactly what the
+same verbs give from the run dir.
 
     .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_cli.py
 """
@@ -20,16 +23,23 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Link
+
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 from meshrl.ops.cli.main import main
 from meshrl.ops.launch.audit import current_user
 from meshrl.ops.launch.presence import find_launcher, write_presence
+from meshrl.ops.telemetry import tracing
+from meshrl.ops.telemetry.spans.propagation import GROUP_ID_KEY
+from tests.unit.plot.test_plot import png_size, synthetic_row
 from tests.services.gateway.test_gateway_api import ADMIN, OPERATOR, VIEWER
 from tests.services.gateway.test_gateway_audit_events import live_run
 from tests.unit.checkpoint.conftest import save_run  # noqa: F401 - the fixture, used by name
 
 CONFIG = Path(__file__).resolve().parents[3] / "examples" / "grpo_smollm2.yaml"
+T0, MS = (1_700_000_000 * 10**9 >> 20) << 20, 1 << 20  # span times a double holds exactly (≈1 ms steps)
 
 
 @pytest.fixture
@@ -189,3 +199,57 @@ async def test_checkpoint_through_the_gateway_and_locally_prints_where_it_was_wr
     assert [(r["who"], r["via"], r["action"], r["step"]) for r in rows] == [
         ("olga", "gateway", "checkpoint", 7), (current_user(), "cli", "checkpoint", 7)]
     assert tags == ["best", ""]
+
+
+def timed_span(tracer, name, start_ms, end_ms, parent=None, attributes=None, links=()):
+    """A finished span at fixed times, through the tracer's real provider and file exporter."""
+    context = otel_trace.set_span_in_context(parent) if parent is not None else None
+    span = tracer.otel.start_span(name, context=context, start_time=T0 + start_ms * MS,
+                                  attributes=attributes, links=links)
+    span.end(end_time=T0 + end_ms * MS)
+    return span
+
+
+def write_group_trace(run_dir: Path) -> None:
+    """Group g-1's trace across learner, rollout and reward files, and the learner's step linked to it."""
+    learner, rollout, reward = (tracing.init_tracing(s, "0", "run-t", run_dir=run_dir, make_current=False)
+                                for s in ("learner", "rollout", "reward"))
+    root = timed_span(learner, "learner.publish_prompt", 0, 2, attributes={GROUP_ID_KEY: "g-1"})
+    generate = timed_span(rollout, "rollout.generate", 2, 30, root, {GROUP_ID_KEY: "g-1"})
+    timed_span(reward, "reward.score", 31, 37, generate, {GROUP_ID_KEY: "g-1"})
+    timed_span(learner, "learner.step", 40, 55, attributes={"meshrl.step": 4},
+               links=[Link(generate.get_span_context())])
+    for tracer in (learner, rollout, reward):
+        tracing.shutdown_tracing(tracer)
+
+
+async def test_trace_through_the_gateway_prints_the_run_dirs_waterfall(served, monkeypatch, capsys):
+    base, root, _ = served
+    write_group_trace(root / "live")
+    code, local, _ = await meshrl(monkeypatch, capsys, "", "trace", root / "live", "g-1")
+    assert code == 0 and "linked from: learner-0 learner.step (meshrl.step=4)" in local
+    code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live", "g-1")
+    assert code == 0 and out == local
+    assert [line.split()[2:4] for line in out.splitlines()[2:5]] == [
+        ["learner-0", "learner.publish_prompt"], ["rollout-0", "rollout.generate"], ["reward-0", "reward.score"]]
+    code, _, err = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live", "g-9")
+    assert code == 2 and "the gateway answered 404: group 'g-9' has no spans" in err and "known groups: g-1" in err
+    code, _, err = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live")
+    assert code == 2 and "give a GROUP_ID with a URL" in err
+
+
+async def test_plot_through_the_gateway_draws_the_run_dirs_png(served, monkeypatch, capsys, tmp_path):
+    base, root, _ = served
+    code, _, err = await meshrl(monkeypatch, capsys, VIEWER, "plot", f"{base}/runs/live")
+    assert code == 2 and f"the metrics of {base}/runs/live has no steps yet" in err
+    rows = [synthetic_row(s) for s in range(1, 41)]
+    (root / "live" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    local, remote = tmp_path / "local.png", tmp_path / "remote.png"
+    assert (await meshrl(monkeypatch, capsys, "", "plot", root / "live", "--out", local))[0] == 0
+    code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "plot", f"{base}/runs/live", "--out", remote)
+    assert code == 0 and out == f"wrote {remote}\n"
+    assert png_size(remote) == (1320, 1160)  # all 12 panels, as test_plot's synthetic run
+    assert remote.read_bytes() == local.read_bytes()  # same rows, same title: the same picture
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "plot", f"{base}/runs/live/")
+    assert code == 0 and out == "wrote live-metrics.png\n" and (tmp_path / "live-metrics.png").is_file()

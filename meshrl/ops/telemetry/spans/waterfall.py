@@ -1,4 +1,4 @@
-"""`meshrl trace RUN_DIR GROUP_ID`: one prompt group's trace as a text waterfall.
+"""`meshrl trace RUN_DIR_OR_URL GROUP_ID`: one prompt group's trace as a text waterfall.
 
     $ meshrl trace runs/x g-0007
     trace 4bf9...4736 · 5 spans · 120.0 ms
@@ -11,6 +11,8 @@
 Offsets are from the trace's first span; bars place each span on the trace's time axis
 (`width` columns). Spans come from RUN_DIR/traces/*.jsonl (OTLP JSON, spans/export.py),
 which are written with or without an OTLP collector. Without GROUP_ID the command lists the traced groups.
+With a gateway run URL (http://HOST:PORT/runs/NAME, a viewer token in $MESHRL_GATEWAY_TOKEN)
+the spans come from the gateway's GetGroupTrace (gateway/fetch.py) and GROUP_ID is needed.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from meshrl.gateway.client import is_url
+from meshrl.gateway.fetch import group_trace
 from meshrl.ops.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
                                          tree_order)
 
@@ -93,8 +97,21 @@ def render_waterfall(spans: list[dict], *, width: int = DEFAULT_WIDTH, linked: l
     return "\n\n".join(blocks)
 
 
+def trace_from_gateway(args) -> int:
+    """Print GROUP_ID's waterfall as the gateway at the run URL reads it (errors: LaunchError)."""
+    if not args.group_id:
+        print("meshrl trace: error: give a GROUP_ID with a URL (the dashboard's samples name each "
+              "sample's group), or pass the run dir to list its traced groups", file=sys.stderr)
+        return 2
+    tree, linked = group_trace(args.run_dir, args.group_id)
+    print(render_waterfall(tree, width=args.width, linked=linked))
+    return 0
+
+
 def cmd_trace(args) -> int:
     """Print GROUP_ID's waterfall (exit 0), the traced groups when no id is given, or an error (2)."""
+    if is_url(args.run_dir):
+        return trace_from_gateway(args)
     try:
         spans = load_spans(args.run_dir)
         if not args.group_id:
@@ -111,9 +128,10 @@ def cmd_trace(args) -> int:
 
 
 def add_subcommand(subparsers) -> None:
-    """Register `meshrl trace RUN_DIR [GROUP_ID] [--width N]` on an argparse subparsers object."""
+    """Register `meshrl trace RUN_DIR_OR_URL [GROUP_ID] [--width N]` on an argparse subparsers object."""
     p = subparsers.add_parser("trace", help="show one prompt group's trace across services as a waterfall")
-    p.add_argument("run_dir", help="the run directory (holds traces/*.jsonl)")
+    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run directory (holds traces/*.jsonl), or a "
+                   "gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)")
     p.add_argument("group_id", nargs="?", help="the group to show; leave out to list traced groups")
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="columns of the time bars")
     p.set_defaults(func=cmd_trace)
