@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from meshrl.api.common.v1 import common_pb2
-
 if TYPE_CHECKING:
     from meshrl.config.schema import RunConfig
 
@@ -44,6 +42,8 @@ class Sampling:
 
     def to_proto(self, seed: int = 0):
         """`meshrl.common.v1.SamplingParams` (seed 0 = unseeded)."""
+        from meshrl.api.common.v1 import common_pb2  # lazy: protobuf descriptors (~13 ms); loading a config (the CLI) needs none
+
         return common_pb2.SamplingParams(n=self.n, temperature=self.temperature,
                                          top_p=self.top_p, max_tokens=self.max_tokens,
                                          stop=list(self.stop), seed=seed)

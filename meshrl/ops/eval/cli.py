@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from tqdm import tqdm
 
 from meshrl.config import ConfigError, load_config
 from meshrl.config.load import deep_merge
@@ -36,8 +37,6 @@ from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
 from meshrl.ops.eval.errors import EvalUnavailable
 from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.eval.source import model_dir_for, resolve_source
-from tqdm import tqdm
-from meshrl.ops.eval.plan import EvalPlan
 
 # Imports that pull tokenizers, torch or the mesh stay inside the functions that need them:
 # `meshrl --help` and every other subcommand import this module and must stay fast.
@@ -144,6 +143,7 @@ def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
 
 async def evaluate_items(cfg, mesh, items, *, progress: bool):
     from meshrl.ops.eval.evaluator import Evaluator  # lazy: grpc, nats at CLI start-up
+    from meshrl.ops.eval.plan import EvalPlan  # lazy: protobuf descriptors (~13 ms) at CLI start-up
     from meshrl.ops.eval.reward_client import RewardClient  # lazy: grpc, nats at CLI start-up
     from meshrl.ops.eval.rollout_pool import RolloutPool  # lazy: grpc, nats at CLI start-up
 
