@@ -56,8 +56,13 @@ class ChildDied(RuntimeError):
                          f"last lines of {log_path}:\n{tail or '(log is empty)'}")
 
 
-class StopRequested(Exception):
-    """SIGTERM arrived: unwind and stop every child (raised by `stop_on_signals`)."""
+class StopRequested(BaseException):
+    """SIGTERM arrived: unwind and stop every child (raised by `stop_on_signals`).
+
+    A BaseException, like KeyboardInterrupt: the handler raises it inside whatever code runs
+    at that moment, and library code that catches `Exception` (OpenTelemetry's resource
+    detectors, run while the launcher opens its /metrics endpoint) would otherwise swallow
+    the stop and leave the run going."""
 
 
 def _pdeathsig_preexec() -> Callable[[], None] | None:

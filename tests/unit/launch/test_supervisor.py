@@ -157,3 +157,15 @@ def test_stop_on_signals_turns_sigterm_into_an_exception():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_library_catching_exception_cannot_swallow_the_stop():
+    """SIGTERM while code that catches `Exception` runs (OpenTelemetry's resource detectors
+    do, and the launcher runs them while it opens its /metrics endpoint): the stop goes on."""
+    with pytest.raises(StopRequested):
+        with stop_on_signals():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except Exception:  # what such a library does
+                pass
