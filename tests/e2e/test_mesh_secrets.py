@@ -16,7 +16,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from meshrl.ops.launch.grpc_tls import grpc_user_env
+from meshrl.ops.launch.grpc_tls import KINDS, grpc_user_env
 from meshrl.transport.ports import free_port
 from meshrl.transport.rpc import mesh_tls
 
@@ -102,7 +102,7 @@ def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monke
     assert len(passwords) >= 4, "the launcher made no NATS passwords to look for"
     assert (run_dir / "traces").is_dir() and list((run_dir / "logs").glob("*.log"))
     assert found.get("plaintext") == "UNAVAILABLE"  # the TLS-only port answered mutual TLS and refused plaintext
-    assert len(found["keys"]) == 5
+    assert len(found["keys"]) == len(KINDS)  # one per kind: learner, rollout, reward, reference, reward_model, admin
     assert leaks(run_dir, [REWARD_TOKEN, HOOK_TOKEN, *passwords, *found["keys"]]) == []
     assert not (run_dir / "secrets").exists()  # removed with the run's NATS
     assert os.environ["MESHRL_TEST_REWARD_TOKEN"] == REWARD_TOKEN  # planted, so the check meant something
