@@ -85,18 +85,19 @@ class CollectivePublisher:
         """What the server holds: the engines' tensors, in their dtype, on this learner's
         device (NCCL sends from the GPU), never the live parameters training changes."""
         tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
-        return {name: t.to(self.device) for name, t in snapshot(tensors.items(), self.dtype).items()}
+        return snapshot(tensors.items(), self.dtype, self.device)
 
     async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
         t0 = time.perf_counter()
         manifest = self.server.offer(version, await in_trainer_thread(self.copy, state_dict))
         t1 = time.perf_counter()
+        size = manifest.nbytes()
         notice = weights_notice(run_id=self.run_id, version=version, transport="collective",
                                 location=self.location, sha256=manifest.digest(),
-                                size_bytes=manifest.nbytes(), step=step, format="tensors")
+                                size_bytes=size, step=step, format="tensors")
         await announce(self.bus.state, notice)  # the run's version first, then the notice
         return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
-                "weights/bytes": float(manifest.nbytes())}
+                "weights/bytes": float(size)}
 
     def close(self) -> None:
         self.server.close()

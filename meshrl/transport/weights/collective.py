@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -64,15 +65,8 @@ class Manifest:
         return hashlib.sha256(self.to_json().encode()).hexdigest()
 
     def nbytes(self) -> int:
-        return sum(torch.empty((), dtype=getattr(torch, d)).element_size() * _count(s)
+        return sum(torch.empty((), dtype=getattr(torch, d)).element_size() * math.prod(s)
                    for _, d, s in self.tensors)
-
-
-def _count(shape: tuple[int, ...]) -> int:
-    n = 1
-    for dim in shape:
-        n *= dim
-    return n
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -222,6 +216,9 @@ def receive(address: str, ticket: int, manifest: Manifest, device: torch.device,
     yield from receive_tensors(group, manifest, device)
 
 
-def snapshot(tensors: Iterable[tuple[str, torch.Tensor]], dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
-    """Detached copies (in `dtype` when given) that training may not change while served."""
-    return {name: t.detach().to(dtype=dtype or t.dtype, copy=True) for name, t in tensors}
+def snapshot(tensors: Iterable[tuple[str, torch.Tensor]], dtype: torch.dtype | None,
+             device: torch.device | None = None) -> dict[str, torch.Tensor]:
+    """Detached copies (in `dtype`, on `device` when given; one copy each) that training
+    may not change while they are served."""
+    return {name: t.detach().to(device=device or t.device, dtype=dtype or t.dtype, copy=True)
+            for name, t in tensors}
