@@ -65,7 +65,7 @@ class SamplingParams(_message.Message):
     def __init__(self, n: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., greedy_baseline: _Optional[bool] = ...) -> None: ...
 
 class PromptTask(_message.Message):
-    __slots__ = ("run_id", "group_id", "prompt_text", "prompt_token_ids", "sampling", "ground_truth", "data_source", "metadata", "min_policy_version", "dataset_index", "created_unix", "ground_truth_json", "extra_json", "prompt_messages")
+    __slots__ = ("run_id", "group_id", "prompt_text", "prompt_token_ids", "sampling", "ground_truth", "data_source", "metadata", "min_policy_version", "dataset_index", "created_unix", "ground_truth_json", "extra_json", "prompt_messages", "environment")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class PromptTask(_message.Message):
     GROUND_TRUTH_JSON_FIELD_NUMBER: _ClassVar[int]
     EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
     PROMPT_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     group_id: str
     prompt_text: str
@@ -101,7 +102,8 @@ class PromptTask(_message.Message):
     ground_truth_json: str
     extra_json: str
     prompt_messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
-    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., prompt_text: _Optional[str] = ..., prompt_token_ids: _Optional[bytes] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., ground_truth: _Optional[str] = ..., data_source: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., min_policy_version: _Optional[int] = ..., dataset_index: _Optional[int] = ..., created_unix: _Optional[float] = ..., ground_truth_json: _Optional[str] = ..., extra_json: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ...) -> None: ...
+    environment: str
+    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., prompt_text: _Optional[str] = ..., prompt_token_ids: _Optional[bytes] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., ground_truth: _Optional[str] = ..., data_source: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., min_policy_version: _Optional[int] = ..., dataset_index: _Optional[int] = ..., created_unix: _Optional[float] = ..., ground_truth_json: _Optional[str] = ..., extra_json: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., environment: _Optional[str] = ...) -> None: ...
 
 class ChatMessage(_message.Message):
     __slots__ = ("role", "content")
@@ -128,7 +130,7 @@ class RewardComponent(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., weight: _Optional[float] = ..., status: _Optional[_Union[ScoreStatus, str]] = ..., error: _Optional[str] = ..., latency_s: _Optional[float] = ...) -> None: ...
 
 class Sample(_message.Message):
-    __slots__ = ("index", "response_token_ids", "behaviour_logprobs", "response_text", "finish_reason", "reward", "reward_components", "ref_logprobs", "policy_version")
+    __slots__ = ("index", "response_token_ids", "behaviour_logprobs", "response_text", "finish_reason", "reward", "reward_components", "ref_logprobs", "policy_version", "loss_mask", "turns", "env_reward", "has_env_reward")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
     BEHAVIOUR_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +140,10 @@ class Sample(_message.Message):
     REWARD_COMPONENTS_FIELD_NUMBER: _ClassVar[int]
     REF_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     POLICY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LOSS_MASK_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    ENV_REWARD_FIELD_NUMBER: _ClassVar[int]
+    HAS_ENV_REWARD_FIELD_NUMBER: _ClassVar[int]
     index: int
     response_token_ids: bytes
     behaviour_logprobs: bytes
@@ -147,7 +153,53 @@ class Sample(_message.Message):
     reward_components: _containers.RepeatedCompositeFieldContainer[RewardComponent]
     ref_logprobs: bytes
     policy_version: int
-    def __init__(self, index: _Optional[int] = ..., response_token_ids: _Optional[bytes] = ..., behaviour_logprobs: _Optional[bytes] = ..., response_text: _Optional[str] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., reward: _Optional[float] = ..., reward_components: _Optional[_Iterable[_Union[RewardComponent, _Mapping]]] = ..., ref_logprobs: _Optional[bytes] = ..., policy_version: _Optional[int] = ...) -> None: ...
+    loss_mask: bytes
+    turns: _containers.RepeatedCompositeFieldContainer[Turn]
+    env_reward: float
+    has_env_reward: bool
+    def __init__(self, index: _Optional[int] = ..., response_token_ids: _Optional[bytes] = ..., behaviour_logprobs: _Optional[bytes] = ..., response_text: _Optional[str] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., reward: _Optional[float] = ..., reward_components: _Optional[_Iterable[_Union[RewardComponent, _Mapping]]] = ..., ref_logprobs: _Optional[bytes] = ..., policy_version: _Optional[int] = ..., loss_mask: _Optional[bytes] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., env_reward: _Optional[float] = ..., has_env_reward: _Optional[bool] = ...) -> None: ...
+
+class ToolCallRecord(_message.Message):
+    __slots__ = ("id", "name", "arguments_json", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    arguments_json: str
+    error: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class Turn(_message.Message):
+    __slots__ = ("index", "token_start", "token_end", "text", "tool_calls", "observation_text", "observation_end", "observation_truncated", "reward", "env_latency_s", "finish_reason", "done", "info_json")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_START_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_END_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_TEXT_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_END_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    REWARD_FIELD_NUMBER: _ClassVar[int]
+    ENV_LATENCY_S_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    INFO_JSON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    token_start: int
+    token_end: int
+    text: str
+    tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCallRecord]
+    observation_text: str
+    observation_end: int
+    observation_truncated: bool
+    reward: float
+    env_latency_s: float
+    finish_reason: FinishReason
+    done: bool
+    info_json: str
+    def __init__(self, index: _Optional[int] = ..., token_start: _Optional[int] = ..., token_end: _Optional[int] = ..., text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallRecord, _Mapping]]] = ..., observation_text: _Optional[str] = ..., observation_end: _Optional[int] = ..., observation_truncated: _Optional[bool] = ..., reward: _Optional[float] = ..., env_latency_s: _Optional[float] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., done: _Optional[bool] = ..., info_json: _Optional[str] = ...) -> None: ...
 
 class StageTiming(_message.Message):
     __slots__ = ("stage", "service", "start_unix", "end_unix")
@@ -162,7 +214,7 @@ class StageTiming(_message.Message):
     def __init__(self, stage: _Optional[str] = ..., service: _Optional[str] = ..., start_unix: _Optional[float] = ..., end_unix: _Optional[float] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ("run_id", "group_id", "task", "samples", "policy_version", "rollout_replica", "timings", "scored", "has_ref_logprobs", "greedy_sample")
+    __slots__ = ("run_id", "group_id", "task", "samples", "policy_version", "rollout_replica", "timings", "scored", "has_ref_logprobs", "greedy_sample", "drop_reason")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +225,7 @@ class Group(_message.Message):
     SCORED_FIELD_NUMBER: _ClassVar[int]
     HAS_REF_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     GREEDY_SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    DROP_REASON_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     group_id: str
     task: PromptTask
@@ -183,7 +236,8 @@ class Group(_message.Message):
     scored: bool
     has_ref_logprobs: bool
     greedy_sample: Sample
-    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., task: _Optional[_Union[PromptTask, _Mapping]] = ..., samples: _Optional[_Iterable[_Union[Sample, _Mapping]]] = ..., policy_version: _Optional[int] = ..., rollout_replica: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[StageTiming, _Mapping]]] = ..., scored: _Optional[bool] = ..., has_ref_logprobs: _Optional[bool] = ..., greedy_sample: _Optional[_Union[Sample, _Mapping]] = ...) -> None: ...
+    drop_reason: str
+    def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., task: _Optional[_Union[PromptTask, _Mapping]] = ..., samples: _Optional[_Iterable[_Union[Sample, _Mapping]]] = ..., policy_version: _Optional[int] = ..., rollout_replica: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[StageTiming, _Mapping]]] = ..., scored: _Optional[bool] = ..., has_ref_logprobs: _Optional[bool] = ..., greedy_sample: _Optional[_Union[Sample, _Mapping]] = ..., drop_reason: _Optional[str] = ...) -> None: ...
 
 class WeightsNotice(_message.Message):
     __slots__ = ("run_id", "version", "transport", "location", "sha256", "size_bytes", "format", "step", "published_unix")
