@@ -18,13 +18,7 @@ import grpc
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.reward_sdk.item import from_proto
 from meshrl.reward_sdk.outcome import TIMEOUT, error, from_exception, to_result
-
-
-def answer_budget(time_remaining: float | None) -> float | None:
-    """Seconds to wait for items: the deadline less a margin to send the answer back."""
-    if time_remaining is None:
-        return None
-    return max(0.0, time_remaining - min(0.5, max(0.02, 0.1 * time_remaining)))
+from meshrl.transport.rpc.deadline import answer_budget
 
 
 class FunctionServicer(reward_pb2_grpc.RewardServiceServicer):

@@ -1,8 +1,16 @@
-"""Every client call carries a deadline: a call without `timeout=` fails before it is sent.
+"""Deadlines: every client call carries one (a call without `timeout=` fails before it is
+sent), and a server answers before the caller's runs out (`answer_budget`).
 
 A call with no deadline can hang a service forever on a stuck peer; gRPC has no default.
 """
 from grpc import aio
+
+
+def answer_budget(time_remaining: float | None) -> float | None:
+    """Seconds a server may work on a call: the deadline less a margin to send the answer back."""
+    if time_remaining is None:
+        return None
+    return max(0.0, time_remaining - min(0.5, max(0.02, 0.1 * time_remaining)))
 
 
 class MissingDeadline(ValueError):
@@ -34,4 +42,4 @@ class RequireDeadline(aio.UnaryUnaryClientInterceptor, aio.UnaryStreamClientInte
         return await continuation(client_call_details, request_iterator)
 
 
-__all__ = ["MissingDeadline", "RequireDeadline"]
+__all__ = ["MissingDeadline", "RequireDeadline", "answer_budget"]

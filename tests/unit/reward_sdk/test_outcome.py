@@ -6,7 +6,7 @@ import pytest
 from meshrl.api.reward.v1 import reward_pb2
 from meshrl.reward_sdk.item import from_proto
 from meshrl.reward_sdk.outcome import ERROR, OK, from_exception, to_result
-from meshrl.reward_sdk.servicer import answer_budget
+from meshrl.transport.rpc.deadline import answer_budget
 
 
 def test_float_and_details():

@@ -1,0 +1,59 @@
+"""`Task` (a Reset request) and `Turn` (a Step request) decoded for the environment's code.
+
+JSON fields are parsed here; text that is not JSON is the caller's mistake, reported as
+INVALID_ARGUMENT naming the field, before any environment code runs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from meshrl.api.env.v1 import env_pb2
+from meshrl.env_sdk.errors import EnvError
+from meshrl.env_sdk.messages import ToolCall, from_proto
+
+
+@dataclass(frozen=True)
+class Task:
+    episode_id: str
+    environment: str = ""  # the component name the run config gave it
+    messages: list[dict[str, str]] = field(default_factory=list)  # the dataset row's prompt
+    ground_truth: Any = None  # decoded JSON; None when the row has none
+    data_source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # the row's extra_info
+    seed: int = 0  # 0 = unseeded
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    index: int  # 0-based
+    text: str  # the model's whole turn, tool-call markup included
+    tool_calls: tuple[ToolCall, ...] = ()
+    truncated: bool = False  # cut at the model's token limit
+
+
+def _json(text: str, name: str, empty: Any) -> Any:
+    if not text:
+        return empty
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise EnvError.invalid(f"{name} is not JSON ({err}): send JSON text, or '' when there is none") from None
+
+
+def task_from_proto(request: env_pb2.ResetRequest) -> Task:
+    extra = _json(request.extra_json, "extra_json", {})
+    if not isinstance(extra, dict):
+        raise EnvError.invalid(f"extra_json must be a JSON object, got {type(extra).__name__}")
+    return Task(episode_id=request.episode_id, environment=request.environment,
+                messages=[from_proto(m) for m in request.prompt_messages],
+                ground_truth=_json(request.ground_truth_json, "ground_truth_json", None),
+                data_source=request.data_source, extra=extra, seed=request.seed, run_id=request.run_id)
+
+
+def turn_from_proto(request: env_pb2.StepRequest) -> Turn:
+    calls = tuple(ToolCall(c.id or f"call_{request.turn}_{i}", c.name, c.arguments_json or "{}")
+                  for i, c in enumerate(request.tool_calls))
+    return Turn(index=request.turn, text=request.text, tool_calls=calls, truncated=request.truncated)
