@@ -3,7 +3,7 @@
 - `tiny_model_dir`: a tiny random Llama + char-level ChatML tokenizer (meshrl.inputs.models.tiny),
   loadable by transformers and vLLM.
 """
-pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm"]
+pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm", "tests.fixtures.local_user"]
 
 import pytest
 

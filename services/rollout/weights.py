@@ -6,8 +6,10 @@ How the file reaches this host and how its bytes are checked is shared with the 
 memory; `collective` has no file: the engine's worker receives the tensors from the learner,
 collective.py). What is the rollout's own is here: one notice at a time, into this replica's engine.
 
-The bytes are checked against the notice's `size_bytes` and `sha256` BEFORE the engine is
-touched: a mismatch is refused, reported (`WeightsLoaded(ok=False, error=...)`) and the
+The file is opened without following links, must be this user's own in this user's own
+0700 directory, and its bytes are checked against the notice's `size_bytes` and `sha256`
+BEFORE the engine is touched; the engine then loads that open file (not its name, which
+could be swapped after the check). A mismatch is refused, reported (`WeightsLoaded(ok=False, error=...)`) and the
 replica keeps serving the version it holds. A notice for the version held is a no-op (the
 KV watch replays the latest value on start and after reconnects).
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights import WeightsRejected, check_notice, local_file, verify_file
+from meshrl.transport.weights import WeightsRejected, check_notice, local_file, open_verified
 from meshrl.transport.weights.collective import ask_for
 from meshrl.transport.weights.receive import FetchObject
 
@@ -81,16 +83,13 @@ class WeightsUpdater:
         check_notice(notice, self.run_id)
         if notice.transport == "collective":
             return await self._receive(notice)
-        path, fetched, verified = await local_file(notice, run_id=self.run_id, reader=self.replica_id,
-                                                    cache_dir=self.cache_dir, fetch_object=self.fetch_object)
-        try:
-            await asyncio.to_thread(verify_file, path, notice, verified)
-            seconds = await self.engine.load_weights(path, notice.version)
-            log.info("%s: loaded weights v%d (%.1f MB, %s) in %.2f s", self.replica_id,
-                     notice.version, notice.size_bytes / 1e6, notice.transport, seconds)
-        finally:
-            if fetched:
-                path.unlink(missing_ok=True)
+        async with local_file(notice, run_id=self.run_id, reader=self.replica_id, cache_dir=self.cache_dir,
+                              fetch_object=self.fetch_object) as (path, verified):
+            # the engine loads the very file that was checked (opened.path), not its name
+            with await asyncio.to_thread(open_verified, path, notice, verified) as opened:
+                seconds = await self.engine.load_weights(opened.path, notice.version)
+        log.info("%s: loaded weights v%d (%.1f MB, %s) in %.2f s", self.replica_id,
+                 notice.version, notice.size_bytes / 1e6, notice.transport, seconds)
 
     async def _receive(self, notice: pb.WeightsNotice) -> None:
         """`collective`: take a ticket from the learner's weights server, check its manifest

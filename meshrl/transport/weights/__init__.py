@@ -10,7 +10,8 @@ notice and only then loads it. Which side does what:
     send.py     the sending side: `Transport` (staging_path / put / close), `ShmTransport`
                 (/dev/shm on one host), `ObjectStoreTransport` (the JetStream object store)
     receive.py  the receiving side: `local_file` (the notice → a path on this host),
-                `verify_file` (size and sha256 before the engine is touched)
+                `open_verified` (opened without following links, owner and mode checked,
+                size and sha256 checked through the open file, which is what the engine loads)
     collective.py  no file: the learner serves its tensors from memory over a two-member
                 process group (NCCL on GPU, gloo on CPU) straight into the engine's worker
     run_version.py  the run's current version beside the notice (`announce`: learner) and
@@ -21,10 +22,10 @@ The services hold only their own use of these: the learner's `WeightsPublisher`
 rollout's `WeightsUpdater` (services/rollout/weights.py: one notice at a time into vLLM).
 """
 from meshrl.transport.weights.notice import TRANSPORTS, WeightsRejected, check_notice, weights_notice
-from meshrl.transport.weights.receive import file_digest, local_file, verify_file
+from meshrl.transport.weights.receive import OpenedWeights, file_digest, local_file, open_verified
 from meshrl.transport.weights.send import (KEEP_VERSIONS, ObjectStoreTransport, ShmTransport, Transport,
-                                           shm_dir, transport_for)
+                                           transport_for)
 
-__all__ = ["KEEP_VERSIONS", "TRANSPORTS", "ObjectStoreTransport", "ShmTransport", "Transport", "WeightsRejected",
-           "check_notice", "file_digest", "local_file", "shm_dir", "transport_for", "verify_file",
+__all__ = ["KEEP_VERSIONS", "TRANSPORTS", "ObjectStoreTransport", "OpenedWeights", "ShmTransport", "Transport",
+           "WeightsRejected", "check_notice", "file_digest", "local_file", "open_verified", "transport_for",
            "weights_notice"]

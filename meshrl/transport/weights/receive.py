@@ -1,24 +1,36 @@
-"""The receiving side: a `WeightsNotice` → a file on this host whose bytes are the notice's.
+"""The receiving side: a `WeightsNotice` → an open file on this host whose bytes are the notice's.
 
-- `shm`: `location` is a file path on this host (the learner writes it under /dev/shm);
-  it is read where it lies.
+- `shm`: `location` is a file path on this host (the learner writes it in its private
+  directory under /dev/shm); it is read where it lies.
 - `objectstore`: `location` is an object name in the run's JetStream object store; it is
-  fetched to `cache_dir` first, and the caller deletes it once loaded.
+  fetched into a new private directory under `cache_dir` (removed once loaded).
 
-Either way `verify_file` checks the bytes against the notice's `size_bytes` and `sha256`
-before anything loads them. The object store is reached through one callable, so this file
-does not depend on the bus's API: `fetch_object(name, dest_path) -> sha256 hex` (the checksum
-the fetch already verified the bytes against; when it equals the notice's, the file is not
-hashed a second time).
+Either way `open_verified` opens the file without following links, refuses one that is not
+this user's own in this user's own 0700 directory (meshrl.transport.private_paths: another
+local user could otherwise make or swap it), checks its bytes against the notice's
+`size_bytes` and `sha256` through that open file, and keeps it open: the engine loads
+`opened.path`, which names the checked file itself, so a file put in its place after the
+check is never the one loaded. The object store is reached through one callable, so this
+file does not depend on the bus's API: `fetch_object(name, dest_path) -> sha256 hex` (the
+checksum the fetch already verified the bytes against; when it equals the notice's, the
+file is not hashed a second time).
+
+    async with local_file(notice, run_id=..., reader=..., cache_dir=..., fetch_object=...) as (path, sha):
+        with open_verified(path, notice, sha) as opened:
+            engine.load(opened.path)
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import shutil
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.private_paths import UnsafePath, fd_path, make_private_dir, open_private_file
 from meshrl.transport.weights.notice import WeightsRejected
 
 HASH_CHUNK = 8 << 20
@@ -26,44 +38,87 @@ HASH_CHUNK = 8 << 20
 FetchObject = Callable[[str, Path], Awaitable]
 
 
-def file_digest(path: Path) -> tuple[str, int]:
-    """(sha256 hex, size in bytes) of a file, read in 8 MiB chunks."""
+def fd_digest(fd: int) -> tuple[str, int]:
+    """(sha256 hex, size in bytes) of an open file, read from its start in 8 MiB chunks."""
     digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
+    while chunk := os.pread(fd, HASH_CHUNK, size):
+        digest.update(chunk)
+        size += len(chunk)
     return digest.hexdigest(), size
 
 
-def verify_file(path: Path, notice: pb.WeightsNotice, verified_sha256: str | None = None) -> None:
-    """Raise WeightsRejected unless the file's size and sha256 equal the notice's.
-    `verified_sha256`: a checksum the bytes were already checked against while fetched."""
-    if not path.is_file():
-        raise WeightsRejected(f"weights v{notice.version}: {path} does not exist on this host")
-    size = path.stat().st_size
+def file_digest(path: Path) -> tuple[str, int]:
+    """(sha256 hex, size in bytes) of a file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return fd_digest(fd)
+    finally:
+        os.close(fd)
+
+
+class OpenedWeights:
+    """A verified weights file, held open: `path` names these very bytes in any process of
+    this user until `close()`."""
+
+    def __init__(self, fd: int):
+        self.fd, self.path = fd, fd_path(fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> "OpenedWeights":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open_private(path: Path, version: int) -> int:
+    try:
+        return open_private_file(path)
+    except FileNotFoundError:
+        raise WeightsRejected(f"weights v{version}: {path} does not exist on this host") from None
+    except UnsafePath as err:
+        raise WeightsRejected(f"weights v{version}: refusing {path}: {err}") from None
+
+
+def open_verified(path: Path, notice: pb.WeightsNotice, verified_sha256: str | None = None) -> OpenedWeights:
+    """Open `path` safely and raise WeightsRejected unless its size and sha256 equal the
+    notice's. `verified_sha256`: a checksum the bytes were already checked against while
+    fetched into this replica's own private directory."""
+    fd = _open_private(Path(path), notice.version)
+    try:
+        _verify(fd, path, notice, verified_sha256)
+    except BaseException:
+        os.close(fd)
+        raise
+    return OpenedWeights(fd)
+
+
+def _verify(fd: int, path, notice: pb.WeightsNotice, verified_sha256: str | None) -> None:
+    size = os.fstat(fd).st_size
     if size != notice.size_bytes:
         raise WeightsRejected(f"weights v{notice.version}: {path} has {size} bytes, the notice "
                               f"says {notice.size_bytes}; refusing a truncated or foreign file")
-    sha = verified_sha256 if verified_sha256 == notice.sha256 else file_digest(path)[0]
+    sha = verified_sha256 if verified_sha256 == notice.sha256 else fd_digest(fd)[0]
     if sha != notice.sha256:
         raise WeightsRejected(f"weights v{notice.version}: sha256 of {path} is {sha}, the notice "
                               f"says {notice.sha256}; refusing corrupted or mismatched bytes")
 
 
+@contextlib.asynccontextmanager
 async def local_file(notice: pb.WeightsNotice, *, run_id: str, reader: str, cache_dir: Path,
-                     fetch_object: FetchObject | None) -> tuple[Path, bool, str | None]:
-    """(path to read, whether it was fetched and must be deleted afterwards, the sha256 the
-    fetch verified or None). `reader` names the fetched copy (a replica id), so replicas
-    sharing a host never write the same file."""
+                     fetch_object: FetchObject | None) -> AsyncIterator[tuple[Path, str | None]]:
+    """(path to read, the sha256 the fetch verified or None). A fetched copy lives in a new
+    private directory named after `reader` (a replica id), removed on exit."""
     if notice.transport == "shm":
-        return Path(notice.location), False, None
+        yield Path(notice.location), None
+        return
     if fetch_object is None:
         raise WeightsRejected("notice uses the object store but this replica has no bus")
-    dest = cache_dir / f"{names.shm_prefix(run_id)}-{reader}-v{notice.version}.safetensors"
+    private = make_private_dir(Path(cache_dir), f"{names.shm_prefix(run_id)}-{reader}")
     try:
-        verified = await fetch_object(notice.location, dest)
-    except Exception:
-        dest.unlink(missing_ok=True)
-        raise
-    return dest, True, verified if isinstance(verified, str) else None
+        verified = await fetch_object(notice.location, private / f"weights-v{notice.version}.safetensors")
+        yield private / f"weights-v{notice.version}.safetensors", verified if isinstance(verified, str) else None
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

@@ -6,6 +6,11 @@
   a staging file in /dev/shm that is deleted afterwards.
 Only the last `KEEP_VERSIONS` versions are kept; `close()` removes the run's files.
 
+Both write into a directory of their own, `/dev/shm/meshrl-<run id>-<random>`, made new
+(mkdir fails on an existing name), 0700, and checked again before every write
+(meshrl.transport.private_paths): /dev/shm is writable by every local user, and a
+predictable name could be made first by one of them (then the files are theirs to swap).
+
     transport = transport_for("shm", bus, run_id)
     staged = transport.staging_path(version)      # write the safetensors file here
     location = await transport.put(version, staged)   # goes into the notice (notice.py)
@@ -18,14 +23,32 @@ from pathlib import Path
 from typing import Protocol
 
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.private_paths import check_private_dir, make_private_dir
 
 KEEP_VERSIONS = 2
 
 
-def shm_dir(run_id: str, root: str = "/dev/shm") -> Path:
-    base = Path(root) if Path(root).is_dir() else Path("/tmp")
-    path = base / names.shm_prefix(run_id)
-    return path  # made by the first staging_path(): a run that fails to start leaves nothing
+def shm_root(root: str = "/dev/shm") -> Path:
+    """/dev/shm, or /tmp where there is none."""
+    return Path(root) if Path(root).is_dir() else Path("/tmp")
+
+
+class PrivateDir:
+    """`root/<prefix>-<random>`, made on first use (a run that fails to start leaves nothing),
+    checked private before each use."""
+
+    def __init__(self, prefix: str, root: str = "/dev/shm"):
+        self.prefix, self.root, self.path = prefix, shm_root(root), None
+
+    def ready(self) -> Path:
+        if self.path is None:
+            self.path = make_private_dir(self.root, self.prefix)
+        os.close(check_private_dir(self.path))  # not swapped or opened up since
+        return self.path
+
+    def remove(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 class Transport(Protocol):
@@ -45,33 +68,35 @@ class ShmTransport:
     name = "shm"
 
     def __init__(self, run_id: str, root: str = "/dev/shm"):
-        self.dir = shm_dir(run_id, root)
+        self._dir = PrivateDir(names.shm_prefix(run_id), root)
+
+    @property
+    def dir(self) -> Path | None:
+        return self._dir.path
 
     def staging_path(self, version: int) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        return self.dir / f"weights-v{version}.tmp"
+        return self._dir.ready() / f"weights-v{version}.tmp"
 
     async def put(self, version: int, staged: Path) -> str:
-        path = self.dir / f"weights-v{version}.safetensors"
+        path = self._dir.ready() / f"weights-v{version}.safetensors"
         os.replace(staged, path)  # readers never see a half-written file
-        for old in self.dir.glob("weights-v*.safetensors"):
+        for old in path.parent.glob("weights-v*.safetensors"):
             if int(old.stem.split("-v")[1]) <= version - KEEP_VERSIONS:
                 old.unlink(missing_ok=True)
         return str(path)
 
     def close(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._dir.remove()
 
 
 class ObjectStoreTransport:
     name = "objectstore"
 
     def __init__(self, bus, root: str = "/dev/shm"):
-        self.bus, self.dir = bus, shm_dir(f"{bus.run_id}-staging", root)
+        self.bus, self._dir = bus, PrivateDir(f"{names.shm_prefix(bus.run_id)}-staging", root)
 
     def staging_path(self, version: int) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        return self.dir / f"weights-v{version}.safetensors"
+        return self._dir.ready() / f"weights-v{version}.safetensors"
 
     async def put(self, version: int, staged: Path) -> str:
         name = names.weights_object_name(version)
@@ -83,7 +108,7 @@ class ObjectStoreTransport:
         return name
 
     def close(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._dir.remove()
 
 
 def transport_for(kind: str, bus, run_id: str) -> Transport:

@@ -90,7 +90,8 @@ async def test_objectstore_notice_fetches_verifies_and_cleans_up(base_rollout_en
     report = await updater(base_rollout_engine, [], fetch_object=fetch, cache_dir=tmp_path).apply(notice)
     assert report.ok and base_rollout_engine.version == 1
     (name, dest), = fetched
-    assert name == notice.location and dest.parent == tmp_path and not dest.exists()
+    # fetched into a private directory of its own under the cache dir, removed once loaded
+    assert name == notice.location and dest.parent.parent == tmp_path and not dest.parent.exists()
 
 
 async def test_a_version_already_held_is_a_no_op(base_rollout_engine, pushed):

@@ -1,6 +1,7 @@
 """The receiving side of meshrl.transport.weights, without an engine: notices are checked
 field by field; a file's size and sha256 must be the notice's (a checksum the object-store
-fetch already verified is not hashed again; any other checksum is, and a mismatch is refused).
+fetch already verified is not hashed again; any other checksum is, and a mismatch is refused);
+the opened file is what `opened.path` names, whatever is renamed over its name later.
 
 Run: .venv/bin/python -m pytest tests/unit/weights -q
 """
@@ -9,7 +10,7 @@ import hashlib
 import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights import WeightsRejected, check_notice, file_digest, receive, verify_file
+from meshrl.transport.weights import WeightsRejected, check_notice, file_digest, open_verified, receive
 
 
 def test_a_checksum_verified_by_the_fetch_is_not_hashed_again(tmp_path, monkeypatch):
@@ -17,14 +18,14 @@ def test_a_checksum_verified_by_the_fetch_is_not_hashed_again(tmp_path, monkeypa
     path.write_bytes(b"x" * 100)
     sha = hashlib.sha256(b"x" * 100).hexdigest()
     notice = pb.WeightsNotice(version=3, sha256=sha, size_bytes=100)
-    verify_file(path, notice)  # hashed here
+    open_verified(path, notice).close()  # hashed here
     calls = []
-    monkeypatch.setattr(receive, "file_digest", lambda p: calls.append(p) or ("0" * 64, 100))
-    verify_file(path, notice, verified_sha256=sha)  # the fetch's checksum is the notice's
+    monkeypatch.setattr(receive, "fd_digest", lambda fd: calls.append(fd) or ("0" * 64, 100))
+    open_verified(path, notice, verified_sha256=sha).close()  # the fetch's checksum is the notice's
     assert calls == []
     with pytest.raises(WeightsRejected, match="sha256"):  # another checksum: hash (here: "0"*64)
-        verify_file(path, notice, verified_sha256="f" * 64)
-    assert calls == [path]
+        open_verified(path, notice, verified_sha256="f" * 64)
+    assert len(calls) == 1
 
 
 def notice_for(path, **overrides) -> pb.WeightsNotice:
@@ -38,11 +39,17 @@ def test_file_digest_and_verify(tmp_path):
     path = tmp_path / "w.safetensors"
     path.write_bytes(b"x" * 10_000_001)  # crosses the 8 MiB read chunk
     assert file_digest(path) == (hashlib.sha256(b"x" * 10_000_001).hexdigest(), 10_000_001)
-    verify_file(path, notice_for(path))
+    with open_verified(path, notice_for(path)) as opened:
+        path.rename(tmp_path / "moved")
+        path.write_bytes(b"other")  # a new file under the checked name
+        with open(opened.path, "rb") as held:
+            assert len(held.read()) == 10_000_001
     with pytest.raises(WeightsRejected, match="sha256"):
-        verify_file(path, notice_for(path, sha256="0" * 64))
+        open_verified(tmp_path / "moved", notice_for(tmp_path / "moved", sha256="0" * 64))
     with pytest.raises(WeightsRejected, match="10000001 bytes, the notice says 5"):
-        verify_file(path, notice_for(path, size_bytes=5))
+        open_verified(tmp_path / "moved", notice_for(tmp_path / "moved", size_bytes=5))
+    with pytest.raises(WeightsRejected, match="does not exist on this host"):
+        open_verified(tmp_path / "gone", notice_for(path))
 
 
 @pytest.mark.parametrize("field,value,message", [
