@@ -199,11 +199,11 @@ class RolloutBatch(_Rows):
             prompt_ids=torch.from_numpy(prompt_ids), prompt_mask=torch.from_numpy(prompt_mask).long(),
             response_ids=torch.from_numpy(response_ids),
             response_mask=torch.from_numpy(response_mask).float(),
-            rewards=torch.as_tensor(np.asarray(rewards, dtype=np.float32)),
-            group_ids=torch.as_tensor(np.asarray(group_ids, dtype=np.int64)),
+            rewards=torch.as_tensor(np.asarray(rewards, dtype=np.float32), device="cpu"),  # host-built
+            group_ids=torch.as_tensor(np.asarray(group_ids, dtype=np.int64), device="cpu"),
             behaviour_logprobs=floats(behaviour_logprobs), ref_logprobs=floats(ref_logprobs),
             policy_versions=None if policy_versions is None
-            else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64)))
+            else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64), device="cpu"))
 
 
 _PREFERENCE_DIMS = {
@@ -237,12 +237,13 @@ class PreferenceBatch(_Rows):
 
     def stacked(self) -> RolloutBatch:
         """One RolloutBatch of 2B rows: the B chosen rows, then the B rejected rows."""
-        b = self.batch_size
+        b, device = self.batch_size, self.prompt_ids.device
         return RolloutBatch(
             prompt_ids=self.prompt_ids.repeat(2, 1), prompt_mask=self.prompt_mask.repeat(2, 1),
             response_ids=torch.cat([self.chosen_ids, self.rejected_ids]),
             response_mask=torch.cat([self.chosen_mask, self.rejected_mask]).float(),
-            rewards=torch.zeros(2 * b), group_ids=torch.arange(b, dtype=torch.int64).repeat(2))
+            rewards=torch.zeros(2 * b, device=device),
+            group_ids=torch.arange(b, dtype=torch.int64, device=device).repeat(2))
 
     def halves(self) -> tuple[RolloutBatch, RolloutBatch]:
         """(chosen, rejected) as two RolloutBatches of B rows sharing the prompts."""
@@ -262,7 +263,7 @@ class PreferenceBatch(_Rows):
         rejected_ids, rejected_mask = pad_right(rejected, pad_id, np.int64, width)
 
         def opt(x):
-            return None if x is None else torch.as_tensor(np.asarray(x, dtype=np.float32))
+            return None if x is None else torch.as_tensor(np.asarray(x, dtype=np.float32), device="cpu")
 
         return cls(torch.from_numpy(prompt_ids), torch.from_numpy(prompt_mask).long(),
                    torch.from_numpy(chosen_ids), torch.from_numpy(chosen_mask).float(),

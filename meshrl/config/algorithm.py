@@ -175,6 +175,12 @@ class TrainerConfig(Strict):
     # 1.1-1.3 s vs SDPA's 1.5-1.7 s on SmolLM2, 16 x 76 tokens, bf16), the model's own on CUDA
     attention: Literal["auto", "eager", "sdpa"] = "auto"
     gradient_checkpointing: bool = False
+    # a failed step leaves the weights as they were (services/learner/train/transaction.py):
+    # auto = nothing fallible after a single update's optimizer step, and with several updates
+    # per batch a snapshot beside the weights (device memory: weights + optimizer state);
+    # host = that snapshot in host memory; off = none (a failed multi-update step resumes
+    # from the last checkpoint)
+    rollback: Literal["auto", "device", "host", "off"] = "auto"
     seed: int = 0
     optim: OptimConfig = OptimConfig()
 

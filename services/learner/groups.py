@@ -71,10 +71,10 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
             gids.append(gi)
             versions.append(sample.policy_version or group.policy_version)
     batch = RolloutBatch.from_sequences(
-        prompts, responses, rewards=torch.tensor(rewards, dtype=torch.float32),
-        group_ids=torch.tensor(gids, dtype=torch.int64), pad_id=pad_id,
+        prompts, responses, rewards=torch.tensor(rewards, dtype=torch.float32, device="cpu"),  # host batch
+        group_ids=torch.tensor(gids, dtype=torch.int64, device="cpu"), pad_id=pad_id,
         behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
-        policy_versions=torch.tensor(versions, dtype=torch.int64),
+        policy_versions=torch.tensor(versions, dtype=torch.int64, device="cpu"),
     )
     batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups))
     table = reward_component_table(groups)
@@ -89,7 +89,7 @@ def greedy_reward_column(groups: list[common_pb2.Group]) -> torch.Tensor | None:
     if not groups or not all(g.HasField("greedy_sample") for g in groups):
         return None
     return torch.tensor([g.greedy_sample.reward for g in groups for _ in g.samples],
-                        dtype=torch.float32)
+                        dtype=torch.float32, device="cpu")
 
 
 def reward_component_table(groups: list[common_pb2.Group]):
@@ -100,6 +100,6 @@ def reward_component_table(groups: list[common_pb2.Group]):
     names = sorted(rows[0]) if rows else []
     if not names or any(sorted(r) != names for r in rows):
         return None
-    values = torch.tensor([[r[n][0] for n in names] for r in rows], dtype=torch.float32)
-    weights = torch.tensor([[r[n][1] for n in names] for r in rows], dtype=torch.float32)
+    values = torch.tensor([[r[n][0] for n in names] for r in rows], dtype=torch.float32, device="cpu")
+    weights = torch.tensor([[r[n][1] for n in names] for r in rows], dtype=torch.float32, device="cpu")
     return values, weights

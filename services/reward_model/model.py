@@ -41,6 +41,9 @@ class RewardModel:
 
     @torch.no_grad()
     def score(self, texts: list[str]) -> list[float]:
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="pt").to(self.device)
+        # numpy, then onto the model's device: the tokenizer's own "pt" tensors are made on
+        # torch's default device, which need not be the model's
+        encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                                 return_tensors="np")
+        batch = {k: torch.from_numpy(v).to(self.device) for k, v in encoded.items()}
         return self.model(**batch).logits[:, 0].float().cpu().tolist()

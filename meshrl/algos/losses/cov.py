@@ -55,7 +55,7 @@ def clip_cov(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, 
     candidates = ((cov > clip_cov_lb) & (cov < clip_cov_ub) & (response_mask > 0)
                   & ~clipped).nonzero()
     count = share(clip_cov_ratio, response_mask, "clip_cov_ratio")
-    chosen = candidates[torch.randperm(len(candidates))[:count].to(candidates.device)]
+    chosen = candidates[torch.randperm(len(candidates), device=candidates.device)[:count]]
     selected = torch.zeros_like(clipped)
     selected[chosen[:, 0], chosen[:, 1]] = True
     metrics = surrogate_metrics(ratio, log_ratio, advantages, response_mask, eps_low, eps_high, None)

@@ -24,6 +24,7 @@ from meshrl.algos.logprobs import response_logprobs, sequence_logprobs
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
+from meshrl.services.learner.train.transaction import StepTransaction, snapshot_place
 
 
 def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
@@ -37,7 +38,8 @@ def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
 
 
 class DPOStep:
-    """`DPOStep(policy, algo, trainer)(pairs, step) -> metrics`; one optimizer step per mini-batch."""
+    """`DPOStep(policy, algo, trainer)(pairs, step) -> metrics`; one optimizer step per mini-batch
+    (left pending until the next forward or the reduced metrics, as in `TrainStep`)."""
 
     def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
                  dist: DistContext | None = None, temperature: float = 1.0):
@@ -53,14 +55,20 @@ class DPOStep:
                              "(summed reference log-probs); compute them with the reference "
                              "service (meshrl.algos.logprobs.response_logprobs) before training")
         timer, sums = Timer(self.dist.device), MetricSums()
-        pairs = pairs.to(self.dist.device)
-        updates = 0
-        with timer("step"):
-            for _ in range(self.trainer.ppo_epochs):
-                for mini in pairs.chunk(min(self.trainer.mini_batches, len(pairs))):
-                    self.update(mini, step, timer, sums)
-                    updates += 1
-        metrics = sums.reduce(self.dist, updates)
+        updates = self.trainer.ppo_epochs * min(self.trainer.mini_batches, len(pairs))
+        place = snapshot_place(self.trainer.rollback, updates)
+        with StepTransaction([self.policy], place, self.loss_state) as tx:  # all or nothing, as TrainStep
+            with timer("step"):
+                pairs = pairs.to(self.dist.device)
+                for _ in range(self.trainer.ppo_epochs):
+                    for mini in pairs.chunk(min(self.trainer.mini_batches, len(pairs))):
+                        with timer("optimizer"):
+                            tx.apply_pending()
+                        self.update(mini, step, timer, sums)
+                        tx.pending(self.policy)
+            metrics = sums.reduce(self.dist, updates)
+            with timer("optimizer"):
+                tx.apply_pending()
         metrics.update(timer.as_metrics(), lr=self.policy.lr)
         self.policy.scheduler.step()
         return metrics
@@ -73,7 +81,7 @@ class DPOStep:
             set_gradient_sync(self.policy.model, i == len(micros) - 1)
             self.micro_batch(micro, scale, step, timer, sums)
         with timer("optimizer"):
-            sums.mean("grad_norm", self.policy.optimizer_step("policy", step), 1.0)
+            sums.mean("grad_norm", self.policy.clip_gradients("policy", step), 1.0)
 
     def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer,
                     sums: MetricSums) -> None:

@@ -59,9 +59,8 @@ class MetricSums:
         out: dict[str, float] = {}
         names = sorted(self._means)
         if names:
-            flat = torch.stack([torch.as_tensor(self._means[n][i], dtype=torch.float32).reshape(())
-                                for n in names for i in (0, 1)])
-            flat = ctx.all_reduce(flat.to(ctx.device)).cpu()
+            flat = on_device([self._means[n][i] for n in names for i in (0, 1)], ctx.device)
+            flat = ctx.all_reduce(flat).cpu()
             out.update({n: float(flat[2 * k] / flat[2 * k + 1].clamp_min(1e-12))
                         for k, n in enumerate(names)})
         out.update(self._reduce_simple(ctx, self._totals, dist.ReduceOp.SUM, scale=1.0 / max(updates, 1)))
@@ -74,9 +73,15 @@ class MetricSums:
         names = sorted(table)
         if not names:
             return {}
-        flat = torch.stack([torch.as_tensor(table[n], dtype=torch.float32).reshape(()) for n in names])
-        flat = ctx.all_reduce(flat.to(ctx.device), op=op).cpu() * scale
+        flat = ctx.all_reduce(on_device([table[n] for n in names], ctx.device), op=op).cpu() * scale
         return dict(zip(names, flat.tolist()))
+
+
+def on_device(values: list, device: torch.device) -> torch.Tensor:
+    """float32 [len(values)] on `device` from a mix of Python numbers and 0-dim tensors (which
+    may sit on the device: every element is placed there before stacking)."""
+    return torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device).reshape(())
+                        for v in values])
 
 
 class Timer:

@@ -80,19 +80,24 @@ class TrainedModel:
     def lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
 
-    def optimizer_step(self, name: str, step: int | None = None) -> torch.Tensor:
-        """Clip gradients to `max_grad_norm`, step AdamW, clear grads; return the pre-clip norm.
+    def clip_gradients(self, name: str, step: int | None = None) -> torch.Tensor:
+        """Clip gradients to `max_grad_norm`; return the pre-clip norm. The update itself is
+        `apply_gradients` (the step runs it only once nothing else can fail:
+        `meshrl.services.learner.train.transaction`).
 
         A non-finite norm clears the gradients and raises (`NonFiniteError` naming `name` and
-        the step) instead of stepping: a NaN update would poison every later step.
+        the step): a NaN update would poison every later step.
         """
         norm = clip_grad_norm(self.model.parameters(), self.max_grad_norm)
         if not bool(torch.isfinite(norm)):
             self.optimizer.zero_grad(set_to_none=True)
             check_finite(f"{name} grad_norm", norm.reshape(1), step=step)
+        return norm.detach()
+
+    def apply_gradients(self) -> None:
+        """Step AdamW on the (clipped) gradients, then clear them."""
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return norm.detach()
 
 
 def attention_for(setting: str, device: torch.device | str) -> str | None:

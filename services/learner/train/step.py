@@ -21,7 +21,8 @@ Top to bottom, for a batch of B sampled responses and step number s:
    mini-batch whatever the micro-batch size or rank count. FSDP averages gradients over
    ranks, hence the extra factor world_size. The critic (if any) regresses on the returns
    with the clipped value loss, same aggregation, its own optimizer. Then gradient
-   clipping (DTensor-aware) and AdamW.
+   clipping (DTensor-aware) and AdamW — the last AdamW step only after the metrics are
+   reduced, so a step that fails changes nothing (`transaction.py`, `trainer.rollback`).
 4. one LR-scheduler step; metrics with TRL/verl names.
 
 Old log-probs (`trainer.old_logprobs`): `auto` skips the no-grad pass when it is redundant —
@@ -66,6 +67,7 @@ from meshrl.services.learner.train.critic import clipped_value_loss, response_va
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
+from meshrl.services.learner.train.transaction import StepTransaction, snapshot_place
 
 log = logging.getLogger("meshrl.learner")
 
@@ -118,22 +120,31 @@ class TrainStep:
         """seq-mean-token-sum-norm's constant: the configured maximum response length."""
         return float(self.max_response_len) if self.max_response_len else None
 
+    @property
+    def trained(self) -> list[TrainedModel]:
+        return [m for m in (self.policy, self.critic) if m is not None]
+
     def __call__(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        """One step, all or nothing (`meshrl.services.learner.train.transaction`)."""
         timer, sums = Timer(self.dist.device), MetricSums()
-        with timer("step"):
-            batch = batch.to(self.dist.device)
-            self.check_inputs(batch, step)
-            prepared = self.prepare(batch, step, timer, sums)
-            updates = 0
-            for _ in range(self.trainer.ppo_epochs):
-                for mini in prepared.chunk(min(self.trainer.mini_batches, len(prepared))):
-                    self.update(mini, step, timer, sums)
-                    updates += 1
-        metrics = sums.reduce(self.dist, updates)
+        updates = self.trainer.ppo_epochs * min(self.trainer.mini_batches, len(batch))
+        place = snapshot_place(self.trainer.rollback, updates)
+        with StepTransaction(self.trained, place, self.kl_ctrl) as tx:
+            with timer("step"):
+                batch = batch.to(self.dist.device)
+                self.check_inputs(batch, step)
+                prepared = self.prepare(batch, step, timer, sums)
+                for _ in range(self.trainer.ppo_epochs):
+                    for mini in prepared.chunk(min(self.trainer.mini_batches, len(prepared))):
+                        with timer("optimizer"):
+                            tx.apply_pending()  # the previous update, before this forward
+                        self.update(mini, step, timer, tx, sums)
+            metrics = sums.reduce(self.dist, updates)
+            with timer("optimizer"):
+                tx.apply_pending()  # the last update: nothing after it can fail
         metrics.update(timer.as_metrics(), lr=self.policy.lr)
-        for trained in (self.policy, self.critic):
-            if trained is not None:
-                trained.scheduler.step()
+        for trained in self.trained:
+            trained.scheduler.step()
         return metrics
 
     # ---- 1. inputs -------------------------------------------------------------------
@@ -259,8 +270,10 @@ class TrainStep:
         sums.mean("advantages/mean", masked_mean(advantages, mask), mask.sum())
 
     # ---- 3. update ---------------------------------------------------------------------
-    def update(self, mini: PreparedBatch, step: int, timer: Timer, sums: MetricSums) -> None:
-        """One optimizer step over a mini-batch, accumulating over its micro-batches."""
+    def update(self, mini: PreparedBatch, step: int, timer: Timer, tx: StepTransaction,
+               sums: MetricSums) -> None:
+        """One optimizer step over a mini-batch, accumulating over its micro-batches; the
+        step itself is left pending in `tx`."""
         denominator = self.dist.all_reduce(
             loss_denominator(mini.response_mask, self.algo.loss_agg_mode, self.norm_len))
         scale = self.dist.world_size / denominator.clamp_min(1e-8)
@@ -273,9 +286,11 @@ class TrainStep:
             if self.critic is not None:
                 self.critic_micro_batch(micro, scale, step, timer, sums)
         with timer("optimizer"):
-            sums.mean("grad_norm", self.policy.optimizer_step("policy", step), 1.0)
+            sums.mean("grad_norm", self.policy.clip_gradients("policy", step), 1.0)
             if self.critic is not None:
-                sums.mean("critic/grad_norm", self.critic.optimizer_step("critic", step), 1.0)
+                sums.mean("critic/grad_norm", self.critic.clip_gradients("critic", step), 1.0)
+        for trained in self.trained:
+            tx.pending(trained)
 
     def policy_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer,
                            sums: MetricSums) -> None:

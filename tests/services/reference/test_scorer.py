@@ -5,6 +5,7 @@ import torch
 
 from meshrl.config.load import load_config
 from meshrl.services.reference.scorer import ReferenceScorer, logprob_temperature
+from tests.fixtures.device_trap import default_device_elsewhere
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,14 @@ def test_out_of_vocab_ids_and_empty_prompts_are_errors(tiny_model):
         scorer.score([np.array([1, 2])], [np.array([scorer.vocab_size + 5])])
     with pytest.raises(ValueError, match="a prompt has no tokens"):
         scorer.score([np.array([], dtype=np.int32)], [np.array([3])])
+
+
+def test_scores_with_the_default_device_elsewhere(tiny_model):
+    """Every tensor is made on the model's device (tests.fixtures.device_trap): on a GPU the
+    same code would otherwise mix host and CUDA tensors."""
+    prompts, responses = sequences(2)
+    expected = ReferenceScorer(tiny_model, micro_batch_size=2).score(prompts, responses)
+    with default_device_elsewhere():
+        got = ReferenceScorer(tiny_model, micro_batch_size=2).score(prompts, responses)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)

@@ -1,12 +1,15 @@
 """One rank of the FSDP2 equivalence test (spawned by test_fsdp.py; gloo on CPU)."""
+import pytest
 import torch
 import torch.distributed as dist
 
+from meshrl.algos import NonFiniteError
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.unit.train.helpers import build_tiny_llama, random_batch
+from tests.unit.train.test_step_rollback import nan_loss_on_call
 
 ROWS, STEPS = 8, 2
 TRAINER = dict(micro_batch_size=2, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5})
@@ -15,15 +18,20 @@ ALGO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-me
 
 
 def train(ctx: DistContext) -> tuple[list[dict], dict]:
-    """STEPS steps on this rank's share of the same global batches; (metrics, full weights)."""
+    """STEPS steps on this rank's share of the same global batches, then one that fails in
+    its second update (NaN loss on every rank) and must be rolled back from the sharded
+    snapshot; (metrics, full weights)."""
     trainer = TrainerConfig(**TRAINER)
     step = TrainStep(build_policy(build_tiny_llama(), trainer, total_steps=10, dist=ctx),
                      AlgorithmConfig(**ALGO), trainer, dist=ctx)
     share = ROWS // ctx.world_size  # whole groups of 4 per rank
     metrics = []
+    mine = slice(ctx.rank * share, (ctx.rank + 1) * share)
     for i in range(STEPS):
-        batch = random_batch(ROWS, group_size=4, seed=i)
-        metrics.append(step(batch.select(slice(ctx.rank * share, (ctx.rank + 1) * share)), i))
+        metrics.append(step(random_batch(ROWS, group_size=4, seed=i).select(mine), i))
+    nan_loss_on_call(step, call=share // TRAINER["micro_batch_size"] + 1)
+    with pytest.raises(NonFiniteError):
+        step(random_batch(ROWS, group_size=4, seed=STEPS).select(mine), STEPS)
     return metrics, full_state_dict(step.policy.model, ctx)
 
 
