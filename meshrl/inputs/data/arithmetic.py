@@ -13,6 +13,7 @@ first so answers are never negative. Operands are drawn with numpy in one call p
 Run:
     python -m meshrl.inputs.data.arithmetic --out data/sums.jsonl --n 256 --digits 1 --seed 0
     python -m meshrl.inputs.data.arithmetic --out data/pairs.jsonl --n 256 --dpo
+    python -m meshrl.inputs.data.arithmetic --out data/tool.jsonl --n 256 --digits 3 --ops "*" --tool
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from meshrl.inputs.data.load import write_rows
 
 OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
 TEMPLATE = "What is {a}{op}{b}? Answer with a number."
+# The tool task (services/environment/tool_arith.py): the calculator is offered as a tool.
+TOOL_TEMPLATE = "What is {a}{op}{b}? You may use the calculator tool. Answer with a number."
 
 
 def operands(n: int, digits: int, ops: str, rng: np.random.Generator):
@@ -42,10 +45,10 @@ def operands(n: int, digits: int, ops: str, rng: np.random.Generator):
 
 
 def arithmetic_rows(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0,
-                    data_source: str = "arithmetic") -> list[dict]:
+                    data_source: str = "arithmetic", template: str = TEMPLATE) -> list[dict]:
     """`n` verl-style rows asking for a op b, ground truth the answer as a string."""
     a, b, op, answers = operands(n, digits, ops, np.random.default_rng(seed))
-    return [{"prompt": [{"role": "user", "content": TEMPLATE.format(a=x, op=ops[o], b=y)}],
+    return [{"prompt": [{"role": "user", "content": template.format(a=x, op=ops[o], b=y)}],
              "reward_model": {"style": "rule", "ground_truth": str(ans)},
              "data_source": data_source,
              "extra_info": {"index": i, "a": int(x), "b": int(y), "op": ops[o]}}
@@ -70,9 +73,11 @@ def preference_pairs(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0) 
             for x, y, o, good, bad in zip(a, b, op, answers, wrong)]
 
 
-def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0) -> int:
-    """Write `arithmetic_rows(...)` to `out` (.jsonl or .parquet); the number of rows."""
-    rows = arithmetic_rows(n, digits=digits, ops=ops, seed=seed)
+def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0, tool: bool = False) -> int:
+    """Write `arithmetic_rows(...)` to `out` (.jsonl or .parquet); the number of rows. `tool`:
+    the tool task's rows (TOOL_TEMPLATE, data_source "tool_arith")."""
+    rows = arithmetic_rows(n, digits=digits, ops=ops, seed=seed, **(
+        {"template": TOOL_TEMPLATE, "data_source": "tool_arith"} if tool else {}))
     write_rows(out, rows)
     return len(rows)
 
@@ -92,9 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ops", default="+", help='operators to mix, e.g. "+-*"')
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dpo", action="store_true", help="write prompt/chosen/rejected pairs")
+    parser.add_argument("--tool", action="store_true", help="the tool task's prompts (calculator offered)")
     args = parser.parse_args(argv)
-    write = write_pairs if args.dpo else write_problems
-    n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+    if args.dpo:
+        n = write_pairs(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+    else:
+        n = write_problems(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, tool=args.tool)
     print(f"wrote {n} rows to {args.out}")
 
 

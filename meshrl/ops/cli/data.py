@@ -1,8 +1,10 @@
-"""`meshrl data arithmetic|pairs --out FILE --n N [--digits D] [--ops +-*] [--seed S]`: make a data set.
+"""`meshrl data arithmetic|pairs --out FILE --n N [--digits D] [--ops +-*] [--seed S] [--tool]`: make a data set.
 
 Thin wrappers over `meshrl.inputs.data.arithmetic`: `arithmetic` writes verl-style prompt rows for
 RL (`prompt`, `reward_model.ground_truth`, `data_source`), `pairs` writes DPO rows
-(`prompt`, `chosen`, `rejected`).
+(`prompt`, `chosen`, `rejected`). `arithmetic --tool` writes the tool task's rows (the
+calculator offered, data_source tool_arith: services/environment/tool_arith.py), e.g.
+`meshrl data arithmetic --tool --digits 3 --ops "*" --n 256 --out data/tool_train.jsonl`.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def add_parser(sub) -> None:
     kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     arith = kinds.add_parser("arithmetic", help="sum problems as verl-style RL prompt rows")
     _common(arith)
+    arith.add_argument("--tool", action="store_true", help="the tool task's prompts (environment tool_arith)")
     arith.set_defaults(func=arithmetic)
     pairs = kinds.add_parser("pairs", help="sum problems as DPO pairs (chosen right, rejected wrong)")
     _common(pairs)
@@ -41,8 +44,9 @@ def _write(args, kind: str) -> int:
 
     _check(args)
     write = gen.write_pairs if kind == "pairs" else gen.write_problems
+    extra = {"tool": True} if getattr(args, "tool", False) else {}
     try:
-        n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
+        n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, **extra)
     except ValueError as err:  # bad --ops / --digits: the generator says what is allowed
         raise LaunchError(str(err)) from None
     print(f"wrote {n} rows to {args.out}")

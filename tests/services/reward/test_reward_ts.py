@@ -1,7 +1,6 @@
 """The TypeScript example (examples/external_reward_ts, @grpc/grpc-js) as a real process:
 `npm ci` + build (cached in the example folder), then the conformance kit and a hand-computed
 score against it. Skipped only when node or npm is not installed."""
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.ops.reward_check import any_failed, run_suite
 from meshrl.transport.ports import free_port
-from tests.services.reward.conftest import wait_port
+from tests.fixtures.served import served
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward_ts"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
@@ -35,15 +34,9 @@ def build() -> None:
 def ts_address():
     build()
     port = free_port()
-    proc = subprocess.Popen(["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because",
-                             "--max-chars", "20"], cwd=EXAMPLE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ})
-    try:
-        wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with served(["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"],
+                port, cwd=EXAMPLE) as address:
+        yield address
 
 
 async def test_conformance_kit_passes(ts_address):

@@ -39,3 +39,13 @@ def test_bad_ops_exit_2(tmp_path, capsys):
     rc = main(["data", "arithmetic", "--out", str(tmp_path / "x.jsonl"), "--n", "3", "--ops", "^"])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("meshrl: error:") and "ops='^'" in err
+
+
+def test_arithmetic_tool_rows_offer_the_calculator(tmp_path):
+    out = tmp_path / "tool.jsonl"
+    assert main(["data", "arithmetic", "--tool", "--out", str(out), "--n", "4", "--digits", "3", "--ops", "*"]) == 0
+    for row in rows(out):
+        match = re.fullmatch(r"What is (\d{3})\*(\d{3})\? You may use the calculator tool\. Answer with a number\.",
+                             row["prompt"][0]["content"])
+        assert row["reward_model"]["ground_truth"] == str(int(match[1]) * int(match[2]))
+        assert row["data_source"] == "tool_arith"
