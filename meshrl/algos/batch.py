@@ -5,6 +5,11 @@ A `RolloutBatch` holds B sampled sequences as two padded blocks:
     prompt_ids   [B, P]  LEFT-padded   (so every prompt ends at column P-1)
     response_ids [B, T]  RIGHT-padded  (so every response starts at column P)
 
+A response may hold tokens the model did not write: in a multi-turn episode the
+environment's observations sit between the model's turns. `response_mask` marks every real
+response token (the model attends to all of them); `loss_mask` only the model's own tokens
+(what is trained on, scored and counted), with holes where the observations are.
+
 Concatenated, `input_ids()` is `[B, P+T]` and the response token at column t is predicted
 by the logits at position P-1+t, the same for every row. That fixed offset is what lets
 `meshrl.algos.logprobs` gather response log-probs with one slice instead of per-row
@@ -34,6 +39,7 @@ _ROLLOUT_DIMS = {
     "response_mask": "B T", "rewards": "B", "group_ids": "B",
     "behaviour_logprobs": "B T", "ref_logprobs": "B T", "policy_versions": "B",
     "reward_components": "B K", "reward_component_weights": "B K", "greedy_rewards": "B",
+    "loss_mask": "B T",
 }
 
 
@@ -123,7 +129,11 @@ class _Rows:
 class RolloutBatch(_Rows):
     """B sampled sequences: left-padded prompts, right-padded responses, rewards, groups.
 
-    `response_mask` is float 0/1 (1 = a response token to train on). `behaviour_logprobs`
+    `response_mask` is float 0/1 (1 = a real response token: attended to). `loss_mask` is
+    float 0/1 (1 = the model's own token: trained on), inside `response_mask`; it has holes
+    where an episode's observations are and equals `response_mask` for single-turn samples
+    (the default when none is given). Every loss, advantage, KL, entropy and length reads
+    `loss_mask`; only the model's forward reads `response_mask`. `behaviour_logprobs`
     are the rollout engine's log-probs of the sampled tokens (for rollout correction),
     `ref_logprobs` the reference model's; both 0 on padding, never NaN.
     `reward_components` [B, K] are the reward's components (the reward service's
@@ -145,14 +155,21 @@ class RolloutBatch(_Rows):
     reward_components: torch.Tensor | None = None
     reward_component_weights: torch.Tensor | None = None
     greedy_rewards: torch.Tensor | None = None
+    loss_mask: torch.Tensor | None = None  # None = response_mask (no observation tokens)
 
     def __post_init__(self):
+        if self.loss_mask is None:
+            self.loss_mask = self.response_mask
         _check_dims(type(self).__name__, {k: getattr(self, k) for k in _ROLLOUT_DIMS}, _ROLLOUT_DIMS)
         if self.group_ids.dtype != torch.int64:
             raise ShapeError(f"group_ids must be int64, got {self.group_ids.dtype}")
-        if not self.response_mask.is_floating_point():
-            raise ShapeError(f"response_mask must be float 0/1, got {self.response_mask.dtype}; "
-                             f"pass mask.float()")
+        for name in ("response_mask", "loss_mask"):
+            if not getattr(self, name).is_floating_point():
+                raise ShapeError(f"{name} must be float 0/1, got {getattr(self, name).dtype}; "
+                                 f"pass mask.float()")
+        if self.loss_mask is not self.response_mask and bool((self.loss_mask > self.response_mask).any()):
+            raise ShapeError("loss_mask marks a padding column as a model token: it must lie "
+                             "inside response_mask (0 wherever response_mask is 0)")
 
     @property
     def prompt_len(self) -> int:
@@ -175,15 +192,20 @@ class RolloutBatch(_Rows):
         return (self.attention_mask().cumsum(dim=1) - 1).clamp(min=0)
 
     def response_lengths(self) -> torch.Tensor:
-        return self.response_mask.sum(dim=1)
+        """[B] the model's own tokens per row (observation tokens are not counted)."""
+        return self.loss_mask.sum(dim=1)
 
     @classmethod
     def from_sequences(cls, prompts: Sequence[np.ndarray], responses: Sequence[np.ndarray],
                        rewards, group_ids, pad_id: int, *,
                        behaviour_logprobs: Sequence[np.ndarray] | None = None,
                        ref_logprobs: Sequence[np.ndarray] | None = None,
-                       policy_versions=None) -> "RolloutBatch":
-        """Pad token-id arrays into a batch (per-token floats padded with 0 like the ids)."""
+                       policy_versions=None,
+                       loss_masks: Sequence[np.ndarray] | None = None) -> "RolloutBatch":
+        """Pad token-id arrays into a batch (per-token floats padded with 0 like the ids).
+
+        `loss_masks`: one 0/1 array per response (1 = the model's token; an empty array
+        means all 1, as `Sample.loss_mask`); None = every response token is the model's."""
         if not len(prompts) == len(responses) == len(rewards) == len(group_ids):
             raise ShapeError(f"from_sequences got {len(prompts)} prompts, {len(responses)} "
                              f"responses, {len(rewards)} rewards, {len(group_ids)} group ids; "
@@ -203,7 +225,21 @@ class RolloutBatch(_Rows):
             group_ids=torch.as_tensor(np.asarray(group_ids, dtype=np.int64), device="cpu"),
             behaviour_logprobs=floats(behaviour_logprobs), ref_logprobs=floats(ref_logprobs),
             policy_versions=None if policy_versions is None
-            else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64), device="cpu"))
+            else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64), device="cpu"),
+            loss_mask=None if loss_masks is None else floats(_full_masks(loss_masks, responses)))
+
+
+def _full_masks(loss_masks: Sequence[np.ndarray], responses: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """One 0/1 mask per response, its length; an empty mask means all 1 (`Sample.loss_mask`)."""
+    if len(loss_masks) != len(responses):
+        raise ShapeError(f"from_sequences got {len(loss_masks)} loss masks for {len(responses)} "
+                         f"responses; give one per response (empty = all model tokens)")
+    full = [np.ones(len(r)) if len(m) == 0 else np.asarray(m) for m, r in zip(loss_masks, responses)]
+    for row, (mask, response) in enumerate(zip(full, responses)):
+        if len(mask) != len(response):
+            raise ShapeError(f"loss mask {row} has {len(mask)} values for {len(response)} "
+                             f"response tokens; give one per token")
+    return full
 
 
 _PREFERENCE_DIMS = {

@@ -17,6 +17,11 @@ rows; under autograd each chunk is checkpointed, so neither pass ever holds a [B
 tensor (the chunk's logits are recomputed in backward). Other models are asked only for
 the last T+1 positions (`logits_to_keep`) and the log-softmax is chunked the same way.
 
+Observation tokens (a multi-turn episode's environment answers inside the response) are
+attended to like every response token but never scored: a batch's `loss_mask` (when it has
+one) picks the tokens that get a log-prob, an entropy and Σπ²; elsewhere they are 0 and,
+on the split-head path, the LM head never even runs there.
+
 Simplifications: models without `logits_to_keep` compute full logits and slice.
 """
 from __future__ import annotations
@@ -52,6 +57,13 @@ def _tensors(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Ten
             raise KeyError(f"response_logprobs needs {names}; missing {missing}")
         return tuple(batch[n] for n in names)
     return tuple(getattr(batch, n) for n in names)
+
+
+def _score_mask(batch, response_mask: torch.Tensor) -> torch.Tensor:
+    """The response tokens to score: the batch's `loss_mask` (the model's own tokens) when it
+    has one, else every real response token."""
+    mask = batch.get("loss_mask") if isinstance(batch, Mapping) else getattr(batch, "loss_mask", None)
+    return response_mask if mask is None else mask
 
 
 def _accepts_logits_to_keep(model) -> bool:
@@ -128,7 +140,8 @@ def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
     """Per-token log-probs `[B, T]` of the response tokens (and entropy if asked).
 
     `batch_or_tensors` is a `meshrl.algos.batch.RolloutBatch` or anything with (or a mapping of)
-    `prompt_ids`, `prompt_mask`, `response_ids`, `response_mask`. Gradients flow when
+    `prompt_ids`, `prompt_mask`, `response_ids`, `response_mask` (and optionally `loss_mask`:
+    only those tokens are scored, the rest are 0). Gradients flow when
     autograd is on; wrap in `torch.no_grad()` for old/reference log-probs.
 
     `forward` picks how the model is run (`meshrl.algos.forward`): `padded` (one padded
@@ -148,6 +161,7 @@ def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
     """`response_logprobs` plus, when asked, Σ_v π(v)² per response token `[B, T]` (the
     optimal-token baseline's input), from the same chunks of logits."""
     prompt_ids, prompt_mask, response_ids, response_mask = _tensors(batch_or_tensors)
+    scored = _score_mask(batch_or_tensors, response_mask)
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
     if forward not in FORWARDS:
@@ -162,11 +176,11 @@ def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
         decoder, head = parts
         hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask,
                                  forward)
-        stats = head_logprobs(head, hidden, response_ids, response_mask, temperature=temperature,
+        stats = head_logprobs(head, hidden, response_ids, scored, temperature=temperature,
                               with_entropy=with_entropy, with_sum_pi_squared=with_sum_pi_squared,
                               chunk_elements=chunk_elements)
     logprob, entropy, sum_pi_squared = stats
-    mask = response_mask.to(logprob.dtype)
+    mask = scored.to(logprob.dtype)
     return ResponseStats(logprob * mask, entropy * mask if with_entropy else None,
                          sum_pi_squared * mask if with_sum_pi_squared else None)
 

@@ -1,4 +1,9 @@
-"""Masked reductions over valid tokens (mask = 1). Empty masks give 0, never NaN."""
+"""Masked reductions over valid tokens (mask = 1). Empty masks give 0, never NaN.
+
+`pack_valid` / `unpack_valid` move each row's valid tokens to the front and back: a
+multi-turn episode's model tokens, with the observations between them removed, are the
+sequence position-wise estimators compare across a group ("the k-th token the model wrote").
+"""
 from __future__ import annotations
 
 import torch
@@ -41,3 +46,29 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-6) -> tor
 def broadcast_over_tokens(per_sequence: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """A [B] value copied onto every valid token of its sequence: [B, T], zero on padding."""
     return per_sequence.unsqueeze(-1) * mask
+
+
+def _valid_positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(valid [B, T] bool, each valid token's rank among its row's valid tokens [B, T])."""
+    valid = mask > 0
+    return valid, (valid.long().cumsum(dim=-1) - 1).clamp(min=0)
+
+
+def pack_valid(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B, T] → ([B, N] each row's valid entries first, in order, 0 after; its 0/1 mask),
+    N = the most valid entries of any row."""
+    valid, rank = _valid_positions(mask)
+    width = int(valid.sum(dim=-1).max().item()) if valid.numel() else 0
+    rows = torch.arange(x.shape[0], device=x.device).unsqueeze(-1).expand_as(x)
+    packed = x.new_zeros((x.shape[0], width))
+    packed[rows[valid], rank[valid]] = x[valid]
+    packed_mask = (torch.arange(width, device=x.device) < valid.sum(dim=-1, keepdim=True)).to(mask.dtype)
+    return packed, packed_mask
+
+
+def unpack_valid(packed: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The inverse of `pack_valid`: [B, N] back to the valid cells of `mask` [B, T], 0 elsewhere."""
+    valid, rank = _valid_positions(mask)
+    if packed.shape[1] == 0:
+        return torch.zeros_like(mask, dtype=packed.dtype)
+    return packed.gather(1, rank.clamp(max=packed.shape[1] - 1)) * valid.to(packed.dtype)

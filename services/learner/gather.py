@@ -1,7 +1,9 @@
 """Gathering one step's worth of ready groups from `meshrl.<run>.ready`.
 
-Each group is checked as it arrives: stale, failed-score and (with dynamic sampling)
-no-signal groups are dropped, acked and counted, and their place in the in-flight bound
+Each group is checked as it arrives: groups the rollout gave up on (`Group.drop_reason`,
+e.g. an environment that failed: their reason is its code), stale, malformed, failed-score
+and (with dynamic sampling) no-signal groups are dropped, acked, written to the ledger with
+their reason and counted (`groups/dropped_<reason>`), and their place in the in-flight bound
 is freed so the feeder samples a replacement. Kept groups are acked only after the step
 that trains on them, so a learner that dies mid-step loses nothing. A group id seen
 before (a redelivery) is acked and ignored: nothing is trained twice. After a restart in the
@@ -61,9 +63,9 @@ class Gatherer:
         self.totals: Counter = Counter()
         self.outage = OutageClock()
 
-    async def _drop(self, msg, reason: str, step_groups: StepGroups) -> None:
+    async def _drop(self, msg, reason: str, step_groups: StepGroups, detail: str = "") -> None:
         await msg.ack()
-        self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version)
+        self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version, detail)
         step_groups.dropped[reason] += 1
         self.totals[reason] += 1
         self.feeder.settle([msg.message.group_id])
@@ -138,10 +140,10 @@ class Gatherer:
                               vocab_size=self.vocab_size, need_ref=self.cfg.reference_enabled)
         if verdict.detail:
             log.warning("group %s dropped (%s): %s", group.group_id, verdict.reason, verdict.detail)
-        if verdict.reason != "stale":  # a stale group says nothing about scoring
+        if verdict.reason != "stale" and not group.drop_reason:  # neither was scored
             self._scored(verdict.reason != "failed_reward")
         if not verdict.keep:
-            return await self._drop(msg, verdict.reason, out)
+            return await self._drop(msg, verdict.reason, out, verdict.detail)
         drawn = len(out.groups) + sum(out.dropped.values())
         if self.cfg.algorithm.dynamic_sampling and not has_signal(group) and drawn < budget:
             return await self._drop(msg, "no_signal", out)

@@ -8,7 +8,13 @@ against the model before anything is decoded into a batch:
   weights that were never published: a forged weights notice or a stale replay);
 - every sample has a response; its behaviour log-probs (and reference log-probs when the
   run uses a reference) have one finite value per response token, and no log-prob is > 0;
-- every token id (prompt and response) is inside the vocabulary.
+- every token id (prompt and response) is inside the vocabulary;
+- a multi-turn episode's `loss_mask` (empty = all 1) has one 0/1 value per response token
+  and at least one 1 (a model token to train on); its behaviour log-probs are 0 at the
+  observation tokens (0), as the contract says — anything else means the mask and the
+  log-probs are misaligned;
+- its `turns` lie inside the response, in order, each turn's tokens marked 1 and its
+  observation's tokens marked 0 (`observation_end` 0 = no observation).
 
 `malformed(group, ...)` returns the first problem as text (logged, and the ledger's reason
 is "malformed"), or "" when the group is sound.
@@ -18,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32, unpack_uint8
 
 
 def malformed(group: common_pb2.Group, *, vocab_size: int | None, need_ref: bool) -> str:
@@ -43,6 +49,48 @@ def _sample_problem(sample: common_pb2.Sample, vocab_size: int | None, need_ref:
     for name, packed in arrays.items():
         if problem := _logprobs_problem(name, unpack_float32(packed), response.size):
             return problem
+    mask = unpack_uint8(sample.loss_mask)
+    if problem := _mask_problem(mask, response.size, unpack_float32(sample.behaviour_logprobs)):
+        return problem
+    return _turns_problem(sample.turns, mask if mask.size else np.ones(response.size, np.uint8))
+
+
+def _mask_problem(mask: np.ndarray, tokens: int, behaviour: np.ndarray) -> str:
+    """What is wrong with a loss mask ("" when sound; empty = all model tokens)."""
+    if mask.size == 0:
+        return ""
+    if mask.size != tokens:
+        return (f"loss_mask has {mask.size} values for {tokens} response tokens; give one per "
+                f"response token (or none for a single-turn sample)")
+    if (bad := np.flatnonzero(mask > 1)).size:
+        return (f"loss_mask holds {int(mask[bad[0]])} at token {int(bad[0])}; only 0 (observation) "
+                f"and 1 (model token) are allowed")
+    if not mask.any():
+        return "loss_mask is all 0: the episode has no model token to train on"
+    if (bad := np.flatnonzero((mask == 0) & (behaviour != 0))).size:
+        return (f"behaviour_logprobs is {float(behaviour[bad[0]]):g} at observation token "
+                f"{int(bad[0])} (loss_mask 0), not 0: mask and log-probs are misaligned")
+    return ""
+
+
+def _turns_problem(turns, mask: np.ndarray) -> str:
+    """What is wrong with a sample's turn spans against its loss mask ("" when sound)."""
+    previous_end = 0
+    for position, turn in enumerate(turns):
+        start, end = turn.token_start, turn.token_end
+        obs_end = turn.observation_end or end  # 0: the turn had no observation
+        where = f"turn {position}"
+        if turn.index != position:
+            return f"{where} has index {turn.index}; turns must be numbered 0, 1, ... in order"
+        if not previous_end <= start <= end <= obs_end <= mask.size:
+            return (f"{where} spans tokens [{start}, {end}) and its observation [{end}, {obs_end}), "
+                    f"outside the response's {mask.size} tokens or before the previous turn's "
+                    f"end {previous_end}")
+        if (bad := np.flatnonzero(mask[start:end] == 0)).size:
+            return f"{where}'s tokens [{start}, {end}) include observation token {start + int(bad[0])} (loss_mask 0)"
+        if (bad := np.flatnonzero(mask[end:obs_end] == 1)).size:
+            return f"{where}'s observation [{end}, {obs_end}) includes model token {end + int(bad[0])} (loss_mask 1)"
+        previous_end = obs_end
     return ""
 
 

@@ -2,19 +2,26 @@
 
 The learner trains on exactly the token ids the rollout produced: prompt ids come from the
 task it published, response ids and behaviour log-probs from the engine, both decoded
-from packed little-endian arrays without re-tokenizing anything.
+from packed little-endian arrays without re-tokenizing anything. A multi-turn episode's
+`Sample.loss_mask` (1 = the model's token, 0 = an observation) becomes the batch's
+`loss_mask`: everything is trained and counted on the model's own tokens only.
+
+A group the rollout could not finish (`Group.drop_reason`, e.g. an environment that timed
+out) is never trained: its reason is the text's code, the part before the first ":",
+made label-safe (`rollout_drop_reason`).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from meshrl.algos.batch import RolloutBatch
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32, unpack_uint8
 from meshrl.api.common.v1 import common_pb2
 from meshrl.services.learner.group_checks import malformed
 
@@ -30,10 +37,20 @@ def group_rewards(group: common_pb2.Group) -> np.ndarray:
     return np.array([s.reward for s in group.samples], dtype=np.float64)
 
 
+def rollout_drop_reason(drop_reason: str) -> str:
+    """`Group.drop_reason` "env_timeout: episode g/3 ..." → "env_timeout": the code before the
+    first ":", lower-case letters, digits and "_" only, at most 48 characters (it is a metric
+    label); "rollout" when nothing is left."""
+    code = re.sub(r"[^a-z0-9_]+", "_", drop_reason.partition(":")[0].strip().lower()).strip("_")
+    return code[:48] or "rollout"
+
+
 def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int,
                 vocab_size: int | None = None, need_ref: bool = False) -> Verdict:
-    """Stale, future-versioned, malformed and failed-score groups are dropped (and counted),
-    never trained on; `detail` says what was wrong with a malformed one."""
+    """Rollout-dropped, stale, future-versioned, malformed and failed-score groups are
+    dropped (and counted), never trained on; `detail` says what was wrong."""
+    if group.drop_reason:
+        return Verdict(False, rollout_drop_reason(group.drop_reason), group.drop_reason)
     if group.policy_version > current_version:
         return Verdict(False, "future_version", f"policy_version {group.policy_version} is newer than "
                                                 f"the learner's {current_version}: never published")
@@ -50,6 +67,12 @@ def check_group(group: common_pb2.Group, *, current_version: int, max_staleness:
     return Verdict(True)
 
 
+def model_token_count(sample: common_pb2.Sample) -> int:
+    """The tokens the model wrote: the response less an episode's observation tokens."""
+    mask = unpack_uint8(sample.loss_mask)
+    return int(mask.sum()) if mask.size else len(sample.response_token_ids) // 4  # int32 ids
+
+
 def has_signal(group: common_pb2.Group) -> bool:
     """DAPO's dynamic sampling keeps only groups whose rewards are not all equal."""
     rewards = group_rewards(group)
@@ -59,11 +82,13 @@ def has_signal(group: common_pb2.Group) -> bool:
 def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool) -> RolloutBatch:
     """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given."""
     prompts, responses, behaviour, ref, rewards, gids, versions = [], [], [], [], [], [], []
+    loss_masks = []
     for gi, group in enumerate(groups):
         prompt = unpack_int32(group.task.prompt_token_ids)
         for sample in group.samples:
             prompts.append(prompt)
             responses.append(unpack_int32(sample.response_token_ids))
+            loss_masks.append(unpack_uint8(sample.loss_mask))
             behaviour.append(unpack_float32(sample.behaviour_logprobs))
             if need_ref:
                 ref.append(unpack_float32(sample.ref_logprobs))
@@ -75,6 +100,7 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
         group_ids=torch.tensor(gids, dtype=torch.int64, device="cpu"), pad_id=pad_id,
         behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
         policy_versions=torch.tensor(versions, dtype=torch.int64, device="cpu"),
+        loss_masks=loss_masks if any(m.size for m in loss_masks) else None,
     )
     batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups))
     table = reward_component_table(groups)

@@ -22,8 +22,11 @@ class Ledger:
     def published(self, group_id: str, min_version: int, draw: int | None = None) -> None:
         self._write("published", group_id=group_id, min_version=min_version, draw=draw)
 
-    def dropped(self, group_id: str, reason: str, policy_version: int) -> None:
-        self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version)
+    def dropped(self, group_id: str, reason: str, policy_version: int, detail: str = "") -> None:
+        """`reason` a short code (also a metric label); `detail` what exactly, when known (a
+        malformed group's problem, the rollout's whole `drop_reason`)."""
+        extra = {"detail": detail} if detail else {}
+        self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version, **extra)
 
     def trained(self, group, step: int) -> None:
         self._write("trained", group_id=group.group_id, step=step,

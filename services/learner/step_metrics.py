@@ -14,6 +14,7 @@ import psutil
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
+from meshrl.services.learner.groups import model_token_count
 
 OK = common_pb2.SCORE_STATUS_OK
 
@@ -21,7 +22,7 @@ OK = common_pb2.SCORE_STATUS_OK
 def rollout_metrics(groups, *, version: int, trained_total: int) -> dict[str, float]:
     samples = [s for g in groups for s in g.samples]
     rewards = np.array([s.reward for s in samples], dtype=np.float64)
-    lengths = np.array([unpack_int32(s.response_token_ids).size for s in samples], dtype=np.float64)
+    lengths = np.array([model_token_count(s) for s in samples], dtype=np.float64)  # the model's tokens
     staleness = [version - 1 - g.policy_version for g in groups]
     out = {
         "weights_version": float(version),
@@ -31,8 +32,9 @@ def rollout_metrics(groups, *, version: int, trained_total: int) -> dict[str, fl
         "completions/max_length": float(lengths.max(initial=0)),
         "completions/clipped_ratio": float(np.mean([s.finish_reason == common_pb2.FINISH_REASON_LENGTH
                                                     for s in samples])) if samples else 0.0,
-        "perf/tokens": float(lengths.sum() + sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples)
-                                                for g in groups)),
+        # every token the learner's forward reads, observations included
+        "perf/tokens": float(sum(unpack_int32(s.response_token_ids).size for s in samples)
+                             + sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples) for g in groups)),
         "groups/trained_total": float(trained_total),
     }
     out.update(component_metrics(samples))

@@ -10,6 +10,11 @@ the group's returns at each position:
 A group of one gets B = 0. `handle_zero_tail`: where one response is longer than all the
 others, its tail beyond the second-longest has no peers and gets B = 0 (verl's default True).
 As verl's `compute_optimal_token_baseline_advantage` (without the rollout-IS weighting).
+
+Position t is the t-th token the model wrote: a multi-turn episode's observation tokens (holes
+in the mask) are skipped, so the baseline compares like with like across a group whatever
+the observations' lengths (verl's `tir_optimal_token_baseline`); without holes this is the
+column index.
 Inputs: `old_logprobs` and `sum_pi_squared` [B, T] from the learner's old-log-prob pass
 (declared with `needs=`, so the pass runs and computes Σπ² = exp(logsumexp(2z) − 2·logsumexp(z))
 from the same chunked logits as the log-probs); a missing one is a clear error. `returns` = G.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from meshrl.algos.advantages.common import discounted_returns, per_token_rewards
+from meshrl.algos.masked import pack_valid, unpack_valid
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
@@ -55,6 +61,10 @@ def optimal_token_baseline(*, rewards, response_mask, group_ids, token_rewards=N
                                  response_mask, 1.0)
     per_step = 1.0 - 2.0 * old_logprobs.exp() + sum_pi_squared
     cumulative = (per_step * response_mask).cumsum(-1)
-    baselines = group_baselines(returns, cumulative, response_mask, group_ids, handle_zero_tail,
-                                otb_epsilon)
+    # baselines per model-token position: observations (mask holes) packed away first
+    packed_returns, packed_mask = pack_valid(returns, response_mask)
+    packed_weights, _ = pack_valid(cumulative, response_mask)
+    baselines = group_baselines(packed_returns, packed_weights, packed_mask, group_ids,
+                                handle_zero_tail, otb_epsilon)
+    baselines = unpack_valid(baselines, response_mask)
     return AdvantageResult(advantages=(returns - baselines) * response_mask, returns=returns)

@@ -36,6 +36,13 @@ pass; `rollout` takes the engine's behaviour log-probs μ as π_old (verl's bypa
 clipped ratio π/μ then covers the train/inference mismatch itself, so no rollout-correction
 weights are applied on top.
 
+Masks: the model's forward attends to every real response token (`response_mask`); all
+the rest — advantages, the policy loss, KL, entropy, aggregation, rollout correction, the
+critic's loss, lengths and every metric — reads `loss_mask`, the model's own tokens. In a
+multi-turn episode it has holes where the environment's observations are, so those tokens
+are context, never trained on (their log-probs are not even computed); single-turn samples
+have loss_mask = response_mask.
+
 The loop never branches on the algorithm's name: the estimator and the policy loss come
 from the registry, `estimator.needs_values` alone decides whether the critic runs, and
 `estimator.needs` whether the old-log-prob pass must run before the advantages and also
@@ -177,7 +184,7 @@ class TrainStep:
         with timer("algo"):
             token_rewards = self.kl_reward_penalty(batch, old, sums)
             result = self.estimator(
-                rewards=self.shaped_rewards(batch), response_mask=batch.response_mask,
+                rewards=self.shaped_rewards(batch), response_mask=batch.loss_mask,
                 group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
                 gamma=self.algo.gamma, lam=self.algo.lam,
                 norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
@@ -219,14 +226,14 @@ class TrainStep:
         """Reports `kl` = mean k(π_old, π_ref); returns −kl_coef·k when `kl_in: reward`."""
         if batch.ref_logprobs is None or old is None:
             return None
-        kl = kl_estimate(old, batch.ref_logprobs, self.algo.kl_estimator, batch.response_mask)
-        sums.mean("kl", masked_mean(kl, batch.response_mask), batch.response_mask.sum())
+        kl = kl_estimate(old, batch.ref_logprobs, self.algo.kl_estimator, batch.loss_mask)
+        sums.mean("kl", masked_mean(kl, batch.loss_mask), batch.loss_mask.sum())
         if self.algo.kl_in != "reward" or self.algo.kl_coef == 0:
             return None
         coef = self.kl_ctrl.value  # this batch pays the coefficient from before the update
         # verl's current_kl: mean over sequences of their token-mean KL, over every rank's rows
         # (all ranks must keep the same coefficient)
-        per_sequence = masked_mean(kl, batch.response_mask, dim=-1)
+        per_sequence = masked_mean(kl, batch.loss_mask, dim=-1)
         total = self.dist.all_reduce(torch.stack([per_sequence.sum(),
                                                   per_sequence.new_tensor(float(len(per_sequence)))]))
         self.kl_ctrl.update(float(total[0] / total[1].clamp_min(1.0)), int(total[1].item()))
@@ -247,16 +254,16 @@ class TrainStep:
         if batch.behaviour_logprobs is None:
             return None
         rc = self.algo.rollout_correction
-        weights, metrics = rollout_correction(old, batch.behaviour_logprobs, batch.response_mask,
+        weights, metrics = rollout_correction(old, batch.behaviour_logprobs, batch.loss_mask,
                                               rc.mode, rc.cap)
         sums.add_dict({f"rollout_correction/{k}" if k != "mismatch_kl" else k: v
-                       for k, v in metrics.items()}, batch.response_mask.sum())
+                       for k, v in metrics.items()}, batch.loss_mask.sum())
         return weights
 
     def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, sums: MetricSums) -> None:
         """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages;
         reward_greedy (mean over rows) when the batch carries greedy rewards (ReMax)."""
-        n, mask = batch.batch_size, batch.response_mask
+        n, mask = batch.batch_size, batch.loss_mask
         stats = group_stats(batch.rewards, batch.group_ids)
         lengths = batch.response_lengths()
         sums.mean("reward", batch.rewards.mean(), n)
@@ -275,7 +282,7 @@ class TrainStep:
         """One optimizer step over a mini-batch, accumulating over its micro-batches; the
         step itself is left pending in `tx`."""
         denominator = self.dist.all_reduce(
-            loss_denominator(mini.response_mask, self.algo.loss_agg_mode, self.norm_len))
+            loss_denominator(mini.loss_mask, self.algo.loss_agg_mode, self.norm_len))
         scale = self.dist.world_size / denominator.clamp_min(1e-8)
         micros = mini.split(self.trainer.micro_batch_size)
         for i, micro in enumerate(micros):
@@ -301,7 +308,7 @@ class TrainStep:
             if micro.old_logprobs is None:
                 micro = self.current_as_old(micro, out.logprobs, step, sums)
             loss_mat, pg_mat = self.policy_loss_matrix(micro, out.logprobs, out.entropy, step, sums)
-            mode, mask = self.algo.loss_agg_mode, micro.response_mask
+            mode, mask = self.algo.loss_agg_mode, micro.loss_mask
             numerator = loss_numerator(loss_mat, mask, mode, self.norm_len)
             pg_numerator = loss_numerator(pg_mat.detach(), mask, mode, self.norm_len)
         with timer("backward"):
@@ -321,7 +328,7 @@ class TrainStep:
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
         """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]."""
-        a, mask = self.algo, micro.response_mask
+        a, mask = self.algo, micro.loss_mask
         pg = self.policy_loss(
             logprobs=logprobs, old_logprobs=micro.old_logprobs, advantages=micro.advantages,
             response_mask=mask, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
@@ -345,7 +352,7 @@ class TrainStep:
         with timer("forward"), self.critic.autocast():
             values = response_values(self.critic.model, micro)
         with timer("algo"):
-            cfg, mask = self.algo.critic, micro.response_mask
+            cfg, mask = self.algo.critic, micro.loss_mask
             loss_mat, metrics = clipped_value_loss(values, micro.old_values, micro.returns, mask,
                                                    cfg.cliprange_value)
             check_finite("critic loss", loss_mat, micro.group_ids, step)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_float32, unpack_int32
+from meshrl.transport.bus.codec import (pack_float32, pack_int32, pack_uint8, unpack_float32,
+                                        unpack_int32, unpack_uint8)
 
 
 def test_int32_round_trip_is_little_endian():
@@ -30,8 +31,19 @@ def test_bad_inputs_fail_clearly():
         unpack_int32(b"\x00\x01\x02")
     with pytest.raises(ValueError, match="1-D"):
         pack_int32(np.zeros((2, 2), dtype=np.int32))
-    with pytest.raises(ValueError, match="token ids must be integers"):
+    with pytest.raises(ValueError, match="token ids and flags must be integers"):
         pack_int32([1.5])
+
+
+def test_uint8_flags_round_trip_one_byte_each():
+    """`Sample.loss_mask`: one byte per response token."""
+    assert pack_uint8([1, 0, 0, 1]) == b"\x01\x00\x00\x01"
+    out = unpack_uint8(pack_uint8(np.array([1, 1, 0], dtype=np.int64)))
+    assert out.dtype == np.uint8 and out.tolist() == [1, 1, 0]
+    with pytest.raises(ValueError, match=r"must lie in \[0, 255\], got -1..1"):
+        pack_uint8([1, -1])
+    with pytest.raises(ValueError, match="must be integers"):
+        pack_uint8([0.5])
 
 
 def test_names_per_run_and_stage():
