@@ -70,6 +70,8 @@ EXTERNAL_REWARD_KIND = "external"
 # the learned reward model (meshrl/config/reward_model.py): an external service that
 # `meshrl train` starts itself from the run's `reward_model` section
 REWARD_MODEL_KIND = "reward_model"
+# tool-call formats of multi-turn rollouts (`@register_tool_parser` in services/rollout/agent/parsers)
+TOOL_PARSERS = ("hermes",)
 
 
 def unknown_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:

@@ -9,6 +9,7 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
+from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.config.errors import ConfigError
@@ -72,6 +73,7 @@ class RolloutConfig(Strict):
     # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
     # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
     ack_wait_s: float = Field(30.0, gt=0.0)
+    agent: AgentConfig = AgentConfig()  # multi-turn episodes (tasks with an environment): config/agent.py
 
 
 class RewardComponentConfig(Strict):

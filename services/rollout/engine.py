@@ -234,6 +234,22 @@ class RolloutEngine:
             group.greedy_sample.index = len(samples)  # an id of its own for reward item ids
         return group
 
+    async def generate_turn(self, prompt_ids: list[int], sampling: pb.SamplingParams, *, max_tokens: int,
+                            seed: int, name: str):
+        """One completion of `prompt_ids` (a turn of an episode: `agent/episode.py`) with the
+        task's sampling but n=1, `max_tokens` and `seed` (0 = unseeded): vLLM's
+        `CompletionOutput` (token ids, flat log-probs, text, finish reason, weight versions).
+        Turns of many episodes run at once; AsyncLLM batches them like groups."""
+        from vllm.inputs import TokensPrompt  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+
+        turn = pb.SamplingParams()
+        turn.CopyFrom(sampling)
+        turn.n, turn.max_tokens, turn.seed, turn.greedy_baseline = 1, max_tokens, seed, False
+        final = await self._final_output(TokensPrompt(prompt_token_ids=list(prompt_ids)),
+                                         sampling_params(turn), name)
+        self.tokens_generated += len(final.outputs[0].token_ids)
+        return final.outputs[0]
+
     async def _final_output(self, prompt, params, name: str):
         """vLLM's final RequestOutput for one request (all its `n` completions)."""
         request_id = f"{name or 'group'}-{uuid.uuid4().hex[:8]}"

@@ -2,16 +2,14 @@
 grpc.aio server on a real port that requires a client certificate signed by the test CA
 and `authorization: Bearer <token>` on every call (health included). Certificates are made
 in the test (tests/fixtures/tls_certs.py)."""
-import grpc
 import pytest
-from grpc_health.v1 import health, health_pb2_grpc
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
-from tests.fixtures.tls_certs import make_certs
+from tests.fixtures.tls_certs import make_certs, start_mtls_server
 
 TOKEN = "test-token-not-a-secret"
 ITEMS = [RewardItem(id="g/0", response="abc")]
@@ -23,18 +21,6 @@ class Judge(reward_pb2_grpc.RewardServiceServicer):
             reward_pb2.ScoreResult(id=it.id, score=0.25, status=reward_pb2.SCORE_STATUS_OK) for it in request.items])
 
 
-class RequireToken(grpc.aio.ServerInterceptor):
-    """Refuses every call whose metadata lacks the test token."""
-
-    async def intercept_service(self, continuation, details):
-        if dict(details.invocation_metadata).get("authorization") == f"Bearer {TOKEN}":
-            return await continuation(details)
-
-        async def deny(request, context):
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        return grpc.unary_unary_rpc_method_handler(deny)
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
     return make_certs(tmp_path_factory.mktemp("certs"))
@@ -42,14 +28,9 @@ def certs(tmp_path_factory):
 
 @pytest.fixture
 async def mtls_address(certs):
-    server = grpc.aio.server(interceptors=[RequireToken()])
-    reward_pb2_grpc.add_RewardServiceServicer_to_server(Judge(), server)
-    health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
-    creds = grpc.ssl_server_credentials([(certs.server_key.read_bytes(), certs.server_cert.read_bytes())],
-                                        root_certificates=certs.ca.read_bytes(), require_client_auth=True)
-    port = server.add_secure_port("127.0.0.1:0", creds)
-    await server.start()
-    yield f"127.0.0.1:{port}"
+    server, address = await start_mtls_server(
+        certs, lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(Judge(), s), token=TOKEN)
+    yield address
     await server.stop(0)
 
 

@@ -3,44 +3,23 @@ tests/fixtures/tls_certs.py; the server checks the token), and its usage errors.
 import asyncio
 import sys
 
-import grpc
 import pytest
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from meshrl.api.reward.v1 import reward_pb2_grpc
 from meshrl.reward_sdk import FunctionServicer
-from tests.fixtures.tls_certs import make_certs
+from tests.fixtures.tls_certs import make_certs, start_mtls_server
 
 TOKEN = "kit-test-token-not-a-secret"
-
-
-class RequireToken(grpc.aio.ServerInterceptor):
-    """Refuses every unary call whose metadata lacks the test token."""
-
-    async def intercept_service(self, continuation, details):
-        if dict(details.invocation_metadata).get("authorization") == f"Bearer {TOKEN}":
-            return await continuation(details)
-
-        async def deny(request, context):
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        return grpc.unary_unary_rpc_method_handler(deny)
 
 
 @pytest.fixture
 async def mtls(tmp_path):
     certs = make_certs(tmp_path)
-    server = grpc.aio.server(interceptors=[RequireToken()])
-    reward_pb2_grpc.add_RewardServiceServicer_to_server(FunctionServicer(lambda item: len(item.response) % 3), server)
-    servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    await servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    creds = grpc.ssl_server_credentials([(certs.server_key.read_bytes(), certs.server_cert.read_bytes())],
-                                        root_certificates=certs.ca.read_bytes(), require_client_auth=True)
-    port = server.add_secure_port("127.0.0.1:0", creds)
-    await server.start()
+    server, address = await start_mtls_server(certs, lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(
+        FunctionServicer(lambda item: len(item.response) % 3), s), token=TOKEN)
     (tmp_path / "token").write_text(TOKEN + "\n")
     tls = ["--tls-ca", str(certs.ca), "--tls-cert", str(certs.client_cert), "--tls-key", str(certs.client_key)]
-    yield f"127.0.0.1:{port}", tls, tmp_path / "token"
+    yield address, tls, tmp_path / "token"
     await server.stop(0)
 
 

@@ -43,6 +43,12 @@ def test_reward_rule_kinds_match_the_reward_service_registry():
     assert parts.EXTERNAL_REWARD_KIND not in RULES
 
 
+def test_tool_parsers_match_the_rollout_registry():
+    from meshrl.services.rollout.agent.parsers import list_tool_parsers
+
+    assert list(parts.TOOL_PARSERS) == list_tool_parsers()
+
+
 def test_every_registered_alert_rule_has_a_config_section_and_nothing_else_does():
     from meshrl.ops.alerts.registry import rule_names
 

@@ -1,0 +1,207 @@
+"""One episode: the model's turns and the environment's observations, as one token sequence.
+
+    result = await Episode(ctx, task, index).run()   # EpisodeFailed when the environment fails it
+
+1. `Reset` (episode id `<group_id>/<index>`, the task's messages, ground truth, seed); the
+   first prompt is the task's messages, then the first observation, with the offered tools
+   (`chat_format.prompt_ids`).
+2. Each turn is one request on the shared engine (`engine.generate_turn`): the prompt plus
+   everything so far, exactly as sampled. Its tokens join the trajectory with mask 1 and
+   their sampling log-probs. The text is parsed (`parsers`), calls checked (`tool_calls`),
+   and `Step` gets the text and the calls that can be sent.
+3. Unless `Step` said done or it was the last turn, the observation — error messages for
+   calls that were not sent, then the environment's messages — is appended as the chat
+   template's delta, mask 0 and log-prob 0.
+4. Limits: `max_turns`; the episode's response tokens (`max_episode_tokens`); the context
+   (`max_model_len`). A turn gets at most what is left of both (and
+   `sampling.max_tokens`); an observation that would leave no room for another turn is not
+   appended. Any of them ends the episode as truncated (finish reason LENGTH); an
+   environment's `done` ends it with STOP.
+5. `Close` is always attempted, whatever happened (`finally`).
+
+Seeds: turn t of episode i of a task seeded s samples with a seed derived from (s, i, t), so
+a redelivered task repeats its episodes; `Reset` gets the episode's own seed. 0 = unseeded.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.api.env.v1 import env_pb2
+from meshrl.services.rollout.agent import answers
+from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
+from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
+from meshrl.services.rollout.engine import FINISH_REASONS, oldest_version
+
+SEED_MODULUS = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    max_turns: int = 4
+    max_episode_tokens: int = 512
+    max_tool_calls: int = 4
+    max_model_len: int = 512
+
+
+@dataclass
+class EpisodeContext:
+    """What every episode of a replica shares."""
+
+    engine: object  # RolloutEngine
+    env: object  # EnvironmentClient
+    chat: object  # ChatFormat
+    limits: EpisodeLimits
+    events: object = None  # AgentEvents (instruments.py); None = not counted
+
+
+def episode_seed(task_seed: int, index: int, turn: int = -1) -> int:
+    if not task_seed:
+        return 0
+    return (task_seed * 1_000_003 + index * 7_919 + (turn + 1) * 104_729) % SEED_MODULUS or 1
+
+
+def task_messages(task: pb.PromptTask) -> list[dict]:
+    if task.prompt_messages:
+        return [{"role": m.role, "content": m.content} for m in task.prompt_messages]
+    return [{"role": "user", "content": task.prompt_text}]
+
+
+@dataclass
+class Trajectory:
+    """The episode so far: response ids after the first prompt, log-probs, mask, turns."""
+
+    prompt: list[int]
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    turns: list[pb.Turn] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+    env_reward: float = 0.0
+    has_env_reward: bool = False
+    ended: str = ""  # done | max_turns | token_budget | context
+
+    def add(self, ids, logprobs, mask: int) -> None:
+        self.ids += ids
+        self.logprobs += logprobs
+        self.mask += [mask] * len(ids)
+
+
+class Episode:
+    def __init__(self, ctx: EpisodeContext, task: pb.PromptTask, index: int):
+        self.ctx, self.task, self.index = ctx, task, index
+        self.id = f"{task.group_id}/{index}"
+
+    async def run(self) -> Trajectory:
+        try:
+            return await self._play()
+        finally:
+            await self.ctx.env.close(self.id)
+
+    def _invalid(self, err: InvalidAnswer) -> EpisodeFailed:
+        return EpisodeFailed(self.id, INVALID_ANSWER, str(err))
+
+    async def _play(self) -> Trajectory:
+        first, _ = await self.ctx.env.reset(self.reset_request())
+        try:
+            self.tools = answers.tools(first)
+            observation = answers.observation(first.observation, answers.FIRST_ROLES, "Reset's observation")
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        prompt, _ = self.ctx.chat.prompt_ids(task_messages(self.task), observation,
+                                             [t.as_openai() for t in self.tools.values()])
+        traj = Trajectory(prompt=prompt)
+        for turn in range(self.ctx.limits.max_turns):
+            left, limit = self.room(traj)
+            if left < 1:
+                traj.ended = limit
+                break
+            record, answer = await self.turn(traj, turn)
+            if answer.done or turn + 1 == self.ctx.limits.max_turns:
+                traj.ended = "done" if answer.done else "max_turns"
+                break
+            if not self.append_observation(traj, record, answer):
+                break
+        return traj
+
+    def reset_request(self) -> env_pb2.ResetRequest:
+        t = self.task
+        return env_pb2.ResetRequest(
+            run_id=t.run_id, episode_id=self.id, environment=t.environment,
+            prompt_messages=[env_pb2.ChatMessage(**m) for m in task_messages(t)],
+            ground_truth_json=t.ground_truth_json, data_source=t.data_source,
+            extra_json=t.extra_json or "{}", seed=episode_seed(t.sampling.seed, self.index))
+
+    # -- limits -------------------------------------------------------------------------------
+    def room(self, traj: Trajectory, extra: int = 0) -> tuple[int, str]:
+        """(tokens a turn may still sample after `extra` more, the limit that binds):
+        what the episode budget and the context leave."""
+        limits = self.ctx.limits
+        budget = limits.max_episode_tokens - len(traj.ids) - extra
+        context = limits.max_model_len - len(traj.prompt) - len(traj.ids) - extra
+        return (budget, "token_budget") if budget <= context else (context, "context")
+
+    # -- a turn ---------------------------------------------------------------------------------
+    async def turn(self, traj: Trajectory, turn: int) -> tuple[pb.Turn, env_pb2.StepResponse]:
+        sampling = self.task.sampling
+        out = await self.ctx.engine.generate_turn(
+            traj.prompt + traj.ids, sampling, max_tokens=min(sampling.max_tokens, self.room(traj)[0]),
+            seed=episode_seed(sampling.seed, self.index, turn), name=f"{self.id}/t{turn}")
+        start, logprobs = len(traj.ids), list(out.logprobs.logprobs) if out.logprobs else []
+        if len(logprobs) != len(out.token_ids):
+            raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
+                               f"a turn must be requested with logprobs=0, flat_logprobs=True")
+        traj.add(list(out.token_ids), logprobs, 1)
+        traj.versions.append(oldest_version(out.weight_versions, self.ctx.engine.version))
+        finish = FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED)
+        calls = check_calls(self.ctx.chat.parser.parse(out.text), self.tools, turn, self.ctx.limits.max_tool_calls)
+        record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text,
+                         tool_calls=calls, finish_reason=finish, observation_end=len(traj.ids))
+        traj.turns.append(record)
+        if self.ctx.events:
+            self.ctx.events.turn(record)
+        answer = await self.step(record, truncated=finish == pb.FINISH_REASON_LENGTH)
+        self.score(traj, record, answer)
+        return record, answer
+
+    async def step(self, record: pb.Turn, truncated: bool) -> env_pb2.StepResponse:
+        sent = [env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
+                for c in record.tool_calls if not c.error]
+        began = time.perf_counter()
+        answer, _ = await self.ctx.env.step(env_pb2.StepRequest(
+            episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated))
+        record.env_latency_s = time.perf_counter() - began
+        record.done, record.info_json = answer.done, answer.info_json
+        return answer
+
+    def score(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> None:
+        try:
+            reward = answers.reward(answer)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        if reward is not None:
+            record.reward = reward
+            traj.env_reward += reward
+            traj.has_env_reward = True
+
+    def append_observation(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> bool:
+        """Append the observation's delta (mask 0); False when no room would be left after it."""
+        try:
+            messages = answers.observation(answer.observation, answers.STEP_ROLES, f"Step turn {record.index}'s observation")
+            errors = [error_observation(c) for c in record.tool_calls if c.error]
+            delta = self.ctx.chat.observation_ids(errors + messages, traj.ids[-1] if traj.ids else None)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        left, limit = self.room(traj, extra=len(delta.ids))
+        if left < 1:
+            traj.ended = limit
+            return False
+        traj.add(delta.ids, [0.0] * len(delta.ids), 0)
+        record.observation_text, record.observation_end = delta.text, len(traj.ids)
+        record.observation_truncated = delta.bounded.truncated
+        if self.ctx.events:
+            self.ctx.events.observation(delta)
+        return True

@@ -1,0 +1,25 @@
+"""Why an episode cannot be trained: the environment failed it, or answered nonsense.
+
+`EpisodeFailed` carries the episode id, a status (the gRPC status code's name, or
+`INVALID_ANSWER` when the environment answered something the contract does not allow) and
+the message; `drop_reason` is what `Group.drop_reason` then says, e.g.
+    episode g-17/3: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s
+"""
+from __future__ import annotations
+
+INVALID_ANSWER = "INVALID_ANSWER"  # a well-formed message the contract forbids (env.proto)
+
+
+class EpisodeFailed(Exception):
+    def __init__(self, episode_id: str, status: str, message: str):
+        super().__init__(f"episode {episode_id}: environment {status}: {message}")
+        self.episode_id, self.status, self.message = episode_id, status, message
+
+    @property
+    def drop_reason(self) -> str:
+        return str(self)
+
+
+class InvalidAnswer(ValueError):
+    """An environment's answer breaks the contract; raised where it is read, turned into
+    `EpisodeFailed(..., INVALID_ANSWER, message)` by the episode."""

@@ -1,0 +1,82 @@
+"""A turn's tool calls checked against the tools its episode offers.
+
+The parser says whether a call could be read; this says whether it can be sent: the tool
+must be one of the episode's (`ResetResponse.tools`), its arguments must validate against
+that tool's JSON Schema (`jsonschema`, the draft the schema names, 2020-12 by default), and
+a turn may make at most `max_calls` calls. Every call becomes a `ToolCallRecord`
+(id `call_<turn>_<index>`); one with an `error` is not sent to the environment, the model
+reads `error_observation(record)` instead, and it is counted as a parse failure.
+
+An environment whose tool has a `parameters_json` that is not a JSON Schema object breaks
+the contract: `InvalidAnswer`, and the episode is dropped.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import jsonschema
+
+from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.services.rollout.agent.failures import InvalidAnswer
+from meshrl.services.rollout.agent.parsers import ParsedTurn
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict
+    validator: jsonschema.protocols.Validator
+
+    def as_openai(self) -> dict:
+        """The shape chat templates and OpenAI's API take (`tools=`)."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters}}
+
+
+def tool_spec(name: str, description: str, parameters_json: str) -> ToolSpec:
+    """A tool from an environment's answer; InvalidAnswer when its schema is not one."""
+    try:
+        schema = json.loads(parameters_json or "{}")
+    except json.JSONDecodeError as err:
+        raise InvalidAnswer(f"tool {name!r}: parameters_json is not JSON ({err.msg})") from None
+    if not isinstance(schema, dict):
+        raise InvalidAnswer(f"tool {name!r}: parameters_json must be a JSON Schema object, got {type(schema).__name__}")
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as err:
+        raise InvalidAnswer(f"tool {name!r}: parameters_json is not a valid JSON Schema ({err.message})") from None
+    if not name:
+        raise InvalidAnswer("a tool has an empty name")
+    return ToolSpec(name, description, schema, cls(schema))
+
+
+def call_problem(name: str, arguments_json: str, tools: dict[str, ToolSpec]) -> str:
+    """Why a well-formed call cannot be sent ("" when it can)."""
+    if name not in tools:
+        offered = ", ".join(sorted(tools)) or "none"
+        return f"unknown tool {name!r}; the tools are: {offered}"
+    error = jsonschema.exceptions.best_match(tools[name].validator.iter_errors(json.loads(arguments_json)))
+    if error is None:
+        return ""
+    where = "/".join(map(str, error.absolute_path)) or "(the arguments)"
+    return f"the arguments do not match {name}'s parameters: {error.message} (at {where})"
+
+
+def check_calls(parsed: ParsedTurn, tools: dict[str, ToolSpec], turn: int, max_calls: int) -> list[pb.ToolCallRecord]:
+    records = []
+    for index, call in enumerate(parsed.calls):
+        error = call.error or call_problem(call.name, call.arguments_json, tools)
+        if not error and index >= max_calls:
+            error = f"too many tool calls in one turn: at most {max_calls} are answered"
+        records.append(pb.ToolCallRecord(id=f"call_{turn}_{index}", name=call.name,
+                                         arguments_json=call.arguments_json, error=error))
+    return records
+
+
+def error_observation(record: pb.ToolCallRecord) -> dict:
+    """The tool message a model reads for a call that was not sent."""
+    return {"role": "tool", "name": record.name or "error", "tool_call_id": record.id,
+            "content": f"error: {record.error}"}
