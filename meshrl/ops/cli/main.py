@@ -16,6 +16,7 @@
     meshrl algos [FAMILY]
     meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
     meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
+    meshrl env check HOST:PORT [--environment NAME] [--task ROW.json] [--tls-* F] [--token-file F]
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
 
 RUN_DIR_OR_URL: a local run dir, or a gateway's run page http://HOST:PORT/runs/NAME with the
@@ -31,7 +32,7 @@ import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
 from meshrl.gateway import cli as gateway
-from meshrl.ops.cli import algos, control, data, health, models, reward, scale, serve, status, train
+from meshrl.ops.cli import algos, control, data, env, health, models, reward, scale, serve, status, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -41,7 +42,8 @@ from meshrl.ops.launch.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward)
+SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward,
+               env)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,15 @@ import asyncio
 import sys
 
 
+def add_connection_flags(parser) -> None:
+    """--tls-ca, --tls-cert, --tls-key, --server-name and --token-file (both kits' CLIs; no grpc import here)."""
+    parser.add_argument("--tls-ca", help="CA certificate (PEM) to verify a TLS server")
+    parser.add_argument("--tls-cert", help="client certificate (PEM) for mutual TLS")
+    parser.add_argument("--tls-key", help="client private key (PEM) for mutual TLS")
+    parser.add_argument("--server-name", help="TLS name to verify when it differs from ADDRESS's host")
+    parser.add_argument("--token-file", help="file holding a bearer token, sent as 'authorization: Bearer ...'")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("reward", help="reward-service tools: `meshrl reward check ADDRESS`",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -22,11 +31,7 @@ def add_parser(sub) -> None:
     c = verbs.add_parser("check", help="run the conformance suite against a RewardService",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("address", help="host:port of the reward service")
-    c.add_argument("--tls-ca", help="CA certificate (PEM) to verify a TLS server")
-    c.add_argument("--tls-cert", help="client certificate (PEM) for mutual TLS")
-    c.add_argument("--tls-key", help="client private key (PEM) for mutual TLS")
-    c.add_argument("--server-name", help="TLS name to verify when it differs from ADDRESS's host")
-    c.add_argument("--token-file", help="file holding a bearer token, sent as 'authorization: Bearer ...'")
+    add_connection_flags(c)
     c.add_argument("--component", default="", help="ScoreRequest.component to send (the run config's name)")
     c.add_argument("--timeout", type=float, default=30.0, help="deadline per Score call, seconds (default 30)")
     c.set_defaults(func=run)
@@ -34,11 +39,9 @@ def add_parser(sub) -> None:
 
 async def check(args: argparse.Namespace) -> int:
     from meshrl.ops.reward_check import any_failed, format_table, run_suite  # lazy: grpc at CLI start-up
-    from meshrl.ops.reward_check.connect import open_check_channel, token_metadata  # lazy: grpc at CLI start-up
+    from meshrl.ops.reward_check.connect import connect_from_args  # lazy: grpc at CLI start-up
 
-    metadata = token_metadata(args.token_file)
-    channel = open_check_channel(args.address, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
-                                 tls_key=args.tls_key, server_name=args.server_name)
+    channel, metadata = connect_from_args(args, "meshrl reward check")
     async with channel:
         rows = await run_suite(channel, component=args.component, timeout_s=args.timeout, metadata=metadata)
     print(f"meshrl reward check {args.address}" + (f" (component {args.component!r})" if args.component else ""))

@@ -9,6 +9,8 @@ import grpc
 import pytest
 
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from meshrl.ops.env_check import run_suite
+from meshrl.ops.env_check.task import task_request
 from meshrl.services.environment.sandbox import detect
 from meshrl.transport.ports import free_port
 from tests.fixtures.served import served
@@ -83,3 +85,11 @@ def test_the_python_tool_is_refused_where_it_cannot_be_sandboxed(tmp_path):
     done = refusal("--environments", "python", env={"PATH": str(tmp_path)})
     assert done.returncode == 2 and "the python tool cannot be sandboxed here" in done.stderr
     assert "unshare" in done.stderr
+
+
+@pytest.mark.parametrize("environment", ["tool_arith", "calc"])
+async def test_the_conformance_kit_passes(address, environment):
+    task = task_request({"prompt": "What is 865*342?", "reward_model": {"ground_truth": "295830"}}, environment)
+    async with grpc.aio.insecure_channel(address) as channel:
+        rows = await run_suite(channel, task=task, timeout_s=20)
+    assert [r for r in rows if r.outcome == "FAIL"] == []

@@ -1,0 +1,139 @@
+"""`meshrl env check` against a good environment (the SDK's, and a plain one written without
+it) and against deliberately broken ones: each broken rule fails exactly its row, with a fix."""
+import asyncio
+import json
+import sys
+
+import grpc
+import pytest
+
+from meshrl.env_sdk import Environment, Step, start, stop
+from meshrl.ops.env_check import load_task, run_suite
+from meshrl.ops.reward_check import any_failed
+from tests.services.env_check.broken_envs import (BrokenAnswers, BrokenForgetful, BrokenOnToolCalls, BrokenSlow,
+                                                  BrokenStatuses, PlainEnv, serve_broken)
+
+TOKEN = "env-check-token-not-a-secret"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+class Sums(Environment):
+    """A good environment written with the SDK (for the kit's test)."""
+    tools = [add]
+
+    def step(self, turn):
+        return Step(self.call_tools(turn)) if turn.tool_calls else Step(done=True, reward=float("7" in turn.text))
+
+
+async def suite(address: str, *, timeout_s: float = 10.0, metadata=()) -> dict:
+    async with grpc.aio.insecure_channel(address) as channel:
+        rows = await run_suite(channel, task=load_task(None, ""), timeout_s=timeout_s, metadata=metadata)
+    return {r.check: r for r in rows}
+
+
+def failed(rows: dict) -> set[str]:
+    return {name for name, r in rows.items() if r.outcome == "FAIL"}
+
+
+async def test_an_sdk_environment_passes():
+    server, port = await start(Sums, host="127.0.0.1")
+    try:
+        rows = await suite(f"127.0.0.1:{port}")
+    finally:
+        await stop(server, grace=0)
+    assert failed(rows) == set(), [rows[n] for n in failed(rows)]
+    assert rows["episode ends"].detail == "done at turn 0" and rows["reflection (optional)"].outcome == "INFO"
+
+
+async def test_a_plain_grpc_environment_passes():
+    server, address = await serve_broken(PlainEnv())
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    assert failed(rows) == set(), [rows[n] for n in failed(rows)]
+
+
+@pytest.mark.parametrize(("broken", "rows_failing"), [
+    (BrokenForgetful(), {"reset is idempotent", "step is idempotent", "step after close → NOT_FOUND",
+                         "unknown episode → NOT_FOUND", "empty episode id → INVALID_ARGUMENT",
+                         "turn out of order → INVALID_ARGUMENT"}),
+    (BrokenStatuses(), {"step after close → NOT_FOUND", "unknown episode → NOT_FOUND",
+                        "empty episode id → INVALID_ARGUMENT", "empty episode id on Reset → INVALID_ARGUMENT",
+                        "turn out of order → INVALID_ARGUMENT"}),
+    (BrokenOnToolCalls(), {"malformed tool calls answered"}),
+    (BrokenAnswers(), {"answers follow the contract"}),
+])
+async def test_each_broken_rule_fails_its_row_with_a_fix(broken, rows_failing):
+    server, address = await serve_broken(broken)
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    assert failed(rows) == rows_failing
+    assert all(rows[name].fix for name in rows_failing)
+
+
+async def test_broken_answers_are_named():
+    server, address = await serve_broken(BrokenAnswers())
+    try:
+        detail = (await suite(address))["answers follow the contract"].detail
+    finally:
+        await server.stop(0)
+    assert "reset: tools named twice: ['add']" in detail and "info_json is not JSON" in detail
+
+
+async def test_no_health_and_a_slow_reset():
+    server, address = await serve_broken(BrokenSlow(), with_health=False)
+    try:
+        rows = await suite(address, timeout_s=1.0)
+    finally:
+        await server.stop(0)
+    assert rows["health (grpc.health.v1)"].detail == "no health service (UNIMPLEMENTED)"
+    assert rows["reset"].outcome == "FAIL" and rows["reset"].detail.startswith("Reset failed: DEADLINE_EXCEEDED")
+    assert "--timeout" in rows["reset"].fix
+
+
+async def test_a_server_that_ignores_the_token_fails_the_token_row():
+    server, address = await serve_broken(PlainEnv())
+    try:
+        rows = await suite(address, metadata=(("authorization", f"Bearer {TOKEN}"),))
+    finally:
+        await server.stop(0)
+    assert failed(rows) == {"no token → UNAUTHENTICATED"}
+
+
+async def test_an_sdk_server_with_a_token_passes_the_token_row():
+    server, port = await start(Sums, host="127.0.0.1", token=TOKEN)
+    try:
+        rows = await suite(f"127.0.0.1:{port}", metadata=(("authorization", f"Bearer {TOKEN}"),))
+    finally:
+        await stop(server, grace=0)
+    assert rows["no token → UNAUTHENTICATED"].outcome == "PASS" and not any_failed(list(rows.values()))
+
+
+async def cli(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.ops.cli.main", "env", "check", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await proc.communicate()
+    return proc.returncode, out.decode()
+
+
+async def test_cli_exit_codes(tmp_path):
+    good, port = await start(Sums, host="127.0.0.1")
+    bad, bad_address = await serve_broken(BrokenOnToolCalls())
+    (tmp_path / "row.json").write_text(json.dumps({"prompt": "What is 3+4?", "reward_model": {"ground_truth": "7"}}))
+    try:
+        code, out = await cli(f"127.0.0.1:{port}", "--task", str(tmp_path / "row.json"))
+        assert code == 0 and "checks passed" in out, out
+        code, out = await cli(bad_address)
+        assert code == 1 and "1 of 20 checks FAILED" in out and "fix:" in out, out
+        code, out = await cli(bad_address, "--task", str(tmp_path / "absent.json"))
+        assert code == 2 and "--task" in out and "cannot read it" in out, out
+    finally:
+        await stop(good, grace=0)
+        await bad.stop(0)
