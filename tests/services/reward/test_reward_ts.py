@@ -1,38 +1,22 @@
 """The TypeScript example (examples/external_reward_ts, @grpc/grpc-js) as a real process:
 `npm ci` + build (cached in the example folder), then the conformance kit and a hand-computed
 score against it. Skipped only when node or npm is not installed."""
-import shutil
-import subprocess
-from pathlib import Path
-
 import grpc
 import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.ops.reward_check import any_failed, run_suite
 from meshrl.transport.ports import free_port
+from tests.fixtures.node_example import EXAMPLES, build, needs_node
 from tests.fixtures.served import served
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward_ts"
-pytestmark = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
-                                reason="node/npm not installed: the TypeScript example cannot be built")
-
-
-def newer(target: Path, *sources: Path) -> bool:
-    return target.exists() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
-
-
-def build() -> None:
-    # npm ci only when the lock file changed since the last install (node_modules is cached).
-    if not newer(EXAMPLE / "node_modules" / ".package-lock.json", EXAMPLE / "package-lock.json"):
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=EXAMPLE, check=True, timeout=600)
-    if not newer(EXAMPLE / "dist" / "server.js", EXAMPLE / "src" / "server.ts"):
-        subprocess.run(["npm", "run", "build"], cwd=EXAMPLE, check=True, timeout=300)
+EXAMPLE = EXAMPLES / "external_reward_ts"
+pytestmark = needs_node
 
 
 @pytest.fixture(scope="module")
 def ts_address():
-    build()
+    build(EXAMPLE)
     port = free_port()
     with served(["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"],
                 port, cwd=EXAMPLE) as address:
