@@ -20,6 +20,7 @@ from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailureP
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
+from meshrl.config.trackers import MlflowConfig, TrackerName, WandbConfig
 
 
 class ModelConfig(Strict):
@@ -240,7 +241,16 @@ class TelemetryConfig(Strict):
     # The same port in every process: right for one service per network namespace (a pod);
     # several processes on one host need 0 (a free port each), else the second one fails.
     metrics_port: int = Field(0, ge=0, le=65535)
-    tensorboard: bool = False  # the learner's step metrics also to RUN_DIR/tensorboard
+    tensorboard: bool = False  # the same as naming tensorboard in `trackers` (RUN_DIR/tensorboard)
+    trackers: list[TrackerName] = []  # experiment trackers beside metrics.jsonl (config/trackers.py)
+    mlflow: MlflowConfig = MlflowConfig()
+    wandb: WandbConfig = WandbConfig()
+
+    @property
+    def tracker_names(self) -> list[str]:
+        """The trackers to start, each once: `trackers`, plus tensorboard when the flag is on."""
+        names = list(dict.fromkeys(self.trackers))
+        return names + ["tensorboard"] if self.tensorboard and "tensorboard" not in names else names
 
 
 class RunSection(Strict):

@@ -29,11 +29,11 @@ from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 from meshrl.services.learner.loop import Learner
-from meshrl.services.learner.metric_logger import (JsonlLogger, MetricLogger, MultiLogger, TensorBoardLogger,
-                                                   forget_steps_from)
+from meshrl.services.learner.metric_logger import JsonlLogger, MetricLogger, MultiLogger, forget_steps_from
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.ranks import TrainerParts
 from meshrl.services.learner.reference_client import ReferenceClient
+from meshrl.services.learner.trackers import start_trackers
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
 from meshrl.services.learner.train.policy import TrainedModel
@@ -80,12 +80,12 @@ def pad_id_of(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
-def logger_for(cfg: RunConfig) -> MetricLogger:
-    """metrics.jsonl always; TensorBoard scalars too when telemetry.tensorboard is on."""
+def logger_for(cfg: RunConfig, run_id: str) -> MetricLogger:
+    """metrics.jsonl always; the experiment trackers of telemetry.trackers too (started now:
+    one that cannot start fails the learner's start-up)."""
+    trackers = start_trackers(cfg, run_id)
     jsonl = JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
-    if not cfg.telemetry.tensorboard:
-        return jsonl
-    return MultiLogger(jsonl, TensorBoardLogger(Path(cfg.run.dir) / "tensorboard"))
+    return MultiLogger(jsonl, *trackers) if trackers else jsonl
 
 
 def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
@@ -131,6 +131,7 @@ def resume_loop(loop: Learner | OfflineLearner, resume: str | None) -> None:
 
 async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                  resume: str | None = None) -> Built:
+    logger = logger_for(cfg, run_id)  # first: a tracker that cannot start fails before the model loads
     dist = ranks.join(cfg.learner.ranks)  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
@@ -150,7 +151,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
-        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
+        logger=logger, state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
     state.feeder = feeder.state
     await in_trainer_thread(resume_loop, loop, resume)
     if resume is not None:
@@ -160,6 +161,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
                   resume: str | None = None) -> Built:
+    logger = logger_for(cfg, run_id)
     dist = ranks.join(cfg.learner.ranks)  # one process (the config refuses more for offline runs)
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
@@ -168,7 +170,7 @@ async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
         cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist,
                                                      temperature=logprob_temperature(cfg)),
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
-        logger=logger_for(cfg), state=state, pad_id=pad_id_of(tokenizer),
+        logger=logger, state=state, pad_id=pad_id_of(tokenizer),
         checkpoints=LearnerCheckpoints(cfg, policy))
     await in_trainer_thread(resume_loop, loop, resume)
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

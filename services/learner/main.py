@@ -90,6 +90,7 @@ class LearnerProcess(ServiceProcess):
                         "`meshrl train --resume %s`", self.state.message, ctx.cfg.run.dir)
             return
         final = await in_trainer_thread(self.built.save_final, Path(ctx.cfg.run.dir) / "final")
+        self.built.loop.logger.log_final_model(final)  # its path to the experiment trackers
         log.info("run done: final policy in %s", final)
 
     def stop_gracefully(self, reason: str) -> bool:

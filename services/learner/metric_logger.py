@@ -4,8 +4,9 @@
 `meshrl plot`, tests). A `NullLogger` stands in where nothing should be written, so call
 sites never test whether logging is on. `with_prometheus` adds the live view: the same
 numbers as gauges on the learner's /metrics endpoint (`MultiLogger` fans out to both).
-`TensorBoardLogger` (telemetry.tensorboard: true) writes them as scalars to
-RUN_DIR/tensorboard for `tensorboard --logdir RUN_DIR/tensorboard`.
+`TensorBoardLogger` (tensorboard in telemetry.trackers) writes them as scalars to
+RUN_DIR/tensorboard for `tensorboard --logdir RUN_DIR/tensorboard`; MLflow and W&B are in
+`trackers/`. Each logger also hears the final model's path (`log_final_model`).
 """
 from __future__ import annotations
 
@@ -19,11 +20,16 @@ from typing import Protocol
 class MetricLogger(Protocol):
     def log(self, step: int, metrics: dict[str, float]) -> None: ...
 
+    def log_final_model(self, path: Path) -> None: ...  # the run's final model dir, once saved
+
     def close(self) -> None: ...
 
 
 class NullLogger:
     def log(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def log_final_model(self, path: Path) -> None:
         pass
 
     def close(self) -> None:
@@ -39,6 +45,17 @@ def _jsonable(value):
     return value
 
 
+def finite_numbers(metrics: dict) -> dict[str, float]:
+    """The finite numbers of a step (0-d tensors included): what a tracker can plot. Text,
+    booleans, None, NaN and inf are left out."""
+    out = {}
+    for key, value in metrics.items():
+        number = _jsonable(value)
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            out[key] = number
+    return out
+
+
 class JsonlLogger:
     """One JSON object per step, flushed at once so a reader tailing the file sees it."""
 
@@ -50,6 +67,9 @@ class JsonlLogger:
     def log(self, step: int, metrics: dict[str, float]) -> None:
         row = {"step": step, "time": time.time(), **{k: _jsonable(v) for k, v in metrics.items()}}
         self._file.write(json.dumps(row) + "\n")
+
+    def log_final_model(self, path: Path) -> None:
+        pass  # the run dir's `final/` is where every reader looks
 
     def close(self) -> None:
         self._file.close()
@@ -89,6 +109,10 @@ class MultiLogger:
         for logger in self.loggers:
             logger.log(step, metrics)
 
+    def log_final_model(self, path: Path) -> None:
+        for logger in self.loggers:
+            logger.log_final_model(path)
+
     def close(self) -> None:
         for logger in self.loggers:
             logger.close()
@@ -113,6 +137,9 @@ class PrometheusLogger:
         values = {k: (v.item() if hasattr(v, "item") else v) for k, v in metrics.items()}
         self.handle.set_values({"step": step, **values}, prefix=self.PREFIX)
 
+    def log_final_model(self, path: Path) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -134,10 +161,12 @@ class TensorBoardLogger:
         self.writer = SummaryWriter(log_dir=str(log_dir))
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
-        for key, value in metrics.items():
-            number = _jsonable(value)
-            if isinstance(number, (int, float)) and not isinstance(number, bool):
-                self.writer.add_scalar(key, number, global_step=step)
+        for key, number in finite_numbers(metrics).items():
+            self.writer.add_scalar(key, number, global_step=step)
+        self.writer.flush()
+
+    def log_final_model(self, path: Path) -> None:
+        self.writer.add_text("final_model", str(path))
         self.writer.flush()
 
     def close(self) -> None:

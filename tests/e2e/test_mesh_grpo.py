@@ -1,9 +1,12 @@
 """The main loop end to end: real NATS, real vLLM rollout ×2, reward, learner processes,
-with the held-out evaluation (through the rollout and reward gRPC services) and samples.jsonl."""
+with the held-out evaluation (through the rollout and reward gRPC services), samples.jsonl, and
+the run in MLflow (local store) and W&B (offline), read back with their own readers."""
 import json
 
 import numpy as np
 import pytest
+
+from tests.fixtures.trackers import wandb_inspect
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +26,8 @@ def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2",
                                        "trainer.optim.lr=3e-3", "trainer.mini_batches=2",
                                        "eval.every=6", "eval.at_start=true",
-                                       "eval.correct_component=vowel", "eval.samples_per_step=2")
+                                       "eval.correct_component=vowel", "eval.samples_per_step=2",
+                                       "telemetry.trackers=[mlflow,wandb]")
     assert result.steps == steps and len(metrics) == steps
     assert_private(result.run_dir)
     rewards = [m["reward"] for m in metrics]
@@ -62,3 +66,23 @@ def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     assert len(train) == 2 * steps and {s["step"] for s in train} == set(range(1, steps + 1))
     assert all(s["group_id"] in ids and s["response"] for s in train)
     assert {s["step"] for s in samples if s["split"] == "eval"} == {0, 6, 12}
+
+    assert_trackers_hold_the_run(result.run_dir, metrics, samples)
+
+
+def assert_trackers_hold_the_run(run_dir, metrics, samples):
+    """MLflow's and W&B's copies of the run equal metrics.jsonl and samples.jsonl."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{run_dir / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("e2e-grpo").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["meshrl.final_model"] == str((run_dir / "final").resolve())
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "reward")] == \
+        [(m["step"], m["reward"]) for m in metrics]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/accuracy")] == [5, 11]
+    table = json.loads(open(client.download_artifacts(run.info.run_id, "samples.json", str(run_dir / "dl"))).read())
+    assert len(table["data"]) == len(samples)
+    summary = wandb_inspect(run_dir, "--summary")
+    assert summary["state"] == "finished" and summary["step"] == len(metrics) - 1
+    assert summary["summary"]["final_model_path"] == str((run_dir / "final").resolve())
+    assert summary["summary"]["reward"] == metrics[-1]["reward"]

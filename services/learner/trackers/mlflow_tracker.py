@@ -1,0 +1,125 @@
+"""`MlflowTracker`: the run in MLflow, through MLflow's own client (`MlflowClient`).
+
+Where: `telemetry.mlflow.tracking_uri`, or a local store in the run dir
+(sqlite:///RUN_DIR/mlflow.db, artifacts in RUN_DIR/mlartifacts; MLflow 3 keeps its file store
+in maintenance mode, so sqlite). What: the resolved config as params plus `config.yaml`, every
+step's finite numbers as metrics at that step (eval/* included), the new samples.jsonl rows
+appended to the `samples.json` table, and the final model's path as tag `meshrl.final_model`.
+A resumed learner continues the MLflow run tagged with the same meshrl run id.
+
+Start-up asks the server for the experiment: no answer within `timeout_s` is a start-up error
+naming the URI. Afterwards every call goes through a BackgroundSender: a server that goes
+down costs the run nothing (rows wait and are retried; metrics.jsonl has them all).
+Credentials: MLFLOW_TRACKING_TOKEN or _USERNAME/_PASSWORD in the environment, read by MLflow.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import yaml
+
+from meshrl.config import ConfigError, RunConfig
+from meshrl.services.learner.metric_logger import finite_numbers
+from meshrl.services.learner.trackers.background import BackgroundSender, Job
+from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
+from meshrl.services.learner.trackers.flat_config import flat_config
+from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
+
+log = logging.getLogger("meshrl.learner.trackers")
+RUN_ID_TAG = "meshrl.run_id"
+FINAL_MODEL_TAG = "meshrl.final_model"
+_NOT_A_NAME = re.compile(r"[^/\w.\- :]")
+
+
+def mlflow_key(key: str) -> str:
+    """A metrics.jsonl key MLflow accepts (alphanumerics, _ - . space : /)."""
+    return _NOT_A_NAME.sub("_", key)
+
+
+def local_store(run_dir: Path) -> str:
+    return f"sqlite:///{run_dir.resolve() / 'mlflow.db'}"
+
+
+class MlflowTracker:
+    def __init__(self, cfg: RunConfig, run_id: str):
+        try:
+            from mlflow.tracking import MlflowClient  # lazy: an optional extra, only when the tracker is on
+        except ImportError:
+            raise ConfigError(missing_package("mlflow", "mlflow")) from None
+        settings, run_dir = cfg.telemetry.mlflow, Path(cfg.run.dir)
+        self.uri = settings.tracking_uri or local_store(run_dir)
+        # MLflow's own retries would hold a call for minutes; the BackgroundSender retries instead.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(math.ceil(settings.timeout_s)))
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        self.client = MlflowClient(tracking_uri=self.uri)
+        self.run_id = self._start_run(cfg, run_id, run_dir)
+        self.samples = SamplesTail(run_dir / "samples.jsonl")
+        self.final_logged = False
+        self.sender = BackgroundSender(self._send, name=f"MLflow at {self.uri}", retry_every_s=settings.retry_every_s,
+                                       max_pending=settings.max_pending,
+                                       unsent_path=run_dir / "trackers" / "mlflow-unsent.jsonl")
+        self.timeout_s = settings.timeout_s
+
+    def _start_run(self, cfg: RunConfig, run_id: str, run_dir: Path) -> str:
+        """The MLflow run for this meshrl run (found by tag on a resume, else new), config logged."""
+        name = cfg.telemetry.mlflow.experiment or cfg.run.name
+        try:
+            experiment = self.client.get_experiment_by_name(name)
+            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
+                name, artifact_location=None if cfg.telemetry.mlflow.tracking_uri else (run_dir.resolve() / "mlartifacts").as_uri())
+            earlier = self.client.search_runs([experiment_id], f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
+            if earlier:
+                log.info("MLflow: continuing run %s of %s", earlier[0].info.run_id, self.uri)
+                return earlier[0].info.run_id
+            run = self.client.create_run(experiment_id, run_name=run_id, tags={RUN_ID_TAG: run_id})
+            self._log_config(run.info.run_id, cfg)
+        except Exception as err:  # MLflow raises its own and requests' errors: all mean "cannot start"
+            raise TrackerUnavailable(
+                f"telemetry.trackers names mlflow, but the tracking store {self.uri} did not work "
+                f"({type(err).__name__}: {str(err)[:300]}): start the server, fix "
+                f"telemetry.mlflow.tracking_uri, or remove mlflow from telemetry.trackers") from None
+        log.info("MLflow: run %s in experiment %r at %s", run.info.run_id, name, self.uri)
+        return run.info.run_id
+
+    def _log_config(self, mlflow_run_id: str, cfg: RunConfig) -> None:
+        from mlflow.entities import Param  # lazy: with the client above
+        tree = cfg.model_dump(mode="json")
+        params = [Param(k, v[:6000]) for k, v in flat_config(tree).items()]
+        self.client.log_batch(mlflow_run_id, params=params)
+        self.client.log_text(mlflow_run_id, yaml.safe_dump(tree, sort_keys=False), "config.yaml")
+
+    def _send(self, job: Job) -> None:
+        from mlflow.entities import Metric, RunStatus  # lazy: with the client above
+        if job.kind == "metrics":
+            now, step = job.payload["time_ms"], job.payload["step"]
+            self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in job.payload["values"].items()])
+        elif job.kind == "samples":
+            columns, data = job.payload["columns"], job.payload["data"]
+            self.client.log_table(self.run_id, {c: [row[i] for row in data] for i, c in enumerate(columns)},
+                                  artifact_file="samples.json")
+        elif job.kind == "tag":
+            self.client.set_tag(self.run_id, job.payload["key"], job.payload["value"])
+        elif job.kind == "end":
+            self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, job.payload["status"])))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        values = {mlflow_key(k): float(v) for k, v in finite_numbers(metrics).items()}
+        self.sender.submit(Job("metrics", {"step": step, "time_ms": int(time.time() * 1000), "values": values}))
+        rows = self.samples.new_rows()
+        if rows:
+            columns, data = as_table(rows)
+            self.sender.submit(Job("samples", {"columns": columns, "data": data}))
+
+    def log_final_model(self, path: Path) -> None:
+        self.sender.submit(Job("tag", {"key": FINAL_MODEL_TAG, "value": str(Path(path).resolve())}))
+        self.final_logged = True
+
+    def close(self) -> None:
+        self.sender.submit(Job("end", {"status": "FINISHED" if self.final_logged else "KILLED"}))
+        self.sender.close(self.timeout_s)
+

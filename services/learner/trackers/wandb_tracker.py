@@ -1,0 +1,67 @@
+"""`WandbTracker`: the run in Weights & Biases, through wandb's own client.
+
+offline (the default; there is no network here): wandb writes RUN_DIR/wandb/offline-run-*/
+and `wandb sync` uploads it later; `wandb leet inspect --summary --json DIR` reads it back.
+online needs WANDB_API_KEY in the learner's environment (wandb reads it; never the config).
+What: the resolved config as the run's config, every step's finite numbers at that step
+(eval/* included), the new samples.jsonl rows as a `samples` table, the final model's path in
+the summary (`final_model_path`). wandb's caches go under RUN_DIR/wandb too, not $HOME. The
+W&B run id is derived from the meshrl run id, so a resumed learner continues the same run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+from meshrl.config import ConfigError, RunConfig
+from meshrl.services.learner.metric_logger import finite_numbers
+from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
+from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
+
+log = logging.getLogger("meshrl.learner.trackers")
+
+
+def wandb_run_id(run_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", run_id)[:64]
+
+
+class WandbTracker:
+    def __init__(self, cfg: RunConfig, run_id: str):
+        try:
+            import wandb  # lazy: an optional extra, only when the tracker is on
+        except ImportError:
+            raise ConfigError(missing_package("wandb", "wandb")) from None
+        self.wandb, settings = wandb, cfg.telemetry.wandb
+        root = Path(cfg.run.dir).resolve() / "wandb"
+        root.mkdir(parents=True, exist_ok=True)
+        for name in ("WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
+            os.environ.setdefault(name, str(root / "cache"))
+        try:
+            self.run = wandb.init(
+                project=settings.project, entity=settings.entity, name=settings.name or cfg.run.name,
+                id=wandb_run_id(run_id), resume="allow", dir=str(root.parent), config=cfg.model_dump(mode="json"),
+                settings=wandb.Settings(mode=settings.mode, console="off", x_disable_stats=True, save_code=False,
+                                        disable_git=True, silent=True, init_timeout=settings.timeout_s))
+        except Exception as err:  # wandb raises its own errors (auth, init timeout, ...): all mean "cannot start"
+            raise TrackerUnavailable(
+                f"telemetry.trackers names wandb, but wandb.init failed ({type(err).__name__}: "
+                f"{str(err)[:300]}): check telemetry.wandb (mode={settings.mode}; online needs "
+                f"WANDB_API_KEY in the environment), or remove wandb from telemetry.trackers") from None
+        self.samples = SamplesTail(Path(cfg.run.dir) / "samples.jsonl")
+        log.info("W&B: run %s (%s) in %s", self.run.id, settings.mode, self.run.dir)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        values: dict = finite_numbers(metrics)
+        rows = self.samples.new_rows()
+        if rows:
+            columns, data = as_table(rows)
+            values["samples"] = self.wandb.Table(columns=columns, data=data)
+        self.run.log(values, step=step)
+
+    def log_final_model(self, path: Path) -> None:
+        self.run.summary["final_model_path"] = str(Path(path).resolve())
+
+    def close(self) -> None:
+        self.run.finish()

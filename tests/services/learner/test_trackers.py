@@ -1,0 +1,162 @@
+"""Experiment trackers through their own clients: MLflow (a local sqlite store, and a real
+`mlflow server` on loopback that dies mid-run) and W&B offline, each read back with the
+library's own reader (MlflowClient; `wandb leet inspect`). Bad input: a password in the
+tracking URI, a server that is not there at start-up, a tracker whose package is missing."""
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from meshrl.config import ConfigError, load_config
+from meshrl.services.learner.trackers import start_trackers
+from meshrl.services.learner.trackers.errors import TrackerUnavailable
+from meshrl.transport.ports import free_port
+from tests.fixtures.trackers import MlflowServer, wandb_inspect
+
+mlflow = pytest.importorskip("mlflow")
+
+
+def config(run_dir: Path, *overrides: str):
+    return load_config(base={"run": {"name": "track", "dir": str(run_dir)},
+                             "model": {"path": "tiny"}, "data": {"train": "train.jsonl"},
+                             "algorithm": {"preset": "grpo"}}, overrides=list(overrides))
+
+
+def write_samples(run_dir: Path, step: int, n: int) -> None:
+    with (run_dir / "samples.jsonl").open("a") as f:
+        for i in range(n):
+            f.write(json.dumps({"step": step, "split": "train", "prompt": f"{i}+1", "response": str(i + 1),
+                                "ground_truth": str(i + 1), "reward": 1.0, "components": {"math": {"value": 1.0}},
+                                "finish_reason": "stop", "num_tokens": 2, "policy_version": step}) + "\n")
+
+
+def history(client, run_id: str, key: str) -> list[tuple[int, float]]:
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+def test_mlflow_local_store_holds_config_metrics_samples_and_final_model(tmp_path):
+    cfg = config(tmp_path, "telemetry.trackers=[mlflow]", "trainer.optim.lr=0.003")
+    (tracker,) = start_trackers(cfg, "run-a")
+    write_samples(tmp_path, 1, 2)
+    tracker.log(0, {"reward": 0.25, "clip_ratio/low": 0.0, "eval/accuracy": 0.5, "note": "text", "bad": float("nan")})
+    write_samples(tmp_path, 2, 1)
+    tracker.log(1, {"reward": 0.75, "clip_ratio/low": 0.125})
+    tracker.log_final_model(tmp_path / "final")
+    tracker.close()
+
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["meshrl.run_id"] == "run-a"
+    assert run.data.tags["meshrl.final_model"] == str((tmp_path / "final").resolve())
+    assert run.data.params["trainer.optim.lr"] == "0.003" and run.data.params["algorithm.name"] == "grpo"
+    assert history(client, tracker.run_id, "reward") == [(0, 0.25), (1, 0.75)]
+    assert history(client, tracker.run_id, "eval/accuracy") == [(0, 0.5)]
+    assert set(run.data.metrics) == {"reward", "clip_ratio/low", "eval/accuracy"}  # no text, no NaN
+    local = Path(client.download_artifacts(tracker.run_id, "samples.json", str(tmp_path / "dl")))
+    rows = json.loads(local.read_text())
+    assert rows["columns"][:3] == ["step", "split", "prompt"] and [r[0] for r in rows["data"]] == [1, 1, 2]
+    config_yaml = Path(client.download_artifacts(tracker.run_id, "config.yaml", str(tmp_path / "dl")))
+    assert "name: grpo" in config_yaml.read_text()
+
+
+def test_a_resumed_learner_continues_the_same_mlflow_run(tmp_path):
+    cfg = config(tmp_path, "telemetry.trackers=[mlflow]")
+    (first,) = start_trackers(cfg, "run-r")
+    first.log(0, {"reward": 0.5})
+    first.close()
+    (second,) = start_trackers(cfg, "run-r")
+    second.log(1, {"reward": 0.7})
+    second.close()
+    assert second.run_id == first.run_id
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert history(client, first.run_id, "reward") == [(0, 0.5), (1, 0.7)]
+
+
+def test_a_password_in_the_tracking_uri_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="MLFLOW_TRACKING_PASSWORD"):
+        config(tmp_path, "telemetry.mlflow.tracking_uri=http://me:s3cret@127.0.0.1:5000")
+
+
+def test_an_unknown_tracker_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="telemetry.trackers"):
+        config(tmp_path, "telemetry.trackers=[comet]")
+
+
+def test_a_tracking_server_that_is_not_there_fails_at_start_up(tmp_path):
+    uri = f"http://127.0.0.1:{free_port()}"
+    cfg = config(tmp_path, "telemetry.trackers=[tensorboard,mlflow]", f"telemetry.mlflow.tracking_uri={uri}",
+                 "telemetry.mlflow.timeout_s=2")
+    t0 = time.monotonic()
+    with pytest.raises(TrackerUnavailable, match=f"tracking store {uri} did not work.*remove mlflow"):
+        start_trackers(cfg, "run-x")
+    assert time.monotonic() - t0 < 60  # one try, not MLflow's minutes of retries
+    assert isinstance(TrackerUnavailable("x"), OSError)  # the service runner's start-up failure: exit 2
+
+
+def test_a_missing_tracker_package_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb now raises ImportError
+    with pytest.raises(ConfigError, match=r"wandb package is not installed: pip install 'meshrl\[trackers\]'"):
+        start_trackers(config(tmp_path, "telemetry.trackers=[wandb]"), "run-x")
+
+
+@pytest.mark.slow
+def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path):
+    """Down mid-run: logging returns at once, rows wait and are sent when the server is back;
+    rows it never gets (down again at close) stay in RUN_DIR/trackers/mlflow-unsent.jsonl."""
+    (tmp_path / "server").mkdir()
+    server = MlflowServer(tmp_path / "server").start()
+    try:
+        cfg = config(tmp_path / "run", "telemetry.trackers=[mlflow]", f"telemetry.mlflow.tracking_uri={server.uri}",
+                     "telemetry.mlflow.timeout_s=3", "telemetry.mlflow.retry_every_s=0.5")
+        (tracker,) = start_trackers(cfg, "run-s")
+        tracker.log(0, {"reward": 0.1})
+        tracker.log(1, {"reward": 0.2})
+        wait_for(lambda: not tracker.sender.jobs)
+        server.stop()
+        t0 = time.monotonic()
+        tracker.log(2, {"reward": 0.3})  # the server is gone: logging returns at once
+        tracker.log(3, {"reward": 0.4})
+        assert time.monotonic() - t0 < 1.0
+        wait_for(lambda: tracker.sender.down_since is not None)
+        server.start()  # same port, same store
+        tracker.log(4, {"reward": 0.5})
+        wait_for(lambda: not tracker.sender.jobs)
+        server.stop()
+        tracker.log(5, {"reward": 0.6})
+        tracker.close()
+    finally:
+        server.stop()
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'server' / 'store.db'}")  # the server's own store
+    assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4), (4, 0.5)]
+    unsent = [json.loads(x) for x in (tmp_path / "run" / "trackers" / "mlflow-unsent.jsonl").read_text().splitlines()]
+    assert [j["kind"] for j in unsent] == ["metrics", "end"] and unsent[0]["payload"]["values"] == {"reward": 0.6}
+
+
+def wait_for(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+def test_wandb_offline_run_reads_back_with_wandbs_reader(tmp_path):
+    pytest.importorskip("wandb")
+    cfg = config(tmp_path, "telemetry.trackers=[wandb]", "trainer.optim.lr=0.003")
+    (tracker,) = start_trackers(cfg, "run-w")
+    write_samples(tmp_path, 1, 2)
+    tracker.log(0, {"reward": 0.25, "eval/accuracy": 0.5, "note": "text"})
+    tracker.log(1, {"reward": 0.75})
+    tracker.log_final_model(tmp_path / "final")
+    tracker.close()
+
+    summary = wandb_inspect(tmp_path, "--summary")
+    assert summary["state"] == "finished" and summary["run_id"] == "run-w" and summary["project"] == "meshrl"
+    assert summary["config"]["trainer"]["optim"]["lr"] == 0.003
+    assert summary["summary"]["final_model_path"] == str((tmp_path / "final").resolve())
+    assert summary["summary"]["samples"]["nrows"] == 2 and summary["summary"]["samples"]["_type"] == "table-file"
+    steps = [r["history"] for r in wandb_inspect(tmp_path) if r["type"] == "history"]
+    assert [(h["step"]["num"], h["item"]["reward"]) for h in steps] == [(0, 0.25), (1, 0.75)]
+    assert steps[0]["item"]["eval/accuracy"] == 0.5 and "note" not in steps[0]["item"]
+    assert (tmp_path / "wandb" / "cache").is_dir()  # wandb's caches stay in the run dir
