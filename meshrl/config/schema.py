@@ -17,6 +17,7 @@ from meshrl.config.eval import EvalConfig, eval_problems
 from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, REWARD_RULE_KINDS, check_name
 from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
                                           TlsConfig)
+from meshrl.config.environment import EnvironmentConfig
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
@@ -269,6 +270,7 @@ class RunConfig(Strict):
     reward: RewardConfig = RewardConfig()
     reference: ReferenceConfig = ReferenceConfig()
     reward_model: RewardModelConfig | None = None  # a `kind: reward_model` component's model
+    environment: EnvironmentConfig | None = None  # multi-turn tasks' environment (config/environment.py)
     learner: LearnerConfig = LearnerConfig()
     eval: EvalConfig = EvalConfig()
     nats: NatsConfig = NatsConfig()

@@ -1,4 +1,11 @@
-"""The environment service standalone: built-in environments on a gRPC port.
+"""The environment service: meshrl's built-in environments on a gRPC port.
+
+As one of the mesh's services (what `meshrl train` starts for a run whose `environment`
+names a `builtin`; process.py):
+
+    python -m meshrl.services.environment --nats URL --run-id RUN --config RUN_DIR/config.yaml
+
+Or standalone, with its settings as flags:
 
     python -m meshrl.services.environment --port 50090 [--environments tool_arith,calculator,python]
         [--max-episodes 256] [--sandbox-cpu-s 5] [--sandbox-wall-s 10] [--sandbox-memory-mb 1024]
@@ -18,6 +25,8 @@ import sys
 
 from meshrl.config import ConfigError
 from meshrl.env_sdk import serve
+from meshrl.ops.service import run_service
+from meshrl.services.environment.process import EnvironmentProcess, __doc__ as process_doc
 from meshrl.services.environment.registry import Builtins, environments
 from meshrl.services.environment.sandbox import SandboxLimits, SandboxUnavailable
 
@@ -46,6 +55,13 @@ def built(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The mesh's contract (`--config`: process.py) or standalone."""
+    if "--config" in (sys.argv[1:] if argv is None else argv):
+        return run_service(EnvironmentProcess(), argv, description=process_doc.splitlines()[0])
+    return main_standalone(argv)
+
+
+def main_standalone(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:

@@ -9,23 +9,17 @@ import sys
 
 import yaml
 
-from meshrl.config.load import dump_config, load_config
+from meshrl.config.load import load_config
 from meshrl.config.reward_model import called_components
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.external import check_reachable
 from meshrl.services.reward.types import RewardItem, Status
 from meshrl.transport.bus.registry import service_addresses
 from meshrl.transport.ports import free_port
+from tests.fixtures.run_config import write_config
 from tests.fixtures.tiny_reward_model import build_tiny_reward_model
 
 RM = {"name": "rm", "kind": "reward_model", "weight": 0.5, "timeout_s": 30}
-
-
-def write_config(tmp_path, **sections) -> str:
-    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, **sections})
-    path = tmp_path / "config.yaml"
-    path.write_text(dump_config(cfg))
-    return str(path)
 
 
 def service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:

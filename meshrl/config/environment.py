@@ -1,0 +1,84 @@
+"""The run's environment: where multi-turn tasks' episodes run (docs/environments.md).
+
+    environment:
+      name: tool_arith          # sent as PromptTask.environment and ResetRequest.environment
+      builtin: tool_arith       # launched by meshrl (services/environment); or instead:
+      address: ""               # host:port of an external environment service (none launched)
+      replicas: 1               # launched replicas (`meshrl scale RUN env=N`)
+      timeout_s: 10             # deadline of each Reset/Step/Close call
+      token_env: ""             # bearer token: the NAME of an env var, or token_file: PATH
+      tls: {ca_file: ..., cert_file: ..., key_file: ...}   # TLS to an external service
+
+Absent: every task is single-turn (today's behaviour). With `builtin`, `meshrl train` starts
+`environment.replicas` replicas of the environment service (each on its own port: an
+episode lives on the replica that reset it, so the rollout calls each replica by its own
+address, announced under the run KV key `services.environment.<replica>`); with
+`launch.grpc_tls` they serve the run's TLS and the rollout presents its certificate. With
+`address`, the service runs elsewhere and nothing is launched. The token itself never goes
+in the config: name an environment variable or a file.
+"""
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from meshrl.config.algorithm import Strict
+from meshrl.config.external_calls import TlsConfig
+
+# services/environment/registry.py registers these; a unit test keeps the two lists equal
+# (the config never imports a service).
+BUILTIN_ENVIRONMENTS = ("calculator", "python", "tool_arith")
+KIND = "environment"  # the run-KV service kind and NATS user of launched replicas
+
+
+class SandboxConfig(Strict):
+    """Limits of the built-in `python` tool's sandbox (services/environment/sandbox)."""
+
+    cpu_s: int = Field(5, ge=1)
+    wall_s: float = Field(10.0, gt=0.0)
+    memory_mb: int = Field(1024, ge=64)
+    processes: int = Field(32, ge=1)
+    output_bytes: int = Field(64 * 1024, ge=1024)
+    concurrent: int = Field(2, ge=1)  # programs running at once per replica
+
+
+class EnvironmentConfig(Strict):
+    name: str = Field(min_length=1, max_length=256)
+    builtin: str | None = None
+    address: str | None = None
+    replicas: int = Field(1, ge=1)
+    grpc_port: int = Field(0, ge=0, le=65535)  # launched replicas; 0 = a free port each
+    timeout_s: float = Field(10.0, gt=0.0)
+    max_episodes: int = Field(256, ge=1)  # open episodes per launched replica (then RESOURCE_EXHAUSTED)
+    start_timeout_s: float = Field(60.0, gt=0.0)  # how long a run waits for the service's health at start
+    token_env: str | None = None
+    token_file: str | None = None
+    tls: TlsConfig | None = None
+    sandbox: SandboxConfig = SandboxConfig()
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "EnvironmentConfig":
+        if bool(self.builtin) == bool(self.address):
+            raise ValueError(f"environment {self.name!r}: set exactly one of builtin (one of "
+                             f"{', '.join(BUILTIN_ENVIRONMENTS)}: launched by meshrl) or address (host:port "
+                             f"of your environment service)")
+        if self.builtin and self.builtin not in BUILTIN_ENVIRONMENTS:
+            raise ValueError(f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
+                             f"of {', '.join(BUILTIN_ENVIRONMENTS)}, or address: host:port of your own")
+        if self.builtin and self.tls is not None:
+            raise ValueError("environment.tls is for an external address; launched replicas serve the run's "
+                             "TLS when launch.grpc_tls is on: remove environment.tls")
+        if self.token_env and self.token_file:
+            raise ValueError("environment: set token_env or token_file, not both")
+        if self.replicas > 1 and self.grpc_port:
+            raise ValueError(f"environment.replicas={self.replicas} with grpc_port={self.grpc_port}: each "
+                             f"replica needs its own port (an episode lives on one replica); set grpc_port: 0")
+        return self
+
+    @property
+    def launched(self) -> bool:
+        return bool(self.builtin)
+
+    @property
+    def served(self) -> str:
+        """The service's --environments entry: the builtin served under the run's name."""
+        return self.builtin if self.name == self.builtin else f"{self.name}={self.builtin}"
