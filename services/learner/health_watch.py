@@ -1,7 +1,7 @@
 """The learner's watch over the other services: the `service_down` alert's source.
 
 Every `interval_s` it lists the replicas announced in the run KV (`services.<kind>.<replica>`,
-put by rollout, reward and reference once their gRPC server listens, deleted on a clean
+put by rollout, reward, reference and environment once their gRPC server listens, deleted on a clean
 stop), probes each with grpc.health.v1, and hands `{"rollout/rollout-0": True, ...}` to the
 alert engine (`poll(health=...)`), whose `service_down` rule fires after
 `alerts.service_down.consecutive_failures` failed probes in a row. A replica that crashed
@@ -20,7 +20,7 @@ from meshrl.transport.bus.registry import service_entries
 from meshrl.transport.rpc.channel import is_serving
 
 log = logging.getLogger("meshrl.learner")
-KINDS = ("rollout", "reward", "reference")
+KINDS = ("rollout", "reward", "reference", "environment")
 
 
 class HealthWatch:

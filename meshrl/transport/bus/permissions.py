@@ -10,8 +10,9 @@ What each kind really does (grep the services for bus.publish / state.put / weig
 - reward: consumes `generated` (durable "reward"), publishes `scored` (or `ready` when the
   run has no reference);
 - reference: consumes `scored` (durable "reference"), publishes `ready`;
-- reward_model (a run's learned reward model, called over gRPC by reward): no stage, only
-  the common part below (announces its address and metrics URL);
+- reward_model (a run's learned reward model, called over gRPC by reward) and environment
+  (a run's built-in environment replicas, called over gRPC by rollout): no stage, only the
+  common part below (announce their address and metrics URL);
 - learner: creates the run's streams, publishes `prompts` and events (alerts), pulls
   `ready` (durable "learner"), writes the whole run KV (the weights notice, the run state)
   and the weights object store, listens to `weights.loaded`;
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from meshrl.transport.bus import subjects as names
 
-KINDS = ("learner", "rollout", "reward", "reference", "reward_model")
+KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment")
 ADMIN = "admin"
 # kind -> (stage it consumes, durable name); its output stage is in `_output_stage`.
 CONSUMES = {"rollout": ("prompts", "rollout"), "reward": ("generated", "reward"),
@@ -130,7 +131,7 @@ def kind_permissions(run_id: str, kind: str, *, reference_enabled: bool = True) 
         raise ValueError(f"unknown service kind {kind!r}: allowed are {', '.join(KINDS)}")
     output = _output_stage(kind, reference_enabled)
     parts = [_common(run_id, kind)]
-    if kind in CONSUMES:  # reward_model serves gRPC only: no queue in, no stage out
+    if kind in CONSUMES:  # reward_model and environment serve gRPC only: no queue in, no stage out
         parts += [_consumer(run_id, kind), Permissions(publish=(names.stage_subject(run_id, output),), subscribe=())]
     if kind == "learner":
         parts.append(_learner_extra(run_id))

@@ -46,17 +46,19 @@ def test_only_the_learner_and_admin_may_write_the_weights_notice_or_the_weights(
         assert not any(s.startswith(f"$KV.{bucket}.{names.WEIGHTS_NOTICE_KEY}") for s in perms.publish)
 
 
-def test_the_reward_model_consumes_and_publishes_no_stage():
-    publish = kind_permissions("r", "reward_model").publish
+@pytest.mark.parametrize("kind", ["reward_model", "environment"])
+def test_grpc_only_kinds_consume_and_publish_no_stage(kind):
+    publish = kind_permissions("r", kind).publish
     assert not [s for s in publish if "MESHRL_r_" in s or s.startswith("meshrl.r.")]  # no stage, no dead letters
-    assert "$KV.meshrl_r_state.services.reward_model.>" in publish  # its own address in the run KV
+    assert f"$KV.meshrl_r_state.services.{kind}.>" in publish  # its own address in the run KV
+    assert not [s for s in publish if s.startswith("$KV.") and kind not in s]  # no other service's keys
 
 
 def test_server_config_names_password_variables_only(tmp_path):
     auth = create_run_auth(tmp_path / "secrets", "r")
     passwords = [read_credentials(path).password for path in auth.files.values()]
-    assert sorted(auth.files) == ["admin", "learner", "reference", "reward", "reward_model", "rollout"]
-    assert len(set(passwords)) == 6
+    assert sorted(auth.files) == ["admin", "environment", "learner", "reference", "reward", "reward_model", "rollout"]
+    assert len(set(passwords)) == 7
     assert not [p for p in passwords if p in auth.server.config or p in repr(auth)]
     assert sorted(auth.server.env.values()) == sorted(passwords)
     assert "password: $MESHRL_NATS_PASSWORD_ROLLOUT" in auth.server.config
