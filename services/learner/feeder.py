@@ -127,6 +127,7 @@ class PromptFeeder:
             run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
             prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
             **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
+            environment=self.cfg.environment.name if self.cfg.environment else "",  # "" = single turn
             min_policy_version=self.min_version(),
             dataset_index=item.row.ref.index, created_unix=time.time())
 

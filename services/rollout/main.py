@@ -18,6 +18,9 @@ endpoint, NATS, signals, clean-up and exit codes are the same for every service.
      version=N` on stdout;
   5. follow later weights notices, and once the newest version is held, consume `prompts`
      with the durable `rollout` (shared by all replicas). Counters in instruments.py.
+     With an `environment` section, tasks that name it are played as multi-turn episodes
+     against it (agent/: the client is built at start-up, a built-in's replicas are read
+     from the run KV and kept fresh).
 SIGTERM/SIGINT: stop consuming (in-flight tasks are nak'ed so another replica takes them),
 stop the watch, withdraw the KV entries, stop the server, shut vLLM down, close the bus;
 exit 0. Exit 2 on a start-up error (config, NATS, model), with `rollout service: <error>`.
@@ -29,6 +32,7 @@ import asyncio
 import logging
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.transport.rpc import stop_server
@@ -52,9 +56,12 @@ class RolloutProcess(ServiceProcess):
         """Engine, weights follower (current version loaded), gRPC server, KV entry, READY."""
         self.engine = await RolloutEngine.start(EngineConfig.from_run_config(ctx.cfg, replica_id=ctx.replica))
         ctx.on_stop(self.shut_engine_down, ctx.replica)
+        self.agent = await agent_rollout(ctx.cfg, self.engine, state=ctx.bus.state, metrics=ctx.metrics)
+        if self.agent is not None:
+            ctx.on_stop(self.agent.aclose)
         self.follower = await self.follow_weights(ctx)
         port = ctx.cfg.rollout.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port
-        server, bound = await start_rollout_server(self.engine, port, ready=self.follower.ready.is_set)
+        server, bound = await start_rollout_server(self.engine, port, ready=self.follower.ready.is_set, agent=self.agent)
         ctx.on_stop(stop_server, server, 2)
         address = await ctx.announce_grpc(bound)
         print(f"READY grpc={address} replica={ctx.replica} version={self.engine.version}", flush=True)
@@ -73,9 +80,11 @@ class RolloutProcess(ServiceProcess):
 
     async def work(self, ctx: ServiceContext) -> None:
         """Follow weights notices and consume prompts; whichever ends first ends the service."""
-        worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine))
-        await first_to_end(self.follower.run(), consume_when_ready(self.follower, worker, ctx.args.concurrency,
-                                                                        ack_wait=ctx.cfg.rollout.ack_wait_s))
+        worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine),
+                               agent=self.agent)
+        background = [self.agent.background()] if self.agent is not None else []
+        await first_to_end(self.follower.run(), *background, consume_when_ready(
+            self.follower, worker, ctx.args.concurrency, ack_wait=ctx.cfg.rollout.ack_wait_s))
 
     def shut_engine_down(self, replica: str) -> None:
         self.engine.shutdown()

@@ -12,6 +12,9 @@ spreads tasks over replicas and each task goes to exactly one. For each `PromptT
 3. publish it on `generated` with `msg_id = group_id` (JetStream drops a duplicate of a
    redelivered task), then return: the bus acks only after the handler returns.
 
+A task with an environment (`task.environment`) is played as N episodes instead
+(`agent/group.py`): the same publish, with `Group.drop_reason` set when an episode failed.
+
 Long generations: the bus worker runs with `auto_in_progress=True`, calling `in_progress()`
 every `ack_wait / 3` s while the handler runs, so a slow group is not redelivered.
 Groups run concurrently (`concurrency`), which is what lets vLLM batch them.
@@ -36,19 +39,38 @@ class VersionBehind(RuntimeError):
     """The task needs a newer policy version than this replica holds."""
 
 
+class NoEnvironment(RuntimeError):
+    """A task names an environment, but this replica's run config has none."""
+
+
+async def generate_group(engine, agent, task: pb.PromptTask) -> pb.Group:
+    """A single-turn group from the engine, or N episodes when the task names an environment
+    (`agent`, an AgentRollout; the NATS worker and the gRPC Generate both come here)."""
+    if not task.environment:
+        return await engine.generate_group(task)
+    if agent is None:
+        raise NoEnvironment(f"group {task.group_id!r} is a task of environment {task.environment!r}, but "
+                            f"replica {engine.config.replica_id} has no `environment` section in its "
+                            f"run config: start it with the run's config")
+    return await agent.generate_group(task)
+
+
 class RolloutWorker:
-    def __init__(self, bus, engine, *, version_wait_s: float = 30.0, on_group=no_op):
+    def __init__(self, bus, engine, *, version_wait_s: float = 30.0, on_group=no_op, agent=None):
         self.bus, self.engine, self.version_wait_s = bus, engine, version_wait_s
-        self.on_group = on_group
+        self.on_group, self.agent = on_group, agent  # agent: an AgentRollout, or None (single-turn only)
         self.consumer = None  # the bus Worker while running; `.counts` = acked/retried/dead
 
     async def handle(self, task: pb.PromptTask, ctx=None) -> None:
         await self.wait_for_version(task.min_policy_version, task.group_id)
         with group_span("rollout.generate", task.group_id, headers=ctx.headers if ctx else None,
                         policy_version=self.engine.version):
-            group = await self.engine.generate_group(task)
+            group = await self.generate(task)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
         self.on_group(group)
+
+    async def generate(self, task: pb.PromptTask) -> pb.Group:
+        return await generate_group(self.engine, self.agent, task)
 
     async def wait_for_version(self, needed: int, group_id: str = "") -> None:
         """Return once the engine holds version `needed` or newer; VersionBehind on timeout."""

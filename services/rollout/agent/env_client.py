@@ -6,8 +6,9 @@
     await client.close("g-1/0")        # always attempted; never raises
 
 - **Channels** as for external reward services (`meshrl.transport.rpc.tls`): TLS or mutual
-  TLS (`tls`), `authorization: Bearer` from `token_env` / `token_file` (never the config),
-  fast reconnect, 64 MiB messages, a deadline on every call (`timeout_s` per attempt).
+  TLS (`tls`; a launched built-in: the run's own certificates, `mesh_tls`), `authorization:
+  Bearer` from `token_env` / `token_file` (never the config), fast reconnect, 64 MiB
+  messages, a deadline on every call (`timeout_s` per attempt).
 - **Replicas**: an episode lives on the replica that answered its Reset; every Step and the
   Close go there (an environment keeps the episode's state). Resets are spread round-robin
   over `addresses` (or the callable that lists the live ones).
@@ -38,6 +39,7 @@ from meshrl.api.env.v1 import env_pb2
 from meshrl.config.external_calls import TlsConfig
 from meshrl.services.rollout.agent.answers import parse_answer
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
+from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.tls import channel_credentials, open_external_channel, read_token
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,8 @@ class EnvClientSettings:
     attempts: int = 3
     initial_backoff_s: float = 0.1
     max_backoff_s: float = 2.0
-    tls: TlsConfig | None = None
+    tls: TlsConfig | None = None  # an external service's TLS
+    mesh_tls: bool = False  # a launched built-in: the run's own gRPC TLS (MESHRL_GRPC_TLS_*), if on
     token_env: str | None = None
     token_file: str | None = None
     who: str = "environment"  # names the settings' owner in errors
@@ -78,11 +81,19 @@ class EnvironmentClient:
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self.channels:
             s = self.settings
-            creds = channel_credentials(s.tls.ca_file, s.tls.cert_file, s.tls.key_file, who=s.who) if s.tls else None
+            creds, server_name = self.credentials()
             token = read_token(s.token_env, s.token_file, who=s.who)
-            self.channels[address] = open_external_channel(
-                address, credentials=creds, token=token, server_name=s.tls.server_name if s.tls else None)
+            self.channels[address] = open_external_channel(address, credentials=creds, token=token,
+                                                           server_name=server_name)
         return self.channels[address]
+
+    def credentials(self) -> tuple[grpc.ChannelCredentials | None, str | None]:
+        s = self.settings
+        if s.mesh_tls:
+            return mesh_tls.client_credentials(), dict(mesh_tls.client_options()).get("grpc.ssl_target_name_override")
+        if s.tls:
+            return channel_credentials(s.tls.ca_file, s.tls.cert_file, s.tls.key_file, who=s.who), s.tls.server_name
+        return None, None
 
     async def aclose(self) -> None:
         channels, self.channels = list(self.channels.values()), {}
@@ -134,9 +145,10 @@ class EnvironmentClient:
             if not live:
                 raise EpisodeFailed(episode, "UNAVAILABLE", "no environment replica is known (environment.address)")
             address = live[(start + n) % len(live)]  # a retry goes to the next replica
-            answer = await self._call(address, "Reset", request)
+            # Home before the call: a Reset cancelled in flight may still have opened the
+            # episode there, and its Close must go there (closing an unknown id succeeds).
             self.home[episode] = address
-            return answer
+            return await self._call(address, "Reset", request)
         return await self._retrying(episode, "Reset", attempt)
 
     async def step(self, request: env_pb2.StepRequest):

@@ -27,12 +27,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.env.v1 import env_pb2
 from meshrl.services.rollout.agent import answers
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
+from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
 from meshrl.services.rollout.engine import FINISH_REASONS, oldest_version
 
@@ -55,7 +54,7 @@ class EpisodeContext:
     env: object  # EnvironmentClient
     chat: object  # ChatFormat
     limits: EpisodeLimits
-    events: object = None  # AgentEvents (instruments.py); None = not counted
+    events: AgentEvents = field(default_factory=AgentEvents)
 
 
 def episode_seed(task_seed: int, index: int, turn: int = -1) -> int:
@@ -105,14 +104,18 @@ class Episode:
         return EpisodeFailed(self.id, INVALID_ANSWER, str(err))
 
     async def _play(self) -> Trajectory:
-        first, _ = await self.ctx.env.reset(self.reset_request())
+        first, repaired = await self.ctx.env.reset(self.reset_request())
+        if repaired:
+            self.ctx.events.repaired()
         try:
             self.tools = answers.tools(first)
             observation = answers.observation(first.observation, answers.FIRST_ROLES, "Reset's observation")
         except InvalidAnswer as err:
             raise self._invalid(err) from None
-        prompt, _ = self.ctx.chat.prompt_ids(task_messages(self.task), observation,
-                                             [t.as_openai() for t in self.tools.values()])
+        prompt, bounded = self.ctx.chat.prompt_ids(task_messages(self.task), observation,
+                                                   [t.as_openai() for t in self.tools.values()])
+        if observation:
+            self.ctx.events.observation(bounded)
         traj = Trajectory(prompt=prompt)
         for turn in range(self.ctx.limits.max_turns):
             left, limit = self.room(traj)
@@ -161,8 +164,7 @@ class Episode:
         record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text,
                          tool_calls=calls, finish_reason=finish, observation_end=len(traj.ids))
         traj.turns.append(record)
-        if self.ctx.events:
-            self.ctx.events.turn(record)
+        self.ctx.events.turn(record)
         answer = await self.step(record, truncated=finish == pb.FINISH_REASON_LENGTH)
         self.score(traj, record, answer)
         return record, answer
@@ -171,8 +173,10 @@ class Episode:
         sent = [env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
                 for c in record.tool_calls if not c.error]
         began = time.perf_counter()
-        answer, _ = await self.ctx.env.step(env_pb2.StepRequest(
+        answer, repaired = await self.ctx.env.step(env_pb2.StepRequest(
             episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated))
+        if repaired:
+            self.ctx.events.repaired()
         record.env_latency_s = time.perf_counter() - began
         record.done, record.info_json = answer.done, answer.info_json
         return answer
@@ -202,6 +206,5 @@ class Episode:
         traj.add(delta.ids, [0.0] * len(delta.ids), 0)
         record.observation_text, record.observation_end = delta.text, len(traj.ids)
         record.observation_truncated = delta.bounded.truncated
-        if self.ctx.events:
-            self.ctx.events.observation(delta)
+        self.ctx.events.observation(delta.bounded)
         return True

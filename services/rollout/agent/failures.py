@@ -2,8 +2,11 @@
 
 `EpisodeFailed` carries the episode id, a status (the gRPC status code's name, or
 `INVALID_ANSWER` when the environment answered something the contract does not allow) and
-the message; `drop_reason` is what `Group.drop_reason` then says, e.g.
-    episode g-17/3: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s
+the message; `drop_reason` is what `Group.drop_reason` then says: a code the learner counts
+by (`env_` + the status, lower case: the part before the first ":"), then the episode, the
+status and the message, e.g.
+    env_deadline_exceeded: episode g-17/3: environment DEADLINE_EXCEEDED: Step (turn 1) at
+    env:50090 got no answer within 10 s (environment.timeout_s)
 """
 from __future__ import annotations
 
@@ -16,8 +19,12 @@ class EpisodeFailed(Exception):
         self.episode_id, self.status, self.message = episode_id, status, message
 
     @property
+    def code(self) -> str:
+        return f"env_{self.status.lower()}"
+
+    @property
     def drop_reason(self) -> str:
-        return str(self)
+        return f"{self.code}: {self}"
 
 
 class InvalidAnswer(ValueError):

@@ -83,9 +83,18 @@ def to_sample(index: int, traj: Trajectory, head: list[int], fallback_version: i
 
 
 class AgentRollout:
-    def __init__(self, ctx: EpisodeContext):
-        self.ctx = ctx
+    def __init__(self, ctx: EpisodeContext, replicas=None):
+        self.ctx, self.replicas = ctx, replicas  # replicas: a KvReplicas to keep fresh, or None
         self.groups_generated = self.groups_dropped = 0
+
+    async def background(self) -> None:
+        """Keep the environment's replica list fresh (a built-in's) until cancelled."""
+        if self.replicas is None:
+            await asyncio.Event().wait()
+        await self.replicas.run()
+
+    async def aclose(self) -> None:
+        await self.ctx.env.aclose()
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         start, version = time.time(), self.ctx.engine.version
@@ -93,24 +102,23 @@ class AgentRollout:
         try:
             trajectories = await all_or_first_failure([asyncio.create_task(e.run()) for e in episodes])
         except EpisodeFailed as failure:
-            return self._dropped(task, failure.drop_reason, start, version, failure.status)
+            return self._dropped(task, failure.drop_reason, start, version, len(episodes))
         prompts = [t.prompt for t in trajectories]
         shared = common_prefix(prompts)
         if shared == 0:
-            return self._dropped(task, "the episodes' first prompts share no token (the environment's first "
-                                       "answers differ from the first token on)", start, version, "INVALID_ANSWER")
+            return self._dropped(task, "env_invalid_answer: the episodes' first prompts share no token (the "
+                                       "environment's first answers differ from the first token on)",
+                                 start, version, len(episodes))
         samples = [to_sample(i, t, t.prompt[shared:], version) for i, t in enumerate(trajectories)]
         group = self._group(task, start, samples=samples, policy_version=min(s.policy_version for s in samples))
         group.task.prompt_token_ids = pack_int32(np.asarray(prompts[0][:shared], dtype=np.int32))
         self.groups_generated += 1
-        if self.ctx.events:
-            self.ctx.events.group(group, [t.ended for t in trajectories])
+        self.ctx.events.finished(group, [t.ended for t in trajectories])
         return group
 
-    def _dropped(self, task: pb.PromptTask, reason: str, start: float, version: int, status: str) -> pb.Group:
+    def _dropped(self, task: pb.PromptTask, reason: str, start: float, version: int, episodes: int) -> pb.Group:
         self.groups_dropped += 1
-        if self.ctx.events:
-            self.ctx.events.dropped(status)
+        self.ctx.events.dropped(reason.partition(":")[0], episodes)
         return self._group(task, start, drop_reason=reason, policy_version=version)
 
     def _group(self, task: pb.PromptTask, start: float, **fields) -> pb.Group:

@@ -181,10 +181,11 @@ async def test_a_failed_episode_drops_the_group_with_its_reason_and_every_episod
     group_id = f"g-drop-{kind}"
     group = await rollout(base_rollout_engine, client, max_turns=3).generate_group(task(kind, group_id, n=2))
     assert len(group.samples) == 0 and group.group_id == group_id
-    episode = group.drop_reason.split(":")[0].removeprefix("episode ")
+    episode = group.drop_reason.split(": ")[1].removeprefix("episode ")
     assert episode in (f"{group_id}/0", f"{group_id}/1")
     address = client.settings.addresses[0]
-    assert group.drop_reason.startswith(f"episode {episode}: environment {status}: "
+    assert group.drop_reason.startswith(f"env_{status.lower()}: episode {episode}: environment {status}: "
                                         + message.format(address=address, episode=episode))
-    reset = sorted(r.episode_id for r in record.resets if r.episode_id.startswith(group_id + "/"))
-    assert sorted(c for c in record.closes if c.startswith(group_id + "/")) == reset == [f"{group_id}/0", f"{group_id}/1"]
+    opened = {r.episode_id for r in record.resets if r.episode_id.startswith(group_id + "/")}
+    closed = {c for c in record.closes if c.startswith(group_id + "/")}
+    assert episode in opened and opened <= closed  # the other episode may be cancelled before its Reset went out

@@ -77,7 +77,7 @@ async def test_other_failures_are_not_retried_and_name_the_episode_and_status(en
     await c.reset(reset("g/0", kind))
     failure = await failure_of(c.step(step("g/0")))
     assert (failure.episode_id, failure.status, failure.message) == ("g/0", status, message.format(address=address))
-    assert failure.drop_reason == f"episode g/0: environment {status}: {message.format(address=address)}"
+    assert failure.drop_reason == f"env_{status.lower()}: episode g/0: environment {status}: {message.format(address=address)}"
     assert record.attempts[("g/0", 0)] == 1  # not retried
     await c.aclose()
 
