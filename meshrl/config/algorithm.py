@@ -155,6 +155,9 @@ class OptimConfig(Strict):
     warmup_steps: int = Field(0, ge=0)
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
     max_grad_norm: float = Field(1.0, gt=0.0)
+    # AdamW's implementation: fused = one kernel over all parameters; auto = fused on CUDA,
+    # torch's default (foreach) elsewhere
+    fused: Literal["auto", "on", "off"] = "auto"
 
 
 class TrainerConfig(Strict):
@@ -175,6 +178,14 @@ class TrainerConfig(Strict):
     # 1.1-1.3 s vs SDPA's 1.5-1.7 s on SmolLM2, 16 x 76 tokens, bf16), the model's own on CUDA
     attention: Literal["auto", "eager", "sdpa"] = "auto"
     gradient_checkpointing: bool = False
+    # the LM head + log-softmax (meshrl/algos/head_plan.py): chunked = ours, liger =
+    # Liger-Kernel's fused linear cross-entropy (CUDA, liger-kernel>=0.8.2, no entropy bonus);
+    # auto = chunked until the GPU benchmark shows liger faster
+    lm_head: Literal["auto", "chunked", "liger"] = "auto"
+    # logits (rows x vocab) per head chunk; auto = 4M on CPU, on CUDA lm_head_memory x the
+    # free device memory at start / 20 bytes per logit
+    lm_head_chunk: int | Literal["auto"] = "auto"
+    lm_head_memory: float = Field(0.1, gt=0.0, le=0.5)
     # a failed step leaves the weights as they were (services/learner/train/transaction.py):
     # auto = nothing fallible after a single update's optimizer step, and with several updates
     # per batch a snapshot beside the weights (device memory: weights + optimizer state);

@@ -23,6 +23,7 @@ import torch
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config.sampling import logprob_temperature  # re-exported: one rule for all
 from meshrl.config.schema import RunConfig
+from meshrl.algos.head_plan import chunk_elements_for
 from meshrl.algos.logprobs import response_logprobs
 from meshrl.inputs.models.load import load_causal_lm
 from meshrl.inputs.models.precision import resolve_model_dtype
@@ -41,6 +42,8 @@ class ReferenceScorer:
         self.device = next(model.parameters()).device
         self.micro_batch_size, self.temperature, self.pad_id = micro_batch_size, temperature, pad_id
         self.vocab_size = model.get_input_embeddings().num_embeddings
+        # LM-head chunks sized for this device once (a share of free memory on CUDA)
+        self.chunk_elements = chunk_elements_for(self.device)
         self._lock = threading.Lock()  # one forward at a time: the NATS worker and gRPC share it
 
     @classmethod
@@ -87,7 +90,8 @@ class ReferenceScorer:
             prompts, responses, rewards=np.zeros(n, np.float32),
             group_ids=np.zeros(n, np.int64), pad_id=self.pad_id).to(self.device)
         with torch.inference_mode():
-            logprobs = response_logprobs(self.model, batch, temperature=self.temperature).logprobs
+            logprobs = response_logprobs(self.model, batch, temperature=self.temperature,
+                                         chunk_elements=self.chunk_elements).logprobs
         mask = batch.response_mask.bool()
         flat = logprobs[mask].float().cpu().numpy()  # row-major: row 0's tokens, then row 1's ...
         lengths = np.array([len(r) for r in responses], dtype=np.int64)

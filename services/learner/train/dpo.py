@@ -19,6 +19,7 @@ import torch
 
 from meshrl.algos import check_finite, dpo_loss
 from meshrl.algos.batch import PreferenceBatch
+from meshrl.algos.head_plan import HeadPlan, plan_head
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs, sequence_logprobs
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
@@ -28,11 +29,16 @@ from meshrl.services.learner.train.transaction import StepTransaction, snapshot_
 
 
 def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
-                             temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows."""
+                             temperature: float = 1.0, head: HeadPlan | None = None,
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows;
+    `head`: the LM head's plan (None: the device's default chunks)."""
     stacked = pairs.stacked()
+    head_args = {} if head is None else {"chunk_elements": head.chunk_elements,
+                                         "head_kernel": head.kernel}
     with policy.autocast():
-        token_lp = response_logprobs(policy.model, stacked, temperature=temperature).logprobs
+        token_lp = response_logprobs(policy.model, stacked, temperature=temperature,
+                                     **head_args).logprobs
     summed = sequence_logprobs(token_lp, stacked.response_mask)
     return summed[:pairs.batch_size], summed[pairs.batch_size:]
 
@@ -46,6 +52,8 @@ class DPOStep:
         self.policy, self.algo, self.trainer = policy, algo, trainer
         self.dist = dist or DistContext(device=policy.device)
         self.temperature = temperature
+        self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory,
+                              self.dist.device)
         # state some preference losses keep across steps (bco_pair's running reward mean)
         self.loss_state: dict = {}
 
@@ -86,7 +94,8 @@ class DPOStep:
     def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer,
                     sums: MetricSums) -> None:
         with timer("forward"):
-            chosen, rejected = policy_sequence_logprobs(self.policy, micro, self.temperature)
+            chosen, rejected = policy_sequence_logprobs(self.policy, micro, self.temperature,
+                                                        self.head)
         with timer("algo"):
             a = self.algo
             loss, metrics = dpo_loss(chosen, rejected, micro.ref_chosen_logps,

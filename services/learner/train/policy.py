@@ -40,15 +40,22 @@ def warmup_cosine(warmup_steps: int, total_steps: int, min_lr_ratio: float) -> C
     return factor
 
 
+def use_fused_adamw(setting: str, device: torch.device | str) -> bool:
+    """`optim.fused`: on, off, or auto = on for CUDA parameters."""
+    return setting == "on" or (setting == "auto" and torch.device(device).type == "cuda")
+
+
 def build_optimizer(model: nn.Module, optim: OptimConfig, lr: float | None = None) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (not on norms and biases, the usual LLM practice)."""
+    """AdamW; weight decay on matrices only (not on norms and biases, the usual LLM practice);
+    one fused kernel per step where `optim.fused` says so."""
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": optim.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
+    fused = use_fused_adamw(optim.fused, params[0].device) if params else False
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr or optim.lr,
-                             betas=tuple(optim.betas))
+                             betas=tuple(optim.betas), fused=fused or None)
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:

@@ -64,6 +64,7 @@ import torch
 from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
                           loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
 from meshrl.algos.groups import group_stats
+from meshrl.algos.head_plan import plan_head
 from meshrl.algos.kl_control import kl_controller
 from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
@@ -120,7 +121,14 @@ class TrainStep:
         # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
         # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
         self.forward = "padded" if trainer.forward == "auto" else trainer.forward
-        log.info("old log-probs: %s (%s); model forward: %s", self.old_source, reason, self.forward)
+        self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory,
+                              self.dist.device, entropy_in_loss=bool(algo.entropy_coeff))
+        log.info("old log-probs: %s (%s); model forward: %s; LM head: %s", self.old_source,
+                 reason, self.forward, self.head.why)
+
+    @property
+    def head_args(self) -> dict:
+        return {"chunk_elements": self.head.chunk_elements, "head_kernel": self.head.kernel}
 
     @property
     def norm_len(self) -> float | None:
@@ -211,7 +219,7 @@ class TrainStep:
             with self.policy.autocast():
                 parts.append(response_stats(self.policy.model, micro, forward=self.forward,
                                             temperature=self.temperature,
-                                            with_sum_pi_squared=with_spq))
+                                            with_sum_pi_squared=with_spq, **self.head_args))
         old = torch.cat([p.logprobs for p in parts])
         return old, torch.cat([p.sum_pi_squared for p in parts]) if with_spq else None
 
@@ -303,7 +311,7 @@ class TrainStep:
                            sums: MetricSums) -> None:
         with timer("forward"), self.policy.autocast():
             out = response_logprobs(self.policy.model, micro, temperature=self.temperature,
-                                    with_entropy=True, forward=self.forward)
+                                    with_entropy=True, forward=self.forward, **self.head_args)
         with timer("algo"):
             if micro.old_logprobs is None:
                 micro = self.current_as_old(micro, out.logprobs, step, sums)

@@ -49,3 +49,24 @@ def test_metric_sums_weight_tokens_and_keep_extremes():
     assert out["clip_ratio/high"] == pytest.approx(1.0 / 8.0)  # (0.5·2 + 0·6) / 8
     assert out["ratio/max"] == pytest.approx(1.3)
     assert out["loss"] == pytest.approx(0.4)
+
+
+def test_fused_adamw_on_cuda_by_default_and_the_same_update_when_forced_here():
+    from meshrl.config.algorithm import OptimConfig
+    from meshrl.services.learner.train.policy import build_optimizer, use_fused_adamw
+
+    assert use_fused_adamw("auto", "cuda") and not use_fused_adamw("auto", "cpu")
+    assert use_fused_adamw("on", "cpu") and not use_fused_adamw("off", "cuda")
+    results = []
+    for fused in ("off", "on"):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2))
+        optimizer = build_optimizer(model, OptimConfig(lr=1e-2, weight_decay=0.1, fused=fused))
+        assert bool(optimizer.defaults["fused"]) == (fused == "on")
+        for _ in range(3):
+            model(torch.randn(5, 4)).square().sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        results.append([p.detach().clone() for p in model.parameters()])
+    for plain, fused in zip(*results):
+        torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-5)
