@@ -109,9 +109,21 @@ def mesh_alerts(c: AlertsConfig) -> list[dict]:
     ]
 
 
+def env_alerts(c: AlertsConfig) -> list[dict]:
+    """Agents: the share of arriving groups the rollout dropped (their environment failed)."""
+    e = c.env_drop_rate
+    window = seconds(e.window * SCRAPE_S)
+    dropped = f"increase({train('groups/rollout_dropped_total')}[{window}])"
+    arrived = f"({dropped} + increase({train('groups/trained_total')}[{window}]))"
+    return [alert("MeshrlEnvDropRate", "env_drop_rate", e,
+                  f"{dropped} / clamp_min({arrived}, 1) > {e.max_fraction} and {arrived} >= {e.min_groups}",
+                  f"more than {e.max_fraction:.0%} of the groups were dropped by the rollout: "
+                  f"their environment failed (groups_dropped by reason)")]
+
+
 def rule_groups(config: AlertsConfig | None = None) -> dict:
     """The rules file's content: one group with an alert per enabled built-in rule."""
     c = config or AlertsConfig()
-    alerts = learner_alerts(c) + spike_alerts(c) + mesh_alerts(c)
+    alerts = learner_alerts(c) + spike_alerts(c) + mesh_alerts(c) + env_alerts(c)
     enabled = [a for a in alerts if getattr(c, a["labels"]["meshrl_rule"]).enabled]
     return {"groups": [{"name": GROUP, "interval": f"{SCRAPE_S}s", "rules": enabled}]}

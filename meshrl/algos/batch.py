@@ -39,7 +39,7 @@ _ROLLOUT_DIMS = {
     "response_mask": "B T", "rewards": "B", "group_ids": "B",
     "behaviour_logprobs": "B T", "ref_logprobs": "B T", "policy_versions": "B",
     "reward_components": "B K", "reward_component_weights": "B K", "greedy_rewards": "B",
-    "loss_mask": "B T",
+    "loss_mask": "B T", "turn_rewards": "B T",
 }
 
 
@@ -141,6 +141,9 @@ class RolloutBatch(_Rows):
     configured weights, the same on every row (for multi-reward estimators such as `gdpo`).
     `greedy_rewards` [B]: the reward of the greedy response to each row's prompt (the same
     on every row of a group; ReMax's baseline, `Group.greedy_sample`).
+    `turn_rewards` [B, T]: the part of `rewards` an episode's environment gave per turn, at
+    the last model token of each turn (`services/learner/turn_credit.py`); `rewards` stays
+    the episode's total, the training step hands this part to the estimator per token.
     """
 
     prompt_ids: torch.Tensor
@@ -156,6 +159,7 @@ class RolloutBatch(_Rows):
     reward_component_weights: torch.Tensor | None = None
     greedy_rewards: torch.Tensor | None = None
     loss_mask: torch.Tensor | None = None  # None = response_mask (no observation tokens)
+    turn_rewards: torch.Tensor | None = None  # [B, T] part of `rewards` earned per turn
 
     def __post_init__(self):
         if self.loss_mask is None:

@@ -120,6 +120,16 @@ class RewardOutageConfig(RuleConfig):
     max_wait_s: float = Field(600.0, gt=0.0)
 
 
+class EnvDropRateConfig(RuleConfig):
+    """Over the last `window` steps, more than `max_fraction` of the groups that arrived were
+    dropped by the rollout (`Group.drop_reason`: an episode's environment failed, timed out or
+    lost the episode), once at least `min_groups` arrived in the window."""
+
+    max_fraction: float = Field(0.2, gt=0.0, le=1.0)
+    window: int = Field(5, ge=1)
+    min_groups: int = Field(4, ge=1)
+
+
 class WebhookConfig(Strict):
     """POST each alert as JSON to `url`; bearer token from the env var named `token_env` or
     from the file named `token_file` (a mounted secret), never from the config itself."""
@@ -172,3 +182,4 @@ class AlertsConfig(Strict):
     memory_growth: MemoryGrowthConfig = MemoryGrowthConfig()
     service_down: ServiceDownConfig = ServiceDownConfig()
     reward_outage: RewardOutageConfig = RewardOutageConfig()
+    env_drop_rate: EnvDropRateConfig = EnvDropRateConfig()

@@ -65,7 +65,18 @@ DPO_LOSS_TYPES = ("aot", "aot_unpaired", "apo_down", "apo_zero", "bco_pair", "di
                   "exo_pair", "hinge", "ipo", "nca_pair", "robust", "sigmoid", "sigmoid_norm",
                   "sppo_hard")
 # built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
-REWARD_RULE_KINDS = ("exact_match", "length_penalty", "math_verify", "regex")
+REWARD_RULE_KINDS = ("environment", "exact_match", "length_penalty", "math_verify", "regex")
+# `kind: environment`: the episode's environment reward; `params.credit` where the learner
+# puts each turn's reward (services/reward/rules/environment.py, docs/trajectories.md)
+ENVIRONMENT_REWARD_KIND = "environment"
+ENVIRONMENT_CREDITS = ("turn", "episode")
+
+
+def turn_credited_components(components) -> tuple[str, ...]:
+    """Names of the `environment` components whose turn rewards the learner credits per turn
+    (`params.credit: turn`, the default)."""
+    return tuple(c.name for c in components if c.kind == ENVIRONMENT_REWARD_KIND
+                 and c.params.get("credit", "turn") == "turn")
 EXTERNAL_REWARD_KIND = "external"
 # the learned reward model (meshrl/config/reward_model.py): an external service that
 # `meshrl train` starts itself from the run's `reward_model` section

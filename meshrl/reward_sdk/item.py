@@ -25,6 +25,9 @@ class Item:
     truncated: bool = False
     component: str = ""  # the run config's component name this call is for
     run_id: str = ""
+    # a multi-turn episode after the prompt ([{"role": "assistant" | "tool", "content"}]);
+    # `response` is then the whole episode rendered. Empty for a single-turn response.
+    episode: list[dict[str, str]] = field(default_factory=list)
 
 
 def _json(text: str, name: str, item_id: str, empty: Any) -> Any:
@@ -44,4 +47,5 @@ def from_proto(it: reward_pb2.ScoreItem, request: reward_pb2.ScoreRequest) -> It
         ground_truth=_json(it.ground_truth_json, "ground_truth_json", it.id, None),
         data_source=it.data_source, extra=_json(it.extra_json, "extra_json", it.id, {}),
         response_tokens=it.response_tokens, finish_reason=FINISH_REASONS.get(it.finish_reason, ""),
-        truncated=it.truncated, component=request.component, run_id=request.run_id)
+        truncated=it.truncated, component=request.component, run_id=request.run_id,
+        episode=[{"role": m.role, "content": m.content} for m in it.episode])

@@ -61,6 +61,7 @@ class Gatherer:
         self.stall_timeout_s = stall_timeout_s
         self.seen: set[str] = set()
         self.totals: Counter = Counter()
+        self.rollout_dropped = 0  # groups the rollout gave up on (Group.drop_reason), all reasons
         self.outage = OutageClock()
 
     async def _drop(self, msg, reason: str, step_groups: StepGroups, detail: str = "") -> None:
@@ -143,6 +144,7 @@ class Gatherer:
         if verdict.reason != "stale" and not group.drop_reason:  # neither was scored
             self._scored(verdict.reason != "failed_reward")
         if not verdict.keep:
+            self.rollout_dropped += bool(group.drop_reason)
             return await self._drop(msg, verdict.reason, out, verdict.detail)
         drawn = len(out.groups) + sum(out.dropped.values())
         if self.cfg.algorithm.dynamic_sampling and not has_signal(group) and drawn < budget:

@@ -24,6 +24,7 @@ from meshrl.algos.batch import RolloutBatch
 from meshrl.transport.bus.codec import unpack_float32, unpack_int32, unpack_uint8
 from meshrl.api.common.v1 import common_pb2
 from meshrl.services.learner.group_checks import malformed
+from meshrl.services.learner.turn_credit import turn_reward_matrix
 
 
 @dataclass
@@ -67,20 +68,17 @@ def check_group(group: common_pb2.Group, *, current_version: int, max_staleness:
     return Verdict(True)
 
 
-def model_token_count(sample: common_pb2.Sample) -> int:
-    """The tokens the model wrote: the response less an episode's observation tokens."""
-    mask = unpack_uint8(sample.loss_mask)
-    return int(mask.sum()) if mask.size else len(sample.response_token_ids) // 4  # int32 ids
-
-
 def has_signal(group: common_pb2.Group) -> bool:
     """DAPO's dynamic sampling keeps only groups whose rewards are not all equal."""
     rewards = group_rewards(group)
     return bool(rewards.size) and not np.all(rewards == rewards[0])
 
 
-def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool) -> RolloutBatch:
-    """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given."""
+def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool,
+                    turn_credit: tuple[str, ...] = ()) -> RolloutBatch:
+    """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given.
+    `turn_credit`: the environment components whose turn rewards go to their turns
+    (`turn_credit.py`; the batch's `turn_rewards`)."""
     prompts, responses, behaviour, ref, rewards, gids, versions = [], [], [], [], [], [], []
     loss_masks = []
     for gi, group in enumerate(groups):
@@ -102,7 +100,8 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
         policy_versions=torch.tensor(versions, dtype=torch.int64, device="cpu"),
         loss_masks=loss_masks if any(m.size for m in loss_masks) else None,
     )
-    batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups))
+    batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups),
+                                turn_rewards=turn_reward_matrix(groups, turn_credit, batch.response_len))
     table = reward_component_table(groups)
     if table is None:
         return batch

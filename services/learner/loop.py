@@ -34,6 +34,7 @@ from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, ScoringUnavailable, StepGroups
+from meshrl.config.parts import turn_credited_components
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthProbe, StepEvaluation, TrainStep,
@@ -100,7 +101,8 @@ class Learner:
         gathered = await self.gather_unless_stopped()
         if gathered is None:
             return None
-        batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref)
+        batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref,
+                                turn_credit=turn_credited_components(self.cfg.reward.components))
         t_train = time.perf_counter()
         with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
             metrics = await in_trainer_thread(self.train_step, batch, step)
@@ -112,6 +114,7 @@ class Learner:
         metrics.update(rollout_metrics(gathered.groups, version=self.version, trained_total=len(self.trained_ids)))
         metrics.update(await queue_depths(self.gatherer.bus))
         metrics.update(step_times(gathered, step_s=time.perf_counter() - t0, dropped=self.gatherer.totals))
+        metrics["groups/rollout_dropped_total"] = float(self.gatherer.rollout_dropped)
         return with_derived(metrics)
 
     async def gather_unless_stopped(self) -> StepGroups | None:
@@ -194,6 +197,7 @@ class Learner:
         """The loop's part of a checkpoint (JSON): enough to continue without loss or repeat."""
         return {"step": self.step, "policy_version": self.version, "feeder": self.feeder.state_dict(),
                 "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals),
+                "rollout_dropped": self.gatherer.rollout_dropped,
                 **controller_state(self.train_step)}  # the adaptive KL coefficient
 
     def restore(self, saved: dict) -> None:
@@ -204,6 +208,7 @@ class Learner:
         self.feeder.trained = len(self.trained_ids)
         self.gatherer.seen.update(self.trained_ids)  # a redelivered old group is not retrained
         self.gatherer.totals.update(saved["dropped"])
+        self.gatherer.rollout_dropped = int(saved.get("rollout_dropped", 0))  # older checkpoints: none
         restore_controller(self.train_step, saved)
         self.state.step, self.state.groups_trained = self.step, len(self.trained_ids)
 

@@ -14,7 +14,7 @@ import psutil
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
-from meshrl.services.learner.groups import model_token_count
+from meshrl.episodes import model_token_count
 
 OK = common_pb2.SCORE_STATUS_OK
 

@@ -5,8 +5,9 @@ log-probs of its response (packed float32, one per response token), `has_ref_log
 is set, a `reference` StageTiming is appended, and the group is published on `ready` with
 the group id as message id (a redelivered group is deduplicated by JetStream). The bus acks
 the `scored` message only after the handler returned, i.e. after the publish: a crash in
-between redelivers, never loses. `on_group(group)` is called after each publish (metrics;
-see instruments.py).
+between redelivers, never loses. A group the rollout dropped (`Group.drop_reason`) is
+passed on without log-probs: the learner records it as dropped. `on_group(group)` is
+called after each publish (metrics; see instruments.py).
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ class ReferenceWorker:
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
         with group_span("reference.logprobs", group.group_id, headers=ctx.headers if ctx else None,
                         policy_version=group.policy_version):
-            await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
+            if not group.drop_reason:  # the rollout gave up on it: passed on as it is
+                await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
         self.groups_done += 1
         self.on_group(group)

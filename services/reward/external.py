@@ -33,14 +33,16 @@ PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIM
 
 
 def to_score_item(it: RewardItem) -> reward_pb2.ScoreItem:
-    """The mesh's item in the standalone contract's terms (docs/reward-services.md)."""
+    """The mesh's item in the standalone contract's terms (docs/reward-services.md); an
+    episode goes whole: `response` the rendered episode, `episode` its turns."""
     # An item made without the row's JSON (a test, an older task) still sends valid JSON.
     truth = it.ground_truth_json or (json.dumps(it.ground_truth) if it.ground_truth else "")
     return reward_pb2.ScoreItem(
-        id=it.id, prompt=it.prompt, response=it.response, ground_truth_json=truth,
+        id=it.id, prompt=it.prompt, response=it.episode_text or it.response, ground_truth_json=truth,
         data_source=it.data_source, extra_json=it.extra_json or "{}",
         prompt_messages=[reward_pb2.ChatMessage(role=r, content=c) for r, c in it.prompt_messages],
         response_tokens=it.num_tokens, finish_reason=it.finish_reason, truncated=it.truncated,
+        episode=[reward_pb2.ChatMessage(role=r, content=c) for r, c in it.episode],
     )
 
 

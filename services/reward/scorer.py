@@ -8,13 +8,11 @@ even when some components failed — failures are visible per component and as a
 not by leaving the group unscored.
 """
 from meshrl.api.common.v1 import common_pb2
+from meshrl.episodes import episode_messages, final_text, model_token_count, rendered_episode
 from meshrl.services.reward.combine import fill_samples
 from meshrl.services.reward.components import Component, score_all
 from meshrl.services.reward.failure_policy import apply_policies
 from meshrl.services.reward.types import ComponentScore, RewardItem
-
-INT32_BYTES = 4
-
 
 def scored_samples(group: common_pb2.Group) -> list[common_pb2.Sample]:
     """The group's samples, then its greedy sample when the rollout made one (ReMax's
@@ -24,21 +22,27 @@ def scored_samples(group: common_pb2.Group) -> list[common_pb2.Sample]:
 
 
 def group_items(group: common_pb2.Group) -> list[RewardItem]:
+    """One item per sample. A multi-turn episode is scored whole: rules read its final turn
+    (`response`), external services the rendered episode; lengths count the model's tokens;
+    the environment's reward rides along for the `environment` component."""
     task = group.task
     return [
         RewardItem(
             id=f"{group.group_id}/{s.index}",
-            response=s.response_text,
+            response=final_text(s),
             ground_truth=task.ground_truth,
             prompt=task.prompt_text,
             data_source=task.data_source,
-            num_tokens=len(s.response_token_ids) // INT32_BYTES,
+            num_tokens=model_token_count(s),
             truncated=s.finish_reason == common_pb2.FINISH_REASON_LENGTH,
             metadata=dict(task.metadata),
             ground_truth_json=task.ground_truth_json,
             prompt_messages=tuple((m.role, m.content) for m in task.prompt_messages),
             finish_reason=s.finish_reason,
             extra_json=task.extra_json,
+            episode_text=rendered_episode(s) if s.turns else "",
+            episode=episode_messages(s),
+            env_reward=s.env_reward if s.has_env_reward else None,
         )
         for s in scored_samples(group)
     ]

@@ -37,13 +37,20 @@ def rules_text(item: reward_pb2.ScoreItem) -> str:
     return value if isinstance(value, str) else item.ground_truth_json
 
 
+def final_turn(item: reward_pb2.ScoreItem) -> str:
+    """What rules check: an episode's last model turn; a single-turn item's response."""
+    turns = [m.content for m in item.episode if m.role == "assistant"]
+    return turns[-1] if turns else item.response
+
+
 def from_score_item(item: reward_pb2.ScoreItem) -> RewardItem:
     return RewardItem(
-        id=item.id, response=item.response, ground_truth=rules_text(item), prompt=item.prompt,
+        id=item.id, response=final_turn(item), ground_truth=rules_text(item), prompt=item.prompt,
         data_source=item.data_source, num_tokens=item.response_tokens, truncated=item.truncated,
         ground_truth_json=item.ground_truth_json, finish_reason=item.finish_reason,
         prompt_messages=tuple((m.role, m.content) for m in item.prompt_messages),
-        extra_json=item.extra_json)
+        extra_json=item.extra_json, episode=tuple((m.role, m.content) for m in item.episode),
+        episode_text=item.response if item.episode else "")
 
 
 def to_result(id: str, s: ItemScore) -> reward_pb2.ScoreResult:

@@ -34,6 +34,12 @@ class RewardItem:
     prompt_messages: tuple[tuple[str, str], ...] = ()  # (role, content) before the chat template
     finish_reason: int = 0  # meshrl.common.v1.FinishReason (same numbers as reward.v1's)
     extra_json: str = ""  # the dataset row's extra_info as JSON
+    # A multi-turn episode (meshrl/episodes.py): `response` is then the model's final turn
+    # (what rules check) and `num_tokens` its own tokens; `episode_text` the whole episode as
+    # the model saw it and `episode` its turns and observations (what external services get).
+    episode_text: str = ""
+    episode: tuple[tuple[str, str], ...] = ()  # ("assistant" | "tool", content) after the prompt
+    env_reward: float | None = None  # the environment's reward for the episode; None: none given
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Consumes `meshrl.<run>.generated` with the durable `reward` (shared by all rewar
 replicas, so groups are spread across them), scores every sample of the group in one batch
 per component (rules and external services concurrently), sets `group.scored`, appends a
 `StageTiming("reward", replica)` and publishes with `msg_id = group_id` (JetStream drops a
-redelivered duplicate). The bus acks only after the handler returns, i.e. after the
+redelivered duplicate). A group the rollout dropped (`Group.drop_reason`, e.g. its
+environment failed) is passed on unscored, for the learner to record in its ledger. The bus acks only after the handler returns, i.e. after the
 publish: a crash mid-group means a redelivery, never a lost group.
 
 Where it goes: `scored` when `RunConfig.reference_enabled` (the reference adds log-probs
@@ -47,7 +48,8 @@ class RewardWorker:
                         policy_version=group.policy_version):
             start = time.time()
             try:
-                await self.scorer.score_group(group)
+                if not group.drop_reason:  # the rollout gave up on it: passed on unscored
+                    await self.scorer.score_group(group)
             except StopRun as err:  # nak'ed by the bus (raised on): a resumed run scores it again
                 self.stop_run = self.stop_run or err
                 self.stop_requested.set()

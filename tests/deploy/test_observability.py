@@ -47,7 +47,7 @@ STEP_KEYS = ["advantages/mean", "approx_kl", "clip_ratio/dual", "clip_ratio/high
              "completions/min_length", "entropy", "grad_norm", "groups/trained_total", "kl", "loss", "lr",
              "memory/rss_bytes", "mismatch_kl", "perf/throughput", "perf/tokens", "reward", "reward/max", "reward/min",
              "reward/math", "reward/math_failed", "staleness/mean", "time", "time/forward", "time/step", "time/train",
-             "weights_version", "queue/generate", "groups/dropped_stale"]
+             "weights_version", "queue/generate", "groups/dropped_stale", "groups/rollout_dropped_total"]
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,9 @@ Top to bottom, for a batch of B sampled responses and step number s:
    old log-probs π_old (and critic values V_old if the estimator `needs_values`) — see
    "Old log-probs" below for when this pass is skipped;
    KL k(π_old, π_ref) — subtracted from the reward per token (`kl_in: reward`,
-   token_rewards = −kl_coef·k) or kept for the loss (`kl_in: loss`); DAPO overlong shaping;
+   token_rewards = −kl_coef·k) or kept for the loss (`kl_in: loss`); an episode's
+   turn-credited environment rewards, moved from its end to the turns that earned them
+   (token_rewards += turn_rewards, the episode reward less their sum); DAPO overlong shaping;
    advantages from the registered estimator; rollout-correction weights w from the
    engine's behaviour log-probs.
 3. for ppo_epochs × mini_batches (optimizer steps), over micro-batches with gradient
@@ -168,6 +170,7 @@ class TrainStep:
         check_finite("rewards", batch.rewards, batch.group_ids, step)
         check_finite("behaviour_logprobs", batch.behaviour_logprobs, batch.group_ids, step)
         check_finite("ref_logprobs", batch.ref_logprobs, batch.group_ids, step)
+        check_finite("turn_rewards", batch.turn_rewards, batch.group_ids, step)
         if self.algo.kl_coef > 0 and batch.ref_logprobs is None:
             raise ValueError(f"algorithm.kl_coef={self.algo.kl_coef} needs batch.ref_logprobs "
                              f"(the reference service's per-token log-probs); enable the "
@@ -190,9 +193,9 @@ class TrainStep:
         if old is not None:
             check_finite("old_logprobs", old, batch.group_ids, step)
         with timer("algo"):
-            token_rewards = self.kl_reward_penalty(batch, old, sums)
+            rewards, token_rewards = self.credited_rewards(batch, self.kl_reward_penalty(batch, old, sums))
             result = self.estimator(
-                rewards=self.shaped_rewards(batch), response_mask=batch.loss_mask,
+                rewards=rewards, response_mask=batch.loss_mask,
                 group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
                 gamma=self.algo.gamma, lam=self.algo.lam,
                 norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
@@ -256,6 +259,16 @@ class TrainStep:
         max_tokens = self.max_response_len or batch.response_len
         return batch.rewards + overlong_penalty(batch.response_lengths(), max_tokens,
                                                 overlong.buffer_len, overlong.penalty_factor)
+
+    def credited_rewards(self, batch: RolloutBatch, kl_tokens: torch.Tensor | None):
+        """(per-episode rewards, per-token rewards or None) for the estimator: the (shaped)
+        reward, less the environment's turn rewards, which go in per token at the turns that
+        earned them (services/learner/turn_credit.py), beside any KL penalty."""
+        rewards, turns = self.shaped_rewards(batch), batch.turn_rewards
+        if turns is None:
+            return rewards, kl_tokens
+        turns = turns * batch.loss_mask
+        return rewards - turns.sum(dim=-1), turns if kl_tokens is None else kl_tokens + turns
 
     def correction_weights(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
         """Truncated-IS weights π_old/μ (or None without behaviour log-probs)."""

@@ -78,11 +78,12 @@ class StopAfter:
 
 
 async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str | None = None,
-                   during=None, rollout=seeded_rollout, before=None):
+                   during=None, rollout=seeded_rollout, before=None, on_built=None):
     """One learner 'process': its own run id, bus, state and model; returns (loop, state).
     `before(bus)` runs once the run's streams exist (e.g. to leave what a dead learner left);
     `during(bus, state)`, when given, runs beside the loop (e.g. to resume a paused run);
-    `rollout(bus)` answers the prompts (default: `seeded_rollout`)."""
+    `rollout(bus)` answers the prompts (default: `seeded_rollout`); `on_built(loop)` sees the
+    loop before it runs (e.g. to add a Prometheus logger, as the service's main does)."""
     run_id = f"t{uuid.uuid4().hex[:12]}"
     Path(cfg.run.dir).mkdir(exist_ok=True)
     bus = await Bus.connect(nats_url, run_id, name="test")
@@ -95,6 +96,8 @@ async def run_once(cfg, nats_url, *, stop_after: int | None = None, resume: str 
         built = await online(cfg, bus, run_id, state, resume=resume)
         if stop_after is not None:
             built.loop.logger = StopAfter(built.loop.logger, state, stop_after)
+        if on_built is not None:
+            on_built(built.loop)
         side = asyncio.create_task(during(bus, state)) if during else None
         await asyncio.wait_for(built.loop.run(), timeout=180)
         if side is not None:

@@ -78,6 +78,22 @@ async def test_scored_group_arrives_on_ready(nats_url, run_id, tiny_scorer):
         await bus.close()
 
 
+async def test_a_group_the_rollout_dropped_passes_through_without_log_probs(nats_url, run_id, tiny_scorer):
+    bus = await Bus.connect(nats_url, run_id, name="test")
+    worker = ReferenceWorker(bus, tiny_scorer, "reference-0")
+    try:
+        await bus.ensure_streams()
+        group = make_group(run_id, "g-2")
+        group.drop_reason = "env_error: the environment answered INTERNAL"
+        group.samples[1].response_token_ids = b""  # a half-finished episode: nothing to score
+        await worker.handle(group)
+        got = await pull_one(bus, timeout_s=10)
+        assert got.drop_reason == group.drop_reason and not got.has_ref_logprobs
+        assert all(not s.ref_logprobs for s in got.samples)
+    finally:
+        await bus.close()
+
+
 @pytest.fixture
 def config_file(tmp_path, tiny_model_dir):
     cfg = load_config(base={"model": {"path": str(tiny_model_dir)}, "data": {"train": "x.jsonl"},

@@ -11,7 +11,7 @@ from meshrl.reward_sdk import Item, start
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
-from meshrl.transport.bus.codec import pack_int32
+from meshrl.transport.bus.codec import pack_int32, pack_uint8
 
 ROW = {"prompt": [{"role": "user", "content": "Two primes?"}], "reward_model": {"ground_truth": ["2", "3"]},
        "data_source": "primes", "extra_info": {"rubric": "both", "level": 2}}
@@ -50,4 +50,37 @@ async def test_row_fields_reach_the_external_service(bus):
     assert item.messages == [{"role": "user", "content": "Two primes?"}] and item.data_source == "primes"
     assert (item.response_tokens, item.finish_reason, item.truncated) == (3, "stop", False)
     assert item.component == "judge" and item.run_id == bus.run_id
+    assert got.message.samples[0].reward == 1.0
+
+
+async def test_an_episode_reaches_the_external_service_whole(bus):
+    """A multi-turn episode: the service gets the rendered episode as `response`, its turns and
+    observations as `episode`, and the model's own token count."""
+    seen: list[Item] = []
+
+    def judge(item: Item) -> float:
+        seen.append(item)
+        return float(item.episode[-1]["content"].endswith("5"))
+
+    server, port = await start(judge, host="127.0.0.1")
+    episode = group(bus.run_id)
+    sample = episode.samples[0]
+    sample.response_text = "call add(2,3)<tool>5</tool>it is 5"
+    sample.response_token_ids = pack_int32([5, 6, 7, 8, 9])
+    sample.loss_mask = pack_uint8([1, 1, 0, 0, 1])
+    sample.turns.add(index=0, token_start=0, token_end=2, observation_end=4, text="call add(2,3)",
+                     observation_text="<tool>5</tool>")
+    sample.turns.add(index=1, token_start=4, token_end=5, text="it is 5")
+    comps = build_components([C(name="judge", kind="external", address=f"127.0.0.1:{port}", timeout_s=5)], bus.run_id)
+    try:
+        await RewardWorker(bus, GroupScorer(comps), False, "reward-test").handle(episode)
+        (got,) = await bus.pull("ready", "learner", max_msgs=1, timeout=20)
+        await got.ack()
+    finally:
+        await server.stop(0)
+    (item,) = seen
+    assert item.response == "call add(2,3)<tool>5</tool>it is 5" and item.response_tokens == 3
+    assert item.episode == [{"role": "assistant", "content": "call add(2,3)"},
+                            {"role": "tool", "content": "<tool>5</tool>"},
+                            {"role": "assistant", "content": "it is 5"}]
     assert got.message.samples[0].reward == 1.0

@@ -80,3 +80,17 @@ async def test_failed_component_reaches_learner_as_nan_with_status(bus):
     assert sample.reward_components[0].status == common_pb2.SCORE_STATUS_OK
     assert sample.reward_components[1].status in (common_pb2.SCORE_STATUS_ERROR, common_pb2.SCORE_STATUS_TIMEOUT)
     assert "127.0.0.1:1" in sample.reward_components[1].error
+
+
+async def test_a_group_the_rollout_dropped_is_passed_on_unscored(bus):
+    """Its environment failed: no component is called (the external one would fail: nothing
+    listens), the group goes on as it came for the learner's ledger."""
+    comps = build_components([C(name="judge", kind="external", address="127.0.0.1:1", timeout_s=0.5)], bus.run_id)
+    worker = RewardWorker(bus, GroupScorer(comps), False, "reward-test")
+    group = make_group(bus.run_id, "g3")
+    group.drop_reason = "env_timeout: episode g3/1 Step turn 2 exceeded 10 s"
+    await worker.handle(group)
+    (got,) = await bus.pull("ready", "learner", max_msgs=1, timeout=5)
+    await got.ack()
+    assert got.message.drop_reason == group.drop_reason and not got.message.scored
+    assert all(not s.reward_components for s in got.message.samples)

@@ -170,3 +170,25 @@ def test_reward_outage_fires_after_after_s_of_failures_only_and_clears_on_a_scor
     assert eng.poll() == []
     clock.t = 131.0
     assert [a.rule for a in eng.poll()] == ["reward_outage"]
+
+
+def test_env_drop_rate_over_the_window_of_arrived_groups():
+    eng = engine("env_drop_rate", env_drop_rate={"max_fraction": 0.25, "window": 2, "min_groups": 4})
+    totals = [(0, 2), (1, 4), (3, 5), (6, 6), (6, 10), (6, 14)]  # (rollout-dropped, trained) totals
+    per_step = [eng.observe(step, {"groups/rollout_dropped_total": d, "groups/trained_total": t})
+                for step, (d, t) in enumerate(totals, start=1)]
+    # window of 2 steps: step 2: 1 of 4 (25%, not above); step 3: 3 of 6 since step 1 → 50% fires;
+    # step 4: 5 of 7 (still active, no new alert); step 5: 3 of 8 = 37.5% (active);
+    # step 6: 0 of 8 clears
+    assert fired_at(per_step) == [3]
+    alert = per_step[2][0]
+    assert alert.message.startswith("3 of 6 groups (50%) in the last 2 steps were dropped by the rollout (> 25%)")
+    assert alert.values == {"dropped": 3.0, "groups": 6.0, "max_fraction": 0.25}
+    assert eng.observe(7, {"groups/rollout_dropped_total": 12, "groups/trained_total": 15}) != []  # 6 of 7 again
+
+
+def test_env_drop_rate_waits_for_min_groups_and_for_its_metrics():
+    eng = engine("env_drop_rate", env_drop_rate={"window": 5, "min_groups": 4})
+    assert eng.observe(1, {"groups/rollout_dropped_total": 2, "groups/trained_total": 1}) == []  # 3 < 4
+    assert eng.observe(2, {"reward": 0.5}) == []  # a row without the totals: nothing judged
+    assert eng.observe(3, {"groups/rollout_dropped_total": 3, "groups/trained_total": 1})[0].rule == "env_drop_rate"

@@ -27,7 +27,7 @@ CASES = [
     ("reward-kind-typo", ["reward.components=[{name: m, kind: math_verfy}]"],
      ["reward.components.0.kind", "'math_verfy'", "did you mean 'math_verify'?", "external"]),
     ("reward-kind-unknown", ["reward.components=[{name: m, kind: bleu}]"],
-     ["reward component kind", "Valid: exact_match, external, length_penalty, math_verify, regex"]),
+     ["reward component kind", "Valid: environment, exact_match, external, length_penalty, math_verify, regex"]),
     ("alert-rule-typo", ["alerts.kl_hihg.max_kl=1"],
      ["alerts.kl_hihg: unknown key", "did you mean 'kl_high'?", "allowed here:"]),
     ("section-key-typo", ["learner.stpes=3"], ["learner.stpes: unknown key", "did you mean 'steps'?"]),

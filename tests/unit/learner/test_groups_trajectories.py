@@ -149,3 +149,44 @@ def test_step_metrics_count_the_models_tokens_and_the_forward_reads_all():
     metrics = rollout_metrics([episode_group()], version=3, trained_total=0)
     assert metrics["completions/max_length"] == 5  # 3 + 2 model tokens, not the 7 of the response
     assert metrics["perf/tokens"] == 2 * (3 + 7)  # the forward reads prompt and observations too
+
+
+def rewarded_group(env_status=common_pb2.SCORE_STATUS_OK) -> common_pb2.Group:
+    """The sound episode scored by `env` (weight 2, turn rewards 0.25 and 0.5: 0.75) and
+    `correct` (weight 1, 1.0): Sample.reward = 2·0.75 + 1 = 2.5."""
+    group = episode_group()
+    for sample in group.samples:
+        sample.turns[0].reward, sample.turns[1].reward = 0.25, 0.5
+        sample.reward = 2.5
+        sample.reward_components.add(name="env", value=0.75, weight=2.0, status=env_status)
+        sample.reward_components.add(name="correct", value=1.0, weight=1.0, status=common_pb2.SCORE_STATUS_OK)
+    return group
+
+
+def test_turn_credited_rewards_sit_at_each_turns_last_model_token():
+    batch = groups_to_batch([rewarded_group()], pad_id=0, need_ref=True, turn_credit=("env",))
+    # turn 0 ends at token 2 (w·0.25 = 0.5), turn 1 at token 6 (w·0.5 = 1.0)
+    assert batch.turn_rewards.tolist() == [[0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]] * 2
+    assert batch.rewards.tolist() == [2.5, 2.5]  # the episode's total stays the reward
+
+
+@pytest.mark.parametrize("credit, status", [((), common_pb2.SCORE_STATUS_OK),
+                                            (("correct",), common_pb2.SCORE_STATUS_OK),
+                                            (("env",), common_pb2.SCORE_STATUS_ERROR)])
+def test_no_turn_credit_without_a_credited_component_that_scored(credit, status):
+    """Nothing credited, a component that is not the environment's (its turns carry no
+    reward of its own), or an environment score that failed: everything stays at the end."""
+    group = rewarded_group(env_status=status)
+    if credit == ("correct",):
+        for sample in group.samples:
+            for turn in sample.turns:
+                turn.ClearField("reward")
+    assert groups_to_batch([group], pad_id=0, need_ref=True, turn_credit=credit).turn_rewards is None
+
+
+def test_a_turn_reward_of_a_turn_without_model_tokens_goes_to_the_first_model_token():
+    group = rewarded_group()
+    group.samples[0].turns[0].token_end = 0  # an empty turn 0: [0, 0)
+    group.samples[0].turns[0].observation_end = 0
+    batch = groups_to_batch([group], pad_id=0, need_ref=False, turn_credit=("env",))
+    assert batch.turn_rewards[0].tolist() == [0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]

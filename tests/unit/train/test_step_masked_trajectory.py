@@ -9,8 +9,12 @@ are the model's input (attended to) but never its output. Two things must hold:
 - the step's gradient equals the one computed by hand from the model tokens alone: each
   episode run through the model on its own (no padding, no batch), log-probs gathered at
   its model tokens only, GRPO's advantage times their sum, over the count of model tokens.
+
+And an environment's turn rewards are credited to the turns that earned them by per-token
+estimators, while one-score-per-episode estimators see the episode's total unchanged.
 """
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from torch import nn
 
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
+from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.unit.train.helpers import VOCAB, build_tiny_llama, weights_of
@@ -172,3 +177,34 @@ def test_the_step_is_the_hand_computed_step_on_model_tokens():
         torch.testing.assert_close(seen[name], grad, atol=1e-6, rtol=1e-4, msg=name)
     assert metrics["grad_norm"] == pytest.approx(
         torch.linalg.vector_norm(torch.stack([g.norm() for g in expected.values()])).item(), rel=1e-4)
+
+
+def credited_batch() -> RolloutBatch:
+    """Episode 0's reward 1.0 holds an environment's turn rewards 0.25 (turn 0, ending at
+    token 2) and 0.5 (turn 1, ending at token 7); the other 0.25 came at the episode's end."""
+    batch = holey_batch()
+    turns = torch.zeros_like(batch.loss_mask)
+    turns[0, 2], turns[0, 7] = 0.25, 0.5
+    return dataclasses.replace(batch, turn_rewards=turns)
+
+
+def prepared(batch, **algo):
+    step = make_step(build_tiny_llama(seed=5), kl_coef=0.0, **algo)
+    return step.prepare(batch, 0, Timer(torch.device("cpu")), MetricSums())
+
+
+def test_turn_rewards_are_credited_to_their_turns_by_per_token_estimators():
+    """reinforce_plus_plus, γ = 1: returns are rewards-to-go over model tokens. Turn 0's tokens
+    see 0.25 + 0.5 + 0.25 = 1.0; turn 1's only 0.5 + 0.25 = 0.75 (turn 0's reward is behind
+    them). Without per-turn credit every token of the episode sees 1.0."""
+    credited = prepared(credited_batch(), advantage_estimator="reinforce_plus_plus")
+    plain = prepared(holey_batch(), advantage_estimator="reinforce_plus_plus")
+    assert credited.returns[0].tolist() == pytest.approx([1.0, 1.0, 1.0, 0, 0, 0, 0.75, 0.75])
+    assert plain.returns[0].tolist() == pytest.approx([1.0, 1.0, 1.0, 0, 0, 0, 1.0, 1.0])
+    assert torch.equal(credited.returns[1:], plain.returns[1:])
+
+
+def test_estimators_of_one_score_per_episode_see_the_same_total():
+    credited = prepared(credited_batch(), advantage_estimator="grpo")
+    plain = prepared(holey_batch(), advantage_estimator="grpo")
+    torch.testing.assert_close(credited.advantages, plain.advantages, atol=1e-6, rtol=0)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmeshrl/reward/v1/reward.proto\x12\x10meshrl.reward.v1\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\xa8\x02\n\tScoreItem\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08response\x18\x03 \x01(\t\x12\x19\n\x11ground_truth_json\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x05 \x01(\t\x12\x36\n\x0fprompt_messages\x18\x07 \x03(\x0b\x32\x1d.meshrl.reward.v1.ChatMessage\x12\x17\n\x0fresponse_tokens\x18\x08 \x01(\r\x12\x35\n\rfinish_reason\x18\t \x01(\x0e\x32\x1e.meshrl.reward.v1.FinishReason\x12\x11\n\ttruncated\x18\n \x01(\x08\x12\x12\n\nextra_json\x18\x0b \x01(\tJ\x04\x08\x06\x10\x07R\x08metadata\"]\n\x0cScoreRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12*\n\x05items\x18\x03 \x03(\x0b\x32\x1b.meshrl.reward.v1.ScoreItem\"\xd3\x01\n\x0bScoreResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x1d.meshrl.reward.v1.ScoreStatus\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12;\n\x07\x64\x65tails\x18\x05 \x03(\x0b\x32*.meshrl.reward.v1.ScoreResult.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\rScoreResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.meshrl.reward.v1.ScoreResult*r\n\x0bScoreStatus\x12\x1c\n\x18SCORE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSCORE_STATUS_OK\x10\x01\x12\x16\n\x12SCORE_STATUS_ERROR\x10\x02\x12\x18\n\x14SCORE_STATUS_TIMEOUT\x10\x03*x\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x17\n\x13\x46INISH_REASON_ABORT\x10\x03\x32Y\n\rRewardService\x12H\n\x05Score\x12\x1e.meshrl.reward.v1.ScoreRequest\x1a\x1f.meshrl.reward.v1.ScoreResponseBs\n\x14\x64\x65v.meshrl.reward.v1B\x0bRewardProtoP\x01Z9github.com/meshrl/meshrl/gen/go/meshrl/reward/v1;rewardv1\xaa\x02\x10Meshrl.Reward.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmeshrl/reward/v1/reward.proto\x12\x10meshrl.reward.v1\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\xd8\x02\n\tScoreItem\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x10\n\x08response\x18\x03 \x01(\t\x12\x19\n\x11ground_truth_json\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x05 \x01(\t\x12\x36\n\x0fprompt_messages\x18\x07 \x03(\x0b\x32\x1d.meshrl.reward.v1.ChatMessage\x12\x17\n\x0fresponse_tokens\x18\x08 \x01(\r\x12\x35\n\rfinish_reason\x18\t \x01(\x0e\x32\x1e.meshrl.reward.v1.FinishReason\x12\x11\n\ttruncated\x18\n \x01(\x08\x12\x12\n\nextra_json\x18\x0b \x01(\t\x12.\n\x07\x65pisode\x18\x0c \x03(\x0b\x32\x1d.meshrl.reward.v1.ChatMessageJ\x04\x08\x06\x10\x07R\x08metadata\"]\n\x0cScoreRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12*\n\x05items\x18\x03 \x03(\x0b\x32\x1b.meshrl.reward.v1.ScoreItem\"\xd3\x01\n\x0bScoreResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x1d.meshrl.reward.v1.ScoreStatus\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12;\n\x07\x64\x65tails\x18\x05 \x03(\x0b\x32*.meshrl.reward.v1.ScoreResult.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\rScoreResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.meshrl.reward.v1.ScoreResult*r\n\x0bScoreStatus\x12\x1c\n\x18SCORE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSCORE_STATUS_OK\x10\x01\x12\x16\n\x12SCORE_STATUS_ERROR\x10\x02\x12\x18\n\x14SCORE_STATUS_TIMEOUT\x10\x03*x\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x17\n\x13\x46INISH_REASON_ABORT\x10\x03\x32Y\n\rRewardService\x12H\n\x05Score\x12\x1e.meshrl.reward.v1.ScoreRequest\x1a\x1f.meshrl.reward.v1.ScoreResponseBs\n\x14\x64\x65v.meshrl.reward.v1B\x0bRewardProtoP\x01Z9github.com/meshrl/meshrl/gen/go/meshrl/reward/v1;rewardv1\xaa\x02\x10Meshrl.Reward.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,22 +34,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.meshrl.reward.v1B\013RewardProtoP\001Z9github.com/meshrl/meshrl/gen/go/meshrl/reward/v1;rewardv1\252\002\020Meshrl.Reward.V1'
   _globals['_SCORERESULT_DETAILSENTRY']._loaded_options = None
   _globals['_SCORERESULT_DETAILSENTRY']._serialized_options = b'8\001'
-  _globals['_SCORESTATUS']._serialized_start=770
-  _globals['_SCORESTATUS']._serialized_end=884
-  _globals['_FINISHREASON']._serialized_start=886
-  _globals['_FINISHREASON']._serialized_end=1006
+  _globals['_SCORESTATUS']._serialized_start=818
+  _globals['_SCORESTATUS']._serialized_end=932
+  _globals['_FINISHREASON']._serialized_start=934
+  _globals['_FINISHREASON']._serialized_end=1054
   _globals['_CHATMESSAGE']._serialized_start=51
   _globals['_CHATMESSAGE']._serialized_end=95
   _globals['_SCOREITEM']._serialized_start=98
-  _globals['_SCOREITEM']._serialized_end=394
-  _globals['_SCOREREQUEST']._serialized_start=396
-  _globals['_SCOREREQUEST']._serialized_end=489
-  _globals['_SCORERESULT']._serialized_start=492
-  _globals['_SCORERESULT']._serialized_end=703
-  _globals['_SCORERESULT_DETAILSENTRY']._serialized_start=657
-  _globals['_SCORERESULT_DETAILSENTRY']._serialized_end=703
-  _globals['_SCORERESPONSE']._serialized_start=705
-  _globals['_SCORERESPONSE']._serialized_end=768
-  _globals['_REWARDSERVICE']._serialized_start=1008
-  _globals['_REWARDSERVICE']._serialized_end=1097
+  _globals['_SCOREITEM']._serialized_end=442
+  _globals['_SCOREREQUEST']._serialized_start=444
+  _globals['_SCOREREQUEST']._serialized_end=537
+  _globals['_SCORERESULT']._serialized_start=540
+  _globals['_SCORERESULT']._serialized_end=751
+  _globals['_SCORERESULT_DETAILSENTRY']._serialized_start=705
+  _globals['_SCORERESULT_DETAILSENTRY']._serialized_end=751
+  _globals['_SCORERESPONSE']._serialized_start=753
+  _globals['_SCORERESPONSE']._serialized_end=816
+  _globals['_REWARDSERVICE']._serialized_start=1056
+  _globals['_REWARDSERVICE']._serialized_end=1145
 # @@protoc_insertion_point(module_scope)

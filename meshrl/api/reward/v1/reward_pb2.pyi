@@ -38,7 +38,7 @@ class ChatMessage(_message.Message):
     def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
 
 class ScoreItem(_message.Message):
-    __slots__ = ("id", "prompt", "response", "ground_truth_json", "data_source", "prompt_messages", "response_tokens", "finish_reason", "truncated", "extra_json")
+    __slots__ = ("id", "prompt", "response", "ground_truth_json", "data_source", "prompt_messages", "response_tokens", "finish_reason", "truncated", "extra_json", "episode")
     ID_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class ScoreItem(_message.Message):
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
+    EPISODE_FIELD_NUMBER: _ClassVar[int]
     id: str
     prompt: str
     response: str
@@ -59,7 +60,8 @@ class ScoreItem(_message.Message):
     finish_reason: FinishReason
     truncated: bool
     extra_json: str
-    def __init__(self, id: _Optional[str] = ..., prompt: _Optional[str] = ..., response: _Optional[str] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., response_tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., truncated: _Optional[bool] = ..., extra_json: _Optional[str] = ...) -> None: ...
+    episode: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    def __init__(self, id: _Optional[str] = ..., prompt: _Optional[str] = ..., response: _Optional[str] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., response_tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., truncated: _Optional[bool] = ..., extra_json: _Optional[str] = ..., episode: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ...) -> None: ...
 
 class ScoreRequest(_message.Message):
     __slots__ = ("run_id", "component", "items")

@@ -1,0 +1,35 @@
+"""`environment`: the episode's reward from its environment (multi-turn tasks, issue 20).
+
+    value = Sample.env_reward      the sum of the turn rewards the environment gave
+
+An item whose episode carries no environment reward (a single-turn task, or an environment
+that never rewarded a turn) gets status ERROR saying so, never a silent 0; give the
+component an `on_failure: {value: X}` where a missing reward has a meaning.
+
+`credit` says where the learner puts the turn rewards (the reward service scores the same
+either way): `turn` (default) at the last model token of the turn that earned each one, so
+estimators that read per-token rewards (gae, reinforce_plus_plus, remax,
+optimal_token_baseline) credit a turn's reward to that turn and the ones before it;
+`episode` as one reward at the episode's end, like any other component. Estimators of one
+score per episode (grpo, rloo, ...) see the same sum either way. docs/trajectories.md.
+"""
+from typing import Literal
+
+from meshrl.config.parts import ENVIRONMENT_CREDITS
+from meshrl.services.reward.registry import RuleParams, register_reward
+from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed, ok
+
+NO_ENV_REWARD = ("the episode carries no environment reward (Sample.has_env_reward is false): "
+                 "the task ran in no environment, or its environment rewarded no turn; remove "
+                 "the environment component, have the environment reward the episode, or set "
+                 "its on_failure: {value: X}")
+
+
+class EnvironmentParams(RuleParams):
+    credit: Literal[ENVIRONMENT_CREDITS] = "turn"
+
+
+@register_reward("environment", params=EnvironmentParams)
+def environment(items: list[RewardItem], params: EnvironmentParams) -> list[ItemScore]:
+    return [failed(Status.ERROR, NO_ENV_REWARD) if it.env_reward is None else ok(it.env_reward)
+            for it in items]
