@@ -8,7 +8,7 @@ one response it is. The reward service scores with these; the learner counts wit
 - `model_token_count`: the tokens the model wrote (the response less the observations);
 - `final_text`: the model's last turn (what rule rewards such as math_verify check);
 - `rendered_episode`: the whole episode as the model saw it (what external reward services
-  get): `response_text` as the rollout decoded it, or the turns and observations joined;
+  get): each turn's text and the observation's rendered delta after it;
 - `episode_messages`: the episode after the prompt as (role, content) pairs, each model turn
   "assistant" and each observation "tool".
 """
@@ -32,8 +32,10 @@ def final_text(sample: common_pb2.Sample) -> str:
 
 
 def rendered_episode(sample: common_pb2.Sample) -> str:
-    """The whole response as the model saw it: turns and the observations between them."""
-    if sample.response_text or not sample.turns:
+    """The episode as the model saw it: each turn's text, then the observation the chat
+    template appended after it (its delta, role markup included); a single-turn sample's
+    response."""
+    if not sample.turns:
         return sample.response_text
     return "".join(turn.text + turn.observation_text for turn in sample.turns)
 

@@ -60,10 +60,19 @@ def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel,
     return policy, critic
 
 
+def response_token_limit(cfg: RunConfig) -> int:
+    """The most response tokens a sample can have: DAPO's overlong limit and Dr. GRPO's
+    constant. A multi-turn episode's is its token budget (`rollout.agent.max_episode_tokens`,
+    turns and observations), not one turn's `rollout.sampling.max_tokens`."""
+    if cfg.environment is not None:
+        return cfg.rollout.agent.max_episode_tokens
+    return cfg.rollout.sampling.max_tokens
+
+
 def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
     return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
                      temperature=logprob_temperature(cfg),
-                     max_response_len=cfg.rollout.sampling.max_tokens,
+                     max_response_len=response_token_limit(cfg),
                      max_staleness=cfg.learner.max_staleness)
 
 

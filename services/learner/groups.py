@@ -7,8 +7,7 @@ from packed little-endian arrays without re-tokenizing anything. A multi-turn ep
 `loss_mask`: everything is trained and counted on the model's own tokens only.
 
 A group the rollout could not finish (`Group.drop_reason`, e.g. an environment that timed
-out) is never trained: its reason is the text's code, the part before the first ":",
-made label-safe (`rollout_drop_reason`).
+out) is never trained: its reason is a short code made from the text (`rollout_drop_reason`).
 """
 from __future__ import annotations
 
@@ -38,12 +37,20 @@ def group_rewards(group: common_pb2.Group) -> np.ndarray:
     return np.array([s.reward for s in group.samples], dtype=np.float64)
 
 
+ENV_FAILURE = re.compile(r"^episode \S+: environment ([A-Za-z_]+):")  # services/rollout/agent/failures.py
+CODE = re.compile(r"^([A-Za-z][A-Za-z0-9_]{0,47}):")
+
+
 def rollout_drop_reason(drop_reason: str) -> str:
-    """`Group.drop_reason` "env_timeout: episode g/3 ..." → "env_timeout": the code before the
-    first ":", lower-case letters, digits and "_" only, at most 48 characters (it is a metric
-    label); "rollout" when nothing is left."""
-    code = re.sub(r"[^a-z0-9_]+", "_", drop_reason.partition(":")[0].strip().lower()).strip("_")
-    return code[:48] or "rollout"
+    """A `Group.drop_reason` as a short code (a ledger reason and a metric label):
+    "episode g/3: environment DEADLINE_EXCEEDED: ..." (the rollout's environment failures)
+    → "env_deadline_exceeded"; "<word>: ..." → "<word>" in lower case; anything else →
+    "rollout" (the whole text stays the ledger's detail)."""
+    if match := ENV_FAILURE.match(drop_reason):
+        return f"env_{match.group(1).lower()}"[:48]
+    if match := CODE.match(drop_reason):
+        return match.group(1).lower()
+    return "rollout"
 
 
 def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int,

@@ -4,7 +4,7 @@
 answers each PromptTask with a group of episodes — turn, observation, turn, with a loss mask,
 turn spans, environment turn rewards and the `env` component's score — the way the rollout
 (engineer B's) and the reward service publish them. Its first two groups come back with
-`Group.drop_reason` (the environment timed out) and its third with a malformed loss mask.
+`Group.drop_reason` (the environment timed out) and no samples and its third with a malformed loss mask.
 
 The learner must train on the sound episodes, record the others in the ledger as dropped
 with their reason (and what exactly), count them (`groups/dropped_<reason>`,
@@ -26,7 +26,8 @@ from tests.fixtures.prometheus import sample as prometheus_sample
 from tests.services.learner.fakes import make_config, run_once
 
 MASK = np.array([1, 1, 1, 0, 0, 1, 1], dtype=np.uint8)  # turn [0, 3), observation [3, 5), turn [5, 7)
-TIMEOUT = "env_timeout: episode {gid}/0 Step turn 1 exceeded environment.timeout_s=10"
+# the rollout's text for an environment that timed out (services/rollout/agent/failures.py)
+TIMEOUT = "episode {gid}/1: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s"
 
 
 def episode(group: common_pb2.Group, index: int, rng) -> None:
@@ -51,11 +52,11 @@ def episode_rollout(answered: list):
             group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
                                      policy_version=task.min_policy_version, scored=True,
                                      rollout_replica="episodes-0")
-            for i in range(task.sampling.n):
-                episode(group, i, rng)
-            if len(answered) < 2:
+            if len(answered) < 2:  # dropped: published with no samples, as the rollout does
                 group.drop_reason = TIMEOUT.format(gid=task.group_id)
-            elif len(answered) == 2:
+            for i in range(0 if group.drop_reason else task.sampling.n):
+                episode(group, i, rng)
+            if len(answered) == 2:
                 group.samples[1].loss_mask = pack_uint8(np.zeros(7, np.uint8))  # no model token
             answered.append(task)
             await bus.publish("ready", group, msg_id=group.group_id)
@@ -83,16 +84,16 @@ async def test_episodes_train_and_dropped_groups_are_recorded_counted_and_alerte
     dropped = {e["group_id"]: e for e in ledger if e["event"] == "dropped"}
     trained = {e["group_id"] for e in ledger if e["event"] == "trained"}
     first, second, third = (task.group_id for task in answered[:3])
-    assert dropped[first]["reason"] == dropped[second]["reason"] == "env_timeout"
+    assert dropped[first]["reason"] == dropped[second]["reason"] == "env_deadline_exceeded"
     assert dropped[first]["detail"] == TIMEOUT.format(gid=first)
     assert dropped[third]["reason"] == "malformed"
     assert dropped[third]["detail"] == "sample 1: loss_mask is all 0: the episode has no model token to train on"
     assert not trained & {first, second, third}
     rows = [json.loads(line) for line in (Path(cfg.run.dir) / "metrics.jsonl").read_text().splitlines()]
-    assert rows[-1]["groups/dropped_env_timeout"] == 2 and rows[-1]["groups/dropped_malformed"] == 1
+    assert rows[-1]["groups/dropped_env_deadline_exceeded"] == 2 and rows[-1]["groups/dropped_malformed"] == 1
     assert rows[-1]["groups/rollout_dropped_total"] == 2
     assert rows[0]["completions/mean_length"] == 5  # the model's tokens of each 7-token response
-    assert prometheus_sample(text, "meshrl_train_groups_dropped", reason="env_timeout") == 2
+    assert prometheus_sample(text, "meshrl_train_groups_dropped", reason="env_deadline_exceeded") == 2
     alerts = [json.loads(line) for line in (Path(cfg.run.dir) / "alerts.jsonl").read_text().splitlines()]
     (env_alert,) = [a for a in alerts if a["rule"] == "env_drop_rate"]
     assert env_alert["step"] == 0 and env_alert["values"]["dropped"] == 2

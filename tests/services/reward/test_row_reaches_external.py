@@ -65,7 +65,7 @@ async def test_an_episode_reaches_the_external_service_whole(bus):
     server, port = await start(judge, host="127.0.0.1")
     episode = group(bus.run_id)
     sample = episode.samples[0]
-    sample.response_text = "call add(2,3)<tool>5</tool>it is 5"
+    sample.response_text = "it is 5"  # the rollout's: the final turn
     sample.response_token_ids = pack_int32([5, 6, 7, 8, 9])
     sample.loss_mask = pack_uint8([1, 1, 0, 0, 1])
     sample.turns.add(index=0, token_start=0, token_end=2, observation_end=4, text="call add(2,3)",

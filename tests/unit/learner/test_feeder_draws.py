@@ -1,4 +1,5 @@
-"""The feeder's draws and a checkpoint taken while a publish is in flight (FAKE bus and dataset).
+"""The feeder's draws and a checkpoint taken while a publish is in flight (FAKE bus and dataset);
+what a task says about the run's environment, and the response limit an episode has.
 
 A checkpoint saves the dataset cursor and the draws still pending; the draw being published
 must be among them, or a resume skips that prompt for good."""
@@ -8,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from meshrl.config.load import load_config
+from meshrl.services.learner.build import response_token_limit
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 
@@ -96,3 +98,20 @@ async def test_a_failed_publish_is_settled_in_the_ledger(tmp_path):
     events = read_ledger(path)
     assert [e["event"] for e in events] == ["published", "dropped"]
     assert events[1]["reason"] == "not_sent" and unsettled_groups(events) == []
+
+
+@pytest.mark.parametrize("environment, expected", [(None, ""), ({"name": "tool_arith", "builtin": "tool_arith"}, "tool_arith")])
+def test_tasks_name_the_runs_environment(environment, expected):
+    """With an `environment:` section every task's episodes run in it; without, single-turn."""
+    cfg = load_config(base={**CFG, **({"environment": environment} if environment else {})})
+    feeder = PromptFeeder(BlockedBus(), FakeDataset(), cfg, "run1")
+    assert feeder.make_task(feeder.take_draw()).environment == expected
+
+
+def test_the_response_limit_of_an_episode_is_its_token_budget():
+    """DAPO's overlong limit and Dr. GRPO's constant: one turn's max_tokens for single-turn
+    tasks, the episode's budget when the run has an environment."""
+    single = load_config(base=CFG, overrides=["rollout.sampling.max_tokens=64"])
+    agents = load_config(base={**CFG, "environment": {"name": "tool_arith", "builtin": "tool_arith"}},
+                         overrides=["rollout.sampling.max_tokens=64", "rollout.agent.max_episode_tokens=300"])
+    assert (response_token_limit(single), response_token_limit(agents)) == (64, 300)

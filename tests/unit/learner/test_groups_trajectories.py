@@ -138,9 +138,12 @@ def test_a_group_the_rollout_dropped_is_never_trained_and_keeps_its_reason():
 
 
 @pytest.mark.parametrize("text, code", [
-    ("env_unavailable: 3 retries", "env_unavailable"), ("Env Error", "env_error"),
-    ("unknown episode id 'x'", "unknown_episode_id_x"), (": nothing before the colon", "rollout"),
-    ("a" * 80, "a" * 48), ('{"label": "x"}', "label")])
+    ("episode g-17/3: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s", "env_deadline_exceeded"),
+    ("episode g/0: environment INVALID_ANSWER: the reward is NaN", "env_invalid_answer"),
+    ("env_unavailable: 3 retries", "env_unavailable"),
+    ("the episodes' first prompts share no token (the first answers differ)", "rollout"),
+    ("Env Error: two words", "rollout"), (": nothing before the colon", "rollout"),
+    ("a" * 80 + ": too long for a label", "rollout"), ('{"label": "x"}', "rollout")])
 def test_drop_reasons_become_short_label_safe_codes(text, code):
     assert rollout_drop_reason(text) == code
 

@@ -1,8 +1,9 @@
 """Multi-turn episodes at the reward service: what each kind of component reads, and the
 `environment` component combined with a rule by weights.
 
-The episode: turn 0 calls the calculator (its text holds a wrong number, 41), the
-environment answers 42, turn 1 answers "The answer is 42". 7 response tokens, 5 of them the
+The episode, as the rollout publishes it: turn 0 calls the calculator (its text holds a
+wrong number, 41), the environment answers 42 (appended as the chat template's delta), turn 1
+answers "The answer is 42"; `response_text` is the final turn. 7 response tokens, 5 of them the
 model's. The environment gave turn rewards 0.25 and 0.5 (env_reward 0.75).
 """
 import math
@@ -22,20 +23,22 @@ from meshrl.transport.bus.codec import pack_int32, pack_uint8
 
 TURN_0 = '<tool_call>{"name": "calc", "arguments": {"expr": "6*7"}}</tool_call> maybe 41'
 TURN_1 = "The answer is \\boxed{42}"
-RENDERED = TURN_0 + "<|im_start|>tool\n42<|im_end|>" + TURN_1
+# the observation as the chat template appended it after turn 0 (the rollout's delta text)
+OBSERVATION = "<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n"
+RENDERED = TURN_0 + OBSERVATION + TURN_1
 
 
 def episode_group(*, env_reward: bool = True) -> common_pb2.Group:
     task = common_pb2.PromptTask(group_id="g", prompt_text="What is 6*7?", ground_truth="42",
                                  environment="tool_arith")
     group = common_pb2.Group(group_id="g", task=task)
-    sample = group.samples.add(index=0, response_text=RENDERED,
+    sample = group.samples.add(index=0, response_text=TURN_1,  # the rollout's: the final turn
                                response_token_ids=pack_int32([10, 11, 12, 50, 51, 13, 14]),
                                loss_mask=pack_uint8([1, 1, 1, 0, 0, 1, 1]),
                                env_reward=0.75 if env_reward else 0.0, has_env_reward=env_reward,
                                finish_reason=common_pb2.FINISH_REASON_STOP)
     sample.turns.add(index=0, token_start=0, token_end=3, observation_end=5, text=TURN_0,
-                     observation_text="42", **({"reward": 0.25} if env_reward else {}))
+                     observation_text=OBSERVATION, **({"reward": 0.25} if env_reward else {}))
     sample.turns.add(index=1, token_start=5, token_end=7, text=TURN_1,
                      **({"reward": 0.5} if env_reward else {}))
     return group
@@ -51,14 +54,14 @@ def test_an_episode_item_carries_the_final_turn_the_rendered_episode_and_the_env
     (item,) = group_items(episode_group())
     assert item.response == TURN_1  # rules check the final turn
     assert item.episode_text == RENDERED
-    assert item.episode == (("assistant", TURN_0), ("tool", "42"), ("assistant", TURN_1))
+    assert item.episode == (("assistant", TURN_0), ("tool", OBSERVATION), ("assistant", TURN_1))
     assert item.num_tokens == 5 and item.env_reward == 0.75
 
 
 def test_an_external_service_gets_the_whole_episode():
     wire = to_score_item(group_items(episode_group())[0])
     assert wire.response == RENDERED and wire.response_tokens == 5
-    assert [(m.role, m.content) for m in wire.episode] == [("assistant", TURN_0), ("tool", "42"),
+    assert [(m.role, m.content) for m in wire.episode] == [("assistant", TURN_0), ("tool", OBSERVATION),
                                                             ("assistant", TURN_1)]
     # and meshrl's own RewardService reads it back the same way (rules on the final turn)
     back = from_score_item(reward_pb2.ScoreItem.FromString(wire.SerializeToString()))
@@ -72,8 +75,8 @@ def test_a_single_turn_sample_is_unchanged():
         sample.ClearField(name)
     (item,) = group_items(group)
     assert (item.response, item.episode_text, item.episode, item.num_tokens, item.env_reward) == (
-        RENDERED, "", (), 7, None)
-    assert to_score_item(item).response == RENDERED and not to_score_item(item).episode
+        TURN_1, "", (), 7, None)
+    assert to_score_item(item).response == TURN_1 and not to_score_item(item).episode
 
 
 async def test_environment_reward_combined_with_math_on_the_final_turn_by_weights():
