@@ -129,9 +129,7 @@ class PromptFeeder:
             **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
             environment=self.cfg.environment.name if self.cfg.environment else "",  # "" = single turn
             min_policy_version=self.min_version(),
-            dataset_index=item.row.ref.index, created_unix=time.time(),
-            # multi-turn: the episodes run in the run's environment ("" = single-turn)
-            environment=self.cfg.environment.name if self.cfg.environment is not None else "")
+            dataset_index=item.row.ref.index, created_unix=time.time())
 
     def min_version(self) -> int:
         """The version the next prompt asks for: the oldest still accepted when trained."""
