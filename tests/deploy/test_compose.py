@@ -115,3 +115,21 @@ def test_gateway_command_tokens_and_health_match_the_cli(compose):
     assert tokens == f"/run/secrets/{gateway['secrets'][0]}" and compose["secrets"][gateway["secrets"][0]]["file"]
     assert gateway["healthcheck"]["test"][:4] == ["CMD", "meshrl", "health", f"127.0.0.1:{args.grpc_port}"]
     assert gateway["environment"]["MESHRL_HEALTH_ADDRESS"] == f"127.0.0.1:{args.grpc_port}"
+
+
+def test_nothing_is_published_beyond_this_host(compose):
+    """NATS (logins in clear without tls.yaml), Prometheus (no auth) and Grafana (anonymous
+    viewers) on 127.0.0.1 only; tests/deploy/test_compose_up.py checks podman's real bindings."""
+    for name, service in compose["services"].items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
+
+
+def test_only_the_learner_and_gateway_hold_the_run_dir(compose):
+    for name, service in compose["services"].items():
+        runs = [v for v in service.get("volumes", []) if str(v).endswith(":/runs")]
+        if name in ("learner", "gateway"):
+            assert runs == ["runs:/runs"], name
+        elif name in ("rollout", "reward", "reference"):
+            assert runs == [f"{name}-runs:/runs"], f"{name}: its own volume for its traces, not the run dir"
+            assert service["read_only"] is True and service["tmpfs"] == ["/tmp"]

