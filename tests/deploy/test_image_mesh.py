@@ -121,7 +121,9 @@ class ImageMesh:
         ip, port = self.ip[kind], PORTS[kind]
         env = {"MESHRL_NATS_URL": f"nats://{self.ip['nats']}:4222", "MESHRL_RUN_ID": self.run_id,
                "MESHRL_CONFIG": "/etc/meshrl/config.yaml", "MESHRL_BIND_HOST": ip, "MESHRL_ADVERTISE_HOST": ip,
-               "MESHRL_HEALTH_ADDRESS": f"{ip}:{port}", ENV_VAR: "/run/secrets/nats.json",
+               # the learner's gRPC server listens on 127.0.0.1 only (as in compose and k8s)
+               "MESHRL_HEALTH_ADDRESS": f"{'127.0.0.1' if kind == 'learner' else ip}:{port}",
+               ENV_VAR: "/run/secrets/nats.json",
                "MESHRL_REPLICA_ID": f"{kind}-0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         run_mount = (f"{self.runs}:/runs" if kind == "learner"
                      else f"{self.traces}:/runs/imagemesh/traces")  # least privilege: traces alone
