@@ -14,7 +14,9 @@ padded layout). The LM head is applied afterwards, only on real response tokens
   index-select's backward: the same gradient as running the prompt B times.
 - `packed`: all real tokens of the batch in one row `[1, N]`, no padding; position ids
   restart at 0 per sequence and transformers turns such position ids (with no attention
-  mask) into a block-diagonal causal mask, so attention stays inside each sequence.
+  mask) into a block-diagonal causal mask, so attention stays inside each sequence. The
+  sequences' boundaries are passed too (`cu_seq_lens_q`, ...): with `trainer.attention:
+  varlen` (`meshrl.algos.varlen_attention`) or flash-attention no N×N mask is built.
 
 Fallbacks (to `padded`, same result): `shared_prefix` when no two rows share a prompt or
 when gradient checkpointing is on under autograd (checkpointed layers do not return a
@@ -28,6 +30,8 @@ Simplifications: Hugging Face decoder-only models (`get_decoder()`, `get_output_
 from __future__ import annotations
 
 import torch
+
+from meshrl.algos.varlen_attention import sequence_bounds
 
 SCALED_LOGITS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
@@ -99,8 +103,11 @@ def packed_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     real = torch.cat([prompt_mask, response_mask], dim=1) > 0
     input_ids = torch.cat([prompt_ids, response_ids], dim=1)
     positions = real.long().cumsum(dim=1) - 1
+    bounds, longest = sequence_bounds(real.sum(dim=1))  # read by varlen / flash attention
     hidden = decoder(input_ids=input_ids[real].unsqueeze(0),
-                     position_ids=positions[real].unsqueeze(0), use_cache=False).last_hidden_state[0]
+                     position_ids=positions[real].unsqueeze(0), use_cache=False,
+                     cu_seq_lens_q=bounds, cu_seq_lens_k=bounds, max_length_q=longest,
+                     max_length_k=longest).last_hidden_state[0]
     b, width = real.shape
     grid = hidden.new_zeros((b, width, hidden.shape[-1])).index_put(real.nonzero(as_tuple=True), hidden)
     p, t = prompt_ids.shape[1], response_ids.shape[1]

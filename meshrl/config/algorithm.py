@@ -174,10 +174,15 @@ class TrainerConfig(Strict):
     old_logprobs: Literal["auto", "recompute", "rollout"] = "auto"
     # how the model runs on a micro-batch (meshrl.algos.forward); auto = padded (measured fastest on CPU)
     forward: Literal["auto", "padded", "shared_prefix", "packed"] = "auto"
-    # attention kernel of a transformers model; auto = eager on CPU (its backward measured
-    # 1.1-1.3 s vs SDPA's 1.5-1.7 s on SmolLM2, 16 x 76 tokens, bf16), the model's own on CUDA
-    attention: Literal["auto", "eager", "sdpa"] = "auto"
+    # attention kernel of a transformers model; auto = varlen with forward=packed (each packed
+    # sequence attends to itself, no N x N mask: meshrl/algos/varlen_attention.py), else eager
+    # on CPU (its backward measured 1.1-1.3 s vs SDPA's 1.5-1.7 s on SmolLM2, 16 x 76 tokens,
+    # bf16), the model's own on CUDA
+    attention: Literal["auto", "eager", "sdpa", "varlen"] = "auto"
     gradient_checkpointing: bool = False
+    # torch.compile each decoder layer (dynamic shapes: response lengths vary); the first
+    # step pays the compilation (95 s for a 2-layer tiny Llama on a busy 2-core CPU)
+    compile: bool = False
     # the LM head + log-softmax (meshrl/algos/head_plan.py): chunked = ours, liger =
     # Liger-Kernel's fused linear cross-entropy (CUDA, liger-kernel>=0.8.2, no entropy bonus);
     # auto = chunked until the GPU benchmark shows liger faster

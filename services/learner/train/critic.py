@@ -56,6 +56,10 @@ class ValueModel(nn.Module):
     def gradient_checkpointing_enable(self, **kwargs) -> None:
         self.backbone.gradient_checkpointing_enable(**kwargs)
 
+    def set_attn_implementation(self, implementation: str) -> None:
+        """The backbone's attention kernel (`trainer.attention`); its config is ours."""
+        self.backbone.set_attn_implementation(implementation)
+
     def forward(self, input_ids, attention_mask, position_ids, **_) -> torch.Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
                                position_ids=position_ids, use_cache=False).last_hidden_state

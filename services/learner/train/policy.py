@@ -26,7 +26,9 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.algos.checks import check_finite
-from meshrl.services.learner.train.fsdp import DistContext, clip_grad_norm, shard_model
+from meshrl.algos.varlen_attention import set_varlen_attention
+from meshrl.services.learner.train.fsdp import (DistContext, clip_grad_norm, decoder_layers,
+                                                shard_model)
 
 
 def warmup_cosine(warmup_steps: int, total_steps: int, min_lr_ratio: float) -> Callable[[int], float]:
@@ -107,17 +109,21 @@ class TrainedModel:
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def attention_for(setting: str, device: torch.device | str) -> str | None:
-    """The attention implementation to set (`trainer.attention`), or None to keep the model's."""
+def attention_for(setting: str, device: torch.device | str, forward: str = "padded") -> str | None:
+    """The attention implementation to set (`trainer.attention`), or None to keep the model's:
+    auto = varlen for the packed forward (no N×N mask), else eager on CPU, the model's on CUDA."""
     if setting != "auto":
         return setting
+    if forward == "packed":
+        return "varlen"
     return "eager" if torch.device(device).type == "cpu" else None
 
 
-def set_attention(model: nn.Module, setting: str, device: torch.device | str) -> None:
+def set_attention(model: nn.Module, setting: str, device: torch.device | str,
+                  forward: str = "padded") -> None:
     """Switch a transformers model's attention kernel; other models are left alone (auto) or
     refused (an explicit setting they cannot honour)."""
-    wanted = attention_for(setting, device)
+    wanted = attention_for(setting, device, forward)
     if wanted is None:
         return
     if not hasattr(model, "set_attn_implementation"):
@@ -125,18 +131,34 @@ def set_attention(model: nn.Module, setting: str, device: torch.device | str) ->
             raise ValueError(f"trainer.attention={setting!r}: {type(model).__name__} is not a transformers "
                              f"model with set_attn_implementation(); set trainer.attention=auto")
         return
-    model.set_attn_implementation(wanted)
+    if wanted == "varlen":
+        set_varlen_attention(model)
+    else:
+        model.set_attn_implementation(wanted)
+
+
+COMPILE_BACKEND = "inductor"
+
+
+def compile_layers(model: nn.Module, backend: str | None = None) -> None:
+    """torch.compile each decoder layer in place, dynamic shapes (the units FSDP2 shards, as
+    torchtitan does: a whole-model graph would break at every Python-side branch)."""
+    for layer in decoder_layers(model):
+        layer.compile(backend=backend or COMPILE_BACKEND, dynamic=True)
 
 
 def prepare_model(model: nn.Module, trainer: TrainerConfig, dist: DistContext) -> nn.Module:
-    """Device, train mode, attention kernel, no KV cache, optional checkpointing, FSDP2 when world > 1."""
+    """Device, train mode, attention kernel, no KV cache, optional checkpointing and
+    compilation, FSDP2 when world > 1."""
     model = model.to(dist.device)
     model.train()
-    set_attention(model, trainer.attention, dist.device)
+    set_attention(model, trainer.attention, dist.device, trainer.forward)
     if getattr(model, "config", None) is not None and hasattr(model.config, "use_cache"):
         model.config.use_cache = False
     if trainer.gradient_checkpointing:
         enable_gradient_checkpointing(model)
+    if trainer.compile:
+        compile_layers(model)
     if dist.world_size > 1:
         shard_model(model, dist)
     return model

@@ -63,9 +63,11 @@ def test_grpo_on_policy_shortcut_and_rollout_old_logprobs():
     assert_steps_off_the_default_device(build_step(GRPO, old_logprobs="rollout"))
 
 
-def test_ppo_with_critic():
+@pytest.mark.parametrize("forward", ["padded", "packed"])
+def test_ppo_with_critic(forward):
     algo = {**GRPO, "advantage_estimator": "gae", "kl_coef": 0.0}
-    metrics = assert_steps_off_the_default_device(build_step(algo, critic=True, mini_batches=2))
+    metrics = assert_steps_off_the_default_device(build_step(algo, critic=True, mini_batches=2,
+                                                             forward=forward))
     assert "critic/vf_loss" in metrics and "critic/grad_norm" in metrics
 
 
