@@ -9,6 +9,7 @@
     meshrl plot RUN_DIR [--out F]
     meshrl trace RUN_DIR [GROUP_ID]
     meshrl doctor [CONFIG]
+    meshrl plan CONFIG [key=value ...] [--device h100-80gb]   (memory per service and device)
     meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
       (list and rollback also take a gateway URL)
     meshrl export RUN_DIR --step N OUT_DIR
@@ -32,7 +33,7 @@ import sys
 
 from meshrl.inputs.checkpoint import cli as checkpoints
 from meshrl.gateway import cli as gateway
-from meshrl.ops.cli import algos, control, data, env, health, models, reward, scale, serve, status, train
+from meshrl.ops.cli import algos, control, data, env, health, models, plan, reward, scale, serve, status, train
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
@@ -43,7 +44,7 @@ from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
 SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward,
-               env)
+               env, plan)
 
 
 def build_parser() -> argparse.ArgumentParser:

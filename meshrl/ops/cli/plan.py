@@ -1,4 +1,5 @@
-"""What a run will do, in numbers: the batch arithmetic and which services run.
+"""What a run will do, in numbers: the batch arithmetic, which services run, and (`meshrl
+plan CONFIG [key=value ...] [--device NAME]`) the memory each one needs per device.
 
     sequences per step      = learner.prompts_per_step × rollout.sampling.group_size
     per optimizer step      = sequences / trainer.mini_batches
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from meshrl.config.errors import ConfigError
+from meshrl.config.load import load_config
 from meshrl.config.schema import RunConfig
 
 
@@ -62,3 +65,27 @@ def describe_plan(cfg: RunConfig) -> str:
     """A human summary printed by `meshrl train --dry-run` after the resolved config."""
     return "\n".join(["batch arithmetic:", *_batch_lines(cfg), *_flight_lines(cfg),
                       "services:", *_service_lines(cfg)])
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plan", help="batch arithmetic and the memory each service needs per device")
+    p.add_argument("config", help="the run config (YAML)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.add_argument("--device", default=None,
+                   help="check that each service fits this device: cpu, h200, h100-80gb, a100-80gb, "
+                        "a100-40gb, l40s, a10g, l4, rtx4090")
+    p.set_defaults(func=run, accepts_extra_overrides=True)
+
+
+def run(args) -> int:
+    """Print the plan; exit 1 when a service does not fit the named device."""
+    from meshrl.plan.report import memory_plan, plan_lines  # lazy: it builds the model on torch's meta device
+
+    cfg = load_config(args.config, args.overrides)
+    try:
+        plan = memory_plan(cfg, device=args.device)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    print(describe_plan(cfg))
+    print("\n".join(plan_lines(plan)))
+    return 1 if plan.warnings and plan.device else 0
