@@ -1,58 +1,129 @@
 // Live curves: metrics.jsonl rows (from the metrics event stream) grouped into charts, drawn
 // with the vendored uPlot; x is the learner step. A chart appears once a row has one of its
-// metrics; each chart's element carries data-points (rows drawn), data-keys (its series) and
-// data-filled (rows with a number for one of them), read by the browser tests.
+// metrics. A chart may put some series on a second axis at the right (a count beside
+// fractions) or stack its series as areas (parts of a whole: the step's time). Each chart's
+// element carries what a person sees, for the browser tests: data-points (rows drawn),
+// data-keys (its series), data-filled (rows with a number for one of them), data-axes (each
+// series' axis), data-ranges (each axis' drawn [min, max]) and, stacked, data-top (the height
+// of the stack at the last step).
 "use strict";
 
+// The step's time as parts that add up to time/step: waiting for groups, the trainer's
+// phases, the weights push; "time/other" is the rest (bookkeeping, evaluation, checkpoints).
+const STEP_PARTS = ["time/wait_for_batch", "time/old_logprobs", "time/forward", "time/backward", "time/algo",
+  "time/optimizer", "time/weights_serialise", "time/weights_push"];
+const COUNTS = k => k === "eval/n";  // held-out prompts: a count, not a fraction
 const CHART_GROUPS = [
-  ["Reward", k => k === "reward" || (k.startsWith("reward/") && !/\/(min|max)$|_failed$/.test(k))],
-  ["KL", k => k === "kl" || k === "approx_kl" || k === "mismatch_kl"],
-  ["Entropy", k => k === "entropy"],
-  ["Response length", k => k.startsWith("completions/") && k.endsWith("_length")],
-  ["Truncation", k => k === "completions/clipped_ratio" || k === "rollout_correction/truncated_frac"],
-  ["Clip fractions", k => k.startsWith("clip_ratio/")],
-  ["Grad norm", k => k === "grad_norm"],
-  ["Throughput", k => k.startsWith("perf/")],
-  ["Staleness", k => k.startsWith("staleness/")],
-  ["Step time split (s)", k => k.startsWith("time/") && k !== "time/step"],
-  ["Held-out eval", k => k.startsWith("eval/")],
-  ["Queues", k => k.startsWith("queue/")],
+  {title: "Reward", test: k => k === "reward" || (k.startsWith("reward/") && !/\/(min|max)$|_failed$/.test(k))},
+  {title: "KL", test: k => k === "kl" || k === "approx_kl" || k === "mismatch_kl"},
+  {title: "Entropy", test: k => k === "entropy"},
+  {title: "Response length", test: k => (k.startsWith("completions/") && k.endsWith("_length")) || k === "eval/response_length_mean"},
+  {title: "Truncation", test: k => k === "completions/clipped_ratio" || k === "rollout_correction/truncated_frac"},
+  {title: "Clip fractions", test: k => k.startsWith("clip_ratio/")},
+  {title: "Grad norm", test: k => k === "grad_norm"},
+  {title: "Throughput", test: k => k.startsWith("perf/")},
+  {title: "Staleness", test: k => k.startsWith("staleness/")},
+  {title: "Step time split (s)", test: k => STEP_PARTS.includes(k), stacked: true},
+  {title: "Stage time (s)", test: k => k.startsWith("time/") && k !== "time/step" && !STEP_PARTS.includes(k)},
+  {title: "Held-out eval", test: k => k.startsWith("eval/") && k !== "eval/time_s" && k !== "eval/response_length_mean",
+   right: COUNTS, rightLabel: "prompts"},
+  {title: "Queues", test: k => k.startsWith("queue/")},
 ];
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+const num = v => (typeof v === "number" ? v : null);
+
+// The rest of the step: time/step less its measured parts (never below 0); null without time/step.
+function otherTime(row) {
+  if (typeof row["time/step"] !== "number") return null;
+  return Math.max(0, row["time/step"] - STEP_PARTS.reduce((sum, k) => sum + (num(row[k]) || 0), 0));
+}
+
+// Each series' values summed with the ones below it (a missing value counts 0 in a row that
+// has any part).
+function stackUp(columns) {
+  const sums = [];
+  columns.forEach((column, i) => sums.push(column.map((v, j) => {
+    const below = i ? sums[i - 1][j] : null;
+    if (v === null && below === null) return null;
+    return (below || 0) + (v || 0);
+  })));
+  return sums;
+}
 
 class Charts {
   constructor(container) { this.container = container; this.rows = []; this.charts = new Map(); this.pending = false; }
 
   add(row) { this.rows.push(row); if (!this.pending) { this.pending = true; requestAnimationFrame(() => this.draw()); } }
 
-  keysOf(test) {
+  keysOf(group) {
     const keys = new Set();
-    for (const row of this.rows) for (const k in row) if (typeof row[k] === "number" && test(k)) keys.add(k);
-    return [...keys].sort();
+    for (const row of this.rows) for (const k in row) if (typeof row[k] === "number" && group.test(k)) keys.add(k);
+    const sorted = [...keys].sort();
+    if (!group.stacked) return sorted;
+    const parts = STEP_PARTS.filter(k => keys.has(k));  // bottom first, in the step's order
+    return parts.length && this.rows.some(r => otherTime(r) !== null) ? [...parts, "time/other"] : parts;
+  }
+
+  columns(keys) {
+    return keys.map(k => this.rows.map(r => (k === "time/other" ? otherTime(r) : num(r[k]))));
   }
 
   draw() {
     this.pending = false;
-    for (const [title, test] of CHART_GROUPS) {
-      const keys = this.keysOf(test);
+    for (const group of CHART_GROUPS) {
+      const keys = this.keysOf(group);
       if (!keys.length) continue;
-      const data = [this.rows.map(r => r.step), ...keys.map(k => this.rows.map(r => (typeof r[k] === "number" ? r[k] : null)))];
-      let chart = this.charts.get(title);
-      if (chart && chart.keys.join() !== keys.join()) { chart.plot.destroy(); chart.box.remove(); chart = null; }
-      if (!chart) chart = this.create(title, keys, data); else chart.plot.setData(data);
-      chart.box.dataset.points = String(this.rows.length);
-      chart.box.dataset.keys = keys.join(" ");
-      chart.box.dataset.filled = String(this.rows.filter(r => keys.some(k => typeof r[k] === "number")).length);
+      const raw = this.columns(keys);
+      const data = [this.rows.map(r => r.step), ...(group.stacked ? stackUp(raw) : raw)];
+      let chart = this.charts.get(group.title);
+      if (!chart || chart.keys.join() !== keys.join()) chart = this.create(group, keys, data, chart);
+      else chart.plot.setData(data);
+      chart.raw = raw;
+      this.describe(chart, group, keys, data);
     }
   }
 
-  create(title, keys, data) {
-    const box = el("div", {class: "chart", "data-title": title});
-    this.container.append(box);
-    const series = [{label: "step"}, ...keys.map((k, i) => ({label: k, stroke: PALETTE[i % PALETTE.length], width: 1.5}))];
-    const plot = new uPlot({title, width: 420, height: 220, series, scales: {x: {time: false}}, legend: {live: true}}, data, box);
-    const chart = {box, plot, keys};
-    this.charts.set(title, chart);
+  describe(chart, group, keys, data) {
+    const box = chart.box;
+    box.dataset.points = String(this.rows.length);
+    box.dataset.keys = keys.join(" ");
+    box.dataset.filled = String(this.rows.filter(r => keys.some(k => num(k === "time/other" ? otherTime(r) : r[k]) !== null)).length);
+    box.dataset.axes = JSON.stringify(Object.fromEntries(keys.map(k => [k, group.right && group.right(k) ? "right" : "y"])));
+    if (group.stacked) box.dataset.top = String(data[data.length - 1].at(-1));
+  }
+
+  // After each redraw: the range each axis was drawn with.
+  static ranges(u) {
+    u.root.parentNode.dataset.ranges = JSON.stringify(Object.fromEntries(Object.entries(u.scales)
+      .filter(([name]) => name !== "x").map(([name, s]) => [name, [s.min, s.max]])));
+  }
+
+  // A new chart, in the place of `old` (the same chart with fewer series) when there is one.
+  create(group, keys, data, old) {
+    const box = el("div", {class: "chart", "data-title": group.title, "data-stacked": group.stacked ? "1" : "0"});
+    if (old) { old.plot.destroy(); old.box.replaceWith(box); } else this.container.append(box);
+    const chart = {box, keys, raw: []};
+    const series = [{label: "step"}, ...keys.map((k, i) => this.series(group, chart, k, i))];
+    const axes = [{}, {scale: "y"}];
+    if (keys.some(k => group.right && group.right(k))) axes.push({scale: "right", side: 1, label: group.rightLabel, grid: {show: false}});
+    const scales = {x: {time: false}};
+    if (group.stacked) scales.y = {range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1]};  // a stack stands on 0
+    const opts = {title: group.title, width: 420, height: 220, series, axes, scales,
+      legend: {live: true}, hooks: {draw: [Charts.ranges]}};
+    if (group.stacked) opts.bands = keys.slice(1).map((k, i) => ({series: [i + 2, i + 1], fill: `${PALETTE[(i + 1) % PALETTE.length]}55`}));
+    chart.plot = new uPlot(opts, data, box);
+    this.charts.set(group.title, chart);
     return chart;
+  }
+
+  series(group, chart, key, i) {
+    const color = PALETTE[i % PALETTE.length];
+    // spanGaps: a metric logged every few steps (held-out eval) is still one line
+    const s = {label: key, stroke: color, width: 1.5, scale: group.right && group.right(key) ? "right" : "y", spanGaps: true};
+    if (!group.stacked) return s;
+    // stacked: the legend shows the part itself, not the running sum it is drawn at
+    s.value = (u, v, si, idx) => (idx === null || chart.raw[si - 1][idx] === null ? "-" : fmt(chart.raw[si - 1][idx]));
+    if (i === 0) s.fill = `${color}55`;
+    return s;
   }
 }

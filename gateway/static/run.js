@@ -1,5 +1,6 @@
 // The run page: live curves and alerts over server-sent events, the service map polled every
-// 2 s, the samples browser and, from a sample, its group's trace; operator buttons.
+// 2 s, the samples browser and, from a sample, its episode (an agent's turns) and its group's
+// trace; operator buttons, enabled for operators while the run is live.
 "use strict";
 
 const RUN = decodeURIComponent(location.pathname.split("/").pop());
@@ -14,9 +15,21 @@ function follow(kind, onRow) {
   return source;
 }
 
+let role = "viewer";
+
+// Pause, Resume and Checkpoint act on a live run, for an operator: disabled otherwise, saying why.
+function setButtons(live) {
+  for (const button of document.querySelectorAll("#controls button")) {
+    const why = role === "viewer" ? "needs the operator role" : (live ? "" : "the run has ended");
+    button.disabled = Boolean(why);
+    button.title = why;
+  }
+}
+
 async function refreshStatus() {
   const s = await api(`${BASE}/status`);
   const l = s.learner || {};
+  setButtons(s.run.live);
   document.getElementById("state").textContent = s.run.live ? (l.state || l.error || "-") : "ENDED";
   document.getElementById("step").textContent = l.step ?? s.run.last_step;
   document.getElementById("total").textContent = l.total_steps || "-";
@@ -57,7 +70,21 @@ async function loadSamples(token) {
     {class: "sample", "data-group": s.group_id, onclick: () => openTrace(s)},
     el("td", {}, s.step), el("td", {}, s.split), el("td", {}, s.group_id), el("td", {class: "text"}, s.prompt),
     el("td", {class: "text"}, s.response), el("td", {}, fmt(s.reward)), el("td", {}, componentsText(s.components)),
-    el("td", {}, s.finish_reason))));
+    el("td", {}, s.finish_reason), el("td", {}, s.turns ? s.turns.length : "-"))));
+}
+
+// An agent's episode, turn by turn: what the model wrote, the tools it called (and why a call
+// failed), what the environment answered, and the turn's reward.
+function episodeView(sample) {
+  const turns = sample.turns.map(t => el("li", {class: "turn", "data-turn": t.index, "data-reward": t.reward ?? ""},
+    el("div", {class: "turn-head"}, `turn ${t.index} · reward ${fmt(t.reward)} · ${t.finish_reason}${t.done ? " · done" : ""}`),
+    el("pre", {class: "turn-text"}, t.text),
+    ...(t.tool_calls.length ? [el("ul", {class: "tool-calls"}, ...t.tool_calls.map(c =>
+      el("li", {class: c.error ? "tool-call bad" : "tool-call"}, `${c.name}(${c.arguments})${c.error ? ` — ${c.error}` : ""}`)))] : []),
+    ...(t.observation ? [el("pre", {class: "observation"}, `${t.observation}${t.observation_truncated ? "\n[truncated]" : ""}`)] : [])));
+  return el("div", {id: "episode", "data-turns": sample.turns.length},
+    el("h3", {}, `Episode in ${sample.environment || "?"} · ${sample.turns.length} turns · environment reward ${fmt(sample.env_reward)}`),
+    el("ol", {class: "turns"}, ...turns));
 }
 
 async function openTrace(sample) {
@@ -65,7 +92,8 @@ async function openTrace(sample) {
   panel.hidden = false;
   document.getElementById("trace-group").textContent = sample.group_id;
   document.getElementById("sample-detail").replaceChildren(
-    el("pre", {}, `prompt: ${sample.prompt}\nresponse: ${sample.response}\nreward: ${fmt(sample.reward)}  (${componentsText(sample.components)})`));
+    el("pre", {}, `prompt: ${sample.prompt}\nresponse: ${sample.response}\nreward: ${fmt(sample.reward)}  (${componentsText(sample.components)})`),
+    ...(sample.turns ? [episodeView(sample)] : []));
   const target = document.getElementById("waterfall");
   try {
     const trace = await api(`${BASE}/groups/${encodeURIComponent(sample.group_id)}/trace`);
@@ -75,8 +103,9 @@ async function openTrace(sample) {
 }
 
 function setUpButtons(who) {
+  role = who.role;
+  setButtons(false);  // until the first status says the run is live
   for (const button of document.querySelectorAll("#controls button")) {
-    if (who.role === "viewer") { button.disabled = true; button.title = "needs the operator role"; }
     button.addEventListener("click", async () => {
       const out = document.getElementById("action-result");
       out.textContent = `${button.dataset.verb}…`;

@@ -6,8 +6,14 @@ fractions, throughput, staleness, held-out eval), the run API's live status and 
 map show each replica with its weights version and health and the queue depths, the alerts
 feed shows the alert the run raises, a click on a sample opens its group's trace, Pause
 pauses the run (checked through the API) and Resume resumes it, Checkpoint writes one, a
-viewer token cannot pause, ExportRun writes a model dir; last, StopRun through the API ends
-the run.
+viewer token cannot pause, ExportRun writes a model dir; StopRun through the API ends the
+run, whose page then says ENDED with Pause/Resume/Checkpoint disabled. A second, finished run
+under the same runs root (written with the learner's own writers: metrics.jsonl rows with the
+issue's held-out numbers, samples.jsonl rows of agent episodes built as the rollout publishes
+them) shows an episode's turns, the held-out accuracy on its own axis beside the count of
+prompts, and the step's time as a stack whose height is the step time.
+Everything read from a part the page redraws (the service map every 2 s, the samples every
+3 s) is read in one script call, so a redraw between two reads cannot leave a stale element.
 Screenshots go to the test's tmp dir (the path is printed).
 
 Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_gateway_browser.py
@@ -70,9 +76,14 @@ def wait_until(condition, what: str, timeout_s: float = 300, poll_s: float = 0.5
 
 
 @pytest.fixture(scope="session")
-def live_run(tiny_model_dir, e2e_data, tmp_path_factory):
+def runs_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("gateway_runs")
+
+
+@pytest.fixture(scope="session")
+def live_run(tiny_model_dir, e2e_data, runs_root):
     """(gateway base URL, run name): a real run under a runs root, served by a real gateway."""
-    root = tmp_path_factory.mktemp("gateway_runs")
+    root = runs_root
     config = root.parent / "browser-run.yaml"
     config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", *RUN_OVERRIDES)))
     tokens = root.parent / "tokens.yaml"
@@ -123,21 +134,22 @@ def log_in(driver, base: str, run: str, token: str) -> None:
     wait_until(lambda: driver.find_element(By.ID, "run-page").is_displayed(), "the run page")
 
 
-def chart_points(driver, title: str) -> int:
-    from selenium.webdriver.common.by import By
+def chart_attributes(driver, title: str) -> dict:
+    """A chart's data attributes, read in one script call: a chart is replaced by a new one
+    when a series first appears, so an element found before may be gone when read."""
+    return driver.execute_script(
+        "const c = document.querySelector(`.chart[data-title=\"${arguments[0]}\"]`);"
+        "return c ? {...c.dataset} : {}", title)
 
-    charts = driver.find_elements(By.CSS_SELECTOR, f'.chart[data-title="{title}"]')
-    return int(charts[0].get_attribute("data-points") or 0) if charts else 0
+
+def chart_points(driver, title: str) -> int:
+    return int(chart_attributes(driver, title).get("points") or 0)
 
 
 def chart_data(driver, title: str) -> tuple[set[str], int]:
     """(the chart's series keys, rows with a number for one of them); (set(), 0) if absent."""
-    from selenium.webdriver.common.by import By
-
-    charts = driver.find_elements(By.CSS_SELECTOR, f'.chart[data-title="{title}"]')
-    if not charts:
-        return set(), 0
-    return set((charts[0].get_attribute("data-keys") or "").split()), int(charts[0].get_attribute("data-filled") or 0)
+    found = chart_attributes(driver, title)
+    return set((found.get("keys") or "").split()), int(found.get("filled") or 0)
 
 
 # Charts the tiny GRPO run feeds every step, and a key each must draw.
@@ -158,6 +170,8 @@ def test_curves_appear_and_grow(live_run, browser, tmp_path):
     # eval.every=3: the held-out accuracy of step 3 (and later) is drawn
     keys, _ = wait_until(lambda: (d := chart_data(browser, "Held-out eval"))[1] >= 1 and d, "a held-out eval point")
     assert "eval/accuracy" in keys, keys
+    held_out = wait_until(lambda: chart_view(browser, "Held-out eval"), "the held-out chart drawn")
+    assert held_out["axes"]["eval/n"] == "right" and held_out["axes"]["eval/accuracy"] == "y", held_out
     browser.save_screenshot(str(tmp_path / "curves.png"))
     print(f"\nscreenshot: {tmp_path / 'curves.png'}")
 
@@ -193,10 +207,11 @@ def test_the_status_shows_each_replica_its_weights_version_health_and_the_queues
 
 
 def service_map(driver) -> dict[str, list[str]]:
-    from selenium.webdriver.common.by import By
-
-    rows = driver.find_elements(By.CSS_SELECTOR, "#services tbody tr")
-    return {r.get_attribute("data-replica"): [td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows}
+    """Each row of the service map: its cells' text and, last, the health cell's class. One
+    script call: the map is redrawn every 2 s, and an element read across a redraw is stale."""
+    return driver.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#services tbody tr')].map(r =>"
+        " [r.dataset.replica, [...[...r.children].map(td => td.textContent), r.children[3].className]]))")
 
 
 def shows(row: list[str], replica: dict) -> bool:
@@ -214,14 +229,14 @@ def map_agrees(shown: dict[str, list[str]], replicas: list[dict]) -> bool:
 
 
 def test_the_service_map_shows_each_replica_its_weights_version_and_health(live_run, browser):
-    from selenium.webdriver.common.by import By
-
     base, run, _ = live_run
     replicas = live_status(base, run)["replicas"]
-    wait_until(lambda: map_agrees(service_map(browser), replicas), f"the service map showing {replicas}", 30)
-    assert all(td.get_attribute("class") == "ok" for td in browser.find_elements(By.CSS_SELECTOR, "#services td:nth-child(4)"))
-    queues = browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")
-    assert {q.find_element(By.TAG_NAME, "td").text for q in queues} >= {"prompts", "generated", "scored"}
+    shown = wait_until(lambda: map_agrees(m := service_map(browser), replicas) and m,
+                       f"the service map showing {replicas}", 30)
+    assert all(row[-1] == "ok" for row in shown.values()), shown  # health shown in green
+    queues = browser.execute_script(
+        "return [...document.querySelectorAll('#queues tbody tr')].map(r => r.children[0].textContent)")
+    assert set(queues) >= {"prompts", "generated", "scored"}, queues
 
 
 def test_the_alerts_feed_shows_the_alert_the_run_raised(live_run, browser):
@@ -262,9 +277,10 @@ def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path)
     group = sample.get_attribute("data-group")
 
     def spans_shown() -> set[str]:
-        sample.click()  # (re)opens the trace: it reads the span files again
+        sample.click()  # (re)opens the trace: it reads the span files again, then redraws
         time.sleep(1)
-        return {row.get_attribute("data-span") for row in browser.find_elements(By.CSS_SELECTOR, "#waterfall .span-row")}
+        return set(browser.execute_script(
+            "return [...document.querySelectorAll('#waterfall .span-row')].map(r => r.dataset.span)"))
 
     # learner.step: the learner's step span that trained the group, linked to its trace
     wanted = {"learner.publish_prompt", "rollout.generate", "reward.score", "learner.step"}
@@ -274,14 +290,22 @@ def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path)
     print(f"\nscreenshot: {tmp_path / 'trace.png'}")
 
 
+def click_when_enabled(driver, button_id: str) -> None:
+    """Click an operator button once the page has enabled it (after its first status poll)."""
+    from selenium.webdriver.common.by import By
+
+    wait_until(lambda: driver.find_element(By.ID, button_id).is_enabled(), f"{button_id} enabled", 30)
+    driver.find_element(By.ID, button_id).click()
+
+
 def test_pause_pauses_the_run_and_resume_resumes_it(live_run, browser):
     from selenium.webdriver.common.by import By
 
     base, run, _ = live_run
-    browser.find_element(By.ID, "pause").click()
+    click_when_enabled(browser, "pause")
     wait_until(lambda: api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "PAUSED", "PAUSED")
     wait_until(lambda: "paused" in browser.find_element(By.ID, "action-result").text, "the pause answer shown")
-    browser.find_element(By.ID, "resume").click()
+    click_when_enabled(browser, "resume")
     wait_until(lambda: api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "RUNNING", "RUNNING")
     # both actions are in the run's audit log, read back through the API
     status, body = api(base, f"/api/runs/{run}/events", VIEWER)
@@ -307,7 +331,7 @@ def test_checkpoint_now_writes_a_checkpoint(live_run, browser):
 
     base, run, _ = live_run
     log_in(browser, base, run, OPERATOR)
-    browser.find_element(By.ID, "checkpoint").click()
+    click_when_enabled(browser, "checkpoint")
     shown = wait_until(lambda: "written to" in (t := browser.find_element(By.ID, "action-result").text) and t,
                        "the checkpoint answer shown")
     step = int(shown.split("checkpoint of step ")[1].split()[0])
@@ -327,3 +351,98 @@ def test_stop_through_the_api_ends_the_run(live_run):
     assert listed[run]["live"] is False
     events = [r["row"]["action"] for r in api(base, f"/api/runs/{run}/events", VIEWER)[1]["records"]]
     assert events[-1] == "stop" and "checkpoint" in events
+
+
+def controls(driver) -> dict:
+    """The run's state and each action button's enabled state and tooltip, read at once."""
+    return driver.execute_script(
+        "return {state: document.getElementById('state').textContent, buttons: Object.fromEntries("
+        "[...document.querySelectorAll('#controls button')].map(b => [b.id, [!b.disabled, b.title]]))}")
+
+
+def test_the_ended_run_says_so_and_its_actions_are_disabled(live_run, browser):
+    """After the stop (the test above) the page, still open, shows ENDED and no action left."""
+    shown = wait_until(lambda: (c := controls(browser))["state"] == "ENDED" and c, "the page saying ENDED", 30)
+    assert shown["buttons"] == {verb: [False, "the run has ended"] for verb in ("pause", "resume", "checkpoint")}
+
+
+# A finished agents run beside the live one: the learner's writers, constructed episodes.
+AGENTS = "agents-done"
+TIMES = {"time/wait_for_batch": 4.0, "time/forward": 1.5, "time/backward": 2.0, "time/algo": 0.25,
+         "time/optimizer": 0.5, "time/weights_push": 0.75, "time/step": 10.0,  # the rest: 1.0 other
+         "time/generate": 3.0, "time/train": 4.5}
+
+
+@pytest.fixture(scope="session")
+def agents_run(runs_root):
+    from meshrl.ops.eval.samples import SampleWriter
+    from meshrl.services.learner.metric_logger import JsonlLogger
+    from tests.fixtures.episodes import episode_group
+
+    run_dir = runs_root / AGENTS
+    logger = JsonlLogger(run_dir / "metrics.jsonl")
+    for step in range(3):
+        held_out = {"eval/accuracy": 0.5 + 0.22 * step, "eval/n": 64.0} if step != 1 else {}  # 0.5, 0.94
+        logger.log(step, {"reward": 0.2 * step, **TIMES, **held_out})
+    logger.close()
+    SampleWriter.for_run(run_dir, k=10).write_train(3, [episode_group()])
+    return AGENTS
+
+
+def chart_view(driver, title: str) -> dict | None:
+    """What a chart shows: its series, their axes, each axis' drawn range, a stack's height
+    (None until it is drawn)."""
+    found = chart_attributes(driver, title)
+    if not found.get("ranges"):
+        return None
+    return {"keys": found["keys"].split(), "axes": json.loads(found["axes"]), "stacked": found["stacked"],
+            "ranges": json.loads(found["ranges"]), "top": found.get("top")}
+
+
+def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(live_run, agents_run, browser):
+    base, _, _ = live_run
+    browser.get(f"{base}/runs/{agents_run}")
+    chart = wait_until(lambda: chart_view(browser, "Held-out eval"), "the held-out chart", 30)
+    assert chart["axes"] == {"eval/accuracy": "y", "eval/n": "right"}
+    low, high = chart["ranges"]["y"]  # accuracy 0.5 → 0.94 fills its axis, not the bottom of 0..64
+    assert 0 <= low <= 0.5 and 0.94 <= high <= 1.5, chart["ranges"]
+    assert chart["ranges"]["right"][1] >= 64
+
+
+def test_the_step_time_is_a_stack_whose_height_is_the_step_time(live_run, agents_run, browser):
+    chart = wait_until(lambda: chart_view(browser, "Step time split (s)"), "the step-time chart", 30)
+    assert chart["stacked"] == "1"
+    assert chart["keys"] == ["time/wait_for_batch", "time/forward", "time/backward", "time/algo",
+                             "time/optimizer", "time/weights_push", "time/other"]
+    assert float(chart["top"]) == pytest.approx(10.0)  # the stack's height: time/step
+    low, high = chart["ranges"]["y"]
+    assert low == 0 and 10.0 <= high < 12  # the stack stands on 0 and fits the chart
+    stages = chart_view(browser, "Stage time (s)")  # overlapping stage times: lines, not parts
+    assert stages["keys"] == ["time/generate", "time/train"] and stages["stacked"] == "0"
+
+
+def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_run, agents_run, browser, tmp_path):
+    from tests.fixtures.episodes import TURNS
+
+    wait_until(lambda: browser.execute_script(
+        "const row = [...document.querySelectorAll('tr.sample')].find(r => r.children[8].textContent === '3');"
+        "if (row) row.click(); return Boolean(row);"), "the 3-turn episode in the samples", 30)
+    episode = wait_until(lambda: browser.execute_script(
+        "const e = document.getElementById('episode');"
+        "return e && {head: e.querySelector('h3').textContent, turns: [...e.querySelectorAll('li.turn')].map(t => ({"
+        " reward: t.dataset.reward, head: t.querySelector('.turn-head').textContent,"
+        " text: t.querySelector('.turn-text').textContent,"
+        " calls: [...t.querySelectorAll('.tool-call')].map(c => [c.textContent, c.className]),"
+        " observation: t.querySelector('.observation')?.textContent ?? null}))}"), "the episode view", 30)
+    assert episode["head"] == "Episode in tool_arith · 3 turns · environment reward 1"
+    shown = episode["turns"]
+    assert [t["head"] for t in shown] == ["turn 0 · reward 0 · stop", "turn 1 · reward 0.2500 · stop",
+                                          "turn 2 · reward 0.7500 · stop · done"]
+    assert [t["text"] for t in shown] == [text for text, *_ in TURNS]
+    assert [t["observation"] for t in shown] == ["error: arguments are not valid JSON", "42", None]
+    assert shown[0]["calls"] == [['calculator({"expression": 6*7}) — arguments are not valid JSON: Expecting value',
+                                  "tool-call bad"]]
+    assert shown[1]["calls"] == [['calculator({"expression": "6*7"})', "tool-call"]] and shown[2]["calls"] == []
+    assert [t["reward"] for t in shown] == ["0", "0.25", "0.75"]
+    browser.save_screenshot(str(tmp_path / "episode.png"))
+    print(f"\nscreenshot: {tmp_path / 'episode.png'}")

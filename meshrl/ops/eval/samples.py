@@ -8,6 +8,12 @@ first place reward hacking shows). One JSON object per line:
      "components": {"math": {"value": 1.0, "status": "OK"}}, "finish_reason": "stop",
      "num_tokens": 12, "policy_version": 3}        # eval rows add "mode": "greedy" | "sampled"
 
+A multi-turn episode's row (train) adds "environment", "env_reward" and "turns": one object
+per model turn, {"index", "text", "tool_calls": [{"name", "arguments", "error"}],
+"observation", "observation_truncated", "reward" (null when the environment gave none),
+"finish_reason", "done", "env_latency_s"}; its "response" is the final turn and
+"num_tokens" counts the model's own tokens.
+
 `write_train(step, groups)` takes the step's trained `Group`s (reward already filled in);
 `write_eval(step, samples)` takes an evaluation's `EvalSample`s. Each call writes `k` rows
 (default `eval.samples_per_step`; 0 writes nothing) drawn uniformly without replacement,
@@ -26,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from meshrl.episodes import model_token_count
 from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.ops.eval.records import EvalSample, finish_reason_name, status_name
@@ -39,17 +46,36 @@ def finite_or_none(value: float) -> float | None:
 
 
 def sample_row(step: int, group: common_pb2.Group, s: common_pb2.Sample, tokenizer=None) -> dict:
-    """The samples.jsonl row of one trained sample."""
+    """The samples.jsonl row of one trained sample; an episode's adds its turns."""
     text = s.response_text
     if not text and s.response_token_ids and tokenizer is not None:
         text = tokenizer.decode(unpack_int32(s.response_token_ids).tolist(), skip_special_tokens=True)
-    return {"step": step, "split": "train", "group_id": group.group_id, "sample_index": s.index,
-            "prompt": group.task.prompt_text, "response": text,
-            "ground_truth": group.task.ground_truth, "reward": finite_or_none(s.reward),
-            "components": {c.name: {"value": finite_or_none(c.value), "status": status_name(c.status)}
-                           for c in s.reward_components},
-            "finish_reason": finish_reason_name(s.finish_reason),
-            "num_tokens": len(s.response_token_ids) // 4, "policy_version": s.policy_version}
+    row = {"step": step, "split": "train", "group_id": group.group_id, "sample_index": s.index,
+           "prompt": group.task.prompt_text, "response": text,
+           "ground_truth": group.task.ground_truth, "reward": finite_or_none(s.reward),
+           "components": {c.name: {"value": finite_or_none(c.value), "status": status_name(c.status)}
+                          for c in s.reward_components},
+           "finish_reason": finish_reason_name(s.finish_reason),
+           "num_tokens": model_token_count(s), "policy_version": s.policy_version}
+    return row | episode_fields(group, s) if s.turns else row
+
+
+def episode_fields(group: common_pb2.Group, s: common_pb2.Sample) -> dict:
+    """A multi-turn sample's environment, environment reward and turns (the dashboard's
+    episode view): each turn's text, tool calls, observation and reward."""
+    return {"environment": group.task.environment,
+            "env_reward": finite_or_none(s.env_reward) if s.has_env_reward else None,
+            "turns": [turn_row(t) for t in s.turns]}
+
+
+def turn_row(t: common_pb2.Turn) -> dict:
+    return {"index": t.index, "text": t.text,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments_json, "error": c.error}
+                           for c in t.tool_calls],
+            "observation": t.observation_text, "observation_truncated": t.observation_truncated,
+            "reward": finite_or_none(t.reward) if t.HasField("reward") else None,
+            "finish_reason": finish_reason_name(t.finish_reason), "done": t.done,
+            "env_latency_s": t.env_latency_s}
 
 
 def eval_row(step: int, s: EvalSample) -> dict:

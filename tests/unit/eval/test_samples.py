@@ -6,6 +6,7 @@ from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.ops.eval.records import EvalSample
 from meshrl.ops.eval.samples import SampleWriter
+from tests.fixtures.episodes import episode_group
 
 
 def group(gid: str, rewards, *, text=True) -> pb.Group:
@@ -69,3 +70,24 @@ def test_eval_rows(tmp_path):
                    "sample_index": 0, "prompt": "p", "response": "8", "ground_truth": "7",
                    "reward": 0.0, "components": {"math": {"value": 0.0, "status": "OK"}},
                    "finish_reason": "stop", "num_tokens": 1, "policy_version": 2, "correct": False}
+
+
+def test_an_episode_row_holds_its_turns_for_the_episode_view(tmp_path):
+    SampleWriter.for_run(tmp_path, k=10).write_train(4, [episode_group()])
+    first, second = rows(tmp_path / "samples.jsonl")
+    assert (first["environment"], first["env_reward"], first["response"]) == ("tool_arith", 1.0, "The answer is 42.")
+    assert first["num_tokens"] == 6  # 3 turns of 2 model tokens; the 4 observation tokens not counted
+    bad_json, call, answer = first["turns"]
+    assert bad_json["tool_calls"] == [{"name": "calculator", "arguments": '{"expression": 6*7}',
+                                       "error": "arguments are not valid JSON: Expecting value"}]
+    assert (bad_json["observation"], bad_json["reward"]) == ("error: arguments are not valid JSON", 0.0)
+    assert (call["observation"], call["reward"], call["done"]) == ("42", 0.25, False)
+    assert (answer["text"], answer["tool_calls"], answer["reward"], answer["done"]) == ("The answer is 42.", [], 0.75, True)
+    assert [t["index"] for t in first["turns"]] == [0, 1, 2] and len(second["turns"]) == 1
+
+
+def test_a_turn_without_reward_is_null_not_zero(tmp_path):
+    group_ = episode_group()
+    group_.samples[0].turns[1].ClearField("reward")
+    SampleWriter.for_run(tmp_path, k=10).write_train(4, [group_])
+    assert rows(tmp_path / "samples.jsonl")[0]["turns"][1]["reward"] is None
