@@ -33,6 +33,7 @@ from meshrl.services.learner.metric_logger import JsonlLogger, MetricLogger, Mul
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.ranks import TrainerParts
 from meshrl.services.learner.reference_client import ReferenceClient
+from meshrl.services.learner.router_stats import with_router_stats
 from meshrl.services.learner.trackers import start_trackers
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.fsdp import DistContext
@@ -146,7 +147,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),
-        train_step=trainer.train_step,
+        train_step=with_router_stats(trainer.train_step, policy.model),  # + moe/* for an MoE model
         publisher=publisher,
         export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),

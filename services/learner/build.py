@@ -77,13 +77,25 @@ def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistCon
 
 
 def rollout_weights(policy: TrainedModel, dist: DistContext):
-    """A function giving the policy's full state dict (what rollout engines load).
+    """A function giving the policy's full state dict in the checkpoint's names (what rollout
+    engines load).
 
     On one process these are the live tensors, not a copy: the loop awaits the push before
     the next update touches them, and a 538 MB clone per push is time and memory for nothing."""
     if not dist.distributed:
-        return lambda: {name: t.detach() for name, t in policy.model.state_dict().items()}
-    return lambda: full_state_dict(policy.model, dist)
+        return lambda: checkpoint_format(policy.model, {name: t.detach() for name, t in policy.model.state_dict().items()})
+    return lambda: checkpoint_format(policy.model, full_state_dict(policy.model, dist))
+
+
+def checkpoint_format(model, state: dict) -> dict:
+    """`state` under the names and shapes of the model's checkpoint files. transformers 5 fuses
+    some weights in memory (an MoE layer's experts are one (experts, 2·width, hidden) tensor
+    `mlp.experts.gate_up_proj`) and splits them back when saving (`mlp.experts.3.up_proj.weight`);
+    vLLM loads checkpoint names. A dense Llama has no conversions: `state` itself comes back."""
+    if not state:
+        return state  # a follower rank's empty dict
+    from transformers.core_model_loading import revert_weight_conversion  # lazy: transformers' loading internals, at the first push
+    return revert_weight_conversion(model, state)
 
 
 def save_pretrained(policy: TrainedModel, tokenizer, dist: DistContext, out_dir: Path) -> Path:

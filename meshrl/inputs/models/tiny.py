@@ -96,7 +96,7 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
     `vocab` is the character set; every other id is a special or reserved token.
     """
     import torch  # lazy: torch/tokenizers/transformers, only when a test model is built
-    from transformers import GenerationConfig, LlamaForCausalLM  # lazy: torch/tokenizers/transformers, only when a test model is built
+    from transformers import LlamaForCausalLM  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,12 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
     config = tiny_config(tokenizer, hidden=hidden, layers=layers, heads=heads,
                          kv_heads=kv_heads, head_dim=head_dim, max_positions=max_positions)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).to(torch.float32)
+    return write_model_dir(out, LlamaForCausalLM(config).to(torch.float32), tokenizer, max_positions)
+
+
+def write_model_dir(out: Path, model, tokenizer, max_positions: int) -> Path:
+    """Save a built model + the tiny tokenizer as a complete HF model dir; return it."""
+    from transformers import GenerationConfig  # lazy: as above
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id)

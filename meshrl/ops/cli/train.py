@@ -16,6 +16,7 @@ from pathlib import Path
 from meshrl.ops.cli.plan import describe_plan
 from meshrl.config.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
+from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.ops.launch.inputs import check_inputs, missing_inputs
 from meshrl.ops.private_files import keep_new_files_private
 
@@ -40,6 +41,8 @@ def dry_run(cfg) -> int:
     print(describe_plan(cfg))
     for problem in missing_inputs(cfg):
         print(f"warning: {problem}", file=sys.stderr)
+    if moe := moe_ratio_warning(cfg):
+        print(f"warning: {moe}", file=sys.stderr)
     return 0
 
 

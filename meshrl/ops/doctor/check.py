@@ -1,4 +1,4 @@
-"""Check: one doctor result (pass / fail / skip) with what was found and, for a failure, the fix."""
+"""Check: one doctor result (pass / fail / skip / warn) with what was found and, for a failure, the fix."""
 from __future__ import annotations
 
 import asyncio
@@ -7,13 +7,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+PASS, FAIL, SKIP, WARN = "pass", "fail", "skip", "warn"
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # PASS | FAIL | SKIP
+    status: str  # PASS | FAIL | SKIP | WARN (runs, but probably not as meant: `fix` says why)
     detail: str = ""
     fix: str = ""  # what to do; set on every failure
     seconds: float = 0.0
@@ -29,6 +29,10 @@ def passed(name: str, detail: str) -> Check:
 
 def failed(name: str, detail: str, fix: str) -> Check:
     return Check(name, FAIL, detail, fix)
+
+
+def warned(name: str, detail: str, fix: str) -> Check:
+    return Check(name, WARN, detail, fix)
 
 
 def skipped(name: str, reason: str) -> Check:

@@ -10,8 +10,9 @@ import math
 import struct
 from pathlib import Path
 
-from meshrl.ops.doctor.check import Check, failed, passed, skipped
+from meshrl.ops.doctor.check import Check, failed, passed, skipped, warned
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
+from meshrl.inputs.models.moe import moe_ratio_warning
 
 NAME = "model"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -65,5 +66,8 @@ def check_model(ctx) -> Check:
         return failed(NAME, problem, "set model.tokenizer to a dir with the tokenizer files (or save them "
                                      "next to the model with tokenizer.save_pretrained(dir))")
     ctx.parameters = parameter_count(folder, gguf)
-    return passed(NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, "
-                        f"{ctx.parameters / 1e6:.2f}M parameters")
+    found = passed(NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, "
+                         f"{ctx.parameters / 1e6:.2f}M parameters")
+    if moe := moe_ratio_warning(cfg):
+        return [found, warned("moe ratio", moe.split(":")[0], moe)]
+    return found

@@ -1,11 +1,11 @@
 """`meshrl doctor [CONFIG] [--nats URL] [--skip KEY ...]`: is this machine and config ready to run?
 
-Prints one row per check (PASS / FAIL / SKIP, seconds, what was found) and a FIX line under
-each failure. Exit 0 when nothing failed, 1 otherwise.
+Prints one row per check (PASS / FAIL / SKIP / WARN, seconds, what was found) and a FIX line
+under each failure or warning (a warning does not fail the doctor). Exit 0 when nothing failed, 1 otherwise.
 """
 from __future__ import annotations
 
-from meshrl.ops.doctor.check import FAIL, Check
+from meshrl.ops.doctor.check import FAIL, WARN, Check
 from meshrl.ops.doctor.run import run_doctor, CHECKS
 
 
@@ -14,10 +14,11 @@ def render_table(results: list[Check]) -> str:
     lines = [f"{'status':<6}  {'check':<{width}}  {'time':>6}  detail"]
     for r in results:
         lines.append(f"{r.status.upper():<6}  {r.name:<{width}}  {r.seconds:>5.1f}s  {r.detail}")
-        if r.status == FAIL:
+        if r.status in (FAIL, WARN):
             lines.append(f"{'':<6}  FIX: {r.fix}")
-    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip")}
-    lines.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip", "warn")}
+    warned = f", {counts['warn']} warned" if counts["warn"] else ""
+    lines.append(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped{warned}")
     return "\n".join(lines)
 
 
