@@ -2,20 +2,21 @@
 
     environment:
       name: tool_arith          # sent as PromptTask.environment and ResetRequest.environment
-      builtin: tool_arith       # launched by meshrl (services/environment); or instead:
-      address: ""               # host:port of an external environment service (none launched)
+      builtin: tool_arith       # a built-in environment (services/environment), and/or
+      address: ""               # host:port where the environment service runs (none launched)
       replicas: 1               # launched replicas (`meshrl scale RUN env=N`)
       timeout_s: 10             # deadline of each Reset/Step/Close call
       token_env: ""             # bearer token: the NAME of an env var, or token_file: PATH
       tls: {ca_file: ..., cert_file: ..., key_file: ...}   # TLS to an external service
 
-Absent: every task is single-turn (today's behaviour). With `builtin`, `meshrl train` starts
-`environment.replicas` replicas of the environment service (each on its own port: an
+Absent: every task is single-turn (today's behaviour). With `builtin` and no `address`,
+`meshrl train` starts `environment.replicas` replicas of the environment service (each on its own port: an
 episode lives on the replica that reset it, so the rollout calls each replica by its own
 address, announced under the run KV key `services.environment.<replica>`); with
 `launch.grpc_tls` they serve the run's TLS and the rollout presents its certificate. With
-`address`, the service runs elsewhere and nothing is launched. The token itself never goes
-in the config: name an environment variable or a file.
+`address`, the service runs elsewhere and nothing is launched: your own service, or meshrl's
+built-in one started by `meshrl serve environment` (compose, Kubernetes), which serves
+`builtin`. The token itself never goes in the config: name an environment variable or a file.
 """
 from __future__ import annotations
 
@@ -57,16 +58,16 @@ class EnvironmentConfig(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> "EnvironmentConfig":
-        if bool(self.builtin) == bool(self.address):
-            raise ValueError(f"environment {self.name!r}: set exactly one of builtin (one of "
-                             f"{', '.join(BUILTIN_ENVIRONMENTS)}: launched by meshrl) or address (host:port "
-                             f"of your environment service)")
+        if not self.builtin and not self.address:
+            raise ValueError(f"environment {self.name!r}: set builtin (one of {', '.join(BUILTIN_ENVIRONMENTS)}: "
+                             f"launched by meshrl) or address (host:port of your environment service), or both "
+                             f"(a built-in served elsewhere by `meshrl serve environment`)")
         if self.builtin and self.builtin not in BUILTIN_ENVIRONMENTS:
             raise ValueError(f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
                              f"of {', '.join(BUILTIN_ENVIRONMENTS)}, or address: host:port of your own")
-        if self.builtin and self.tls is not None:
-            raise ValueError("environment.tls is for an external address; launched replicas serve the run's "
-                             "TLS when launch.grpc_tls is on: remove environment.tls")
+        if self.launched and self.tls is not None:
+            raise ValueError("environment.tls is for a service at an address; launched replicas serve the "
+                             "run's TLS when launch.grpc_tls is on: remove environment.tls")
         if self.token_env and self.token_file:
             raise ValueError("environment: set token_env or token_file, not both")
         if self.replicas > 1 and self.grpc_port:
@@ -76,7 +77,8 @@ class EnvironmentConfig(Strict):
 
     @property
     def launched(self) -> bool:
-        return bool(self.builtin)
+        """True when `meshrl train` starts the replicas (a builtin with no address)."""
+        return bool(self.builtin) and not self.address
 
     @property
     def served(self) -> str:

@@ -5,8 +5,9 @@
 
 Run by the shared service runner, like the other services:
   1. load the RunConfig; its `environment` section (meshrl/config/environment.py) names the
-     built-in to serve under the run's environment name; none, or an external `address`, is
-     a ConfigError (exit 2); so is a `python` built-in this host cannot sandbox;
+     built-in to serve under the run's environment name (with or without an `address`: that
+     is where the rollout calls it); no `builtin` is a ConfigError (exit 2); so is a `python`
+     built-in this host cannot sandbox;
   2. connect to NATS, serve EnvironmentService (+ health, reflection; meshrl.env_sdk) on
      --grpc-port, else environment.grpc_port (0 = a free port: each replica its own, since an
      episode lives on the replica that reset it), with the run's TLS (MESHRL_GRPC_TLS_*) and
@@ -38,8 +39,8 @@ def settings_of(cfg):
     settings = cfg.environment
     if settings is None or not settings.builtin:
         raise ConfigError("the run config has no `environment: {name: ..., builtin: ...}` section: the "
-                          "environment service serves meshrl's built-in environments (an external "
-                          "environment.address is a service of its own)")
+                          "environment service serves meshrl's built-in environments (an "
+                          "environment.address without builtin is a service of its own)")
     return settings
 
 

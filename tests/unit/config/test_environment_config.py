@@ -22,6 +22,11 @@ def test_a_builtin_served_under_the_runs_name():
     assert cfg_with(name="tool_arith", builtin="tool_arith").environment.served == "tool_arith"
 
 
+def test_a_builtin_served_elsewhere_launches_nothing():
+    env = cfg_with(name="tool_arith", builtin="tool_arith", address="environment:50056").environment
+    assert not env.launched and env.served == "tool_arith"
+
+
 def test_an_external_address_launches_nothing():
     env = cfg_with(name="shop", address="shop-env:50090", token_env="SHOP_ENV_TOKEN",
                    tls={"ca_file": "ca.pem"}).environment
@@ -29,8 +34,7 @@ def test_an_external_address_launches_nothing():
 
 
 @pytest.mark.parametrize(("environment", "says"), [
-    ({"name": "x"}, "set exactly one of builtin"),
-    ({"name": "x", "builtin": "tool_arith", "address": "h:1"}, "set exactly one of builtin"),
+    ({"name": "x"}, "set builtin .* or address"),
     ({"name": "x", "builtin": "chess"}, "'chess' is not a built-in environment; use one of calculator, python, tool_arith"),
     ({"name": "x", "address": "h:1", "token_env": "A", "token_file": "/t"}, "token_env or token_file, not both"),
     ({"name": "x", "builtin": "python", "replicas": 2, "grpc_port": 50090}, "each replica needs its own port"),
