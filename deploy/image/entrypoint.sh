@@ -16,7 +16,7 @@
 # Tested on the host with a fake `meshrl`: tests/deploy/test_entrypoint.py.
 set -eu
 
-SERVICES="rollout reward reward_model reference learner"
+SERVICES="rollout reward reward_model environment reference learner"
 
 is_service() {
   for known in $SERVICES; do [ "$1" = "$known" ] && return 0; done

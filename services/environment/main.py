@@ -44,14 +44,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sandbox-memory-mb", type=int, default=1024)
     parser.add_argument("--sandbox-isolation", choices=["auto", "root", "userns"], default="auto")
     parser.add_argument("--hide", action="append", default=[], help="a path the python sandbox must not see")
+    parser.add_argument("--check", action="store_true",
+                        help="build the environments (the python tool: its sandbox) and exit: 0 and what was built, "
+                             "or 2 and why not (meshrl doctor runs this)")
     return parser.parse_args(argv)
 
 
-def built(args: argparse.Namespace) -> dict:
+def built(args: argparse.Namespace) -> tuple[dict, Builtins]:
     limits = SandboxLimits(cpu_s=args.sandbox_cpu_s, wall_s=args.sandbox_wall_s,
                            memory_bytes=args.sandbox_memory_mb << 20)
     ctx = Builtins(limits=limits, isolation_mode=args.sandbox_isolation, hide=args.hide)
-    return environments([n.strip() for n in args.environments.split(",") if n.strip()], ctx)
+    return environments([n.strip() for n in args.environments.split(",") if n.strip()], ctx), ctx
+
+
+def check_line(served: dict, ctx: Builtins) -> str:
+    """What --check prints: the environments, and the sandbox's isolation when one was made."""
+    made = ctx.__dict__.get("sandbox")  # a cached_property: present only when the python tool needed it
+    return f"can serve {', '.join(served)} here" + (f" (python sandbox: {made.isolation.mode} mode)" if made else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +74,10 @@ def main_standalone(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        served = built(args)
+        served, ctx = built(args)
+        if args.check:
+            print(check_line(served, ctx))
+            return 0
         serve(served, port=args.port, host=args.host, name="environment", max_episodes=args.max_episodes)
     except (ValueError, SandboxUnavailable, ConfigError, OSError) as err:
         print(f"environment service: {err}", file=sys.stderr)

@@ -46,8 +46,10 @@ def serve_argv(args: list[str]) -> tuple[str, argparse.Namespace]:
 
 def grpc_port(service: str, flags: argparse.Namespace, cfg, replica_id: str) -> int:
     """Where `service` serves gRPC with these flags, this RunConfig and this replica id."""
-    if service in ("rollout", "reward", "reward_model") and getattr(flags, "grpc_port", None) is not None:
+    if service in ("rollout", "reward", "reward_model", "environment") and getattr(flags, "grpc_port", None) is not None:
         return flags.grpc_port
+    if service == "environment" and cfg.environment.grpc_port:
+        return cfg.environment.grpc_port
     if service == "reward_model":
         return cfg.reward_model.grpc_port
     if service == "rollout":

@@ -5,6 +5,7 @@ command, environment, config mount and health check agree with the real CLI and 
     .venv/bin/python -m pytest -q tests/deploy/test_compose.py
 check-jsonschema comes from the test extra (pyproject.toml).
 """
+import copy
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "deploy" / "compose"
 COMPOSE = COMPOSE_DIR / "compose.yaml"
-IN_OVERRIDES = {"reward_model"}  # reward-model.yaml adds it (tests/deploy/test_compose_reward_model.py)
+IN_OVERRIDES = {"reward_model", "environment"}  # reward-model.yaml, environment.yaml add them (test_compose_*.py)
 
 
 def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
@@ -27,6 +28,31 @@ def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
     assert tool, "check-jsonschema is missing: `bash scripts/setup.sh` installs it (test extra)"
     return subprocess.run([tool, "--builtin-schema", "vendor.compose-spec", str(path)],
                           capture_output=True, text=True, timeout=120)
+
+
+def merged_service(base: dict, override: dict) -> dict:
+    """One service of `-f compose.yaml -f OVERRIDE.yaml`: maps merge, volumes by mount path."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key == "volumes":
+            by_target = {v.split(":")[1]: v for v in out.get("volumes", [])}
+            by_target.update({v.split(":")[1]: v for v in value})
+            out["volumes"] = list(by_target.values())
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def load_override(path: Path) -> tuple[dict, dict]:
+    """(compose.yaml, the override file) as PyYAML reads them."""
+    return yaml.safe_load(COMPOSE.read_text()), yaml.safe_load(path.read_text())
+
+
+def override_services(base: dict, override: dict) -> dict:
+    """Every service the override names, merged over compose.yaml's."""
+    return {name: merged_service(base["services"].get(name, {}), svc) for name, svc in override["services"].items()}
 
 
 @pytest.fixture(scope="module")

@@ -6,46 +6,27 @@ NATS user; every meshrl service reads that config.
 
     .venv/bin/python -m pytest -q tests/deploy/test_compose_reward_model.py
 """
-import copy
-
 import pytest
-import yaml
 
 from meshrl.config import load_config
 from meshrl.config.reward_model import reward_model_component
 from meshrl.transport.bus.credentials import ENV_VAR
 from meshrl.transport.bus.permissions import KINDS
 from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
-from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, check_jsonschema
+from tests.deploy.test_compose import COMPOSE_DIR, check_jsonschema, load_override, override_services
 
 OVERRIDE = COMPOSE_DIR / "reward-model.yaml"
 CONFIG = COMPOSE_DIR / "run-config-reward-model.yaml"
 
 
-def merged_service(base: dict, override: dict) -> dict:
-    """One service of `-f compose.yaml -f reward-model.yaml`: maps merge, volumes by mount path."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if key == "volumes":
-            by_target = {v.split(":")[1]: v for v in out.get("volumes", [])}
-            by_target.update({v.split(":")[1]: v for v in value})
-            out["volumes"] = list(by_target.values())
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
-    return out
-
-
 @pytest.fixture(scope="module")
 def compose() -> tuple[dict, dict]:
-    return yaml.safe_load(COMPOSE.read_text()), yaml.safe_load(OVERRIDE.read_text())
+    return load_override(OVERRIDE)
 
 
 @pytest.fixture(scope="module")
 def services(compose) -> dict:
-    base, override = compose
-    return {name: merged_service(base["services"].get(name, {}), svc) for name, svc in override["services"].items()}
+    return override_services(*compose)
 
 
 def test_valid_against_the_compose_spec():

@@ -1,8 +1,8 @@
 """The `meshrl` command line.
 
     meshrl train CONFIG.yaml [key=value ...] [--dry-run]
-    meshrl serve {rollout,reward,reference,learner} --nats URL --run-id RUN --config FILE
-    meshrl scale RUN_DIR_OR_URL rollout=3 reward=2   |   meshrl status RUN_DIR_OR_URL [--json]
+    meshrl serve {rollout,reward,reward_model,environment,reference,learner} --nats URL --run-id RUN --config FILE
+    meshrl scale RUN_DIR_OR_URL rollout=3 reward=2 env=2   |   meshrl status RUN_DIR_OR_URL [--json]
     meshrl pause|resume|checkpoint|stop RUN_DIR_OR_URL [--reason TEXT]
     meshrl models fetch-smollm2
     meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...

@@ -4,7 +4,8 @@ For a run started here by `meshrl train` (its launcher must be running). The wan
 go to RUN_DIR/scale.json, where the launcher picks them up within a second: it starts new
 replicas with the next ids (a rollout loads the run's current weights before it takes a
 prompt) or stops the highest ones with SIGTERM (they hand back their work and leave). Only
-rollout, reward and reference scale. Each request is recorded in RUN_DIR/audit.jsonl (who,
+rollout, reward, reward_model, environment (`env=N`) and reference scale; an environment
+replica that leaves takes its open episodes with it (their groups are dropped with that reason). Each request is recorded in RUN_DIR/audit.jsonl (who,
 when, what) and on the run's events subject. Watch the result with `meshrl status RUN_DIR`.
 
 Through a gateway: `MESHRL_GATEWAY_TOKEN=... meshrl scale http://HOST:PORT/runs/NAME rollout=2`
@@ -25,11 +26,11 @@ from meshrl.ops.launch.scale_request import parse_counts, write_request
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("scale", help="add or remove rollout/reward/reference replicas of a local run",
+    p = sub.add_parser("scale", help="add or remove rollout/reward/environment/reference replicas of a local run",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run dir of a running `meshrl train`, or a "
                    "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)")
-    p.add_argument("counts", nargs="+", metavar="SERVICE=COUNT", help="e.g. rollout=3 reward=2")
+    p.add_argument("counts", nargs="+", metavar="SERVICE=COUNT", help="e.g. rollout=3 reward=2 env=2")
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from meshrl.ops.launch.errors import LaunchError
 
-SERVICES = ("rollout", "reward", "reward_model", "reference", "learner")
+SERVICES = ("rollout", "reward", "reward_model", "environment", "reference", "learner")
 
 
 def add_parser(sub) -> None:

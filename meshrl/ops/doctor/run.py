@@ -1,7 +1,7 @@
 """run_doctor: every check in order, each independent (one failing never stops the others).
 
 Keys (for `skip=`): accelerators, gloo, nats-binary, nats, model, data, disk, transformers,
-vllm, rewards.
+vllm, rewards, environment.
 Without a config only the machine checks run (the config ones are skipped); a config that
 does not load is itself a failed check.
 """
@@ -13,6 +13,7 @@ from typing import Iterable
 from meshrl.ops.doctor.check import Check, failed, passed, run_check, skipped
 from meshrl.ops.doctor.checks_data import check_data
 from meshrl.ops.doctor.checks_disk import check_disk
+from meshrl.ops.doctor.checks_environment import check_environment
 from meshrl.ops.doctor.checks_model import check_model
 from meshrl.ops.doctor.checks_nats import check_nats
 from meshrl.ops.doctor.checks_reward import check_external_rewards
@@ -31,6 +32,7 @@ CHECKS = {  # key → (display name, function); order is the table's order
     "transformers": ("transformers + torch", check_transformers),
     "vllm": ("vllm importable", check_vllm),
     "rewards": ("external rewards", check_external_rewards),
+    "environment": ("environment", check_environment),
 }
 
 

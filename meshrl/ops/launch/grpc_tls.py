@@ -27,7 +27,7 @@ from meshrl.ops.private_files import make_private_dir
 from meshrl.transport.certs import new_ca
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
-KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "admin")
+KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment", "admin")
 CA_FILE = "grpc-ca.pem"
 
 

@@ -6,7 +6,11 @@
      config), and writes the resolved `RUN_DIR/config.yaml`;
   2. starts `EmbeddedNats(RUN_DIR/nats)` when `nats.url` is `embedded`, else uses `nats.url`;
   3. creates the run's JetStream streams once;
-  4. starts rollout × rollout.replicas, reward_model × reward_model.replicas when a reward
+  4. starts environment × environment.replicas when the run's environment is a built-in with
+     no address (config/environment.py; each replica on its own free port, announced in the
+     run KV where the rollout finds it; a fresh bearer token per start: environment.py; an
+     environment at an address must answer health first),
+     rollout × rollout.replicas, reward_model × reward_model.replicas when a reward
      component has `kind: reward_model` and no address (config/reward_model.py; every
      replica on reward_model.grpc_port, which the reward service calls), and reward ×
      reward.replicas (not for offline algorithms such as DPO, which sample nothing), the
@@ -17,7 +21,7 @@
      learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
      restart is on the console, in RUN_DIR/restarts.jsonl, counted in the launcher's
      `meshrl_service_restarts_total` (restart_counts.py) and raised as an alert;
-  6. meanwhile keeps as many rollout / reward / reward_model / reference replicas as `meshrl
+  6. meanwhile keeps as many environment / rollout / reward / reward_model / reference replicas as `meshrl
      scale RUN_DIR rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
   7. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
      then removes the run's files in /dev/shm and every `psm_*` shared-memory segment its
@@ -26,7 +30,8 @@
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
 with an embedded server (launch/nats.py); with launch.grpc_tls, MESHRL_GRPC_TLS_* naming its
 kind's certificate in RUN_DIR/secrets (launch/grpc_tls.py); otherwise a variable already set in our environment wins:
-reward gets `OMP_NUM_THREADS=1` (rules, not matmuls); the learner and the reference get
+reward and environment get `OMP_NUM_THREADS=1` (rules and tools, not matmuls; environment also its
+bearer token file, MESHRL_ENV_TOKEN_FILE); the learner and the reference get
 glibc's huge-page tunable (ops/service/malloc.py: a step's tensors fault 2 MiB pages, not 4 KiB); rollout, reference and learner get the
 cores `launch.cores` gives them (cores.py: all cores each by default, measured faster here
 even when an asynchronous run overlaps them; or disjoint halves), vLLM always bound explicitly so that
@@ -65,6 +70,8 @@ from meshrl.config.reward_model import launches_reward_model
 from meshrl.config.schema import RunConfig
 from meshrl.ops.service.malloc import huge_pages_env
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
+from meshrl.ops.launch.environment import (check_environment_up, launches_environment, name_token_file,
+                                          run_environment_token, token_env)
 from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.grpc_tls import grpc_tls_env, run_grpc_tls
 from meshrl.ops.launch.keeper import Keeper
@@ -130,6 +137,7 @@ def resolve_for_run(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> R
     for section in sections:
         if section.grpc_port == 0 or (resume and not port_is_free(section.grpc_port)):
             section.grpc_port = free_port()
+    name_token_file(cfg, run_dir)  # the environment replicas pick free ports themselves and announce them
     return cfg
 
 
@@ -170,8 +178,11 @@ def core_plan(cfg: RunConfig) -> CorePlan:
 
 def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these),
-    and the reward model's before the reward's when the run has a `kind: reward_model` component."""
-    specs = [replica_spec("rollout", i, cfg) for i in range(cfg.rollout.replicas)]
+    the environment's before the rollout's when the run launches a built-in environment, and the
+    reward model's before the reward's when the run has a `kind: reward_model` component."""
+    specs = [replica_spec("environment", i, cfg) for i in range(cfg.environment.replicas)] \
+        if launches_environment(cfg) else []
+    specs += [replica_spec("rollout", i, cfg) for i in range(cfg.rollout.replicas)]
     if launches_reward_model(cfg):
         specs += [replica_spec("reward_model", i, cfg) for i in range(cfg.reward_model.replicas)]
     return specs + [replica_spec("reward", i, cfg) for i in range(cfg.reward.replicas)]
@@ -182,6 +193,8 @@ def replica_spec(name: str, replica: int, cfg: RunConfig | None = None) -> Servi
     (one more, started by `meshrl scale`, takes them as if it had been counted from the start)."""
     if name == "reward":
         return ServiceSpec(name, replica, _defaults(**COMMON_ENV, OMP_NUM_THREADS="1"))
+    if name == "environment":  # tools and checks; its token is the run's (environment.py), never a default
+        return ServiceSpec(name, replica, {**_defaults(**COMMON_ENV, OMP_NUM_THREADS="1"), **token_env(cfg)})
     if name == "reward_model":  # a forward pass per batch: torch's own threads (or the GPU)
         return ServiceSpec(name, replica, _defaults(**COMMON_ENV))
     plan = core_plan(cfg) if cfg is not None else plan_cores(usable_cores())
@@ -328,8 +341,10 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
     with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, run_grpc_tls(cfg, run_dir), freed_shm(run_id), \
-            freed_segments(ShmTracker()) as shm, Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
+            run_environment_token(cfg, run_dir), freed_segments(ShmTracker()) as shm, \
+            Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas)
+        check_environment_up(cfg)
         for spec in service_specs(cfg):
             argv = argv_for(spec, url, run_id, config_path)
             is_learner = spec.name == "learner"

@@ -9,7 +9,8 @@
 Sources: LearnerControlService.GetStatus on the learner's control address; the run KV's
 `services.<kind>.<replica>` entries (the replicas that announced a gRPC address and have not
 withdrawn it); for each rollout, RolloutService.GetStatus, which says which weights version
-its engine holds (so no extra announcement is needed); the dead-letter stream, counted by
+its engine holds (so no extra announcement is needed); for each environment replica, its
+grpc.health.v1 status (`ready`: SERVING); the dead-letter stream, counted by
 stage and reason (`status["dead_letters"]`, see meshrl.transport.bus.dead_summary). Every call has a short deadline: a
 replica that does not answer is listed with the error, never waited for.
 """
@@ -20,13 +21,14 @@ import asyncio
 from meshrl.ops.launch.presence import LauncherInfo
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.transport.rpc.channel import open_channel
+from meshrl.transport.rpc.channel import is_serving, open_channel
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.transport.bus.registry import service_entries
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.dead_summary import dead_letter_summary
 
-KINDS = ("rollout", "reward", "reference")
+KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
+HEALTH_ONLY = ("environment",)  # replicas with no GetStatus: `ready` is their health
 
 
 async def learner_status(address: str, timeout_s: float) -> dict:
@@ -61,7 +63,17 @@ async def replica_rows(state, timeout_s: float) -> list[dict]:
     probes = [rollout_status(r["grpc"], timeout_s) for r in rows if r["service"] == "rollout"]
     for row, extra in zip([r for r in rows if r["service"] == "rollout"], await asyncio.gather(*probes)):
         row.update(extra)
+    healthy = [r for r in rows if r["service"] in HEALTH_ONLY]
+    for row, serving in zip(healthy, await asyncio.gather(*(_serving(r["grpc"], timeout_s) for r in healthy))):
+        row["ready"] = serving
     return rows
+
+
+async def _serving(address: str, timeout_s: float) -> bool:
+    try:
+        return await is_serving(address, timeout=timeout_s)
+    except Exception:  # noqa: BLE001 - an address that cannot be dialled is not serving
+        return False
 
 
 async def gather_status(info: LauncherInfo, timeout_s: float = 3.0) -> dict:

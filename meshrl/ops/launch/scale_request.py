@@ -8,7 +8,8 @@ not the run KV: the launcher's loop is synchronous and must keep working while N
 restarts, and only a process on this machine can start local replicas anyway.
 
 Only rollout, reward, reward_model (a run's learned reward model, when the launcher started
-it) and reference scale: the learner's torchrun ranks are fixed for a run (`learner.ranks`).
+it), environment (`env` for short; a built-in environment the launcher started) and reference
+scale: the learner's torchrun ranks are fixed for a run (`learner.ranks`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from meshrl.ops.launch.errors import LaunchError
 from meshrl.ops.launch.presence import write_atomically
 
 REQUEST_FILE = "scale.json"
-SCALABLE = ("rollout", "reward", "reward_model", "reference")
+SCALABLE = ("rollout", "reward", "reward_model", "environment", "reference")
+ALIASES = {"env": "environment"}
 MAX_REPLICAS = 64  # a typo guard: more processes than this on one machine is never meant
 
 
@@ -37,6 +39,7 @@ def parse_counts(pairs: list[str]) -> dict[str, int]:
 
 
 def check_service(name: str) -> str:
+    name = ALIASES.get(name, name)
     if name == "learner":
         raise LaunchError("the learner does not scale with `meshrl scale`: its torchrun ranks are "
                           "set per run (learner.ranks in the run config); "

@@ -125,7 +125,7 @@ def test_cmd_doctor_prints_table_and_exit_code(tmp_path, tiny_model_dir, capsys)
     assert cmd_doctor(parser.parse_args(["doctor", str(good), "--skip", *HEAVY, "nats"])) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["status", "check", "time", "detail"]
-    assert out[-1] == "5 passed, 0 failed, 6 skipped"  # config, nats binary, model, data, disk
+    assert out[-1] == "5 passed, 0 failed, 7 skipped"  # config, nats binary, model, data, disk (no environment)
     bad = write_config(tmp_path, tmp_path / "missing")
     assert cmd_doctor(parser.parse_args(["doctor", str(bad), "--skip", *HEAVY, "nats"])) == 1
     text = capsys.readouterr().out

@@ -96,7 +96,7 @@ def test_serve_unknown_service_lists_the_known_ones(capsys, config_file):
     rc, _, err = run_cli(capsys, "serve", "bogus", "--nats", "nats://x:4222", "--run-id", "r",
                          "--config", config_file)
     assert rc == 2
-    assert "unknown service 'bogus'; known services: rollout, reward, reward_model, reference, learner" in err
+    assert "unknown service 'bogus'; known services: rollout, reward, reward_model, environment, reference, learner" in err
 
 
 def test_serve_needs_its_flags(capsys):
@@ -113,7 +113,7 @@ def test_serve_builds_the_service_command(config_file):
     assert command(args) == [sys.executable, "-m", "meshrl.services.reference", "--nats",
                              "nats://h:4222", "--run-id", "r1", "--config", str(config_file),
                              "--replica-id", "reference-2"]
-    assert SERVICES == ("rollout", "reward", "reward_model", "reference", "learner")
+    assert SERVICES == ("rollout", "reward", "reward_model", "environment", "reference", "learner")
 
 
 def test_cli_does_not_import_services_or_torch():

@@ -1,0 +1,51 @@
+"""`meshrl doctor`'s environment check: skipped without an environment; a service at an address
+that answers health passes (a real SDK server), one that does not fails naming it with a fix;
+a launched built-in is built for real by the service's `--check` (the python tool's sandbox
+included), and a python tool this host cannot sandbox fails with the service's reason."""
+import asyncio
+
+from meshrl.env_sdk import Environment, start, stop
+from meshrl.ops.doctor.checks_environment import check_environment
+from meshrl.ops.doctor.run import DoctorContext
+from meshrl.config import load_config
+from meshrl.services.environment.sandbox import detect
+from meshrl.transport.ports import free_port
+
+BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
+
+
+def ctx_with(**environment) -> DoctorContext:
+    sections = {"environment": environment} if environment else {}
+    return DoctorContext(load_config(base={**BASE, **sections}), reward_timeout_s=2.0)
+
+
+class Shop(Environment):
+    """A stand-in external environment (a real gRPC server)."""
+
+
+def test_skipped_without_an_environment():
+    [check] = check_environment(ctx_with())
+    assert check.status == "skip"
+
+
+async def test_an_address_that_answers_passes_and_one_that_does_not_fails():
+    server, port = await start(Shop, host="127.0.0.1")
+    dead = free_port()
+    try:
+        good, bad = await asyncio.to_thread(check_environment, ctx_with(
+            name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}"))
+    finally:
+        await stop(server, grace=0)
+    assert good.status == "pass" and good.detail == "SERVING"
+    assert bad.status == "fail" and f"127.0.0.1:{dead}" in bad.name and "meshrl env check" in bad.fix
+
+
+def test_a_launched_builtin_is_built_for_real(monkeypatch):
+    [check] = check_environment(ctx_with(name="arith", builtin="tool_arith"))
+    assert check.status == "pass" and check.detail == "can serve arith here"
+    if detect().mode:
+        [check] = check_environment(ctx_with(name="py", builtin="python"))
+        assert check.status == "pass" and f"python sandbox: {detect().mode} mode" in check.detail
+    monkeypatch.setenv("PATH", "/nonexistent")  # no unshare: the python tool cannot be sandboxed
+    [check] = check_environment(ctx_with(name="py", builtin="python"))
+    assert check.status == "fail" and "cannot be sandboxed here" in check.detail
