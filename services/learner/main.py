@@ -48,6 +48,7 @@ from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.addresses import bind_host
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 log = logging.getLogger("meshrl.learner")
@@ -80,7 +81,7 @@ class LearnerProcess(ServiceProcess):
         acks = await follow_weights_acks(ctx.bus, ctx.run_id, self.built.ledger)
         ctx.on_stop(acks.unsubscribe)
         self.state = state
-        log.info("READY grpc=127.0.0.1:%d", port)
+        log.info("READY grpc=%s:%d", bind_host(), port)
 
     async def work(self, ctx: ServiceContext) -> None:
         """The loop for learner.steps steps, then the final policy (not when stopped early)."""

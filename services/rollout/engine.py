@@ -207,6 +207,12 @@ class RolloutEngine:
         return engine
 
     @property
+    def alive(self) -> bool:
+        """False once vLLM's engine core has died (AsyncLLM errored) or the engine was shut
+        down: no request can be served any more (engine_watch.py acts on it)."""
+        return self.llm is not None and not self.llm.errored
+
+    @property
     def tokenizer(self):
         return self.llm.get_tokenizer()
 

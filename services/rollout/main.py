@@ -21,6 +21,8 @@ endpoint, NATS, signals, clean-up and exit codes are the same for every service.
      With an `environment` section, tasks that name it are played as multi-turn episodes
      against it (agent/: the client is built at start-up, a built-in's replicas are read
      from the run KV and kept fresh).
+The engine's death (its engine-core process gone): NOT_SERVING on grpc.health, exit 1, so
+the supervisor or the container runtime restarts the replica (engine_watch.py).
 SIGTERM/SIGINT: stop consuming (in-flight tasks are nak'ed so another replica takes them),
 stop the watch, withdraw the KV entries, stop the server, shut vLLM down, close the bus;
 exit 0. Exit 2 on a start-up error (config, NATS, model), with `rollout service: <error>`.
@@ -34,6 +36,7 @@ import logging
 from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
+from meshrl.services.rollout.engine_watch import watch_engine
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.transport.rpc import stop_server
 from meshrl.services.rollout.follower import WeightsFollower
@@ -62,6 +65,7 @@ class RolloutProcess(ServiceProcess):
         self.follower = await self.follow_weights(ctx)
         port = ctx.cfg.rollout.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port
         server, bound = await start_rollout_server(self.engine, port, ready=self.follower.ready.is_set, agent=self.agent)
+        self.server = server
         ctx.on_stop(stop_server, server, 2)
         address = await ctx.announce_grpc(bound)
         print(f"READY grpc={address} replica={ctx.replica} version={self.engine.version}", flush=True)
@@ -79,12 +83,13 @@ class RolloutProcess(ServiceProcess):
         return follower
 
     async def work(self, ctx: ServiceContext) -> None:
-        """Follow weights notices and consume prompts; whichever ends first ends the service."""
+        """Follow weights notices and consume prompts while the engine lives (engine_watch.py:
+        a dead engine is NOT_SERVING and ends the service, exit 1); whichever ends first ends it."""
         worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine),
                                agent=self.agent)
         background = [self.agent.background()] if self.agent is not None else []
-        await first_to_end(self.follower.run(), *background, consume_when_ready(
-            self.follower, worker, ctx.args.concurrency, ack_wait=ctx.cfg.rollout.ack_wait_s))
+        consume = consume_when_ready(self.follower, worker, ctx.args.concurrency, ack_wait=ctx.cfg.rollout.ack_wait_s)
+        await first_to_end(watch_engine(self.engine, self.server), self.follower.run(), *background, consume)
 
     def shut_engine_down(self, replica: str) -> None:
         self.engine.shutdown()

@@ -80,12 +80,18 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
     return server, bound
 
 
-async def stop_server(server: aio.Server, grace: float | None = 5.0) -> None:
-    """Report NOT_SERVING everywhere (clients drain away), then stop after `grace` s."""
+async def stop_serving(server: aio.Server) -> None:
+    """Report NOT_SERVING for the server and every service on it, for good (later `set`s
+    are ignored): clients and probes drain away while the server still answers."""
     health_servicer = getattr(server, "health", None)
     if health_servicer is not None:
         await health_servicer.enter_graceful_shutdown()
+
+
+async def stop_server(server: aio.Server, grace: float | None = 5.0) -> None:
+    """Report NOT_SERVING everywhere (clients drain away), then stop after `grace` s."""
+    await stop_serving(server)
     await server.stop(grace)
 
 
-__all__ = ["Registration", "registration", "start_server", "stop_server"]
+__all__ = ["Registration", "registration", "start_server", "stop_server", "stop_serving"]
