@@ -49,6 +49,7 @@ from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.addresses import bind_host
+from meshrl.transport.bus.durables import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 log = logging.getLogger("meshrl.learner")
@@ -67,7 +68,7 @@ class LearnerProcess(ServiceProcess):
     async def start(self, ctx: ServiceContext) -> None:
         """Streams, data, model (resumed if asked), the control server, the weights-ack ledger."""
         cfg = ctx.cfg
-        await ctx.bus.ensure_streams()
+        await ctx.bus.ensure_streams(run_consumers(cfg.rollout.ack_wait_s))
         state = LearnerState(run_id=ctx.run_id, total_steps=cfg.learner.steps)
         assemble_loop = assemble.offline if cfg.algorithm.offline else assemble.online
         self.built = await assemble_loop(cfg, ctx.bus, ctx.run_id, state, resume=ctx.args.resume)

@@ -343,7 +343,8 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, run_grpc_tls(cfg, run_dir), freed_shm(run_id), \
             run_environment_token(cfg, run_dir), freed_segments(ShmTracker()) as shm, \
             Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
-        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas)
+        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas,
+                       rollout_ack_wait_s=cfg.rollout.ack_wait_s)
         check_environment_up(cfg)
         for spec in service_specs(cfg):
             argv = argv_for(spec, url, run_id, config_path)

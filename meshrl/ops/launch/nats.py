@@ -116,19 +116,21 @@ def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[st
         yield server.url
 
 
-async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int) -> None:
+async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int, rollout_ack_wait_s: float) -> None:
     from meshrl.transport.bus import Bus, BusUnavailable  # lazy: Bus loads nats/aiohttp; the CLI imports this module
+    from meshrl.transport.bus.durables import run_consumers  # lazy: with Bus
 
     try:
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
     except BusUnavailable as err:  # its message names the url and how to start a server
         raise LaunchError(f"{err}; or set nats.url=embedded") from None
     try:
-        await bus.ensure_streams()
+        await bus.ensure_streams(run_consumers(rollout_ack_wait_s))
     finally:
         await bus.close()
 
 
-def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1) -> None:
-    """Connect, create the run's streams (idempotent), disconnect. LaunchError if unreachable."""
-    asyncio.run(_create_streams(url, run_id, timeout_s, replicas))
+def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1,
+                   rollout_ack_wait_s: float = 30.0) -> None:
+    """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable."""
+    asyncio.run(_create_streams(url, run_id, timeout_s, replicas, rollout_ack_wait_s))

@@ -44,7 +44,7 @@ from meshrl.transport.bus.events import Listener
 from meshrl.transport.bus.kv import RunState
 from meshrl.transport.bus.messages import check_type
 from meshrl.transport.bus.objects import WeightsStore
-from meshrl.transport.bus.permissions import inbox_prefix
+from meshrl.transport.bus.permissions import CONSUMER_CREATORS, inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus.retry import election_patience, retry_transient
 from meshrl.transport.bus.pull import Puller
@@ -132,11 +132,13 @@ async def _close_quietly(nc: NATS) -> None:
 class Bus:
     """Publish, consume, run state and weights for one run. Create with `Bus.connect`."""
 
-    def __init__(self, nc: NATS, js, url: str | Sequence[str], run_id: str, *, replicas: int = 1):
+    def __init__(self, nc: NATS, js, url: str | Sequence[str], run_id: str, *, replicas: int = 1,
+                 creates_consumers: bool = True):
         if replicas < 1:
             raise ValueError(f"replicas={replicas}: the JetStream replica count must be >= 1 (3 on a 3-node cluster)")
         self.nc, self.js, self.url, self.run_id, self.replicas = nc, js, url, run_id, replicas
-        self._puller = Puller(js, run_id)
+        self.creates_consumers = creates_consumers  # else it binds to durables the learner made
+        self._puller = Puller(js, run_id, may_create=creates_consumers)
         self.state = RunState.for_bucket(js, names.kv_bucket(run_id))
         self.weights = WeightsStore(js, names.object_bucket(run_id))
 
@@ -148,9 +150,11 @@ class Bus:
         `credentials` default to those MESHRL_NATS_CREDENTIALS_FILE names (none if unset),
         `tls` to the files MESHRL_NATS_TLS_* name (plaintext if unset)."""
         names.run_token(run_id)
-        nc = await _open(url, name, timeout, credentials or credentials_from_env(), tls or tls_from_env())
+        credentials = credentials or credentials_from_env()
+        nc = await _open(url, name, timeout, credentials, tls or tls_from_env())
         js = await _check_jetstream(nc, url, timeout)
-        return cls(nc, js, url, run_id, replicas=replicas)
+        return cls(nc, js, url, run_id, replicas=replicas,
+                   creates_consumers=credentials is None or credentials.user in CONSUMER_CREATORS)
 
     async def close(self) -> None:
         await self._puller.close()
@@ -162,9 +166,10 @@ class Bus:
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
-    async def ensure_streams(self) -> None:
-        """Create the run's work queues, dead-letter/events streams, KV and object store."""
-        await ensure_run_streams(self.js, self.run_id, replicas=self.replicas)
+    async def ensure_streams(self, consumers: dict[str, ConsumerSpec] | None = None) -> None:
+        """Create the run's work queues, their durables (`consumers`: durables.run_consumers()
+        by default), dead-letter/events streams, object store and KV."""
+        await ensure_run_streams(self.js, self.run_id, replicas=self.replicas, consumers=consumers)
 
     # ---- work queues -------------------------------------------------------------------
 
@@ -191,7 +196,8 @@ class Bus:
         """The Worker object itself (its `.counts` show acked / retried / dead)."""
         spec = ConsumerSpec(durable, ack_wait=ack_wait, max_deliver=max_deliver)
         return Worker(self.js, self.run_id, names.check_stage(stage), spec, handler, batch=batch,
-                      concurrency=concurrency, backoff=backoff, auto_in_progress=auto_in_progress)
+                      concurrency=concurrency, backoff=backoff, auto_in_progress=auto_in_progress,
+                      may_create=self.creates_consumers)
 
     async def pull(self, stage: str, durable: str, max_msgs: int = 1, timeout: float = 1.0, *,
                    ack_wait: float = 300.0, max_deliver: int = 5) -> list[Delivery]:

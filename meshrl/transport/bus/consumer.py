@@ -7,49 +7,33 @@ durable name resumes where the group left off, and unacked messages are redelive
 `ack_wait`. Backoff between failed attempts is applied client-side by `nak(delay)` (the
 server's `backoff` list would replace `ack_wait` for long handlers, so it is not used).
 """
-from dataclasses import dataclass
-
-from nats.js import api
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.durables import ConsumerSpec
 from meshrl.transport.bus.errors import BusError
 from meshrl.transport.bus.retry import retry_transient
 
 NOT_UNIQUE = (10099, 10100)  # a work-queue stream already has a consumer on this subject
+CONSUMER_NOT_FOUND = 10014
+PUSH_TO_PULL = 10012  # "can not update push consumer to pull based"
 
 # A pull subscription buffers at most this many bytes client-side; the server's own
 # per-client limit (max_pending, 64 MB) must never be reached or it drops the client.
 PENDING_BYTES_LIMIT = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class ConsumerSpec:
-    durable: str
-    ack_wait: float = 60.0
-    max_deliver: int = 5
-    max_ack_pending: int = 1000
-
-    def config(self) -> api.ConsumerConfig:
-        if self.max_deliver < 1:
-            raise ValueError(f"max_deliver={self.max_deliver}: must be >= 1 (the defaults redeliver forever)")
-        return api.ConsumerConfig(
-            durable_name=self.durable,
-            ack_policy=api.AckPolicy.EXPLICIT,
-            deliver_policy=api.DeliverPolicy.ALL,
-            ack_wait=self.ack_wait,
-            max_deliver=self.max_deliver,
-            max_ack_pending=self.max_ack_pending,
-        )
-
-
-async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec):
-    """Create the durable if missing (an existing one keeps its config) and bind to it."""
+async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec, *, may_create: bool = True):
+    """Bind to the stage's durable. `may_create` (the learner, admin, a server without users):
+    create it, or update it to `spec`, first; otherwise it must exist (durables.py)."""
     stream = names.stage_stream(run_id, stage)
     try:
-        return await retry_transient(lambda: js.pull_subscribe(
-            names.stage_subject(run_id, stage), durable=spec.durable, stream=stream, config=spec.config(),
-            pending_bytes_limit=PENDING_BYTES_LIMIT), attempts=12)  # ≈15 s: rides out a server restart
+        if may_create:
+            await retry_transient(lambda: js.add_consumer(stream, config=spec.config()), attempts=12)
+        else:  # ≈15 s of retries: rides out a server restart
+            await retry_transient(lambda: js.consumer_info(stream, spec.durable), attempts=12)
+        return await js.pull_subscribe_bind(durable=spec.durable, stream=stream,
+                                            pending_bytes_limit=PENDING_BYTES_LIMIT)
     except BadRequestError as err:
         if err.err_code not in NOT_UNIQUE:
             raise
@@ -57,7 +41,32 @@ async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec):
                        f"{spec.durable!r}: a work queue allows one durable per stage, so every replica must use "
                        "the same name") from err
     except NotFoundError as err:
+        if err.err_code == CONSUMER_NOT_FOUND:
+            raise BusError(f"durable {spec.durable!r} on stream {stream} does not exist and this service's NATS "
+                           "user may not create it: the learner creates the run's consumers with its streams; "
+                           "start the learner first (services wait for the run KV)") from err
         raise missing_stream(stream) from err
+    except APIError as err:
+        if err.err_code != PUSH_TO_PULL:
+            raise
+        raise push_durable(spec.durable, stream) from err
+
+
+def push_durable(durable: str, stream: str) -> BusError:
+    return BusError(f"durable {durable!r} on {stream} is a push consumer: someone created it with a "
+                    "deliver_subject (only the learner and admin may create consumers: a push consumer makes "
+                    "the server publish where its creator may not); delete it as admin and restart the run")
+
+
+async def server_spec(sub, spec: ConsumerSpec) -> ConsumerSpec:
+    """The durable's ack_wait and max_deliver as the server holds them (its creator chose them)."""
+    try:
+        config = (await sub.consumer_info()).config
+    except Exception:  # noqa: BLE001 - keep the caller's values rather than fail to start
+        return spec
+    return ConsumerSpec(spec.durable, ack_wait=config.ack_wait or spec.ack_wait,
+                        max_deliver=config.max_deliver or spec.max_deliver,
+                        max_ack_pending=config.max_ack_pending or spec.max_ack_pending)
 
 
 def missing_stream(stream: str) -> BusError:

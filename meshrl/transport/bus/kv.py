@@ -5,7 +5,7 @@ bytes stay bytes, anything else becomes JSON. `Entry.json()` / `Entry.proto(cls)
 
     rev = (await state.get("weights_version")).revision
     await state.cas("weights_version", notice, rev)   # StaleRevision if someone won first
-    async for entry in state.watch("weights_notice"): ...   # current value, then updates
+    async for entry in state.watch("weights_notice"): ...   # current value, then newer ones
 
 get / put / cas / delete / keys ride out transient failures (a server restart, a cluster
 electing a new leader for the bucket) for up to ELECTION_PATIENCE_S. A cas retried after a
@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import AsyncIterator
 
+import nats.errors
 import nats.js.errors
 from google.protobuf.message import Message
 from nats.js.kv import KeyValue
@@ -22,7 +23,7 @@ from nats.js.kv import KeyValue
 from meshrl.transport.bus.errors import StaleRevision
 from meshrl.transport.bus.retry import election_patience, retry_transient
 
-DELETE_OPS = ("DEL", "PURGE")
+WATCH_RECHECK_S = 5.0
 
 
 def encode(value) -> bytes:
@@ -46,6 +47,13 @@ class Entry:
         msg = cls()
         msg.ParseFromString(self.value)
         return msg
+
+
+async def _next_hint(sub, timeout: float) -> None:
+    try:
+        await sub.next_msg(timeout=timeout)
+    except nats.errors.TimeoutError:
+        pass
 
 
 async def _patiently(kv: KeyValue, call):
@@ -96,13 +104,24 @@ class RunState:
         except nats.js.errors.NoKeysError:
             return []
 
-    async def watch(self, key: str) -> AsyncIterator[Entry]:
-        """Yield the current value (if any) first, then every later put; deletes are skipped."""
-        watcher = await self._kv.watch(key)
+    async def watch(self, key: str, *, recheck_s: float = WATCH_RECHECK_S) -> AsyncIterator[Entry]:
+        """Yield the current value (if any) first, then each newer one; deletes are skipped.
+
+        No consumer (a service's NATS user may not create one: permissions.py): it subscribes
+        to the key's subject and re-reads the key when a put arrives, and every `recheck_s`
+        anyway (a put made while the connection was down reaches no subscriber). What it
+        yields is the stored entry: a message on the subject is only a hint. A burst of
+        puts may yield only the newest."""
+        nc = self._kv._js._nc
+        sub = await nc.subscribe(f"{self._kv._pre}{key}")
+        await nc.flush()  # registered before the first read: no put falls between the two
+        last = 0
         try:
-            async for e in watcher:
-                if e is None or e.operation in DELETE_OPS:
-                    continue  # None marks "initial values delivered"
-                yield Entry(e.key, e.value or b"", e.revision)
+            while True:
+                entry = await self.get(key)
+                if entry is not None and entry.revision > last:
+                    last = entry.revision
+                    yield entry
+                await _next_hint(sub, recheck_s)
         finally:
-            await watcher.stop()
+            await sub.unsubscribe()

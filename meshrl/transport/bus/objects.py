@@ -9,10 +9,12 @@ on 538 MB: `get()` quadratic, `get(writeinto=)` ≈60 MB/s), so:
   (each ack awaited with a timeout; never `publish_async_completed()`, which hangs on a
   429). The sha256 runs in a thread at the same time. Any failure purges the partial chunks
   and the whole put is retried, so chunk order is never broken by a partial retry.
-- get: an ephemeral pull consumer on the object's chunk subject, fetched GET_BATCH chunks
-  at a time (16 MiB, well under the server's 64 MB per-client max_pending) straight into a
-  preallocated buffer or an mmap of the destination file; size and sha256 are checked
-  against the object's info before the file is renamed into place.
+- get: batched direct gets of the object's chunk subject (no consumer: a rollout's NATS
+  user may not create one, since a consumer's creator chooses where the server delivers,
+  permissions.py), GET_BATCH chunks per request (16 MiB, well under the server's 64 MB
+  per-client max_pending) straight into a preallocated buffer or an mmap of the
+  destination file; size and sha256 are checked against the object's info before the file
+  is renamed into place.
 """
 import asyncio
 import base64
@@ -245,36 +247,47 @@ class WeightsStore:
                 "the stored bytes are corrupt; put the object again")
 
     async def _pull_chunks(self, info: api.ObjectInfo, view: memoryview, hasher: _ThreadedSha256) -> int:
+        """Every chunk, in order, by batched direct gets: no consumer is created (a rollout's
+        NATS user may not: permissions.py), GET_BATCH chunks per request."""
         subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=self.bucket, obj=info.nuid)
-        sub = await self._js.pull_subscribe(subject, stream=self._stream, config=api.ConsumerConfig(
-            ack_policy=api.AckPolicy.NONE, deliver_policy=api.DeliverPolicy.ALL,
-            inactive_threshold=60.0, mem_storage=True))
-        offset, got = 0, 0
+        nc = self._js._nc
+        inbox = await nc.subscribe(nc.new_inbox())
+        offset, got, seq = 0, 0, 1
         try:
             while got < info.chunks:
-                try:
-                    msgs = await sub.fetch(min(GET_BATCH, info.chunks - got), timeout=ACK_TIMEOUT_S)
-                except nats.errors.TimeoutError as err:
-                    raise ObjectIntegrityError(
-                        f"object {info.name!r}: only {got} of {info.chunks} chunks arrived: chunks are missing") from err
+                request = {"seq": seq, "next_by_subj": subject, "batch": min(GET_BATCH, info.chunks - got)}
+                await nc.publish(f"$JS.API.DIRECT.GET.{self._stream}", json.dumps(request).encode(),
+                                 reply=inbox.subject)
                 start = offset
-                for m in msgs:
-                    end = offset + len(m.data)
+                async for data, chunk_seq in self._batch(inbox, info, got):
+                    end = offset + len(data)
                     if end > len(view):
                         raise ObjectIntegrityError(f"object {info.name!r}: more bytes than its size {info.size}")
-                    view[offset:end] = m.data
-                    offset, got = end, got + 1
+                    view[offset:end] = data
+                    offset, got, seq = end, got + 1, chunk_seq + 1
+                if offset == start:
+                    raise ObjectIntegrityError(f"object {info.name!r}: only {got} of {info.chunks} chunks "
+                                               "are stored: chunks are missing")
                 await hasher.feed(view[start:offset])
         finally:
-            await self._drop_consumer(sub)
+            await inbox.unsubscribe()
         return offset
 
-    async def _drop_consumer(self, sub) -> None:
-        try:
-            await sub.unsubscribe()
-            await self._js.delete_consumer(self._stream, sub._consumer)
-        except Exception:  # noqa: BLE001 - inactive_threshold removes it anyway
-            pass
+    async def _batch(self, inbox, info: api.ObjectInfo, got: int):
+        """(chunk bytes, its stream sequence) of one direct-get batch, until its end-of-batch."""
+        while True:
+            try:
+                msg = await inbox.next_msg(timeout=ACK_TIMEOUT_S)
+            except nats.errors.TimeoutError as err:
+                raise ObjectIntegrityError(f"object {info.name!r}: no chunk after {got} of {info.chunks} "
+                                           f"within {ACK_TIMEOUT_S:g} s (server gone, or direct get refused)") from err
+            status = (msg.headers or {}).get("Status")
+            if status == "204" or status == "404":  # end of batch / nothing (more) on the subject
+                return
+            if status:
+                raise ObjectIntegrityError(f"object {info.name!r}: direct get answered {status} "
+                                           f"{(msg.headers or {}).get('Description', '')}")
+            yield msg.data, int(msg.headers["Nats-Sequence"])
 
     # ---- delete / list / prune -------------------------------------------------------
 

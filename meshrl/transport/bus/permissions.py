@@ -21,6 +21,15 @@ Every kind reads the run KV, writes only its own `services.<kind>.*` / `metrics.
 keys (registry.py, service_metrics.py), may dead-letter what it consumes, and receives
 replies on its own inbox prefix only (`_INBOX_<user>`), so no service reads another's replies.
 
+The server publishes on a client's behalf too, and checks none of these permissions when it
+does: a consumer delivers to whatever `deliver_subject` its creator set. So only the learner
+(and admin) may create consumers (it makes every stage's durable: durables.py); the other
+kinds look their durable up, fetch and ack; they read the run KV by message get and watch a
+key by subscribing to its subject (kv.py), and rollout reads the weights by direct get
+(objects.py): none of them creates a consumer. (A request's reply subject is the other way
+the server publishes for a client; what lands through it is refused by the consumers:
+origin.py.)
+
 Simplifies: the stage topology is written out here (the core package cannot import the
 services); tests/unit/bus/test_permissions.py checks it against the services' constants.
 """
@@ -29,12 +38,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.durables import durable_of
 
 KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment")
 ADMIN = "admin"
+CONSUMER_CREATORS = ("learner", ADMIN)  # the users that may create consumers (see above)
 # kind -> (stage it consumes, durable name); its output stage is in `_output_stage`.
-CONSUMES = {"rollout": ("prompts", "rollout"), "reward": ("generated", "reward"),
-            "reference": ("scored", "reference"), "learner": ("ready", "learner")}
+CONSUMES = {durable_of(stage): (stage, durable_of(stage)) for stage in names.STAGES}
 
 
 @dataclass(frozen=True)
@@ -55,21 +65,29 @@ def _output_stage(kind: str, reference_enabled: bool) -> str | None:
 
 
 def consumer_api(stream: str, durable: str) -> list[str]:
-    """Bind to / create one durable pull consumer, fetch, ack, nak, term (and nothing else)."""
+    """Bind to one existing durable pull consumer, fetch, ack, nak, term (and nothing else)."""
     api = "$JS.API.CONSUMER"
-    return [f"{api}.INFO.{stream}.{durable}", f"{api}.CREATE.{stream}.{durable}",
-            f"{api}.CREATE.{stream}.{durable}.>", f"{api}.DURABLE.CREATE.{stream}.{durable}",
-            f"{api}.MSG.NEXT.{stream}.{durable}", f"$JS.ACK.{stream}.{durable}.>"]
+    return [f"{api}.INFO.{stream}.{durable}", f"{api}.MSG.NEXT.{stream}.{durable}", f"$JS.ACK.{stream}.{durable}.>"]
+
+
+def create_durable_api(stream: str, durable: str) -> list[str]:
+    """Create (or update) the durable `durable` on `stream`: the learner's, for every stage."""
+    api = "$JS.API.CONSUMER"
+    return [f"{api}.CREATE.{stream}.{durable}", f"{api}.CREATE.{stream}.{durable}.>",
+            f"{api}.DURABLE.CREATE.{stream}.{durable}"]
 
 
 def reader_api(stream: str) -> list[str]:
-    """Read a KV bucket / object store: message get, ephemeral ordered consumers, flow control."""
+    """Read a KV bucket / object store by message get: no consumer, so no deliver_subject."""
+    return [f"$JS.API.STREAM.INFO.{stream}", f"$JS.API.STREAM.MSG.GET.{stream}"]
+
+
+def consumer_reader_api(stream: str) -> list[str]:
+    """Read with ephemeral ordered consumers (listing keys or objects): the learner only."""
     api = "$JS.API"
-    return [f"{api}.STREAM.INFO.{stream}", f"{api}.STREAM.MSG.GET.{stream}",
-            f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>",
+    return [*reader_api(stream), f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>",
             f"{api}.CONSUMER.INFO.{stream}.>", f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
-            f"{api}.CONSUMER.DELETE.{stream}.>",
-            f"$JS.FC.{stream}.>"]
+            f"{api}.CONSUMER.DELETE.{stream}.>", f"$JS.FC.{stream}.>"]
 
 
 def kv_stream(run_id: str) -> str:
@@ -91,30 +109,37 @@ def _consumer(run_id: str, kind: str) -> Permissions:
 
 
 def _common(run_id: str, kind: str) -> Permissions:
-    """What every kind does: JetStream account check, read the run KV, its own KV keys."""
+    """What every kind does: JetStream account check, read the run KV (get; watch a key by
+    its subject), write its own KV keys."""
     bucket = names.kv_bucket(run_id)
     own_keys = [f"$KV.{bucket}.services.{kind}.>", f"$KV.{bucket}.metrics.{kind}.>"]
     return Permissions(publish=("$JS.API.INFO", *reader_api(kv_stream(run_id)), *own_keys),
-                       subscribe=(f"{inbox_prefix(kind)}.>",))
+                       subscribe=(f"{inbox_prefix(kind)}.>", f"$KV.{bucket}.>"))
 
 
 def _learner_extra(run_id: str) -> Permissions:
-    """Only the learner: create the run's streams, write the weights, the whole KV, events."""
+    """Only the learner: create the run's streams and durables, write the weights, the whole
+    KV, events; list keys and objects."""
     streams = [names.stage_stream(run_id, s) for s in names.STAGES]
     streams += [names.dead_stream(run_id), names.events_stream(run_id), kv_stream(run_id), object_stream(run_id)]
     manage = [f"$JS.API.STREAM.{op}.{s}" for s in streams for op in ("CREATE", "INFO")]
+    durables = [api for stage in names.STAGES
+                for api in create_durable_api(names.stage_stream(run_id, stage), durable_of(stage))]
     # STREAM.NAMES: nats-py's object-store listing (the learner prunes old versions) looks
     # its stream up by subject; it reveals stream names, nothing of their contents.
-    objects = [*reader_api(object_stream(run_id)), f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
+    objects = [*consumer_reader_api(object_stream(run_id)), f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
                f"$O.{names.object_bucket(run_id)}.>", "$JS.API.STREAM.NAMES"]
-    return Permissions(publish=(*manage, *objects, f"$KV.{names.kv_bucket(run_id)}.>",
-                                names.events_subject(run_id)),
+    return Permissions(publish=(*manage, *durables, *consumer_reader_api(kv_stream(run_id)), *objects,
+                                f"$KV.{names.kv_bucket(run_id)}.>", names.events_subject(run_id)),
                        subscribe=(names.weights_loaded_subject(run_id),))
 
 
 def _rollout_extra(run_id: str) -> Permissions:
-    """Only rollout: read the weights object store, ack a load on `weights.loaded`."""
-    return Permissions(publish=(*reader_api(object_stream(run_id)), names.weights_loaded_subject(run_id)),
+    """Only rollout: read the weights object store (info by message get, chunks by direct
+    get), ack a load on `weights.loaded`."""
+    stream = object_stream(run_id)
+    return Permissions(publish=(*reader_api(stream), f"$JS.API.DIRECT.GET.{stream}",
+                                names.weights_loaded_subject(run_id)),
                        subscribe=())
 
 

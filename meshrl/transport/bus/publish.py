@@ -12,6 +12,7 @@ import nats.js.errors
 from nats.js import api
 
 from meshrl.transport.bus.errors import PublishFailed
+from meshrl.transport.bus.origin import stamp
 from meshrl.transport.bus.payload_limit import check_payload_size
 from meshrl.transport.bus.retry import election_patience, is_transient, retry_transient
 
@@ -23,12 +24,12 @@ async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | 
     `patience_s` None: a cluster's election patience when connected to one, else none."""
     if patience_s is None:
         patience_s = election_patience(js._nc)
-    hdrs = {str(k): str(v) for k, v in (headers or {}).items()}
+    hdrs = stamp(subject, {str(k): str(v) for k, v in (headers or {}).items()})  # consumers check it: origin.py
     if msg_id:
         hdrs[api.Header.MSG_ID] = msg_id
     check_payload_size(js._nc, subject, payload, hdrs)  # MessageTooLarge: size, limit and the fix
     try:
-        return await retry_transient(lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs or None),
+        return await retry_transient(lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs),
                                      attempts=attempts, patience_s=patience_s)
     except Exception as err:
         if not is_transient(err):

@@ -16,7 +16,8 @@ from meshrl.transport.bus.cancel import raise_if_cancelled
 from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription
 from meshrl.transport.bus.context import Delivery
 from meshrl.transport.bus.dead import dead_letter
-from meshrl.transport.bus.messages import BadPayload, parse
+from meshrl.transport.bus.messages import BadPayload
+from meshrl.transport.bus.origin import parse_delivery
 from meshrl.transport.bus.retry import is_transient
 
 log = logging.getLogger(__name__)
@@ -26,14 +27,14 @@ ELECTION_RETRY_S = 0.5
 class Puller:
     """Caches one bound pull subscription per (stage, durable)."""
 
-    def __init__(self, js, run_id: str):
-        self.js, self.run_id = js, run_id
+    def __init__(self, js, run_id: str, *, may_create: bool = True):
+        self.js, self.run_id, self.may_create = js, run_id, may_create
         self._subs: dict[tuple[str, str], object] = {}
 
     async def _sub(self, stage: str, spec: ConsumerSpec):
         key = (stage, spec.durable)
         if key not in self._subs:
-            self._subs[key] = await pull_subscription(self.js, self.run_id, stage, spec)
+            self._subs[key] = await pull_subscription(self.js, self.run_id, stage, spec, may_create=self.may_create)
         return self._subs[key]
 
     async def pull(self, stage: str, spec: ConsumerSpec, max_msgs: int, timeout: float) -> list[Delivery]:
@@ -52,7 +53,7 @@ class Puller:
         out = []
         for msg in raw:
             try:
-                out.append(Delivery(parse(stage, msg.data), msg))
+                out.append(Delivery(parse_delivery(self.run_id, stage, msg), msg))
             except BadPayload as err:
                 await dead_letter(self.js, self.run_id, stage, msg, err)
         return out

@@ -3,9 +3,13 @@
 - one work-queue stream per stage (a message lives until a consumer acks it), with a
   duplicate window so a republished group id is stored once;
 - a dead-letter stream and an events stream (limits retention: kept for inspection);
-- the run-state KV bucket and the weights object store.
+- the four stages' durable pull consumers (durables.py: the services only bind to them);
+- the weights object store, then the run-state KV bucket last: services wait for the KV
+  (run_wait.py), so when they start, their durables exist.
 Creating with an identical config is a no-op on the server; if a stream already exists
-with a different config, the existing one is kept (the first service to start wins).
+with a different config, the existing one is kept (the first service to start wins). A
+durable that exists is updated to the given config; one that someone made a push consumer
+is refused by name (the server cannot turn it back into a pull consumer).
 `replicas` is the JetStream replica count of every one of them: 1 on a single server, 3 on
 a three-node cluster (the run survives the loss of one node); more than the cluster has
 nodes is refused with a message that says so.
@@ -14,6 +18,8 @@ from nats.js import api
 from nats.js.errors import APIError
 
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.consumer import PUSH_TO_PULL, push_durable
+from meshrl.transport.bus.durables import ConsumerSpec, run_consumers
 from meshrl.transport.bus.errors import BusError
 
 DUPLICATE_WINDOW_S = 20 * 60
@@ -69,12 +75,26 @@ async def _keep_existing(create, what: str, replicas: int) -> None:
         raise
 
 
-async def ensure_run_streams(js, run_id: str, *, replicas: int = 1) -> None:
-    """All of a run's streams, the KV bucket and the object store exist after this."""
+async def ensure_durables(js, run_id: str, consumers: dict[str, ConsumerSpec]) -> None:
+    """Each stage's durable pull consumer, with its config (an existing pull one is updated)."""
+    for stage, spec in consumers.items():
+        stream = names.stage_stream(run_id, names.check_stage(stage))
+        try:
+            await js.add_consumer(stream, config=spec.config())
+        except APIError as err:
+            if err.err_code != PUSH_TO_PULL:
+                raise
+            raise push_durable(spec.durable, stream) from err
+
+
+async def ensure_run_streams(js, run_id: str, *, replicas: int = 1,
+                             consumers: dict[str, ConsumerSpec] | None = None) -> None:
+    """All of a run's streams, its durables, the object store and the KV bucket exist after this."""
     for config in run_stream_configs(run_id, replicas):
         await _keep_existing(js.add_stream(config), f"stream {config.name}", replicas)
+    await ensure_durables(js, run_id, run_consumers() if consumers is None else consumers)
     kv, objects = names.kv_bucket(run_id), names.object_bucket(run_id)
-    await _keep_existing(js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas),
-                         f"KV bucket {kv}", replicas)
     await _keep_existing(js.create_object_store(bucket=objects, replicas=replicas),
                          f"object store {objects}", replicas)
+    await _keep_existing(js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas),
+                         f"KV bucket {kv}", replicas)

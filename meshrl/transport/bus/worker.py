@@ -19,10 +19,11 @@ import nats.errors
 from google.protobuf.message import Message
 
 from meshrl.transport.bus.cancel import raise_if_cancelled
-from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription
+from meshrl.transport.bus.consumer import ConsumerSpec, pull_subscription, server_spec
 from meshrl.transport.bus.context import WorkContext
 from meshrl.transport.bus.dead import dead_letter, dead_letter_exhausted, max_deliveries_advisory
-from meshrl.transport.bus.messages import BadPayload, parse
+from meshrl.transport.bus.messages import BadPayload
+from meshrl.transport.bus.origin import parse_delivery
 
 log = logging.getLogger(__name__)
 Handler = Callable[[Message, WorkContext], Awaitable[None]]
@@ -32,18 +33,20 @@ FETCH_TIMEOUT_S = 1.0
 class Worker:
     def __init__(self, js, run_id: str, stage: str, spec: ConsumerSpec, handler: Handler, *,
                  batch: int = 1, concurrency: int | None = None,
-                 backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False):
+                 backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False,
+                 may_create: bool = True):
         if batch < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError(f"batch={batch}, concurrency={concurrency}: both must be >= 1")
         self.js, self.run_id, self.stage, self.spec, self.handler = js, run_id, stage, spec, handler
         self.batch = batch
         self.concurrency = concurrency or batch
         self.backoff = tuple(backoff) or (0.0,)
-        self.auto_in_progress = auto_in_progress
+        self.auto_in_progress, self.may_create = auto_in_progress, may_create
         self.counts = {"acked": 0, "retried": 0, "dead": 0}
 
     async def run(self) -> None:
-        sub = await pull_subscription(self.js, self.run_id, self.stage, self.spec)
+        sub = await pull_subscription(self.js, self.run_id, self.stage, self.spec, may_create=self.may_create)
+        self.spec = await server_spec(sub, self.spec)  # heartbeats and retries follow the durable's own
         advisories = await self.js._nc.subscribe(
             max_deliveries_advisory(self.run_id, self.stage, self.spec.durable),
             queue=f"meshrl-dead-{self.spec.durable}", cb=self._on_exhausted)
@@ -85,7 +88,7 @@ class Worker:
 
     async def _process(self, msg) -> None:
         try:
-            message = parse(self.stage, msg.data)
+            message = parse_delivery(self.run_id, self.stage, msg)
         except BadPayload as err:
             await self._dead(msg, err)
             return

@@ -3,6 +3,7 @@ import asyncio
 
 from meshrl.ops.cli.status import dead_letter_lines
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.origin import ORIGIN_HEADER
 from meshrl.transport.bus.dead_summary import dead_letter_summary, reason_of
 
 
@@ -35,7 +36,8 @@ async def test_a_worker_dead_letter_is_counted(bus):
     async def handle(msg, ctx):
         raise AssertionError("never called: the body does not parse")
 
-    await bus.js.publish(names.stage_subject(bus.run_id, "prompts"), b"\xff\xff\xff", headers={"Nats-Msg-Id": "bad"})
+    subject = names.stage_subject(bus.run_id, "prompts")  # published there (origin.py), but not a PromptTask
+    await bus.js.publish(subject, b"\xff\xff\xff", headers={"Nats-Msg-Id": "bad", ORIGIN_HEADER: subject})
     worker = asyncio.create_task(bus.worker("prompts", "rollout", handle, ack_wait=5))
     try:
         for _ in range(100):

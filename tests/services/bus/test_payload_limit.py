@@ -10,6 +10,7 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.origin import ORIGIN_HEADER
 from meshrl.transport.bus.payload_limit import MessageTooLarge, check_payload_size, header_bytes
 from meshrl.transport.bus.publish import publish_with_retry
 
@@ -33,7 +34,8 @@ async def test_a_group_over_the_limit_is_refused_naming_size_limit_and_fix(bus):
     with pytest.raises(MessageTooLarge) as info:
         await bus.publish("generated", group, msg_id="big")
     text = str(info.value)
-    size = group.ByteSize() + header_bytes({"Nats-Msg-Id": "big"})  # body + headers
+    subject = names.stage_subject(bus.run_id, "generated")
+    size = group.ByteSize() + header_bytes({"Nats-Msg-Id": "big", ORIGIN_HEADER: subject})  # body + headers
     assert f"a message of {size:,} bytes" in text
     assert f"max_payload of {LIMIT:,} bytes" in text
     assert "rollout.sampling.group_size" in text and "rollout.sampling.max_tokens" in text

@@ -8,39 +8,22 @@ another key of the run KV, no listing of streams.
 Run: .venv/bin/python -m pytest tests/services/bus/test_permissions.py -q
 """
 import asyncio
-import uuid
 
 import pytest
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.transport.bus import Bus, BusUnavailable, EmbeddedNats
+from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.credentials import ENV_VAR, Credentials, read_credentials
+from meshrl.transport.bus.credentials import ENV_VAR, Credentials
 from meshrl.transport.bus.errors import PermissionDenied
 from meshrl.transport.bus.registry import announce_service
-from meshrl.transport.bus.run_auth import create_run_auth
+from tests.fixtures.nats import connect_as
 
-pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory):
-    """(url, run_id, credential files) of a server with the run's users; streams created by admin."""
-    root = tmp_path_factory.mktemp("secured")
-    run_id = f"p{uuid.uuid4().hex[:8]}"
-    auth = create_run_auth(root / "secrets", run_id, reference_enabled=True)
-    with EmbeddedNats(root / "nats", auth=auth.server) as server:
-        yield server.url, run_id, auth.files
-
-
-@pytest.fixture(autouse=True)
-def no_ambient_credentials(monkeypatch):
-    monkeypatch.delenv(ENV_VAR, raising=False)  # each test names its user
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_ambient_credentials")]
 
 
 async def connect(secured, user: str) -> Bus:
-    url, run_id, files = secured
-    return await Bus.connect(url, run_id, name=f"test-{user}", credentials=read_credentials(files[user]))
+    return await connect_as(secured, user)
 
 
 @pytest.fixture(scope="module")

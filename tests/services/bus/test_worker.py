@@ -5,6 +5,7 @@ import pytest
 
 from meshrl.transport.bus import Bus, BusError
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.origin import ORIGIN_HEADER
 from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)
@@ -82,7 +83,8 @@ async def test_unparseable_body_is_dead_lettered_at_once(bus):
     async def handle(msg, ctx):
         calls.append(msg)
 
-    await bus.js.publish(names.stage_subject(bus.run_id, "prompts"), b"\xff\xff\xff", headers={"Nats-Msg-Id": "bad"})
+    subject = names.stage_subject(bus.run_id, "prompts")  # published there (origin.py), but not a PromptTask
+    await bus.js.publish(subject, b"\xff\xff\xff", headers={"Nats-Msg-Id": "bad", ORIGIN_HEADER: subject})
     dead = await bus.js.subscribe(names.dead_subject(bus.run_id))
     t = asyncio.create_task(bus.worker("prompts", "rollout", handle, ack_wait=5))
     letter = await dead.next_msg(timeout=10)

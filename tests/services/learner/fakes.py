@@ -54,7 +54,7 @@ async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.
                               policy_version=group.policy_version,
                               finish_reason=common_pb2.FINISH_REASON_LENGTH)
         await bus.publish("ready", group, msg_id=group.group_id)
-    await bus.worker("prompts", "seeded", answer)
+    await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (durables.py)
 
 
 async def current_notice_version(bus) -> int:

@@ -65,7 +65,7 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
         versions_served.append(version)
         await bus.publish("ready", group, msg_id=group.group_id)
 
-    await bus.worker("prompts", "scripted", answer)
+    await bus.worker("prompts", "rollout", answer)
 
 
 async def run_learner(cfg, bus, run_id, *, close: bool = True, metrics=None):

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from meshrl.transport.bus.durables import durable_of
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C
@@ -39,7 +40,7 @@ async def route_one(bus, reference_enabled: bool, out_stage: str) -> common_pb2.
     try:
         await bus.publish("generated", make_group(bus.run_id, "g1"), msg_id="g1")
         for _ in range(60):
-            got = await bus.pull(out_stage, "learner", max_msgs=1, timeout=0.5)
+            got = await bus.pull(out_stage, durable_of(out_stage), max_msgs=1, timeout=0.5)
             if got:
                 await got[0].ack()
                 return got[0].message

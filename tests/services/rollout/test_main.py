@@ -81,7 +81,7 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
         task = prompt_task(_tokenizer(tiny_model_dir), group_id="g-proc", n=2, run_id=run_id,
                            min_policy_version=1)
         await bus.publish("prompts", task, msg_id=task.group_id)
-        (delivery,) = await bus.pull("generated", "test-reader", max_msgs=1, timeout=60)
+        (delivery,) = await bus.pull("generated", "reward", max_msgs=1, timeout=60)
         group = delivery.message
         assert (group.group_id, group.policy_version, group.rollout_replica) == ("g-proc", 1, "rollout-p")
         await check_metrics(bus, run_id, group)

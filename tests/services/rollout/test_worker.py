@@ -37,7 +37,7 @@ async def collect(bus, n: int, timeout: float = 60.0) -> list[pb.Group]:
     groups, loop = [], asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while len(groups) < n and loop.time() < deadline:
-        for delivery in await bus.pull(OUT_STAGE, "test-reader", max_msgs=n - len(groups), timeout=1.0):
+        for delivery in await bus.pull(OUT_STAGE, "reward", max_msgs=n - len(groups), timeout=1.0):
             groups.append(delivery.message)
             await delivery.ack()
     return groups

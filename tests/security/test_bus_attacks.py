@@ -1,0 +1,129 @@
+"""A compromised service makes the NATS server publish where its own user may not.
+
+On a real nats-server started with the run's generated users and permissions: the server
+publishes on a client's behalf to a push consumer's `deliver_subject` and to a request's
+reply subject without checking that client's permissions. Each test performs one such
+attack with a service kind's own credentials:
+- a push consumer (on the run KV, where the reward writes its own keys) delivering a forged
+  `WeightsLoaded` to the learner's `weights.loaded`, or anything into `ready`;
+- a service's own durable turned into a push consumer;
+- a pull request for the reward's own input whose reply subject is `ready` (skipping the
+  reference), and a JetStream API answer aimed at `weights.loaded`.
+
+Run: .venv/bin/python -m pytest tests/security/test_bus_attacks.py -q
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.errors import PermissionDenied
+from meshrl.transport.bus.permissions import kv_stream
+from tests.fixtures.nats import connect_as
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_ambient_credentials")]
+QUIET_S = 1.5  # long enough for a delivery on loopback to have arrived
+
+
+async def connect(secured, user: str) -> Bus:
+    return await connect_as(secured, user)
+
+
+@pytest.fixture(scope="module")
+async def learner(secured):
+    bus = await connect(secured, "learner")
+    await bus.ensure_streams()  # streams, the four durables, the KV: as at a run's start
+    yield bus
+    await bus.close()
+
+
+def push_consumer(stream: str, deliver_to: str, **config) -> bytes:
+    return json.dumps({"stream_name": stream, "config": {"deliver_subject": deliver_to, "ack_policy": "none",
+                                                         "deliver_policy": "all", **config}}).encode()
+
+
+async def refused(bus: Bus, subject: str, payload: bytes) -> bool:
+    """Send the JetStream API request; True if the server refused it (PermissionDenied)."""
+    try:
+        await bus.nc.request(subject, payload, timeout=2)
+    except PermissionDenied as err:
+        return "CONSUMER.CREATE" in str(err).upper()
+    return False
+
+
+async def nothing_arrives(listener) -> bool:
+    try:
+        await listener.next(timeout=QUIET_S)
+    except asyncio.TimeoutError:
+        return True
+    return False
+
+
+async def test_reward_cannot_deliver_a_forged_weights_ack_to_the_learner(secured, learner):
+    run_id = secured[1]
+    acks = await learner.listen(names.weights_loaded_subject(run_id), common_pb2.WeightsLoaded)
+    forged = common_pb2.WeightsLoaded(run_id=run_id, replica_id="rollout-0", version=7, ok=True)
+    async with await connect(secured, "reward") as reward:
+        await reward.state.put("services.reward.forged", forged)  # its own key: allowed
+        subject = f"$KV.{names.kv_bucket(run_id)}.services.reward.forged"
+        denied = await refused(reward, f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}", push_consumer(
+            kv_stream(run_id), names.weights_loaded_subject(run_id), filter_subject=subject))
+    assert await nothing_arrives(acks), "the learner received the reward's forged WeightsLoaded"
+    assert denied
+    await acks.close()
+
+
+@pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "reward_model"])
+async def test_no_service_can_push_a_stream_into_ready(secured, learner, kind):
+    run_id, ready = secured[1], names.stage_subject(secured[1], "ready")
+    async with await connect(secured, kind) as bus:
+        denied = await refused(bus, f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}",
+                               push_consumer(kv_stream(run_id), ready))
+    await asyncio.sleep(QUIET_S)
+    assert await learner.pending("ready") == 0 and denied
+
+
+@pytest.mark.parametrize("kind,stage", [("rollout", "prompts"), ("reward", "generated"), ("reference", "scored")])
+async def test_a_service_cannot_turn_its_durable_into_a_push_consumer(secured, learner, kind, stage):
+    stream, ready = names.stage_stream(secured[1], stage), names.stage_subject(secured[1], "ready")
+    async with await connect(secured, kind) as bus:
+        denied = await refused(bus, f"$JS.API.CONSUMER.CREATE.{stream}.{kind}",
+                               push_consumer(stream, ready, durable_name=kind, ack_policy="explicit"))
+        assert (await bus.js.consumer_info(stream, kind)).config.deliver_subject is None  # still a pull consumer
+        assert denied
+
+
+async def test_a_pull_reply_into_ready_is_refused_by_the_learner(secured, learner):
+    run_id = secured[1]
+    async with await connect(secured, "rollout") as rollout:
+        await rollout.publish("generated", common_pb2.Group(group_id="unscored"), msg_id="unscored")
+    async with await connect(secured, "reward") as reward:  # its own input, redirected past the reference
+        await reward.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{names.stage_stream(run_id, 'generated')}.reward",
+                                json.dumps({"batch": 1}).encode(), reply=names.stage_subject(run_id, "ready"))
+        await reward.nc.flush()
+    assert await learner.pull("ready", "learner", max_msgs=1, timeout=QUIET_S) == []
+    async with await connect(secured, "admin") as admin:  # the operator reads the dead letters
+        letter = await admin.js.get_last_msg(names.dead_stream(run_id), names.dead_subject(run_id))
+    assert common_pb2.Group.FromString(letter.data).group_id == "unscored"
+    assert letter.headers["Meshrl-Error"].startswith("Misrouted: a message on meshrl.") and \
+        f"was published to {names.stage_subject(run_id, 'generated')}" in letter.headers["Meshrl-Error"]
+
+
+async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner):
+    run_id = secured[1]
+    acks = await learner.listen(names.weights_loaded_subject(run_id), common_pb2.WeightsLoaded)
+    async with await connect(secured, "reward") as reward:
+        await reward.nc.publish("$JS.API.INFO", b"", reply=names.weights_loaded_subject(run_id))
+        await reward.nc.flush()
+    async with await connect(secured, "rollout") as rollout:
+        await asyncio.sleep(0.5)  # the answer first, then the rollout's real ack
+        await rollout.publish_event(names.weights_loaded_subject(run_id),
+                                    common_pb2.WeightsLoaded(run_id=run_id, replica_id="rollout-0", version=1, ok=True))
+    first = await acks.next(timeout=5)
+    assert (first.replica_id, first.version, first.ok) == ("rollout-0", 1, True)
+    await acks.close()
