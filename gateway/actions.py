@@ -23,13 +23,13 @@ import grpc
 from meshrl.gateway.errors import GatewayError, invalid, precondition
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
-from meshrl.ops.launch.audit_events import AUDITED_BY_CALLER
+from meshrl.ops.launch.audit_events import ON_BEHALF_OF
 from meshrl.ops.launch.presence import LauncherInfo
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
 
 
-async def learner_call(info: LauncherInfo, verb: str, reason: str = ""):
+async def learner_call(info: LauncherInfo, verb: str, reason: str = "", who: str = ""):
     from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
     from meshrl.transport.rpc.channel import open_channel
 
@@ -38,9 +38,9 @@ async def learner_call(info: LauncherInfo, verb: str, reason: str = ""):
     async with open_channel(info.learner_grpc, retries=False) as channel:
         stub = learner_pb2_grpc.LearnerControlServiceStub(channel)
         try:
-            # the gateway audits the action itself, with its caller's token name
+            # the learner audits the call too, naming our user beside our certificate
             return await getattr(stub, verb)(requests[verb], timeout=CONTROL_TIMEOUT_S,
-                                             metadata=(AUDITED_BY_CALLER,))
+                                             metadata=((ON_BEHALF_OF, who),) if who else None)
         except grpc.aio.AioRpcError as err:
             raise GatewayError(grpc.StatusCode.UNAVAILABLE,
                                f"the learner at {info.learner_grpc} did not {verb.lower()}: "
@@ -56,15 +56,15 @@ def status_dict(status) -> dict:
             "message": status.message}
 
 
-async def pause_or_resume(info: LauncherInfo, verb: str, reason: str) -> gateway_pb2.RunActionResponse:
-    reply = await learner_call(info, verb, reason)
+async def pause_or_resume(info: LauncherInfo, verb: str, reason: str, who: str = "") -> gateway_pb2.RunActionResponse:
+    reply = await learner_call(info, verb, reason, who)
     learner = learner_message({**status_dict(reply.status), "grpc": info.learner_grpc})
     return gateway_pb2.RunActionResponse(message=f"learner {learner.state.lower()} at step {learner.step}",
                                          learner=learner)
 
 
-async def checkpoint(info: LauncherInfo, tag: str) -> gateway_pb2.RunActionResponse:
-    reply = await learner_call(info, "Checkpoint", tag)
+async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2.RunActionResponse:
+    reply = await learner_call(info, "Checkpoint", tag, who)
     return gateway_pb2.RunActionResponse(message=f"checkpoint of step {reply.step} written to {reply.path}",
                                          checkpoint_step=reply.step, path=reply.path)
 

@@ -125,19 +125,20 @@ class Handlers:
 
     async def PauseRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         with self.grpc_tls(req.run):
-            out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}")
+            out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}",
+                                                who.name)
         await self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
         return out
 
     async def ResumeRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         with self.grpc_tls(req.run):
-            out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason)
+            out = await actions.pause_or_resume(self.live(req.run), "Resume", req.reason, who.name)
         await self.audit(req.run, who, "resume", reason=req.reason, step=out.learner.step)
         return out
 
     async def CheckpointRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         with self.grpc_tls(req.run):
-            out = await actions.checkpoint(self.live(req.run), req.reason)
+            out = await actions.checkpoint(self.live(req.run), req.reason, who.name)
         await self.audit(req.run, who, "checkpoint", step=out.checkpoint_step)
         return out
 

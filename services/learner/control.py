@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.ops.launch.audit_events import AUDITED_BY_CALLER
+from meshrl.ops.launch.audit_events import ON_BEHALF_OF
 from meshrl.services.learner.feeder import FeederState
 
 
@@ -86,18 +86,22 @@ def caller_of(context) -> str:
 
 
 class LearnerControl(learner_pb2_grpc.LearnerControlServiceServicer):
-    """`audit(action, who, **what)` records pause / resume / checkpoint calls (audit.jsonl and
-    the run's events subject) unless the caller audits them itself (AUDITED_BY_CALLER, the
-    gateway); the default records nothing (a servicer under test)."""
+    """`audit(action, who, **what)` records every pause / resume / checkpoint call (audit.jsonl
+    and the run's events subject), whoever the caller and whatever its metadata: `who` is the
+    authenticated caller (its certificate), and a caller's ON_BEHALF_OF claim (the gateway's
+    user) is recorded beside it, never trusted to skip the row. The default records nothing
+    (a servicer under test)."""
 
     def __init__(self, state: LearnerState, audit=None):
         self.run = state
         self.audit = audit
 
     async def _audited(self, context, action: str, **what) -> None:
-        metadata = dict(context.invocation_metadata() or ())
-        if self.audit is None or metadata.get(AUDITED_BY_CALLER[0]) == AUDITED_BY_CALLER[1]:
+        if self.audit is None:
             return
+        claimed = dict(context.invocation_metadata() or ()).get(ON_BEHALF_OF)
+        if claimed:
+            what["on_behalf_of"] = claimed[:200]
         await self.audit(action, caller_of(context), step=self.run.step, **what)
 
     async def GetStatus(self, request, context):

@@ -31,9 +31,10 @@ from meshrl.transport.bus.tls import tls_from_env
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
-# gRPC metadata of a control call whose caller writes its own audit row (the gateway, with its
-# token's name): the learner's control service then does not write a second one.
-AUDITED_BY_CALLER = ("meshrl-audited-by", "gateway")
+# gRPC metadata naming whom a control call is made for (the gateway: its token's holder). The
+# learner records it in its own row as the caller's claim; it never skips the row (issue 23:
+# a caller-supplied header that skipped it let any caller act unaudited).
+ON_BEHALF_OF = "meshrl-on-behalf-of"
 
 
 async def publish_action(js, run_id: str, row: dict) -> None:
@@ -87,8 +88,9 @@ async def publish_quietly(js, run_id: str, row: dict) -> None:
 
 
 def control_auditor(run_dir, js, run_id: str):
-    """The learner control service's `audit`: a direct pause / resume / checkpoint call (not
-    the gateway's, which audits with its token's name) in audit.jsonl, then on the subject."""
+    """The learner control service's `audit`: every pause / resume / checkpoint call, direct or
+    the gateway's (which writes its own row too, with its token's name), in audit.jsonl, then
+    on the subject."""
     async def audit(action: str, who: str, **what) -> None:
         row = record_action(Path(run_dir), action, who=who, via="learner-control", run_id=run_id, **what)
         await publish_quietly(js, run_id, row)
@@ -113,5 +115,5 @@ def audit_local_action(run_dir: Path, action: str, **what) -> dict:
     return asyncio.run(record_and_announce(run_dir, info, action, via="cli", **what))
 
 
-__all__ = ["AUDITED_BY_CALLER", "EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
+__all__ = ["ON_BEHALF_OF", "EVENT_HEADER", "admin_connect_args", "announce_action", "audit_alert_actions", "audit_local_action",
            "control_auditor", "publish_action", "publish_quietly", "record_and_announce"]

@@ -85,11 +85,11 @@ async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_o
 
 
 @pytest.mark.asyncio
-async def test_a_direct_control_call_is_audited_by_the_learner_and_a_gateway_call_only_once(
+async def test_the_learner_audits_every_control_call_and_the_gateway_adds_its_user(
         tmp_path, nats_url, run_id, monkeypatch):
     """The learner audits a pause made straight to its control port (who = the client
-    certificate's name); the gateway's calls carry AUDITED_BY_CALLER, so the gateway's row
-    is the only one for them."""
+    certificate's name) and the gateway's resume too (who = the gateway's certificate, with
+    the gateway's user as on_behalf_of); the gateway writes its own row with its token's name."""
     root = tmp_path / "runs"
     root.mkdir()
     tokens = tmp_path / "tokens.yaml"
@@ -107,11 +107,12 @@ async def test_a_direct_control_call_is_audited_by_the_learner_and_a_gateway_cal
             async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
                 await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
                     learner_pb2.PauseRequest(reason="by hand"), timeout=10)
-        events = [json.loads((await sub.next_msg(timeout=10)).data) for _ in range(2)]
+        events = [json.loads((await sub.next_msg(timeout=10)).data) for _ in range(3)]
         await gw.stop()
         await learner.stop(None)
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
-    assert [(r["who"], r["via"], r["action"]) for r in rows] == [
-        ("olga", "gateway", "resume"), ("cert:meshrl-admin", "learner-control", "pause")]
-    assert rows[1]["reason"] == "by hand" and rows[1]["run_id"] == run_id and events == rows
+    assert [(r["who"], r["via"], r["action"], r.get("on_behalf_of")) for r in rows] == [
+        ("cert:meshrl-admin", "learner-control", "resume", "olga"), ("olga", "gateway", "resume", None),
+        ("cert:meshrl-admin", "learner-control", "pause", None)]
+    assert rows[2]["reason"] == "by hand" and rows[2]["run_id"] == run_id and events == rows
     assert state.message == "paused: by hand"
