@@ -78,7 +78,7 @@ async def test_reward_cannot_deliver_a_forged_weights_ack_to_the_learner(secured
     await acks.close()
 
 
-@pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "reward_model"])
+@pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "reward_model", "environment"])
 async def test_no_service_can_push_a_stream_into_ready(secured, learner, kind):
     run_id, ready = secured[1], names.stage_subject(secured[1], "ready")
     async with await connect(secured, kind) as bus:

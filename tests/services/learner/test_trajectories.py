@@ -60,7 +60,7 @@ def episode_rollout(answered: list):
                 group.samples[1].loss_mask = pack_uint8(np.zeros(7, np.uint8))  # no model token
             answered.append(task)
             await bus.publish("ready", group, msg_id=group.group_id)
-        await bus.worker("prompts", "episodes", answer)
+        await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (durables.py)
     return rollout
 
 
