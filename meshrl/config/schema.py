@@ -21,6 +21,7 @@ from meshrl.config.environment import EnvironmentConfig
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
+from meshrl.config.lora import LoraSettings
 from meshrl.config.trackers import MlflowConfig, TrackerName, WandbConfig
 
 
@@ -33,6 +34,7 @@ class ModelConfig(Strict):
     # rollout and reference weights; auto = what the host runs fastest (meshrl.inputs.models.precision).
     # The learner keeps fp32 master weights whatever this says (trainer.precision sets its autocast).
     dtype: Literal["auto", "float32", "bfloat16"] = "float32"
+    lora: LoraSettings | None = None  # train adapters over a frozen base (config/lora.py)
 
     @field_validator("path", "tokenizer")
     @classmethod
@@ -280,6 +282,10 @@ class RunConfig(Strict):
 
     @property
     def reference_enabled(self) -> bool:
+        """Whether the reference service runs. With LoRA online it does not: the learner takes
+        reference log-probs from its own base with the adapter off (no second model copy)."""
+        if self.model.lora is not None and not self.algorithm.offline:
+            return False
         if self.reference.enabled == "auto":
             return self.algorithm.needs_reference
         return self.reference.enabled == "on"
@@ -287,9 +293,23 @@ class RunConfig(Strict):
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":
         for problem in (batch_arithmetic_problems(self) + eval_problems(self) + sampling_problems(self)
-                        + reward_model_problems(self)):
+                        + reward_model_problems(self) + lora_problems(self)):
             raise ConfigError(problem)
         return self
+
+
+def lora_problems(cfg: "RunConfig") -> list[str]:
+    """What model.lora cannot be combined with yet, each naming the fix."""
+    if cfg.model.lora is None:
+        return []
+    problems = []
+    if cfg.learner.ranks > 1:
+        problems.append(f"model.lora with learner.ranks={cfg.learner.ranks}: LoRA trains on one learner "
+                        f"process (its adapters are megabytes: no sharding needed); set learner.ranks=1")
+    if cfg.algorithm.critic.enabled:
+        problems.append("model.lora with algorithm.critic.enabled: the critic would share the adapted "
+                        "base; train the critic without LoRA (remove model.lora) or use a critic-free preset")
+    return problems
 
 
 def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:

@@ -3,6 +3,7 @@
 Learner, per rank (FSDP shards weights, gradients and optimizer state over `learner.ranks`):
 
     weights          4 B × params / ranks                 fp32 masters, whatever the precision
+    LoRA adapters    4 B × Σ rank × (in + out)             model.lora: trainable = the adapters only
     gradients        4 B × trainable / ranks
     optimizer        8 B × trainable / ranks               AdamW's two fp32 moments
     FSDP gather      4 B × largest layer × 2               ranks > 1: a layer unsharded (+ prefetch)
@@ -17,6 +18,7 @@ token × expert width), V vocabulary, b = 4 B (fp32) or 2 B (bf16 autocast). The
 count is what an HF Llama-style layer keeps for backward (norm inputs and outputs, q/k/v and
 their rotary copies, GQA's repeated k/v, attention output, four MLP tensors).
 
+With LoRA the reference is the learner's own base with the adapter off: no reference copy.
 Rollout, per replica (over tensor-parallel workers): weights in model.dtype, and the KV cache:
 2 × L × kv × dtype bytes per token; one group needs group_size × (prompt + max_tokens) tokens
 of it; vLLM preallocates `rollout.kv_cache_gb`. Reference and reward model: weights in their
@@ -78,9 +80,22 @@ def trained_model(shape: ModelShape, cfg: RunConfig, *, trainable: int, act_byte
     return items
 
 
+def lora_params(shape: ModelShape, lora) -> int:
+    """Adapter parameters: rank × (in + out) for each linear layer `target_modules` names
+    (suffix match as PEFT does; all-linear = every one but lm_head)."""
+    def named(module: str) -> bool:
+        if lora.target_modules == "all-linear":
+            return not module.endswith("lm_head")
+        return any(module == t or module.endswith(f".{t}") for t in lora.target_modules)
+    return sum(lora.rank * (fan_in + fan_out) for module, fan_in, fan_out in shape.linear_shapes if named(module))
+
+
 def learner_memory(cfg: RunConfig, shape: ModelShape) -> ServiceMemory:
     act_bytes = 2 if cfg.trainer.bf16 or cfg.trainer.precision == "bf16" else 4
-    items = trained_model(shape, cfg, trainable=shape.params, act_bytes=act_bytes)
+    trainable = shape.params if cfg.model.lora is None else lora_params(shape, cfg.model.lora)
+    items = trained_model(shape, cfg, trainable=trainable, act_bytes=act_bytes)
+    if cfg.model.lora is not None:
+        items["LoRA adapters"] = 4 * trainable  # beside the frozen fp32 base
     if cfg.algorithm.critic.enabled:
         items.update({f"critic {k}": v for k, v in trained_model(shape, cfg, trainable=shape.params,
                                                                    act_bytes=act_bytes).items()})

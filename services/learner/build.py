@@ -16,6 +16,7 @@ from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 from meshrl.inputs.models.precision import resolve_precision
+from meshrl.services.learner.lora import BaseReference, apply_lora, is_lora, lora_summary, merged_state_dict
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
@@ -55,6 +56,9 @@ def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel,
     if cfg.algorithm.critic.enabled:
         critic = build_critic(ValueModel.from_causal_lm(model), cfg.algorithm.critic, cfg.trainer,
                               total_steps=cfg.learner.steps, dist=dist, bf16=precision.bf16)
+    if cfg.model.lora is not None:
+        model = apply_lora(model, cfg.model.lora)  # base frozen: AdamW holds the adapters only
+        log.info("LoRA: %s", lora_summary(model))
     policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist,
                           bf16=precision.bf16)
     return policy, critic
@@ -70,6 +74,13 @@ def response_token_limit(cfg: RunConfig) -> int:
 
 
 def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
+    step = plain_train_step(cfg, policy, critic, dist)
+    if is_lora(policy.model) and cfg.algorithm.needs_reference and not cfg.algorithm.offline:
+        return BaseReference(step)  # reference log-probs from the base, adapter off
+    return step
+
+
+def plain_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
     return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
                      temperature=logprob_temperature(cfg),
                      max_response_len=response_token_limit(cfg),
@@ -82,6 +93,8 @@ def rollout_weights(policy: TrainedModel, dist: DistContext):
 
     On one process these are the live tensors, not a copy: the loop awaits the push before
     the next update touches them, and a 538 MB clone per push is time and memory for nothing."""
+    if is_lora(policy.model):  # one process (config/schema.py: lora_problems)
+        return lambda: checkpoint_format(policy.model.get_base_model(), merged_state_dict(policy.model))
     if not dist.distributed:
         return lambda: checkpoint_format(policy.model, {name: t.detach() for name, t in policy.model.state_dict().items()})
     return lambda: checkpoint_format(policy.model, full_state_dict(policy.model, dist))
@@ -99,13 +112,19 @@ def checkpoint_format(model, state: dict) -> dict:
 
 
 def save_pretrained(policy: TrainedModel, tokenizer, dist: DistContext, out_dir: Path) -> Path:
-    """A Hugging Face model dir (weights, config, tokenizer) of the current policy."""
-    state = full_state_dict(policy.model, dist)
+    """A Hugging Face model dir (weights, config, tokenizer) of the current policy; with LoRA
+    the merged model there and the adapter alone (PEFT's format) in OUT_DIR/adapter."""
+    model = policy.model
+    if is_lora(model):
+        model.save_pretrained(out_dir / "adapter")
+        model, state = model.get_base_model(), merged_state_dict(model)
+    else:
+        state = full_state_dict(model, dist)
     if dist.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
-        policy.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+        model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
         tokenizer.save_pretrained(out_dir)
-        generation = getattr(policy.model, "generation_config", None)
+        generation = getattr(model, "generation_config", None)
         if generation is not None:
             generation.save_pretrained(out_dir)
     return out_dir

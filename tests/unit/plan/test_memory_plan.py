@@ -83,3 +83,14 @@ def test_plan_cli_warns_when_the_learner_does_not_fit(tmp_path, capsys):
 def test_an_unknown_device_names_the_choices(model_dir, capsys):
     assert main(["plan", "/dev/null", f"model.path={model_dir}", "data.train=t.jsonl", "--device", "tpu9"]) == 2
     assert "--device 'tpu9' is unknown; choose one of: cpu, h200" in capsys.readouterr().err
+
+
+def test_lora_trains_the_adapters_only_and_drops_the_reference_copy(model_dir):
+    cfg = run_config(model_dir, "model.lora.rank=4", "model.lora.target_modules=[q_proj,v_proj]")
+    shape = model_shape(hf_config(model_dir))
+    items = learner_memory(cfg, shape).items
+    adapters = 2 * (4 * (64 + 64) + 4 * (64 + 32))  # per layer: q 64→64, v 64→32; 2 layers
+    assert items["LoRA adapters"] == items["gradients"] == 4 * adapters
+    assert items["optimizer (AdamW fp32)"] == 8 * adapters and items["weights (fp32)"] == 4 * shape.params
+    from meshrl.plan.report import memory_plan
+    assert "reference" not in [s.service for s in memory_plan(cfg, shape=shape).services]

@@ -1,0 +1,121 @@
+"""LoRA in the learner, through PEFT: wrap the base model, check the config against it, and
+give rollout and export the merged weights (base names, base shapes).
+
+`apply_lora` checks `model.lora` against the loaded model first (ConfigError naming the fix):
+a `target_modules` entry that matches no linear layer (the layers it could name are listed),
+and a `rank` at or above the smaller side of a matched layer (a rank that large is no longer
+low-rank: the adapter is as big as the layer). Then PEFT's `get_peft_model` freezes the base
+and adds A, B to each matched layer.
+
+`merged_state_dict` is the policy rollout serves: for every adapted layer W + (alpha/rank)·B·A
+(PEFT's own `get_delta_weight`), every other tensor as is, under the base model's names — so
+every weights transport and every engine load it like a full model, and the base weights are
+never modified (PEFT's merge/unmerge would add rounding to them at each push).
+`BaseReference` gives a training step reference log-probs from the same base with the adapter
+disabled (PEFT's `disable_adapter()`), so a LoRA run needs no reference service and no second
+copy of the model (config/schema.py: reference_enabled is off for online LoRA runs).
+`adapter_state_dict` is the adapter alone (PEFT's `get_peft_model_state_dict`): what
+`export` writes beside the merged model.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from meshrl.config import ConfigError
+from meshrl.config.lora import LoraSettings
+
+BASE_PREFIX = "base_model.model."
+
+
+def linear_layers(model: nn.Module) -> dict[str, nn.Linear]:
+    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
+def matched_layers(model: nn.Module, settings: LoraSettings) -> dict[str, nn.Linear]:
+    """The linear layers `target_modules` names (suffix match, as PEFT does), lm_head excluded
+    from all-linear (as PEFT does); a ConfigError when an entry matches none."""
+    linears = linear_layers(model)
+    if settings.target_modules == "all-linear":
+        return {n: m for n, m in linears.items() if not n.endswith("lm_head")}
+    matched = {}
+    for target in settings.target_modules:
+        hits = {n: m for n, m in linears.items() if n == target or n.endswith(f".{target}")}
+        if not hits:
+            names = sorted({n.rsplit(".", 1)[-1] for n in linears})
+            raise ConfigError(f"model.lora.target_modules entry {target!r} matches no linear layer of "
+                              f"{type(model).__name__}; its linear layers are: {', '.join(names)} "
+                              f"(or use target_modules: all-linear)")
+        matched.update(hits)
+    return matched
+
+
+def check_rank(settings: LoraSettings, layers: dict[str, nn.Linear]) -> None:
+    name, layer = min(layers.items(), key=lambda kv: min(kv[1].in_features, kv[1].out_features))
+    smallest = min(layer.in_features, layer.out_features)
+    if settings.rank >= smallest:
+        raise ConfigError(f"model.lora.rank={settings.rank} is not below the smaller side of {name} "
+                          f"({layer.in_features} → {layer.out_features}): the adapter would be as large as "
+                          f"the layer; choose rank < {smallest} (typically 8–64)")
+
+
+def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
+    """The PEFT model: base frozen, adapters on the matched layers (checked first)."""
+    from peft import LoraConfig, get_peft_model  # lazy: peft (seconds to import), only with model.lora
+
+    check_rank(settings, matched_layers(model, settings))
+    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                        target_modules=settings.target_modules, bias="none", task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
+def is_lora(model: nn.Module) -> bool:
+    return hasattr(model, "peft_config")
+
+
+@torch.no_grad()
+def merged_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The base model's state dict with each adapter folded in (module docstring)."""
+    deltas = {f"{name}.base_layer.weight": module.get_delta_weight(module.active_adapters[0])
+              for name, module in model.named_modules()
+              if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer") and module.merged is False}
+    merged = {}
+    for name, tensor in model.state_dict().items():
+        if ".lora_" in name:
+            continue
+        value = tensor.detach()
+        if name in deltas:
+            value = value + deltas[name].to(value.dtype)
+        merged[name.removeprefix(BASE_PREFIX).replace(".base_layer.", ".")] = value
+    return merged
+
+
+def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    from peft import get_peft_model_state_dict  # lazy: with apply_lora
+    return {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
+
+
+def lora_summary(model: nn.Module) -> str:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return f"{trainable:,} trainable of {total:,} parameters ({100 * trainable / total:.2f} %)"
+
+
+class BaseReference:
+    """A TrainStep whose batches get `ref_logprobs` from the base model (adapter off) when the
+    algorithm needs them and they did not come with the batch."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def __call__(self, batch, step_index: int) -> dict[str, float]:
+        if batch.ref_logprobs is None:
+            with self.step.policy.model.disable_adapter():
+                ref, _ = self.step.recompute_logprobs(batch)
+            batch = dataclasses.replace(batch, ref_logprobs=ref)
+        return self.step(batch, step_index)
+
+    def __getattr__(self, name: str):
+        return getattr(self.step, name)
