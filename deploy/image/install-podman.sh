@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/image/install-podman.sh: podman, buildah, runc and mmdebstrap from Debian, set up to
-# build and run the meshrl image on this kind of host (root, no systemd, cgroups v1 or hybrid).
+# build and run the meshrl image on this kind of host (root, no systemd, cgroups v1 or hybrid),
+# with bridge networks (compose) and pods (kube play).
 #
 #   sudo bash deploy/image/install-podman.sh        # idempotent; a second run takes a second
 #
@@ -12,7 +13,10 @@
 # podman-compose (PyPI) is installed by scripts/setup.sh into the venv, not here.
 set -euo pipefail
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-packages="podman buildah runc mmdebstrap netavark aardvark-dns uidmap"
+# iptables: netavark sets up bridge networks (compose's, kube play's) with it, and fails
+# with "No such file or directory" without it; catatonit: the pause process of a pod's infra
+# container (podman kube play).
+packages="podman buildah runc mmdebstrap netavark aardvark-dns uidmap iptables catatonit"
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
   echo "[install-podman] apt-get install $(echo $missing)"
