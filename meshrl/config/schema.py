@@ -175,8 +175,13 @@ class LearnerConfig(Strict):
     max_groups_in_flight: int | None = Field(None, ge=1)  # None = prompts_per_step × (staleness+1)
     push_every: int = Field(1, ge=1)
     # shm: a file in /dev/shm (one host); objectstore: JetStream's object store (any host);
-    # collective: straight into each engine over NCCL/gloo from the learner's memory (GPUs)
-    weights_transport: Literal["shm", "objectstore", "collective"] = "shm"
+    # collective: straight into each engine over NCCL/gloo from the learner's memory (GPUs);
+    # auto: collective when the learner runs on CUDA, else shm
+    weights_transport: Literal["auto", "shm", "objectstore", "collective"] = "auto"
+    # shm/objectstore: stage the weights into host buffers on the trainer thread, then write,
+    # hash and announce them in the background while the next step trains (one host copy of
+    # the weights kept); false = all on the trainer thread, no copy (services/learner/weights.py)
+    push_in_background: bool = True
     weights_port: int = Field(0, ge=0, le=65535)  # collective: the learner's weights server (0 = any free)
     # On by default: a crash loses at most this many steps (the launcher restarts the learner
     # from the newest checkpoint). 0 = only at the end, on SIGTERM and before an alert acts.

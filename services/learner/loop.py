@@ -93,6 +93,7 @@ class Learner:
             feeding.cancel()
             watching.cancel()
             await self.evaluation.close()
+        await self.publisher.drain()  # the last push's notice is out
         await self.save(why="stopped" if self.state.stopping.is_set() else "end of run")
         self.state.state = common_pb2.RUN_STATE_DONE
 
@@ -177,9 +178,12 @@ class Learner:
             self.state.request_stop(f"alert: {reason}")
 
     async def push_weights(self, step: int) -> dict[str, float]:
+        """Publish the next version. A file push's write, digest and notice run on while the
+        next step trains (services/learner/weights.py); its figures come with the push after."""
+        figures = await self.publisher.drain()
         self.version += 1
         state_dict = await in_trainer_thread(self.export_weights)
-        figures = await self.publisher.publish(state_dict, version=self.version, step=step)
+        figures.update(await self.publisher.publish(state_dict, version=self.version, step=step))
         self.feeder.set_version(self.version)
         set_policy_version(self.version)
         self.state.policy_version = self.version
@@ -189,6 +193,7 @@ class Learner:
         """After a resume: publish the checkpoint's weights under the version they had."""
         state_dict = await in_trainer_thread(self.export_weights)
         await self.publisher.publish(state_dict, version=self.version, step=max(self.step - 1, 0))
+        await self.publisher.drain()
         self.feeder.set_version(self.version)
         set_policy_version(self.version)
         self.state.policy_version = self.version

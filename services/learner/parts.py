@@ -39,7 +39,11 @@ class WeightsExport(Protocol):
 
 class WeightsPush(Protocol):
     async def publish(self, state_dict: Mapping[str, Any], *, version: int, step: int) -> dict[str, float]:
-        """Make `version` loadable by the rollout engines and announce it; returns timings."""
+        """Make `version` loadable by the rollout engines and announce it, or start to (the
+        rest in the background: `drain`); returns timings of what it waited for."""
+
+    async def drain(self) -> dict[str, float]:
+        """Await a push still in flight; its timings ({} when none), its error if it failed."""
 
 
 class CheckpointStore(Protocol):

@@ -2,22 +2,38 @@
 
 The transports and the notice are shared with the rollout side (meshrl.transport.weights);
 what is the learner's own is here: which tensors go out (tied embeddings once), in which
-dtype (the engines' bf16 when configured; the fp32 masters are never touched), written on the
-trainer thread. The file is written straight from the tensors with the hash computed on the
-way (`meshrl.inputs.models.safetensors_write`): no second copy of the model in memory, no
-second pass. The learner closes its transport when it exits (services/learner/assemble.py).
-With `weights_transport: collective` no file is written: `CollectivePublisher` keeps a copy
-of each version in memory and serves it to the replicas that ask, over NCCL or gloo.
+dtype (the engines' bf16 when configured; the fp32 masters are never touched), and when.
+
+Off the trainer's critical path (`learner.push_in_background`, on by default): `publish`
+only stages the weights into reusable host buffers on the trainer thread
+(weights_staging.py: pinned memory and a side stream on CUDA, so it returns at once there;
+one memcpy per tensor on CPU) and returns; the file write, its digest, the transport's put
+and the notice run in the background on an export thread of their own while the next step
+trains. `drain()` awaits that push (the loop calls it before the next push and at the end)
+and returns its figures. The file is written straight from the buffers with the digest
+computed on the way (`meshrl.inputs.models.safetensors_write`): BLAKE3 for shm (its file is
+hashed by the learner and by every replica; meshrl.inputs.models.digests), SHA-256 for
+the object store (whose fetch already checks it). The cost is one host copy of the weights
+in the push dtype, kept between pushes; `push_in_background: false` writes from the live
+tensors on the trainer thread instead, with no copy. The learner closes its transport when
+it exits (services/learner/assemble.py).
+With `weights_transport: collective` (the default on a CUDA learner: `auto`) no file is
+written: `CollectivePublisher` keeps an on-device copy of each version and serves it to the
+replicas that ask, over NCCL or gloo.
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
 from meshrl.inputs.models.safetensors_write import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
+from meshrl.services.learner.weights_staging import HostStaging, Staged
 from meshrl.transport.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.collective import WeightsServer, snapshot
@@ -38,35 +54,76 @@ def rollout_dtype(model_dtype: str) -> torch.dtype | None:
     return torch.bfloat16 if model_dtype == "bfloat16" else None
 
 
+_EXPORT = ThreadPoolExecutor(max_workers=1, thread_name_prefix="weights-export")
+
+
+async def in_export_thread(fn, /, *args):
+    """File writes and hashing off the trainer thread (they release the GIL)."""
+    return await asyncio.get_running_loop().run_in_executor(_EXPORT, functools.partial(fn, *args))
+
+
 class WeightsPublisher:
-    """Serialise → transport → notice in the run KV (rollout replicas watch that key)."""
+    """Stage → (background) file + digest → transport → notice in the run KV (rollout
+    replicas watch that key); module docstring."""
 
     def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False,
-                 dtype: torch.dtype | None = None):
+                 dtype: torch.dtype | None = None, background: bool = True):
         self.bus, self.transport, self.run_id = bus, transport, run_id
-        self.tied_embeddings, self.dtype = tied_embeddings, dtype
+        self.tied_embeddings, self.dtype, self.background = tied_embeddings, dtype, background
+        self.digest = "blake3" if getattr(transport, "name", "shm") == "shm" else "sha256"
+        self.staging = HostStaging()
+        self.pending: asyncio.Task | None = None
 
-    def write(self, tensors: dict[str, torch.Tensor], staged: Path) -> tuple[str, int]:
+    def stage(self, state_dict: dict[str, torch.Tensor]) -> Staged:
+        """The engines' tensors, in their dtype, copied into the host buffers (trainer thread)."""
+        tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
+        if not self.background:  # no copy: written from the live tensors, cast on the way
+            cast = {n: t.to(self.dtype) if self.dtype else t for n, t in tensors.items()}
+            return Staged(cast, None)
+        return self.staging.stage(tensors, self.dtype)
+
+    def write_staged(self, staged: Staged, path: Path) -> tuple[str, int]:
+        staged.wait()
+        return write_safetensors(staged.tensors, path, {"format": "pt"}, digest=self.digest)
+
+    def write(self, tensors: dict[str, torch.Tensor], path: Path) -> tuple[str, int]:
         """The file, in the rollout's dtype when it is known (half the bytes to write, move
         and load for bf16 engines); the learner's fp32 masters are never touched."""
-        if self.dtype is not None:
-            tensors = {name: t.to(self.dtype) for name, t in tensors.items()}
-        return write_safetensors(tensors, staged, {"format": "pt"})
+        return self.write_staged(self.stage(tensors), path)
 
     async def publish(self, state_dict: dict[str, torch.Tensor], *, version: int, step: int) -> dict[str, float]:
+        """Stage `version` and start its export; in the foreground unless `background`.
+        Returns the trainer thread's share of it (`time/weights_stage`)."""
+        await self.drain()  # its buffers are about to be reused
         t0 = time.perf_counter()
-        staged = self.transport.staging_path(version)
-        tensors = rollout_tensors(state_dict, tied_embeddings=self.tied_embeddings)
         # on the trainer thread, like every torch call of the learner (trainer_thread.py)
-        sha256, size = await in_trainer_thread(self.write, tensors, staged)
+        staged = await in_trainer_thread(self.stage, state_dict)
+        figures = {"time/weights_stage": time.perf_counter() - t0}
+        if not self.background:
+            exported = await self.export(staged, version, step, in_trainer_thread)
+            return {**figures, **exported}
+        self.pending = asyncio.create_task(self.export(staged, version, step, in_export_thread),
+                                           name=f"weights-export-v{version}")
+        return figures
+
+    async def export(self, staged: Staged, version: int, step: int, run_in) -> dict[str, float]:
+        t0 = time.perf_counter()
+        path = self.transport.staging_path(version)
+        digest, size = await run_in(self.write_staged, staged, path)
         t1 = time.perf_counter()
-        location = await self.transport.put(version, staged)
+        location = await self.transport.put(version, path)
         notice = weights_notice(run_id=self.run_id, version=version, transport=self.transport.name,
-                                location=location, sha256=sha256, size_bytes=size, step=step)
+                                location=location, size_bytes=size, step=step,
+                                **{self.digest: digest})
         await announce(self.bus.state, notice)  # the run's version first, then the notice
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(size)}
+
+    async def drain(self) -> dict[str, float]:
+        """The push in flight, awaited: its figures ({} when none); its error if it failed."""
+        task, self.pending = self.pending, None
+        return {} if task is None else await task
 
 
 class CollectivePublisher:
@@ -99,16 +156,30 @@ class CollectivePublisher:
         return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
                 "weights/bytes": float(size)}
 
+    async def drain(self) -> dict[str, float]:
+        """Nothing in flight: `publish` returns once the copy is served."""
+        return {}
+
     def close(self) -> None:
         self.server.close()
+
+
+def transport_name(setting: str, device: torch.device) -> str:
+    """`learner.weights_transport`: auto = collective from a CUDA learner (NCCL straight into
+    the engines, no host copy or file), else shm."""
+    if setting != "auto":
+        return setting
+    return "collective" if torch.device(device).type == "cuda" else "shm"
 
 
 def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool):
     """(publisher, what to close at exit) for `learner.weights_transport`."""
     dtype = rollout_dtype(cfg.model.dtype)
-    if cfg.learner.weights_transport == "collective":
+    kind = transport_name(cfg.learner.weights_transport, device)
+    if kind == "collective":
         publisher = CollectivePublisher(bus, run_id, port=cfg.learner.weights_port, device=device,
                                         tied_embeddings=tied_embeddings, dtype=dtype)
         return publisher, publisher
-    transport = transport_for(cfg.learner.weights_transport, bus, run_id)
-    return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype), transport
+    transport = transport_for(kind, bus, run_id)
+    return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype,
+                            background=cfg.learner.push_in_background), transport

@@ -2,6 +2,7 @@
 on the way: one pass, no intermediate `bytes` of the whole model.
 
     sha256_hex, size = write_safetensors(state_dict, path)
+    blake3_hex, size = write_safetensors(state_dict, path, digest="blake3")
 
 `safetensors.torch.save` first builds the whole file in memory (538 MB for SmolLM2-135M
 in fp32, ≈1.4 s on this machine) before anything can be written or hashed. Here the header
@@ -15,13 +16,14 @@ Simplification: CPU tensors only (the caller moves them); no alignment beyond th
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
+
+from meshrl.inputs.models.digests import new_digest
 
 DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
@@ -50,12 +52,13 @@ def header_bytes(tensors: dict[str, torch.Tensor], metadata: dict[str, str] | No
 
 
 def write_safetensors(tensors: dict[str, torch.Tensor], path: str | Path,
-                      metadata: dict[str, str] | None = None) -> tuple[str, int]:
-    """Write `tensors` to `path`; return (sha256 hex of the file, its size in bytes)."""
+                      metadata: dict[str, str] | None = None, digest: str = "sha256") -> tuple[str, int]:
+    """Write `tensors` to `path`; return (hex `digest` of the file: sha256 or blake3, its
+    size in bytes)."""
     cpu = {name: t.detach().cpu() for name, t in tensors.items()}
     chunks = [header_bytes(cpu, metadata), *(_raw(t) for t in cpu.values())]
-    digest, size = hashlib.sha256(), 0
-    with open(path, "wb") as out, ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
+    digest, size = new_digest(digest), 0
+    with open(path, "wb") as out, ThreadPoolExecutor(1, thread_name_prefix="digest") as hasher:
         for chunk in chunks:  # one worker: updates run in submission order
             hasher.submit(digest.update, chunk)
             out.write(chunk)

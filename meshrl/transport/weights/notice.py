@@ -3,8 +3,9 @@
 The notice is separate from the transport, so the rollout side can verify what it loaded
 whatever carried it: `transport` names how the bytes travel (`TRANSPORTS`), `location` where
 to read them (a file path for `shm`, an object name for `objectstore`, the learner's
-tcp://HOST:PORT for `collective`), `sha256` and `size_bytes` what they must be (for
-`collective`: the digest and byte count of the transfer's manifest, collective.py).
+tcp://HOST:PORT for `collective`), `sha256` or `blake3` (meshrl.inputs.models.digests) and `size_bytes` what
+they must be (for `collective`: the sha256 and byte count of the transfer's manifest,
+collective.py).
 """
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ class WeightsRejected(Exception):
     """The notice or the bytes it points at cannot be loaded; the old version stays."""
 
 
-def weights_notice(*, run_id: str, version: int, transport: str, location: str, sha256: str,
-                   size_bytes: int, step: int, format: str = "safetensors") -> pb.WeightsNotice:
-    """The notice for weights already readable at `location` through `transport`."""
+def weights_notice(*, run_id: str, version: int, transport: str, location: str, size_bytes: int,
+                   step: int, sha256: str = "", blake3: str = "",
+                   format: str = "safetensors") -> pb.WeightsNotice:
+    """The notice for weights already readable at `location` through `transport`; one of
+    `sha256`, `blake3` is their digest."""
     return pb.WeightsNotice(run_id=run_id, version=version, transport=transport, location=location,
-                            sha256=sha256, size_bytes=size_bytes, format=format, step=step,
-                            published_unix=time.time())
+                            sha256=sha256, blake3=blake3, size_bytes=size_bytes, format=format,
+                            step=step, published_unix=time.time())
 
 
 def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
@@ -37,6 +40,7 @@ def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
     if notice.format not in FORMATS[notice.transport]:
         raise WeightsRejected(f"notice format={notice.format!r} with transport {notice.transport}; "
                               f"allowed: {', '.join(repr(f) for f in FORMATS[notice.transport])}")
-    if not notice.sha256 or not notice.size_bytes:
-        raise WeightsRejected(f"notice for v{notice.version} has no sha256/size_bytes; the "
-                              f"publisher must fill both so the bytes can be verified")
+    if not (notice.sha256 or notice.blake3) or not notice.size_bytes:
+        raise WeightsRejected(f"notice for v{notice.version} has no sha256/blake3 or no "
+                              f"size_bytes; the publisher must fill a digest and the size so "
+                              f"the bytes can be verified")

@@ -8,7 +8,8 @@
 Either way `open_verified` opens the file without following links, refuses one that is not
 this user's own in this user's own 0700 directory (meshrl.transport.private_paths: another
 local user could otherwise make or swap it), checks its bytes against the notice's
-`size_bytes` and `sha256` through that open file, and keeps it open: the engine loads
+`size_bytes` and digest (`blake3` when set, else `sha256`: meshrl.inputs.models.digests)
+through that open file, and keeps it open: the engine loads
 `opened.path`, which names the checked file itself, so a file put in its place after the
 check is never the one loaded. The object store is reached through one callable, so this
 file does not depend on the bus's API: `fetch_object(name, dest_path) -> sha256 hex` (the
@@ -22,7 +23,6 @@ file is not hashed a second time).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import AsyncIterator, Awaitable, Callable
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.private_paths import UnsafePath, fd_path, make_private_dir, open_private_file
+from meshrl.inputs.models.digests import new_digest, notice_digest
 from meshrl.transport.weights.notice import WeightsRejected
 
 HASH_CHUNK = 8 << 20
@@ -38,20 +39,20 @@ HASH_CHUNK = 8 << 20
 FetchObject = Callable[[str, Path], Awaitable]
 
 
-def fd_digest(fd: int) -> tuple[str, int]:
-    """(sha256 hex, size in bytes) of an open file, read from its start in 8 MiB chunks."""
-    digest, size = hashlib.sha256(), 0
+def fd_digest(fd: int, kind: str = "sha256") -> tuple[str, int]:
+    """(hex digest of `kind`, size in bytes) of an open file, read from its start in 8 MiB chunks."""
+    digest, size = new_digest(kind), 0
     while chunk := os.pread(fd, HASH_CHUNK, size):
         digest.update(chunk)
         size += len(chunk)
     return digest.hexdigest(), size
 
 
-def file_digest(path: Path) -> tuple[str, int]:
-    """(sha256 hex, size in bytes) of a file."""
+def file_digest(path: Path, kind: str = "sha256") -> tuple[str, int]:
+    """(hex digest of `kind`, size in bytes) of a file."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return fd_digest(fd)
+        return fd_digest(fd, kind)
     finally:
         os.close(fd)
 
@@ -83,8 +84,8 @@ def _open_private(path: Path, version: int) -> int:
 
 
 def open_verified(path: Path, notice: pb.WeightsNotice, verified_sha256: str | None = None) -> OpenedWeights:
-    """Open `path` safely and raise WeightsRejected unless its size and sha256 equal the
-    notice's. `verified_sha256`: a checksum the bytes were already checked against while
+    """Open `path` safely and raise WeightsRejected unless its size and digest equal the
+    notice's. `verified_sha256`: a sha256 the bytes were already checked against while
     fetched into this replica's own private directory."""
     fd = _open_private(Path(path), notice.version)
     try:
@@ -100,10 +101,12 @@ def _verify(fd: int, path, notice: pb.WeightsNotice, verified_sha256: str | None
     if size != notice.size_bytes:
         raise WeightsRejected(f"weights v{notice.version}: {path} has {size} bytes, the notice "
                               f"says {notice.size_bytes}; refusing a truncated or foreign file")
-    sha = verified_sha256 if verified_sha256 == notice.sha256 else fd_digest(fd)[0]
-    if sha != notice.sha256:
-        raise WeightsRejected(f"weights v{notice.version}: sha256 of {path} is {sha}, the notice "
-                              f"says {notice.sha256}; refusing corrupted or mismatched bytes")
+    kind, expected = notice_digest(notice)
+    reusable = kind == "sha256" and verified_sha256 == expected
+    got = expected if reusable else fd_digest(fd, kind)[0]
+    if got != expected:
+        raise WeightsRejected(f"weights v{notice.version}: {kind} of {path} is {got}, the notice "
+                              f"says {expected}; refusing corrupted or mismatched bytes")
 
 
 @contextlib.asynccontextmanager

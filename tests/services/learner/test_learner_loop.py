@@ -7,11 +7,11 @@ batches gathered, stale groups dropped, weights pushed with a verifiable checksu
 group id accounted for.
 """
 import asyncio
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from blake3 import blake3
 
 from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
@@ -99,11 +99,12 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     assert sample(text, "meshrl_train_step", service="learner", run=run_id) == 2
     assert sample(text, "meshrl_train_step_phase_seconds", phase="step") > 0
     promtool_check(text)
-    # Weights: one version per step, the notice's checksum is that of the bytes written.
+    # Weights: one version per step, the notice's digest (shm: BLAKE3) is that of the bytes
+    # written (in the background, finished before the learner's end)
     notice = (await bus.state.get(WEIGHTS_NOTICE_KEY)).proto(common_pb2.WeightsNotice)
     assert notice.version == 3 and notice.transport == "shm"
     data = Path(notice.location).read_bytes()
-    assert len(data) == notice.size_bytes and hashlib.sha256(data).hexdigest() == notice.sha256
+    assert len(data) == notice.size_bytes and blake3(data).hexdigest() == notice.blake3
     # Only the newest versions stay in /dev/shm, and none once the learner is done.
     shm = Path(notice.location).parent
     assert sorted(p.name for p in shm.iterdir()) == [f"weights-v{v}.safetensors"

@@ -20,7 +20,7 @@ def test_a_checksum_verified_by_the_fetch_is_not_hashed_again(tmp_path, monkeypa
     notice = pb.WeightsNotice(version=3, sha256=sha, size_bytes=100)
     open_verified(path, notice).close()  # hashed here
     calls = []
-    monkeypatch.setattr(receive, "fd_digest", lambda fd: calls.append(fd) or ("0" * 64, 100))
+    monkeypatch.setattr(receive, "fd_digest", lambda fd, kind: calls.append(fd) or ("0" * 64, 100))
     open_verified(path, notice, verified_sha256=sha).close()  # the fetch's checksum is the notice's
     assert calls == []
     with pytest.raises(WeightsRejected, match="sha256"):  # another checksum: hash (here: "0"*64)
@@ -60,3 +60,20 @@ def test_check_notice_names_the_bad_field(tmp_path, field, value, message):
     path.write_bytes(b"abc")
     with pytest.raises(WeightsRejected, match=message):
         check_notice(notice_for(path, **{field: value}), "r")
+
+
+def test_a_blake3_notice_is_checked_with_blake3(tmp_path):
+    """The shm transport's notices carry BLAKE3 (meshrl.inputs.models.digests): a match loads, a mismatch or
+    a notice without any digest is refused."""
+    import blake3
+
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(b"y" * 9_000_000)
+    good = notice_for(path, sha256="", blake3=blake3.blake3(b"y" * 9_000_000).hexdigest())
+    check_notice(good, "r")
+    open_verified(path, good).close()
+    assert file_digest(path, "blake3") == (good.blake3, 9_000_000)
+    with pytest.raises(WeightsRejected, match="blake3 of .* the notice says 0000"):
+        open_verified(path, notice_for(path, sha256="", blake3="0" * 64))
+    with pytest.raises(WeightsRejected, match="no sha256/blake3"):
+        check_notice(notice_for(path, sha256=""), "r")
