@@ -97,6 +97,26 @@ class RunState:
     async def delete(self, key: str) -> None:
         await _patiently(self._kv, lambda: self._kv.delete(key))
 
+    async def entries(self, prefix: str) -> list[Entry]:
+        """Every live entry whose key starts with `prefix.`, sorted by key.
+
+        No consumer (a service's NATS user may not create one: permissions.py, so `keys()` is
+        the learner's and admin's): message gets with `next_by_subj`, one per stored key under
+        the prefix (the bucket keeps one revision per key); a key whose last message is a
+        delete or purge marker is gone."""
+        js, stream, pre = self._kv._js, self._kv._stream, self._kv._pre
+        latest: dict[str, object] = {}
+        seq = 1
+        while True:
+            try:
+                msg = await _patiently(self._kv, lambda s=seq: js.get_msg(stream, seq=s, subject=f"{pre}{prefix}.>", next=True))
+            except nats.js.errors.NotFoundError:
+                break
+            latest[msg.subject[len(pre):]] = msg
+            seq = msg.seq + 1
+        return [Entry(key, m.data or b"", m.seq) for key, m in sorted(latest.items())
+                if (m.headers or {}).get("KV-Operation") not in ("DEL", "PURGE")]
+
     async def keys(self) -> list[str]:
         """Every live (not deleted) key of the bucket; [] when there is none."""
         try:

@@ -40,10 +40,9 @@ async def withdraw_service(state: RunState, kind: str, replica: str) -> None:
 
 async def service_entries(state: RunState, kind: str) -> list[dict]:
     """Every live entry of `kind`, sorted by replica id ([] when none is announced)."""
-    prefix = f"{PREFIX}.{kind}."
-    keys = sorted(k for k in await state.keys() if k.startswith(prefix))
-    entries = [await state.get(k) for k in keys]
-    return [e.json() for e in entries if e is not None and e.value]
+    # entries(), not keys(): listing keys needs a consumer, which only the learner may create,
+    # and the rollout lists the environment's replicas (permissions.py)
+    return [e.json() for e in await state.entries(f"{PREFIX}.{kind}") if e.value]
 
 
 async def service_addresses(state: RunState, kind: str) -> list[str]:
