@@ -39,7 +39,7 @@ import psutil
 
 from meshrl.gateway.status import live_status
 from meshrl.ops.launch.presence import find_launcher
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 TOKEN = "bench-token-0123456789abcdef"
 RUNS, CLIENTS = 10, 5

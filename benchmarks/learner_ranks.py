@@ -38,7 +38,7 @@ from benchmarks.train_step import grpo_batch, smollm2_135m_shape
 from meshrl.config import load_config
 from meshrl.services.learner import ranks
 from meshrl.services.learner.train.policy import build_policy
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 def config(world: int, run_dir: str):

@@ -40,7 +40,7 @@ from meshrl.services.learner.ledger import Ledger, read_ledger
 from meshrl.transport.bus import Bus, EmbeddedNats
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.codec import pack_int32
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 PROMPT_TOKENS = pack_int32(list(range(1, 65)))
 

@@ -38,7 +38,7 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.external import ExternalComponent, check_reachable, to_score_item
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.types import RewardItem
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.transport.rpc import open_channel
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "external_reward" / "server.py"

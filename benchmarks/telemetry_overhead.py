@@ -16,10 +16,10 @@ import timeit
 
 from opentelemetry.sdk.trace import SpanProcessor
 
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.latency import record_rpc, timed_stage
-from meshrl.ops.telemetry.metrics import start_metrics
-from meshrl.ops.telemetry.spans.export import otlp_json_line
+from meshrl.telemetry import tracing
+from meshrl.telemetry.latency import record_rpc, timed_stage
+from meshrl.telemetry.metrics import start_metrics
+from meshrl.telemetry.spans.export import otlp_json_line
 
 N = 20_000
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -91,7 +91,7 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
 def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int:
     """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it; the launcher's pid."""
     from meshrl.config import load_config
-    from meshrl.config.errors import ConfigError
+    from meshrl.errors import ConfigError
 
     run_dir = root / name
     if run_dir.exists():

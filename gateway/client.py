@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 TOKEN_ENV = "MESHRL_GATEWAY_TOKEN"
 ACTION_TIMEOUT_S = 130.0  # the gateway waits up to 120 s for a checkpoint to be written

@@ -15,8 +15,8 @@ import grpc
 from meshrl.gateway.auth import TokenAuth
 from meshrl.gateway.errors import GatewayError
 from meshrl.gateway.handlers import ROLE, STREAM_FILES, Handlers
-from meshrl.config.errors import ConfigError
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import ConfigError
+from meshrl.errors import LaunchError
 
 log = logging.getLogger("meshrl.gateway")
 STREAMS = tuple(STREAM_FILES)

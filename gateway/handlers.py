@@ -97,7 +97,7 @@ class Handlers:
                                       next_page_token=str(end) if end < len(rows) else "")
 
     async def GetGroupTrace(self, req: pb.GetGroupTraceRequest, who: Principal) -> pb.GetGroupTraceResponse:
-        from meshrl.ops.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group
+        from meshrl.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group
 
         path = self.root.path(req.run)
         try:

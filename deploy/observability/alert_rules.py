@@ -18,7 +18,7 @@ for `after_s` (the built-in rule watches whole groups).
 from __future__ import annotations
 
 from meshrl.config.alerts import AlertsConfig
-from meshrl.ops.telemetry.metrics import train_series
+from meshrl.telemetry.metrics import train_series
 
 SCRAPE_S = 15  # deploy/compose/prometheus.yml's scrape_interval
 GROUP = "meshrl-built-in-alerts"

@@ -69,6 +69,16 @@ class TlsConfig(Strict):
         return self
 
 
+# The mesh's own gRPC TLS files, named by the deployment's environment (the launcher sets them
+# for `launch.grpc_tls`; a cluster mounts them). Read by meshrl.transport.rpc.mesh_tls, and
+# here by a launched reward model's caller; names only, so the config never imports grpc.
+MESH_TLS_CA_ENV = "MESHRL_GRPC_TLS_CA_FILE"
+MESH_TLS_CERT_ENV = "MESHRL_GRPC_TLS_CERT_FILE"
+MESH_TLS_KEY_ENV = "MESHRL_GRPC_TLS_KEY_FILE"
+MESH_TLS_CLIENT_AUTH_ENV = "MESHRL_GRPC_TLS_CLIENT_AUTH"
+MESH_TLS_SERVER_NAME_ENV = "MESHRL_GRPC_TLS_SERVER_NAME"
+
+
 class FailureValue(Strict):
     """`on_failure: {value: X}`: a failed score counts as X in the reward (the component's
     status still says ERROR/TIMEOUT and why)."""

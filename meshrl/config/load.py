@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from meshrl.config.schema import RunConfig
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"

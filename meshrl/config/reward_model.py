@@ -29,9 +29,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from meshrl.config.parts import REWARD_MODEL_KIND
-from meshrl.config.external_calls import TlsConfig
+from meshrl.config.external_calls import (MESH_TLS_CA_ENV as CA_ENV, MESH_TLS_CERT_ENV as CERT_ENV,
+                                          MESH_TLS_KEY_ENV as KEY_ENV, TlsConfig)
 
 LOCAL_HOST = "127.0.0.1"
 
@@ -110,8 +111,6 @@ def called_components(cfg) -> list:
 def mesh_tls():
     """With launch.grpc_tls, the launched reward model serves TLS with the run's CA: the reward
     service calls it with its own mesh certificate (MESHRL_GRPC_TLS_*, set by the launcher)."""
-    from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, KEY_ENV  # lazy: grpc; loading a config must not import it
-
     if not os.environ.get(CA_ENV):
         raise ConfigError(f"launch.grpc_tls is on but {CA_ENV} is not set: the reward service calls the "
                           f"reward model over the run's TLS; start the run with `meshrl train`")

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
 from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, REWARD_RULE_KINDS, check_name
 from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 
 
 def read_secret(*, env_name: str | None, file: str | None, env_label: str = "token_env",

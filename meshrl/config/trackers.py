@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 
 TRACKERS = ("tensorboard", "mlflow", "wandb")
 TrackerName = Literal["tensorboard", "mlflow", "wandb"]

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from grpc import aio
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.ops.telemetry.tracing import init_tracing, shutdown_tracing
+from meshrl.telemetry.tracing import init_tracing, shutdown_tracing
 from meshrl.reward_sdk.servicer import FunctionServicer
 from meshrl.transport.rpc.server import registration, start_server, stop_server
 

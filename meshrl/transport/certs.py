@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from meshrl.ops.private_files import write_private_file
+from meshrl.private_files import write_private_file
 
 
 def _name(cn: str) -> x509.Name:

@@ -36,7 +36,7 @@ from meshrl.config.parts import estimator_needs
 from meshrl.config.sampling import rollout_sampling
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.version_ask import min_policy_version
-from meshrl.ops.telemetry.tracing import inject_headers, start_root_group_span
+from meshrl.telemetry.tracing import inject_headers, start_root_group_span
 
 
 @dataclass

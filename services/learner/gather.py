@@ -25,7 +25,7 @@ from meshrl.config import RunConfig
 from meshrl.ops.alerts.rules.outage import OutageClock
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
-from meshrl.ops.telemetry.tracing import group_span
+from meshrl.telemetry.tracing import group_span
 
 
 log = logging.getLogger("meshrl.learner")

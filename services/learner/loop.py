@@ -41,7 +41,7 @@ from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthPr
                                            WeightsExport, WeightsPush)
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
-from meshrl.ops.telemetry.tracing import set_policy_version, step_span
+from meshrl.telemetry.tracing import set_policy_version, step_span
 
 log = logging.getLogger("meshrl.learner")
 

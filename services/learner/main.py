@@ -20,7 +20,7 @@ Exit codes: 0 done or stopped, 2 bad config / data / model / checkpoint / NATS a
 (`learner service: <error>` on stderr), 1 anything else.
 Metrics (telemetry.metrics): each step's metrics.jsonl numbers are also gauges
 `meshrl_train_<key>` on a Prometheus endpoint (prints `METRICS http://127.0.0.1:PORT/metrics`,
-run KV key `metrics.learner.<replica>`; meshrl.ops.telemetry.service_metrics).
+run KV key `metrics.learner.<replica>`; meshrl.telemetry.service_metrics).
 
 On N ranks (`learner.ranks`; the launcher runs `torchrun --standalone --nproc_per_node N -m
 meshrl.services.learner ...`): rank 0 is the service above; ranks > 0 build their shard of

@@ -122,7 +122,7 @@ class PrometheusLogger:
     """Each step's metrics as Prometheus gauges `meshrl_train_<key>` (plus `..._step`).
 
     `clip_ratio/low` becomes `meshrl_train_clip_ratio_low`, `time/forward` becomes
-    `meshrl_train_step_phase_seconds{phase="forward"}` (meshrl.ops.telemetry.metrics.
+    `meshrl_train_step_phase_seconds{phase="forward"}` (meshrl.telemetry.metrics.
     train_series: names promtool accepts; the learner is the `service` label); a NaN keeps the gauge at its last finite value. The endpoint belongs
     to whoever started it (the learner's serve()), so `close()` leaves it running.
     """

@@ -53,7 +53,7 @@ import torch.distributed as dist
 
 from meshrl.algos.kl_control import restore_controller
 from meshrl.config import ConfigError, load_config
-from meshrl.ops.private_files import keep_new_files_private
+from meshrl.private_files import keep_new_files_private
 from meshrl.ops.service.errors import startup_errors
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints

@@ -34,7 +34,7 @@ import torch
 from meshrl.inputs.models.safetensors_write import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights_staging import HostStaging, Staged
-from meshrl.transport.addresses import advertise_host, bind_host, host_port
+from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.collective import WeightsServer, snapshot
 from meshrl.transport.weights.run_version import announce

@@ -11,7 +11,7 @@ Start-up, in order, failing with a message that names what is wrong:
   2. load the frozen reference model (`model.path`, eval, no grad; a wrong path fails
      before torch loads it), without NATS;
   3. connect to NATS and announce the metrics URL under the run KV key
-     `metrics.reference.<replica>` (meshrl.ops.telemetry.service_metrics);
+     `metrics.reference.<replica>` (meshrl.telemetry.service_metrics);
   4. serve ReferenceService (+ health, reflection) on reference.grpc_port + the replica's
      number (the launcher resolves 0 to a free port; 0 here picks any free port, logged),
      put its address under `services.reference.<replica>` (the learner's health watch

@@ -16,7 +16,7 @@ import time
 
 from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
-from meshrl.ops.telemetry.tracing import group_span, inject_headers
+from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reference.instruments import no_op
 from meshrl.services.reference.scorer import ReferenceScorer
 

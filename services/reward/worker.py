@@ -19,7 +19,7 @@ import math
 import time
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.ops.telemetry.tracing import group_span, inject_headers
+from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
 from meshrl.services.reward.failure_policy import StopRun
 from meshrl.services.reward.instruments import no_op

@@ -27,7 +27,7 @@ import logging
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.instruments import no_op
-from meshrl.ops.telemetry.tracing import group_span, inject_headers
+from meshrl.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.errors import PermissionDenied
 from meshrl.transport.bus.permissions import ADMIN, KINDS
 from meshrl.transport.bus.server import find_nats_server
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR
 
 sys.path.insert(0, str(COMPOSE_DIR))

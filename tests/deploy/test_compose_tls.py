@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from meshrl.transport.bus.server import find_nats_server
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, check_jsonschema
 from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
 from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path

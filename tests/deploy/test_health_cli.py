@@ -11,7 +11,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from meshrl.ops.cli.health import check
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.transport.rpc.server import start_server, stop_server
 
 

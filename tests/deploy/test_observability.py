@@ -20,8 +20,8 @@ import yaml
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.alerts import AlertsConfig, RuleConfig
-from meshrl.ops.telemetry.latency import record_rpc, timed_stage
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry.latency import record_rpc, timed_stage
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.learner.metric_logger import PrometheusLogger
 from meshrl.services.reference.instruments import reference_instruments
 from meshrl.services.reward.call_metrics import CallMetrics

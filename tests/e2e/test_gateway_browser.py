@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from meshrl.config.load import dump_config
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow

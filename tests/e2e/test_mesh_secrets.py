@@ -17,7 +17,7 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.ops.launch.grpc_tls import KINDS, grpc_user_env
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.transport.rpc import mesh_tls
 
 pytestmark = pytest.mark.slow

@@ -23,7 +23,7 @@ import asyncio
 from pathlib import Path
 
 from meshrl.gateway.client import act, is_url
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.audit import current_user
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.ops.launch.presence import find_launcher

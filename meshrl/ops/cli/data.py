@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 
 def _common(p) -> None:

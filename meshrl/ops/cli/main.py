@@ -37,9 +37,9 @@ from meshrl.ops.cli import algos, control, data, env, health, models, plan, rewa
 from meshrl.ops.eval import cli as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
-from meshrl.ops.telemetry.spans import waterfall as trace
-from meshrl.config.errors import ConfigError
-from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.telemetry.spans import waterfall as trace
+from meshrl.errors import ConfigError
+from meshrl.errors import LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from meshrl.gateway.client import act, is_url
 from meshrl.ops.launch.audit_events import record_and_announce
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.scale_request import parse_counts, write_request
 

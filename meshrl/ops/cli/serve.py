@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 SERVICES = ("rollout", "reward", "reward_model", "environment", "reference", "learner")
 

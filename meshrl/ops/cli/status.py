@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from meshrl.gateway.client import is_url, print_status
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.presence import find_launcher
 from meshrl.ops.launch.restart_counts import restart_counts, restarts_line
 from meshrl.ops.launch.nats import admin_credentials, secrets_dir

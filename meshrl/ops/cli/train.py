@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from meshrl.ops.cli.plan import describe_plan
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
 from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.ops.launch.inputs import check_inputs, missing_inputs
-from meshrl.ops.private_files import keep_new_files_private
+from meshrl.private_files import keep_new_files_private
 
 
 def add_parser(sub) -> None:

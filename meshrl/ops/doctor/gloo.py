@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 from meshrl.ops.doctor.check import Check, failed, passed
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 WORLD = 2
 TIMEOUT_S = 120.0  # two ranks each import torch: ≈30 s on a loaded 2-core machine

@@ -35,7 +35,7 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.data.rows import DatasetError
 from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
 from meshrl.ops.eval.errors import EvalUnavailable
-from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.errors import LaunchError, RunFailed
 from meshrl.ops.eval.source import model_dir_for, resolve_source
 
 # Imports that pull tokenizers, torch or the mesh stay inside the functions that need them:

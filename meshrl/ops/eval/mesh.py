@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.schema import RunConfig
-from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.errors import LaunchError, RunFailed
 from meshrl.ops.launch.local import make_run_id, prepare_run_dir, sampling_specs, service_argv
 from meshrl.ops.launch.nats import create_streams, nats_url
 from meshrl.ops.launch.supervisor import ChildDied, Supervisor, stop_on_signals

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step, step_of
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 EXPORT_PROVENANCE = "meshrl_export.json"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from meshrl.ops.launch.presence import LauncherInfo, find_launcher
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.ops.launch.audit import record_action
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.transport.bus.subjects import events_subject
 from meshrl.transport.bus.credentials import credentials_path, read_credentials
 from meshrl.transport.bus.permissions import ADMIN

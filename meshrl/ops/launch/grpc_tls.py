@@ -23,7 +23,7 @@ from meshrl.config.schema import RunConfig
 from meshrl.ops.launch.nats import secrets_dir
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 from meshrl.ops.launch.nats_tls import server_hosts
-from meshrl.ops.private_files import make_private_dir
+from meshrl.private_files import make_private_dir
 from meshrl.transport.certs import new_ca
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts

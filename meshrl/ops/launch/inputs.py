@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from meshrl.config.schema import RunConfig
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source  # pathlib only, no torch
 
 

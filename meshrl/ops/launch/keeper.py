@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable
 
-from meshrl.ops.launch.errors import RunFailed
+from meshrl.errors import RunFailed
 from meshrl.ops.launch.logtail import tail_lines
 from meshrl.ops.launch.restart_policy import RestartHistory, RestartPolicy
 from meshrl.ops.launch.restart_report import RestartReporter, ServiceExit, describe_exit

@@ -64,7 +64,7 @@ from typing import Callable
 
 from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.transport.bus.subjects import shm_prefix
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.reward_model import launches_reward_model
 from meshrl.config.schema import RunConfig
@@ -72,7 +72,7 @@ from meshrl.ops.service.malloc import huge_pages_env
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.ops.launch.environment import (check_environment_up, launches_environment, name_token_file,
                                           run_environment_token, token_env)
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.grpc_tls import grpc_tls_env, run_grpc_tls
 from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials_env
@@ -85,7 +85,7 @@ from meshrl.ops.launch.scale_request import SCALABLE
 from meshrl.ops.launch.scaler import Scaler
 from meshrl.ops.launch.shm import ShmTracker
 from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals
-from meshrl.ops.private_files import make_private_dir
+from meshrl.private_files import make_private_dir
 
 SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.schema import RunConfig
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.restart_policy import RestartPolicy
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
 from meshrl.transport.bus.tls import TlsFiles

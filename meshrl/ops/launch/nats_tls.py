@@ -18,7 +18,7 @@ from typing import Iterable
 
 from meshrl.transport.bus.tls import TlsFiles, server_block
 from meshrl.transport.certs import new_ca
-from meshrl.transport.addresses import AddressError, advertise_host
+from meshrl.addresses import AddressError, advertise_host
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 PRESENCE_FILE = "launcher.json"
 

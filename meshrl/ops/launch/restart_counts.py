@@ -8,7 +8,7 @@ Why the launcher and not a service: the launcher is what restarts, so it counts 
 moment of the restart, even while the service that died is the learner (a count kept by the
 learner would miss its own deaths and start again from 0 after each resume). Its endpoint
 (a free port) is announced in the run KV under `metrics.launcher.0`, as every service's is
-(meshrl.ops.telemetry.service_metrics), and printed once on the console. Every service the
+(meshrl.telemetry.service_metrics), and printed once on the console. Every service the
 launcher started has its series at 0 from the start, so `increase()` sees the first restart.
 A `--resume` is a new launcher, and its counter starts at 0, as Prometheus expects of a
 restarted process.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable
 from tqdm import tqdm
 
 if TYPE_CHECKING:  # the CLI imports this module for `meshrl status`: OpenTelemetry only when counting
-    from meshrl.ops.telemetry.metrics import MetricsHandle
+    from meshrl.telemetry.metrics import MetricsHandle
 
 log = logging.getLogger("meshrl.launch")
 
@@ -84,7 +84,7 @@ def restarts_line(counts: dict[str, int]) -> str:
 
 
 async def _announce(nats_url: str, run_id: str, handle: MetricsHandle, timeout_s: float, *, withdraw: bool) -> None:
-    from meshrl.ops.telemetry.service_metrics import announce_metrics, metrics_key  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
+    from meshrl.telemetry.service_metrics import announce_metrics, metrics_key  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
     from meshrl.transport.bus import Bus  # lazy: nats/aiohttp at CLI start-up (the CLI imports this module)
 
     async with await Bus.connect(nats_url, run_id, name="meshrl-launcher", timeout=timeout_s) as bus:
@@ -109,7 +109,7 @@ def open_restart_counter(cfg, run_id: str, nats_url: str, started: Iterable[str]
     Always on a free port: telemetry.metrics_port is the services' setting, and a fixed one
     is taken by the first process on this host.
     """
-    from meshrl.ops.telemetry.metrics import start_metrics  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
+    from meshrl.telemetry.metrics import start_metrics  # lazy: opentelemetry/prometheus at CLI start-up (the CLI imports this module)
 
     if not cfg.telemetry.metrics:
         return None

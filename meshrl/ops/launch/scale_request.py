@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 from meshrl.ops.launch.presence import write_atomically
 
 REQUEST_FILE = "scale.json"

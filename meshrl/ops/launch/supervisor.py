@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable, Mapping, Sequence
 
 from meshrl.ops.launch.logtail import tail_lines
-from meshrl.ops.private_files import PRIVATE_UMASK, private_open_append
+from meshrl.private_files import PRIVATE_UMASK, private_open_append
 
 PR_SET_PDEATHSIG = 1
 

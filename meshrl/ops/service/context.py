@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from meshrl.transport.addresses import advertise_host, host_port
+from meshrl.addresses import advertise_host, host_port
 from meshrl.transport.bus.registry import announce_service, service_key
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ class ServiceContext:
     cfg: Any  # meshrl.config.RunConfig
     replica: str
     cleanups: AsyncExitStack
-    metrics: Any = None  # meshrl.ops.telemetry.metrics.MetricsHandle | None
+    metrics: Any = None  # meshrl.telemetry.metrics.MetricsHandle | None
     bus: Any = None  # meshrl.transport.bus.Bus, connected before `start`
 
     @property

@@ -18,7 +18,7 @@ import logging
 import sys
 from contextlib import AsyncExitStack
 
-from meshrl.ops.private_files import keep_new_files_private
+from meshrl.private_files import keep_new_files_private
 from meshrl.ops.service.args import parse_service_args
 from meshrl.ops.service.errors import StartupFailed
 from meshrl.ops.service.startup import start_up

@@ -8,7 +8,7 @@
   5. connect to NATS (`nats.connect_timeout_s`); unless this service creates the run (the
      learner), wait up to `nats.run_wait_s` for the run's streams to exist (services start
      together in compose and Kubernetes); announce the metrics URL under the run KV key
-     `metrics.<service>.<replica>` (meshrl.ops.telemetry.service_metrics);
+     `metrics.<service>.<replica>` (meshrl.telemetry.service_metrics);
   6. the service's `start` (build and serve).
 Each part's clean-up goes on `cleanups` as soon as the part exists, so a failure at any
 step undoes exactly what was done. A start-up error (meshrl.ops.service.errors) is raised
@@ -24,8 +24,8 @@ from contextlib import AsyncExitStack
 from meshrl.ops.service.context import ServiceContext, forget_key
 from meshrl.ops.service.errors import StartupFailed, startup_errors
 from meshrl.config import load_config
-from meshrl.ops.telemetry.service_metrics import open_service_metrics, announce_metrics, metrics_key
-from meshrl.ops.telemetry.tracing import shutdown_tracing, start_tracing, set_broker
+from meshrl.telemetry.service_metrics import open_service_metrics, announce_metrics, metrics_key
+from meshrl.telemetry.tracing import shutdown_tracing, start_tracing, set_broker
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
 

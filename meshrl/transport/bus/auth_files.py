@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshrl.ops.private_files import write_private_file
+from meshrl.private_files import write_private_file
 from meshrl.transport.bus.run_auth import create_run_auth
 
 SERVER_FILE = "nats-auth.conf"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.server import EmbeddedNats
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 HOST = "127.0.0.1"
 META_LEADER_TIMEOUT_S = 30.0

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from meshrl.transport.bus.authconf import ServerAuth
 from meshrl.transport.bus.errors import BusUnavailable
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 READY_TIMEOUT_S = 10.0
 MAX_PAYLOAD = "8MB"

@@ -16,7 +16,7 @@ from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.transport.rpc.deadline import RequireDeadline
-from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor
+from meshrl.telemetry.spans.grpc import TracingClientInterceptor
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
 from meshrl.transport.rpc import mesh_tls
 

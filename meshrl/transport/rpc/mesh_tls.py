@@ -26,13 +26,11 @@ from typing import Iterator, Mapping
 
 import grpc
 
-from meshrl.config import ConfigError
+from meshrl.config.external_calls import (MESH_TLS_CA_ENV as CA_ENV, MESH_TLS_CERT_ENV as CERT_ENV,
+                                          MESH_TLS_CLIENT_AUTH_ENV as CLIENT_AUTH_ENV, MESH_TLS_KEY_ENV as KEY_ENV,
+                                          MESH_TLS_SERVER_NAME_ENV as SERVER_NAME_ENV)
+from meshrl.errors import ConfigError
 
-CA_ENV = "MESHRL_GRPC_TLS_CA_FILE"
-CERT_ENV = "MESHRL_GRPC_TLS_CERT_FILE"
-KEY_ENV = "MESHRL_GRPC_TLS_KEY_FILE"
-CLIENT_AUTH_ENV = "MESHRL_GRPC_TLS_CLIENT_AUTH"
-SERVER_NAME_ENV = "MESHRL_GRPC_TLS_SERVER_NAME"
 WHO = "mesh gRPC TLS (MESHRL_GRPC_TLS_*)"
 
 

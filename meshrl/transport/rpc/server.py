@@ -19,10 +19,10 @@ from grpc import aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from meshrl.transport.addresses import bind_host
+from meshrl.addresses import bind_host
 from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
-from meshrl.ops.telemetry.spans.grpc import TracingServerInterceptor
+from meshrl.telemetry.spans.grpc import TracingServerInterceptor
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
@@ -60,7 +60,7 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
                        interceptors: Sequence[aio.ServerInterceptor] = (),
                        max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[aio.Server, int]:
     """Start serving; returns (server, bound_port). Every service is marked SERVING.
-    `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.transport.addresses)."""
+    `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.addresses)."""
     registrations = list(registrations)
     # Every server joins the caller's trace (a no-op while this process has no tracer).
     chain = [TracingServerInterceptor(), *interceptors]

@@ -27,7 +27,7 @@ from grpc import aio
 
 from meshrl.config import ConfigError
 from meshrl.config.secrets import read_secret
-from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor
+from meshrl.telemetry.spans.grpc import TracingClientInterceptor
 from meshrl.transport.rpc.channel import service_config
 from meshrl.transport.rpc.deadline import RequireDeadline
 from meshrl.transport.rpc.limits import message_options

@@ -12,7 +12,7 @@ from nats.js.kv import MSG_ROLLUP_SUBJECT
 
 from meshrl.transport.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,7 +13,7 @@ from meshrl.ops.doctor import checks_disk
 from meshrl.ops.doctor.checks_system import check_transformers
 from meshrl.ops.doctor.gloo import check_gloo
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 HEAVY = ["accelerators", "gloo", "transformers", "vllm"]  # heavy imports / spawn: tested on their own below

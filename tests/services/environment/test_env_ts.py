@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
 from tests.fixtures.served import served
 

@@ -31,8 +31,8 @@ from meshrl.gateway.serve import start_gateway
 from meshrl.ops.cli.main import main
 from meshrl.ops.launch.audit import current_user
 from meshrl.ops.launch.presence import find_launcher, write_presence
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.spans.propagation import GROUP_ID_KEY
+from meshrl.telemetry import tracing
+from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
 from tests.unit.plot.test_plot import png_size, synthetic_row
 from tests.services.gateway.test_gateway_api import ADMIN, OPERATOR, VIEWER
 from tests.services.gateway.test_gateway_audit_events import live_run

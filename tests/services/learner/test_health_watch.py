@@ -6,7 +6,7 @@ from meshrl.ops.alerts.engine import AlertEngine
 from meshrl.transport.bus.registry import announce_service, withdraw_service
 from meshrl.transport.rpc import start_server, stop_server
 from meshrl.services.learner.health_watch import HealthWatch
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 async def test_a_dead_replica_fires_service_down_after_two_failed_probes(bus):

@@ -23,7 +23,7 @@ from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.assemble import online
 from meshrl.transport.weights import KEEP_VERSIONS
 from meshrl.services.learner.metric_logger import with_prometheus
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry.metrics import start_metrics
 from tests.fixtures.prometheus import promtool_check, sample
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from meshrl.services.learner.metric_logger import JsonlLogger, MultiLogger, with_prometheus
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry.metrics import start_metrics
 from tests.fixtures.prometheus import promtool_check, sample, scrape
 
 

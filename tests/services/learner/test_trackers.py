@@ -12,7 +12,7 @@ import pytest
 from meshrl.config import ConfigError, load_config
 from meshrl.services.learner.trackers import start_trackers
 from meshrl.services.learner.trackers.errors import TrackerUnavailable
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
 
 mlflow = pytest.importorskip("mlflow")

@@ -11,7 +11,7 @@ import asyncio
 from meshrl.config.load import dump_config, load_config
 from meshrl.ops.service import Stopper, serve
 from meshrl.services.reference.main import ReferenceProcess
-from meshrl.ops.telemetry.service_metrics import metrics_key
+from meshrl.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.services.reference.test_worker import RESPONSES, make_group, pull_one
 

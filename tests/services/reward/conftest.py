@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.served import served
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward" / "server.py"

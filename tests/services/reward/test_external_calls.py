@@ -12,11 +12,11 @@ import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config.schema import RewardComponentConfig
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.external import ExternalComponent
 from meshrl.services.reward.types import RewardItem, Status
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 ITEMS = [RewardItem(id=f"g/{i}", response="x" * (i + 1), prompt="p") for i in range(5)]
 FAST = {"initial_backoff_s": 0.01, "max_backoff_s": 0.02}
@@ -193,8 +193,8 @@ async def test_retry_and_timeout_counters():
 
 
 async def test_span_names_the_component_and_service_with_the_grpc_call_inside(tmp_path):
-    from meshrl.ops.telemetry import tracing
-    from meshrl.ops.telemetry.spans.read import load_spans
+    from meshrl.telemetry import tracing
+    from meshrl.telemetry.spans.read import load_spans
 
     server, address = await serve(ScriptedService())
     tracing.init_tracing("reward", "0", "r1", run_dir=tmp_path)

@@ -11,7 +11,7 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.failure_policy import StopRun
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 def make_group(run_id: str, group_id: str) -> common_pb2.Group:

@@ -5,7 +5,7 @@ import time
 
 import yaml
 
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 def write_config(tmp_path, components) -> str:

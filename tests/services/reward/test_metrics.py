@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from meshrl.ops.telemetry.service_metrics import metrics_key
+from meshrl.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.services.reward.test_worker import make_group
 

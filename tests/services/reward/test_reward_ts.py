@@ -6,7 +6,7 @@ import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.ops.reward_check import any_failed, run_suite
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
 from tests.fixtures.served import served
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.served import wait_port
 from tests.services.reward.conftest import EXAMPLE
 from tests.services.reward.test_worker import make_group

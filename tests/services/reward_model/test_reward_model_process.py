@@ -15,7 +15,7 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.external import check_reachable
 from meshrl.services.reward.types import RewardItem, Status
 from meshrl.transport.bus.registry import service_addresses
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 from tests.fixtures.run_config import write_config
 from tests.fixtures.tiny_reward_model import build_tiny_reward_model
 

@@ -20,7 +20,7 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.transport.bus.registry import service_key
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
-from meshrl.ops.telemetry.service_metrics import metrics_key
+from meshrl.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 

@@ -7,7 +7,7 @@ import sys
 
 import yaml
 
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 def run_service(*args: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from meshrl.config.alerts import WebhookConfig
 from meshrl.ops.alerts.sinks import JsonlSink, LogSink, NatsSink, build_sinks
 from meshrl.ops.alerts.sinks.webhook import WebhookSink
 from meshrl.ops.alerts.types import Alert
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from tests.unit.alerts.helpers import engine, feed, fired_at
 
 

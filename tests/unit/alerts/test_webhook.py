@@ -175,7 +175,7 @@ def test_token_from_a_file(receiver_factory, tmp_path):
 
 
 def test_token_file_missing_or_doubled_is_a_config_error(tmp_path):
-    from meshrl.config.errors import ConfigError
+    from meshrl.errors import ConfigError
     with pytest.raises(ConfigError, match="token_file .*/absent: cannot read it"):
         WebhookSink(config("http://127.0.0.1:9/hook", token_file=str(tmp_path / "absent")), env={})
     with pytest.raises(ValueError, match="set token_env or token_file, not both"):

@@ -14,7 +14,7 @@ from meshrl.ops.cli.main import main
 from meshrl.ops.launch.presence import LauncherInfo, write_presence
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import announce_service
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 
 def run_cli(capsys, *argv):

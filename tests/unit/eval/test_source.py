@@ -5,7 +5,7 @@ import pytest
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.ops.eval.source import resolve_source
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 
 def hf_dir(path, provenance=None):

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from meshrl.gateway.client import TOKEN_ENV, call
-from meshrl.ops.launch.errors import LaunchError
+from meshrl.errors import LaunchError
 
 TOKEN = "tok-redirect-test-5f1e"
 

@@ -19,7 +19,7 @@ import pytest
 
 from meshrl.ops.cli.main import main
 from meshrl.config.load import load_config
-from meshrl.ops.launch.errors import LaunchError, RunFailed
+from meshrl.errors import LaunchError, RunFailed
 from meshrl.ops.launch.local import SHM_SCAN_S, run_local
 
 PY = sys.executable

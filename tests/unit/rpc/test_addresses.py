@@ -7,7 +7,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from meshrl.transport.addresses import AddressError, advertise_host, bind_host, host_port
+from meshrl.addresses import AddressError, advertise_host, bind_host, host_port
 from meshrl.transport.rpc import start_server, stop_server
 
 
@@ -54,7 +54,7 @@ async def test_a_server_listens_on_the_bind_host_only(monkeypatch):
 def test_the_metrics_endpoint_listens_on_the_bind_host_and_names_the_advertised_one(monkeypatch):
     import urllib.request
 
-    from meshrl.ops.telemetry.metrics import start_metrics
+    from meshrl.telemetry.metrics import start_metrics
 
     monkeypatch.setenv("MESHRL_BIND_HOST", "127.0.0.2")
     monkeypatch.setenv("MESHRL_ADVERTISE_HOST", "127.0.0.2")

@@ -97,7 +97,7 @@ async def test_large_messages_pass_the_raised_limit():
 
 
 async def test_wait_healthy_fails_clearly_when_nothing_listens():
-    from meshrl.transport.ports import free_port
+    from meshrl.addresses import free_port
 
     address = f"127.0.0.1:{free_port()}"
     start = time.monotonic()

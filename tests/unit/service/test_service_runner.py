@@ -15,9 +15,9 @@ import yaml
 
 from meshrl.ops.service import ServiceContext, ServiceProcess, Stopper, serve
 from meshrl.ops.service.args import parse_service_args
-from meshrl.ops.telemetry.service_metrics import metrics_key
+from meshrl.telemetry.service_metrics import metrics_key
 from meshrl.transport.bus.registry import service_key
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 FAKE = Path(__file__).with_name("fake_service.py")
 REPLICA = "fake-7"

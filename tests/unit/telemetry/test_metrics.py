@@ -9,8 +9,8 @@ import urllib.request
 import psutil
 import pytest
 
-from meshrl.ops.telemetry.latency import record_rpc, timed_stage
-from meshrl.ops.telemetry.metrics import current, prometheus_name, start_metrics, train_series
+from meshrl.telemetry.latency import record_rpc, timed_stage
+from meshrl.telemetry.metrics import current, prometheus_name, start_metrics, train_series
 from tests.fixtures.prometheus import promtool_check, sample
 from tests.fixtures.prometheus import scrape as scrape_url
 

@@ -14,9 +14,9 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.spans.otlp_json import from_otlp_json, to_otlp_json
-from meshrl.ops.telemetry.spans.read import load_spans
+from meshrl.telemetry import tracing
+from meshrl.telemetry.spans.otlp_json import from_otlp_json, to_otlp_json
+from meshrl.telemetry.spans.read import load_spans
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

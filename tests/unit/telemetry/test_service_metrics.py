@@ -6,7 +6,7 @@ import pytest
 
 from meshrl.config import ConfigError
 from meshrl.config.load import load_config
-from meshrl.ops.telemetry.service_metrics import close_service_metrics, open_service_metrics
+from meshrl.telemetry.service_metrics import close_service_metrics, open_service_metrics
 
 
 def config(**telemetry):

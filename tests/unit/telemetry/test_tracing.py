@@ -1,4 +1,4 @@
-"""meshrl.ops.telemetry.tracing without NATS: JSONL records, header propagation, baggage, links,
+"""meshrl.telemetry.tracing without NATS: JSONL records, header propagation, baggage, links,
 the disabled path, and the gRPC interceptors on a real in-process grpc.aio server."""
 import grpc
 import pytest
@@ -7,11 +7,11 @@ from grpc import aio
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.transport.rpc import open_channel, registration, start_server, stop_server, wait_healthy
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
-from meshrl.ops.telemetry.spans.propagation import extract_context, inject_headers
-from meshrl.ops.telemetry.spans.read import load_spans
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry import tracing
+from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
+from meshrl.telemetry.spans.propagation import extract_context, inject_headers
+from meshrl.telemetry.spans.read import load_spans
+from meshrl.telemetry.metrics import start_metrics
 from tests.fixtures.prometheus import promtool_check, sample
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -17,10 +17,10 @@ import pytest
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.transport.rpc import open_channel, registration, start_server, stop_server
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
-from meshrl.ops.telemetry.spans.read import load_spans
-from meshrl.ops.telemetry.spans.waterfall import add_subcommand, cmd_trace, render_waterfall, trace_for_group
+from meshrl.telemetry import tracing
+from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
+from meshrl.telemetry.spans.read import load_spans
+from meshrl.telemetry.spans.waterfall import add_subcommand, cmd_trace, render_waterfall, trace_for_group
 
 GID = "g-000042"
 GENERATED_BY = 2  # policy version the rollout sampled with

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from meshrl.ops.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
-from meshrl.ops.telemetry.spans.waterfall import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, \
+from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
+from meshrl.telemetry.spans.waterfall import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, \
     trace_for_group
 
 MS = 1_000_000

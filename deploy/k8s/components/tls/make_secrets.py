@@ -61,7 +61,7 @@ def make_secrets(namespace: str, days: int = 30) -> list[dict]:
 
 def write_files(secrets: list[dict], directory: Path) -> None:
     """DIR/<secret name>/<key>, each folder readable by its owner only (it holds a key)."""
-    from meshrl.ops.private_files import make_private_dir
+    from meshrl.private_files import make_private_dir
 
     for s in secrets:
         folder = directory / s["metadata"]["name"]

@@ -9,7 +9,7 @@ from collections import deque
 from meshrl.ops.alerts.registry import register_rule
 from meshrl.ops.alerts.rules.base import Rule, finite
 from meshrl.ops.alerts.types import Condition
-from meshrl.ops.telemetry.resources import ProcessSampler
+from meshrl.telemetry.resources import ProcessSampler
 
 
 @register_rule("memory_growth")

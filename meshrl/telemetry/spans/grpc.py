@@ -26,9 +26,9 @@ from grpc import aio
 from opentelemetry import context as context_api, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from meshrl.ops.telemetry import tracing
-from meshrl.ops.telemetry.latency import record_rpc
-from meshrl.ops.telemetry.spans.propagation import extract_context, inject_headers
+from meshrl.telemetry import tracing
+from meshrl.telemetry.latency import record_rpc
+from meshrl.telemetry.spans.propagation import extract_context, inject_headers
 
 UNTRACED_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
 

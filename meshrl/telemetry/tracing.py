@@ -34,9 +34,9 @@ from opentelemetry import baggage, context as context_api, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Link, SpanKind
 
-from meshrl.ops.telemetry.latency import timed_stage
+from meshrl.telemetry.latency import timed_stage
 
-from meshrl.ops.telemetry.spans.propagation import (GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY, extract_context,
+from meshrl.telemetry.spans.propagation import (GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY, extract_context,
                                                 has_trace, inject_headers, with_meshrl_baggage)
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ _live: list[Tracer] = []
 def init_tracing(service: str, replica: str, run_id: str, run_dir: str | Path | None = None,
                  otlp_endpoint: str | None = None, *, make_current: bool = True) -> Tracer:
     """Set up this process's tracer (see the module docstring); returns it."""
-    from meshrl.ops.telemetry.spans.setup import build_provider
+    from meshrl.telemetry.spans.setup import build_provider
 
     endpoint = otlp_endpoint or next((os.environ[k] for k in OTLP_ENV if os.environ.get(k)), None)
     if not endpoint and run_dir is None:
@@ -192,7 +192,7 @@ def init_tracing(service: str, replica: str, run_id: str, run_dir: str | Path | 
         return _DISABLED
     tracer = Tracer(service, str(replica), run_id)
     tracer.provider = build_provider(tracer, run_dir=run_dir, otlp_endpoint=endpoint)
-    tracer.otel = tracer.provider.get_tracer("meshrl.ops.telemetry.tracing")
+    tracer.otel = tracer.provider.get_tracer("meshrl.telemetry.tracing")
     _live.append(tracer)
     if make_current:
         global _current

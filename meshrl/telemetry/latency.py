@@ -9,7 +9,7 @@
 
 Both record into `metrics.current()`, the endpoint this process started; with metrics off
 they cost one function call. They are independent of tracing: a run with tracing off still
-has its latency histograms. Try it: `python -m meshrl.ops.telemetry.latency`.
+has its latency histograms. Try it: `python -m meshrl.telemetry.latency`.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import contextlib
 import time
 from typing import Iterator
 
-from meshrl.ops.telemetry import metrics
+from meshrl.telemetry import metrics
 
 RPC_HISTOGRAM = "meshrl_rpc_duration"
 STAGE_HISTOGRAM = "meshrl_stage_duration"

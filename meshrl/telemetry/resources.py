@@ -8,7 +8,7 @@ pool), because that is part of what the service costs the machine. CPU is cumula
 GPU numbers come from torch only if the process has already imported torch and CUDA is
 available; a service that never imports torch (the reward service) never pays for it.
 
-    python -c "from meshrl.ops.telemetry.resources import ProcessSampler as P; s = P(); print(s.children_cpu_seconds(), s.rss_bytes())"
+    python -c "from meshrl.telemetry.resources import ProcessSampler as P; s = P(); print(s.children_cpu_seconds(), s.rss_bytes())"
 """
 from __future__ import annotations
 

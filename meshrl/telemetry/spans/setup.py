@@ -18,8 +18,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from meshrl.ops.telemetry.spans.export import OtlpJsonFileExporter, traces_file
-from meshrl.ops.telemetry.spans.propagation import POLICY_VERSION_KEY, RUN_ID_KEY
+from meshrl.telemetry.spans.export import OtlpJsonFileExporter, traces_file
+from meshrl.telemetry.spans.propagation import POLICY_VERSION_KEY, RUN_ID_KEY
 
 EXPORT_DELAY_MS = 1000
 COMPONENT_KEY = "meshrl.component"
@@ -30,7 +30,7 @@ class StampProcessor(SpanProcessor):
     """Adds meshrl.run_id / meshrl.policy_version to spans started without them."""
 
     def __init__(self, tracer):
-        self.tracer = tracer  # meshrl.ops.telemetry.tracing.Tracer (its policy_version changes)
+        self.tracer = tracer  # meshrl.telemetry.tracing.Tracer (its policy_version changes)
 
     def on_start(self, span, parent_context=None) -> None:
         attrs = span.attributes or {}

@@ -22,9 +22,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from meshrl.ops.telemetry.spans.export import TRACES_DIR
-from meshrl.ops.telemetry.spans.otlp_json import from_otlp_json, span_records
-from meshrl.ops.telemetry.spans.propagation import GROUP_ID_KEY
+from meshrl.telemetry.spans.export import TRACES_DIR
+from meshrl.telemetry.spans.otlp_json import from_otlp_json, span_records
+from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
 
 
 class TraceNotFound(LookupError):

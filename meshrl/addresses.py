@@ -1,4 +1,4 @@
-"""Where this process listens and the address it tells others to use.
+"""Where this process listens, the address it tells others to use, and a free local port.
 
     MESHRL_BIND_HOST       interface the gRPC servers listen on (default 127.0.0.1: nothing
                            beyond this host can connect, which is right for a one-host run)
@@ -10,6 +10,14 @@
 
 In Kubernetes: MESHRL_BIND_HOST=0.0.0.0 and MESHRL_ADVERTISE_HOST from the pod's IP (the
 downward API's status.podIP); on one machine leave both unset.
+
+    from meshrl.addresses import free_port
+    port = free_port()            # e.g. 41873, free on 127.0.0.1 a moment ago
+
+Simplification: the port is free when we look; another process may take it before the
+caller binds it. Servers that can bind port 0 themselves (gRPC, Prometheus) should; this
+is for values that must be known before the server starts (a config written for several
+processes, a nats-server command line, a torch.distributed rendezvous).
 """
 import os
 import socket
@@ -52,3 +60,10 @@ def own_ip() -> str:
     except OSError as err:
         raise AddressError(f"{ADVERTISE_ENV}=@ip: cannot resolve this host's name "
                            f"{socket.gethostname()!r} ({err}); set the address itself") from None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at `host` right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

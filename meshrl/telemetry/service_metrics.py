@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import os
 
-from meshrl.config.errors import ConfigError
-from meshrl.ops.telemetry.metrics import MetricsHandle, start_metrics
+from meshrl.errors import ConfigError
+from meshrl.telemetry.metrics import MetricsHandle, start_metrics
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from meshrl.gateway.client import is_url
 from meshrl.gateway.fetch import group_trace
-from meshrl.ops.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
+from meshrl.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
                                          tree_order)
 
 BAR = "█"

@@ -9,7 +9,7 @@ OTLP JSON is protobuf's JSON mapping (camelCase names, int64 as strings such as
 with two exceptions the spec makes: trace and span ids are hex strings, not base64, and enums
 are integers. protobuf's json_format does the rest; this module only converts the ids. It is
 what an OpenTelemetry collector's file exporter writes, one request per line, and what Jaeger
-and Tempo import. Try: `python -m meshrl.ops.telemetry.spans.otlp_json RUN_DIR/traces/x.jsonl`.
+and Tempo import. Try: `python -m meshrl.telemetry.spans.otlp_json RUN_DIR/traces/x.jsonl`.
 """
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ Simplifications: each handle has its own MeterProvider and Prometheus registry (
 installed globally, so several handles can live in one test process; the last one started is
 `current()`); the endpoint listens on MESHRL_BIND_HOST (127.0.0.1 unless set; 0.0.0.0 in
 the compose and Kubernetes deployments, so Prometheus can scrape the pod) and its `url`
-names MESHRL_ADVERTISE_HOST (meshrl.transport.addresses). Run a demo with
-`python -m meshrl.ops.telemetry.metrics`.
+names MESHRL_ADVERTISE_HOST (meshrl.addresses). Run a demo with
+`python -m meshrl.telemetry.metrics`.
 """
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest, start_http_server
-from meshrl.transport.addresses import advertise_host, bind_host, host_port
+from meshrl.addresses import advertise_host, bind_host, host_port
 
-from meshrl.ops.telemetry.resources import ProcessSampler, gpu_samples
+from meshrl.telemetry.resources import ProcessSampler, gpu_samples
 
 LABELS = ("service", "replica", "run")
 GaugeValue = float | int | None | Iterable[tuple[float, dict[str, Any]]]

@@ -1,6 +1,0 @@
-"""meshrl.ops.telemetry: metrics (`metrics`, `service_metrics`, `resources`) and traces
-(`tracing` to start them, `spans/` to propagate, export, read and draw them).
-
-Import the submodule you need; this package imports nothing so that `import meshrl.ops.telemetry`
-stays cheap for every service.
-"""
