@@ -5,7 +5,7 @@ over the object store; (b) an object-store weight push across network namespaces
     and environment, the tiny model, weights_transport objectstore, no reference): nats,
     learner, rollout-a and reward each on its own host. Once the learner has pushed a version,
     rollout-b starts on its own host and is polled every 0.2 s with RolloutService.GetStatus
-    (meshrl.ops.launch.run_status.rollout_status): times from its start to its gRPC answering,
+    (meshrl.run.status.rollout_status): times from its start to its gRPC answering,
     to `ready` (it holds the run's current weights, fetched from the object store), to its
     first generated group, and its log's first weights load (when, and how long it took).
     Dominated by vLLM's start; the weights are the tiny model's (see (b) for 538 MB).
@@ -95,7 +95,7 @@ def push_figures(tmp: Path, mb: int) -> None:
 
 
 async def poll_rollout(address: str) -> dict:
-    from meshrl.ops.launch.run_status import rollout_status
+    from meshrl.run.status import rollout_status
 
     return await rollout_status(address, 1.0)
 

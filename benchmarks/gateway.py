@@ -38,7 +38,7 @@ import aiohttp
 import psutil
 
 from meshrl.gateway.status import live_status
-from meshrl.ops.launch.presence import find_launcher
+from meshrl.run.presence import find_launcher
 from meshrl.addresses import free_port
 
 TOKEN = "bench-token-0123456789abcdef"

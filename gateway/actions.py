@@ -1,5 +1,5 @@
 """What the gateway does to a run. Each returns a RunActionResponse; handlers.py checks the
-role and writes the audit row (meshrl.ops.launch.audit, the file `meshrl scale` writes).
+role and writes the audit row (meshrl.run.audit, the file `meshrl scale` writes).
 `meshrl pause|resume|checkpoint|stop RUN_DIR` (meshrl/ops/cli/control.py) uses the first four
 on a local run, and audits them itself.
 
@@ -23,8 +23,8 @@ import grpc
 from meshrl.gateway.errors import GatewayError, invalid, precondition
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
-from meshrl.ops.launch.audit_events import ON_BEHALF_OF
-from meshrl.ops.launch.presence import LauncherInfo
+from meshrl.run.audit import ON_BEHALF_OF
+from meshrl.run.presence import LauncherInfo
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
 
@@ -75,7 +75,7 @@ def stop(info: LauncherInfo) -> gateway_pb2.RunActionResponse:
 
 
 def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tuple[gateway_pb2.RunActionResponse, dict]:
-    from meshrl.ops.launch.scale_request import write_request
+    from meshrl.run.scale import write_request
 
     if service not in info.replicas:
         raise invalid(f"the run has no scalable {service!r} service; it runs "

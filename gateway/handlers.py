@@ -3,7 +3,7 @@ HTTP transports: `await handlers.PauseRun(request, who)` → the response messag
 streaming RPCs are async generators of Record. `ROLE` says which role each RPC needs
 (dispatch.py checks it before the call); every RPC that changes a run appends a row to
 RUN_DIR/audit.jsonl naming the token's holder and, while the run is live, publishes it on the
-run's events subject (meshrl.ops.launch.audit_events).
+run's events subject (meshrl.run.audit).
 
 Simplification: samples pages re-read samples.jsonl on each call (it grows by a few rows
 per step; a run of 10k steps is a few MB).
@@ -18,14 +18,13 @@ from google.protobuf import struct_pb2
 from meshrl.gateway import actions
 from meshrl.gateway.auth import Principal
 from meshrl.gateway.errors import invalid, not_found, precondition
-from meshrl.gateway.records import follow_rows, read_rows
+from meshrl.run.records import follow_rows, read_rows
 from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
-from meshrl.ops.launch.audit import AUDIT_FILE, record_action
-from meshrl.ops.launch.audit_events import record_and_announce
-from meshrl.ops.launch.grpc_tls import grpc_user_env
-from meshrl.ops.launch.nats import secrets_dir
+from meshrl.run.audit import AUDIT_FILE, record_action
+from meshrl.run.audit import record_and_announce
+from meshrl.run.secrets import grpc_user_env, secrets_dir
 from meshrl.transport.rpc.mesh_tls import caller_env
 
 VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
@@ -60,7 +59,7 @@ class Handlers:
         return caller_env(grpc_user_env(secrets_dir(self.root.path(name)), "admin"))
 
     async def audit(self, name: str, who: Principal, action: str, **what) -> None:
-        """audit.jsonl, and the run's events subject while it is live (audit_events.py)."""
+        """audit.jsonl, and the run's events subject while it is live (meshrl.run.audit)."""
         await record_and_announce(self.root.path(name), self.root.launcher(name), action,
                                   who=who.name, role=who.role, via="gateway", **what)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from meshrl.gateway.errors import invalid, not_found
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
-from meshrl.ops.launch.presence import LauncherInfo, find_launcher
+from meshrl.run.presence import LauncherInfo, find_launcher
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUN_MARKERS = ("config.yaml", "metrics.jsonl", "launcher.json")

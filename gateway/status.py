@@ -2,7 +2,7 @@
 the weights version it holds and its gRPC health, and the depth of each work queue.
 
 Sources: LearnerControlService.GetStatus and, per rollout, RolloutService.GetStatus (through
-meshrl.ops.launch.run_status); grpc.health.v1 per replica; the run KV and JetStream's
+meshrl.run.status); grpc.health.v1 per replica; the run KV and JetStream's
 consumer info over the run's NATS, logged in with the run's admin credential (and TLS) files
 (passed explicitly, so concurrent calls for different runs never share an environment variable).
 Each call has a short deadline: what does not answer is reported, never waited for.
@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 
 from meshrl.api.gateway.v1 import gateway_pb2
-from meshrl.ops.launch.presence import LauncherInfo
+from meshrl.run.presence import LauncherInfo
 
 TIMEOUT_S = 2.0
 
@@ -56,8 +56,8 @@ async def queue_depths(js, run_id: str) -> list[gateway_pb2.QueueDepth]:
 
 async def bus_view(info: LauncherInfo, run_dir: Path, timeout_s: float):
     """(replica rows, queue depths) read over the run's NATS."""
-    from meshrl.ops.launch.audit_events import admin_connect_args
-    from meshrl.ops.launch.run_status import replica_rows
+    from meshrl.run.secrets import admin_connect_args
+    from meshrl.run.status import replica_rows
     from meshrl.transport.bus import Bus
 
     async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-gateway", timeout=timeout_s,
@@ -71,7 +71,7 @@ def learner_message(d: dict) -> gateway_pb2.Learner:
 
 
 async def live_status(info: LauncherInfo, run_dir: Path, timeout_s: float = TIMEOUT_S) -> gateway_pb2.GetRunStatusResponse:
-    from meshrl.ops.launch.run_status import learner_status
+    from meshrl.run.status import learner_status
 
     learner = asyncio.ensure_future(learner_status(info.learner_grpc, timeout_s))
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from meshrl.config import ConfigError
 from meshrl.env_sdk import start as start_env_server, stop as stop_env_server
-from meshrl.ops.service import ServiceContext, ServiceProcess
+from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.services.environment.registry import Builtins, environments
 from meshrl.services.environment.sandbox import SandboxLimits, SandboxUnavailable
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from meshrl.config.alerts import AlertsConfig
-from meshrl.ops.alerts.engine import AlertEngine
+from meshrl.alerts.engine import AlertEngine
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.ops.launch.audit_events import ON_BEHALF_OF
+from meshrl.run.audit import ON_BEHALF_OF
 from meshrl.services.learner.feeder import FeederState
 
 

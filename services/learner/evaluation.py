@@ -11,7 +11,7 @@ the `eval.at_start` evaluation). `maybe_run` evaluates when `step` is a multiple
 `eval.every` or the last step, else returns {} at once. It finds the rollout and reward
 replicas' gRPC addresses in the run KV (`meshrl.transport.bus.registry`), waits up to
 `eval.wait_for_version_s` until every rollout replica holds weights version ≥ `version`,
-runs `meshrl.ops.eval.Evaluator` on `data.eval`, appends `eval.samples_per_step` of the greedy
+runs `meshrl.eval.Evaluator` on `data.eval`, appends `eval.samples_per_step` of the greedy
 answers to RUN_DIR/samples.jsonl and returns the `eval/*` metrics. When evaluation is off
 (`eval.every=0` and no `at_start`), the builder returns `NoEval`: the same methods, where
 `maybe_run` always returns {} (train samples are still written).
@@ -33,12 +33,12 @@ from meshrl.transport.bus.registry import service_addresses
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.inputs.data.prompts import PromptDataset, PromptItem
-from meshrl.ops.eval.errors import EvalUnavailable
-from meshrl.ops.eval.evaluator import Evaluator
-from meshrl.ops.eval.plan import EvalPlan
-from meshrl.ops.eval.reward_client import RewardClient
-from meshrl.ops.eval.rollout_pool import RolloutPool
-from meshrl.ops.eval.samples import SampleWriter
+from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval.evaluator import Evaluator
+from meshrl.eval.plan import EvalPlan
+from meshrl.eval.reward_client import RewardClient
+from meshrl.eval.rollout_pool import RolloutPool
+from meshrl.eval.samples import SampleWriter
 
 log = logging.getLogger("meshrl.learner.eval")
 

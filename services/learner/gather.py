@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
-from meshrl.ops.alerts.rules.outage import OutageClock
+from meshrl.alerts.rules.outage import OutageClock
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
 from meshrl.telemetry.tracing import group_span

@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 from meshrl.algos.kl_control import controller_state, restore_controller
-from meshrl.ops.alerts.types import strongest_action
-from meshrl.ops.launch.audit_events import audit_alert_actions
+from meshrl.alerts.types import strongest_action
+from meshrl.run.audit import audit_alert_actions
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState

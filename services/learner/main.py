@@ -3,7 +3,7 @@
     python -m meshrl.services.learner --nats nats://127.0.0.1:4222 --run-id RUN \
         --config RUN_DIR/config.yaml [--replica-id learner-0] [--resume RUN_DIR]
 
-Run by the shared service runner (meshrl.ops.service): flags, config, tracing, the metrics
+Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service.
 Start-up, in order: load the config; start the Prometheus endpoint; connect to NATS and
 create the run's streams; load and validate the dataset (the report goes to the log and
@@ -37,12 +37,12 @@ from pathlib import Path
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
-from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
-from meshrl.ops.service.args import parse_service_args
-from meshrl.ops.service.runner import LOG_FORMAT
-from meshrl.ops.service.malloc import keep_freed_memory
+from meshrl.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service.args import parse_service_args
+from meshrl.service.runner import LOG_FORMAT
+from meshrl.service.malloc import keep_freed_memory
 from meshrl.services.learner import assemble, ranks
-from meshrl.ops.launch.audit_events import control_auditor
+from meshrl.run.audit import control_auditor
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
@@ -117,7 +117,7 @@ async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/ops/service/malloc.py)
+    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/service/malloc.py)
     if ranks.is_follower():  # torchrun's rank > 0: no NATS, no servers, rank 0's commands
         logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
         return ranks.follower_main(parse_service_args(LearnerProcess(), argv))

@@ -7,7 +7,7 @@ test can hand it a small fake and a reader sees at a glance what each part must 
     WeightsExport    build.rollout_weights(...)         () -> state dict for the rollout engines
     WeightsPush      weights.WeightsPublisher / CollectivePublisher   publish(state dict, version) -> figures
     CheckpointStore  checkpointing.LearnerCheckpoints   save / path_of / tag / restore_if_any
-    AlertJudge       meshrl.ops.alerts.AlertEngine      observe(step, metrics) -> alerts
+    AlertJudge       meshrl.alerts.AlertEngine      observe(step, metrics) -> alerts
     StepEvaluation   evaluation.LearnerEval / NoEval    samples every step, held-out eval every N
     HealthProbe      health_watch.HealthWatch           probes the services in the background
 

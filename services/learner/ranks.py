@@ -54,7 +54,7 @@ import torch.distributed as dist
 from meshrl.algos.kl_control import restore_controller
 from meshrl.config import ConfigError, load_config
 from meshrl.private_files import keep_new_files_private
-from meshrl.ops.service.errors import startup_errors
+from meshrl.service.errors import startup_errors
 from meshrl.services.learner import build
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.train.fsdp import DistContext, init_distributed

@@ -15,7 +15,7 @@ import sys
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main as torchrun
 
-from meshrl.ops.launch.keeper import USER_ERROR_EXIT
+from meshrl.service.errors import USER_ERROR_EXIT
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
     python -m meshrl.services.reference --nats nats://127.0.0.1:4222 --run-id RUN \
         --config RUN_DIR/config.yaml [--replica-id reference-0]
 
-Run by the shared service runner (meshrl.ops.service): flags, config, tracing, the metrics
+Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service.
 Start-up, in order, failing with a message that names what is wrong:
   1. load the RunConfig; start the Prometheus endpoint (telemetry.metrics on
@@ -27,8 +27,8 @@ import asyncio
 import logging
 import re
 
-from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
-from meshrl.ops.service.malloc import keep_freed_memory
+from meshrl.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service.malloc import keep_freed_memory
 from meshrl.inputs.models.load import resolve_model_source
 from meshrl.services.reference.instruments import reference_instruments
 from meshrl.transport.rpc import stop_server
@@ -76,5 +76,5 @@ class ReferenceProcess(ServiceProcess):
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/ops/service/malloc.py)
+    keep_freed_memory()  # steps reuse their tensors' pages (meshrl/service/malloc.py)
     return run_service(ReferenceProcess(), argv, description=__doc__.splitlines()[0])

@@ -17,7 +17,7 @@ import math
 from dataclasses import replace
 
 from meshrl.config.external_calls import FailurePolicy, FailureValue
-from meshrl.ops.service.errors import StartupFailed
+from meshrl.service.errors import StartupFailed
 from meshrl.services.reward.types import ComponentScore
 
 

@@ -3,7 +3,7 @@
     python -m meshrl.services.reward --nats nats://127.0.0.1:4222 --run-id RUN \
         --config RUN_DIR/config.yaml [--replica-id reward-0] [--grpc-port 0]
 
-Run by the shared service runner (meshrl.ops.service): flags, config, tracing, the metrics
+Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service.
 Start-up, in order, failing with a message that names what is wrong:
   1. load the RunConfig; start the Prometheus endpoint (telemetry.metrics on
@@ -33,7 +33,7 @@ import argparse
 import asyncio
 import logging
 
-from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.config.reward_model import called_components, start_waits
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.rules.verify_pool import shutdown_pools

@@ -32,7 +32,7 @@ import sys
 from meshrl.reward_sdk import Item, serve
 from meshrl.services.reward_model.process import RewardModelProcess, __doc__ as process_doc
 from meshrl.services.reward_model.batcher import MicroBatcher
-from meshrl.ops.service import run_service
+from meshrl.service import run_service
 from meshrl.services.reward_model.normalize import RewardNormalizer
 
 

@@ -3,7 +3,7 @@
     python -m meshrl.services.reward_model --nats URL --run-id RUN --config RUN_DIR/config.yaml \
         [--replica-id reward_model-0] [--grpc-port PORT]
 
-Run by the shared service runner (meshrl.ops.service), like the other services:
+Run by the shared service runner (meshrl.service), like the other services:
   1. load the RunConfig; its `reward_model` section (meshrl/config/reward_model.py) says
      which model, how it batches and normalises; none is a ConfigError (exit 2);
   2. load the model (model.py; a missing dir or a head without num_labels: 1 exits 2);
@@ -20,7 +20,7 @@ import argparse
 import asyncio
 import logging
 
-from meshrl.ops.service import ServiceContext, ServiceProcess
+from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.config import ConfigError
 from meshrl.services.reward_model.normalize import RewardNormalizer
 from meshrl.reward_sdk import start as start_reward_server

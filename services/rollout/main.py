@@ -3,7 +3,7 @@
     python -m meshrl.services.rollout --nats nats://127.0.0.1:4222 --run-id RUN \
         --config RUN_DIR/config.yaml [--replica-id rollout-0] [--grpc-port 0] [--concurrency 16]
 
-Run by the shared service runner (meshrl.ops.service): flags, config, tracing, the metrics
+Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service. Start-up:
   1. load the RunConfig; start the Prometheus endpoint on telemetry.metrics_port before
      vLLM (a taken port fails fast; prints `METRICS http://127.0.0.1:PORT/metrics`);
@@ -33,7 +33,7 @@ import argparse
 import asyncio
 import logging
 
-from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.services.rollout.engine_watch import watch_engine

@@ -34,7 +34,7 @@ from typing import Callable
 import psutil
 
 from meshrl.config.load import dump_config
-from meshrl.ops.launch.nats import secrets_dir
+from meshrl.run.secrets import secrets_dir
 from meshrl.transport.bus.client import server_urls
 from meshrl.transport.bus.cluster import NatsCluster
 from meshrl.transport.bus.credentials import credentials_path, read_credentials

@@ -3,7 +3,7 @@ for tests/deploy/test_compose.py and tests/deploy/test_k8s.py, not a test):
 
 - `serve_argv(args)`: a container's command as the entrypoint sees it (SERVICE [flags...])
   checked the way the real code parses it: SERVICE in meshrl.ops.cli.serve.SERVICES, every
-  flag known to that service's own argparse (meshrl.ops.service.args + its ServiceProcess);
+  flag known to that service's own argparse (meshrl.service.args + its ServiceProcess);
   returns the parsed flags.
 - `grpc_port(service, flags, cfg, replica_id)`: the port that service will listen on.
 """
@@ -15,8 +15,8 @@ import importlib
 import io
 
 from meshrl.ops.cli.serve import SERVICES
-from meshrl.ops.service import ServiceProcess
-from meshrl.ops.service.args import parse_service_args
+from meshrl.service import ServiceProcess
+from meshrl.service.args import parse_service_args
 
 # What the entrypoint adds in front of the container's own flags (deploy/image/entrypoint.sh).
 ENTRYPOINT_FLAGS = ["--nats", "nats://x:4222", "--run-id", "r", "--config", "/c.yaml", "--replica-id", "x"]

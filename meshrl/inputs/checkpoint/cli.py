@@ -12,7 +12,7 @@ Wire with `add_subcommands(subparsers)` (alias `add_parser`, the convention of
 
 `list` and `rollback` also take a gateway run URL http://HOST:PORT/runs/NAME (token in
 $MESHRL_GATEWAY_TOKEN: viewer to list, admin to roll back): the gateway's ListCheckpoints
-(sizes checked, as --quick) and RollbackRun (a stopped run only), through meshrl.gateway.client.
+(sizes checked, as --quick) and RollbackRun (a stopped run only), through meshrl.run.remote.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
-from meshrl.ops.launch.audit_events import audit_local_action as record
-from meshrl.gateway.client import call, is_url, act
+from meshrl.run.audit import audit_local_action as record
+from meshrl.run.remote import call, is_url, act
 
 
 def audit_local_action(run_dir, action: str, **what) -> None:

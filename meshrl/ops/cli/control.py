@@ -22,12 +22,12 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from meshrl.gateway.client import act, is_url
+from meshrl.run.remote import act, is_url
 from meshrl.errors import LaunchError
-from meshrl.ops.launch.audit import current_user
-from meshrl.ops.launch.nats import secrets_dir
-from meshrl.ops.launch.presence import find_launcher
-from meshrl.ops.launch.audit_events import record_and_announce
+from meshrl.run.audit import current_user
+from meshrl.run.secrets import grpc_user_env, secrets_dir
+from meshrl.run.presence import find_launcher
+from meshrl.run.audit import record_and_announce
 
 HELP = {"pause": "pause a running run after its current step (local RUN_DIR or gateway URL)",
         "resume": "resume a paused run",
@@ -52,7 +52,6 @@ async def learner_action(run_dir: Path, verb: str, reason: str):
     """Call the local run's learner (pause / resume / checkpoint) with the run's admin gRPC TLS."""
     from meshrl.gateway import actions  # lazy: grpc at CLI start-up
     from meshrl.gateway.errors import GatewayError  # lazy: grpc at CLI start-up
-    from meshrl.ops.launch.grpc_tls import grpc_user_env  # lazy: grpc at CLI start-up
     from meshrl.transport.rpc.mesh_tls import caller_env  # lazy: grpc at CLI start-up
 
     info = find_launcher(run_dir)

@@ -21,7 +21,7 @@
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
 
 RUN_DIR_OR_URL: a local run dir, or a gateway's run page http://HOST:PORT/runs/NAME with the
-token in $MESHRL_GATEWAY_TOKEN (meshrl.gateway.client).
+token in $MESHRL_GATEWAY_TOKEN (meshrl.run.remote).
 
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
@@ -34,12 +34,11 @@ import sys
 from meshrl.inputs.checkpoint import cli as checkpoints
 from meshrl.gateway import cli as gateway
 from meshrl.ops.cli import algos, control, data, env, health, models, plan, reward, scale, serve, status, train
-from meshrl.ops.eval import cli as eval_cli
+from meshrl.ops.cli import eval as eval_cli
 from meshrl.ops.doctor import cli as doctor
 from meshrl.ops.plot import cli as plot
 from meshrl.telemetry.spans import waterfall as trace
-from meshrl.errors import ConfigError
-from meshrl.errors import LaunchError, RunFailed
+from meshrl.errors import ConfigError, LaunchError, RunFailed
 from meshrl.ops.launch.supervisor import StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)

@@ -18,11 +18,11 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from meshrl.gateway.client import act, is_url
-from meshrl.ops.launch.audit_events import record_and_announce
+from meshrl.run.remote import act, is_url
+from meshrl.run.audit import record_and_announce
 from meshrl.errors import LaunchError
-from meshrl.ops.launch.presence import find_launcher
-from meshrl.ops.launch.scale_request import parse_counts, write_request
+from meshrl.run.presence import find_launcher
+from meshrl.run.scale import parse_counts, write_request
 
 
 def add_parser(sub) -> None:

@@ -9,7 +9,7 @@ that failed `max_deliver` times or could not be parsed: it is not lost, it is th
 and how often each service was restarted (`restarts: reward-0 ×1`, from RUN_DIR/restarts.jsonl). `--json` prints the same as one JSON object.
 
 Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
-`meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.gateway.client).
+`meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.run.remote).
 """
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ import contextlib
 import json
 from pathlib import Path
 
-from meshrl.gateway.client import is_url, print_status
+from meshrl.run.remote import is_url, print_status
 from meshrl.errors import LaunchError
-from meshrl.ops.launch.presence import find_launcher
+from meshrl.run.presence import find_launcher
 from meshrl.ops.launch.restart_counts import restart_counts, restarts_line
-from meshrl.ops.launch.nats import admin_credentials, secrets_dir
+from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.credentials import credentials_path
 
@@ -85,10 +85,7 @@ def describe(status: dict) -> str:
 
 
 def run(args) -> int:
-    from meshrl.ops.launch.run_status import gather_status  # lazy: grpc and nats at CLI start-up
-
-    from meshrl.ops.launch.grpc_tls import grpc_user_env  # lazy: grpc at CLI start-up
-    from meshrl.ops.launch.nats_tls import user_tls_env  # lazy: cryptography at CLI start-up
+    from meshrl.run.status import gather_status  # lazy: grpc and nats at CLI start-up
 
     if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)

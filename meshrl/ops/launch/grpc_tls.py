@@ -4,7 +4,7 @@ the run stops), and the MESHRL_GRPC_TLS_* env that points each child at its kind
 
     with run_grpc_tls(cfg, run_dir):                   # grpc-ca.pem, grpc-<kind>-tls.pem/.key
         env = grpc_tls_env(cfg, run_dir, "rollout")    # CA, CERT, KEY, CLIENT_AUTH (1 = mutual)
-    grpc_user_env(secrets_dir(run_dir), "admin")       # what `meshrl status` / the gateway present
+    grpc_user_env(secrets_dir(run_dir), "admin")       # what `meshrl status` / the gateway present (meshrl.run.secrets)
 
 Every mesh hop goes through meshrl.transport.rpc (start_server / open_channel), which reads
 this env (mesh_tls.py): servers serve TLS only, clients trust only the run CA and present
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.schema import RunConfig
-from meshrl.ops.launch.nats import secrets_dir
+from meshrl.run.secrets import GRPC_CA_FILE, grpc_stem, secrets_dir
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 from meshrl.ops.launch.nats_tls import server_hosts
 from meshrl.private_files import make_private_dir
@@ -28,38 +28,22 @@ from meshrl.transport.certs import new_ca
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
 KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment", "admin")
-CA_FILE = "grpc-ca.pem"
-
-
-def _stem(kind: str) -> str:
-    return f"grpc-{kind}-tls"
-
-
 def create_grpc_tls(directory: Path) -> None:
     """The CA certificate and a certificate + key per kind in `directory` (made 0700)."""
     make_private_dir(directory)
     ca = new_ca("meshrl run gRPC CA")
-    ca.write(directory / CA_FILE)
+    ca.write(directory / GRPC_CA_FILE)
     for kind in KINDS:
-        ca.issue(f"meshrl-{kind}", hosts=server_hosts(), server=True, client=True).write(directory / _stem(kind))
-
-
-def grpc_user_env(directory: Path, kind: str) -> dict[str, str]:
-    """MESHRL_GRPC_TLS_CA/CERT/KEY_FILE for `kind` from `directory`; {} when the run made none."""
-    directory = Path(directory)
-    if not (directory / CA_FILE).is_file():
-        return {}
-    return {CA_ENV: str(directory / CA_FILE), CERT_ENV: str(directory / f"{_stem(kind)}.pem"),
-            KEY_ENV: str(directory / f"{_stem(kind)}.key")}
+        ca.issue(f"meshrl-{kind}", hosts=server_hosts(), server=True, client=True).write(directory / grpc_stem(kind))
 
 
 def grpc_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
     """A `kind` child's MESHRL_GRPC_TLS_* (set over inherited values); {} when the switch is off."""
     if cfg.launch.grpc_tls == "off":
         return {}
-    files = {CA_ENV: str(secrets_dir(run_dir) / CA_FILE),
-             CERT_ENV: str(secrets_dir(run_dir) / f"{_stem(kind)}.pem"),
-             KEY_ENV: str(secrets_dir(run_dir) / f"{_stem(kind)}.key")}
+    files = {CA_ENV: str(secrets_dir(run_dir) / GRPC_CA_FILE),
+             CERT_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.pem"),
+             KEY_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.key")}
     return {**files, CLIENT_AUTH_ENV: "1" if cfg.launch.grpc_tls == "mutual" else "0"}
 
 
@@ -78,4 +62,4 @@ def run_grpc_tls(cfg: RunConfig, run_dir: Path) -> Iterator[None]:
             path.unlink(missing_ok=True)
 
 
-__all__ = ["KINDS", "create_grpc_tls", "grpc_tls_env", "grpc_user_env", "run_grpc_tls"]
+__all__ = ["KINDS", "create_grpc_tls", "grpc_tls_env", "run_grpc_tls"]

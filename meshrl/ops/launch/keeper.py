@@ -26,8 +26,7 @@ from meshrl.ops.launch.logtail import tail_lines
 from meshrl.ops.launch.restart_policy import RestartHistory, RestartPolicy
 from meshrl.ops.launch.restart_report import RestartReporter, ServiceExit, describe_exit
 from meshrl.ops.launch.supervisor import Child, Supervisor
-
-USER_ERROR_EXIT = 2
+from meshrl.service.errors import USER_ERROR_EXIT
 
 
 class ServiceGaveUp(RunFailed):

@@ -68,7 +68,7 @@ from meshrl.addresses import free_port
 from meshrl.config.load import dump_config
 from meshrl.config.reward_model import launches_reward_model
 from meshrl.config.schema import RunConfig
-from meshrl.ops.service.malloc import huge_pages_env
+from meshrl.service.malloc import huge_pages_env
 from meshrl.ops.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.ops.launch.environment import (check_environment_up, launches_environment, name_token_file,
                                           run_environment_token, token_env)
@@ -76,12 +76,12 @@ from meshrl.errors import LaunchError
 from meshrl.ops.launch.grpc_tls import grpc_tls_env, run_grpc_tls
 from meshrl.ops.launch.keeper import Keeper
 from meshrl.ops.launch.nats import create_streams, nats_url, service_credentials_env
-from meshrl.ops.launch.presence import LauncherInfo, launcher_presence, write_presence
+from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.ops.launch.progress import RunProgress
 from meshrl.ops.launch.restart_policy import RestartPolicy
 from meshrl.ops.launch.restart_counts import close_restart_counter, open_restart_counter
 from meshrl.ops.launch.restart_report import RestartReporter
-from meshrl.ops.launch.scale_request import SCALABLE
+from meshrl.run.scale import SCALABLE
 from meshrl.ops.launch.scaler import Scaler
 from meshrl.ops.launch.shm import ShmTracker
 from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
+from meshrl.run.secrets import admin_credentials, secrets_dir
 from meshrl.ops.launch.restart_policy import RestartPolicy
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
 from meshrl.transport.bus.tls import TlsFiles
@@ -34,10 +34,6 @@ from meshrl.transport.bus.permissions import ADMIN
 from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.server import EmbeddedNats
-
-
-def secrets_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "secrets"
 
 
 def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
@@ -56,23 +52,6 @@ def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]
     if cfg.nats.tls == "mutual":
         return TlsFiles(str(d / "nats-ca.pem"), str(d / f"nats-{kind}-tls.pem"), str(d / f"nats-{kind}-tls.key")).env()
     return TlsFiles(str(d / "nats-ca.pem")).env()
-
-
-@contextlib.contextmanager
-def admin_credentials(path: Path, extra: dict[str, str] | None = None) -> Iterator[None]:
-    """MESHRL_NATS_CREDENTIALS_FILE = `path` (and `extra`, e.g. the admin's TLS files) in this
-    process for the block, then as before."""
-    values = {ENV_VAR: str(path), **(extra or {})}
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager

@@ -49,16 +49,3 @@ def create_run_tls(secrets_dir: Path, users: Iterable[str], *, mutual: bool) -> 
         else:
             files[user] = TlsFiles(str(ca_file))
     return RunTls(server_block(cert, key, ca_file, verify=mutual), files)
-
-
-def user_tls_env(secrets_dir: Path, user: str) -> dict[str, str]:
-    """MESHRL_NATS_TLS_* for `user` from the files create_run_tls left in `secrets_dir`
-    ({} when the run has no NATS TLS); e.g. `meshrl status` joining a running run as admin."""
-    secrets_dir = Path(secrets_dir)
-    ca = secrets_dir / "nats-ca.pem"
-    if not ca.is_file():
-        return {}
-    cert, key = secrets_dir / f"nats-{user}-tls.pem", secrets_dir / f"nats-{user}-tls.key"
-    if cert.is_file() and key.is_file():
-        return TlsFiles(str(ca), str(cert), str(key)).env()
-    return TlsFiles(str(ca)).env()

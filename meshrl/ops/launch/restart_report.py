@@ -26,8 +26,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from meshrl.config.schema import RunConfig
-from meshrl.ops.alerts.sinks import build_sinks
-from meshrl.ops.alerts.types import Alert
+from meshrl.alerts.sinks import build_sinks
+from meshrl.alerts.types import Alert
 from meshrl.ops.launch.restart_counts import RestartCounter
 from meshrl.transport.bus import Bus, subjects
 from meshrl.transport.bus.publish import publish_with_retry

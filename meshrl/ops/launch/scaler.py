@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from meshrl.ops.launch.scale_request import REQUEST_FILE, read_request
+from meshrl.run.scale import REQUEST_FILE, read_request
 from meshrl.ops.launch.supervisor import Supervisor
 from tqdm import tqdm
 

@@ -1,7 +1,7 @@
 """`meshrl plot RUN_DIR_OR_URL [--out F]`: draw a run's training curves to a PNG.
 
 With a gateway run URL (http://HOST:PORT/runs/NAME, a viewer token in $MESHRL_GATEWAY_TOKEN)
-the rows come from the gateway's StreamMetrics (every row so far; gateway/fetch.py) and the
+the rows come from the gateway's StreamMetrics (every row so far; meshrl/run/remote.py) and the
 PNG is written to --out (default NAME-metrics.png here): the same panels as from the run dir.
 
 Wire it into the CLI with `add_subcommand(subparsers)` (also exported as `add_parser`, the
@@ -13,8 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from meshrl.gateway.client import is_url, run_name
-from meshrl.gateway.fetch import metric_rows
+from meshrl.run.remote import is_url, metric_rows, run_name
 
 
 def plot_url(url: str, out_png: Path | None) -> Path:

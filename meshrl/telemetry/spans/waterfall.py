@@ -12,7 +12,7 @@ Offsets are from the trace's first span; bars place each span on the trace's tim
 (`width` columns). Spans come from RUN_DIR/traces/*.jsonl (OTLP JSON, spans/export.py),
 which are written with or without an OTLP collector. Without GROUP_ID the command lists the traced groups.
 With a gateway run URL (http://HOST:PORT/runs/NAME, a viewer token in $MESHRL_GATEWAY_TOKEN)
-the spans come from the gateway's GetGroupTrace (gateway/fetch.py) and GROUP_ID is needed.
+the spans come from the gateway's GetGroupTrace (meshrl/run/remote.py) and GROUP_ID is needed.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from meshrl.gateway.client import is_url
-from meshrl.gateway.fetch import group_trace
+from meshrl.run.remote import group_trace, is_url
 from meshrl.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
                                          tree_order)
 

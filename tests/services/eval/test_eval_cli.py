@@ -39,7 +39,7 @@ def write_checkpoint(run_dir, model_dir, step: int = 3):
 
 
 def hf_greedy(model_dir) -> list[str]:
-    """Each prompt's greedy answer from transformers (independent of vLLM and meshrl.ops.eval)."""
+    """Each prompt's greedy answer from transformers (independent of vLLM and meshrl.eval)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -16,11 +16,11 @@ import pytest
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.inputs.data.prompts import PromptDataset
-from meshrl.ops.eval.errors import EvalUnavailable
-from meshrl.ops.eval.evaluator import Evaluator
-from meshrl.ops.eval.plan import EvalPlan
-from meshrl.ops.eval.reward_client import RewardClient
-from meshrl.ops.eval.rollout_pool import RolloutPool
+from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval.evaluator import Evaluator
+from meshrl.eval.plan import EvalPlan
+from meshrl.eval.reward_client import RewardClient
+from meshrl.eval.rollout_pool import RolloutPool
 from tests.fixtures.eval_servers import VOWEL, eval_servers  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

@@ -29,8 +29,8 @@ from opentelemetry.trace import Link
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 from meshrl.ops.cli.main import main
-from meshrl.ops.launch.audit import current_user
-from meshrl.ops.launch.presence import find_launcher, write_presence
+from meshrl.run.audit import current_user
+from meshrl.run.presence import find_launcher, write_presence
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
 from tests.unit.plot.test_plot import png_size, synthetic_row

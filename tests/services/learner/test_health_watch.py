@@ -2,7 +2,7 @@
 probed with grpc.health.v1; one whose server is gone is reported down by the service_down
 alert after the configured number of failed probes, and cleared once it serves again."""
 from meshrl.config.alerts import AlertsConfig
-from meshrl.ops.alerts.engine import AlertEngine
+from meshrl.alerts.engine import AlertEngine
 from meshrl.transport.bus.registry import announce_service, withdraw_service
 from meshrl.transport.rpc import start_server, stop_server
 from meshrl.services.learner.health_watch import HealthWatch

@@ -9,7 +9,7 @@ import argparse
 import asyncio
 
 from meshrl.config.load import dump_config, load_config
-from meshrl.ops.service import Stopper, serve
+from meshrl.service import Stopper, serve
 from meshrl.services.reference.main import ReferenceProcess
 from meshrl.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample

@@ -1,6 +1,6 @@
 """Shared test helpers: an engine running only the rules under test, on a fake clock."""
-from meshrl.ops.alerts import AlertEngine, AlertsConfig
-from meshrl.ops.alerts.registry import rule_names
+from meshrl.alerts import AlertEngine, AlertsConfig
+from meshrl.alerts.registry import rule_names
 
 
 class FakeClock:

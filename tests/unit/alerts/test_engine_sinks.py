@@ -6,11 +6,11 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-from meshrl.ops.alerts import AlertEngine, AlertsConfig, strongest_action
+from meshrl.alerts import AlertEngine, AlertsConfig, strongest_action
 from meshrl.config.alerts import WebhookConfig
-from meshrl.ops.alerts.sinks import JsonlSink, LogSink, NatsSink, build_sinks
-from meshrl.ops.alerts.sinks.webhook import WebhookSink
-from meshrl.ops.alerts.types import Alert
+from meshrl.alerts.sinks import JsonlSink, LogSink, NatsSink, build_sinks
+from meshrl.alerts.sinks.webhook import WebhookSink
+from meshrl.alerts.types import Alert
 from meshrl.errors import ConfigError
 from tests.unit.alerts.helpers import engine, feed, fired_at
 
@@ -52,7 +52,7 @@ def test_disabled_alerts_build_no_rules():
 def test_log_and_jsonl_sinks(tmp_path, caplog):
     path = tmp_path / "run" / "alerts.jsonl"
     eng = engine("reward_nan", "nonfinite", sinks=[LogSink(), JsonlSink(path)])
-    with caplog.at_level(logging.WARNING, logger="meshrl.ops.alerts"):
+    with caplog.at_level(logging.WARNING, logger="meshrl.alerts"):
         eng.observe(4, {"reward": float("nan"), "loss": float("inf")})
     assert [r.levelno for r in caplog.records] == [logging.CRITICAL, logging.CRITICAL]
     assert "ALERT reward_nan [critical, action=none] step 4: reward is nan" in caplog.text

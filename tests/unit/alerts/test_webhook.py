@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from meshrl.config.alerts import WebhookConfig
-from meshrl.ops.alerts.sinks.webhook import WebhookSink
-from meshrl.ops.alerts.types import Alert
+from meshrl.alerts.sinks.webhook import WebhookSink
+from meshrl.alerts.types import Alert
 
 
 class Receiver:

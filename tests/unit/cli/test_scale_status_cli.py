@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from meshrl.ops.cli.main import main
-from meshrl.ops.launch.presence import LauncherInfo, write_presence
+from meshrl.run.presence import LauncherInfo, write_presence
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import announce_service
 from meshrl.addresses import free_port

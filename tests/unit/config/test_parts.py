@@ -50,7 +50,7 @@ def test_tool_parsers_match_the_rollout_registry():
 
 
 def test_every_registered_alert_rule_has_a_config_section_and_nothing_else_does():
-    from meshrl.ops.alerts.registry import rule_names
+    from meshrl.alerts.registry import rule_names
 
     sections = set(AlertsConfig.model_fields) - {"enabled", "events_file", "webhook"}
     assert sections == set(rule_names())

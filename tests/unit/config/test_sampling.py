@@ -3,7 +3,7 @@ import pytest
 
 from meshrl.config import ConfigError, load_config
 from meshrl.config.sampling import greedy_sampling, logprob_temperature, rollout_sampling
-from meshrl.ops.eval.plan import EvalPlan
+from meshrl.eval.plan import EvalPlan
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

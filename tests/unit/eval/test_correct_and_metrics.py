@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from meshrl.ops.eval.correct import judge
-from meshrl.ops.eval.metrics import summarize
-from meshrl.ops.eval.records import EvalSample
+from meshrl.eval.correct import judge
+from meshrl.eval.metrics import summarize
+from meshrl.eval.records import EvalSample
 
 
 def sample(i, reward, *, mode="greedy", math_value=None, ok=True, tokens=4, finish="stop",

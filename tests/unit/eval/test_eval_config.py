@@ -2,7 +2,7 @@
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.ops.eval.plan import EvalPlan
+from meshrl.eval.plan import EvalPlan
 
 BASE = ["model.path=m", "data.train=t.jsonl"]
 

@@ -1,7 +1,7 @@
 """pass@k (Chen et al. 2021) against values computed by hand from 1 − C(n−c, k) / C(n, k)."""
 import pytest
 
-from meshrl.ops.eval.passk import mean_pass_at_k, pass_at_k
+from meshrl.eval.passk import mean_pass_at_k, pass_at_k
 
 
 @pytest.mark.parametrize("n, c, k, expected", [

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from meshrl.ops.eval.errors import EvalUnavailable
-from meshrl.ops.eval.rollout_pool import RolloutPool
+from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval.rollout_pool import RolloutPool
 from meshrl.api.rollout.v1 import rollout_pb2
 
 

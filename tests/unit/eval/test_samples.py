@@ -4,8 +4,8 @@ import math
 
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.ops.eval.records import EvalSample
-from meshrl.ops.eval.samples import SampleWriter
+from meshrl.eval.records import EvalSample
+from meshrl.eval.samples import SampleWriter
 from tests.fixtures.episodes import episode_group
 
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.ops.eval.source import resolve_source
+from meshrl.eval.source import resolve_source
 from meshrl.errors import LaunchError
 
 

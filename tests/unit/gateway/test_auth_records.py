@@ -7,7 +7,7 @@ import pytest
 
 from meshrl.gateway.auth import TokenAuth, bearer, load_tokens
 from meshrl.gateway.errors import GatewayError
-from meshrl.gateway.records import LineTail, follow_rows
+from meshrl.run.records import LineTail, follow_rows
 from meshrl.gateway.runs import RunsRoot
 
 TOKENS = """tokens:

@@ -1,4 +1,4 @@
-"""gateway/client.py never forwards the token across a redirect to another origin: against real
+"""meshrl/run/remote.py never forwards the token across a redirect to another origin: against real
 local HTTP servers, a gateway URL that redirects to another port or another host is refused
 with a LaunchError naming the target, and the target sees no request at all (so no
 Authorization header); a redirect on the gateway's own origin is followed with the token.
@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meshrl.gateway.client import TOKEN_ENV, call
+from meshrl.run.remote import TOKEN_ENV, call
 from meshrl.errors import LaunchError
 
 TOKEN = "tok-redirect-test-5f1e"

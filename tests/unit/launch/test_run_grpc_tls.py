@@ -18,7 +18,7 @@ from tests.unit.launch.stand_in import ENDING
 PY = sys.executable
 STAND_IN = textwrap.dedent("""
     import asyncio, json, os, sys
-    from meshrl.ops.launch.grpc_tls import grpc_user_env
+    from meshrl.run.secrets import grpc_user_env
     from meshrl.transport.rpc.channel import is_serving
     from meshrl.transport.rpc.server import start_server
 

@@ -20,7 +20,7 @@ STAND_IN = textwrap.dedent("""
     import asyncio, json, os, sys, time
     from meshrl.transport.bus import Bus, BusUnavailable
     from meshrl.transport.bus.tls import TlsFiles
-    from meshrl.ops.launch.nats_tls import user_tls_env
+    from meshrl.run.secrets import user_tls_env
 
     url, run_id, kind, records = sys.argv[1:5]
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from meshrl.ops.launch.scale_request import write_request
+from meshrl.run.scale import write_request
 from meshrl.ops.launch.scaler import Scaler
 from meshrl.ops.launch.supervisor import Supervisor
 from tests.unit.launch.test_keeper import keeper_for

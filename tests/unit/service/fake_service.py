@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import sys
 
-from meshrl.ops.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service import ServiceContext, ServiceProcess, run_service
 
 FAKE_GRPC_PORT = 45678
 

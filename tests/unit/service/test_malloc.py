@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/service/test_malloc.py
 """
-from meshrl.ops.service import malloc
+from meshrl.service import malloc
 
 
 class FakeLibc:

@@ -1,4 +1,4 @@
-"""The shared service runner (meshrl.ops.service) with a tiny fake service (fake_service.py)
+"""The shared service runner (meshrl.service) with a tiny fake service (fake_service.py)
 as a real process on a real nats-server: what SIGTERM, start-up errors and failures do to
 the exit code, stderr, the clean-ups and the run KV entries.
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from meshrl.ops.service import ServiceContext, ServiceProcess, Stopper, serve
-from meshrl.ops.service.args import parse_service_args
+from meshrl.service import ServiceContext, ServiceProcess, Stopper, serve
+from meshrl.service.args import parse_service_args
 from meshrl.telemetry.service_metrics import metrics_key
 from meshrl.transport.bus.registry import service_key
 from meshrl.addresses import free_port

@@ -1,0 +1,28 @@
+"""Where alerts go: log, a JSONL events file, NATS (an async publish), a webhook.
+
+`build_sinks(config, run_dir, publish)` makes the ones `AlertsConfig` asks for: always the
+log; `RUN_DIR/{events_file}` when both are set; NATS when `publish` is given; the webhook
+when `config.webhook` is set.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from meshrl.config.alerts import AlertsConfig
+from meshrl.alerts.sinks.jsonl import JsonlSink
+from meshrl.alerts.sinks.log import LogSink
+from meshrl.alerts.sinks.nats import NatsSink
+from meshrl.alerts.sinks.webhook import WebhookSink
+
+__all__ = ["JsonlSink", "LogSink", "NatsSink", "WebhookSink", "build_sinks"]
+
+
+def build_sinks(config: AlertsConfig, run_dir: str | Path | None = None, publish=None) -> list:
+    sinks: list = [LogSink()]
+    if config.events_file and run_dir is not None:
+        sinks.append(JsonlSink(Path(run_dir) / config.events_file))
+    if publish is not None:
+        sinks.append(NatsSink(publish))
+    if config.webhook is not None:
+        sinks.append(WebhookSink(config.webhook))
+    return sinks
