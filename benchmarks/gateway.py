@@ -138,7 +138,7 @@ async def clients(port: int, root: Path, names: list[str], seconds: float, live_
 
 def start_gateway(root: Path, tokens: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.ops.cli.main", "gateway", "serve", "--runs-root", str(root),
+    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "gateway", "serve", "--runs-root", str(root),
                              "--port", str(port), "--grpc-port", str(free_port())], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)})
     assert proc.stdout.readline().startswith("gateway: "), "the gateway did not start"

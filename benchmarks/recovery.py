@@ -132,7 +132,7 @@ class Timeline:
         self.rejoined = first(gathered(run_dir, "rollout-1", self.restarted))
         wait_for(lambda: len(gathered(run_dir, after=self.rejoined)) >= AFTER_GROUPS, proc, "steps after the rejoin")
         self.scaled = time.time()
-        subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "scale", str(run_dir), "rollout=3"], check=True)
+        subprocess.run([sys.executable, "-m", "meshrl.cli.main", "scale", str(run_dir), "rollout=3"], check=True)
         wait_for(lambda: started_after(proc, "rollout-2", self.scaled), proc, "rollout-2 to start", 60)
         self.new_started = started_after(proc, "rollout-2", self.scaled)
         wait_for(lambda: first(gathered(run_dir, "rollout-2")), proc, "rollout-2's first group")

@@ -93,7 +93,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--skip-vllm", action="store_true", help="do not measure raw vLLM")
     ap.add_argument("--max-staleness", type=int, default=0, help="meshrl's learner.max_staleness")
     ap.add_argument("--cores", choices=["auto", "shared", "split"], default="auto",
-                    help="meshrl's launch.cores (meshrl/ops/launch/cores.py)")
+                    help="meshrl's launch.cores (meshrl/launch/cores.py)")
     ap.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
                     help="both frameworks' training precision (bf16: autocast on fp32 master weights)")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
@@ -265,7 +265,7 @@ def raw_vllm_worker(spec: dict) -> dict:
 def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto",
                  precision: str = "fp32", device: str = "cpu") -> dict:
     """Raw vLLM bound to the cores meshrl's launcher gives its rollout in this mode."""
-    from meshrl.ops.launch.cores import plan_cores, usable_cores
+    from meshrl.launch.cores import plan_cores, usable_cores
 
     env = {**os.environ, **plan_cores(usable_cores(), mode=cores, max_staleness=max_staleness).rollout_env()}
     spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json"),

@@ -1,6 +1,6 @@
 """What the gateway does to a run. Each returns a RunActionResponse; handlers.py checks the
 role and writes the audit row (meshrl.run.audit, the file `meshrl scale` writes).
-`meshrl pause|resume|checkpoint|stop RUN_DIR` (meshrl/ops/cli/control.py) uses the first four
+`meshrl pause|resume|checkpoint|stop RUN_DIR` (meshrl/cli/control.py) uses the first four
 on a local run, and audits them itself.
 
     pause / resume / checkpoint   LearnerControlService on the learner's control address
@@ -106,7 +106,7 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int
     except ConfigError as err:
         raise invalid(f"the config does not load: {err}") from None
     log = (folder / f"{name}.log").open("ab")
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.ops.cli.main", "train", str(config), *overrides],
+    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return proc.pid
 

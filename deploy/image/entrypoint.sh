@@ -11,7 +11,7 @@
 # variable is named on stderr, exit 2, before anything starts.
 # MESHRL_TORCHRUN_ARGS (learner only, e.g. "--nnodes=2 --nproc-per-node=8 --node-rank=0
 # --master-addr=learner-0.learner --master-port=29500"): the learner runs under torchrun,
-# each rank as `python -m meshrl.ops.cli.main serve learner ...`.
+# each rank as `python -m meshrl.cli.main serve learner ...`.
 # exec: the service is PID 1's replacement, so SIGTERM from docker/kubelet reaches it.
 # Tested on the host with a fake `meshrl`: tests/deploy/test_entrypoint.py.
 set -eu
@@ -62,6 +62,6 @@ set -- serve "$service" --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
   --config "$MESHRL_CONFIG" --replica-id "$replica" "$@"
 if [ "$service" = learner ] && [ -n "${MESHRL_TORCHRUN_ARGS:-}" ]; then
   # shellcheck disable=SC2086  # word splitting of the torchrun flags is intended
-  exec torchrun $MESHRL_TORCHRUN_ARGS -m meshrl.ops.cli.main "$@"
+  exec torchrun $MESHRL_TORCHRUN_ARGS -m meshrl.cli.main "$@"
 fi
 exec meshrl "$@"

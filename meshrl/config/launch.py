@@ -6,8 +6,8 @@
       backoff_initial_s: 1.0     # wait before the 1st restart; doubles for each quick crash
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
-      cores: auto                # shared | split | auto (meshrl/ops/launch/cores.py)
-      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/ops/launch/grpc_tls.py)
+      cores: auto                # shared | split | auto (meshrl/launch/cores.py)
+      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/launch/grpc_tls.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
 restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more
@@ -35,7 +35,7 @@ class LaunchConfig(Strict):
     backoff_max_s: float = Field(60.0, ge=0.0)
     backoff_reset_s: float = Field(120.0, gt=0.0)
     # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
-    # auto = shared (measured faster here, also asynchronous: meshrl/ops/launch/cores.py).
+    # auto = shared (measured faster here, also asynchronous: meshrl/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
     # The mesh's own gRPC (learner→reference, eval→rollout, control, health): "on" serves TLS
     # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" also requires each caller's

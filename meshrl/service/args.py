@@ -2,7 +2,7 @@
 
     --nats URL --run-id RUN --config RUN_DIR/config.yaml [--replica-id ID]
 
-The launcher (meshrl.ops.launch.local) and `meshrl serve` start services with exactly
+The launcher (meshrl.launch.local) and `meshrl serve` start services with exactly
 these; an empty --run-id is refused here, naming the flag (argparse exits 2).
 """
 from __future__ import annotations

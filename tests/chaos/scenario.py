@@ -50,7 +50,7 @@ MAX_DELAY_S = 0.5
 RUN_TIMEOUT_S = 600
 # `meshrl train`, through its own subcommand module (cli/train.py: the launcher, as users run
 # it) rather than the whole CLI, whose other subcommands are not what these tests judge.
-MESHRL_TRAIN = [sys.executable, "-c", "import argparse, sys; from meshrl.ops.cli import train; "
+MESHRL_TRAIN = [sys.executable, "-c", "import argparse, sys; from meshrl.cli import train; "
                  "p = argparse.ArgumentParser(); train.add_parser(p.add_subparsers(dest='command')); "
                  "sys.exit(train.run(p.parse_args(sys.argv[1:])))", "train"]
 NATS_NODE = "nats node of the learner"  # Fault.target: the cluster node the learner is connected to

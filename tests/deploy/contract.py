@@ -2,7 +2,7 @@
 for tests/deploy/test_compose.py and tests/deploy/test_k8s.py, not a test):
 
 - `serve_argv(args)`: a container's command as the entrypoint sees it (SERVICE [flags...])
-  checked the way the real code parses it: SERVICE in meshrl.ops.cli.serve.SERVICES, every
+  checked the way the real code parses it: SERVICE in meshrl.cli.serve.SERVICES, every
   flag known to that service's own argparse (meshrl.service.args + its ServiceProcess);
   returns the parsed flags.
 - `grpc_port(service, flags, cfg, replica_id)`: the port that service will listen on.
@@ -14,7 +14,7 @@ import contextlib
 import importlib
 import io
 
-from meshrl.ops.cli.serve import SERVICES
+from meshrl.cli.serve import SERVICES
 from meshrl.service import ServiceProcess
 from meshrl.service.args import parse_service_args
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from meshrl.config import load_config
-from meshrl.ops.cli.serve import SERVICES
+from meshrl.cli.serve import SERVICES
 from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "deploy" / "compose"
@@ -127,7 +127,7 @@ def test_the_contract_check_catches_a_wrong_service_or_flag():
 
 def test_gateway_command_tokens_and_health_match_the_cli(compose):
     from meshrl.gateway.cli import ENV_VAR
-    from meshrl.ops.cli.main import parse
+    from meshrl.cli.main import parse
 
     gateway = compose["services"]["gateway"]
     assert gateway["command"][0] == "meshrl", "not a service: the entrypoint runs it as given"

@@ -96,11 +96,11 @@ def test_learner_under_torchrun(fakes):
     done, calls = run(fakes, ["learner"], {**ENV, "MESHRL_REPLICA_ID": "learner-1",
                                             "MESHRL_TORCHRUN_ARGS": torchrun})
     assert done.returncode == 0, done.stderr
-    assert calls == [["torchrun", *torchrun.split(), "-m", "meshrl.ops.cli.main", "serve", "learner",
+    assert calls == [["torchrun", *torchrun.split(), "-m", "meshrl.cli.main", "serve", "learner",
                       "--nats", "nats://nats:4222", "--run-id", "grpo-1", "--config", "/etc/meshrl/config.yaml",
                       "--replica-id", "learner-1"]]
     # the module torchrun runs is the real CLI, and it parses what follows as `serve learner`
-    from meshrl.ops.cli.main import parse
+    from meshrl.cli.main import parse
     args = parse(calls[0][calls[0].index("serve"):])
     assert (args.service, args.nats, args.run_id, args.extra) == ("learner", "nats://nats:4222", "grpo-1",
                                                                   ["--replica-id", "learner-1"])

@@ -1,5 +1,5 @@
 """End-to-end fixtures: the whole mesh (embedded NATS + every service as its own process)
-on the tiny model, driven through `meshrl.ops.launch.local.run_local` — what `meshrl train` runs."""
+on the tiny model, driven through `meshrl.launch.local.run_local` — what `meshrl train` runs."""
 import json
 from pathlib import Path
 
@@ -8,7 +8,7 @@ import pytest
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows, preference_pairs
 from meshrl.inputs.data.load import write_rows
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 
 # A learnable synthetic reward for a random tiny model: a response earns 1 when it holds a
 # vowel. About a third of 8-character random responses do, so groups are mixed and GRPO has

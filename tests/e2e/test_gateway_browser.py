@@ -36,7 +36,7 @@ from meshrl.addresses import free_port
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow
-CLI = [sys.executable, "-m", "meshrl.ops.cli.main"]
+CLI = [sys.executable, "-m", "meshrl.cli.main"]
 OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
 STEPS = 2000  # never reached: the run is stopped when the tests are done
 # Held-out eval every 3 steps on 4 prompts (the Held-out eval chart), and a reward_flat rule

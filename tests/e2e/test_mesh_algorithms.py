@@ -49,7 +49,7 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
     """learner (publish) → rollout → reward → reference → learner (gather), parent by parent,
     and the step span that trained it links to that trace."""
     from meshrl.telemetry.spans.read import load_spans, trace_for_group
-    from meshrl.telemetry.spans.waterfall import render_waterfall
+    from meshrl.cli.trace import render_waterfall
 
     result, metrics, ledger = run_mesh("learner.steps=1", preset="ppo")
     run_dir = tmp_path / "run"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from meshrl.inputs.checkpoint import list_checkpoints
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 
@@ -44,7 +44,7 @@ def test_sigterm_checkpoints_and_resume_finishes_without_loss_or_repeat(tiny_mod
     cfg = mesh_config(tiny_model_dir, e2e_data, run_dir, f"learner.steps={STEPS}", "learner.prompts_per_step=2")
     config = tmp_path / "config.yaml"
     config.write_text(dump_config(cfg))
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.ops.cli.main", "train", str(config)],
+    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_steps(proc, run_dir / "metrics.jsonl", 2)

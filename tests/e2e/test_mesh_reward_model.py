@@ -33,7 +33,7 @@ def rows(path: Path) -> list[dict]:
 def test_ppo_example_trains_on_reward_model_scores_mixed_with_a_rule(tiny_model_dir, e2e_data, tmp_path):
     rm_dir = build_tiny_reward_model(tmp_path / "rm")
     run_dir = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "train", str(EXAMPLE),
+    done = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "train", str(EXAMPLE),
                            *tiny_overrides(tiny_model_dir, e2e_data, rm_dir, run_dir)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -21,7 +21,7 @@ from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 
 STEPS = 90  # ≈1 s each here; the new replica joined after ≈20 (vLLM start-up)
-CLI = [sys.executable, "-m", "meshrl.ops.cli.main"]
+CLI = [sys.executable, "-m", "meshrl.cli.main"]
 
 
 def rows(path: Path) -> list[dict]:

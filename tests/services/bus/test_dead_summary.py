@@ -1,7 +1,7 @@
 """Dead letters counted by stage and reason on a real nats-server, and printed by `meshrl status`."""
 import asyncio
 
-from meshrl.ops.cli.status import dead_letter_lines
+from meshrl.cli.status import dead_letter_lines
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.origin import ORIGIN_HEADER
 from meshrl.transport.bus.dead_summary import dead_letter_summary, reason_of

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.ops.doctor import add_subcommand, cmd_doctor, run_doctor
-from meshrl.ops.doctor import checks_disk
-from meshrl.ops.doctor.checks_system import check_transformers
-from meshrl.ops.doctor.gloo import check_gloo
+from meshrl.cli.doctor import add_subcommand, cmd_doctor, run_doctor
+from meshrl.cli.doctor import checks_disk
+from meshrl.cli.doctor.checks_system import check_transformers
+from meshrl.cli.doctor.gloo import check_gloo
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.addresses import free_port
 from meshrl.transport.rpc import registration, start_server, stop_server

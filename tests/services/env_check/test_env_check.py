@@ -8,8 +8,8 @@ import grpc
 import pytest
 
 from meshrl.env_sdk import Environment, Step, start, stop
-from meshrl.ops.env_check import load_task, run_suite
-from meshrl.ops.reward_check import any_failed
+from meshrl.cli.env_check import load_task, run_suite
+from meshrl.cli.reward_check import any_failed
 from tests.services.env_check.broken_envs import (BrokenAnswers, BrokenForgetful, BrokenOnToolCalls, BrokenSlow,
                                                   BrokenStatuses, PlainEnv, serve_broken)
 
@@ -117,7 +117,7 @@ async def test_an_sdk_server_with_a_token_passes_the_token_row():
 
 
 async def cli(*args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.ops.cli.main", "env", "check", *args,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.cli.main", "env", "check", *args,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()

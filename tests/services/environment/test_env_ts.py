@@ -34,7 +34,7 @@ def ts_env(tmp_path_factory):
 
 def test_meshrl_env_check_passes(ts_env):
     address, token_file = ts_env
-    done = subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "env", "check", address, "--environment",
+    done = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "env", "check", address, "--environment",
                            "guess_number", "--token-file", str(token_file), "--timeout", "20"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -70,7 +70,7 @@ def test_eval_a_run_dir_end_to_end(tiny_model_dir, tmp_path):
     data.write_text("".join(json.dumps({"prompt": p, "reward_model": {"ground_truth": g if i % 2 == 0 else "x"}})
                             + "\n" for i, (p, g) in enumerate(zip(PROMPTS, greedy))))
     out, work = tmp_path / "result.json", tmp_path / "work"
-    proc = subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "eval", str(tmp_path / "run"), str(data),
+    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "eval", str(tmp_path / "run"), str(data),
                            "--out", str(out), "--work-dir", str(work), "--no-progress", "eval.pass_k=2"],
                           capture_output=True, text=True, timeout=360)
     assert proc.returncode == 0, proc.stdout + proc.stderr

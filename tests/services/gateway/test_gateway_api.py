@@ -131,7 +131,7 @@ async def test_dashboard_pages_and_vendored_chart_library_are_served(gateway):
 async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch, capsys):
     import asyncio
 
-    from meshrl.ops.cli.main import main
+    from meshrl.cli.main import main
 
     gw, _, _ = gateway
     url = f"http://127.0.0.1:{gw.http_port}/runs/ended"

@@ -28,7 +28,7 @@ from opentelemetry.trace import Link
 
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 from meshrl.run.audit import current_user
 from meshrl.run.presence import find_launcher, write_presence
 from meshrl.telemetry import tracing

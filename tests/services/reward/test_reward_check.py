@@ -11,7 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config.schema import RewardComponentConfig as C
-from meshrl.ops.reward_check import any_failed, run_suite
+from meshrl.cli.reward_check import any_failed, run_suite
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.server import start_reward_server
@@ -25,7 +25,7 @@ async def suite_rows(address: str) -> dict:
 
 
 async def cli(address: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.ops.cli.main", "reward", "check",
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.cli.main", "reward", "check",
                                                 address, "--timeout", "20", stdout=asyncio.subprocess.PIPE)
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()

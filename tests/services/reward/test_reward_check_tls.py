@@ -25,7 +25,7 @@ async def mtls(tmp_path):
 
 async def cli(*args: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "meshrl.ops.cli.main", "reward", "check", *args, "--timeout", "20",
+        sys.executable, "-m", "meshrl.cli.main", "reward", "check", *args, "--timeout", "20",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()

@@ -5,7 +5,7 @@ import grpc
 import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.ops.reward_check import any_failed, run_suite
+from meshrl.cli.reward_check import any_failed, run_suite
 from meshrl.addresses import free_port
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
 from tests.fixtures.served import served

@@ -7,7 +7,7 @@ import pytest
 from meshrl.algos import (list_advantage_estimators, list_agg_modes, list_dpo_kinds,
                           list_kl_estimators, list_policy_losses)
 from meshrl.algos.catalog import registered_parts, split_doc
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 
 
 def test_every_registered_part_is_listed_once_with_a_paper():
@@ -61,7 +61,7 @@ def test_cli_unknown_family_exits_2(capsys):
 
 @pytest.mark.parametrize("argv", [["--help"], ["algos", "--help"]])
 def test_help_does_not_import_torch(argv):
-    code = ("import sys; from meshrl.ops.cli.main import main\n"
+    code = ("import sys; from meshrl.cli.main import main\n"
             f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -3,7 +3,7 @@ import argparse
 import json
 from pathlib import Path
 
-from meshrl.inputs.checkpoint.cli import add_subcommands, format_table, human_size
+from meshrl.cli.checkpoints import add_subcommands, format_table, human_size
 from meshrl.inputs.checkpoint.scan import CheckpointInfo
 
 

@@ -5,8 +5,8 @@ import sys
 import pytest
 import yaml
 
-from meshrl.ops.cli.main import main
-from meshrl.ops.cli.serve import SERVICES
+from meshrl.cli.main import main
+from meshrl.cli.serve import SERVICES
 
 SAMPLE = {
     "run": {"name": "t"},
@@ -105,8 +105,8 @@ def test_serve_needs_its_flags(capsys):
 
 
 def test_serve_builds_the_service_command(config_file):
-    from meshrl.ops.cli.main import parse
-    from meshrl.ops.cli.serve import command
+    from meshrl.cli.main import parse
+    from meshrl.cli.serve import command
 
     args = parse(["serve", "reference", "--nats", "nats://h:4222", "--run-id", "r1",
                   "--config", str(config_file), "--replica-id", "reference-2"])
@@ -117,7 +117,7 @@ def test_serve_builds_the_service_command(config_file):
 
 
 def test_cli_does_not_import_services_or_torch():
-    code = ("import sys; from meshrl.ops.cli.main import main, build_parser; build_parser(); "
+    code = ("import sys; from meshrl.cli.main import main, build_parser; build_parser(); "
             "bad = [m for m in sys.modules if m.startswith('meshrl.services.') or m == 'torch']; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -125,7 +125,7 @@ def test_cli_does_not_import_services_or_torch():
 
 
 def test_console_entry_point_exits_2_without_traceback(config_file):
-    proc = subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "train", str(config_file),
+    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "train", str(config_file),
                            "trainer.mini_batches=7", "--dry-run"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "not divisible by trainer.mini_batches=7" in proc.stderr
@@ -138,7 +138,7 @@ def test_serve_execs_the_service_module(tmp_path):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
                                    "data": {"train": "x.jsonl"}}))
-    proc = subprocess.run([sys.executable, "-m", "meshrl.ops.cli.main", "serve", "reference",
+    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "serve", "reference",
                            "--nats", "nats://127.0.0.1:1", "--run-id", "r", "--config", str(cfg),
                            "--replica-id", "reference-0"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

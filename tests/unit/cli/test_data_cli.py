@@ -2,7 +2,7 @@
 import json
 import re
 
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 
 
 def rows(path):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 
 
 @pytest.fixture

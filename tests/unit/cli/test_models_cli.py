@@ -1,7 +1,7 @@
 """`meshrl models fetch-smollm2` prints only the model dir on stdout (progress goes to stderr),
 so `MODEL=$(meshrl models fetch-smollm2)` works."""
 import meshrl.inputs.models.fetch as fetch
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 
 
 def test_fetch_prints_the_dir_and_logs_to_stderr(monkeypatch, capsys, tmp_path):

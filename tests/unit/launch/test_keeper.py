@@ -12,10 +12,10 @@ import psutil
 import pytest
 
 from meshrl.config.load import load_config
-from meshrl.ops.launch.keeper import Keeper, ServiceGaveUp
-from meshrl.ops.launch.restart_policy import RestartPolicy
-from meshrl.ops.launch.restart_report import RestartReporter
-from meshrl.ops.launch.supervisor import Supervisor
+from meshrl.launch.keeper import Keeper, ServiceGaveUp
+from meshrl.launch.restart_policy import RestartPolicy
+from meshrl.launch.restart_report import RestartReporter
+from meshrl.launch.supervisor import Supervisor
 
 PY = sys.executable
 SLEEPER = "import os, sys, time; print('up', os.getpid(), flush=True); time.sleep(600)"

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from meshrl.config.load import load_config
-from meshrl.ops.launch.local import (RunResult, freed_shm, make_run_id, prepare_run_dir,
+from meshrl.launch.local import (RunResult, freed_shm, make_run_id, prepare_run_dir,
                                  service_argv, service_specs)
-from meshrl.ops.launch.progress import MetricsTail, RunProgress, postfix
+from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

@@ -11,12 +11,12 @@ import time
 import urllib.request
 
 from meshrl.config.load import load_config
-from meshrl.ops.launch.keeper import Keeper
-from meshrl.ops.launch.restart_counts import (close_restart_counter, open_restart_counter, restart_counts,
+from meshrl.launch.keeper import Keeper
+from meshrl.launch.restart_counts import (close_restart_counter, open_restart_counter, restart_counts,
                                               restarts_line, split_key)
-from meshrl.ops.launch.restart_policy import RestartPolicy
-from meshrl.ops.launch.restart_report import RestartReporter
-from meshrl.ops.launch.supervisor import Supervisor
+from meshrl.launch.restart_policy import RestartPolicy
+from meshrl.launch.restart_report import RestartReporter
+from meshrl.launch.supervisor import Supervisor
 from meshrl.transport.bus import Bus
 
 PY = sys.executable

@@ -3,7 +3,7 @@ service, on one port resolved into RUN_DIR/config.yaml (what the reward service 
 `meshrl scale` accepts them; a component with its own address starts nothing."""
 from meshrl.config.load import load_config
 from meshrl.config.reward_model import called_components
-from meshrl.ops.launch.local import prepare_run_dir, replica_spec, service_specs
+from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
 from meshrl.run.scale import parse_counts
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "ppo"}}

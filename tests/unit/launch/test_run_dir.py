@@ -3,7 +3,7 @@ import pytest
 
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError
-from meshrl.ops.launch.local import prepare_run_dir
+from meshrl.launch.local import prepare_run_dir
 
 CFG = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"}}
 

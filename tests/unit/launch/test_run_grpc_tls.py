@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 from meshrl.config.load import load_config
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 from tests.unit.launch.stand_in import ENDING
 

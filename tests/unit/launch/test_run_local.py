@@ -17,10 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError, RunFailed
-from meshrl.ops.launch.local import SHM_SCAN_S, run_local
+from meshrl.launch.local import SHM_SCAN_S, run_local
 
 PY = sys.executable
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(600)"
@@ -177,9 +177,9 @@ def test_sigterm_stops_the_whole_run(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_run_local import make_cfg, stand_ins
-        from meshrl.ops.launch.local import run_local
-        from meshrl.ops.launch.supervisor import StopRequested
-        import meshrl.ops.launch.local as local
+        from meshrl.launch.local import run_local
+        from meshrl.launch.supervisor import StopRequested
+        import meshrl.launch.local as local
         cfg = make_cfg(steps=3)
         argv_for = stand_ins(__import__("pathlib").Path({str(pidfile)!r}))
         def slow_learner(spec, *a):

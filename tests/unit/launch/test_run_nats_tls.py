@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from meshrl.config.load import load_config
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 from meshrl.transport.bus.tls import CA_ENV, CERT_ENV, KEY_ENV
 from tests.unit.launch.stand_in import ENDING
 

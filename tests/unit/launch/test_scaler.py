@@ -9,8 +9,8 @@ import time
 import pytest
 
 from meshrl.run.scale import write_request
-from meshrl.ops.launch.scaler import Scaler
-from meshrl.ops.launch.supervisor import Supervisor
+from meshrl.launch.scaler import Scaler
+from meshrl.launch.supervisor import Supervisor
 from tests.unit.launch.test_keeper import keeper_for
 
 PY = sys.executable

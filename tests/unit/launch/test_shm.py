@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.ops.launch.shm import ShmTracker, mapped_segments
+from meshrl.launch.shm import ShmTracker, mapped_segments
 
 PY = sys.executable
 # Makes a 1 MiB segment the way vLLM does, unregisters it from the resource tracker (as a

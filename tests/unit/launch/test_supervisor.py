@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from meshrl.ops.launch.supervisor import ChildDied, StopRequested, Supervisor, stop_on_signals
+from meshrl.launch.supervisor import ChildDied, StopRequested, Supervisor, stop_on_signals
 
 PY = sys.executable
 
@@ -110,7 +110,7 @@ def test_sigterm_to_the_supervisor_stops_every_child(tmp_path):
     pidfile = tmp_path / "pids"
     script = textwrap.dedent(f"""
         import sys
-        from meshrl.ops.launch.supervisor import Supervisor, stop_on_signals, StopRequested
+        from meshrl.launch.supervisor import Supervisor, stop_on_signals, StopRequested
         with Supervisor({str(tmp_path / 'logs')!r}, grace_s=5) as sup, stop_on_signals():
             for i in range(2):
                 sup.start("svc", [sys.executable, "-c", {PARENT_OF_SLEEPER!r}, {str(pidfile)!r}], replica=i)
@@ -135,7 +135,7 @@ def test_children_die_with_a_sigkilled_supervisor(tmp_path):
     pidfile = tmp_path / "pids"
     script = textwrap.dedent(f"""
         import sys, time, pathlib
-        from meshrl.ops.launch.supervisor import Supervisor
+        from meshrl.launch.supervisor import Supervisor
         sup = Supervisor({str(tmp_path / 'logs')!r})
         c = sup.start("svc", [sys.executable, "-c", "import time; time.sleep(600)"])
         pathlib.Path({str(pidfile)!r}).write_text(str(c.popen.pid))

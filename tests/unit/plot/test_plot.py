@@ -7,9 +7,9 @@ import struct
 import numpy as np
 import pytest
 
-from meshrl.ops.plot.cli import add_subcommand
-from meshrl.ops.plot.figure import _stack_component, plot_run
-from meshrl.ops.plot.series import PlotError, load_series
+from meshrl.cli.plot.cli import add_subcommand
+from meshrl.cli.plot.figure import _stack_component, plot_run
+from meshrl.cli.plot.series import PlotError, load_series
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

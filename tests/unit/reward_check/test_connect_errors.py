@@ -5,7 +5,7 @@ Run: .venv/bin/python -m pytest tests/unit/reward_check/test_connect_errors.py
 import pytest
 
 from meshrl.config import ConfigError
-from meshrl.ops.reward_check.connect import open_check_channel
+from meshrl.cli.reward_check.connect import open_check_channel
 
 
 def test_an_unreadable_ca_names_the_flag_and_the_path(tmp_path):

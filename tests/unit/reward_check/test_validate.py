@@ -2,8 +2,8 @@
 import math
 
 from meshrl.api.reward.v1 import reward_pb2 as pb
-from meshrl.ops.reward_check.table import FAIL, PASS, Row, any_failed, format_table
-from meshrl.ops.reward_check.validate import response_problems, status_counts
+from meshrl.cli.reward_check.table import FAIL, PASS, Row, any_failed, format_table
+from meshrl.cli.reward_check.validate import response_problems, status_counts
 
 REQUEST = pb.ScoreRequest(items=[pb.ScoreItem(id="a"), pb.ScoreItem(id="b"), pb.ScoreItem(id="c")])
 OK, ERROR, TIMEOUT = pb.SCORE_STATUS_OK, pb.SCORE_STATUS_ERROR, pb.SCORE_STATUS_TIMEOUT

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from meshrl.config import ConfigError
-from meshrl.ops.cli.health import check
+from meshrl.cli.health import check
 from meshrl.transport.certs import new_ca
 from meshrl.transport.rpc import start_server, stop_server
 from meshrl.transport.rpc.channel import is_serving

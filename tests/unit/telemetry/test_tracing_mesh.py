@@ -20,7 +20,7 @@ from meshrl.transport.rpc import open_channel, registration, start_server, stop_
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
 from meshrl.telemetry.spans.read import load_spans
-from meshrl.telemetry.spans.waterfall import add_subcommand, cmd_trace, render_waterfall, trace_for_group
+from meshrl.cli.trace import add_subcommand, cmd_trace, render_waterfall, trace_for_group
 
 GID = "g-000042"
 GENERATED_BY = 2  # policy version the rollout sampled with

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
-from meshrl.telemetry.spans.waterfall import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, \
+from meshrl.cli.trace import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, \
     trace_for_group
 
 MS = 1_000_000

@@ -1,0 +1,38 @@
+"""The run's environment: a service at `environment.address` answers grpc.health.v1 SERVING
+for EnvironmentService (one result per address, over its TLS: meshrl.cli.env_check.health);
+a built-in the launcher starts can be built on this machine (the `python` tool needs
+namespaces for its sandbox: `python -m meshrl.services.environment --check` says, run as a
+process so the core never imports a service)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from meshrl.cli.doctor.check import Check, failed, passed, run_async, skipped
+
+NAME = "environment"
+
+
+def _check_builtin(env) -> Check:
+    name = f"environment {env.name!r} (builtin {env.builtin})"
+    done = subprocess.run([sys.executable, "-m", "meshrl.services.environment", "--check", "--port", "0",
+                           "--environments", env.served], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return failed(name, (done.stderr.strip() or done.stdout.strip())[-500:],
+                      "see the message: the python tool needs a host that can make namespaces "
+                      "(docs/environments.md), or use another builtin")
+    return passed(name, done.stdout.strip() or "can be served here")
+
+
+def check_environment(ctx) -> list[Check]:
+    from meshrl.cli.env_check.health import environment_health  # lazy: grpc at CLI start-up
+
+    if ctx.config is None or ctx.config.environment is None:
+        return [skipped(NAME, "no environment in the config (single-turn tasks)")]
+    env = ctx.config.environment
+    if env.launched:
+        return [_check_builtin(env)]
+    rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))
+    return [passed(r.check, r.detail) if r.outcome == "PASS" else
+            failed(r.check, r.detail, f"start the environment service at that address or fix environment.address; "
+                                      f"then `meshrl env check ADDRESS`. {r.fix}") for r in rows]

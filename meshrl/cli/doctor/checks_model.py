@@ -1,0 +1,73 @@
+"""Model checks: the path resolves (meshrl.inputs.models.load), its config loads, and its size.
+
+`parameter_count` reads only headers (safetensors JSON header, GGUF tensor table), never
+the weights, so it is instant even for large models; the disk check uses it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+
+from meshrl.cli.doctor.check import Check, failed, passed, skipped, warned
+from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
+from meshrl.inputs.models.moe import moe_ratio_warning
+
+NAME = "model"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def safetensors_numel(path: Path) -> int:
+    """Elements in one .safetensors file, from its header: 8-byte LE length, then JSON."""
+    with open(path, "rb") as fh:
+        (length,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(length))
+    return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+
+
+def parameter_count(folder: Path, gguf_file: str | None) -> int:
+    if gguf_file:
+        from gguf import GGUFReader  # lazy: gguf, only for a GGUF model
+
+        return sum(int(t.n_elements) for t in GGUFReader(folder / gguf_file).tensors)
+    files = sorted(folder.glob("*.safetensors"))
+    if files:
+        return sum(safetensors_numel(f) for f in files)
+    return sum(f.stat().st_size for f in folder.glob("pytorch_model*.bin")) // 4  # fp32 .bin
+
+
+def _tokenizer_problem(cfg, gguf: str | None) -> str | None:
+    if gguf and not cfg.model.tokenizer:
+        return None  # the GGUF file carries its vocab
+    where = Path(cfg.model.tokenizer or cfg.model.path)
+    where = where.parent if where.is_file() else where
+    if not any((where / n).exists() for n in TOKENIZER_FILES):
+        return f"no tokenizer.json / tokenizer_config.json in {where}"
+    return None
+
+
+def check_model(ctx) -> Check:
+    if ctx.config is None:
+        return skipped(NAME, "no config given")
+    cfg = ctx.config
+    try:
+        folder, gguf = resolve_model_source(cfg.model.path, cfg.model.gguf_file)
+    except ModelLoadError as err:
+        return failed(NAME, str(err).split(";")[0], f"fix model.path in the config: {err}")
+    from transformers import AutoConfig  # lazy: transformers (seconds) at CLI start-up
+
+    try:
+        hf = AutoConfig.from_pretrained(folder, gguf_file=gguf)
+    except Exception as err:  # noqa: BLE001 - transformers raises many kinds
+        return failed(NAME, f"{folder}: config does not load ({type(err).__name__}: {err})",
+                      "model.path must hold a valid config.json (or a .gguf transformers can read)")
+    if problem := _tokenizer_problem(cfg, gguf):
+        return failed(NAME, problem, "set model.tokenizer to a dir with the tokenizer files (or save them "
+                                     "next to the model with tokenizer.save_pretrained(dir))")
+    ctx.parameters = parameter_count(folder, gguf)
+    found = passed(NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, "
+                         f"{ctx.parameters / 1e6:.2f}M parameters")
+    if moe := moe_ratio_warning(cfg):
+        return [found, warned("moe ratio", moe.split(":")[0], moe)]
+    return found

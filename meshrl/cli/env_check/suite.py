@@ -1,0 +1,57 @@
+"""The environment conformance suite: health, reflection, one episode's life, tool calls,
+the statuses of bad requests, the token, a deadline, concurrent episodes, then one row for
+every contract problem seen in any answer."""
+from __future__ import annotations
+
+from grpc import aio
+
+from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from meshrl.cli.env_check.episode_checks import Episode, tool_call_row
+from meshrl.cli.env_check.error_checks import garbage_row, status_rows, token_row
+from meshrl.cli.env_check.kit import Kit
+from meshrl.cli.env_check.load_checks import concurrent_row, deadline_row
+from meshrl.cli.reward_check.probes import health_fix, health_row, reflection_row
+from meshrl.cli.reward_check.table import FAIL, PASS, Row
+
+SERVICE = "meshrl.env.v1.EnvironmentService"
+HEALTH_FIX = health_fix(SERVICE, "meshrl.env_sdk")
+CONTRACT_FIX = ("observation roles are system, user, assistant or tool; tool names 1-64 of A-Z a-z 0-9 _ -, "
+                "each once, parameters_json a JSON Schema object; info_json a JSON object or ''; a reward "
+                "finite (see protos/meshrl/env/v1/env.proto)")
+
+
+async def episode_rows(kit: Kit, problems: list[str]) -> list[Row]:
+    episode = Episode(kit, problems)
+    rows = [await episode.reset_row()]
+    if not episode.first.ok:
+        return rows + [Row("episode", FAIL, "not run: Reset failed", "fix the reset row first")]
+    rows += [await episode.reset_again_row(), *await episode.step_rows()]
+    if episode.turns:
+        rows.append(await episode.play_to_the_end_row())
+        rows += [r for r in [await episode.after_done_row()] if r]
+    rows += await episode.close_rows()
+    rows.append(await tool_call_row(kit, list(episode.first.reply.tools), problems))
+    return rows
+
+
+async def run_suite(channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout_s: float = 30.0,
+                    metadata: tuple = ()) -> list[Row]:
+    """Every check, in order; never raises for a misbehaving server (its rows FAIL)."""
+    kit = Kit(env_pb2_grpc.EnvironmentServiceStub(channel), task, timeout_s, tuple(metadata))
+    health = await health_row(channel, metadata, fix=HEALTH_FIX)
+    rows = [health, await health_row(channel, metadata, service=SERVICE, fix=HEALTH_FIX),
+            await reflection_row(channel, metadata, service=SERVICE)]
+    problems: list[str] = []
+    rows += await episode_rows(kit, problems)
+    rows += await status_rows(kit)
+    rows.append(await garbage_row(channel, kit))
+    rows += [r for r in [await token_row(kit)] if r]
+
+    async def serving() -> bool:
+        return health.outcome != PASS or (await health_row(channel, metadata)).outcome == PASS
+
+    rows += [await deadline_row(kit, serving), await concurrent_row(kit)]
+    more = f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""
+    rows.append(Row("answers follow the contract", FAIL, "; ".join(problems[:2]) + more, CONTRACT_FIX) if problems
+                else Row("answers follow the contract", PASS, "in every answer received"))
+    return rows

@@ -1,0 +1,88 @@
+"""The `meshrl` command line.
+
+    meshrl train CONFIG.yaml [key=value ...] [--dry-run]
+    meshrl serve {rollout,reward,reward_model,environment,reference,learner} --nats URL --run-id RUN --config FILE
+    meshrl scale RUN_DIR_OR_URL rollout=3 reward=2 env=2   |   meshrl status RUN_DIR_OR_URL [--json]
+    meshrl pause|resume|checkpoint|stop RUN_DIR_OR_URL [--reason TEXT]
+    meshrl models fetch-smollm2
+    meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
+    meshrl plot RUN_DIR [--out F]
+    meshrl trace RUN_DIR [GROUP_ID]
+    meshrl doctor [CONFIG]
+    meshrl plan CONFIG [key=value ...] [--device h100-80gb]   (memory per service and device)
+    meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
+      (list and rollback also take a gateway URL)
+    meshrl export RUN_DIR --step N OUT_DIR
+    meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
+    meshrl algos [FAMILY]
+    meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
+    meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
+    meshrl env check HOST:PORT [--environment NAME] [--task ROW.json] [--tls-* F] [--token-file F]
+    meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
+
+RUN_DIR_OR_URL: a local run dir, or a gateway's run page http://HOST:PORT/runs/NAME with the
+token in $MESHRL_GATEWAY_TOKEN (meshrl.run.remote).
+
+Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
+message on stderr with exit status 2 and no traceback; a run that fails exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from meshrl.gateway import cli as gateway
+from meshrl.cli import algos, checkpoints, control, data, env, health, models, plan, reward, scale, serve, status, train, trace
+from meshrl.cli import eval as eval_cli
+from meshrl.cli.doctor import cli as doctor
+from meshrl.cli.plot import cli as plot
+from meshrl.errors import ConfigError, LaunchError, RunFailed
+from meshrl.launch.supervisor import StopRequested
+
+USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
+SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward,
+               env, plan)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="meshrl", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
+    checkpoints.add_subcommands(sub)  # checkpoints, rollback, export
+    return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """Parse; `train` takes key=value anywhere, `serve` passes unknown flags through."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "accepts_extra_args", False):
+        args.extra = extra
+    elif getattr(args, "accepts_extra_overrides", False) and all(
+            "=" in e and not e.startswith("-") for e in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as err:
+        print(f"meshrl: error: {err}", file=sys.stderr)
+        return 2
+    except RunFailed as err:
+        print(f"meshrl: run failed: {err}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, StopRequested) as err:
+        print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped",
+              file=sys.stderr)
+        return 130 if isinstance(err, KeyboardInterrupt) else 143
+
+
+if __name__ == "__main__":
+    sys.exit(main())

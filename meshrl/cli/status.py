@@ -1,0 +1,105 @@
+"""`meshrl status RUN_DIR [--json]`: the state of a running local run, at a glance.
+
+Prints the learner's status (state, step / total, policy version, groups, message, from
+LearnerControlService.GetStatus) and a table of the replicas announced in the run KV
+(service, replica id, gRPC address; for rollout the weights version it holds, whether it
+is ready and how many groups it generated), then the replica counts the launcher keeps
+(what `meshrl scale` last asked) and the dead letters by stage with their reasons (a message
+that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read)
+and how often each service was restarted (`restarts: reward-0 ×1`, from RUN_DIR/restarts.jsonl). `--json` prints the same as one JSON object.
+
+Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
+`meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.run.remote).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+
+from meshrl.run.remote import is_url, print_status
+from meshrl.errors import LaunchError
+from meshrl.run.presence import find_launcher
+from meshrl.launch.restart_counts import restart_counts, restarts_line
+from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.credentials import credentials_path
+
+COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
+           ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("status", help="show a running run (RUN_DIR or gateway URL): learner step and the live replicas",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL",
+                   help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
+                        "(token in $MESHRL_GATEWAY_TOKEN)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (NATS, gRPC)")
+    p.set_defaults(func=run)
+
+
+def learner_line(learner: dict) -> str:
+    if "error" in learner:
+        return f"learner  {learner['grpc']}: {learner['error']}"
+    line = (f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
+            f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}, "
+            f"in flight {learner['groups_in_flight']}")
+    return line + (f"  ({learner['message']})" if learner["message"] else "")
+
+
+def cell(row: dict, key: str) -> str:
+    value = row.get(key)
+    if key == "weights_version" and value is not None:
+        return f"v{value}"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "-" if value is None else str(value)
+
+
+def replica_table(rows: list[dict]) -> str:
+    table = [[title for _, title in COLUMNS]] + [[cell(r, key) for key, _ in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    lines = ["  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip() for line in table]
+    lines += [f"  {r['replica']}: {r['error']}" for r in rows if "error" in r]
+    return "\n".join(lines)
+
+
+def dead_letter_lines(dead: dict) -> list[str]:
+    if not dead["total"]:
+        return ["dead letters: none"]
+    lines = [f"dead letters: {dead['total']} (" + ", ".join(f"{s} {n}" for s, n in dead["by_stage"].items()) + ")"]
+    return lines + [f"  {r['count']:>4} × {r['stage']}: {r['example'][:160]}" for r in dead["reasons"]]
+
+
+def describe(status: dict) -> str:
+    wanted = ", ".join(f"{k} ×{v}" for k, v in status["wanted"].items())
+    return "\n".join([f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
+                      learner_line(status["learner"]), "", replica_table(status["replicas"]), "",
+                      f"kept by the launcher: {wanted or 'nothing scalable'}",
+                      restarts_line(status.get("restarts", {})),
+                      *dead_letter_lines(status["dead_letters"])])
+
+
+def run(args) -> int:
+    from meshrl.run.status import gather_status  # lazy: grpc and nats at CLI start-up
+
+    if is_url(args.run_dir):
+        return print_status(args.run_dir, args.json)
+    args.run_dir = Path(args.run_dir)
+    launcher = find_launcher(args.run_dir)
+    admin = credentials_path(secrets_dir(args.run_dir), "admin")
+    try:
+        # The embedded NATS admits only the run's users: read with the launcher's (admin) file.
+        # With nats.tls on, the admin's TLS files too (nats_tls.py); launch.grpc_tls: its gRPC ones.
+        tls_env = {**user_tls_env(secrets_dir(args.run_dir), "admin"), **grpc_user_env(secrets_dir(args.run_dir), "admin")}
+        with admin_credentials(admin, tls_env) if admin.is_file() else contextlib.nullcontext():
+            status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
+    except BusUnavailable as err:
+        raise LaunchError(f"cannot reach the run's NATS at {launcher.nats_url}: {err}") from None
+    status["restarts"] = restart_counts(args.run_dir)  # RUN_DIR/restarts.jsonl, every launcher of the run
+    print(json.dumps(status, indent=1) if args.json else describe(status))
+    return 0

@@ -1,0 +1,97 @@
+"""`meshrl train CONFIG.yaml [key=value ...] [--dry-run]`: validate, then run on this machine.
+`meshrl train --resume RUN_DIR [key=value ...]`: continue a stopped or preempted run.
+
+`--dry-run` prints the resolved config and the batch arithmetic and starts nothing.
+Overrides are `a.b=c` (values parsed as YAML); they may come before or after flags.
+`--resume` reads RUN_DIR/config.yaml (or CONFIG.yaml when given) and continues from the
+newest good checkpoint in RUN_DIR/checkpoints; e.g. `learner.steps=40` extends a run.
+A change that alters what is trained (model, algorithm) is refused, naming the keys.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from meshrl.cli.plan import describe_plan
+from meshrl.errors import ConfigError
+from meshrl.config.load import dump_config, load_config
+from meshrl.inputs.models.moe import moe_ratio_warning
+from meshrl.launch.inputs import check_inputs, missing_inputs
+from meshrl.private_files import keep_new_files_private
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("train", help="validate a run config and run it on this machine",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=Path, nargs="?", default=None,
+                   help="run config YAML (with --resume: default RUN_DIR/config.yaml)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved config and batch arithmetic, start nothing")
+    p.add_argument("--run-dir", type=Path, default=None, help="run directory (default: run.dir)")
+    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its newest good checkpoint")
+    p.set_defaults(func=run, accepts_extra_overrides=True)
+
+
+def dry_run(cfg) -> int:
+    print(dump_config(cfg), end="")
+    print("---")
+    print(describe_plan(cfg))
+    for problem in missing_inputs(cfg):
+        print(f"warning: {problem}", file=sys.stderr)
+    if moe := moe_ratio_warning(cfg):
+        print(f"warning: {moe}", file=sys.stderr)
+    return 0
+
+
+def override_taken_for_config(args) -> None:
+    """`meshrl train --resume RUN a.b=c`: argparse hands `a.b=c` to the optional CONFIG
+    positional; it is an override when it names no file and has the `key=value` form."""
+    if args.config is not None and "=" in args.config.name and not args.config.exists():
+        args.overrides.insert(0, str(args.config))
+        args.config = None
+
+
+def config_path(args) -> Path:
+    override_taken_for_config(args)
+    if args.config is not None:
+        return args.config
+    if args.resume is None:
+        raise ConfigError("meshrl train needs CONFIG.yaml (or --resume RUN_DIR)")
+    saved = args.resume / "config.yaml"
+    if not saved.is_file():
+        raise FileNotFoundError(f"--resume {args.resume}: no config.yaml there; is it a run dir? "
+                                f"(or pass the run's CONFIG.yaml as well)")
+    return saved
+
+
+# What a started run leaves behind, even one that failed before its first checkpoint.
+PREVIOUS_RUN_FILES = ("config.yaml", "metrics.jsonl", "groups.jsonl")
+
+
+def check_not_a_previous_run(run_dir: Path) -> None:
+    """A fresh start never appends to another run's metrics and ledger (failed or finished)."""
+    found = [name for name in PREVIOUS_RUN_FILES if (run_dir / name).exists()]
+    if found:
+        raise FileExistsError(
+            f"run dir {run_dir} already holds a run ({', '.join(found)}); continue it with "
+            f"`meshrl train --resume {run_dir}`, or start a new one with run.dir=NEW_DIR "
+            f"(or --run-dir NEW_DIR)")
+
+
+def run(args) -> int:
+    cfg = load_config(config_path(args), args.overrides)
+    if args.dry_run:
+        return dry_run(cfg)
+    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
+    if args.resume is None:
+        check_not_a_previous_run(run_dir)
+    check_inputs(cfg)
+    keep_new_files_private()  # the launcher and every service it starts
+    from meshrl.launch.local import run_local  # lazy: a run's heavy imports (grpc, nats, aiohttp) only when a run starts
+
+    result = run_local(cfg, run_dir, resume=args.resume is not None)
+    print(result.summary())
+    return 0

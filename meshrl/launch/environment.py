@@ -1,0 +1,84 @@
+"""The run's environment at launch: the bearer token of the replicas the launcher starts, and
+the health of a service at `environment.address` before anything starts.
+
+Token: with `environment.builtin` launched here and no token configured, the launcher makes a fresh
+random token for each start in RUN_DIR/secrets/environment-token (0600, removed when the run
+stops) and names that file in the resolved config (`environment.token_file`), which the
+rollout's client reads; the replicas get it as MESHRL_ENV_TOKEN_FILE. So on a shared host no
+other local user can open episodes (or run programs in the python sandbox) on the run's
+environment. A token the user configured (token_env / token_file) is passed on instead.
+
+Health: a run whose environment is a service at an address (not launched here) waits up to
+`environment.start_timeout_s` for it to answer SERVING (meshrl.cli.env_check.health), else
+stops before any process starts, naming the address: an environment that is not there would
+otherwise drop every group the run samples.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Iterator
+
+from meshrl.config.schema import RunConfig
+from meshrl.launch.errors import LaunchError
+from meshrl.launch.nats import secrets_dir
+from meshrl.ops.private_files import make_private_dir, write_private_file
+
+TOKEN_FILE = "environment-token"
+
+
+def launches_environment(cfg: RunConfig) -> bool:
+    """True when this launcher starts environment replicas (a builtin with no address)."""
+    return cfg.environment is not None and cfg.environment.launched and not cfg.algorithm.offline
+
+
+def name_token_file(cfg: RunConfig, run_dir: Path) -> None:
+    """Point environment.token_file at the run's token (when launched and none is configured)."""
+    env = cfg.environment
+    if launches_environment(cfg) and not env.token_env and (not env.token_file or _is_ours(env.token_file, run_dir)):
+        env.token_file = str(secrets_dir(run_dir).resolve() / TOKEN_FILE)
+
+
+def _is_ours(path: str, run_dir: Path) -> bool:
+    return Path(path).name == TOKEN_FILE and Path(path).parent.resolve() == secrets_dir(run_dir).resolve()
+
+
+def token_env(cfg: RunConfig) -> dict[str, str]:
+    """What an environment replica reads its token from (MESHRL_ENV_TOKEN[_FILE])."""
+    env = cfg.environment
+    if env.token_file:
+        return {"MESHRL_ENV_TOKEN_FILE": env.token_file}
+    if env.token_env:
+        return {"MESHRL_ENV_TOKEN": os.environ.get(env.token_env, "")}
+    return {}
+
+
+@contextlib.contextmanager
+def run_environment_token(cfg: RunConfig, run_dir: Path) -> Iterator[None]:
+    """Write a fresh token for the block when the token file is the run's own."""
+    path = Path(cfg.environment.token_file) if launches_environment(cfg) and cfg.environment.token_file else None
+    if path is None or not _is_ours(str(path), run_dir):
+        yield
+        return
+    make_private_dir(path.parent)
+    write_private_file(path, secrets.token_urlsafe(32).encode())
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def check_environment_up(cfg: RunConfig) -> None:
+    """LaunchError unless the environment at `environment.address` is SERVING in time."""
+    env = cfg.environment
+    if env is None or env.launched or cfg.algorithm.offline:
+        return
+    from meshrl.cli.env_check.health import wait_environment_healthy  # lazy: grpc, only for such runs
+
+    try:
+        asyncio.run(wait_environment_healthy(env, within_s=env.start_timeout_s))
+    except ConnectionError as err:
+        raise LaunchError(str(err)) from None

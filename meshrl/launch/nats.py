@@ -1,0 +1,115 @@
+"""The run's NATS: an embedded server in the run dir, or the one `nats.url` names.
+
+An embedded server that dies is restarted on the same port and store dir (nats_restart.py).
+
+An embedded server always requires credentials: at start, one NATS user per service kind
+with exactly its subjects, plus `admin` (meshrl.transport.bus.run_auth), each password in a
+0600 file under RUN_DIR/secrets/ (removed when the server stops; never in config.yaml or a
+log). For the block, this process's own clients (stream creation, alerts, status) use the
+admin file through MESHRL_NATS_CREDENTIALS_FILE; each service gets its kind's file
+(`service_credentials_env`). An external `nats.url` is used with whatever credentials the
+environment names (none: a server without auth).
+
+`nats.tls: on | mutual` (embedded only) serves TLS with a run CA (nats_tls.py): this process
+and each service get MESHRL_NATS_TLS_CA_FILE, and with `mutual` their user's client
+certificate and key (MESHRL_NATS_TLS_CERT_FILE / _KEY_FILE), all in RUN_DIR/secrets/.
+
+Streams are created once here, before any service starts, so no two services race to
+create them with different settings.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+from meshrl.config.schema import RunConfig
+from meshrl.errors import LaunchError
+from meshrl.run.secrets import admin_credentials, secrets_dir
+from meshrl.launch.restart_policy import RestartPolicy
+from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
+from meshrl.transport.bus.tls import TlsFiles
+from meshrl.transport.bus.permissions import ADMIN
+from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
+from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.transport.bus.server import EmbeddedNats
+
+
+def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
+    """The env var pointing a `kind` service at its credential file (embedded NATS only);
+    set over any inherited value, so a service never runs with the launcher's admin user."""
+    if cfg.nats.url != "embedded":
+        return {}
+    return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind)), **_service_tls_env(cfg, run_dir, kind)}
+
+
+def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
+    """The MESHRL_NATS_TLS_* files create_run_tls wrote for `kind` (nothing when tls is off)."""
+    if cfg.nats.tls == "off":
+        return {}
+    d = secrets_dir(run_dir)
+    if cfg.nats.tls == "mutual":
+        return TlsFiles(str(d / "nats-ca.pem"), str(d / f"nats-{kind}-tls.pem"), str(d / f"nats-{kind}-tls.key")).env()
+    return TlsFiles(str(d / "nats-ca.pem")).env()
+
+
+@contextlib.contextmanager
+def nats_url(cfg: RunConfig, run_dir: Path, run_id: str | None = None) -> Iterator[str]:
+    """Yield the NATS url for the run; an embedded server lives exactly as long as the block.
+    `run_id` names the run whose subjects each service kind's user may use (None: admin only)."""
+    if cfg.nats.url != "embedded":
+        yield cfg.nats.url
+        return
+
+    auth = create_run_auth(secrets_dir(run_dir), run_id, reference_enabled=cfg.reference_enabled)
+    try:
+        tls_block, admin_tls = _run_tls(cfg, run_dir, auth.files)
+        with admin_credentials(auth.files[ADMIN], admin_tls), _embedded(cfg, run_dir, auth.server, tls_block) as url:
+            yield url
+    finally:
+        remove_run_secrets(secrets_dir(run_dir))
+
+
+def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]:
+    """(the server's tls {} block, the admin's MESHRL_NATS_TLS_* env); empty when tls is off."""
+    if cfg.nats.tls == "off":
+        return "", {}
+    from meshrl.launch.nats_tls import create_run_tls  # lazy: cryptography; the CLI imports this module
+
+    run_tls = create_run_tls(secrets_dir(run_dir), list(users), mutual=cfg.nats.tls == "mutual")
+    return run_tls.server_block, run_tls.files[ADMIN].env()
+
+
+@contextlib.contextmanager
+def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[str]:
+    try:
+        server = EmbeddedNats(run_dir / "nats", auth=auth, tls=tls)  # started by the constructor
+    except BusUnavailable as err:
+        raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
+    from meshrl.launch.nats_restart import kept_alive  # lazy: nats/aiohttp; the CLI imports this module
+    from meshrl.launch.restart_report import RestartReporter  # lazy: nats/aiohttp; the CLI imports this module
+
+    # A killed server would end the run: restarted on the same port and store (nats_restart.py).
+    with kept_alive(server, RestartReporter(cfg, run_dir, cfg.run.name), RestartPolicy.from_config(cfg.launch)):
+        yield server.url
+
+
+async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int, rollout_ack_wait_s: float) -> None:
+    from meshrl.transport.bus import Bus, BusUnavailable  # lazy: Bus loads nats/aiohttp; the CLI imports this module
+    from meshrl.transport.bus.durables import run_consumers  # lazy: with Bus
+
+    try:
+        bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
+    except BusUnavailable as err:  # its message names the url and how to start a server
+        raise LaunchError(f"{err}; or set nats.url=embedded") from None
+    try:
+        await bus.ensure_streams(run_consumers(rollout_ack_wait_s))
+    finally:
+        await bus.close()
+
+
+def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1,
+                   rollout_ack_wait_s: float = 30.0) -> None:
+    """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable."""
+    asyncio.run(_create_streams(url, run_id, timeout_s, replicas, rollout_ack_wait_s))
