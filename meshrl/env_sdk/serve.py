@@ -16,7 +16,7 @@ from meshrl.env_sdk.environment import Environment
 from meshrl.env_sdk.episodes import background
 from meshrl.env_sdk.limits import Limits
 from meshrl.env_sdk.servicer import EnvironmentServicer
-from meshrl.ops.telemetry.tracing import init_tracing, shutdown_tracing
+from meshrl.telemetry.tracing import init_tracing, shutdown_tracing
 from meshrl.transport.rpc.malformed import MalformedRequests
 from meshrl.transport.rpc.server import registration, start_server, stop_server
 

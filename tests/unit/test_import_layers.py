@@ -46,6 +46,17 @@ def test_an_import_against_the_contracts_is_reported(tmp_path, importer, line, b
     assert broken in result.stdout, result.stdout
 
 
+def test_every_folder_of_the_core_package_is_on_a_floor():
+    """A new folder (or top-level module) of meshrl/ that no floor names would be unchecked."""
+    import tomllib
+
+    layers = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    named = {name.strip().removeprefix("meshrl.") for layer in layers for name in layer.split("|")}
+    on_disk = {p.name for p in (REPO / "meshrl").iterdir() if (p / "__init__.py").is_file()}
+    on_disk |= {p.stem for p in (REPO / "meshrl").glob("*.py") if p.stem != "__init__"}
+    assert on_disk | {"gateway", "services"} == named
+
+
 def test_every_service_is_independent_of_the_others():
     import tomllib
 
