@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 
 from meshrl.algos.checks import check_finite, check_mask, check_shapes
-from meshrl.algos.registry import UnknownNameError
+from meshrl.algos.checks import UnknownNameError
 
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm",
              "token-sum")

@@ -10,6 +10,13 @@ from __future__ import annotations
 import torch
 
 
+class UnknownNameError(KeyError):
+    """A part name that is not registered. The message lists the registered names."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message and show the quotes
+        return str(self.args[0]) if self.args else ""
+
+
 class NonFiniteError(ValueError):
     """A tensor holds NaN or inf. Carries `name`, `step`, `rows` and `group_ids`."""
 

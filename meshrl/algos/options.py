@@ -9,14 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 
-from meshrl.config.parts import DEDICATED_OPTION_KEYS
-
-# inputs the loop fills in; never options
-INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
-                    "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
-                    "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
-                    "state", "greedy_rewards", "importance_sampling_level", "reward_components",
-                    "reward_component_weights", "sum_pi_squared"})
+from meshrl.config.parts import DEDICATED_OPTION_KEYS, INPUTS  # inputs the loop fills in; never options
 # options with a config key of their own: loss_options must not set them a second way
 DEDICATED = DEDICATED_OPTION_KEYS
 

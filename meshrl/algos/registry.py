@@ -10,21 +10,42 @@ The config names a part (`algorithm.advantage_estimator`, `algorithm.policy_loss
 trainer looks it up here, so adding an algorithm never touches the loop. The decorators
 attach the declared attributes (`needs_values`, `needs`, `default_agg`, `registered_name`) to the
 function and wrap it with the shared input/output checks in `meshrl.algos.validate`.
-A new name also goes into `meshrl/config/parts.py` (the torch-free list the config is
-checked against at load time; `tests/unit/config/test_parts.py` fails until it is there).
+
+The decorator is the one declaration: each part folder imports every file in it
+(`import_folder`), and the config reads the same decorators from the same files without
+torch (`meshrl.config.parts`), so a new file is a new name everywhere. A name may also be an
+import path, `package.module:function`: the module is imported on first use and the function
+taken as registered by its decorator, or, undecorated, registered under that path with the
+decorator's defaults.
 """
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+import pkgutil
+from typing import Callable, Iterable
 
+from meshrl.algos.aggregation import AGG_MODES
+from meshrl.algos.checks import UnknownNameError
 from meshrl.algos.validate import validated_estimator, validated_policy_loss
 
 
-class UnknownNameError(KeyError):
-    """A name that is not registered. The message lists the registered names."""
+def import_folder(package: str, path: Iterable[str]) -> None:
+    """Import every module of a part folder (a package's `__name__`, `__path__`): importing a
+    file runs its decorators, so the folder is the list of its parts."""
+    for module in pkgutil.iter_modules(path):
+        importlib.import_module(f"{package}.{module.name}")
 
-    def __str__(self) -> str:  # KeyError would repr() the message and show the quotes
-        return str(self.args[0]) if self.args else ""
+
+def import_function(path: str, kind: str) -> Callable:
+    """`package.module:function` → the function; UnknownNameError naming what is missing."""
+    module, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr, None)
+    except ImportError as err:
+        raise UnknownNameError(f"{kind} {path!r}: cannot import {module!r} ({err})") from None
+    if not callable(fn):
+        raise UnknownNameError(f"{kind} {path!r}: {module} has no function {attr!r}")
+    return fn
 
 
 class Registry:
@@ -33,6 +54,7 @@ class Registry:
     def __init__(self, kind: str, decorator_name: str):
         self.kind, self.decorator_name = kind, decorator_name
         self._entries: dict[str, Callable] = {}
+        self.register: Callable[[str], Callable] | None = None  # the family's decorator, with defaults
 
     def add(self, name: str, fn: Callable) -> Callable:
         if not name or not isinstance(name, str):
@@ -45,14 +67,29 @@ class Registry:
         return fn
 
     def get(self, name: str) -> Callable:
+        if ":" in name and name not in self._entries:
+            self.add_import_path(name)
         if name not in self._entries:
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}; registered: {', '.join(self.names())}. "
                 f"Add one with @{self.decorator_name}({name!r}).")
         return self._entries[name]
 
+    def add_import_path(self, path: str) -> None:
+        """Make `package.module:function` a name of this registry (see the module docstring)."""
+        fn = import_function(path, self.kind)
+        registered = getattr(fn, "registered_name", None)
+        if registered is None:
+            self.register(path)(fn)
+        elif self._entries.get(registered) is fn:
+            self._entries[path] = fn
+        else:
+            raise UnknownNameError(f"{self.kind} {path!r} is registered as another kind of part "
+                                   f"({registered!r}), not with @{self.decorator_name}")
+
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        """The registered names (import paths used so far left out)."""
+        return sorted(n for n in self._entries if ":" not in n)
 
     def remove(self, name: str) -> None:
         """Forget a name (for tests that register throw-away parts)."""
@@ -116,8 +153,6 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: s
     """
     if level not in ("token", "sequence"):
         raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
-    from meshrl.algos.aggregation import AGG_MODES  # lazy: breaks the cycle with meshrl.algos.aggregation, which imports this module
-
     if default_agg not in AGG_MODES:
         raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of "
                          f"{', '.join(AGG_MODES)}")
@@ -160,3 +195,8 @@ def get_preference_loss(name: str) -> Callable:
 
 def list_preference_losses() -> list[str]:
     return PREFERENCE_LOSSES.names()
+
+
+ADVANTAGE_ESTIMATORS.register = register_advantage_estimator
+POLICY_LOSSES.register = register_policy_loss
+PREFERENCE_LOSSES.register = register_preference_loss

@@ -25,7 +25,7 @@ import torch
 
 from meshrl.algos.checks import check_finite, check_mask, check_shapes
 from meshrl.algos.masked import masked_mean
-from meshrl.algos.registry import UnknownNameError
+from meshrl.algos.checks import UnknownNameError
 
 ROLLOUT_CORRECTION_MODES = ("none", "token", "sequence", "mask")
 

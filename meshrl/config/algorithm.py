@@ -9,10 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from meshrl.config.parts import (ADVANTAGE_ESTIMATORS, DEDICATED_OPTION_KEYS, DPO_LOSS_TYPES,
-                                 KL_ESTIMATORS, LOSS_OPTIONS,
-                                 LOSS_AGG_MODES, OFFLINE_POLICY_LOSS, POLICY_LOSSES,
-                                 check_name)
+from meshrl.config.parts import (DEDICATED_OPTION_KEYS, OFFLINE_POLICY_LOSS, check_name,
+                                 kl_estimators, loss_agg_modes, part, policy_losses, preference_losses)
 
 
 class Strict(BaseModel):
@@ -102,30 +100,30 @@ class AlgorithmConfig(Strict):
     @field_validator("advantage_estimator")
     @classmethod
     def _known_estimator(cls, name: str) -> str:
-        return check_name("algorithm.advantage_estimator", name, ADVANTAGE_ESTIMATORS,
-                          "advantage estimator")
+        part("algorithm.advantage_estimator", name, "advantage estimator")
+        return name
 
     @field_validator("policy_loss")
     @classmethod
     def _known_loss(cls, name: str) -> str:
-        return check_name("algorithm.policy_loss", name,
-                          (*POLICY_LOSSES, OFFLINE_POLICY_LOSS, *DPO_LOSS_TYPES), "policy loss")
+        part("algorithm.policy_loss", name, "policy loss", extra=(OFFLINE_POLICY_LOSS, *preference_losses()))
+        return name
 
     @field_validator("loss_agg_mode")
     @classmethod
     def _known_agg(cls, name: str) -> str:
-        return check_name("algorithm.loss_agg_mode", name, LOSS_AGG_MODES, "loss aggregation mode")
+        return check_name("algorithm.loss_agg_mode", name, loss_agg_modes(), "loss aggregation mode")
 
     @field_validator("kl_estimator")
     @classmethod
     def _known_kl(cls, name: str) -> str:
-        return check_name("algorithm.kl_estimator", name, KL_ESTIMATORS, "KL estimator")
+        return check_name("algorithm.kl_estimator", name, kl_estimators(), "KL estimator")
 
     @field_validator("dpo_loss_type")
     @classmethod
     def _known_dpo(cls, name: str | list[str]) -> str | list[str]:
         for one in [name] if isinstance(name, str) else name:
-            check_name("algorithm.dpo_loss_type", one, DPO_LOSS_TYPES, "DPO loss type")
+            check_name("algorithm.dpo_loss_type", one, preference_losses(), "DPO loss type")
         return name
 
     @model_validator(mode="after")
@@ -204,10 +202,11 @@ class TrainerConfig(Strict):
 def part_problems(algo: AlgorithmConfig) -> list[str]:
     """Keys the chosen parts would ignore or cannot run with, each naming the fix."""
     problems = offline_problems(algo)
-    level = POLICY_LOSSES.get(algo.policy_loss)  # None: dpo has no importance ratio
+    loss = online_loss(algo)
+    level = loss.level if loss else None  # None: a preference loss has no importance ratio
     wanted = algo.importance_sampling_level
     if wanted not in (None, level):
-        losses = ", ".join(n for n, lv in POLICY_LOSSES.items() if lv == wanted)
+        losses = ", ".join(n for n, d in policy_losses().items() if d.level == wanted)
         problems.append(
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
@@ -217,7 +216,7 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
         problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
                         f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
                         f"initial kl_coef > 0, or kl_ctrl=fixed")
-    needs_values = ADVANTAGE_ESTIMATORS[algo.advantage_estimator]
+    needs_values = part("algorithm.advantage_estimator", algo.advantage_estimator, "advantage estimator").needs_values
     if needs_values and not algo.critic.enabled and not algo.offline:
         problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
                         f"critic's values: set algorithm.critic.enabled=true (or algorithm.preset=ppo)")
@@ -228,10 +227,21 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
     return problems
 
 
+def online_loss(algo: AlgorithmConfig):
+    """The declaration of the policy loss, or None when it is a preference loss (or dpo)."""
+    return part("algorithm.policy_loss", algo.policy_loss, "policy loss",
+                extra=(OFFLINE_POLICY_LOSS, *preference_losses()))
+
+
+def loss_options(algo: AlgorithmConfig, name: str) -> tuple[str, ...]:
+    declared = online_loss(algo) if name == algo.policy_loss and not algo.offline else preference_losses().get(name)
+    return declared.options if declared else ()
+
+
 def loss_option_problems(algo: AlgorithmConfig) -> list[str]:
     """`loss_options` keys the chosen loss(es) do not take, or that have a key of their own."""
     chosen = algo.preference_losses if algo.offline else [algo.policy_loss]
-    known = sorted({o for name in chosen for o in LOSS_OPTIONS.get(name, ())})
+    known = sorted({o for name in chosen for o in loss_options(algo, name)})
     problems = []
     for key in algo.loss_options:
         if key in DEDICATED_OPTION_KEYS:
@@ -246,16 +256,16 @@ def loss_option_problems(algo: AlgorithmConfig) -> list[str]:
 
 def offline_problems(algo: AlgorithmConfig) -> list[str]:
     """The offline (DPO) path trains only preference losses; anything else would be ignored."""
-    preference = algo.policy_loss == OFFLINE_POLICY_LOSS or algo.policy_loss in DPO_LOSS_TYPES
+    preference = algo.policy_loss == OFFLINE_POLICY_LOSS or algo.policy_loss in preference_losses()
     if algo.offline and not preference:
         return [f"algorithm.offline=true trains a preference loss, so policy_loss={algo.policy_loss!r} "
                 f"would be ignored; set algorithm.policy_loss to a preference loss "
-                f"({', '.join(DPO_LOSS_TYPES)}), or algorithm.policy_loss=dpo with dpo_loss_type "
+                f"({', '.join(preference_losses())}), or algorithm.policy_loss=dpo with dpo_loss_type "
                 f"(or algorithm.preset=dpo)"]
     if preference and not algo.offline:
         return [f"algorithm.policy_loss={algo.policy_loss!r} trains on offline preference pairs: set "
                 "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
-                f"({', '.join(POLICY_LOSSES)})"]
+                f"({', '.join(policy_losses())})"]
     problems = []
     if algo.offline and algo.policy_loss != OFFLINE_POLICY_LOSS and \
             algo.dpo_loss_type not in ("sigmoid", algo.policy_loss):  # sigmoid: the default

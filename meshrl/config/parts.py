@@ -1,51 +1,51 @@
-"""The names the config may give to a registered part, known without importing torch.
+"""The parts a config may name, read from the declarations the registries are filled from.
 
-The parts themselves live in `meshrl.algos` (torch) and `meshrl.services.reward` (a service
-the config must not import), so a config is checked at load time against these lists:
-`meshrl train --dry-run`, `meshrl doctor` and `meshrl train` refuse a typo before anything
-starts. `tests/unit/config/test_parts.py` checks every list equals its registry, so a part
-registered without being named here fails CI, not a run.
+A part is declared once, by its decorator: `@register_advantage_estimator("grpo")` in
+meshrl/algos/advantages/, `@register_policy_loss("ppo", level="token")` in
+meshrl/algos/losses/, `@register_preference_loss("sigmoid")` in meshrl/algos/preference/,
+`@register_reward("regex", ...)` in services/reward/rules/; importing a folder runs them
+and fills the registry (meshrl.algos.registry). The config must not import torch nor a
+service, so it reads the same decorators from the same files as source (ast), once, on
+first use: a new file in one of those folders is a new name here, with nothing else to edit.
+
+A part can also be named by import path, `my_pkg.losses:my_loss` (torchtune's
+`_component_`, prime-rl's import paths), to plug in a part from your own package:
+
+    algorithm:
+      advantage_estimator: my_pkg.parts:my_baseline
+      policy_loss: my_pkg.parts:my_loss
+
+At load the module is found without running it (importlib's find_spec imports only its
+parent packages) and its source read the same way: a module that is not there, a function it does not define, or a function
+registered as another kind of part is refused with the fix. The learner imports it
+(meshrl.algos.registry). An undecorated function is taken as a part with the decorator's
+defaults (no critic, token level, token-mean).
 """
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
+import importlib.util
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
-# advantage estimator → whether it needs a critic's values (`needs_values=` at registration)
-ADVANTAGE_ESTIMATORS = {"gae": True, "grpo": False, "dr_grpo": False, "rloo": False,
-                        "reinforce_plus_plus": False, "reinforce_plus_plus_baseline": False,
-                        "none": False, "opo": False, "gpg": False, "grpo_passk": False,
-                        "gdpo": False, "remax": False, "optimal_token_baseline": False}
-# advantage estimator → the extra inputs it declares (`needs=` at registration): the
-# learner's tasks ask the rollout for a greedy sample when "greedy_rewards" is among them
-ESTIMATOR_NEEDS = {"remax": ("greedy_rewards",),
-                   "optimal_token_baseline": ("old_logprobs", "sum_pi_squared")}
-
-
-def estimator_needs(name: str) -> tuple[str, ...]:
-    """The extra inputs advantage estimator `name` declares (empty for most)."""
-    return ESTIMATOR_NEEDS.get(name, ())
-# policy loss → the level of its importance ratio (`algorithm.importance_sampling_level`)
-POLICY_LOSSES = {"ppo": "token", "cispo": "token", "gspo": "sequence", "gpg": "token",
-                 "sapo": "token", "gmpo": "sequence", "luspo": "sequence", "dppo_tv": "token",
-                 "dppo_kl": "token", "clip_cov": "token", "kl_cov": "token", "dro": "token"}
-# the options `algorithm.loss_options` may set, per policy / preference loss: each part's
-# keyword defaults less those with a config key of their own (DEDICATED_OPTION_KEYS);
-# tests/unit/algos/test_algos_option_lists.py keeps this equal to the registries
-LOSS_OPTIONS = {
-    "cispo": (), "clip_cov": ("clip_cov_ratio", "clip_cov_lb", "clip_cov_ub"),
-    "dppo_kl": ("dppo_ratio_cap",), "dppo_tv": ("dppo_ratio_cap",), "dro": ("dro_beta",),
-    "gmpo": (), "gpg": (), "gspo": ("delta", "seq_log_ratio_cap"),
-    "kl_cov": ("kl_cov_ratio", "kl_cov_coef"), "luspo": ("delta", "seq_log_ratio_cap"),
-    "ppo": ("delta",), "sapo": ("tau_pos", "tau_neg"),
-    "aot": ("label_smoothing",), "aot_unpaired": ("label_smoothing",), "apo_down": (),
-    "apo_zero": (), "bco_pair": (), "discopop": ("discopop_tau", "f_divergence", "f_alpha"),
-    "exo_pair": ("label_smoothing", "f_divergence", "f_alpha"),
-    "hinge": ("f_divergence", "f_alpha"), "ipo": (), "nca_pair": (),
-    "robust": ("label_smoothing", "f_divergence", "f_alpha"),
-    "sigmoid": ("label_smoothing", "f_divergence", "f_alpha"), "sigmoid_norm": (),
-    "sppo_hard": (),
+CORE = Path(__file__).resolve().parents[1]  # the meshrl package's folder
+# the decorator of each family, and the folder of the core package its built-ins live in
+FAMILIES = {
+    "advantage estimator": ("register_advantage_estimator", "algos/advantages"),
+    "policy loss": ("register_policy_loss", "algos/losses"),
+    "preference loss": ("register_preference_loss", "algos/preference"),
+    "reward rule": ("register_reward", "services/reward/rules"),
 }
+# inputs the loop fills in; a part's other keyword parameters with defaults are its options
+INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
+                    "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
+                    "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
+                    "state", "greedy_rewards", "importance_sampling_level", "reward_components",
+                    "reward_component_weights", "sum_pi_squared"})
+# options with a config key of their own: algorithm.loss_options must not set them a second way
 DEDICATED_OPTION_KEYS = {
     "epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
     "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
@@ -56,16 +56,10 @@ DEDICATED_OPTION_KEYS = {
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
 # not a registered policy loss, the offline learner computes it (`meshrl.algos.dpo`)
 OFFLINE_POLICY_LOSS = "dpo"
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                  "seq-mean-token-sum-norm", "token-sum")
-# `k1+`/`k3+`: value of k1/k3, gradient of k2 (straight-through, verl's names)
-KL_ESTIMATORS = ("abs", "k1", "k1+", "k2", "k3", "k3+", "mse")
-# preference losses (`@register_preference_loss` in meshrl/algos/preference), TRL's names
-DPO_LOSS_TYPES = ("aot", "aot_unpaired", "apo_down", "apo_zero", "bco_pair", "discopop",
-                  "exo_pair", "hinge", "ipo", "nca_pair", "robust", "sigmoid", "sigmoid_norm",
-                  "sppo_hard")
-# built-in reward rules (`@register_reward` in services/reward/rules), plus a gRPC service
-REWARD_RULE_KINDS = ("environment", "exact_match", "length_penalty", "math_verify", "regex")
+EXTERNAL_REWARD_KIND = "external"  # a gRPC reward service
+# the learned reward model (meshrl/config/reward_model.py): an external service that
+# `meshrl train` starts itself from the run's `reward_model` section
+REWARD_MODEL_KIND = "reward_model"
 # `kind: environment`: the episode's environment reward; `params.credit` where the learner
 # puts each turn's reward (services/reward/rules/environment.py, docs/trajectories.md)
 ENVIRONMENT_REWARD_KIND = "environment"
@@ -77,12 +71,168 @@ def turn_credited_components(components) -> tuple[str, ...]:
     (`params.credit: turn`, the default)."""
     return tuple(c.name for c in components if c.kind == ENVIRONMENT_REWARD_KIND
                  and c.params.get("credit", "turn") == "turn")
-EXTERNAL_REWARD_KIND = "external"
-# the learned reward model (meshrl/config/reward_model.py): an external service that
-# `meshrl train` starts itself from the run's `reward_model` section
-REWARD_MODEL_KIND = "reward_model"
 # tool-call formats of multi-turn rollouts (`@register_tool_parser` in services/rollout/agent/parsers)
 TOOL_PARSERS = ("hermes",)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One part as its decorator declares it (the decorator's defaults when it has none)."""
+
+    family: str
+    name: str
+    options: tuple[str, ...] = ()  # keyword parameters with defaults, less inputs and dedicated keys
+    needs_values: bool = False     # advantage estimators: needs a critic's values
+    needs: tuple[str, ...] = ()    # advantage estimators: extra inputs the mesh delivers
+    level: str = "token"           # policy losses: where the importance ratio lives
+
+
+def options_of(fn: ast.FunctionDef) -> tuple[str, ...]:
+    args = fn.args
+    with_defaults = [a.arg for a in args.args[len(args.args) - len(args.defaults):]]
+    with_defaults += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return tuple(n for n in with_defaults if n not in INPUTS and n not in DEDICATED_OPTION_KEYS)
+
+
+def decorator_call(fn: ast.FunctionDef, decorator: str) -> ast.Call | None:
+    for node in fn.decorator_list:
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == decorator:
+            return node
+    return None
+
+
+def literal(call: ast.Call, key: str, default):
+    for kw in call.keywords:
+        if kw.arg == key:
+            return ast.literal_eval(kw.value)
+    return default
+
+
+def declared_in(call: ast.Call, family: str, name: str, fn: ast.FunctionDef) -> Declared:
+    return Declared(family, name, options_of(fn), needs_values=bool(literal(call, "needs_values", False)),
+                    needs=tuple(literal(call, "needs", ())), level=literal(call, "level", "token"))
+
+
+def functions(path: Path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def folder_of(family: str) -> Path:
+    relative = FAMILIES[family][1]
+    if relative.startswith("services/"):  # installed as meshrl.services (package-dir): ask where
+        services = importlib.util.find_spec("meshrl.services").submodule_search_locations[0]
+        return Path(services) / relative.removeprefix("services/")
+    return CORE / relative
+
+
+@functools.cache
+def registered(family: str) -> dict[str, Declared]:
+    """Name → declaration of every built-in part of `family`, read from its folder's files."""
+    decorator = FAMILIES[family][0]
+    found = {}
+    for path in sorted(folder_of(family).glob("*.py")):
+        for fn in functions(path).values():
+            call = decorator_call(fn, decorator)
+            if call is not None:
+                name = ast.literal_eval(call.args[0])
+                found[name] = declared_in(call, family, name, fn)
+    return dict(sorted(found.items()))
+
+
+def module_literal(relative: str, variable: str):
+    """The value of `variable = <literal>` (a dict's keys for a dict) in a core module's source."""
+    tree = ast.parse((CORE / relative).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable for t in node.targets):
+            if isinstance(node.value, ast.Dict):
+                return tuple(ast.literal_eval(k) for k in node.value.keys)
+            return tuple(ast.literal_eval(node.value))
+    raise LookupError(f"{variable} is not assigned a literal in meshrl/{relative}")
+
+
+@functools.cache
+def kl_estimators() -> tuple[str, ...]:
+    """The keys of KL_ESTIMATORS in meshrl/algos/kl.py."""
+    return module_literal("algos/kl.py", "KL_ESTIMATORS")
+
+
+@functools.cache
+def loss_agg_modes() -> tuple[str, ...]:
+    """AGG_MODES in meshrl/algos/aggregation.py."""
+    return module_literal("algos/aggregation.py", "AGG_MODES")
+
+
+def is_import_path(value: str) -> bool:
+    return ":" in str(value)
+
+
+def imported_part(key: str, value: str, family: str) -> Declared:
+    """The declaration of `module:function`, read from the module's source without importing it."""
+    module, _, attr = value.partition(":")
+    where = f"{key}={value!r}"
+    try:
+        spec = importlib.util.find_spec(module) if module and attr else None
+    except (ImportError, ValueError) as err:
+        raise ValueError(f"{where}: cannot find module {module!r} ({err}); install the package or add "
+                         f"its folder to PYTHONPATH") from None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ValueError(f"{where}: no Python module {module!r} here (expected `package.module:function`); "
+                         f"install the package or add its folder to PYTHONPATH")
+    defined = functions(Path(spec.origin))
+    if attr not in defined:
+        close = difflib.get_close_matches(attr, list(defined), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"{where}: {module} ({spec.origin}) defines no function {attr!r}{hint} "
+                         f"Functions there: {', '.join(sorted(defined)) or 'none'}")
+    return declared_for(where, family, value, defined[attr])
+
+
+def declared_for(where: str, family: str, name: str, fn: ast.FunctionDef) -> Declared:
+    """A function named by import path: its own family's decorator, or none (the defaults)."""
+    for other, (decorator, _) in FAMILIES.items():
+        call = decorator_call(fn, decorator)
+        if call is not None and other != family:
+            raise ValueError(f"{where} is registered with @{decorator} ({other}), not as a {family}: "
+                             f"name a {family} here")
+        if call is not None:
+            return declared_in(call, family, name, fn)
+    return Declared(family, name, options_of(fn))
+
+
+def part(key: str, value: str, family: str, extra: Iterable[str] = ()) -> Declared | None:
+    """`value`'s declaration (None for one of `extra`, names that are no registered part);
+    ValueError naming the key, the value and the fix."""
+    if is_import_path(value):
+        return imported_part(key, value, family)
+    names = registered(family)
+    if value in names:
+        return names[value]
+    if value in extra:
+        return None
+    raise ValueError(unknown_name(key, value, [*names, *extra], family) +
+                     " (or a function of your own package: `package.module:function`)")
+
+
+def advantage_estimators() -> dict[str, Declared]:
+    return registered("advantage estimator")
+
+
+def policy_losses() -> dict[str, Declared]:
+    return registered("policy loss")
+
+
+def preference_losses() -> dict[str, Declared]:
+    return registered("preference loss")
+
+
+def reward_rule_kinds() -> tuple[str, ...]:
+    return tuple(registered("reward rule"))
+
+
+def estimator_needs(name: str) -> tuple[str, ...]:
+    """The extra inputs advantage estimator `name` (a registered name or an import path) declares."""
+    return part("algorithm.advantage_estimator", name, "advantage estimator").needs
 
 
 def unknown_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:
@@ -99,3 +249,24 @@ def check_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:
     if value not in allowed:
         raise ValueError(unknown_name(key, value, allowed, what))
     return value
+
+
+# The same declarations as plain tables, read on first access (PEP 562), for code that wants
+# a name -> attribute mapping: nothing here is a second list.
+TABLES = {
+    "ADVANTAGE_ESTIMATORS": lambda: {n: d.needs_values for n, d in advantage_estimators().items()},
+    "ESTIMATOR_NEEDS": lambda: {n: d.needs for n, d in advantage_estimators().items() if d.needs},
+    "POLICY_LOSSES": lambda: {n: d.level for n, d in policy_losses().items()},
+    "LOSS_OPTIONS": lambda: {n: d.options for family in (policy_losses, preference_losses)
+                             for n, d in family().items()},
+    "DPO_LOSS_TYPES": lambda: tuple(preference_losses()),
+    "KL_ESTIMATORS": kl_estimators,
+    "LOSS_AGG_MODES": loss_agg_modes,
+    "REWARD_RULE_KINDS": reward_rule_kinds,
+}
+
+
+def __getattr__(name: str):
+    if name in TABLES:
+        return TABLES[name]()
+    raise AttributeError(f"module 'meshrl.config.parts' has no attribute {name!r}")

@@ -14,7 +14,7 @@ from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
-from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, REWARD_RULE_KINDS, check_name
+from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, check_name, reward_rule_kinds
 from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
                                           TlsConfig)
 from meshrl.config.environment import EnvironmentConfig
@@ -105,7 +105,7 @@ class RewardComponentConfig(Strict):
     @classmethod
     def _known_kind(cls, kind: str) -> str:
         return check_name("reward.components[].kind", kind,
-                          (*REWARD_RULE_KINDS, EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
+                          (*reward_rule_kinds(), EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
                           "reward component kind")
 
     @model_validator(mode="after")

@@ -6,8 +6,8 @@
 `params` is a pydantic model (unknown keys forbidden) built from the component's
 `params:` mapping in the run config, so a typo fails at start-up naming the key. A rule
 returns one float (meaning OK) or `ItemScore` per item, in order.
-A new kind also goes into `meshrl/config/parts.py` (REWARD_RULE_KINDS), which the config
-checks at load time without importing this service.
+A new rule is a new file in rules/; the config reads its decorator from there at load time,
+without importing this service (meshrl.config.parts).
 """
 from collections.abc import Callable
 from dataclasses import dataclass

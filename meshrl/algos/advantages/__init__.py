@@ -11,5 +11,6 @@ Every estimator has the signature
 `optimal_token_baseline`'s old_logprobs and sum_pi_squared — take them as keywords too) and
 is looked up by name with `meshrl.algos.get_advantage_estimator`.
 """
-from meshrl.algos.advantages import (gae, gdpo, gpg, grpo, grpo_passk, none,  # noqa: F401
-                                      opo, otb, reinforce, remax, rloo)  # (registers)
+from meshrl.algos.registry import import_folder
+
+import_folder(__name__, __path__)  # every file's decorators register its estimators

@@ -9,5 +9,6 @@ Every loss has the signature
 (`register_preference_loss`). The reference log-probs arrive detached. TRL's names and
 formulas (`DPOConfig.loss_type`); `meshrl.algos.dpo_loss` takes one name or a weighted list.
 """
-from meshrl.algos.preference import (aot, apo, bco, discopop, exo, hinge, ipo,  # noqa: F401
-                                     nca, sigmoid, sigmoid_norm, sppo)  # (registers)
+from meshrl.algos.registry import import_folder
+
+import_folder(__name__, __path__)  # every file's decorators register its losses

@@ -128,10 +128,10 @@ def test_dro_is_policy_gradient_with_a_squared_log_ratio_penalty():
 
 
 def test_every_loss_honours_or_refuses_the_importance_sampling_level():
-    assert {n: get_policy_loss(n).level for n in list_policy_losses()} == parts.POLICY_LOSSES
+    assert {n: get_policy_loss(n).level for n in list_policy_losses()} == {n: d.level for n, d in parts.policy_losses().items()}
     args = ([0.0] * 4, [0.0] * 4, [1.0] * 4)
     for name in list_policy_losses():
-        level = parts.POLICY_LOSSES[name]
+        level = parts.policy_losses()[name].level
         run(name, *args, importance_sampling_level=level)
         other = "sequence" if level == "token" else "token"
         with pytest.raises(ValueError, match=f"per {level}, not per {other}"):

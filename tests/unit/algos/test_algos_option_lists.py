@@ -1,5 +1,5 @@
-"""The config's torch-free lists of loss options equal the registries, so `loss_options` is
-checked at load time (meshrl train --dry-run) exactly as the learner would."""
+"""The loss options the config reads from the parts' source equal the registered signatures,
+so `loss_options` is checked at load time (meshrl train --dry-run) exactly as the learner would."""
 import pytest
 
 from meshrl.algos.options import DEDICATED, part_options
@@ -13,7 +13,9 @@ def test_loss_options_lists_match_the_registered_signatures():
 
     registered = {name: tuple(k for k in part_options(reg.get(name)) if k not in DEDICATED)
                   for reg in (POLICY_LOSSES, PREFERENCE_LOSSES) for name in reg.names()}
-    assert registered == parts.LOSS_OPTIONS
+    declared = {name: d.options for family in (parts.policy_losses, parts.preference_losses)
+                for name, d in family().items()}
+    assert registered == declared
 
 
 def test_config_refuses_options_the_chosen_loss_does_not_take():

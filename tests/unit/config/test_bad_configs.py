@@ -47,9 +47,9 @@ CASES = [
     # keys the chosen parts would ignore, or cannot run without
     ("sequence-level-with-ppo", ["algorithm.importance_sampling_level=sequence"],
      ["algorithm.importance_sampling_level='sequence' does nothing with policy_loss 'ppo'",
-      "remove the key", "(gspo, gmpo, luspo)"]),
+      "remove the key", "(gmpo, gspo, luspo)"]),
     ("token-level-with-gspo", ["algorithm.preset=gspo", "algorithm.importance_sampling_level=token"],
-     ["'token' does nothing with policy_loss 'gspo'", "(ppo, cispo, gpg, sapo, dppo_tv"]),
+     ["'token' does nothing with policy_loss 'gspo'", "(cispo, clip_cov, dppo_kl, dppo_tv, dro, gpg, kl_cov, ppo, sapo)"]),
     ("gae-without-critic", ["algorithm.advantage_estimator=gae"],
      ["algorithm.advantage_estimator='gae' needs a critic", "algorithm.critic.enabled=true"]),
     ("critic-unused", ["algorithm.critic.enabled=true"],

@@ -1,0 +1,167 @@
+"""How far `meshrl train` and `meshrl status` wander through the code: the places (functions
+of this repository) each command's own process calls, in the order it first reaches them, and
+how many times that path returns to a file it had already left.
+
+    .venv/bin/python -m benchmarks.call_paths [--steps 2] [--top 5]
+
+A tiny model and data are made in a temporary dir; `meshrl train CONFIG` runs on this machine
+(embedded NATS, every service a process) with Python's profiler hook on in the CLI process
+only; while a second such run is live, `meshrl status RUN_DIR` is profiled the same way. A
+place is a function defined under meshrl/, services/ or gateway/ (the generated stubs under
+meshrl/api/ excepted), counted once, at its first call; the path is those first calls in
+order, and a return is a step of the path into a file it has been in before, but not the
+file just left. Printed: places, returns, and the files returned to most.
+
+Simplified: only the CLI process (the services it starts run elsewhere); a place called
+again later (in the launcher's loop) does not lengthen the path.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTS = tuple(str(REPO / d) + os.sep for d in ("meshrl", "services", "gateway"))
+SKIP = str(REPO / "meshrl" / "api") + os.sep
+
+
+def cli_main():
+    try:
+        from meshrl.cli.main import main
+    except ImportError:  # the tree before the house's second renovation
+        from meshrl.ops.cli.main import main
+    return main
+
+
+class FirstCalls:
+    """sys.setprofile hook: (file, function) of each repository function at its first call."""
+
+    def __init__(self):
+        self.seen, self.path = set(), []
+
+    def __call__(self, frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        name = code.co_filename
+        if name.startswith(ROOTS) and not name.startswith(SKIP):
+            place = (os.path.relpath(name, REPO), code.co_qualname)
+            if place not in self.seen:
+                self.seen.add(place)
+                self.path.append(place)
+
+    def run(self, fn, *args):
+        threading.setprofile(self)
+        sys.setprofile(self)
+        try:
+            return fn(*args)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+
+
+def returns(path: list[tuple[str, str]]) -> tuple[int, collections.Counter]:
+    files = [f for f, _ in path]
+    visited, count, into = set(), 0, collections.Counter()
+    for prev, cur in zip([None, *files], files):
+        if cur != prev and cur in visited:
+            count += 1
+            into[cur] += 1
+        visited.add(cur)
+    return count, into
+
+
+def make_inputs(root: Path, steps: int) -> dict:
+    from meshrl.inputs.data.arithmetic import arithmetic_rows
+    from meshrl.inputs.data.load import write_rows
+    from meshrl.inputs.models.tiny import build_tiny_model_dir
+
+    return {"model": {"path": str(build_tiny_model_dir(root / "model"))},
+            "data": {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(64, seed=0))),
+                     "max_prompt_tokens": 128},
+            "algorithm": {"preset": "grpo"},
+            "rollout": {"sampling": {"group_size": 4, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
+            "reward": {"components": [{"name": "vowel", "kind": "regex", "weight": 1.0,
+                                       "params": {"pattern": "[aeiou]"}}]},
+            "learner": {"steps": steps, "prompts_per_step": 2},
+            "trainer": {"micro_batch_size": 8}}
+
+
+def write_config(root: Path, base: dict, name: str, steps: int) -> tuple[Path, Path]:
+    run_dir = root / name
+    cfg = {**base, "run": {"name": name, "dir": str(run_dir)}, "learner": {**base["learner"], "steps": steps}}
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path, run_dir
+
+
+def profile_train(root: Path, base: dict, steps: int) -> list:
+    config, _ = write_config(root, base, "train", steps)
+    calls = FirstCalls()
+    rc = calls.run(cli_main(), ["train", str(config)])
+    assert rc == 0, f"meshrl train exited {rc}"
+    return calls.path
+
+
+def profile_status(root: Path, base: dict) -> list:
+    config, run_dir = write_config(root, base, "live", 200)
+    live = subprocess.Popen([sys.executable, "-c", "import sys; from benchmarks.call_paths import cli_main; "
+                             "sys.exit(cli_main()(sys.argv[1:]))", "train", str(config)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_steps(run_dir / "metrics.jsonl", 1, timeout_s=600)
+        calls = FirstCalls()
+        rc = calls.run(cli_main(), ["status", str(run_dir)])
+        assert rc == 0, f"meshrl status exited {rc}"
+        return calls.path
+    finally:
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=120)
+
+
+def wait_for_steps(metrics: Path, n: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if metrics.is_file() and len(metrics.read_text().splitlines()) >= n:
+            return
+        time.sleep(1.0)
+    raise TimeoutError(f"no {n} steps in {metrics} within {timeout_s:.0f} s")
+
+
+def report(command: str, path: list, top: int) -> None:
+    count, into = returns(path)
+    files = len({f for f, _ in path})
+    print(f"{command}: {len(path)} places in {files} files, {count} returns to a file already left")
+    for file, n in into.most_common(top):
+        print(f"    {n:3d} × {file}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--show", action="store_true", help="print every place of both paths")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="meshrl-paths-") as tmp:
+        root = Path(tmp)
+        base = make_inputs(root, args.steps)
+        paths = {"meshrl train": profile_train(root, base, args.steps), "meshrl status": profile_status(root, base)}
+    for command, path in paths.items():
+        report(command, path, args.top)
+        if args.show:
+            print("\n".join(f"      {f}:{q}" for f, q in path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
