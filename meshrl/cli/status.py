@@ -22,7 +22,7 @@ from pathlib import Path
 from meshrl.run.remote import is_url, print_status
 from meshrl.errors import LaunchError
 from meshrl.run.presence import find_launcher
-from meshrl.launch.restart_counts import restart_counts, restarts_line
+from meshrl.run.status import restart_counts, restarts_line
 from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.credentials import credentials_path

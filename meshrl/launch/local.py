@@ -20,7 +20,7 @@
      any service that dies meanwhile with back-off, within `launch.restart_budget` (the
      learner with `--resume RUN_DIR`: it continues from its newest good checkpoint); each
      restart is on the console, in RUN_DIR/restarts.jsonl, counted in the launcher's
-     `meshrl_service_restarts_total` (restart_counts.py) and raised as an alert;
+     `meshrl_service_restarts_total` (meshrl.launch.restarts) and raised as an alert;
   6. meanwhile keeps as many environment / rollout / reward / reward_model / reference replicas as `meshrl
      scale RUN_DIR rollout=N ...` last asked for (scaler.py; RUN_DIR/launcher.json says a launcher runs);
   7. stops every process it started (also on Ctrl-C, SIGTERM or a service out of restarts),
@@ -74,13 +74,10 @@ from meshrl.launch.environment import (check_environment_up, launches_environmen
                                           run_environment_token, token_env)
 from meshrl.errors import LaunchError
 from meshrl.launch.grpc_tls import grpc_tls_env, run_grpc_tls
-from meshrl.launch.keeper import Keeper
+from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, close_restart_counter, open_restart_counter
 from meshrl.launch.nats import create_streams, nats_url, service_credentials_env
 from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.launch.progress import RunProgress
-from meshrl.launch.restart_policy import RestartPolicy
-from meshrl.launch.restart_counts import close_restart_counter, open_restart_counter
-from meshrl.launch.restart_report import RestartReporter
 from meshrl.run.scale import SCALABLE
 from meshrl.launch.scaler import Scaler
 from meshrl.launch.shm import ShmTracker
@@ -285,7 +282,7 @@ def freed_segments(tracker: ShmTracker):
 def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
                  shm: ShmTracker, progress: bool, scale: Callable[[], None] = lambda: None) -> RunResult:
     """Restart dead services (the learner with --resume) until the learner exits 0, counting
-    each restart on the launcher's /metrics endpoint (restart_counts.py)."""
+    each restart on the launcher's /metrics endpoint (meshrl.launch.restarts)."""
     counter = open_restart_counter(cfg, run_id, url, started=sup.children)
     reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url, counter=counter)
     keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
@@ -334,7 +331,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     `resume=True` continues the run in RUN_DIR from its newest good checkpoint (a new run
     id: fresh streams; the checkpoint says which prompts were still in flight).
 
-    A dead service is restarted per `cfg.launch` (see keeper.py). Raises LaunchError when
+    A dead service is restarted per `cfg.launch` (see restarts.py). Raises LaunchError when
     NATS cannot be reached, ServiceGaveUp (a RunFailed) when a service will not be restarted.
     """
     run_dir = Path(run_dir)

@@ -1,6 +1,6 @@
 """The run's NATS: an embedded server in the run dir, or the one `nats.url` names.
 
-An embedded server that dies is restarted on the same port and store dir (nats_restart.py).
+An embedded server that dies is restarted on the same port and store dir (meshrl.launch.restarts).
 
 An embedded server always requires credentials: at start, one NATS user per service kind
 with exactly its subjects, plus `admin` (meshrl.transport.bus.run_auth), each password in a
@@ -27,7 +27,7 @@ from typing import Iterator
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import admin_credentials, secrets_dir
-from meshrl.launch.restart_policy import RestartPolicy
+from meshrl.launch.restarts import RestartPolicy, RestartReporter, kept_alive
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
 from meshrl.transport.bus.tls import TlsFiles
 from meshrl.transport.bus.permissions import ADMIN
@@ -87,10 +87,7 @@ def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[st
         server = EmbeddedNats(run_dir / "nats", auth=auth, tls=tls)  # started by the constructor
     except BusUnavailable as err:
         raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
-    from meshrl.launch.nats_restart import kept_alive  # lazy: nats/aiohttp; the CLI imports this module
-    from meshrl.launch.restart_report import RestartReporter  # lazy: nats/aiohttp; the CLI imports this module
-
-    # A killed server would end the run: restarted on the same port and store (nats_restart.py).
+    # A killed server would end the run: restarted on the same port and store (meshrl.launch.restarts).
     with kept_alive(server, RestartReporter(cfg, run_dir, cfg.run.name), RestartPolicy.from_config(cfg.launch)):
         yield server.url
 

@@ -14,7 +14,7 @@ stop) is stopped first, alone, and given that long; then the others together.
 A child that exits while the run goes on is an error: `check()` / `wait_for()` raise
 `ChildDied` with its exit status and the tail of its log. `restart(key)` starts a dead child
 again with the same command (or a new one), appending to the same log after a marker line;
-when to restart is `keeper.py`'s decision, not this file's.
+when to restart is restarts.py's decision, not this file's.
 
 Simplifications: a grandchild that calls setsid() itself leaves the group and is not
 tracked.
@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterable, Mapping, Sequence
 
-from meshrl.launch.logtail import tail_lines
 from meshrl.private_files import PRIVATE_UMASK, private_open_append
 
 PR_SET_PDEATHSIG = 1
@@ -237,3 +236,20 @@ def stop_on_signals():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+TAIL_BYTES = 64 * 1024  # tail_lines reads at most this much of a log (for crash reports)
+
+
+def tail_lines(path: str | Path, lines: int = 30) -> str:
+    """The last `lines` lines of `path` ("" if it does not exist), decoded leniently."""
+    path = Path(path)
+    if not path.exists():
+        return ""
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - TAIL_BYTES))
+        data = f.read()
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])

@@ -13,10 +13,17 @@ its engine holds (so no extra announcement is needed); for each environment repl
 grpc.health.v1 status (`ready`: SERVING); the dead-letter stream, counted by
 stage and reason (`status["dead_letters"]`, see meshrl.transport.bus.dead_summary). Every call has a short deadline: a
 replica that does not answer is listed with the error, never waited for.
+
+Restarts, from the file the launcher's restart reporter writes (meshrl.launch.restarts):
+`restart_counts(run_dir)` counts the `restart` rows of RUN_DIR/restarts.jsonl, every launcher
+of the run included; `meshrl status` shows them as `restarts: reward-0 ×1, rollout-1 ×2`.
 """
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import Counter
+from pathlib import Path
 
 from meshrl.run.presence import LauncherInfo
 from meshrl.api.common.v1 import common_pb2
@@ -84,3 +91,28 @@ async def gather_status(info: LauncherInfo, timeout_s: float = 3.0) -> dict:
         dead = await dead_letter_summary(bus.js, info.run_id)
     return {"run_id": info.run_id, "launcher_pid": info.pid, "nats": info.nats_url,
             "wanted": info.replicas, "learner": await learner, "replicas": replicas, "dead_letters": dead}
+
+
+def restart_counts(run_dir: str | Path) -> dict[str, int]:
+    """Restarts per service key from RUN_DIR/restarts.jsonl ({} when there is none).
+
+    A line that does not parse (cut by a crash mid-write) is skipped, never fatal: this is
+    read for a status display.
+    """
+    path = Path(run_dir) / "restarts.jsonl"
+    if not path.is_file():
+        return {}
+    counts: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("event") == "restart":
+            counts[str(row.get("service", "?"))] += 1
+    return dict(sorted(counts.items()))
+
+
+def restarts_line(counts: dict[str, int]) -> str:
+    """'restarts: reward-0 ×1, rollout-1 ×2' / 'restarts: none'."""
+    return "restarts: " + (", ".join(f"{key} ×{n}" for key, n in counts.items()) or "none")

@@ -112,7 +112,7 @@ def test_status_lists_the_announced_replicas_and_says_the_learner_is_unreachable
 
 def test_status_shows_restarts_written_by_the_launchers_reporter(capsys, tmp_path, nats_url, run_id):
     from meshrl.config.load import load_config
-    from meshrl.launch.restart_report import RestartReporter, ServiceExit
+    from meshrl.launch.restarts import RestartReporter, ServiceExit
 
     asyncio.run(announce(nats_url, run_id))
     write_presence(tmp_path, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{free_port()}", {"reward": 1}))

@@ -12,9 +12,7 @@ import psutil
 import pytest
 
 from meshrl.config.load import load_config
-from meshrl.launch.keeper import Keeper, ServiceGaveUp
-from meshrl.launch.restart_policy import RestartPolicy
-from meshrl.launch.restart_report import RestartReporter
+from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, ServiceGaveUp
 from meshrl.launch.supervisor import Supervisor
 
 PY = sys.executable

@@ -11,11 +11,9 @@ import time
 import urllib.request
 
 from meshrl.config.load import load_config
-from meshrl.launch.keeper import Keeper
-from meshrl.launch.restart_counts import (close_restart_counter, open_restart_counter, restart_counts,
-                                              restarts_line, split_key)
-from meshrl.launch.restart_policy import RestartPolicy
-from meshrl.launch.restart_report import RestartReporter
+from meshrl.launch.restarts import (Keeper, RestartPolicy, RestartReporter, close_restart_counter,
+                                    open_restart_counter, split_key)
+from meshrl.run.status import restart_counts, restarts_line
 from meshrl.launch.supervisor import Supervisor
 from meshrl.transport.bus import Bus
 

@@ -3,7 +3,7 @@ a healthy run, and a budget of restarts per sliding window (hand-computed number
 import pytest
 
 from meshrl.config.load import load_config
-from meshrl.launch.restart_policy import RestartHistory, RestartPolicy
+from meshrl.launch.restarts import RestartHistory, RestartPolicy
 
 POLICY = RestartPolicy(budget=4, window_s=100.0, initial_s=1.0, max_delay_s=5.0, reset_after_s=30.0)
 
