@@ -4,6 +4,7 @@
     LaunchError   something outside the config stops the run from starting (missing model or
                   data, NATS unreachable); the CLI prints it as one line and exits 2
     RunFailed     the run started but did not finish (the learner failed, a service died); exit 1
+    StopRequested SIGTERM arrived: unwind and stop every child (the launcher's signal handler); exit 143
 """
 
 
@@ -17,3 +18,12 @@ class LaunchError(RuntimeError):
 
 class RunFailed(RuntimeError):
     """The run started but did not finish (the learner failed, a service died)."""
+
+
+class StopRequested(BaseException):
+    """SIGTERM arrived: unwind and stop every child (raised by `stop_on_signals`).
+
+    A BaseException, like KeyboardInterrupt: the handler raises it inside whatever code runs
+    at that moment, and library code that catches `Exception` (OpenTelemetry's resource
+    detectors, run while the launcher opens its /metrics endpoint) would otherwise swallow
+    the stop and leave the run going."""

@@ -24,7 +24,8 @@ from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
 from meshrl.run.audit import audit_local_action as record
-from meshrl.run.remote import call, is_url, act
+from meshrl.run.remote import act, call, is_url
+from meshrl.cli import about
 
 
 def audit_local_action(run_dir, action: str, **what) -> None:
@@ -106,7 +107,7 @@ def cmd_rollback(args) -> int:
 
 @user_errors
 def cmd_export(args) -> int:
-    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch, only for export (the CLI starts without it)
+    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch, only for `meshrl export` (checkpoints and rollback share this module)
 
     ckpt = find_step(args.run_dir, args.step) if args.step is not None \
         else latest_good_checkpoint(args.run_dir)
@@ -119,7 +120,7 @@ def cmd_export(args) -> int:
 
 def add_subcommands(subparsers) -> None:
     """Register `checkpoints {list,tag,prune}`, `rollback` and `export` on `subparsers`."""
-    ckpts = subparsers.add_parser("checkpoints", help="list, tag or prune a run's checkpoints")
+    ckpts = subparsers.add_parser("checkpoints", help=about("checkpoints"))
     verbs = ckpts.add_subparsers(dest="checkpoints_command", required=True, metavar="ACTION")
     p = verbs.add_parser("list", help="steps, status (ok/corrupt/partial), size, tags")
     p.add_argument("run_dir")
@@ -131,14 +132,14 @@ def add_subcommands(subparsers) -> None:
     p = verbs.add_parser("prune", help="delete all but the last K (and tagged) checkpoints")
     p.add_argument("run_dir"), p.add_argument("--keep-last", type=int, required=True)
     p.set_defaults(func=cmd_checkpoints_prune)
-    p = subparsers.add_parser("rollback", help="make an earlier checkpoint current")
+    p = subparsers.add_parser("rollback", help=about("rollback"))
     p.add_argument("run_dir"), p.add_argument("--to", type=int, required=True, metavar="STEP")
     p.set_defaults(func=cmd_rollback)
     _add_export(subparsers)
 
 
 def _add_export(subparsers) -> None:
-    p = subparsers.add_parser("export", help="write a checkpoint as a Hugging Face model dir")
+    p = subparsers.add_parser("export", help=about("export"))
     p.add_argument("run_dir"), p.add_argument("out_dir")
     p.add_argument("--step", type=int, default=None, help="default: the latest good checkpoint")
     p.add_argument("--base-model", default=None, help="HF dir with the architecture's config")

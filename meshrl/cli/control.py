@@ -24,10 +24,12 @@ from pathlib import Path
 
 from meshrl.run.remote import act, is_url
 from meshrl.errors import LaunchError
-from meshrl.run.audit import current_user
+from meshrl.run.audit import current_user, record_and_announce
 from meshrl.run.secrets import grpc_user_env, secrets_dir
 from meshrl.run.presence import find_launcher
-from meshrl.run.audit import record_and_announce
+from meshrl.gateway import actions
+from meshrl.gateway.errors import GatewayError
+from meshrl.transport.rpc.mesh_tls import caller_env
 
 HELP = {"pause": "pause a running run after its current step (local RUN_DIR or gateway URL)",
         "resume": "resume a paused run",
@@ -50,10 +52,6 @@ def add_parser(sub) -> None:
 
 async def learner_action(run_dir: Path, verb: str, reason: str):
     """Call the local run's learner (pause / resume / checkpoint) with the run's admin gRPC TLS."""
-    from meshrl.gateway import actions  # lazy: grpc at CLI start-up
-    from meshrl.gateway.errors import GatewayError  # lazy: grpc at CLI start-up
-    from meshrl.transport.rpc.mesh_tls import caller_env  # lazy: grpc at CLI start-up
-
     info = find_launcher(run_dir)
     with caller_env(grpc_user_env(secrets_dir(run_dir), "admin")):
         try:
@@ -66,8 +64,6 @@ async def learner_action(run_dir: Path, verb: str, reason: str):
 
 async def act_locally(run_dir: Path, verb: str, reason: str) -> str:
     """Do `verb` to the local run and record it (audit.jsonl, the run's events subject)."""
-    from meshrl.gateway import actions  # lazy: grpc at CLI start-up
-
     if verb == "stop":  # recorded first: once the launcher stops, the run's NATS is gone
         info = find_launcher(run_dir)
         await record_and_announce(run_dir, info, "stop", via="cli", run_id=info.run_id, reason=reason)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from meshrl.errors import LaunchError
+from meshrl.cli import about
+from meshrl.inputs.data import arithmetic as gen
 
 
 def _common(p) -> None:
@@ -22,7 +24,7 @@ def _common(p) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("data", help="make data sets")
+    p = sub.add_parser("data", help=about("data"))
     kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     arith = kinds.add_parser("arithmetic", help="sum problems as verl-style RL prompt rows")
     _common(arith)
@@ -40,8 +42,6 @@ def _check(args) -> None:
 
 
 def _write(args, kind: str) -> int:
-    from meshrl.inputs.data import arithmetic as gen  # lazy: numpy at CLI start-up
-
     _check(args)
     write = gen.write_pairs if kind == "pairs" else gen.write_problems
     extra = {"tool": True} if getattr(args, "tool", False) else {}

@@ -16,11 +16,15 @@ import argparse
 import asyncio
 import sys
 
+from meshrl.cli import about
+from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward import add_connection_flags
+from meshrl.cli.reward_check import any_failed, format_table
+from meshrl.cli.reward_check.connect import connect_from_args
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("env", help="environment-service tools: `meshrl env check ADDRESS`",
+    p = sub.add_parser("env", help=about("env"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="env_command", required=True, metavar="VERB")
     c = verbs.add_parser("check", help="run the conformance suite against an EnvironmentService",
@@ -34,10 +38,6 @@ def add_parser(sub) -> None:
 
 
 async def check(args: argparse.Namespace) -> int:
-    from meshrl.cli.env_check import load_task, run_suite  # lazy: grpc at CLI start-up
-    from meshrl.cli.reward_check import any_failed, format_table  # lazy: grpc at CLI start-up
-    from meshrl.cli.reward_check.connect import connect_from_args  # lazy: grpc at CLI start-up
-
     task = load_task(args.task, args.environment)
     channel, metadata = connect_from_args(args, "meshrl env check")
     async with channel:

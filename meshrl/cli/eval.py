@@ -37,13 +37,18 @@ from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
 from meshrl.eval.errors import EvalUnavailable
 from meshrl.errors import LaunchError, RunFailed
 from meshrl.eval.source import model_dir_for, resolve_source
-
-# Imports that pull tokenizers, torch or the mesh stay inside the functions that need them:
-# `meshrl --help` and every other subcommand import this module and must stay fast.
+from meshrl.cli import about
+from meshrl.inputs.data.prompts import PromptDataset, read_prompt_rows
+from meshrl.launch.eval_mesh import eval_mesh
+from meshrl.eval.evaluator import Evaluator
+from meshrl.eval.plan import EvalPlan
+from meshrl.eval.reward_client import RewardClient
+from meshrl.eval.rollout_pool import RolloutPool
+from meshrl.eval.report import metrics_table, result_document, write_result
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("eval", help="evaluate a checkpoint or exported model on a held-out file",
+    p = sub.add_parser("eval", help=about("eval"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", metavar="CHECKPOINT_OR_EXPORT")
     p.add_argument("data", metavar="DATA", help="prompt rows (.jsonl or .parquet, verl-style)")
@@ -73,8 +78,6 @@ def run(args) -> int:
 
 def check_data(path: str) -> Path:
     """DATA exists and every row is valid (DatasetError names the line and field)."""
-    from meshrl.inputs.data.prompts import read_prompt_rows  # lazy: numpy at CLI start-up
-
     data = Path(path).expanduser()
     if not data.is_file():
         raise LaunchError(f"DATA {data} does not exist; pass a .jsonl or .parquet file of prompt "
@@ -84,7 +87,6 @@ def check_data(path: str) -> Path:
 
 
 def evaluate(args) -> int:
-
     source, data = resolve_source(args.source), check_data(args.data)
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="meshrl-eval-"))
     ok = False
@@ -106,8 +108,6 @@ def evaluate(args) -> int:
 def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, data: Path,
                 work_dir: Path, overrides: list[str]):
     """The saved (or given) run config, made to serve `model_dir` here, then the overrides."""
-
-
     tree = dict(saved or {})
     if config_file is not None:
         if not config_file.is_file():
@@ -124,10 +124,6 @@ def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, d
 
 def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
     """Tokenize the prompts (as training does), start the mesh, evaluate, stop the mesh."""
-
-    from meshrl.inputs.data.prompts import PromptDataset  # lazy: numpy at CLI start-up
-    from meshrl.launch.eval_mesh import eval_mesh  # lazy: nats, grpc, aiohttp at CLI start-up
-
     dataset = PromptDataset.from_file(cfg.data.eval, load_tokenizer(model_dir), shuffle=False,
                                       max_prompt_tokens=cfg.data.max_prompt_tokens,
                                       apply_chat_template=cfg.data.apply_chat_template)
@@ -142,11 +138,6 @@ def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
 
 
 async def evaluate_items(cfg, mesh, items, *, progress: bool):
-    from meshrl.eval.evaluator import Evaluator  # lazy: grpc, nats at CLI start-up
-    from meshrl.eval.plan import EvalPlan  # lazy: protobuf descriptors (~13 ms) at CLI start-up
-    from meshrl.eval.reward_client import RewardClient  # lazy: grpc, nats at CLI start-up
-    from meshrl.eval.rollout_pool import RolloutPool  # lazy: grpc, nats at CLI start-up
-
     plan = EvalPlan.from_run_config(cfg)
     pool = RolloutPool(mesh.rollout)
     reward = RewardClient(mesh.reward, plan.component_names, mesh.run_id)
@@ -160,8 +151,6 @@ async def evaluate_items(cfg, mesh, items, *, progress: bool):
 
 
 def report(result, cfg, source, data: Path, model_dir: Path, out: Path | None) -> None:
-    from meshrl.eval.report import metrics_table, result_document, write_result  # lazy: grpc, nats at CLI start-up
-
     name = f"step_{source.step}" if source.step is not None else source.path.name
     document = result_document(result, cfg, source=str(source.path), step=source.step,
                                data=str(data), model_dir=str(model_dir))

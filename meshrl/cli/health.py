@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from meshrl.cli import about
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from meshrl.transport.rpc import mesh_tls
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("health", help="check a gRPC server's grpc.health.v1 status",
+    p = sub.add_parser("health", help=about("health"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     p.set_defaults(func=run)
@@ -36,11 +40,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
     """(exit code, one line saying why) for one Health/Check call."""
-    import grpc  # lazy: grpc at CLI start-up
-    from grpc_health.v1 import health_pb2, health_pb2_grpc  # lazy: grpc at CLI start-up
-
-    from meshrl.transport.rpc import mesh_tls  # lazy: grpc at CLI start-up
-
     credentials = mesh_tls.client_credentials()
     channel = (grpc.secure_channel(address, credentials, options=mesh_tls.client_options()) if credentials
                else grpc.insecure_channel(address))

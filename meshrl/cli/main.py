@@ -9,7 +9,6 @@
     meshrl plot RUN_DIR [--out F]
     meshrl trace RUN_DIR [GROUP_ID]
     meshrl doctor [CONFIG]
-    meshrl plan CONFIG [key=value ...] [--device h100-80gb]   (memory per service and device)
     meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
       (list and rollback also take a gateway URL)
     meshrl export RUN_DIR --step N OUT_DIR
@@ -17,6 +16,7 @@
     meshrl algos [FAMILY]
     meshrl health HOST:PORT [--service NAME]   (a gRPC server's grpc.health.v1 status)
     meshrl reward check HOST:PORT [--tls-ca F --tls-cert F --tls-key F] [--token-file F] [--component NAME]
+    meshrl plan CONFIG [key=value ...] [--device h100-80gb]   (memory per service and device)
     meshrl env check HOST:PORT [--environment NAME] [--task ROW.json] [--tls-* F] [--token-file F]
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
 
@@ -29,34 +29,41 @@ message on stderr with exit status 2 and no traceback; a run that fails exits 1.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from meshrl.gateway import cli as gateway
-from meshrl.cli import algos, checkpoints, control, data, env, health, models, plan, reward, scale, serve, status, train, trace
-from meshrl.cli import eval as eval_cli
-from meshrl.cli.doctor import cli as doctor
-from meshrl.cli.plot import cli as plot
-from meshrl.errors import ConfigError, LaunchError, RunFailed
-from meshrl.launch.supervisor import StopRequested
+from meshrl.cli import COMMANDS
+from meshrl.errors import ConfigError, LaunchError, RunFailed, StopRequested
 
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
-SUBCOMMANDS = (train, serve, scale, status, control, models, data, plot, trace, doctor, eval_cli, algos, health, gateway, reward,
-               env, plan)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: list[str]) -> str | None:
+    """The command named in `argv` (its first word that is no option), if it is one."""
+    words = [a for a in argv if not a.startswith("-")]
+    return words[0] if words and words[0] in COMMANDS else None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the full parser of its command, whose module is imported now,
+    and a one-line entry for every other command (their modules stay unimported)."""
     parser = argparse.ArgumentParser(prog="meshrl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.add_parser(sub)
-    checkpoints.add_subcommands(sub)  # checkpoints, rollback, export
+    chosen = command_of(sys.argv[1:] if argv is None else argv)
+    owner = COMMANDS[chosen].module if chosen else None
+    for name, command in COMMANDS.items():
+        if command.module == owner:
+            if name == chosen:
+                importlib.import_module(owner).add_parser(sub)  # registers its siblings too
+        else:
+            sub.add_parser(name, help=command.about)
     return parser
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """Parse; `train` takes key=value anywhere, `serve` passes unknown flags through."""
-    parser = build_parser()
+    parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "accepts_extra_args", False):
         args.extra = extra
@@ -78,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailed as err:
         print(f"meshrl: run failed: {err}", file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, StopRequested) as err:
+    except (KeyboardInterrupt, StopRequested) as err:  # StopRequested is a BaseException too
         print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped",
               file=sys.stderr)
         return 130 if isinstance(err, KeyboardInterrupt) else 143

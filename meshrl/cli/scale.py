@@ -23,10 +23,11 @@ from meshrl.run.audit import record_and_announce
 from meshrl.errors import LaunchError
 from meshrl.run.presence import find_launcher
 from meshrl.run.scale import parse_counts, write_request
+from meshrl.cli import about
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("scale", help="add or remove rollout/reward/environment/reference replicas of a local run",
+    p = sub.add_parser("scale", help=about("scale"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run dir of a running `meshrl train`, or a "
                    "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)")

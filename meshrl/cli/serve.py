@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 from meshrl.errors import LaunchError
+from meshrl.cli import about
 
 SERVICES = ("rollout", "reward", "reward_model", "environment", "reference", "learner")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("serve", help="run one service (cluster use)", description=__doc__,
+    p = sub.add_parser("serve", help=about("serve"), description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("service", help=f"one of: {', '.join(SERVICES)}")
     # Checked after the service name, so a wrong name is reported first.

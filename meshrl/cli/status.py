@@ -22,17 +22,18 @@ from pathlib import Path
 from meshrl.run.remote import is_url, print_status
 from meshrl.errors import LaunchError
 from meshrl.run.presence import find_launcher
-from meshrl.run.status import restart_counts, restarts_line
+from meshrl.run.status import gather_status, restart_counts, restarts_line
 from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.credentials import credentials_path
+from meshrl.cli import about
 
 COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
            ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("status", help="show a running run (RUN_DIR or gateway URL): learner step and the live replicas",
+    p = sub.add_parser("status", help=about("status"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL",
                    help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
@@ -85,8 +86,6 @@ def describe(status: dict) -> str:
 
 
 def run(args) -> int:
-    from meshrl.run.status import gather_status  # lazy: grpc and nats at CLI start-up
-
     if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)
     args.run_dir = Path(args.run_dir)

@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from meshrl.run.remote import group_trace, is_url
+from meshrl.cli import about
 from meshrl.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
                                          tree_order)
 
@@ -128,7 +129,7 @@ def cmd_trace(args) -> int:
 
 def add_subcommand(subparsers) -> None:
     """Register `meshrl trace RUN_DIR_OR_URL [GROUP_ID] [--width N]` on an argparse subparsers object."""
-    p = subparsers.add_parser("trace", help="show one prompt group's trace across services as a waterfall")
+    p = subparsers.add_parser("trace", help=about("trace"))
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run directory (holds traces/*.jsonl), or a "
                    "gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)")
     p.add_argument("group_id", nargs="?", help="the group to show; leave out to list traced groups")

@@ -19,10 +19,12 @@ from meshrl.config.load import dump_config, load_config
 from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.private_files import keep_new_files_private
+from meshrl.cli import about
+from meshrl.launch.local import run_local
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help="validate a run config and run it on this machine",
+    p = sub.add_parser("train", help=about("train"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=Path, nargs="?", default=None,
                    help="run config YAML (with --resume: default RUN_DIR/config.yaml)")
@@ -90,7 +92,6 @@ def run(args) -> int:
         check_not_a_previous_run(run_dir)
     check_inputs(cfg)
     keep_new_files_private()  # the launcher and every service it starts
-    from meshrl.launch.local import run_local  # lazy: a run's heavy imports (grpc, nats, aiohttp) only when a run starts
 
     result = run_local(cfg, run_dir, resume=args.resume is not None)
     print(result.summary())

@@ -42,7 +42,7 @@ class Sampling:
 
     def to_proto(self, seed: int = 0):
         """`meshrl.common.v1.SamplingParams` (seed 0 = unseeded)."""
-        from meshrl.api.common.v1 import common_pb2  # lazy: protobuf descriptors (~13 ms); loading a config (the CLI) needs none
+        from meshrl.api.common.v1 import common_pb2  # lazy: protobuf descriptors (~13 ms); loading a config needs none
 
         return common_pb2.SamplingParams(n=self.n, temperature=self.temperature,
                                          top_p=self.top_p, max_tokens=self.max_tokens,

@@ -21,6 +21,8 @@ from pathlib import Path
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step, step_of
 from meshrl.errors import LaunchError
+from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint
+from meshrl.inputs.checkpoint.export import export_hf
 
 EXPORT_PROVENANCE = "meshrl_export.json"
 
@@ -60,8 +62,6 @@ def export_source(path: Path) -> EvalSource:
 
 
 def checkpoint_source(path: Path) -> EvalSource:
-    from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint  # lazy: torch at CLI start-up
-
     try:
         ckpt = resolve_checkpoint(path)
     except CheckpointError as err:
@@ -74,6 +74,5 @@ def model_dir_for(source: EvalSource, work_dir: Path, *, base_model: str | None 
     """The HF dir to serve: the export itself, or the checkpoint exported into WORK_DIR/model."""
     if source.kind == "export":
         return source.path
-    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch at CLI start-up; only when exporting
 
     return export_hf(source.path, work_dir / "model", base_model_dir=base_model, tokenizer_dir=tokenizer)

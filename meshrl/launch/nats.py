@@ -32,8 +32,10 @@ from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
 from meshrl.transport.bus.tls import TlsFiles
 from meshrl.transport.bus.permissions import ADMIN
 from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
-from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.server import EmbeddedNats
+from meshrl.launch.nats_tls import create_run_tls
+from meshrl.transport.bus import Bus, BusUnavailable
+from meshrl.transport.bus.durables import run_consumers
 
 
 def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
@@ -75,7 +77,6 @@ def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]
     """(the server's tls {} block, the admin's MESHRL_NATS_TLS_* env); empty when tls is off."""
     if cfg.nats.tls == "off":
         return "", {}
-    from meshrl.launch.nats_tls import create_run_tls  # lazy: cryptography; the CLI imports this module
 
     run_tls = create_run_tls(secrets_dir(run_dir), list(users), mutual=cfg.nats.tls == "mutual")
     return run_tls.server_block, run_tls.files[ADMIN].env()
@@ -93,9 +94,6 @@ def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[st
 
 
 async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int, rollout_ack_wait_s: float) -> None:
-    from meshrl.transport.bus import Bus, BusUnavailable  # lazy: Bus loads nats/aiohttp; the CLI imports this module
-    from meshrl.transport.bus.durables import run_consumers  # lazy: with Bus
-
     try:
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
     except BusUnavailable as err:  # its message names the url and how to start a server

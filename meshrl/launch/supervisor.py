@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterable, Mapping, Sequence
 
+from meshrl.errors import StopRequested
 from meshrl.private_files import PRIVATE_UMASK, private_open_append
 
 PR_SET_PDEATHSIG = 1
@@ -53,15 +54,6 @@ class ChildDied(RuntimeError):
                else f"exited with code {returncode}")
         super().__init__(f"{key} {how} while the run was going on; "
                          f"last lines of {log_path}:\n{tail or '(log is empty)'}")
-
-
-class StopRequested(BaseException):
-    """SIGTERM arrived: unwind and stop every child (raised by `stop_on_signals`).
-
-    A BaseException, like KeyboardInterrupt: the handler raises it inside whatever code runs
-    at that moment, and library code that catches `Exception` (OpenTelemetry's resource
-    detectors, run while the launcher opens its /metrics endpoint) would otherwise swallow
-    the stop and leave the run going."""
 
 
 def _pdeathsig_preexec() -> Callable[[], None] | None:

@@ -33,6 +33,8 @@ from meshrl.errors import LaunchError
 from meshrl.run.presence import LauncherInfo, find_launcher
 from meshrl.run.secrets import admin_connect_args
 from meshrl.transport.bus.subjects import events_subject
+from meshrl.transport.bus.publish import publish_with_retry
+from meshrl.transport.bus import Bus
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
@@ -61,15 +63,11 @@ def record_action(run_dir: Path, action: str, **what) -> dict:
 
 
 async def publish_action(js, run_id: str, row: dict) -> None:
-    from meshrl.transport.bus.publish import publish_with_retry  # lazy: nats/aiohttp at CLI start-up (the CLI imports this module)
-
     await publish_with_retry(js, events_subject(run_id), json.dumps(row).encode(), headers=EVENT_HEADER, attempts=2)
 
 
 async def announce_action(run_dir: Path, info: LauncherInfo, row: dict, timeout_s: float = 5.0) -> bool:
     """Publish `row` on the live run's events subject; False (logged) when NATS cannot take it."""
-    from meshrl.transport.bus import Bus  # lazy: nats/aiohttp at CLI start-up
-
     try:
         async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-audit", timeout=timeout_s,
                                      **admin_connect_args(run_dir)) as bus:

@@ -126,7 +126,7 @@ def test_the_contract_check_catches_a_wrong_service_or_flag():
 
 
 def test_gateway_command_tokens_and_health_match_the_cli(compose):
-    from meshrl.gateway.cli import ENV_VAR
+    from meshrl.cli.gateway import ENV_VAR
     from meshrl.cli.main import parse
 
     gateway = compose["services"]["gateway"]

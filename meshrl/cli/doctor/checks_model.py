@@ -55,7 +55,7 @@ def check_model(ctx) -> Check:
         folder, gguf = resolve_model_source(cfg.model.path, cfg.model.gguf_file)
     except ModelLoadError as err:
         return failed(NAME, str(err).split(";")[0], f"fix model.path in the config: {err}")
-    from transformers import AutoConfig  # lazy: transformers (seconds) at CLI start-up
+    from transformers import AutoConfig  # lazy: transformers (seconds), only when this check runs (--skip model)
 
     try:
         hf = AutoConfig.from_pretrained(folder, gguf_file=gguf)

@@ -22,7 +22,7 @@ def nats_target(ctx) -> tuple[str, float]:
 
 
 async def _connect(url: str, timeout: float) -> str:
-    from meshrl.transport.bus import Bus  # lazy: Bus loads nats/aiohttp; not at CLI start-up
+    from meshrl.transport.bus import Bus  # lazy: nats/aiohttp, only when this check runs (--skip nats)
 
     bus = await Bus.connect(url, "doctor", name="meshrl-doctor", timeout=timeout)
     try:

@@ -8,7 +8,7 @@ HEALTH_TIMEOUT_S = 2.0
 
 
 def _check_one(component, timeout_s: float) -> Check:
-    from meshrl.transport.rpc import ServiceUnhealthy, wait_healthy  # lazy: grpc at CLI start-up
+    from meshrl.transport.rpc import ServiceUnhealthy, wait_healthy  # lazy: grpc, only when this check runs (--skip rewards)
 
     name = f"external reward {component.name!r}"
     if not component.address:

@@ -16,7 +16,7 @@ def check_accelerators(ctx) -> Check:
     """CUDA devices torch sees; none is fine (CPU-only runs are supported)."""
     name = "accelerators"
     try:
-        import torch  # lazy: torch at CLI start-up
+        import torch  # lazy: the check is that this import works
     except ImportError as err:
         return failed(name, f"torch is not importable: {err}",
                       "run `bash scripts/setup.sh` (builds .venv with torch 2.13.0)")

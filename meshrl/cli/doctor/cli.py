@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from meshrl.cli.doctor.check import FAIL, WARN, Check
 from meshrl.cli.doctor.run import run_doctor, CHECKS
+from meshrl.cli import about
 
 
 def render_table(results: list[Check]) -> str:
@@ -31,7 +32,7 @@ def cmd_doctor(args) -> int:
 
 def add_subcommand(subparsers) -> None:
     """Register `meshrl doctor` on an argparse subparsers object."""
-    p = subparsers.add_parser("doctor", help="check this machine and a run config before a run")
+    p = subparsers.add_parser("doctor", help=about("doctor"))
     p.add_argument("config", nargs="?", help="run config YAML (without it only machine checks run)")
     p.add_argument("--nats", default=None, help="NATS URL to check instead of the config's nats.url")
     p.add_argument("--skip", nargs="*", choices=list(CHECKS), metavar="CHECK",

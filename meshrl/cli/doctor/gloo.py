@@ -21,8 +21,8 @@ FIX = ("torch.distributed cannot talk over loopback: check that 127.0.0.1 is rea
 
 
 def _rank_main(rank: int, port: int, world: int) -> None:
-    import torch  # lazy: torch at CLI start-up
-    import torch.distributed as dist  # lazy: torch at CLI start-up
+    import torch  # lazy: torch, only when this check runs (--skip gloo)
+    import torch.distributed as dist  # lazy: torch, only when this check runs (--skip gloo)
 
     if "GLOO_SOCKET_IFNAME" not in os.environ and any(n == "lo" for _, n in socket.if_nameindex()):
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"
@@ -38,7 +38,7 @@ def _rank_main(rank: int, port: int, world: int) -> None:
 
 
 def check_gloo(ctx, timeout_s: float = TIMEOUT_S) -> Check:
-    import torch.multiprocessing as mp  # lazy: torch at CLI start-up
+    import torch.multiprocessing as mp  # lazy: torch, only when this check runs (--skip gloo)
 
     name = "gloo all-reduce (2 ranks)"
     start = time.monotonic()

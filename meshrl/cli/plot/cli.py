@@ -14,22 +14,19 @@ import sys
 from pathlib import Path
 
 from meshrl.run.remote import is_url, metric_rows, run_name
+from meshrl.cli import about
+from meshrl.cli.plot.series import PlotError, series_from_rows
+from meshrl.cli.plot.figure import plot_run, plot_series
 
 
 def plot_url(url: str, out_png: Path | None) -> Path:
     """The run's metrics rows from the gateway at `url`, drawn as `meshrl plot RUN_DIR` draws them."""
-    from meshrl.cli.plot.figure import plot_series  # lazy: matplotlib, only when plotting
-    from meshrl.cli.plot.series import series_from_rows  # lazy: numpy at CLI start-up
-
     name = run_name(url)
     steps, series = series_from_rows(metric_rows(url), f"the metrics of {url}")
     return plot_series(steps, series, name, out_png or Path(f"{name}-metrics.png"), f"the metrics of {url}")
 
 
 def cmd_plot(args) -> int:
-    from meshrl.cli.plot.figure import plot_run  # lazy: matplotlib, only when plotting
-    from meshrl.cli.plot.series import PlotError  # lazy: numpy at CLI start-up
-
     try:
         out = plot_url(args.run_dir, args.out) if is_url(args.run_dir) else plot_run(Path(args.run_dir), args.out)
     except PlotError as err:
@@ -40,7 +37,7 @@ def cmd_plot(args) -> int:
 
 
 def add_subcommand(subparsers) -> None:
-    p = subparsers.add_parser("plot", help="draw a run's training curves (metrics.jsonl) to a PNG")
+    p = subparsers.add_parser("plot", help=about("plot"))
     p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="a run directory, or a gateway run URL "
                    "http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)")
     p.add_argument("--out", type=Path, default=None,

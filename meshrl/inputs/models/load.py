@@ -72,7 +72,7 @@ def _listing(p: Path, limit: int = 10) -> list[str]:
 
 def torch_dtype(dtype):
     """'float32' | 'bfloat16' | torch.dtype → torch.dtype."""
-    import torch  # lazy: torch at CLI start-up (the CLI imports this module)
+    import torch  # lazy: torch; the launcher checks model paths here and loads none
 
     if isinstance(dtype, torch.dtype):
         return dtype
@@ -84,7 +84,7 @@ def torch_dtype(dtype):
 
 def load_causal_lm(path: str | Path, *, gguf_file: str | None = None, dtype="float32"):
     """A transformers causal LM in eval mode, weights in `dtype`, from a dir or a GGUF file."""
-    from transformers import AutoModelForCausalLM  # lazy: transformers at CLI start-up (the CLI imports this module)
+    from transformers import AutoModelForCausalLM  # lazy: transformers; the launcher checks model paths here and loads none
 
     folder, gguf = resolve_model_source(path, gguf_file)
     dt = torch_dtype(dtype)
@@ -107,7 +107,7 @@ def _gguf_hint() -> str:
 
 def plain_copy(model):
     """The same weights in a fresh model built from the config without GGUF quantization info."""
-    from transformers import AutoModelForCausalLM  # lazy: transformers at CLI start-up (the CLI imports this module)
+    from transformers import AutoModelForCausalLM  # lazy: transformers; the launcher checks model paths here and loads none
 
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):
@@ -121,7 +121,7 @@ def plain_copy(model):
 
 def load_tokenizer(path: str | Path, gguf_file: str | None = None):
     """The tokenizer of a model dir or GGUF file (GGUF vocab converted by transformers)."""
-    from transformers import AutoTokenizer  # lazy: transformers at CLI start-up (the CLI imports this module)
+    from transformers import AutoTokenizer  # lazy: transformers; the launcher checks model paths here and loads none
 
     p = Path(path).expanduser()
     if gguf_file or p.suffix == ".gguf":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+from meshrl.cli import about
 
 ENV_VAR = "MESHRL_GATEWAY_TOKENS_FILE"
 
@@ -24,7 +25,7 @@ def run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("gateway", help="serve the run API and the dashboard for a runs root",
+    p = sub.add_parser("gateway", help=about("gateway"),
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="gateway_command", required=True, metavar="ACTION")
     s = verbs.add_parser("serve", help=f"serve the run API (gRPC, HTTP/JSON) and dashboard; tokens from ${ENV_VAR}")
