@@ -22,17 +22,19 @@ from meshrl.run.records import follow_rows, read_rows
 from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
-from meshrl.run.audit import AUDIT_FILE, record_action
+from meshrl.run.audit import record_action
 from meshrl.run.audit import record_and_announce
 from meshrl.run.secrets import grpc_user_env, secrets_dir
 from meshrl.transport.rpc.mesh_tls import caller_env
+from meshrl.run.layout import RunDir
+from meshrl.run import layout
 
 VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
         "StreamMetrics", "StreamAlerts", "StreamEvents")
 OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService", "ExportRun")
 ADMIN = ("SubmitRun", "RollbackRun")
 ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
-STREAM_FILES = {"StreamMetrics": "metrics.jsonl", "StreamAlerts": "alerts.jsonl", "StreamEvents": AUDIT_FILE}
+STREAM_FILES = {"StreamMetrics": layout.METRICS, "StreamAlerts": layout.ALERTS, "StreamEvents": layout.AUDIT}
 MAX_PAGE = 200
 
 
@@ -84,7 +86,7 @@ class Handlers:
     async def ListSamples(self, req: pb.ListSamplesRequest, who: Principal) -> pb.ListSamplesResponse:
         if req.split not in ("", "train", "eval"):
             raise invalid(f"split {req.split!r}: use 'train', 'eval' or '' for both")
-        rows = [r for r in read_rows(self.root.path(req.run) / "samples.jsonl") if req.split in ("", r.get("split"))]
+        rows = [r for r in read_rows(RunDir(self.root.path(req.run)).samples) if req.split in ("", r.get("split"))]
         rows.reverse()  # newest first
         size = min(req.page_size or 20, MAX_PAGE)
         try:

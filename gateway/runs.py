@@ -15,9 +15,11 @@ from meshrl.gateway.errors import invalid, not_found
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
 from meshrl.run.presence import LauncherInfo, find_launcher
+from meshrl.run.layout import RunDir
+from meshrl.run import layout
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-RUN_MARKERS = ("config.yaml", "metrics.jsonl", "launcher.json")
+RUN_MARKERS = (layout.CONFIG, layout.METRICS, layout.PRESENCE)
 
 
 def check_name(name: str) -> str:
@@ -61,7 +63,7 @@ class RunsRoot:
         path, launcher = self.path(name), self.launcher(name)
         out = gateway_pb2.RunSummary(name=name, live=launcher is not None,
                                      run_id=launcher.run_id if launcher else "")
-        metrics = path / "metrics.jsonl"
+        metrics = RunDir(path).metrics
         if metrics.is_file():
             out.updated_unix = metrics.stat().st_mtime
             try:

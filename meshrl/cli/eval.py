@@ -45,6 +45,7 @@ from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
 from meshrl.eval.report import metrics_table, result_document, write_result
+from meshrl.run.layout import RunDir
 
 
 def add_parser(sub) -> None:
@@ -97,7 +98,7 @@ def evaluate(args) -> int:
         report(result, cfg, source, data, model_dir, args.out)
         ok = True
     finally:
-        started = (work_dir / "logs").is_dir()  # failed before any process: nothing worth keeping
+        started = RunDir(work_dir).logs.is_dir()  # failed before any process: nothing worth keeping
         if args.work_dir is None and (ok or not started):
             shutil.rmtree(work_dir, ignore_errors=True)
         elif not ok:

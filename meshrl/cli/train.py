@@ -21,6 +21,8 @@ from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.private_files import keep_new_files_private
 from meshrl.cli import about
 from meshrl.launch.local import run_local
+from meshrl.run.layout import RunDir
+from meshrl.run import layout
 
 
 def add_parser(sub) -> None:
@@ -62,7 +64,7 @@ def config_path(args) -> Path:
         return args.config
     if args.resume is None:
         raise ConfigError("meshrl train needs CONFIG.yaml (or --resume RUN_DIR)")
-    saved = args.resume / "config.yaml"
+    saved = RunDir(args.resume).config
     if not saved.is_file():
         raise FileNotFoundError(f"--resume {args.resume}: no config.yaml there; is it a run dir? "
                                 f"(or pass the run's CONFIG.yaml as well)")
@@ -70,7 +72,7 @@ def config_path(args) -> Path:
 
 
 # What a started run leaves behind, even one that failed before its first checkpoint.
-PREVIOUS_RUN_FILES = ("config.yaml", "metrics.jsonl", "groups.jsonl")
+PREVIOUS_RUN_FILES = (layout.CONFIG, layout.METRICS, layout.LEDGER)
 
 
 def check_not_a_previous_run(run_dir: Path) -> None:

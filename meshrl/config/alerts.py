@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
+from meshrl.run import layout
 
 Severity = Literal["info", "warning", "critical"]
 Action = Literal["none", "pause", "stop"]
@@ -170,7 +171,7 @@ class WebhookConfig(Strict):
 
 class AlertsConfig(Strict):
     enabled: bool = True
-    events_file: str | None = "alerts.jsonl"  # relative to the run dir; None = no file
+    events_file: str | None = layout.ALERTS  # relative to the run dir; None = no file
     webhook: WebhookConfig | None = None
     kl_high: KLHighConfig = KLHighConfig()
     entropy_collapse: EntropyCollapseConfig = EntropyCollapseConfig()

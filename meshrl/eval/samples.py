@@ -36,8 +36,9 @@ from meshrl.episodes import model_token_count
 from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.eval.records import EvalSample, finish_reason_name, status_name
+from meshrl.run import layout
 
-FILE_NAME = "samples.jsonl"
+FILE_NAME = layout.SAMPLES
 SPLITS = {"train": 0, "eval": 1}
 
 

@@ -31,6 +31,7 @@ from meshrl.launch.nats import create_streams, nats_url
 from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import service_addresses
+from meshrl.run.layout import RunDir
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def eval_mesh(cfg: RunConfig, work_dir: str | Path, *, start_timeout_s: float = 
     cfg, config_path = prepare_run_dir(cfg, work_dir)
     run_id = make_run_id(cfg.run.name if cfg.run.name.startswith("eval") else f"eval-{cfg.run.name}")
     with stop_on_signals(), nats_url(cfg, work_dir) as url, \
-            Supervisor(work_dir / "logs", grace_s=grace_s) as sup:
+            Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in sampling_specs(cfg):
             argv = service_argv(spec, url, run_id, config_path)

@@ -83,6 +83,7 @@ from meshrl.launch.scaler import Scaler
 from meshrl.launch.shm import ShmTracker
 from meshrl.launch.supervisor import Supervisor, stop_on_signals
 from meshrl.private_files import make_private_dir
+from meshrl.run.layout import RunDir
 
 SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
 
@@ -143,7 +144,7 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
     config. A partial save (`step_N.tmp-PID`, a learner killed mid-save) blocks neither: a
     resume with no finished checkpoint starts at step 0 in the same run dir."""
     has_checkpoints = run_dir.is_dir() and bool(step_dirs(run_dir))
-    if resume and not (run_dir / "config.yaml").is_file():
+    if resume and not RunDir(run_dir).config.is_file():
         raise LaunchError(f"--resume {run_dir}: no config.yaml there; is it a run dir? "
                           f"(`meshrl checkpoints list {run_dir}`)")
     if not resume and has_checkpoints:
@@ -154,9 +155,9 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> tuple[RunConfig, Path]:
     check_run_dir(run_dir, resume=resume)
     make_private_dir(run_dir)
-    (run_dir / "logs").mkdir(exist_ok=True)
+    RunDir(run_dir).logs.mkdir(exist_ok=True)
     cfg = resolve_for_run(cfg, run_dir, resume=resume)
-    config_path = run_dir / "config.yaml"
+    config_path = RunDir(run_dir).config
     config_path.write_text(dump_config(cfg))
     return cfg, config_path
 
@@ -288,7 +289,7 @@ def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, ur
     keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
                     argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
                     on_restarted=lambda key: shm.free([key], live=process_groups(sup)))
-    bar = RunProgress(run_dir / "metrics.jsonl", cfg.learner.steps, desc=run_id, enabled=progress)
+    bar = RunProgress(RunDir(run_dir).metrics, cfg.learner.steps, desc=run_id, enabled=progress)
     scan = every(SHM_SCAN_S, lambda: shm.scan(process_groups(sup)))
     try:
         keeper.wait_for("learner-0", on_tick=lambda: (bar.update(), scan(), scale()))
@@ -339,7 +340,7 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_id = run_id or make_run_id(cfg.run.name)
     with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, run_grpc_tls(cfg, run_dir), freed_shm(run_id), \
             run_environment_token(cfg, run_dir), freed_segments(ShmTracker()) as shm, \
-            Supervisor(run_dir / "logs", grace_s=grace_s) as sup:
+            Supervisor(RunDir(run_dir).logs, grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas,
                        rollout_ack_wait_s=cfg.rollout.ack_wait_s)
         check_environment_up(cfg)

@@ -36,6 +36,7 @@ from meshrl.transport.bus.server import EmbeddedNats
 from meshrl.launch.nats_tls import create_run_tls
 from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.durables import run_consumers
+from meshrl.run.layout import RunDir
 
 
 def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
@@ -85,7 +86,7 @@ def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]
 @contextlib.contextmanager
 def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[str]:
     try:
-        server = EmbeddedNats(run_dir / "nats", auth=auth, tls=tls)  # started by the constructor
+        server = EmbeddedNats(RunDir(run_dir).nats, auth=auth, tls=tls)  # started by the constructor
     except BusUnavailable as err:
         raise LaunchError(f"could not start the embedded nats-server in {run_dir / 'nats'}: {err}") from None
     # A killed server would end the run: restarted on the same port and store (meshrl.launch.restarts).

@@ -72,6 +72,7 @@ from meshrl.telemetry.service_metrics import announce_metrics, metrics_key
 from meshrl.transport.bus import Bus, EmbeddedNats, subjects
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.publish import publish_with_retry
+from meshrl.run.layout import RunDir
 
 log = logging.getLogger("meshrl.launch")
 
@@ -234,7 +235,7 @@ class RestartReporter:
     def __init__(self, cfg: RunConfig, run_dir: Path, run_id: str, nats_url: str | None = None,
                  counter: RestartCounter | None = None):
         self.run_dir, self.run_id, self.counter = Path(run_dir), run_id, counter
-        self.path = self.run_dir / "restarts.jsonl"
+        self.path = RunDir(self.run_dir).restarts
         self.sinks = build_sinks(cfg.alerts, run_dir) if cfg.alerts.enabled else []
         if cfg.alerts.enabled and nats_url is not None:
             self.sinks.append(nats_alert_sink(nats_url, run_id, cfg.nats.connect_timeout_s))
@@ -337,7 +338,7 @@ class Keeper:
             f"{death.key} {describe_exit(death.returncode)} and was not restarted: {reason}.\n"
             f"Last lines of {death.log_path}:\n{death.tail or '(log is empty)'}\n"
             f"Fix the cause, then continue the run from its newest checkpoint with "
-            f"`meshrl train --resume {self.run_dir}` (restarts so far: {self.run_dir / 'restarts.jsonl'}; "
+            f"`meshrl train --resume {self.run_dir}` (restarts so far: {RunDir(self.run_dir).restarts}; "
             f"launch.restart_budget={self.policy.budget} sets how many are allowed)")
 
 

@@ -35,6 +35,7 @@ from meshrl.run.secrets import admin_connect_args
 from meshrl.transport.bus.subjects import events_subject
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus import Bus
+from meshrl.run import layout
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
@@ -42,7 +43,7 @@ EVENT_HEADER = {"Meshrl-Event": "audit"}
 # learner records it in its own row as the caller's claim; it never skips the row (issue 23:
 # a caller-supplied header that skipped it let any caller act unaudited).
 ON_BEHALF_OF = "meshrl-on-behalf-of"
-AUDIT_FILE = "audit.jsonl"
+AUDIT_FILE = layout.AUDIT
 
 
 def current_user() -> str:

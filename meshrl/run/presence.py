@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.errors import LaunchError
+from meshrl.run import layout
 
-PRESENCE_FILE = "launcher.json"
+PRESENCE_FILE = layout.PRESENCE
 
 
 @dataclass

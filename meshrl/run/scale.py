@@ -18,8 +18,9 @@ from pathlib import Path
 
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
+from meshrl.run import layout
 
-REQUEST_FILE = "scale.json"
+REQUEST_FILE = layout.SCALE
 SCALABLE = ("rollout", "reward", "reward_model", "environment", "reference")
 ALIASES = {"env": "environment"}
 MAX_REPLICAS = 64  # a typo guard: more processes than this on one machine is never meant

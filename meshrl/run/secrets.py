@@ -21,12 +21,13 @@ from meshrl.config.external_calls import MESH_TLS_CA_ENV, MESH_TLS_CERT_ENV, MES
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path, read_credentials
 from meshrl.transport.bus.permissions import ADMIN
 from meshrl.transport.bus.tls import TlsFiles, tls_from_env
+from meshrl.run.layout import RunDir
 
 GRPC_CA_FILE = "grpc-ca.pem"
 
 
 def secrets_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "secrets"
+    return RunDir(run_dir).secrets
 
 
 def grpc_stem(kind: str) -> str:

@@ -33,6 +33,7 @@ from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.transport.bus.registry import service_entries
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.dead_summary import dead_letter_summary
+from meshrl.run.layout import RunDir
 
 KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
 HEALTH_ONLY = ("environment",)  # replicas with no GetStatus: `ready` is their health
@@ -99,7 +100,7 @@ def restart_counts(run_dir: str | Path) -> dict[str, int]:
     A line that does not parse (cut by a crash mid-write) is skipped, never fatal: this is
     read for a status display.
     """
-    path = Path(run_dir) / "restarts.jsonl"
+    path = RunDir(run_dir).restarts
     if not path.is_file():
         return {}
     counts: Counter[str] = Counter()

@@ -41,6 +41,7 @@ from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights import CollectivePublisher, publisher_for
 from meshrl.transport.weights import Transport
+from meshrl.run.layout import RunDir
 
 if TYPE_CHECKING:  # transformers is imported when the tokenizer is loaded, not at start-up
     from transformers import PreTrainedTokenizerBase
@@ -85,7 +86,7 @@ def logger_for(cfg: RunConfig, run_id: str) -> MetricLogger:
     """metrics.jsonl always; the experiment trackers of telemetry.trackers too (started now:
     one that cannot start fails the learner's start-up)."""
     trackers = start_trackers(cfg, run_id)
-    jsonl = JsonlLogger(Path(cfg.run.dir) / "metrics.jsonl")
+    jsonl = JsonlLogger(RunDir(cfg.run.dir).metrics)
     return MultiLogger(jsonl, *trackers) if trackers else jsonl
 
 
@@ -106,7 +107,7 @@ def settle_the_dead_learners_groups(loop: Learner) -> None:
     "orphaned" now — its draw goes out again under a new id (or was drawn after the
     checkpoint and is drawn anew), so it must never be trained. When it arrives later it is
     acked and ignored as already seen."""
-    ledger_path = Path(loop.cfg.run.dir) / "groups.jsonl"
+    ledger_path = RunDir(loop.cfg.run.dir).ledger
     orphans = unsettled_groups(read_ledger(ledger_path)) if ledger_path.is_file() else []
     for group_id, min_version in orphans:
         loop.gatherer.ledger.dropped(group_id, "orphaned", min_version)
@@ -125,7 +126,7 @@ def resume_loop(loop: Learner | OfflineLearner, resume: str | None) -> None:
     saved = loop.checkpoints.restore_if_any(resume)
     if saved is not None:
         loop.restore(saved)
-    again = forget_steps_from(Path(loop.cfg.run.dir) / "metrics.jsonl", loop.step)
+    again = forget_steps_from(RunDir(loop.cfg.run.dir).metrics, loop.step)
     if again:
         log.info("metrics.jsonl: %d rows of steps ≥ %d dropped (trained again after the resume)", again, loop.step)
 
@@ -139,7 +140,7 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     # torch work on the trainer thread only: a second thread's OpenMP team slows every step
     policy, critic = await in_trainer_thread(build.build_policy_model, cfg, dist)
     trainer = await in_trainer_thread(ranks.trainer_parts, cfg, policy, critic, tokenizer, dist)
-    ledger = Ledger(Path(cfg.run.dir) / "groups.jsonl")
+    ledger = Ledger(RunDir(cfg.run.dir).ledger)
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))

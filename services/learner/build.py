@@ -21,6 +21,7 @@ from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
 from meshrl.services.learner.train.step import TrainStep
+from meshrl.run.layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 
@@ -34,7 +35,7 @@ def build_dataset(cfg: RunConfig, tokenizer) -> PromptDataset:
     dataset = PromptDataset.from_config(cfg.data, tokenizer, seed=cfg.run.seed)
     report = dataset.report()
     log.info("dataset report:\n%s", report)
-    (Path(cfg.run.dir) / "data_report.json").write_text(json.dumps(report.to_dict(), indent=2))
+    RunDir(cfg.run.dir).data_report.write_text(json.dumps(report.to_dict(), indent=2))
     return dataset
 
 

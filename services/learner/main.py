@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
@@ -51,6 +50,7 @@ from meshrl.transport.bus import subjects as names
 from meshrl.transport.addresses import bind_host
 from meshrl.transport.bus.durables import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
+from meshrl.run.layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 
@@ -91,7 +91,7 @@ class LearnerProcess(ServiceProcess):
             log.warning("stopped before the last step (%s); resume with "
                         "`meshrl train --resume %s`", self.state.message, ctx.cfg.run.dir)
             return
-        final = await in_trainer_thread(self.built.save_final, Path(ctx.cfg.run.dir) / "final")
+        final = await in_trainer_thread(self.built.save_final, RunDir(ctx.cfg.run.dir).final)
         self.built.loop.logger.log_final_model(final)  # its path to the experiment trackers
         log.info("run done: final policy in %s", final)
 

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 
 from meshrl.cli.plot.panels import PANELS, Panel  # noqa: E402
 from meshrl.cli.plot.series import PlotError, load_series  # noqa: E402
+from meshrl.run.layout import RunDir
 
 COLUMNS = 3
 
@@ -77,8 +78,8 @@ def plot_run(run_dir: str | Path, out_png: str | Path | None = None) -> Path:
     Raises PlotError when the run dir, its metrics file or any plottable metric is missing.
     """
     steps, series = load_series(run_dir)
-    out = Path(out_png) if out_png is not None else Path(run_dir) / "metrics.png"
-    return plot_series(steps, series, Path(run_dir).resolve().name, out, str(Path(run_dir) / "metrics.jsonl"))
+    out = Path(out_png) if out_png is not None else RunDir(run_dir).plot
+    return plot_series(steps, series, Path(run_dir).resolve().name, out, str(RunDir(run_dir).metrics))
 
 
 def plot_series(steps: np.ndarray, series: dict[str, np.ndarray], name: str, out: Path, source: str) -> Path:

@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+from meshrl.run import layout
 
-METRICS_FILE = "metrics.jsonl"
+METRICS_FILE = layout.METRICS
 
 
 class PlotError(ValueError):

@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.run import layout as run_layout
 
-CHECKPOINTS = "checkpoints"
+CHECKPOINTS = run_layout.CHECKPOINTS
 ROLLED_BACK = "rolled_back"
 MANIFEST = "manifest.json"
 TAGS = "tags.json"

@@ -22,8 +22,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from meshrl.telemetry.spans.otlp_json import to_otlp_json
+from meshrl.run import layout
 
-TRACES_DIR = "traces"
+TRACES_DIR = layout.TRACES
 
 
 def traces_file(run_dir: str | Path, service: str, replica: str) -> Path:

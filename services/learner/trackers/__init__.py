@@ -7,15 +7,14 @@ mid-run. See meshrl/config/trackers.py for the settings and docs/trackers.md for
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import MetricLogger, TensorBoardLogger
+from meshrl.run.layout import RunDir
 
 
 def start_tracker(name: str, cfg: RunConfig, run_id: str) -> MetricLogger:
     if name == "tensorboard":
-        return TensorBoardLogger(Path(cfg.run.dir) / "tensorboard")
+        return TensorBoardLogger(RunDir(cfg.run.dir).tensorboard)
     if name == "mlflow":
         from meshrl.services.learner.trackers.mlflow_tracker import MlflowTracker  # lazy: mlflow's client costs seconds to import
         return MlflowTracker(cfg, run_id)

@@ -29,6 +29,7 @@ from meshrl.services.learner.trackers.background import BackgroundSender, Job
 from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
 from meshrl.services.learner.trackers.flat_config import flat_config
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
+from meshrl.run.layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 RUN_ID_TAG = "meshrl.run_id"
@@ -58,7 +59,7 @@ class MlflowTracker:
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         self.client = MlflowClient(tracking_uri=self.uri)
         self.run_id = self._start_run(cfg, run_id, run_dir)
-        self.samples = SamplesTail(run_dir / "samples.jsonl")
+        self.samples = SamplesTail(RunDir(run_dir).samples)
         self.final_logged = False
         self.sender = BackgroundSender(self._send, name=f"MLflow at {self.uri}", retry_every_s=settings.retry_every_s,
                                        max_pending=settings.max_pending,

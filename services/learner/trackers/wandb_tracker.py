@@ -19,6 +19,7 @@ from meshrl.config import ConfigError, RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
+from meshrl.run.layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 
@@ -49,7 +50,7 @@ class WandbTracker:
                 f"telemetry.trackers names wandb, but wandb.init failed ({type(err).__name__}: "
                 f"{str(err)[:300]}): check telemetry.wandb (mode={settings.mode}; online needs "
                 f"WANDB_API_KEY in the environment), or remove wandb from telemetry.trackers") from None
-        self.samples = SamplesTail(Path(cfg.run.dir) / "samples.jsonl")
+        self.samples = SamplesTail(RunDir(cfg.run.dir).samples)
         log.info("W&B: run %s (%s) in %s", self.run.id, settings.mode, self.run.dir)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
