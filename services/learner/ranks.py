@@ -33,7 +33,7 @@ Each rank dies with torchrun (PR_SET_PDEATHSIG), so nothing outlives a killed la
 
 Simplifications: one batch per step split in contiguous whole groups (with several
 mini-batches a rank's mini-batch holds other rows than one process's would; one
-mini-batch matches one process to 1e-5: tests/unit/train/test_fsdp.py); online algorithms
+mini-batch matches one process to 1e-5: tests/unit/services/learner/train/test_fsdp.py); online algorithms
 only (the config refuses `ranks` > 1 for offline DPO).
 """
 from __future__ import annotations

@@ -31,7 +31,7 @@ the server publishes for a client; what lands through it is refused by the consu
 origin.py.)
 
 Simplifies: the stage topology is written out here (the core package cannot import the
-services); tests/unit/bus/test_permissions.py checks it against the services' constants.
+services); tests/unit/transport/bus/test_permissions.py checks it against the services' constants.
 """
 from __future__ import annotations
 

@@ -33,10 +33,10 @@ from meshrl.run.audit import current_user
 from meshrl.run.presence import find_launcher, write_presence
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
-from tests.unit.plot.test_plot import png_size, synthetic_row
+from tests.unit.cli.plot.test_plot import png_size, synthetic_row
 from tests.services.gateway.test_gateway_api import ADMIN, OPERATOR, VIEWER
 from tests.services.gateway.test_gateway_audit_events import live_run
-from tests.unit.checkpoint.conftest import save_run  # noqa: F401 - the fixture, used by name
+from tests.unit.inputs.checkpoint.conftest import save_run  # noqa: F401 - the fixture, used by name
 
 CONFIG = Path(__file__).resolve().parents[3] / "examples" / "grpo_smollm2.yaml"
 T0, MS = (1_700_000_000 * 10**9 >> 20) << 20, 1 << 20  # span times a double holds exactly (≈1 ms steps)

@@ -10,7 +10,7 @@ function of each task's seed, so runs are comparable step by step (as in test_re
   the checkpoint's DCP shards are resharded on load) and trains steps 2-3.
 The losses and gradient norms of every step match the straight run (1e-5): the two ranks
 trained the same batches as one process, and the AdamW state saved by two ranks carried
-over. (The same equality on one batch at the core's level: tests/unit/train/test_fsdp.py.)
+over. (The same equality on one batch at the core's level: tests/unit/services/learner/train/test_fsdp.py.)
 The learning rate is constant, so a 2-step run and a 4-step run share their schedule.
 Then the stop (preemption): SIGTERM to torchrun mid-run leaves a two-rank checkpoint of the
 last step trained.

@@ -1,6 +1,6 @@
 """Rollout service parts without vLLM or NATS (fast): sample packing, version spans, the
 weights follower's readiness and the worker's version gate (the notice checks are tested with
-meshrl.transport.weights, in tests/unit/weights/).
+meshrl.transport.weights, in tests/unit/transport/weights/).
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_parts.py -q
 """

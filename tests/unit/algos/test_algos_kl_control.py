@@ -29,8 +29,8 @@ def test_fixed_controller_and_bad_settings():
 
 def test_train_step_penalises_with_the_old_coefficient_then_adapts_it():
     from meshrl.services.learner.train.metrics import MetricSums, Timer
-    from tests.unit.train.helpers import random_batch
-    from tests.unit.train.test_step import make_step
+    from tests.unit.services.learner.train.helpers import random_batch
+    from tests.unit.services.learner.train.test_step import make_step
 
     batch = random_batch()
     step = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive", kl_target=1e-9,
@@ -47,7 +47,7 @@ def test_the_adapted_coefficient_survives_a_checkpoint_round_trip():
     import json
 
     from meshrl.algos.kl_control import controller_state, restore_controller
-    from tests.unit.train.test_step import make_step
+    from tests.unit.services.learner.train.test_step import make_step
 
     before = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive")
     before.kl_ctrl.value = 0.73  # as if adapted over some steps

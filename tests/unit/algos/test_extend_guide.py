@@ -55,7 +55,7 @@ def test_the_extend_section_works_as_written(tmp_path, monkeypatch):
     # the learner's side: the same names through the registry, in a real training step
     from meshrl.services.learner.train.policy import build_policy
     from meshrl.services.learner.train.step import TrainStep
-    from tests.unit.train.helpers import build_tiny_llama, random_batch, weights_of
+    from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
 
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = load_config(tmp_path / "examples" / "grpo_smollm2.yaml", overrides=[

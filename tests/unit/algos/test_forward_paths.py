@@ -4,7 +4,7 @@ import torch
 
 from meshrl.algos.forward import split_head
 from meshrl.algos.logprobs import response_logits, response_logprobs, token_logprobs
-from tests.unit.model.conftest import build_tiny_llama
+from tests.unit.algos.conftest import build_tiny_llama
 
 
 def shared_prompt_batch():

@@ -5,7 +5,7 @@ import torch
 from torch.testing import assert_close
 
 from meshrl.algos.logprobs import response_logprobs, response_stats, token_stats
-from tests.unit.train.helpers import build_tiny_llama, random_batch
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 
 def full_sum_pi_squared(model, batch, temperature: float) -> torch.Tensor:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from meshrl.cli.checkpoints import add_subcommands, format_table, human_size
 from meshrl.inputs.checkpoint.scan import CheckpointInfo
+from tests.unit.inputs.checkpoint.conftest import save_run, tokenizer_dir  # noqa: F401 (fixtures: a saved run, a tokenizer)
 
 
 def _run(argv) -> int:

@@ -3,7 +3,7 @@ local HTTP servers, a gateway URL that redirects to another port or another host
 with a LaunchError naming the target, and the target sees no request at all (so no
 Authorization header); a redirect on the gateway's own origin is followed with the token.
 
-    .venv/bin/python -m pytest -q tests/unit/gateway/test_client_redirects.py
+    .venv/bin/python -m pytest -q tests/unit/run/test_remote_redirects.py
 """
 import json
 import threading

@@ -10,7 +10,7 @@ import pytest
 from meshrl.env_sdk import Environment, Step, start, stop
 from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward_check import any_failed
-from tests.services.env_check.broken_envs import (BrokenAnswers, BrokenForgetful, BrokenOnToolCalls, BrokenSlow,
+from tests.services.cli.env_check.broken_envs import (BrokenAnswers, BrokenForgetful, BrokenOnToolCalls, BrokenSlow,
                                                   BrokenStatuses, PlainEnv, serve_broken)
 
 TOKEN = "env-check-token-not-a-secret"

@@ -4,7 +4,7 @@ The node killed (SIGKILL) is the one both clients are connected to and the one l
 the `prompts` and `generated` streams, the worker's consumer and the run-state KV: the
 worst single loss. Every prompt must come out on `generated` exactly once (group id as
 message id: a redelivery is deduplicated), none may be lost, and the KV must still read
-and write. Run: .venv/bin/python -m pytest tests/services/bus/test_nats_cluster.py -s
+and write. Run: .venv/bin/python -m pytest tests/services/transport/bus/test_nats_cluster.py -s
 (-s prints the measured pause; timings are reported, never asserted).
 """
 import asyncio

@@ -2,7 +2,7 @@
 files and refuse a plaintext client, a client without a certificate, and a TLS client whose
 server does not require TLS (no silent plaintext).
 
-    .venv/bin/python -m pytest -q tests/services/bus/test_nats_tls.py
+    .venv/bin/python -m pytest -q tests/services/transport/bus/test_nats_tls.py
 """
 import json
 

@@ -5,7 +5,7 @@ the weights notice and the weights, rollout read them) and nothing the forged-no
 incident needed: no anonymous client, no rollout write to `ready`, the weights notice or
 another key of the run KV, no listing of streams.
 
-Run: .venv/bin/python -m pytest tests/services/bus/test_permissions.py -q
+Run: .venv/bin/python -m pytest tests/services/transport/bus/test_permissions.py -q
 """
 import asyncio
 

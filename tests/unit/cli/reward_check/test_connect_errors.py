@@ -1,6 +1,6 @@
 """The kit's TLS errors name its command-line flags (not the run config's keys).
 
-Run: .venv/bin/python -m pytest tests/unit/reward_check/test_connect_errors.py
+Run: .venv/bin/python -m pytest tests/unit/cli/reward_check/test_connect_errors.py
 """
 import pytest
 

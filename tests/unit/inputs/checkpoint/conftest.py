@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from meshrl.inputs.checkpoint import save_checkpoint
-from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer
+from tests.unit.inputs.checkpoint.helpers import tiny_model, train_step, trainer
 
 CONFIG = {"model": {"path": "/models/tiny", "gguf_file": None},
           "algorithm": {"advantage_estimator": "grpo", "policy_loss": "ppo",

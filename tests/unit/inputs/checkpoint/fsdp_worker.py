@@ -3,7 +3,7 @@ import torch
 import torch.distributed as dist
 
 from meshrl.inputs.checkpoint import load_checkpoint, save_checkpoint
-from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer
+from tests.unit.inputs.checkpoint.helpers import tiny_model, train_step, trainer
 
 
 def shard(model):

@@ -6,8 +6,8 @@ import torch
 
 from meshrl.inputs.checkpoint import (DEFAULT_KEYS, IncompatibleCheckpointError, check_compatible,
                                hash_config, load_checkpoint, read_config)
-from tests.unit.checkpoint.conftest import CONFIG
-from tests.unit.checkpoint.helpers import tiny_model, trainer
+from tests.unit.inputs.checkpoint.conftest import CONFIG
+from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 
 
 def test_differing_keys_are_named_with_both_values():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from meshrl.inputs.checkpoint import CheckpointError, export_hf, save_checkpoint
-from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer
+from tests.unit.inputs.checkpoint.helpers import tiny_model, train_step, trainer
 
 
 @pytest.fixture

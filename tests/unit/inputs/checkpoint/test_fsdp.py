@@ -6,8 +6,8 @@ import torch
 import torch.multiprocessing as mp
 
 from meshrl.inputs.checkpoint import load_checkpoint
-from tests.unit.checkpoint.fsdp_worker import run_rank
-from tests.unit.checkpoint.helpers import tiny_model, trainer
+from tests.unit.inputs.checkpoint.fsdp_worker import run_rank
+from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 
 
 @pytest.mark.slow  # two spawned ranks: ≈40 s of CPU, over the unit budget

@@ -8,7 +8,7 @@ import torch
 from meshrl.inputs.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints,
                                load_checkpoint, save_checkpoint, verify_checkpoint)
 from meshrl.inputs.checkpoint import save as save_module
-from tests.unit.checkpoint.helpers import tiny_model, trainer
+from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 
 
 def _ckpt(run, step):

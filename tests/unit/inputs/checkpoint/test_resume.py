@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from meshrl.inputs.checkpoint import CheckpointError, load_checkpoint, read_manifest, save_checkpoint
-from tests.unit.checkpoint.helpers import tiny_model, train_step, trainer, weights
+from tests.unit.inputs.checkpoint.helpers import tiny_model, train_step, trainer, weights
 
 
 def _train_save_continue(run):

@@ -7,7 +7,7 @@ from meshrl.inputs.models import precision
 from meshrl.inputs.models.precision import choose, cpu_bf16_flags, resolve_model_dtype, resolve_precision
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.train.helpers import build_tiny_llama, random_batch
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 CPUINFO_SPR = "flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
 CPUINFO_EPYC = "flags\t\t: fpu sse2 avx2 fma\n"

@@ -1,7 +1,7 @@
 """The learner pushes weights in the engines' configured dtype (bf16 halves the file) and
 never changes its own fp32 masters.
 
-Run: .venv/bin/python -m pytest tests/unit/learner/test_weights_dtype.py
+Run: .venv/bin/python -m pytest tests/unit/services/learner/test_weights_dtype.py
 """
 import torch
 from safetensors import safe_open

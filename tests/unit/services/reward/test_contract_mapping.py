@@ -14,7 +14,7 @@ from meshrl.services.reward.external import to_score_item
 from meshrl.services.reward.scorer import group_items
 from meshrl.services.reward.servicer import BadItem, from_score_item
 
-PROTO = Path(__file__).parents[3] / "protos/meshrl/reward/v1/reward.proto"
+PROTO = Path(__file__).parents[4] / "protos/meshrl/reward/v1/reward.proto"
 ROW = {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name two primes"}],
        "reward_model": {"ground_truth": ["2", "3"]}, "data_source": "primes",
        "extra_info": {"difficulty": 2, "tags": ["ñ", "math"]}}

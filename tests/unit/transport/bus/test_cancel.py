@@ -1,6 +1,6 @@
 """A cancel lost inside asyncio.wait_for (Python 3.11, bpo-42130) still stops a consumer loop.
 
-Run: .venv/bin/python -m pytest tests/unit/bus/test_cancel.py
+Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_cancel.py
 """
 import asyncio
 

@@ -1,7 +1,7 @@
 """The generated bus users: the policy matches what the services do, the server config holds
 no password, credential files are private and never show their password.
 
-Run: .venv/bin/python -m pytest tests/unit/bus/test_permissions_policy.py -q
+Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_permissions_policy.py -q
 """
 import json
 import stat

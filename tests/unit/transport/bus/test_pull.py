@@ -4,7 +4,7 @@ A NATS cluster that loses a stream's leader answers the learner's fetch with a 5
 (ServiceUnavailableError, no API code) for the seconds of the election; CI once saw that
 kill the learner. The fake subscription below stands in for nats-py's pull subscription.
 
-Run: .venv/bin/python -m pytest tests/unit/bus/test_pull.py
+Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_pull.py
 """
 import nats.errors
 import nats.js.errors

@@ -3,7 +3,7 @@ MESHRL_GRPC_TLS_CERT/KEY_FILE serves TLS only (a plaintext client gets no answer
 with the CA gets SERVING; with MESHRL_GRPC_TLS_CLIENT_AUTH=1 a client without its certificate
 is refused; `meshrl health` works from the same environment.
 
-    .venv/bin/python -m pytest -q tests/unit/rpc/test_mesh_tls.py
+    .venv/bin/python -m pytest -q tests/unit/transport/rpc/test_mesh_tls.py
 """
 import asyncio
 

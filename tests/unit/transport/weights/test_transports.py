@@ -3,7 +3,7 @@ NATS: shm writes into a new private directory, keeps the last KEEP_VERSIONS file
 into place; an object-store notice is fetched into a new private directory under the cache dir
 (removed afterwards; a failed fetch leaves nothing); the notice names a known transport.
 
-Run: .venv/bin/python -m pytest tests/unit/weights -q
+Run: .venv/bin/python -m pytest tests/unit/transport/weights -q
 """
 import asyncio
 import hashlib

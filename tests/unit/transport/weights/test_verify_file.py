@@ -3,7 +3,7 @@ field by field; a file's size and sha256 must be the notice's (a checksum the ob
 fetch already verified is not hashed again; any other checksum is, and a mismatch is refused);
 the opened file is what `opened.path` names, whatever is renamed over its name later.
 
-Run: .venv/bin/python -m pytest tests/unit/weights -q
+Run: .venv/bin/python -m pytest tests/unit/transport/weights -q
 """
 import hashlib
 

@@ -8,8 +8,8 @@ from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.train.helpers import build_tiny_llama, random_batch
-from tests.unit.train.test_step_rollback import nan_loss_on_call
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
+from tests.unit.services.learner.train.test_step_rollback import nan_loss_on_call
 
 ROWS, STEPS = 8, 2
 TRAINER = dict(micro_batch_size=2, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5})

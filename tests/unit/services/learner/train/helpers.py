@@ -1,6 +1,6 @@
 """Shared pieces for the learner's training-step tests: a tiny Llama and random batches.
 
-Imported as `tests.unit.train.helpers` (also by the FSDP test's spawned ranks).
+Imported as `tests.unit.services.learner.train.helpers` (also by the FSDP test's spawned ranks).
 """
 import numpy as np
 import torch

@@ -16,8 +16,8 @@ from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.fixtures.device_trap import default_device_elsewhere
-from tests.unit.train.helpers import build_tiny_llama, random_batch, weights_of
-from tests.unit.train.test_dpo import make as make_dpo, pairs, with_reference
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
+from tests.unit.services.learner.train.test_dpo import make as make_dpo, pairs, with_reference
 
 GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean",
             kl_coef=0.04, kl_in="loss", entropy_coeff=0.01)

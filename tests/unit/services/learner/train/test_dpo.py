@@ -9,7 +9,7 @@ from meshrl.algos.batch import PreferenceBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.dpo import DPOStep, policy_sequence_logprobs
 from meshrl.services.learner.train.policy import build_policy
-from tests.unit.train.helpers import build_tiny_llama, weights_of
+from tests.unit.services.learner.train.helpers import build_tiny_llama, weights_of
 
 
 def pairs() -> PreferenceBatch:

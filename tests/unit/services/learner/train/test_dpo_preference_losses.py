@@ -4,8 +4,8 @@ import pytest
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.dpo import DPOStep
 from meshrl.services.learner.train.policy import build_policy
-from tests.unit.train.helpers import build_tiny_llama
-from tests.unit.train.test_dpo import pairs, with_reference
+from tests.unit.services.learner.train.helpers import build_tiny_llama
+from tests.unit.services.learner.train.test_dpo import pairs, with_reference
 
 
 def first_loss(**algo):

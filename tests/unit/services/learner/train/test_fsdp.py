@@ -4,7 +4,7 @@ import torch
 import torch.multiprocessing as mp
 
 from meshrl.services.learner.train.fsdp import DistContext
-from tests.unit.train.fsdp_worker import run_rank, train
+from tests.unit.services.learner.train.fsdp_worker import run_rank, train
 
 
 def test_two_fsdp_ranks_match_one_process(tmp_path):

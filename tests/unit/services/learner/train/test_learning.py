@@ -11,7 +11,7 @@ from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.train.helpers import VOCAB, build_tiny_llama
+from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama
 
 TARGET, PROMPTS, GROUP, PROMPT_LEN, RESPONSE_LEN, STEPS = 7, 4, 8, 4, 8, 30
 

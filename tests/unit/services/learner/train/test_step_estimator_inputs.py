@@ -15,8 +15,8 @@ from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.learner.test_feeder_draws import FakeDataset
-from tests.unit.train.helpers import build_tiny_llama, random_batch
+from tests.unit.services.learner.test_feeder_draws import FakeDataset
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 
 def train_step(estimator: str, **trainer) -> TrainStep:

@@ -1,8 +1,8 @@
 """TrainStep hands `algorithm.loss_options` to the policy loss and refuses ones it does not take."""
 import pytest
 
-from tests.unit.train.helpers import random_batch
-from tests.unit.train.test_step import make_step
+from tests.unit.services.learner.train.helpers import random_batch
+from tests.unit.services.learner.train.test_step import make_step
 
 
 def test_loss_options_reach_the_policy_loss():

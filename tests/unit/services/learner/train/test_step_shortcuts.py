@@ -13,7 +13,7 @@ from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep, old_logprobs_source
-from tests.unit.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
+from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
 
 GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean",
             kl_coef=0.04, kl_in="loss", entropy_coeff=0.01)

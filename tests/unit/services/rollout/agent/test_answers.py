@@ -1,6 +1,6 @@
 """An environment's answers: bad UTF-8 repaired, garbage refused, roles and rewards checked.
 
-Run: .venv/bin/python -m pytest tests/unit/rollout/agent/test_answers.py
+Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_answers.py
 """
 import math
 

@@ -4,7 +4,7 @@ The tiny tokenizer has one token per character, so a token sequence and its text
 same thing: a delta is right exactly when prompt + turn + delta decodes to the template's own
 rendering of the whole conversation.
 
-Run: .venv/bin/python -m pytest tests/unit/rollout/agent/test_chat_format.py
+Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_chat_format.py
 """
 import pytest
 

@@ -1,6 +1,6 @@
 """The Hermes/Qwen tool-call parser: well-formed calls, and every malformed one becomes an error.
 
-Run: .venv/bin/python -m pytest tests/unit/rollout/agent/test_hermes_parser.py
+Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_hermes_parser.py
 """
 import json
 

@@ -1,6 +1,6 @@
 """Tool calls checked against the episode's tools: unknown tools, wrong argument types, too many.
 
-Run: .venv/bin/python -m pytest tests/unit/rollout/agent/test_tool_calls.py
+Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_tool_calls.py
 """
 import json
 
