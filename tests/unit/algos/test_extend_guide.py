@@ -1,4 +1,4 @@
-"""The guide's "A new advantage estimator or policy loss", followed word for word: its Python
+"""docs/guide/extend.md's "A new advantage estimator or policy loss", followed word for word: its Python
 blocks written to the files their first line names, its shell block run as it stands in a
 scratch folder (with the example config it names), then the learner's own training step on a
 tiny model with the two parts the config names.
@@ -17,14 +17,14 @@ import torch
 from meshrl.config import load_config
 
 REPO = Path(__file__).resolve().parents[3]
-GUIDE = REPO / "README.md"
-SECTION = "### A new advantage estimator or policy loss"
+GUIDE = REPO / "docs" / "guide" / "extend.md"
+SECTION = "## A new advantage estimator or policy loss"
 
 
 def section_blocks() -> list[tuple[str, str]]:
     text = GUIDE.read_text()
     body = text[text.index(SECTION):]
-    body = re.split(r"\n#{2,3} ", body[len(SECTION):])[0]  # up to the next heading
+    body = re.split(r"\n## ", body[len(SECTION):])[0]  # up to the next heading
     return re.findall(r"```(\w+)\n(.*?)```", body, flags=re.S)
 
 
