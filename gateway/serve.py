@@ -16,7 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from meshrl.gateway.app import make_app
-from meshrl.gateway.auth import ENV_VAR, TokenAuth, load_tokens
+from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.dispatch import Dispatcher
 from meshrl.gateway.grpc_server import gateway_registration
 from meshrl.gateway.handlers import Handlers

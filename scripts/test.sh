@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets everything up from nothing (scripts/setup.sh), then runs the whole test suite:
+# Sets everything up from nothing (scripts/setup.sh), checks the generated stubs and lint (ruff),
+# then runs the whole test suite:
 #   bash scripts/test.sh            # all tests
 #   bash scripts/test.sh -m "not slow"   # skip the ones that start vLLM or a whole mesh
 set -euo pipefail
@@ -7,4 +8,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 bash scripts/gen_protos.sh --check
+.venv/bin/ruff check .            # lint ([tool.ruff] in pyproject.toml)
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -14,7 +14,6 @@ from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
-import meshrl.algos
 
 
 @dataclass(frozen=True)

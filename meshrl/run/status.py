@@ -39,13 +39,18 @@ KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
 HEALTH_ONLY = ("environment",)  # replicas with no GetStatus: `ready` is their health
 
 
+def unreachable(err: Exception):
+    """What a failed status call says: the gRPC status code, else the error itself."""
+    return err.code() if hasattr(err, "code") else err
+
+
 async def learner_status(address: str, timeout_s: float) -> dict:
     async with open_channel(address, retries=False) as channel:
         try:
             reply = await learner_pb2_grpc.LearnerControlServiceStub(channel).GetStatus(
                 learner_pb2.GetStatusRequest(), timeout=timeout_s)
         except Exception as err:  # noqa: BLE001 - any failure is shown, the rest still printed
-            return {"grpc": address, "error": f"unreachable ({getattr(err, 'code', lambda: err)()})"}
+            return {"grpc": address, "error": f"unreachable ({unreachable(err)})"}
     s = reply.status
     return {"grpc": address, "state": common_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_"),
             "step": s.step, "total_steps": s.total_steps, "policy_version": s.policy_version,
@@ -59,7 +64,7 @@ async def rollout_status(address: str, timeout_s: float) -> dict:
             reply = await rollout_pb2_grpc.RolloutServiceStub(channel).GetStatus(
                 rollout_pb2.GetStatusRequest(), timeout=timeout_s)
         except Exception as err:  # noqa: BLE001
-            return {"error": f"unreachable ({getattr(err, 'code', lambda: err)()})"}
+            return {"error": f"unreachable ({unreachable(err)})"}
     return {"weights_version": reply.policy_version, "ready": reply.ready,
             "groups_generated": reply.groups_generated}
 

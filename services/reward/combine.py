@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.services.reward.types import ComponentScore, Status
+from meshrl.services.reward.types import ComponentScore
 
 
 def combine(rows: list[list[ComponentScore]]) -> np.ndarray:

@@ -93,7 +93,7 @@ def test_nats_with_the_override_command_requires_client_certificates(override, f
     client = files / "meshrl-tls-rollout"
 
     async def connect(tls, attempts=1):
-        for attempt in range(attempts):
+        for _ in range(attempts):
             try:
                 async with await Bus.connect(f"nats://localhost:{port}", "r", name="t", timeout=3, tls=tls,
                                              credentials=read_credentials(auth_dir / "nats-rollout.json")):

@@ -6,7 +6,6 @@ missing variable.
     .venv/bin/python -m pytest -q tests/deploy/test_entrypoint.py
 """
 import json
-import os
 import subprocess
 from pathlib import Path
 

@@ -7,7 +7,6 @@ import asyncio
 import subprocess
 import sys
 
-import pytest
 from grpc_health.v1 import health_pb2
 
 from meshrl.cli.health import check

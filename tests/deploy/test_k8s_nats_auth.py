@@ -25,7 +25,7 @@ import yaml
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.server import find_nats_server
 from meshrl.addresses import free_port
-from tests.deploy.test_compose_nats_auth import RUN_ID, exercise
+from tests.deploy.test_compose_nats_auth import exercise
 from tests.deploy.test_k8s import K8S, OVERLAYS, by_kind, meshrl_containers, render
 
 sys.path.insert(0, str(K8S))

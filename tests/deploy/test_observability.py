@@ -15,7 +15,6 @@ import sys
 import types
 from pathlib import Path
 
-import pytest
 import yaml
 
 from meshrl.api.common.v1 import common_pb2

@@ -1,7 +1,6 @@
 """End-to-end fixtures: the whole mesh (embedded NATS + every service as its own process)
 on the tiny model, driven through `meshrl.launch.local.run_local` — what `meshrl train` runs."""
 import json
-from pathlib import Path
 
 import pytest
 

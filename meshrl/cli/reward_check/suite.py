@@ -5,7 +5,6 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-import grpc
 from grpc import aio
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from blake3 import blake3
 
-from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
+from meshrl.transport.bus.codec import pack_float32, pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows

@@ -5,7 +5,6 @@ batching, the concurrency limit, the cache and the per-service metrics.
 `ScriptedService` is a test reward service: it answers each call with the next code of its
 script (then OK forever), scores an item len(response), and records every call's size."""
 import asyncio
-import math
 
 import grpc
 import pytest

@@ -1,5 +1,4 @@
 """meshrl's own RewardService on a real port: by component name, by kind, combined, unknown."""
-import math
 
 import grpc
 import pytest

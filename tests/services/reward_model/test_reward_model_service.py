@@ -4,8 +4,7 @@ and called by the mesh's ExternalComponent. Scores must equal the model's own lo
 computed one text at a time (padding in the batch changes nothing), all items of a call go
 through one forward pass, and normalisation + clipping apply."""
 import pytest
-import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, models
 from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
 
 from meshrl.config.schema import RewardComponentConfig

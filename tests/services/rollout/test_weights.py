@@ -69,8 +69,12 @@ async def test_bad_checksum_is_refused_and_the_old_version_kept(base_rollout_eng
 
 async def test_size_mismatch_and_missing_file_are_refused(base_rollout_engine, pushed, tmp_path):
     _, path, notice = pushed
-    short = pb.WeightsNotice(); short.CopyFrom(notice); short.size_bytes -= 1
-    missing = pb.WeightsNotice(); missing.CopyFrom(notice); missing.location = str(tmp_path / "gone")
+    short = pb.WeightsNotice()
+    short.CopyFrom(notice)
+    short.size_bytes -= 1
+    missing = pb.WeightsNotice()
+    missing.CopyFrom(notice)
+    missing.location = str(tmp_path / "gone")
     reports = []
     applier = updater(base_rollout_engine, reports)
     assert "bytes" in (await applier.apply(short)).error
@@ -121,7 +125,9 @@ async def test_collective_notice_is_received_into_the_engine(base_rollout_engine
         assert base_rollout_engine.version == 2
         await assert_serves(base_rollout_engine, tiny_model_dir, state)
 
-        forged = pb.WeightsNotice(); forged.CopyFrom(notice); forged.version, forged.size_bytes = 3, 10
+        forged = pb.WeightsNotice()
+        forged.CopyFrom(notice)
+        forged.version, forged.size_bytes = 3, 10
         server.offer(3, snapshot(state.items(), None))
         refused = await updater(base_rollout_engine, []).apply(forged)
         assert not refused.ok and "is not the notice's" in refused.error and base_rollout_engine.version == 2

@@ -16,7 +16,7 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.follower import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.services.rollout.weights import WeightsUpdater
-from meshrl.services.rollout.worker import DURABLE, IN_STAGE, OUT_STAGE, RolloutWorker
+from meshrl.services.rollout.worker import IN_STAGE, OUT_STAGE, RolloutWorker
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

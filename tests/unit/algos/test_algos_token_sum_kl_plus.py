@@ -40,8 +40,8 @@ def kl_and_grad(kind):
 
 
 @pytest.mark.parametrize("kind, values", [
-    ("k1+", LOG_RATIO),                                             # k1 = l
-    ("k3+", [math.exp(-l) - 1 + l for l in LOG_RATIO]),             # k3 = e^{−l} − 1 + l
+    ("k1+", LOG_RATIO),                                             # k1 = r
+    ("k3+", [math.exp(-r) - 1 + r for r in LOG_RATIO]),             # k3 = e^{−r} − 1 + r (r = log ratio)
 ])
 def test_plus_variants_keep_the_value_and_take_k2s_gradient(kind, values):
     value, grad = kl_and_grad(kind)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from meshrl.algos.logprobs import response_logprobs, response_stats, token_stats
+from meshrl.algos.logprobs import response_stats, token_stats
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 

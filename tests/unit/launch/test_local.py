@@ -5,7 +5,6 @@ import json
 import sys
 
 import pytest
-import yaml
 
 from meshrl.config.load import load_config
 from meshrl.launch.local import (RunResult, freed_shm, make_run_id, prepare_run_dir,

@@ -8,7 +8,6 @@ Stand-in services (no vLLM); the real launcher and a real nats-server.
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 from meshrl.config.load import load_config
 from meshrl.launch.local import run_local

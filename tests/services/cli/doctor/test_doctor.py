@@ -50,7 +50,7 @@ def test_good_config_passes_file_and_nats_checks(tmp_path, tiny_model_dir, nats_
     # (3 kept + 1 being written) × 155_968 params × 12 B = 7_486_464 B
     assert "3+1 checkpoints × 0.00187 GB = 0.00749 GB needed" in results["disk for checkpoints"].detail
     assert results["data"].detail.endswith("first row (line 1) is a valid prompt row")
-    assert results[f"nats + jetstream"].detail.startswith(f"{nats_url}: JetStream on")
+    assert results["nats + jetstream"].detail.startswith(f"{nats_url}: JetStream on")
     assert results["external rewards"].status == "skip"
     assert [results[k].status for k in ("accelerators", "gloo all-reduce (2 ranks)", "vllm importable")] == ["skip"] * 3
 

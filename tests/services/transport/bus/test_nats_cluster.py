@@ -52,8 +52,8 @@ async def move_leader(bus: Bus, stepdown_subject: str, leader_of, node: str) -> 
             return
         await bus.nc.request(stepdown_subject, json.dumps({"placement": {"preferred": node}}).encode(), timeout=5)
 
-        async def changed():
-            return (await leader_of()) not in (current, None)
+        async def changed(before=current):
+            return (await leader_of()) not in (before, None)
         await wait_until(changed, 10, f"a new leader after {stepdown_subject}")
     raise AssertionError(f"{node} never became leader for {stepdown_subject}")
 

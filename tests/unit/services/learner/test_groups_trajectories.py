@@ -5,7 +5,6 @@ a reason naming what is wrong, and the whole group is dropped, never trained, ne
 The sound episode (vocab 64): prompt [1 2 3]; response = turn 0 (3 tokens), an observation
 (2 tokens), turn 1 (2 tokens): ids [10 11 12 50 51 13 14], loss mask [1 1 1 0 0 1 1].
 """
-import numpy as np
 import pytest
 import torch
 

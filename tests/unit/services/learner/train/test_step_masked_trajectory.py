@@ -26,7 +26,7 @@ from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama, weights_of
+from tests.unit.services.learner.train.helpers import build_tiny_llama, weights_of
 
 PROMPTS = [np.array([5, 6, 7]), np.array([8, 9, 10])]
 # (response ids, loss mask): turn, observation, turn (and a single-turn sample per group)
