@@ -1,5 +1,5 @@
-"""deploy/k8s: every overlay renders (deploy/k8s/render.py, kustomize's semantics for what the
-files use), validates offline (kubernetes-validate --strict; KEDA ScaledObjects against
+"""deploy/k8s: every overlay renders with kustomize itself (`kubectl kustomize`,
+tests/deploy/kustomize.py), validates offline (kubernetes-validate --strict; KEDA ScaledObjects against
 deploy/k8s/schemas/), and agrees with the code: container args and flags with the services'
 argparse, probe and Service ports with the run config, KEDA streams and consumers with the bus
 names, NetworkPolicies with exactly the data flow.
@@ -23,12 +23,12 @@ import yaml
 from meshrl.config import load_config
 from meshrl.transport.bus.subjects import stage_stream
 from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
+from tests.deploy.kustomize import render, requires_kubectl
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
-sys.path.insert(0, str(K8S))
-render = importlib.import_module("render").render
 sys.path.insert(0, str(K8S / "components" / "tls"))
 make_secrets = importlib.import_module("make_secrets").make_secrets
+pytestmark = requires_kubectl
 OVERLAYS = {"cpu-dev": ("meshrl-dev", "meshrl:cpu"), "gpu": ("meshrl", "meshrl:cuda")}
 COMPONENTS = ["components/reward-external-egress"]
 WORKER_MODULES = {"rollout": "meshrl.services.rollout.worker", "reward": "meshrl.services.reward.worker",
@@ -266,10 +266,3 @@ def test_reward_external_egress_component_targets_reward_only():
     (policy,) = render(K8S / "components" / "reward-external-egress")
     assert policy["spec"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "reward"}
     assert policy["spec"]["policyTypes"] == ["Egress"] and "ipBlock" in policy["spec"]["egress"][0]["to"][0]
-
-
-def test_render_cli_prints_the_manifests():
-    done = subprocess.run([sys.executable, str(K8S / "render.py"), str(K8S / "overlays" / "gpu")],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert [d["kind"] for d in yaml.safe_load_all(done.stdout)] == [d["kind"] for d in render(K8S / "overlays" / "gpu")]

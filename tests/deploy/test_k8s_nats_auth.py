@@ -26,12 +26,13 @@ from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.server import find_nats_server
 from meshrl.addresses import free_port
 from tests.deploy.test_compose_nats_auth import exercise
-from tests.deploy.test_k8s import K8S, OVERLAYS, by_kind, meshrl_containers, render
+from tests.deploy.kustomize import kustomization, render, requires_kubectl
+from tests.deploy.test_k8s import K8S, OVERLAYS, by_kind, meshrl_containers
 
 sys.path.insert(0, str(K8S))
 import make_nats_secrets  # noqa: E402 - deploy/k8s/make_nats_secrets.py
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), requires_kubectl]
 MADE = {s["metadata"]["name"]: s for s in make_nats_secrets.make_secrets("meshrl")}
 
 
@@ -57,10 +58,8 @@ def test_made_secrets_validate_strictly(tmp_path):
 
 def with_reward_model(tmp_path: Path) -> list[dict]:
     """cpu-dev plus components/reward-model (whose pods are NATS clients too)."""
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": [str(K8S / "overlays" / "cpu-dev")], "components": [str(K8S / "components" / "reward-model")]}))
-    return render(tmp_path)
+    return render(kustomization(tmp_path, resources=[K8S / "overlays" / "cpu-dev"],
+                                components=[K8S / "components" / "reward-model"]))
 
 
 def test_every_service_reads_its_own_user_from_its_secret(docs):

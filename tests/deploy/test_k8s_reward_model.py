@@ -15,7 +15,10 @@ import yaml
 
 from meshrl.config.reward_model import reward_model_component
 from tests.deploy.contract import grpc_port, serve_argv
-from tests.deploy.test_k8s import K8S, allowed_flows, by_kind, env_of, probe_port, render, run_config, workloads
+from tests.deploy.kustomize import kustomization, render, requires_kubectl
+from tests.deploy.test_k8s import K8S, allowed_flows, by_kind, env_of, probe_port, run_config, workloads
+
+pytestmark = requires_kubectl
 
 COMPONENT = K8S / "components" / "reward-model"
 
@@ -24,11 +27,8 @@ COMPONENT = K8S / "components" / "reward-model"
 def docs(tmp_path_factory) -> list[dict]:
     """The cpu-dev overlay with the component, as an overlay would include it."""
     root = tmp_path_factory.mktemp("overlay")
-    (root / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "meshrl-dev",
-        "resources": [str(K8S / "overlays" / "cpu-dev")], "components": [str(COMPONENT)],
-        "images": [{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]}))
-    return render(root)
+    return render(kustomization(root, namespace="meshrl-dev", resources=[K8S / "overlays" / "cpu-dev"],
+                                components=[COMPONENT], images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]))
 
 
 def test_validates_strictly(docs, tmp_path):

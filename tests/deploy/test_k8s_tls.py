@@ -18,7 +18,10 @@ import pytest
 
 from meshrl.transport.bus import tls as nats_tls
 from meshrl.transport.rpc import mesh_tls
-from tests.deploy.test_k8s import K8S, by_kind, make_secrets, meshrl_containers, render
+from tests.deploy.kustomize import render, requires_kubectl
+from tests.deploy.test_k8s import K8S, by_kind, make_secrets, meshrl_containers
+
+pytestmark = requires_kubectl
 
 FILE_ENVS = {nats_tls.CA_ENV, nats_tls.CERT_ENV, nats_tls.KEY_ENV, mesh_tls.CA_ENV, mesh_tls.CERT_ENV, mesh_tls.KEY_ENV}
 CODE_ENVS = FILE_ENVS | {mesh_tls.CLIENT_AUTH_ENV, mesh_tls.SERVER_NAME_ENV}
