@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
-from tests.deploy.test_image_mesh import UID, own, readable_copy
+from tests.deploy.test_image_mesh import UID, readable_copy
 from tests.deploy.test_multihost_drill import nats_users
 from tests.e2e.conftest import VOWEL_REWARD, e2e_data  # noqa: F401  (e2e_data: a fixture)
 from tests.fixtures.images import BASE, ROOT, meshrl_image, podman, require_image_tests  # noqa: F401

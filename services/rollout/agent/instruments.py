@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.ops.telemetry.metrics import LATENCY_BUCKETS_S
+from meshrl.telemetry.metrics import LATENCY_BUCKETS_S
 
 TURN_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32]
 

@@ -7,7 +7,7 @@ error grew from 0.29 % (1 chunk) to 1.1 % (256)."""
 import torch
 
 from meshrl.algos.logprobs import head_logprobs, response_logprobs
-from tests.unit.train.helpers import build_tiny_llama, random_batch
+from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 ROWS, HIDDEN, VOCAB = 2048, 64, 1024
 

@@ -10,7 +10,7 @@ from torch.distributed._tools.mem_tracker import MemTracker
 from meshrl.algos.batch import RolloutBatch
 from meshrl.algos.logprobs import response_logprobs
 from meshrl.algos.varlen_attention import VARLEN, set_varlen_attention
-from tests.unit.model.test_forward_paths import logprobs_and_grads, shared_prompt_batch
+from tests.unit.algos.test_forward_paths import logprobs_and_grads, shared_prompt_batch
 
 
 def tiny_model(kv_heads: int):

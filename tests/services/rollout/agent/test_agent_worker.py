@@ -4,7 +4,6 @@ fake of the environment), and the rollout's Prometheus endpoint.
 
 Run: .venv/bin/python -m pytest tests/services/rollout/agent/test_agent_worker.py -m slow
 """
-import asyncio
 
 import grpc
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.config import load_config
-from meshrl.ops.telemetry.metrics import start_metrics
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.services.rollout.worker import IN_STAGE, RolloutWorker

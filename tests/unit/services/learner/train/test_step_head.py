@@ -8,7 +8,7 @@ import meshrl.algos.logprobs as logprobs
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
-from tests.unit.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
+from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
 
 GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.04, kl_in="loss",
             entropy_coeff=0.01)
