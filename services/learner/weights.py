@@ -11,7 +11,7 @@ one memcpy per tensor on CPU) and returns; the file write, its digest, the trans
 and the notice run in the background on an export thread of their own while the next step
 trains. `drain()` awaits that push (the loop calls it before the next push and at the end)
 and returns its figures. The file is written straight from the buffers with the digest
-computed on the way (`meshrl.inputs.models.safetensors_write`): BLAKE3 for shm (its file is
+computed on the way (`meshrl.transport.weights.file`): BLAKE3 for shm (its file is
 hashed by the learner and by every replica; meshrl.inputs.models.digests), SHA-256 for
 the object store (whose fetch already checks it). The cost is one host copy of the weights
 in the push dtype, kept between pushes; `push_in_background: false` writes from the live
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from meshrl.inputs.models.safetensors_write import write_safetensors
+from meshrl.transport.weights.file import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights_staging import HostStaging, Staged
 from meshrl.addresses import advertise_host, bind_host, host_port

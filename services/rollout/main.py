@@ -39,7 +39,7 @@ from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.services.rollout.engine_watch import watch_engine
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.transport.rpc import stop_server
-from meshrl.services.rollout.follower import WeightsFollower
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus import subjects as names
 from meshrl.services.rollout.instruments import rollout_instruments
 from meshrl.services.rollout.worker import RolloutWorker
@@ -72,7 +72,7 @@ class RolloutProcess(ServiceProcess):
 
     async def follow_weights(self, ctx: ServiceContext):
         """A follower that has loaded the run's current weights (if any) into the engine."""
-        from meshrl.services.rollout.weights import WeightsUpdater  # lazy: torch (seconds): the metrics port and NATS fail fast first
+        from meshrl.transport.weights.update import WeightsUpdater  # lazy: torch (seconds): the metrics port and NATS fail fast first
 
         bus, subject = ctx.bus, names.weights_loaded_subject(ctx.run_id)
         updater = WeightsUpdater(self.engine, run_id=ctx.run_id, replica_id=ctx.replica,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.services.rollout.weights import WeightsUpdater
+from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import transport_for, weights_notice
 

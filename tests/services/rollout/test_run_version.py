@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.services.rollout.follower import WeightsFollower
-from meshrl.services.rollout.weights import WeightsUpdater
+from meshrl.transport.weights.follow import WeightsFollower
+from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights.run_version import announce
 

@@ -13,9 +13,9 @@ from safetensors.torch import save_file
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus import subjects as names
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.services.rollout.follower import WeightsFollower
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
-from meshrl.services.rollout.weights import WeightsUpdater
+from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.services.rollout.worker import IN_STAGE, OUT_STAGE, RolloutWorker
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 

@@ -5,9 +5,9 @@ from benchmarks.deploy_join import first_load
 from tests.deploy.netns import Loopback
 
 LOG = ("2026-12-03 17:24:50,000 meshrl.services.rollout INFO rollout-b: waiting for weights\n"
-       "2026-12-03 17:24:55,750 meshrl.services.rollout.weights INFO rollout-b: loaded weights v17 "
+       "2026-12-03 17:24:55,750 meshrl.transport.weights.update INFO rollout-b: loaded weights v17 "
        "(0.6 MB, objectstore) in 0.06 s\n"
-       "2026-12-03 17:24:58,000 meshrl.services.rollout.weights INFO rollout-b: loaded weights v18 "
+       "2026-12-03 17:24:58,000 meshrl.transport.weights.update INFO rollout-b: loaded weights v18 "
        "(0.6 MB, objectstore) in 0.05 s\n")
 
 

@@ -7,7 +7,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from meshrl.inputs.models.safetensors_write import write_safetensors
+from meshrl.transport.weights.file import write_safetensors
 
 
 def sample_tensors():

@@ -4,7 +4,7 @@ import asyncio
 from types import SimpleNamespace
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.services.rollout.follower import WeightsFollower
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 
