@@ -93,7 +93,7 @@ def run(args) -> int:
     admin = credentials_path(secrets_dir(args.run_dir), "admin")
     try:
         # The embedded NATS admits only the run's users: read with the launcher's (admin) file.
-        # With nats.tls on, the admin's TLS files too (nats_tls.py); launch.grpc_tls: its gRPC ones.
+        # With nats.tls on, the admin's TLS files too (made by meshrl.launch.secrets); launch.grpc_tls: its gRPC ones.
         tls_env = {**user_tls_env(secrets_dir(args.run_dir), "admin"), **grpc_user_env(secrets_dir(args.run_dir), "admin")}
         with admin_credentials(admin, tls_env) if admin.is_file() else contextlib.nullcontext():
             status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))

@@ -7,7 +7,7 @@
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
       cores: auto                # shared | split | auto (meshrl/launch/cores.py)
-      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/launch/grpc_tls.py)
+      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/launch/secrets.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
 restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more

@@ -29,10 +29,10 @@
 
 Environment per service: MESHRL_NATS_CREDENTIALS_FILE, the path of its kind's NATS credentials
 with an embedded server (launch/nats.py); with launch.grpc_tls, MESHRL_GRPC_TLS_* naming its
-kind's certificate in RUN_DIR/secrets (launch/grpc_tls.py); otherwise a variable already set in our environment wins:
+kind's certificate in RUN_DIR/secrets (launch/secrets.py); otherwise a variable already set in our environment wins:
 reward and environment get `OMP_NUM_THREADS=1` (rules and tools, not matmuls; environment also its
 bearer token file, MESHRL_ENV_TOKEN_FILE); the learner and the reference get
-glibc's huge-page tunable (ops/service/malloc.py: a step's tensors fault 2 MiB pages, not 4 KiB); rollout, reference and learner get the
+glibc's huge-page tunable (meshrl/service/malloc.py: a step's tensors fault 2 MiB pages, not 4 KiB); rollout, reference and learner get the
 cores `launch.cores` gives them (cores.py: all cores each by default, measured faster here
 even when an asynchronous run overlaps them; or disjoint halves), vLLM always bound explicitly so that
 its automatic binding does not leave a core idle. The KV cache is not set
@@ -73,9 +73,9 @@ from meshrl.launch.cores import CorePlan, plan_cores, usable_cores
 from meshrl.launch.environment import (check_environment_up, launches_environment, name_token_file,
                                           run_environment_token, token_env)
 from meshrl.errors import LaunchError
-from meshrl.launch.grpc_tls import grpc_tls_env, run_grpc_tls
+from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls, service_credentials_env
 from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, close_restart_counter, open_restart_counter
-from meshrl.launch.nats import create_streams, nats_url, service_credentials_env
+from meshrl.launch.nats import create_streams, nats_url
 from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.launch.progress import RunProgress
 from meshrl.run.scale import SCALABLE
@@ -224,7 +224,7 @@ def learner_spec(cfg: RunConfig) -> ServiceSpec:
 
 def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, str]:
     """The spec's environment plus its kind's NATS credential file (a path, never the password)
-    and, with launch.grpc_tls, its kind's gRPC TLS files (grpc_tls.py)."""
+    and, with launch.grpc_tls, its kind's gRPC TLS files (meshrl.launch.secrets)."""
     return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name), **grpc_tls_env(cfg, run_dir, spec.name)}
 
 

@@ -7,10 +7,10 @@ with exactly its subjects, plus `admin` (meshrl.transport.bus.run_auth), each pa
 0600 file under RUN_DIR/secrets/ (removed when the server stops; never in config.yaml or a
 log). For the block, this process's own clients (stream creation, alerts, status) use the
 admin file through MESHRL_NATS_CREDENTIALS_FILE; each service gets its kind's file
-(`service_credentials_env`). An external `nats.url` is used with whatever credentials the
+(`meshrl.launch.secrets.service_credentials_env`). An external `nats.url` is used with whatever credentials the
 environment names (none: a server without auth).
 
-`nats.tls: on | mutual` (embedded only) serves TLS with a run CA (nats_tls.py): this process
+`nats.tls: on | mutual` (embedded only) serves TLS with a run CA (meshrl.launch.secrets): this process
 and each service get MESHRL_NATS_TLS_CA_FILE, and with `mutual` their user's client
 certificate and key (MESHRL_NATS_TLS_CERT_FILE / _KEY_FILE), all in RUN_DIR/secrets/.
 
@@ -28,33 +28,13 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import admin_credentials, secrets_dir
 from meshrl.launch.restarts import RestartPolicy, RestartReporter, kept_alive
-from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
-from meshrl.transport.bus.tls import TlsFiles
 from meshrl.transport.bus.permissions import ADMIN
 from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 from meshrl.transport.bus.server import EmbeddedNats
-from meshrl.launch.nats_tls import create_run_tls
+from meshrl.launch.secrets import run_tls
 from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.durables import run_consumers
 from meshrl.run.layout import RunDir
-
-
-def service_credentials_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
-    """The env var pointing a `kind` service at its credential file (embedded NATS only);
-    set over any inherited value, so a service never runs with the launcher's admin user."""
-    if cfg.nats.url != "embedded":
-        return {}
-    return {ENV_VAR: str(credentials_path(secrets_dir(run_dir), kind)), **_service_tls_env(cfg, run_dir, kind)}
-
-
-def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
-    """The MESHRL_NATS_TLS_* files create_run_tls wrote for `kind` (nothing when tls is off)."""
-    if cfg.nats.tls == "off":
-        return {}
-    d = secrets_dir(run_dir)
-    if cfg.nats.tls == "mutual":
-        return TlsFiles(str(d / "nats-ca.pem"), str(d / f"nats-{kind}-tls.pem"), str(d / f"nats-{kind}-tls.key")).env()
-    return TlsFiles(str(d / "nats-ca.pem")).env()
 
 
 @contextlib.contextmanager
@@ -67,20 +47,11 @@ def nats_url(cfg: RunConfig, run_dir: Path, run_id: str | None = None) -> Iterat
 
     auth = create_run_auth(secrets_dir(run_dir), run_id, reference_enabled=cfg.reference_enabled)
     try:
-        tls_block, admin_tls = _run_tls(cfg, run_dir, auth.files)
+        tls_block, admin_tls = run_tls(cfg, run_dir, auth.files)
         with admin_credentials(auth.files[ADMIN], admin_tls), _embedded(cfg, run_dir, auth.server, tls_block) as url:
             yield url
     finally:
         remove_run_secrets(secrets_dir(run_dir))
-
-
-def _run_tls(cfg: RunConfig, run_dir: Path, users) -> tuple[str, dict[str, str]]:
-    """(the server's tls {} block, the admin's MESHRL_NATS_TLS_* env); empty when tls is off."""
-    if cfg.nats.tls == "off":
-        return "", {}
-
-    run_tls = create_run_tls(secrets_dir(run_dir), list(users), mutual=cfg.nats.tls == "mutual")
-    return run_tls.server_block, run_tls.files[ADMIN].env()
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from meshrl.transport.bus.tls import TlsFiles, tls_from_env
 from meshrl.run.layout import RunDir
 
 GRPC_CA_FILE = "grpc-ca.pem"
+NATS_CA_FILE = "nats-ca.pem"
 
 
 def secrets_dir(run_dir: Path) -> Path:
@@ -33,6 +34,11 @@ def secrets_dir(run_dir: Path) -> Path:
 def grpc_stem(kind: str) -> str:
     """grpc-<kind>-tls: the .pem / .key pair of a kind's gRPC certificate."""
     return f"grpc-{kind}-tls"
+
+
+def nats_stem(user: str) -> str:
+    """nats-<user>-tls: the .pem / .key pair of a NATS user's client certificate (nats-server: the server's)."""
+    return f"nats-{user}-tls"
 
 
 def grpc_user_env(directory: Path, kind: str) -> dict[str, str]:
@@ -48,10 +54,10 @@ def user_tls_env(secrets_dir: Path, user: str) -> dict[str, str]:
     """MESHRL_NATS_TLS_* for `user` from the files create_run_tls left in `secrets_dir`
     ({} when the run has no NATS TLS); e.g. `meshrl status` joining a running run as admin."""
     secrets_dir = Path(secrets_dir)
-    ca = secrets_dir / "nats-ca.pem"
+    ca = secrets_dir / NATS_CA_FILE
     if not ca.is_file():
         return {}
-    cert, key = secrets_dir / f"nats-{user}-tls.pem", secrets_dir / f"nats-{user}-tls.key"
+    cert, key = secrets_dir / f"{nats_stem(user)}.pem", secrets_dir / f"{nats_stem(user)}.key"
     if cert.is_file() and key.is_file():
         return TlsFiles(str(ca), str(cert), str(key)).env()
     return TlsFiles(str(ca)).env()

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from meshrl.launch.grpc_tls import KINDS
+from meshrl.launch.secrets import KINDS
 from meshrl.run.secrets import grpc_user_env
 from meshrl.addresses import free_port
 from meshrl.transport.rpc import mesh_tls

@@ -19,7 +19,7 @@ from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 from meshrl.run.audit import control_auditor
-from meshrl.launch.grpc_tls import create_grpc_tls
+from meshrl.launch.secrets import create_grpc_tls
 from meshrl.run.secrets import grpc_user_env
 from meshrl.run.presence import LauncherInfo, find_launcher, write_presence
 from meshrl.services.learner.control import LearnerControl, LearnerState
