@@ -15,7 +15,7 @@ lengths [S+1], int32, the same keyword transformers' flash-attention path takes)
   varlen kernel (causal, GQA), FLOPs Σ nᵢ² instead of N²;
 - elsewhere (CPU, fp32): causal SDPA on each sequence's slice in turn — no N² mask, no N²
   scores; its memory is measured against sdpa's dense mask by
-  `benchmarks/gpu_train_step.py --tiny` and checked in `tests/unit/model/test_varlen_attention.py`.
+  `benchmarks/gpu_train_step.py --tiny` and checked in `tests/unit/algos/test_varlen_attention.py`.
 
 Rows with a 2-D attention mask (padded, shared_prefix, the critic) go to transformers' sdpa
 unchanged, as does a row attending to a KV cache, so the one setting serves every forward.

@@ -2,7 +2,7 @@
 differences as JSON. Needs TRITON_INTERPRET=1 before triton is imported (Triton's interpreter
 runs the GPU kernels on CPU tensors), hence its own process (test_liger_head.py starts it):
 
-    TRITON_INTERPRET=1 .venv/bin/python -m tests.unit.model.liger_worker
+    TRITON_INTERPRET=1 .venv/bin/python -m tests.unit.algos.liger_worker
 """
 import json
 

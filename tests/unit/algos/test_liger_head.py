@@ -13,7 +13,7 @@ pytest.importorskip("liger_kernel")
 
 def test_liger_head_matches_the_chunked_head():
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run([sys.executable, "-m", "tests.unit.model.liger_worker"], env=env,
+    out = subprocess.run([sys.executable, "-m", "tests.unit.algos.liger_worker"], env=env,
                          capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["plan"] == "liger"  # available under the interpreter

@@ -6,7 +6,7 @@ from transformers import LlamaConfig
 
 from benchmarks.plan_memory import CASES, measure_case
 from meshrl.config import load_config
-from meshrl.ops.cli.main import main
+from meshrl.cli.main import main
 from meshrl.plan.memory import activation_bytes, kv_cache_needed, learner_memory
 from meshrl.plan.shapes import hf_config, model_shape
 
