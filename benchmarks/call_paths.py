@@ -36,10 +36,10 @@ SKIP = str(REPO / "meshrl" / "api") + os.sep
 
 
 def cli_main():
-    try:
-        from meshrl.cli.main import main
-    except ImportError:  # the tree before the house's second renovation
+    try:  # the tree before the house's second renovation (first: the editable install maps meshrl.cli here)
         from meshrl.ops.cli.main import main
+    except ImportError:
+        from meshrl.cli.main import main
     return main
 
 
