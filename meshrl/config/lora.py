@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 
 
 class LoraSettings(Strict):

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.schema import RunConfig
-from meshrl.launch.errors import LaunchError
-from meshrl.launch.nats import secrets_dir
-from meshrl.ops.private_files import make_private_dir, write_private_file
+from meshrl.errors import LaunchError
+from meshrl.run.secrets import secrets_dir
+from meshrl.private_files import make_private_dir, write_private_file
 
 TOKEN_FILE = "environment-token"
 

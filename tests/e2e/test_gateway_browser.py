@@ -375,7 +375,7 @@ TIMES = {"time/wait_for_batch": 4.0, "time/forward": 1.5, "time/backward": 2.0, 
 
 @pytest.fixture(scope="session")
 def agents_run(runs_root):
-    from meshrl.ops.eval.samples import SampleWriter
+    from meshrl.eval.samples import SampleWriter
     from meshrl.services.learner.metric_logger import JsonlLogger
     from tests.fixtures.episodes import episode_group
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from meshrl.inputs.models.tiny_moe import build_tiny_moe_model_dir
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow

@@ -9,12 +9,12 @@ import pytest
 
 from meshrl.config.load import load_config
 from meshrl.env_sdk import Environment, start, stop
-from meshrl.ops.launch.environment import check_environment_up, run_environment_token
-from meshrl.ops.launch.errors import LaunchError
-from meshrl.ops.launch.grpc_tls import KINDS
-from meshrl.ops.launch.local import prepare_run_dir, replica_spec, service_specs
-from meshrl.ops.launch.scale_request import parse_counts
-from meshrl.transport.ports import free_port
+from meshrl.launch.environment import check_environment_up, run_environment_token
+from meshrl.errors import LaunchError
+from meshrl.launch.secrets import KINDS
+from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
+from meshrl.run.scale import parse_counts
+from meshrl.addresses import free_port
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

@@ -5,11 +5,11 @@ included), and a python tool this host cannot sandbox fails with the service's r
 import asyncio
 
 from meshrl.env_sdk import Environment, start, stop
-from meshrl.ops.doctor.checks_environment import check_environment
-from meshrl.ops.doctor.run import DoctorContext
+from meshrl.cli.doctor.checks_environment import check_environment
+from meshrl.cli.doctor.run import DoctorContext
 from meshrl.config import load_config
 from meshrl.services.environment.sandbox import detect
-from meshrl.transport.ports import free_port
+from meshrl.addresses import free_port
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

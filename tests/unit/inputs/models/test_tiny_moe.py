@@ -1,7 +1,6 @@
 """The tiny MoE: a Qwen3-MoE transformers loads; the weights pushed to rollout carry the
 checkpoint's per-expert names and values (transformers fuses experts in memory); the router
 statistics on a router whose picks are known; the MoE + token-level-ratio warning."""
-import json
 
 import pytest
 import torch
@@ -74,8 +73,8 @@ def test_moe_with_a_token_level_ratio_is_warned_and_gspo_is_not(moe_dir, tiny_mo
 
 
 def test_dry_run_and_doctor_say_it(moe_dir, capsys):
-    from meshrl.ops.cli.main import main
-    from meshrl.ops.doctor.checks_model import check_model
+    from meshrl.cli.main import main
+    from meshrl.cli.doctor.checks_model import check_model
 
     assert main(["train", "--dry-run", "/dev/null", f"model.path={moe_dir}", "data.train=t.jsonl",
                  "algorithm.preset=grpo"]) == 0

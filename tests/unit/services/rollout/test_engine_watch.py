@@ -3,7 +3,7 @@ AsyncLLM.errored): SERVING while the engine lives; once it dies, NOT_SERVING for
 each service, and EngineDied naming the replica. The real engine's death (its engine-core
 process SIGKILLed) is tests/services/rollout/test_engine_death.py.
 
-    .venv/bin/python -m pytest -q tests/unit/rollout/test_engine_watch.py
+    .venv/bin/python -m pytest -q tests/unit/services/rollout/test_engine_watch.py
 """
 import asyncio
 from types import SimpleNamespace
