@@ -17,7 +17,7 @@ from tests.e2e.conftest import mesh_config
 from tests.e2e.test_mesh_scale import cli, replica, rows, status, wait_for
 
 STEPS = 6
-CLI = [sys.executable, "-m", "meshrl.ops.cli.main"]
+CLI = [sys.executable, "-m", "meshrl.cli.main"]
 ENVIRONMENT = ("environment.name=tool_arith", "environment.builtin=tool_arith",
                "reward.components=[{name: env, kind: environment, weight: 1.0}]",
                "rollout.max_model_len=2048", "data.max_prompt_tokens=1536")
