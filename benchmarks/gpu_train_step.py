@@ -49,7 +49,6 @@ docs/benchmarks.md, "The learner on a GPU". Here:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import statistics
@@ -331,7 +330,7 @@ def push_step_times(args, device, batch) -> dict[str, float]:
                                      background=mode == "background")
         versions = iter(range(1, 10 ** 6))
 
-        async def one_step():
+        async def one_step(mode=mode, publisher=publisher, versions=versions):  # this iteration's
             step(batch, 0)
             if mode != "none":
                 state = {n: t.detach() for n, t in step.policy.model.state_dict().items()}
@@ -340,7 +339,7 @@ def push_step_times(args, device, batch) -> dict[str, float]:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            seconds, _ = timed(lambda: loop.run_until_complete(one_step()), device, 1, args.push_steps)
+            seconds, _ = timed(lambda loop=loop: loop.run_until_complete(one_step()), device, 1, args.push_steps)
             loop.run_until_complete(publisher.drain())
         finally:
             loop.close()

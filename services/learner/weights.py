@@ -12,7 +12,7 @@ and the notice run in the background on an export thread of their own while the 
 trains. `drain()` awaits that push (the loop calls it before the next push and at the end)
 and returns its figures. The file is written straight from the buffers with the digest
 computed on the way (`meshrl.transport.weights.file`): BLAKE3 for shm (its file is
-hashed by the learner and by every replica; meshrl.inputs.models.digests), SHA-256 for
+hashed by the learner and by every replica; meshrl.transport.weights.digests), SHA-256 for
 the object store (whose fetch already checks it). The cost is one host copy of the weights
 in the push dtype, kept between pushes; `push_in_background: false` writes from the live
 tensors on the trainer thread instead, with no copy. The learner closes its transport when

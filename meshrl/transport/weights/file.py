@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from meshrl.inputs.models.digests import new_digest
+from meshrl.transport.weights.digests import new_digest
 
 DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",

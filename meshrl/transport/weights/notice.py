@@ -3,7 +3,7 @@
 The notice is separate from the transport, so the rollout side can verify what it loaded
 whatever carried it: `transport` names how the bytes travel (`TRANSPORTS`), `location` where
 to read them (a file path for `shm`, an object name for `objectstore`, the learner's
-tcp://HOST:PORT for `collective`), `sha256` or `blake3` (meshrl.inputs.models.digests) and `size_bytes` what
+tcp://HOST:PORT for `collective`), `sha256` or `blake3` (meshrl.transport.weights.digests) and `size_bytes` what
 they must be (for `collective`: the sha256 and byte count of the transfer's manifest,
 collective.py).
 """

@@ -5,7 +5,7 @@ receiver's check accepts it, the next push waits for the one in flight, and a fa
 surfaces at `drain`. The transport is the real ShmTransport in a temporary root; the run KV
 is `RecordingKV`, a fake standing in for the bus's KV in this unit test of the publisher.
 
-Run: .venv/bin/python -m pytest tests/unit/learner/test_weights_background.py -q
+Run: .venv/bin/python -m pytest tests/unit/services/learner/test_weights_background.py -q
 """
 import asyncio
 from types import SimpleNamespace
