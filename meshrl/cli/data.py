@@ -29,6 +29,8 @@ def add_parser(sub) -> None:
     arith = kinds.add_parser("arithmetic", help="sum problems as verl-style RL prompt rows")
     _common(arith)
     arith.add_argument("--tool", action="store_true", help="the tool task's prompts (environment tool_arith)")
+    arith.add_argument("--tool-shots", type=int, default=0,
+                       help="with --tool: worked tool-call examples (0-2) as turns before each question")
     arith.set_defaults(func=arithmetic)
     pairs = kinds.add_parser("pairs", help="sum problems as DPO pairs (chosen right, rejected wrong)")
     _common(pairs)
@@ -43,8 +45,10 @@ def _check(args) -> None:
 
 def _write(args, kind: str) -> int:
     _check(args)
+    if getattr(args, "tool_shots", 0) and not args.tool:
+        raise LaunchError("--tool-shots needs --tool: the worked examples are calculator tool calls")
     write = gen.write_pairs if kind == "pairs" else gen.write_problems
-    extra = {"tool": True} if getattr(args, "tool", False) else {}
+    extra = {"tool": True, "tool_shots": args.tool_shots} if getattr(args, "tool", False) else {}
     try:
         n = write(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, **extra)
     except ValueError as err:  # bad --ops / --digits: the generator says what is allowed

@@ -1,7 +1,7 @@
 """`Evaluator`: a held-out split through rollout and reward over gRPC → metrics and samples.
 
 For every eval prompt (tokenized by `meshrl.inputs.data.PromptDataset`, exactly as training
-prompts are) it asks for one greedy answer and, when pass@k is asked, `pass_n` samples at
+prompts are; played as episodes in the run's environment when it has one) it asks for one greedy answer and, when pass@k is asked, `pass_n` samples at
 the k temperature (`EvalPlan`). Tasks go `batch_size` at a time to `RolloutService.Generate`,
 two batches in flight per replica (`RolloutPool` spreads them); each batch is scored through
 `RewardService.Score` as soon as it is back, so scoring overlaps generation. Then every
@@ -65,7 +65,8 @@ class Evaluator:
         return common_pb2.PromptTask(
             run_id=self.run_id, group_id=f"{self.run_id}-eval-{name}", prompt_text=item.text,
             prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
-            **task_fields(item.row), metadata={"split": "eval"}, dataset_index=item.row.ref.index, created_unix=time.time())
+            **task_fields(item.row), metadata={"split": "eval"}, dataset_index=item.row.ref.index, created_unix=time.time(),
+            environment=self.plan.environment)
 
     async def run(self, items: Sequence[PromptItem], *, tag: str = "eval", min_version: int = 0,
                   on_progress: Callable[[int], None] | None = None) -> EvalResult:

@@ -30,6 +30,7 @@ class EvalPlan:
     timeout_s: float = 600.0
     seed: int = 0
     max_prompts: int | None = None
+    environment: str = ""  # the run's environment: its tasks are played as episodes ("" = single turn)
 
     @classmethod
     def from_run_config(cls, cfg: RunConfig) -> "EvalPlan":
@@ -39,7 +40,7 @@ class EvalPlan:
                    correct_component=e.correct_component, correct_threshold=e.correct_threshold,
                    component_names=tuple(c.name for c in cfg.reward.components),
                    batch_size=e.batch_size, timeout_s=e.timeout_s, seed=cfg.run.seed,
-                   max_prompts=e.max_prompts)
+                   max_prompts=e.max_prompts, environment=cfg.environment.name if cfg.environment else "")
 
     def greedy_sampling(self) -> common_pb2.SamplingParams:
         return greedy_sampling(self.max_tokens, self.stop).to_proto()

@@ -13,7 +13,7 @@ first so answers are never negative. Operands are drawn with numpy in one call p
 Run:
     python -m meshrl.inputs.data.arithmetic --out data/sums.jsonl --n 256 --digits 1 --seed 0
     python -m meshrl.inputs.data.arithmetic --out data/pairs.jsonl --n 256 --dpo
-    python -m meshrl.inputs.data.arithmetic --out data/tool.jsonl --n 256 --digits 3 --ops "*" --tool
+    python -m meshrl.inputs.data.arithmetic --out data/tool.jsonl --n 256 --digits 3 --ops "*" --tool [--tool-shots 1]
 """
 from __future__ import annotations
 
@@ -27,6 +27,30 @@ OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
 TEMPLATE = "What is {a}{op}{b}? Answer with a number."
 # The tool task (services/environment/tool_arith.py): the calculator is offered as a tool.
 TOOL_TEMPLATE = "What is {a}{op}{b}? You may use the calculator tool. Answer with a number."
+# Worked examples a tool row may start with (`tool_shots`): a small model rarely writes a
+# Hermes tool call from the tools block alone, but copies one it has seen in the conversation
+# (measured: benchmarks/agent_tool_prompts.py, docs/benchmarks.md). Fixed operands: the same
+# shots in every row, so the prompts share their long prefix.
+TOOL_RULE = "You are a helpful assistant. Use the calculator tool for arithmetic, then give the final number."
+TOOL_SHOTS = [(123, 45), (678, 91)]
+
+
+def tool_shot(a: int, b: int) -> list[dict]:
+    """One worked example as conversation turns: the question, the call, the tool's answer, the answer."""
+    call = '<tool_call>{"name": "calculator", "arguments": {"expression": "%d*%d"}}</tool_call>' % (a, b)
+    return [{"role": "user", "content": TOOL_TEMPLATE.format(a=a, op="*", b=b)},
+            {"role": "assistant", "content": call}, {"role": "tool", "content": str(a * b)},
+            {"role": "assistant", "content": str(a * b)}]
+
+
+def with_tool_shots(rows: list[dict], shots: int) -> list[dict]:
+    """`rows` whose prompts start with the rule and the first `shots` worked examples."""
+    if not 0 <= shots <= len(TOOL_SHOTS):
+        raise ValueError(f"tool_shots={shots}: use 0..{len(TOOL_SHOTS)}")
+    if shots == 0:
+        return rows
+    head = [{"role": "system", "content": TOOL_RULE}] + [m for a, b in TOOL_SHOTS[:shots] for m in tool_shot(a, b)]
+    return [{**row, "prompt": head + row["prompt"]} for row in rows]
 
 
 def operands(n: int, digits: int, ops: str, rng: np.random.Generator):
@@ -73,11 +97,15 @@ def preference_pairs(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0) 
             for x, y, o, good, bad in zip(a, b, op, answers, wrong)]
 
 
-def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0, tool: bool = False) -> int:
+def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0, tool: bool = False,
+                   tool_shots: int = 0) -> int:
     """Write `arithmetic_rows(...)` to `out` (.jsonl or .parquet); the number of rows. `tool`:
-    the tool task's rows (TOOL_TEMPLATE, data_source "tool_arith")."""
+    the tool task's rows (TOOL_TEMPLATE, data_source "tool_arith"), `tool_shots` worked examples first."""
     rows = arithmetic_rows(n, digits=digits, ops=ops, seed=seed, **(
         {"template": TOOL_TEMPLATE, "data_source": "tool_arith"} if tool else {}))
+    if tool_shots and not tool:
+        raise ValueError("tool_shots needs tool=True (--tool): worked examples of the calculator tool")
+    rows = with_tool_shots(rows, tool_shots)
     write_rows(out, rows)
     return len(rows)
 
@@ -98,11 +126,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dpo", action="store_true", help="write prompt/chosen/rejected pairs")
     parser.add_argument("--tool", action="store_true", help="the tool task's prompts (calculator offered)")
+    parser.add_argument("--tool-shots", type=int, default=0, help="worked tool-call examples before each question")
     args = parser.parse_args(argv)
     if args.dpo:
         n = write_pairs(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
     else:
-        n = write_problems(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, tool=args.tool)
+        n = write_problems(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, tool=args.tool,
+                           tool_shots=args.tool_shots)
     print(f"wrote {n} rows to {args.out}")
 
 

@@ -33,7 +33,7 @@ async def agent_rollout(cfg: RunConfig, engine, *, state=None, metrics=None) -> 
     settings, replicas = client_settings(cfg), None
     if not settings.addresses:  # a launched built-in: its replicas announce themselves in the run KV
         replicas = KvReplicas(state)
-        await replicas.refresh()
+        await replicas.wait(cfg.environment.start_timeout_s)
     client = EnvironmentClient(settings, addresses=replicas, on_call=events.env_call)
     agent = cfg.rollout.agent
     chat = ChatFormat(engine.tokenizer, get_tool_parser(agent.tool_parser), agent.max_observation_tokens)

@@ -16,8 +16,10 @@
    (`max_model_len`). A turn gets at most what is left of both (and
    `sampling.max_tokens`); an observation that would leave no room for another turn is not
    appended. Any of them ends the episode as truncated (finish reason LENGTH); an
-   environment's `done` ends it with STOP.
+   environment's `done` ends it with STOP. A first prompt that leaves no room for one turn
+   fails the episode (`prompt_too_long`): there would be nothing to train on.
 5. `Close` is always attempted, whatever happened (`finally`).
+The episode is its own trace (`spans.py`): a span per turn, its generation and its Step.
 
 Seeds: turn t of episode i of a task seeded s samples with a seed derived from (s, i, t), so
 a redelivered task repeats its episodes; `Reset` gets the episode's own seed. 0 = unseeded.
@@ -32,6 +34,7 @@ from meshrl.api.env.v1 import env_pb2
 from meshrl.services.rollout.agent import answers
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
 from meshrl.services.rollout.agent.instruments import AgentEvents
+from meshrl.services.rollout.agent.spans import child_span, episode_span
 from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
 from meshrl.services.rollout.engine import FINISH_REASONS, oldest_version
 
@@ -95,16 +98,20 @@ class Episode:
         self.id = f"{task.group_id}/{index}"
 
     async def run(self) -> Trajectory:
-        try:
-            return await self._play()
-        finally:
-            await self.ctx.env.close(self.id)
+        version = self.ctx.engine.version
+        with episode_span(self.id, self.task.group_id, self.task.environment, version):
+            try:
+                return await self._play()
+            finally:
+                with child_span("env.close", version):
+                    await self.ctx.env.close(self.id)
 
     def _invalid(self, err: InvalidAnswer) -> EpisodeFailed:
         return EpisodeFailed(self.id, INVALID_ANSWER, str(err))
 
     async def _play(self) -> Trajectory:
-        first, repaired = await self.ctx.env.reset(self.reset_request())
+        with child_span("env.reset", self.ctx.engine.version):
+            first, repaired = await self.ctx.env.reset(self.reset_request())
         if repaired:
             self.ctx.events.repaired()
         try:
@@ -117,12 +124,18 @@ class Episode:
         if observation:
             self.ctx.events.observation(bounded)
         traj = Trajectory(prompt=prompt)
+        if self.room(traj)[0] < 1:
+            raise EpisodeFailed(self.id, "CONTEXT_OVERFLOW", (
+                f"the first prompt (the task's messages, the tools, the first observation) is {len(prompt)} tokens: "
+                f"rollout.max_model_len={self.ctx.limits.max_model_len} leaves no room for a turn; raise it, or "
+                f"shorten the prompt"), code="prompt_too_long", source="rollout")
         for turn in range(self.ctx.limits.max_turns):
             left, limit = self.room(traj)
             if left < 1:
                 traj.ended = limit
                 break
-            record, answer = await self.turn(traj, turn)
+            with child_span("episode.turn", self.ctx.engine.version, turn=turn):
+                record, answer = await self.turn(traj, turn)
             if answer.done or turn + 1 == self.ctx.limits.max_turns:
                 traj.ended = "done" if answer.done else "max_turns"
                 break
@@ -150,9 +163,11 @@ class Episode:
     # -- a turn ---------------------------------------------------------------------------------
     async def turn(self, traj: Trajectory, turn: int) -> tuple[pb.Turn, env_pb2.StepResponse]:
         sampling = self.task.sampling
-        out = await self.ctx.engine.generate_turn(
-            traj.prompt + traj.ids, sampling, max_tokens=min(sampling.max_tokens, self.room(traj)[0]),
-            seed=episode_seed(sampling.seed, self.index, turn), name=f"{self.id}/t{turn}")
+        with child_span("turn.generate", self.ctx.engine.version) as span:
+            out = await self.ctx.engine.generate_turn(
+                traj.prompt + traj.ids, sampling, max_tokens=min(sampling.max_tokens, self.room(traj)[0]),
+                seed=episode_seed(sampling.seed, self.index, turn), name=f"{self.id}/t{turn}")
+            span.set_attribute("meshrl.tokens", len(out.token_ids))
         start, logprobs = len(traj.ids), list(out.logprobs.logprobs) if out.logprobs else []
         if len(logprobs) != len(out.token_ids):
             raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
@@ -173,8 +188,10 @@ class Episode:
         sent = [env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
                 for c in record.tool_calls if not c.error]
         began = time.perf_counter()
-        answer, repaired = await self.ctx.env.step(env_pb2.StepRequest(
-            episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated))
+        with child_span("env.step", self.ctx.engine.version, tool_calls=len(sent)) as span:
+            answer, repaired = await self.ctx.env.step(env_pb2.StepRequest(
+                episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated))
+            span.set_attribute("meshrl.done", answer.done)
         if repaired:
             self.ctx.events.repaired()
         record.env_latency_s = time.perf_counter() - began

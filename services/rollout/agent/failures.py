@@ -7,6 +7,8 @@ by (`env_` + the status, lower case: the part before the first ":"), then the ep
 status and the message, e.g.
     env_deadline_exceeded: episode g-17/3: environment DEADLINE_EXCEEDED: Step (turn 1) at
     env:50090 got no answer within 10 s (environment.timeout_s)
+An episode whose first prompt leaves no room for a turn fails the same way, from the rollout:
+    prompt_too_long: episode g-17/3: rollout CONTEXT_OVERFLOW: the first prompt ... is 827 tokens ...
 """
 from __future__ import annotations
 
@@ -14,13 +16,10 @@ INVALID_ANSWER = "INVALID_ANSWER"  # a well-formed message the contract forbids 
 
 
 class EpisodeFailed(Exception):
-    def __init__(self, episode_id: str, status: str, message: str):
-        super().__init__(f"episode {episode_id}: environment {status}: {message}")
+    def __init__(self, episode_id: str, status: str, message: str, *, code: str = "", source: str = "environment"):
+        super().__init__(f"episode {episode_id}: {source} {status}: {message}")
         self.episode_id, self.status, self.message = episode_id, status, message
-
-    @property
-    def code(self) -> str:
-        return f"env_{self.status.lower()}"
+        self.code = code or f"env_{status.lower()}"
 
     @property
     def drop_reason(self) -> str:

@@ -7,7 +7,7 @@ join and stops sending new ones to replicas that left; an episode stays on the r
 that answered its Reset.
 
     replicas = KvReplicas(bus.state)
-    await replicas.refresh()                      # once before work starts
+    await replicas.wait(timeout_s=60)             # before work starts: until one is announced
     client = EnvironmentClient(settings, addresses=replicas)
     asyncio.create_task(replicas.run())           # until cancelled
 """
@@ -36,6 +36,18 @@ class KvReplicas:
             log.info("environment replicas: %s", ", ".join(found) or "none")
         self.addresses = found
         return found
+
+    async def wait(self, timeout_s: float) -> list[str]:
+        """Refresh until at least one replica is announced or `timeout_s` passed (then the
+        list stays empty, with a warning: episodes fail UNAVAILABLE until one appears)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not await self.refresh() and loop.time() < deadline:
+            await asyncio.sleep(min(0.5, self.every_s))
+        if not self.addresses:
+            log.warning("no environment replica announced in the run KV after %g s; groups of environment "
+                        "tasks are dropped until one is (is the environment service running?)", timeout_s)
+        return self.addresses
 
     async def run(self) -> None:
         while True:

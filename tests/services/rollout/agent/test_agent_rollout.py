@@ -139,6 +139,14 @@ async def test_context_overflow_ends_the_episode_as_truncated(base_rollout_engin
         assert sample.finish_reason == pb.FINISH_REASON_LENGTH and 1 <= len(sample.turns) <= 2
 
 
+async def test_a_first_prompt_that_fills_the_context_drops_the_group_naming_the_limit(base_rollout_engine, env):
+    client, _ = env
+    group = await rollout(base_rollout_engine, client, max_model_len=21).generate_group(task("chatty", "g-full", n=2))
+    assert not group.samples and group.drop_reason.startswith("prompt_too_long: episode g-full/")
+    assert "rollout CONTEXT_OVERFLOW: the first prompt (the task's messages, the tools, the first observation) is " \
+           "21 tokens: rollout.max_model_len=21 leaves no room for a turn" in group.drop_reason
+
+
 async def test_an_injected_end_of_turn_is_escaped_in_the_trajectory(base_rollout_engine, env):
     client, _ = env
     tok = base_rollout_engine.tokenizer
@@ -189,3 +197,34 @@ async def test_a_failed_episode_drops_the_group_with_its_reason_and_every_episod
     opened = {r.episode_id for r in record.resets if r.episode_id.startswith(group_id + "/")}
     closed = {c for c in record.closes if c.startswith(group_id + "/")}
     assert episode in opened and opened <= closed  # the other episode may be cancelled before its Reset went out
+
+
+async def test_each_episode_is_one_trace_with_a_span_per_turn_linked_to_its_group(base_rollout_engine, env, tmp_path):
+    from meshrl.ops.telemetry import tracing
+    from meshrl.ops.telemetry.spans.read import load_spans
+
+    client, _ = env
+    tracer = tracing.init_tracing("rollout", "0", "run-t", run_dir=tmp_path)
+    try:
+        with tracing.group_span("rollout.generate", "g-traced") as group_span:
+            await rollout(base_rollout_engine, client, max_turns=2).generate_group(task("chatty", "g-traced", n=2))
+        tracer.force_flush()
+    finally:
+        tracing.shutdown_tracing(tracer)
+    spans = load_spans(tmp_path)
+    group = next(s for s in spans if s["name"] == "rollout.generate")
+    episodes = [s for s in spans if s["name"] == "rollout.episode"]
+    assert sorted(s["attributes"]["meshrl.episode_id"] for s in episodes) == ["g-traced/0", "g-traced/1"]
+    assert len({s["trace_id"] for s in episodes} | {group["trace_id"]}) == 3  # a trace each, apart from the group's
+    for episode in episodes:
+        assert [(link["trace_id"], link["span_id"]) for link in episode["links"]] == [(group["trace_id"], group["span_id"])]
+        mine = [s for s in spans if s["trace_id"] == episode["trace_id"]]
+        children = sorted((s["name"] for s in mine if s.get("parent_span_id") == episode["span_id"]))
+        assert children == ["env.close", "env.reset", "episode.turn", "episode.turn"]
+        for turn in (s for s in mine if s["name"] == "episode.turn"):
+            under = sorted(s["name"] for s in mine if s.get("parent_span_id") == turn["span_id"])
+            assert under == ["env.step", "turn.generate"]
+        ours = [s for s in mine if s["name"] in ("rollout.episode", "env.reset", "env.close", "env.step",
+                                                  "episode.turn", "turn.generate")]
+        assert len(ours) == 9 and all((s["attributes"]["meshrl.run_id"], s["attributes"]["meshrl.policy_version"])
+                                      == ("run-t", 0) for s in ours)

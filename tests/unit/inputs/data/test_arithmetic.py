@@ -71,3 +71,20 @@ def test_write_helpers_return_counts(tmp_path):
     assert [r.ground_truth for r in load_rows(tmp_path / "a.parquet")] == \
         [r["reward_model"]["ground_truth"] for r in arithmetic_rows(4, digits=2, seed=1)]
     assert write_pairs(tmp_path / "p.jsonl", n=3) == 3
+
+
+def test_tool_rows_can_start_with_worked_examples_of_a_call(tmp_path):
+    from meshrl.inputs.data.arithmetic import TOOL_RULE, write_problems
+
+    write_problems(tmp_path / "t.jsonl", n=3, digits=3, ops="*", seed=2, tool=True, tool_shots=1)
+    row = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    assert [m["role"] for m in row["prompt"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert row["prompt"][0]["content"] == TOOL_RULE and row["data_source"] == "tool_arith"
+    call = row["prompt"][2]["content"]
+    assert call == '<tool_call>{"name": "calculator", "arguments": {"expression": "123*45"}}</tool_call>'
+    assert row["prompt"][3]["content"] == row["prompt"][4]["content"] == str(123 * 45)
+    assert row["prompt"][5]["content"].startswith("What is ") and row["prompt"][5]["content"].endswith("Answer with a number.")
+    with pytest.raises(ValueError, match="tool_shots needs tool=True"):
+        write_problems(tmp_path / "u.jsonl", n=1, tool_shots=1)
+    with pytest.raises(ValueError, match=r"tool_shots=3: use 0..2"):
+        write_problems(tmp_path / "u.jsonl", n=1, tool=True, tool_shots=3)
