@@ -1,18 +1,25 @@
 """The mesh at cluster scale, by simulation: the bus and the gather under load, replicas killed.
 
-    .venv/bin/python -m benchmarks.mesh_sim --minutes 10 --rollouts 16 --rewards 4 --rate 10000 --kill-every 30
+    .venv/bin/python -m benchmarks.mesh_sim --minutes 10 --rollouts 16 --rewards 4 --kill-every 30
 
 Starts a real nats-server (EmbeddedNats, monitoring port on), creates a run's streams, and
 runs `--rollouts` simulated rollout replicas and `--rewards` reward replicas as separate
 processes (benchmarks/mesh_sim_replica.py: the real RolloutWorker with a FakeEngine that
 returns canned token ids after --gen-ms, the real RewardWorker with the exact_match rule).
 This process is the learner's side: a feeder publishes PromptTasks at `--rate` groups a
-minute (at most --max-in-flight unsettled, like the learner's feeder), and a gatherer pulls
-`ready` with the learner's durable, writes the learner's ledger (published / trained) and
-acks. Every `--kill-every` s a random replica is SIGKILLed and a new one started.
-At the end (after a drain of up to --drain-s) it prints groups/min, p50/p99 of each hop,
-CPU seconds per process kind, NATS memory and storage, and the ledger check (every
-published group gathered or dead-lettered, none gathered twice); exit 1 if that fails.
+minute (`max`, the default: as fast as the in-flight bound allows; at most --max-in-flight
+unsettled, like the learner's feeder), and a gatherer pulls `ready` with the learner's
+durable, writes the learner's ledger (published / trained) and acks. Every `--kill-every` s
+a random replica is SIGKILLed and a new one started.
+
+What it measures is the capacity: the rate the mesh sustains when fed above it. The report
+gives the groups gathered per minute after the warm-up (`--warmup-s`), the rate fed, and
+whether the feed was above capacity (the in-flight bound held the feeder back on most ticks
+after the warm-up: then the mesh set the rate). A run fed below capacity says so — its
+rate is the feed's, and the capacity is higher — and names the fix (a higher --rate).
+At the end (after a drain of up to --drain-s) it also prints p50/p99 of each hop, CPU
+seconds per process kind, NATS memory and storage, and the ledger check (every published
+group gathered or dead-lettered, none gathered twice); exit 1 if that fails.
 
 Simplifications: no model, no training, no reference (generated → ready directly), one
 policy version; every process shares this machine's cores, so groups/min is what this
@@ -34,7 +41,8 @@ import nats.js.errors
 import psutil
 
 from benchmarks.mesh_sim_fleet import Fleet
-from benchmarks.mesh_sim_report import check_ledger, dead_group_ids, group_hops, nats_stats, percentiles
+from benchmarks.mesh_sim_report import (check_ledger, dead_group_ids, group_hops, nats_stats, percentiles,
+                                        saturated, sustained_per_min)
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.learner.ledger import Ledger, read_ledger
 from meshrl.transport.bus import Bus, EmbeddedNats
@@ -51,6 +59,8 @@ class Sim:
     def __init__(self, bus: Bus, ledger: Ledger, args):
         self.bus, self.ledger, self.args = bus, ledger, args
         self.published, self.gathered, self.redelivered = 0, 0, 0
+        self.gather_times: list[float] = []  # monotonic, one per group gathered
+        self.ticks = self.held_back = 0  # feed ticks after the warm-up; those the bound held back
         self.seen: set[str] = set()
         self.hops: dict[str, list[float]] = defaultdict(list)
         self.feeding = True
@@ -69,12 +79,16 @@ class Sim:
         await self.bus.publish("prompts", task, msg_id=task.group_id)
 
     async def feed(self, seconds: float) -> None:
-        """Publish at --rate groups/min in 0.1 s ticks, never more than --max-in-flight unsettled."""
+        """Publish at --rate groups/min in 0.1 s ticks, never more than --max-in-flight
+        unsettled; counts the ticks after the warm-up on which the bound held the feed back."""
         per_tick, t0, due, tick = self.args.rate / 600.0, time.monotonic(), 0.0, 0
         while time.monotonic() - t0 < seconds:
-            due += per_tick
+            due = min(due + per_tick, float(self.args.max_in_flight))
             room = self.args.max_in_flight - (self.published - self.gathered)
             n = max(0, min(int(due), room))
+            if time.monotonic() - t0 >= self.args.warmup_s:
+                self.ticks += 1
+                self.held_back += n < int(due)
             due -= int(due)  # what the in-flight bound held back is skipped, not caught up later
             await asyncio.gather(*(self.publish_one() for _ in range(n)))
             tick += 1
@@ -93,6 +107,7 @@ class Sim:
             return
         self.seen.add(group.group_id)
         self.gathered += 1
+        self.gather_times.append(time.monotonic())
         for hop, seconds in group_hops(group, time.time()).items():
             self.hops[hop].append(seconds)
         self.ledger.trained(group, step=0)
@@ -188,7 +203,7 @@ async def _run(args, bus, nats, fleet, ledger, monitor_port) -> dict:
                                                watch(fleet, sim, nats, monitor_port, peak))]
     await sim.feed(seconds)
     fed_s = time.monotonic() - START
-    gathered_while_fed = sim.gathered
+    published_while_fed = sim.published
     tasks[1].cancel()  # no kills during the drain
     drain_s = await drain(sim, lambda: dead_group_ids(bus.js, bus.run_id), args.drain_s)
     for task in tasks:
@@ -198,7 +213,10 @@ async def _run(args, bus, nats, fleet, ledger, monitor_port) -> dict:
     final = nats_stats(nats._proc.pid, monitor_port)
     return {"fed_s": fed_s, "drain_s": drain_s, "published": sim.published, "gathered": sim.gathered,
             "redelivered_to_gather": sim.redelivered,
-            "groups_per_min": gathered_while_fed / fed_s * 60, "target_per_min": args.rate,
+            "sustained_per_min": sustained_per_min(sim.gather_times, START + args.warmup_s, START + fed_s),
+            "fed_per_min": published_while_fed / fed_s * 60, "target_per_min": args.rate,
+            "saturated": saturated(sim.held_back, sim.ticks), "held_back_share": sim.held_back / max(sim.ticks, 1),
+            "warmup_s": args.warmup_s,
             "latency": percentiles(sim.hops), "cpu_s": {**fleet.cpu_by_kind(), "nats-server": final["cpu_s"],
                                                         "learner-side (feeder+gather)": _own_cpu()},
             "nats": {**final, "peak": peak}, "killed": fleet.killed, "crashed": fleet.dead_early()}
@@ -210,8 +228,15 @@ def _own_cpu() -> float:
 
 
 def print_report(r: dict) -> None:
-    print(f"\ngroups/min: {r['groups_per_min']:.0f} (target {r['target_per_min']:.0f}) over {r['fed_s']:.0f} s; "
-          f"published {r['published']}, gathered {r['gathered']}, drain {r['drain_s']:.1f} s")
+    verdict = (f"fed above capacity (the in-flight bound held the feed back on "
+               f"{r['held_back_share']:.0%} of the ticks): this is the capacity measured"
+               if r["saturated"] else
+               f"NOT a capacity: fed below it (held back on only {r['held_back_share']:.0%} of the "
+               f"ticks), the mesh kept up with the feed; rerun with a higher --rate (or --rate max)")
+    print(f"\nsustained: {r['sustained_per_min']:.0f} groups/min gathered after the {r['warmup_s']:.0f} s "
+          f"warm-up, fed {r['fed_per_min']:.0f}/min (target {r['target_per_min']:.0f}) over {r['fed_s']:.0f} s; "
+          f"{verdict}")
+    print(f"published {r['published']}, gathered {r['gathered']}, drain {r['drain_s']:.1f} s")
     for hop, p in r["latency"].items():
         print(f"  {hop:20s} p50 {p['p50_ms']:9.1f} ms   p99 {p['p99_ms']:9.1f} ms   max {p['max_ms']:9.1f} ms")
     print("CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_s"].items()))
@@ -228,7 +253,10 @@ def parse_args(argv=None):
     p.add_argument("--minutes", type=float, default=10.0, help="how long the feeder publishes")
     p.add_argument("--rollouts", type=int, default=16)
     p.add_argument("--rewards", type=int, default=4)
-    p.add_argument("--rate", type=float, default=10000.0, help="target groups per minute")
+    p.add_argument("--rate", type=rate, default="max",
+                   help="groups per minute to feed; max (default): as fast as the in-flight bound allows")
+    p.add_argument("--warmup-s", type=float, default=None,
+                   help="s excluded from the sustained rate (default: 10 %% of the feed, at most 30 s)")
     p.add_argument("--kill-every", type=float, default=30.0, help="s between SIGKILLs of a random replica; 0 = none")
     p.add_argument("--gen-ms", type=float, default=50.0, help="FakeEngine time per group")
     p.add_argument("--group-size", type=int, default=4, help="samples per group")
@@ -240,7 +268,16 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.rollouts < 1 or args.rewards < 1 or args.rate <= 0 or args.minutes <= 0:
         p.error("--rollouts and --rewards must be >= 1, --rate and --minutes > 0")
+    if args.warmup_s is None:
+        args.warmup_s = min(30.0, args.minutes * 6.0)
+    if not 0 <= args.warmup_s < args.minutes * 60:
+        p.error(f"--warmup-s={args.warmup_s} must be >= 0 and shorter than the feed ({args.minutes * 60:.0f} s)")
     return args
+
+
+def rate(text: str) -> float:
+    """--rate: groups per minute, or `max` (unbounded: the in-flight bound is the only limit)."""
+    return float("inf") if text == "max" else float(text)
 
 
 def main(argv=None) -> int:

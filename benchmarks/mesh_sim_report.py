@@ -6,6 +6,9 @@
   "generate" and "reward" StageTimings) and the time the gatherer received it.
 - `nats_stats`: RSS of the nats-server process (psutil) and JetStream memory/storage
   from its monitoring port (/varz, /jsz).
+- `sustained_per_min`, `saturated`: the capacity measured — groups gathered per minute
+  after the warm-up, and whether the feed was above it (the feeder held back by its
+  in-flight bound on most ticks: the mesh, not the feed, set the rate).
 """
 from __future__ import annotations
 
@@ -86,3 +89,19 @@ async def dead_group_ids(js, run_id: str) -> set[str]:
         msg_id = (raw.headers or {}).get("Nats-Msg-Id", "")
         ids.add(msg_id.split(".", 2)[-1])
     return ids
+
+
+def sustained_per_min(gather_times: list[float], start: float, end: float) -> float:
+    """Groups gathered per minute between `start` and `end` (monotonic seconds)."""
+    if end <= start:
+        return 0.0
+    return sum(start <= t <= end for t in gather_times) / (end - start) * 60.0
+
+
+SATURATED_SHARE = 0.5  # of the ticks after warm-up: the feed was held back more often than not
+
+
+def saturated(held_back_ticks: int, ticks: int) -> bool:
+    """The mesh, not the feed, set the rate: its in-flight bound held the feeder back on most
+    ticks, so groups waited for the mesh, and the rate gathered is its capacity."""
+    return ticks > 0 and held_back_ticks / ticks >= SATURATED_SHARE

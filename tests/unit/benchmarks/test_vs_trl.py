@@ -1,8 +1,8 @@
 """benchmarks/vs_trl.py's argument and result parsing (the benchmark itself is not a test)."""
 import pytest
 
-from benchmarks.vs_trl import (generation_tokens_per_s, meshrl_split, parse_args, prompt_rows, stale_fraction,
-                               steady_median)
+from benchmarks.vs_trl import (TRL_RUNNER, generated_tokens, generation_tokens_per_s, meshrl_split, pair_figures,
+                               pairs_report, parse_args, prompt_rows, stale_fraction, steady_median)
 
 
 def test_arguments_and_a_clear_error_for_too_few_steps(capsys):
@@ -11,6 +11,33 @@ def test_arguments_and_a_clear_error_for_too_few_steps(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--steps", "1"])
     assert "--steps=1: use at least 2" in capsys.readouterr().err
+    assert args.runs == 3
+    with pytest.raises(SystemExit):
+        parse_args(["--runs", "0"])
+
+
+def test_trl_runs_with_hf_generate_and_gradient_checkpointing_off_explicitly():
+    assert "gradient_checkpointing=False, use_vllm=False" in TRL_RUNNER
+    assert "assert not trainer.args.gradient_checkpointing" in TRL_RUNNER
+
+
+def test_runs_report_each_sides_time_and_tokens_and_the_median_ratio_with_its_range():
+    def mesh(step_s, length):
+        return {"rows": [{"time/step": t, "completions/mean_length": length} for t in step_s]}
+    pairs = [{"first": "trl", "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
+              "meshrl": mesh([40.0, 8.0, 8.0], 25.0)},
+             {"first": "meshrl", "trl": {"step_s": [50.0, 12.0, 12.0], "mean_length": [9.0, 20.0, 22.0]},
+              "meshrl": mesh([40.0, 6.0, 6.0], 25.0)},
+             {"first": "trl", "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
+              "meshrl": mesh([40.0, 9.0, 9.0], 25.0)}]
+    figures = [pair_figures(p) for p in pairs]
+    assert [f["ratio"] for f in figures] == pytest.approx([0.8, 0.5, 0.9])
+    assert figures[1]["trl_tokens"] == pytest.approx(21.0 * 16) and figures[1]["meshrl_tokens"] == 25.0 * 16
+    lines = pairs_report(figures)
+    assert lines[1].startswith("run 2 (meshrl first): TRL 12.00 s (336 generated tokens/step), "
+                               "meshrl 6.00 s (400 generated tokens/step) → ratio 0.50")
+    assert "ratio meshrl / TRL over 3 runs: median 0.80 (range 0.50–0.90)" in lines
+    assert generated_tokens([None, None]) != generated_tokens([None, None])  # nan: TRL logged none
 
 
 def test_prompts_are_sums_of_1_to_50():
