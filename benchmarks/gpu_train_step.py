@@ -280,7 +280,7 @@ def blake3_installed() -> bool:
 def export_times(args, device) -> dict[str, float]:
     """Seconds: foreground write (sha256 / blake3), background (stage; then write), the
     collective's on-device snapshot; and the file's GB."""
-    from meshrl.inputs.models.safetensors_write import write_safetensors
+    from meshrl.transport.weights.file import write_safetensors
     from meshrl.services.learner.weights_staging import HostStaging
 
     model = build_model(args.shape, device)
@@ -420,8 +420,11 @@ def main(argv=None) -> dict:
     out = {"args": vars(args), "tokens": tokens, "useful_tflop": flops / 1e12,
            "variants": report(results, flops, peak)}
     if args.export:
-        out["export"] = export_times(args, device)
-        print("  export: " + "  ".join(f"{k} {v:.3f}" for k, v in out["export"].items()))
+        try:
+            out["export"] = export_times(args, device)
+            print("  export: " + "  ".join(f"{k} {v:.3f}" for k, v in out["export"].items()))
+        except ImportError as err:  # meshrl.transport.weights imports the notice's protobuf
+            print(f"  export: skipped, {err} (pip install protobuf)")
     if args.push_steps:
         try:
             out["push"] = push_step_times(args, device, batch)
