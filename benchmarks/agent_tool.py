@@ -26,7 +26,7 @@ from pathlib import Path
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import write_problems
 from meshrl.inputs.models.fetch import fetch_smollm2
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent_tool_smollm2.yaml"
 

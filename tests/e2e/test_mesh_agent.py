@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from meshrl.ops.launch.local import run_local
+from meshrl.launch.local import run_local
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow

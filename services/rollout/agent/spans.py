@@ -12,7 +12,7 @@
 An episode is its own trace (not spans inside the group's): a group of 8 episodes of 4 turns
 would otherwise be one 60-span trace in which no single episode can be followed; the link
 keeps the way from the group to its episodes and back. Every span carries the run id and
-the policy version (meshrl.ops.telemetry.tracing's conventions). With tracing off each helper
+the policy version (meshrl.telemetry.tracing's conventions). With tracing off each helper
 is a no-op context.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Link
 
-from meshrl.ops.telemetry.spans.propagation import GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY
-from meshrl.ops.telemetry.tracing import current_tracer
+from meshrl.telemetry.spans.propagation import GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY
+from meshrl.telemetry.tracing import current_tracer
 
 EPISODE_ID_KEY = "meshrl.episode_id"
 

@@ -200,8 +200,8 @@ async def test_a_failed_episode_drops_the_group_with_its_reason_and_every_episod
 
 
 async def test_each_episode_is_one_trace_with_a_span_per_turn_linked_to_its_group(base_rollout_engine, env, tmp_path):
-    from meshrl.ops.telemetry import tracing
-    from meshrl.ops.telemetry.spans.read import load_spans
+    from meshrl.telemetry import tracing
+    from meshrl.telemetry.spans.read import load_spans
 
     client, _ = env
     tracer = tracing.init_tracing("rollout", "0", "run-t", run_dir=tmp_path)
