@@ -11,7 +11,9 @@ token, with means over the valid tokens of this (micro-)batch:
 - `kl_cov`: the unclipped −A·ρ, plus `kl_cov_coef`·|log ρ| on the top `kl_cov_ratio` share of
   valid tokens (at least one) by cov_t.
 
-Defaults as verl (ratios 2e-4, bounds 1 and 5, coefficient 1). The covariance is over the
+Defaults as verl 0.9.1's `PolicyLossConfig` (clip_cov_ratio = kl_cov_ratio = 2e-4, bounds 1
+and 5, `ppo_kl_coef` 0.1 = our `kl_cov_coef`; the function's own fallback of 1.0 is never
+reached through verl's config). The covariance is over the
 micro-batch the loss sees (verl: the micro-batch too); `clip_cov` draws from torch's global
 generator (seeded by `trainer.seed`). `clip_ratio/low|high` report the PPO clip,
 `clip_ratio/dual` the covariance-selected tokens.
@@ -65,7 +67,7 @@ def clip_cov(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, 
 
 @register_policy_loss("kl_cov", default_agg="token-mean", paper=PAPER)
 def kl_cov(*, logprobs, old_logprobs, advantages, response_mask, kl_cov_ratio=2e-4,
-           kl_cov_coef=1.0, **_) -> PolicyLossResult:
+           kl_cov_coef=0.1, **_) -> PolicyLossResult:
     """−A·ρ plus a |log ρ| penalty on the top-covariance tokens (module docstring)."""
     log_ratio = (logprobs - old_logprobs.detach()).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = log_ratio.exp()

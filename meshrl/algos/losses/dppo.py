@@ -13,8 +13,12 @@ Bernoulli (token vs. rest of the vocabulary), p = π(y_t), p_old = π_old(y_t):
 
 so ∂L/∂log π = −A·min(ρ, C) on valid tokens and 0 where the trust region is left in the
 harmful direction. Here `epsilon`/`epsilon_high` are the divergence thresholds (not ratio
-clip ranges); `dppo_ratio_cap` C is verl's `clip_ratio_c` for DPPO (default 20). Formulas as
-verl's `compute_policy_loss_dppo_tv` / `_kl`; the KL's 1e-8 guards log(0).
+clip ranges); `dppo_ratio_cap` C plays verl's `clip_ratio_c`. Default 20, the paper's advice
+(§5.4: a large cap, since truncation biases the update) and the fallback in verl 0.9.1's
+`compute_policy_loss_dppo_tv`; verl's `ActorConfig.clip_ratio_c` is 3.0 (shared with PPO's
+dual clip), so a verl run that does not set it truncates at 3: set `dppo_ratio_cap: 3.0` to
+reproduce one. Formulas as verl's `compute_policy_loss_dppo_tv` / `_kl`; the KL's 1e-8
+guards log(0).
 """
 from __future__ import annotations
 

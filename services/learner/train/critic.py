@@ -10,7 +10,11 @@ Clipped value loss (Schulman et al. 2017; the form used by OpenAI's PPO2 and ver
 
 with R the returns of the advantage estimator and V_old the values before the update;
 c = `critic.cliprange_value` (None = unclipped ½ (V − R)²). The critic has its own AdamW.
-`critic/vf_clipfrac` is the fraction of valid tokens with |V − V_old| > c.
+Metrics over valid tokens: `critic/vf_clipfrac`, verl's meaning under verl's name, is the
+fraction where the clipped term is the larger, (clip(V) − R)² > (V − R)², i.e. where the
+clip changed the loss; `critic/vf_out_of_range` the fraction where V left V_old ± c at all
+(it also counts tokens whose move away from V_old brought V closer to R, where the max keeps
+the unclipped term). verl 0.9.1's `compute_value_loss` logs the first.
 
 Simplifications: the backbone starts as a copy of the policy's (a reward model's weights
 could be loaded the same way with `from_backbone`).
@@ -79,15 +83,17 @@ def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: 
     unclipped = (values - returns) ** 2
     if clip is None:
         loss = 0.5 * unclipped
-        clipfrac = torch.zeros((), device=values.device)
+        clipfrac = out_of_range = torch.zeros((), device=values.device)
     else:
-        clipped_v = old_values + (values - old_values).clamp(-clip, clip)
+        # V itself clamped (verl's clip_by_value), not V_old + clamp(V − V_old): inside the
+        # range the clipped term is then V bit for bit, never a rounding of it
+        clipped_v = torch.maximum(torch.minimum(values, old_values + clip), old_values - clip)
         clipped = (clipped_v - returns) ** 2
         loss = 0.5 * torch.maximum(unclipped, clipped)
-        # the clamp moved V: comparing the two losses would also count tokens where
-        # V_old + (V − V_old) merely rounds differently from V
-        clipfrac = masked_mean(((values - old_values).abs() > clip).float(), mask)
+        clipfrac = masked_mean((clipped > unclipped).float(), mask)
+        out_of_range = masked_mean(((values - old_values).abs() > clip).float(), mask)
     metrics = {"critic/vf_clipfrac": clipfrac.detach(),
+               "critic/vf_out_of_range": out_of_range.detach(),
                "critic/values": masked_mean(values.detach(), mask),
                "critic/returns": masked_mean(returns, mask)}
     return loss * mask, metrics

@@ -12,7 +12,8 @@ Top to bottom, for a batch of B sampled responses and step number s:
    turn-credited environment rewards, moved from its end to the turns that earned them
    (token_rewards += turn_rewards, the episode reward less their sum); DAPO overlong shaping;
    advantages from the registered estimator; rollout-correction weights w from the
-   engine's behaviour log-probs.
+   engine's behaviour log-probs (one geometric-mean weight per row when the policy loss's
+   ratio is registered at the sequence level).
 3. for ppo_epochs × mini_batches (optimizer steps), over micro-batches with gradient
    accumulation, the per-token loss
 
@@ -71,6 +72,7 @@ from meshrl.algos.kl_control import kl_controller
 from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
+from meshrl.algos.correction.level import weights_at_level
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs, response_stats
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
@@ -271,7 +273,9 @@ class TrainStep:
         return rewards - turns.sum(dim=-1), turns if kl_tokens is None else kl_tokens + turns
 
     def correction_weights(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
-        """Truncated-IS weights π_old/μ (or None without behaviour log-probs)."""
+        """Truncated-IS weights π_old/μ (or None without behaviour log-probs), at the level of
+        the policy loss's ratio: one geometric-mean weight per row for a sequence-level loss
+        (meshrl/algos/correction/level.py)."""
         if batch.behaviour_logprobs is None:
             return None
         rc = self.algo.rollout_correction
@@ -279,7 +283,7 @@ class TrainStep:
                                               rc.mode, rc.cap)
         sums.add_dict({f"rollout_correction/{k}" if k != "mismatch_kl" else k: v
                        for k, v in metrics.items()}, batch.loss_mask.sum())
-        return weights
+        return weights_at_level(weights, batch.loss_mask, getattr(self.policy_loss, "level", "token"))
 
     def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, sums: MetricSums) -> None:
         """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages;

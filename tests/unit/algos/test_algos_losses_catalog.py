@@ -113,10 +113,13 @@ def test_clip_cov_detaches_tokens_with_covariance_in_the_band():
 
 def test_kl_cov_penalises_the_top_covariance_tokens():
     old = [x - 0.1 for x in COV_LP]  # log ρ = 0.1 on every token
-    # share 0.34 of 3 valid tokens → 1 token, the top cov (token 0): −A·ρ + 1·|log ρ|
+    # share 0.34 of 3 valid tokens → 1 token, the top cov (token 0): −A·ρ + c·|log ρ|, with
+    # verl 0.9.1's default coefficient c = ppo_kl_coef = 0.1
     result, grad = run("kl_cov", COV_LP, old, COV_A, kl_cov_ratio=0.34)
     r = math.exp(0.1)
-    assert_close(result.loss_mat, torch.tensor([[-3 * r + 0.1, 0.0, -0.5 * r, 0.0]]))
+    assert_close(result.loss_mat, torch.tensor([[-3 * r + 0.01, 0.0, -0.5 * r, 0.0]]))
+    assert_close(grad, torch.tensor([[-3 * r + 0.1, 0.0, -0.5 * r, 0.0]]))
+    _, grad = run("kl_cov", COV_LP, old, COV_A, kl_cov_ratio=0.34, kl_cov_coef=1.0)
     assert_close(grad, torch.tensor([[-3 * r + 1.0, 0.0, -0.5 * r, 0.0]]))
 
 

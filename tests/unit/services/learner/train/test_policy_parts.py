@@ -31,12 +31,34 @@ def test_clipped_value_loss_hand_computed():
     torch.testing.assert_close(unclipped, torch.tensor([[0.125, 0.405, 0.0]]))
 
 
-def test_vf_clipfrac_counts_values_beyond_the_range_not_rounding():
-    # |1e-8 − 0.3| = 0.3 < c = 1: nothing is clipped, although V_old + (V − V_old) = 0.0 ≠ 1e-8
-    # in fp32 and makes the "clipped" loss (1e-7)² exceed the unclipped (9e-8)²
+def test_vf_clipfrac_is_verls_the_clipped_term_won_and_out_of_range_is_kept_apart():
+    """verl 0.9.1 `compute_value_loss`: vf_clipfrac = mean(gt(vf_losses2, vf_losses1)), with
+    vf_losses2 from V clipped to V_old ± c. Five tokens, V_old = 1, c = 1, by hand:
+      V = 1.5, R = 1:   in range, both terms 0.25                   -> not counted
+      V = 3,   R = 3:   clipped V = 2: (2 − 3)² = 1  > (3 − 3)² = 0  -> counted
+      V = −1,  R = −5:  clipped V = 0: (0 + 5)² = 25 > (−1 + 5)² = 16 -> counted
+      V = 4,   R = 10:  clipped V = 2: (2 − 10)² = 64 > (4 − 10)² = 36 -> counted
+      V = −0.5, R = 2:  clipped V = 0: (0 − 2)² = 4 < (−0.5 − 2)² = 6.25 -> not counted
+    so 3/5 = 0.6; four of five left V_old ± c (0.8), the last where the max keeps V's term."""
+    values = torch.tensor([[1.5, 3.0, -1.0, 4.0, -0.5, 9.0]])
+    old = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0]])
+    returns = torch.tensor([[1.0, 3.0, -5.0, 10.0, 2.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0]])  # the last is padding
+    _, metrics = clipped_value_loss(values, old, returns, mask, clip=1.0)
+    verl = sum(float(max(min(v, o + 1), o - 1) - r) ** 2 > float(v - r) ** 2
+               for v, o, r in zip(values[0, :5], old[0, :5], returns[0, :5])) / 5
+    assert verl == 0.6 and metrics["critic/vf_clipfrac"].item() == pytest.approx(0.6)
+    assert metrics["critic/vf_out_of_range"].item() == pytest.approx(0.8)
+
+
+def test_vf_clipfrac_counts_no_rounding_inside_the_range():
+    # |1e-8 − 0.3| = 0.3 < c = 1: V is inside its range, so the clipped term is V itself (V_old
+    # + (V − V_old) would round to 0.0 in fp32 and make it look larger); the second token is
+    # out of range, but its clipped term (2 − 0)² = 4 < (3 − 0)² = 9 is not the one used
     _, metrics = clipped_value_loss(torch.tensor([[1e-8, 3.0]]), torch.tensor([[0.3, 1.0]]),
                                     torch.tensor([[1e-7, 0.0]]), torch.ones(1, 2), clip=1.0)
-    assert metrics["critic/vf_clipfrac"].item() == 0.5  # only |3 − 1| = 2 > 1
+    assert metrics["critic/vf_clipfrac"].item() == 0.0
+    assert metrics["critic/vf_out_of_range"].item() == 0.5  # only |3 − 1| = 2 > 1
 
 
 def test_metric_sums_weight_tokens_and_keep_extremes():
