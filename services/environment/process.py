@@ -12,7 +12,8 @@ Run by the shared service runner, like the other services:
      --grpc-port, else environment.grpc_port (0 = a free port: each replica its own, since an
      episode lives on the replica that reset it), with the run's TLS (MESHRL_GRPC_TLS_*) and
      bearer token (MESHRL_ENV_TOKEN_FILE) when the launcher gives them, and put its address
-     under the run KV key `services.environment.<replica>`, where the rollout finds it;
+     under the run KV key `services.environment.<replica>`, where the rollout finds it; its
+     metrics endpoint adds meshrl_env_open_episodes and meshrl_env_max_episodes;
   3. serve until SIGTERM/SIGINT: NOT_SERVING first (callers drain away), then stop and close
      every open episode.
 The python sandbox never sees the run dir or any file named by a *_FILE variable (secrets).
@@ -77,6 +78,12 @@ class EnvironmentProcess(ServiceProcess):
         port = settings.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port
         server, bound = await start_env_server(self.served, port=port, max_episodes=settings.max_episodes)
         ctx.on_stop(stop_env_server, server)
+        if ctx.metrics is not None:  # what HPA/KEDA and the chaos tests read
+            episodes = server.env_servicer.episodes
+            ctx.metrics.gauge("meshrl_env_open_episodes", lambda: len(episodes.open) + len(episodes.opening),
+                              "episodes open (reset, not closed) on this replica")
+            ctx.metrics.gauge("meshrl_env_max_episodes", lambda: episodes.max_episodes,
+                              "open episodes this replica takes before RESOURCE_EXHAUSTED")
         log.info("%s: EnvironmentService on port %d", ctx.replica, bound)
         await ctx.announce_grpc(bound)
 

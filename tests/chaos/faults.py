@@ -5,7 +5,9 @@ for a frozen one, checkpoints for a killed learner, a NATS cluster for a lost no
 """
 from __future__ import annotations
 
+import re
 import signal
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,29 @@ from tests.chaos.scenario import NATS_NODE, Fault, ScenarioResult, run_scenario
 TWO_ROLLOUTS = "rollout.replicas=2"
 ACK_WAIT_S = 8  # the frozen replica's tasks go elsewhere after this (rollout.ack_wait_s)
 FROZEN_S = 3 * ACK_WAIT_S  # SIGSTOP this long, then SIGCONT
+
+
+# A run whose every task is an episode of the built-in tool_arith, on two launched replicas
+# (the tiny_long_model_dir fixture: a prompt with the calculator rendered is ~900 tokens).
+TWO_ENVIRONMENTS = ("environment.name=tool_arith", "environment.builtin=tool_arith", "environment.replicas=2",
+                    "reward.components=[{name: env, kind: environment, weight: 1.0}]",
+                    "rollout.max_model_len=2048", "data.max_prompt_tokens=1536")
+
+
+def open_episodes(run_dir: Path, replica: str) -> float:
+    """meshrl_env_open_episodes of an environment replica, from the metrics URL in its log."""
+    try:
+        log = (run_dir / "logs" / f"{replica}.log").read_text(errors="replace")
+        url = re.findall(r"METRICS (http://\S+)", log)[-1]
+        text = urllib.request.urlopen(url, timeout=1).read().decode()
+    except (OSError, IndexError):  # not started yet, or between a restart's lines
+        return 0.0
+    found = re.search(r"^meshrl_env_open_episodes(?:\{[^}]*\})? (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def holds_an_episode(run_dir: Path) -> bool:
+    return open_episodes(run_dir, "environment-0") > 0
 
 
 @dataclass(frozen=True)
@@ -39,6 +64,9 @@ CASES = {
     # As step 1 begins: 3 steps still to go however fast they run (a node lost after the last
     # step would prove nothing).
     "nats-node": Case(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7, step=1, max_delay_s=0.0), cluster_nodes=3),
+    # Mid-episode: struck once environment-0 holds an open episode (between its Reset and Close).
+    "environment": Case(Fault("kill -9 environment-0 (of 2) mid-episode", "environment-0", seed=8,
+                              when=holds_an_episode), TWO_ENVIRONMENTS),
 }
 
 

@@ -65,6 +65,9 @@ class Fault:
     seed: int = 0
     max_delay_s: float = MAX_DELAY_S  # the fault comes 0..this after its step began
     step: int | None = None  # during this step (None: a seeded one)
+    # After the delay, also wait until when(run_dir) is true (e.g. the target holds an open
+    # episode), polled every 20 ms, so the fault lands mid-work; None: strike at once.
+    when: Callable[[Path], bool] | None = None
 
 
 @dataclass
@@ -259,6 +262,8 @@ def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str,
         learner = launched(proc, "learner-0")
         watch = RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"), run_dir, embedded=cluster is None)
         time.sleep(delay)
+        if fault.when is not None:
+            wait_for(lambda: fault.when(run_dir), proc, f"{fault.name}: the moment to strike")
         if fault.target == NATS_NODE:
             fault_time, victim = strike_node(proc, cluster)
         else:

@@ -1,6 +1,7 @@
 """Chaos: one fault at a seeded moment of a real `meshrl train` run, for each part of the mesh.
 
-kill -9 of one rollout replica of two, of the reward, the reference, the learner, the
+kill -9 of one rollout replica of two, of one environment replica of two while it holds an
+open episode (the run's tasks are tool_arith episodes), of the reward, the reference, the learner, the
 embedded nats-server, and of one node of a three-node NATS cluster (JetStream replicas = 3;
 the node the learner is connected to) that the run uses instead; SIGSTOP of a rollout
 replica for longer than rollout.ack_wait_s (then SIGCONT): its prompt tasks go to the other
@@ -59,6 +60,20 @@ def test_kill_reward(tiny_model_dir, e2e_data, tmp_path):
     result = run_case(CASES["reward"], tiny_model_dir, e2e_data, tmp_path)
     assert_recovered(result)
     assert_restarted(result, "reward-0")
+
+
+@pytest.mark.slow
+def test_kill_an_environment_replica_mid_episode(tiny_long_model_dir, e2e_data, tmp_path):
+    """Its open episodes' groups are dropped with the environment's status as reason (never
+    trained half-done), it is restarted and announces a new address, the run goes on."""
+    result = run_case(CASES["environment"], tiny_long_model_dir, e2e_data, tmp_path)
+    assert_recovered(result)
+    assert_restarted(result, "environment-0")
+    dropped = [e for e in result.ledger if e["event"] == "dropped" and e["time"] > result.fault_time]
+    by_env = [e for e in dropped if e["reason"].startswith("env_")]
+    assert by_env, f"no group dropped for the environment after the kill: {dropped}"
+    assert all("episode" in e.get("detail", "") for e in by_env), by_env
+    assert result.trained_after_fault(), "nothing trained after the kill: the run did not recover"
 
 
 @pytest.mark.slow

@@ -57,3 +57,25 @@ def test_a_config_without_the_section_exits_2_naming_it(tmp_path, nats_url, run_
     proc = service(nats_url, run_id, write_config(tmp_path))
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "no `environment: {name: ..., builtin: ...}` section" in out, out
+
+
+async def test_its_metrics_count_open_episodes(tmp_path, nats_url, run_id, bus):
+    import urllib.request
+
+    config = write_config(tmp_path, environment={"name": "calc", "builtin": "calculator", "max_episodes": 9})
+    proc = service(nats_url, run_id, config)
+    try:
+        [address] = await announced(bus, proc)
+        [metrics_url] = [e.json()["url"] for e in await bus.state.entries("metrics.environment")]
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = env_pb2_grpc.EnvironmentServiceStub(channel)
+            for i in range(3):
+                await stub.Reset(env_pb2.ResetRequest(episode_id=f"g/{i}"), timeout=10)
+            await stub.Close(env_pb2.CloseRequest(episode_id="g/0"), timeout=10)
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(metrics_url, timeout=10).read().decode())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.communicate, timeout=30)
+    values = {line.split("{")[0].split(" ")[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("meshrl_env_")}
+    assert values == {"meshrl_env_open_episodes": 2.0, "meshrl_env_max_episodes": 9.0}
