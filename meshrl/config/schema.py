@@ -77,6 +77,9 @@ class RolloutConfig(Strict):
     # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
     # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
     ack_wait_s: float = Field(30.0, gt=0.0)
+    # vLLM workers one replica's engine spans (tensor parallelism; must divide the model's
+    # attention heads, checked when the replica starts: meshrl/inputs/models/parallel.py)
+    tensor_parallel_size: int = Field(1, ge=1)
     agent: AgentConfig = AgentConfig()  # multi-turn episodes (tasks with an environment): config/agent.py
 
 
@@ -331,6 +334,11 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
             f"learner.max_groups_in_flight={cfg.learner.max_groups_in_flight} is below "
             f"learner.prompts_per_step={cfg.learner.prompts_per_step}: a step could never fill"
         )
+    if cfg.rollout.tensor_parallel_size > 1 and cfg.learner.weights_transport == "collective":
+        problems.append(
+            f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} with "
+            f"learner.weights_transport=collective: the collective transport is wired to one engine "
+            f"worker; use shm or objectstore (every worker reads its shard from the file)")
     if cfg.reference.enabled == "off" and cfg.algorithm.needs_reference:
         problems.append(
             f"reference.enabled=off, but algorithm.kl_coef={cfg.algorithm.kl_coef}"

@@ -37,15 +37,27 @@ class CorePlan:
     rollout: tuple[int, ...]
     trainer: tuple[int, ...]  # the learner's and the reference's
 
-    def rollout_env(self, replica: int = 0, replicas: int = 1) -> dict[str, str]:
-        cores = replica_cores(self.rollout, replica, replicas)
-        return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, cores)), "OMP_NUM_THREADS": str(len(cores))}
+    def rollout_env(self, replica: int = 0, replicas: int = 1, tensor_parallel: int = 1) -> dict[str, str]:
+        """A replica's binding; with tensor parallelism its cores in one `|`-separated group per
+        worker (vLLM's CPU workers each bind one group; its automatic binding needs one NUMA
+        node per worker and refuses TP=2 on a single-node host)."""
+        groups = worker_groups(replica_cores(self.rollout, replica, replicas), tensor_parallel)
+        return {"VLLM_CPU_OMP_THREADS_BIND": "|".join(",".join(map(str, g)) for g in groups),
+                "OMP_NUM_THREADS": str(len(groups[0]))}
 
     def trainer_env(self) -> dict[str, str]:
         env = {"OMP_NUM_THREADS": str(len(self.trainer))}
         if self.mode == "split":  # pinned only when another process owns the other cores
             env["GOMP_CPU_AFFINITY"] = " ".join(map(str, self.trainer))
         return env
+
+
+def worker_groups(cores: tuple[int, ...], workers: int) -> list[tuple[int, ...]]:
+    """`cores` split into `workers` groups (every n-th core from i); with fewer cores than
+    workers, workers share them round-robin."""
+    if workers <= len(cores):
+        return [cores[i::workers] for i in range(workers)]
+    return [(cores[i % len(cores)],) for i in range(workers)]
 
 
 def replica_cores(cores: tuple[int, ...], replica: int, replicas: int) -> tuple[int, ...]:

@@ -198,7 +198,8 @@ def replica_spec(name: str, replica: int, cfg: RunConfig | None = None) -> Servi
     plan = core_plan(cfg) if cfg is not None else plan_cores(usable_cores())
     if name == "rollout":
         replicas = max(replica + 1, cfg.rollout.replicas if cfg is not None else 1)
-        return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.rollout_env(replica, replicas)))
+        tp = cfg.rollout.tensor_parallel_size if cfg is not None else 1
+        return ServiceSpec(name, replica, _defaults(**COMMON_ENV, **plan.rollout_env(replica, replicas, tp)))
     return ServiceSpec(name, replica, {**_defaults(**COMMON_ENV, **plan.trainer_env()), **huge_pages_env()})
 
 

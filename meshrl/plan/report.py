@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
+from meshrl.inputs.models.parallel import tensor_parallel_problem
 from meshrl.plan.devices import device_bytes
 from meshrl.plan.memory import (ServiceMemory, dtype_bytes_of, frozen_model_memory, gib, group_tokens,
                                 kv_cache_needed, learner_memory, micro_batch_tokens, rollout_memory)
@@ -37,7 +38,7 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
     dtype = dtype_bytes_of(cfg.model.dtype, on_gpu)
     services = [learner_memory(cfg, shape)]
     if not cfg.algorithm.offline:
-        services.append(rollout_memory(cfg, shape, dtype))
+        services.append(rollout_memory(cfg, shape, dtype, tp=cfg.rollout.tensor_parallel_size))
     if cfg.reference_enabled:
         services.append(frozen_model_memory("reference", shape, dtype, micro_batch_tokens(cfg), cfg.reference.replicas))
     if cfg.reward_model is not None:
@@ -45,6 +46,8 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
         services.append(frozen_model_memory("reward_model", rm, dtype_bytes_of("auto", on_gpu),
                                             micro_batch_tokens(cfg), cfg.reward_model.replicas))
     plan = MemoryPlan(shape, services, device, device_bytes(device) if device else None)
+    if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
+        plan.warnings.append(problem)
     check_kv_cache(plan, cfg, dtype)
     check_fit(plan)
     return plan

@@ -59,7 +59,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.config.errors import ConfigError
 from meshrl.inputs.models.load import ModelLoadError
+from meshrl.inputs.models.parallel import tensor_parallel_problem
 from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class EngineConfig:
     pause_mode: str = "keep"  # "keep" in-flight requests across an update, or "wait" for them
     max_num_seqs: int = 256
     replica_id: str = "rollout-0"
+    tensor_parallel_size: int = 1  # vLLM workers the engine spans (rollout.tensor_parallel_size)
     extra_engine_args: dict = field(default_factory=dict)
 
     @classmethod
@@ -98,12 +101,15 @@ class EngineConfig:
                 f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
         from meshrl.inputs.models.precision import resolve_model_dtype  # lazy: torch: the config half is used without it
 
+        if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
+            raise ConfigError(problem)
         dtype, why = resolve_model_dtype(cfg.model.dtype)
         log.info("rollout dtype %s: %s", dtype, why)
         return cls(model=cfg.model.path, tokenizer=cfg.model.tokenizer,
                    max_model_len=cfg.rollout.max_model_len, kv_cache_gb=cfg.rollout.kv_cache_gb,
                    enforce_eager=cfg.rollout.enforce_eager, dtype=dtype,
-                   seed=cfg.run.seed, replica_id=replica_id)
+                   seed=cfg.run.seed, replica_id=replica_id,
+                   tensor_parallel_size=cfg.rollout.tensor_parallel_size)
 
 
 def engine_args(config: EngineConfig):
@@ -124,6 +130,7 @@ def engine_args(config: EngineConfig):
         seed=config.seed, kv_cache_memory_bytes=int(config.kv_cache_gb * GiB),
         logprobs_mode=config.logprobs_mode, max_num_seqs=config.max_num_seqs,
         worker_extension_cls=WORKER_EXTENSION, disable_log_stats=True,
+        tensor_parallel_size=config.tensor_parallel_size,  # >1: one worker process per shard
         **{**platform_scheduling(config), **config.extra_engine_args})
 
 
