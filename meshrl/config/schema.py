@@ -78,7 +78,7 @@ class RolloutConfig(Strict):
     # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
     ack_wait_s: float = Field(30.0, gt=0.0)
     # vLLM workers one replica's engine spans (tensor parallelism; must divide the model's
-    # attention heads, checked when the replica starts: meshrl/inputs/models/parallel.py)
+    # attention heads, checked when the replica starts: meshrl/plan/parallel.py)
     tensor_parallel_size: int = Field(1, ge=1)
     agent: AgentConfig = AgentConfig()  # multi-turn episodes (tasks with an environment): config/agent.py
 

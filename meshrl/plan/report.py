@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
-from meshrl.inputs.models.parallel import tensor_parallel_problem
+from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.plan.devices import device_bytes
 from meshrl.plan.memory import (ServiceMemory, dtype_bytes_of, frozen_model_memory, gib, group_tokens,
                                 kv_cache_needed, learner_memory, micro_batch_tokens, rollout_memory)

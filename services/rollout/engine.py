@@ -59,9 +59,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.config.errors import ConfigError
+from meshrl.errors import ConfigError
 from meshrl.inputs.models.load import ModelLoadError
-from meshrl.inputs.models.parallel import tensor_parallel_problem
+from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
 
 if TYPE_CHECKING:
