@@ -29,7 +29,8 @@ from meshrl.transport.bus.credentials import credentials_path
 from meshrl.cli import about
 
 COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
-           ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"))
+           ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"),
+           ("workers", "WORKERS"), ("cores", "CORES"))
 
 
 def add_parser(sub) -> None:

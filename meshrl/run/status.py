@@ -36,7 +36,8 @@ from meshrl.transport.bus.dead_summary import dead_letter_summary
 from meshrl.run.layout import RunDir
 
 KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
-HEALTH_ONLY = ("environment",)  # replicas with no GetStatus: `ready` is their health
+HEALTH_ONLY = ("environment",)
+PLACEMENT = ("workers", "cores")  # a rollout's tensor-parallel workers and their CPU cores (as announced)  # replicas with no GetStatus: `ready` is their health
 
 
 def unreachable(err: Exception):
@@ -71,7 +72,8 @@ async def rollout_status(address: str, timeout_s: float) -> dict:
 
 async def replica_rows(state, timeout_s: float) -> list[dict]:
     """One row per announced replica, rollouts with the weights version they hold."""
-    rows = [{"service": kind, "replica": e.get("replica", "?"), "grpc": e.get("grpc", "")}
+    rows = [{"service": kind, "replica": e.get("replica", "?"), "grpc": e.get("grpc", ""),
+             **{k: e[k] for k in PLACEMENT if k in e}}
             for kind in KINDS for e in await service_entries(state, kind)]
     probes = [rollout_status(r["grpc"], timeout_s) for r in rows if r["service"] == "rollout"]
     for row, extra in zip([r for r in rows if r["service"] == "rollout"], await asyncio.gather(*probes)):

@@ -40,12 +40,12 @@ class ServiceContext:
         else:
             self.cleanups.callback(fn, *args)
 
-    async def announce_grpc(self, port: int) -> str:
+    async def announce_grpc(self, port: int, **placement) -> str:
         """Put ADVERTISE_HOST:PORT under the run KV key `services.<service>.<replica>` (where
         evaluation and health watches find it); withdrawn on the way out. The host is
         MESHRL_ADVERTISE_HOST, else the bind host (127.0.0.1 by default)."""
         address = host_port(advertise_host(), port)
-        await announce_service(self.bus.state, self.service, self.replica, address)
+        await announce_service(self.bus.state, self.service, self.replica, address, **placement)
         self.on_stop(forget_key, self.bus.state, service_key(self.service, self.replica))
         return address
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.rollout.agent.build import agent_rollout
@@ -67,7 +68,8 @@ class RolloutProcess(ServiceProcess):
         server, bound = await start_rollout_server(self.engine, port, ready=self.follower.ready.is_set, agent=self.agent)
         self.server = server
         ctx.on_stop(stop_server, server, 2)
-        address = await ctx.announce_grpc(bound)
+        address = await ctx.announce_grpc(bound, workers=ctx.cfg.rollout.tensor_parallel_size,  # placement for `meshrl status`
+                                          cores=os.environ.get("VLLM_CPU_OMP_THREADS_BIND", ""))
         print(f"READY grpc={address} replica={ctx.replica} version={self.engine.version}", flush=True)
 
     async def follow_weights(self, ctx: ServiceContext):

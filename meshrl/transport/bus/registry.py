@@ -28,9 +28,10 @@ def service_key(kind: str, replica: str) -> str:
     return f"{PREFIX}.{kind}.{replica}"
 
 
-async def announce_service(state: RunState, kind: str, replica: str, address: str) -> None:
-    """Put this replica's gRPC address under `services.<kind>.<replica>`."""
-    await state.put(service_key(kind, replica), {"grpc": address, "replica": replica,
+async def announce_service(state: RunState, kind: str, replica: str, address: str, **placement) -> None:
+    """Put this replica's gRPC address under `services.<kind>.<replica>`, with where it runs
+    (`placement`: a rollout's tensor-parallel workers and their cores) for `meshrl status`."""
+    await state.put(service_key(kind, replica), {"grpc": address, "replica": replica, **placement,
                                                  "pid": os.getpid(), "started_unix": time.time()})
 
 
