@@ -166,6 +166,16 @@ def test_learner_runs_torchrun_with_a_headless_rendezvous(overlay):
     assert any(e["name"] == "POD_INDEX" and "pod-index" in e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"])
 
 
+def test_a_rollout_pod_requests_a_gpu_per_tensor_parallel_worker(overlay):
+    """rollout.tensor_parallel_size workers per replica, one GPU each: the rollout pod's GPU
+    request must equal it wherever the overlay requests GPUs (overlays/gpu/gpu-rollout.yaml)."""
+    name, docs = overlay
+    c = by_kind(docs, "Deployment")["rollout"]["spec"]["template"]["spec"]["containers"][0]
+    gpus = c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
+    if gpus is not None:
+        assert int(gpus) == run_config(docs).rollout.tensor_parallel_size, name
+
+
 def test_keda_scales_each_worker_on_its_own_stream_and_consumer():
     docs = render(K8S / "overlays" / "gpu")
     namespace = OVERLAYS["gpu"][0]
