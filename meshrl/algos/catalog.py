@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
+from meshrl.algos.correction.registry import REJECTIONS, ROLLOUT_WEIGHTS
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
@@ -41,7 +42,8 @@ def estimator_notes(fn) -> str:
 
 
 def registered_parts() -> list[Part]:
-    """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, in that order."""
+    """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, rollout
+    correction's modes and rejection criteria, in that order."""
     parts = [Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
              for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
     parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
@@ -53,4 +55,14 @@ def registered_parts() -> list[Part]:
     parts += [Part("preference losses (offline: algorithm.policy_loss)", n, fn.paper,
                    "needs response lengths" if fn.needs_lengths else "", part_options(fn))
               for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())]
+    return parts + correction_parts()
+
+
+def correction_parts() -> list[Part]:
+    """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/)."""
+    parts = [Part("rollout-correction modes (algorithm.rollout_correction.mode)", n, fn.paper,
+                  f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}", part_options(fn))
+             for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())]
+    parts += [Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper,
+                   split_doc(fn.__doc__)[0]) for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())]
     return parts

@@ -7,18 +7,12 @@ metrics; the training loop never branches on it.
 """
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import (DEDICATED_OPTION_KEYS, OFFLINE_POLICY_LOSS, check_name,
                                  kl_estimators, loss_agg_modes, part, policy_losses, preference_losses)
-
-
-class Strict(BaseModel):
-    """Base for every config section: unknown keys are errors, not silently ignored, and so
-    is a NaN or ±inf wherever a float is taken (YAML's `.nan`/`.inf`, or `nan` in an override):
-    no knob means anything at a non-finite value, and a NaN would only surface mid-run."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+from meshrl.config.rollout_correction import RolloutCorrectionConfig
+from meshrl.config.strict import Strict
 
 
 class CriticConfig(Strict):
@@ -28,17 +22,6 @@ class CriticConfig(Strict):
     lr: float = 1e-5
     vf_coef: float = 0.5
     cliprange_value: float | None = 0.2  # None = unclipped value loss
-
-
-class RolloutCorrectionConfig(Strict):
-    """Correct for the gap between the rollout engine's and the trainer's log-probs.
-
-    mode: none; token / sequence = truncated importance sampling (weight = min(ratio, cap));
-    mask = drop tokens whose ratio leaves [1/cap, cap].
-    """
-
-    mode: Literal["none", "token", "sequence", "mask"] = "token"
-    cap: float = Field(2.0, gt=1.0)
 
 
 class OverlongConfig(Strict):

@@ -38,6 +38,8 @@ FAMILIES = {
     "policy loss": ("register_policy_loss", "algos/losses"),
     "preference loss": ("register_preference_loss", "algos/preference"),
     "reward rule": ("register_reward", "services/reward/rules"),
+    "rollout-correction mode": ("register_rollout_weights", "algos/correction"),
+    "rejection criterion": ("register_rejection", "algos/correction"),
 }
 # inputs the loop fills in; a part's other keyword parameters with defaults are its options
 INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
@@ -85,6 +87,7 @@ class Declared:
     needs_values: bool = False     # advantage estimators: needs a critic's values
     needs: tuple[str, ...] = ()    # advantage estimators: extra inputs the mesh delivers
     level: str = "token"           # policy losses: where the importance ratio lives
+    two_sided: bool = False        # rejection criteria: bounded below and above (k1)
 
 
 def options_of(fn: ast.FunctionDef) -> tuple[str, ...]:
@@ -110,7 +113,8 @@ def literal(call: ast.Call, key: str, default):
 
 def declared_in(call: ast.Call, family: str, name: str, fn: ast.FunctionDef) -> Declared:
     return Declared(family, name, options_of(fn), needs_values=bool(literal(call, "needs_values", False)),
-                    needs=tuple(literal(call, "needs", ())), level=literal(call, "level", "token"))
+                    needs=tuple(literal(call, "needs", ())), level=literal(call, "level", "token"),
+                    two_sided=bool(literal(call, "two_sided", False)))
 
 
 def functions(path: Path) -> dict[str, ast.FunctionDef]:
@@ -224,6 +228,14 @@ def policy_losses() -> dict[str, Declared]:
 
 def preference_losses() -> dict[str, Declared]:
     return registered("preference loss")
+
+
+def rollout_correction_modes() -> dict[str, Declared]:
+    return registered("rollout-correction mode")
+
+
+def rejection_criteria() -> dict[str, Declared]:
+    return registered("rejection criterion")
 
 
 def reward_rule_kinds() -> tuple[str, ...]:

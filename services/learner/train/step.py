@@ -65,16 +65,16 @@ from dataclasses import dataclass
 import torch
 
 from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
-                          loss_denominator, loss_numerator, overlong_penalty, rollout_correction)
+                          loss_denominator, loss_numerator, overlong_penalty)
 from meshrl.algos.groups import group_stats
 from meshrl.algos.head_plan import plan_head
 from meshrl.algos.kl_control import kl_controller
 from meshrl.algos.options import check_options
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
-from meshrl.algos.correction.level import weights_at_level
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs, response_stats
+from meshrl.services.learner.train.correction import correct
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
@@ -196,8 +196,11 @@ class TrainStep:
             check_finite("old_logprobs", old, batch.group_ids, step)
         with timer("algo"):
             rewards, token_rewards = self.credited_rewards(batch, self.kl_reward_penalty(batch, old, sums))
+            weights, kept = (self.correction(batch, old, sums) if self.old_source == "recompute"
+                             else (None, None))
+            trained = batch if kept is None else dataclasses.replace(batch, loss_mask=kept)
             result = self.estimator(
-                rewards=rewards, response_mask=batch.loss_mask,
+                rewards=rewards, response_mask=trained.loss_mask,
                 group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
                 gamma=self.algo.gamma, lam=self.algo.lam,
                 norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
@@ -207,10 +210,8 @@ class TrainStep:
                 reward_component_weights=batch.reward_component_weights,
                 greedy_rewards=batch.greedy_rewards, old_logprobs=old,
                 sum_pi_squared=sum_pi_squared)
-            weights = (self.correction_weights(batch, old, sums)
-                       if self.old_source == "recompute" else None)
-        self.batch_metrics(batch, result.advantages, sums)
-        base = {f.name: getattr(batch, f.name) for f in dataclasses.fields(RolloutBatch)}
+        self.batch_metrics(batch, result.advantages, trained.loss_mask, sums)
+        base = {f.name: getattr(trained, f.name) for f in dataclasses.fields(RolloutBatch)}
         return PreparedBatch(**base, old_logprobs=old, old_values=old_values,
                              advantages=result.advantages, returns=result.returns,
                              loss_weights=weights)
@@ -272,23 +273,17 @@ class TrainStep:
         turns = turns * batch.loss_mask
         return rewards - turns.sum(dim=-1), turns if kl_tokens is None else kl_tokens + turns
 
-    def correction_weights(self, batch, old: torch.Tensor, sums: MetricSums) -> torch.Tensor | None:
-        """Truncated-IS weights π_old/μ (or None without behaviour log-probs), at the level of
-        the policy loss's ratio: one geometric-mean weight per row for a sequence-level loss
-        (meshrl/algos/correction/level.py)."""
-        if batch.behaviour_logprobs is None:
-            return None
-        rc = self.algo.rollout_correction
-        weights, metrics = rollout_correction(old, batch.behaviour_logprobs, batch.loss_mask,
-                                              rc.mode, rc.cap)
-        sums.add_dict({f"rollout_correction/{k}" if k != "mismatch_kl" else k: v
-                       for k, v in metrics.items()}, batch.loss_mask.sum())
-        return weights_at_level(weights, batch.loss_mask, getattr(self.policy_loss, "level", "token"))
+    def correction(self, batch, old: torch.Tensor, sums: MetricSums):
+        """(rollout-correction weights or None, the loss mask less rejected tokens or None)."""
+        return correct(self.algo.rollout_correction, batch, old,
+                       getattr(self.policy_loss, "level", "token"), self.dist, sums)
 
-    def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, sums: MetricSums) -> None:
-        """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages;
-        reward_greedy (mean over rows) when the batch carries greedy rewards (ReMax)."""
-        n, mask = batch.batch_size, batch.loss_mask
+    def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
+                      sums: MetricSums) -> None:
+        """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages
+        (over `mask`, the trained tokens); reward_greedy (mean over rows) when the batch
+        carries greedy rewards (ReMax)."""
+        n = batch.batch_size
         stats = group_stats(batch.rewards, batch.group_ids)
         lengths = batch.response_lengths()
         sums.mean("reward", batch.rewards.mean(), n)
@@ -349,7 +344,7 @@ class TrainStep:
         check_finite("old_logprobs", old, micro.group_ids, step)
         self.kl_reward_penalty(micro, old, sums)  # the `kl` metric only: kl_in=reward recomputes
         return dataclasses.replace(micro, old_logprobs=old,
-                                   loss_weights=self.correction_weights(micro, old, sums))
+                                   loss_weights=self.correction(micro, old, sums)[0])
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
         """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]."""
@@ -404,6 +399,10 @@ def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
         blockers.append("kl_in=reward (the reward's KL needs π_old before the forward)")
     if needs & {"old_logprobs", "sum_pi_squared"}:
         blockers.append(f"the advantage estimator needs {', '.join(sorted(needs))} before the forward")
+    rc = algo.rollout_correction
+    if rc.reject or rc.batch_normalize:
+        blockers.append("rollout_correction.reject / batch_normalize (they need every token's "
+                        "π_old before the update)")
     if blockers:
         return "recompute", "recomputed: " + "; ".join(blockers)
     return "current", "pass skipped: on-policy, one optimizer step per batch, old = current"

@@ -94,7 +94,7 @@ def test_rollout_weights_are_detached_and_modes_checked():
     old = OLD.clone().requires_grad_(True)
     weights, _ = rollout_correction(old, BEHAVIOUR, MASK, "token")
     assert not weights.requires_grad
-    with pytest.raises(UnknownNameError, match="none, token, sequence, mask"):
+    with pytest.raises(UnknownNameError, match="icepop, icepop_sequence, mask, none, sequence, token"):
         rollout_correction(OLD, BEHAVIOUR, MASK, "tis")
     with pytest.raises(ValueError, match="cap must be > 1"):
         rollout_correction(OLD, BEHAVIOUR, MASK, "token", cap=1.0)

@@ -15,8 +15,7 @@ import pytest
 import torch
 
 from meshrl.algos import (AGG_MODES, aggregate_loss, get_policy_loss, kl_estimate,
-                          list_kl_estimators, list_policy_losses, overlong_penalty,
-                          rollout_correction)
+                          list_kl_estimators, list_policy_losses, overlong_penalty)
 from meshrl.algos.batch import RolloutBatch
 from tests.unit.algos.holes import COLUMNS, LENGTHS, MASK, model_tokens, spread, spread_garbage
 
@@ -248,41 +247,6 @@ def test_aggregation_counts_model_tokens_only(mode):
     assert value.item() == pytest.approx(AGGREGATES[mode], rel=1e-6)
     value.backward()
     assert (loss_mat.grad[MASK == 0] == 0).all()
-
-
-# ---- rollout correction: the engine's behaviour log-probs at model tokens only ------------
-BEHAVIOUR = [[-0.4, -1.0, -0.9], [-0.1, -2.5, -0.3, -0.7, -0.2], [-0.4, -0.3, -0.9], [-0.5, -0.05],
-             [-0.6, -0.8, -0.25]]
-LOG_CAP = math.log(1.5)
-
-
-def hand_correction(mode):
-    """(weights per model token, truncated, masked) with d = log π_old − log μ, cap 1.5."""
-    rows = [[lo - mu for lo, mu in row] for row in rows_of(OLD, BEHAVIOUR)]
-    if mode == "token":
-        return [[math.exp(min(d, LOG_CAP)) for d in row] for row in rows], \
-            sum(d > LOG_CAP for row in rows for d in row), 0
-    if mode == "sequence":
-        sums = [sum(row) for row in rows]
-        return [[math.exp(min(s, LOG_CAP))] * len(row) for s, row in zip(sums, rows)], \
-            sum(len(row) for s, row in zip(sums, rows) if s > LOG_CAP), 0
-    return [[float(abs(d) <= LOG_CAP) for d in row] for row in rows], 0, \
-        sum(abs(d) > LOG_CAP for row in rows for d in row)
-
-
-@pytest.mark.parametrize("mode", ["token", "sequence", "mask"])
-def test_rollout_correction_reads_behaviour_log_probs_at_model_tokens_only(mode):
-    weights, metrics = rollout_correction(spread_garbage(OLD, -8.0, 0.0, seed=7),
-                                          spread_garbage(BEHAVIOUR, -8.0, 0.0, seed=8), MASK,
-                                          mode=mode, cap=1.5)
-    expected, truncated, masked = hand_correction(mode)
-    for got, want in zip(model_tokens(weights), expected):
-        assert got == pytest.approx(want, abs=1e-6), mode
-    assert (weights[MASK == 0] == 0).all()
-    d = [lo - mu for row in rows_of(OLD, BEHAVIOUR) for lo, mu in row]
-    assert metrics["mismatch_kl"].item() == pytest.approx(sum(math.exp(x) - 1 - x for x in d) / TOKENS, abs=1e-6)
-    assert metrics["truncated_frac"].item() == pytest.approx(truncated / TOKENS)
-    assert metrics["masked_frac"].item() == pytest.approx(masked / TOKENS)
 
 
 # ---- lengths and DAPO's overlong shaping count the model's tokens ------------------------

@@ -33,6 +33,15 @@ CASES = [
     ("section-key-typo", ["learner.stpes=3"], ["learner.stpes: unknown key", "did you mean 'steps'?"]),
     ("rollout-corr-mode", ["algorithm.rollout_correction.mode=tokens"],
      ["algorithm.rollout_correction.mode", "'tokens'", "'token'"]),
+    ("rollout-corr-criterion", ["algorithm.rollout_correction.reject={seq_mean_k4: 0.1}"],
+     ["algorithm.rollout_correction.reject='seq_mean_k4'", "did you mean 'seq_mean_k3'?"]),
+    ("rollout-corr-pair-one-sided", ["algorithm.rollout_correction.reject={token_k3: [0.1, 0.2]}"],
+     ["reject.token_k3=[0.1, 0.2]: token_k3 is bounded above only", "give one number"]),
+    ("rollout-corr-lower-unused", ["algorithm.rollout_correction.lower=0.5"],
+     ["rollout_correction.lower=0.5 does nothing with mode 'token'", "(icepop, icepop_sequence)"]),
+    ("rollout-corr-lower-above-cap", ["algorithm.rollout_correction.mode=icepop",
+                                      "algorithm.rollout_correction.lower=3"],
+     ["rollout_correction.lower=3.0 must be below cap=2.0"]),
     # non-finite floats, wherever a float is taken
     ("nan-lr", ["trainer.optim.lr=.nan"], ["trainer.optim.lr: must be a finite number", "NaN and ±inf"]),
     ("inf-kl-coef", ["algorithm.kl_coef=.inf"], ["algorithm.kl_coef: must be a finite number"]),
@@ -89,7 +98,10 @@ def test_bad_config_is_refused_naming_key_and_fix(overrides, expected):
     ["rollout.sampling.temperature=0", "rollout.sampling.group_size=1"],
     ["reward.components=[{name: judge, kind: external, address: 'h:1'}]"],
     ["trainer.optim.lr=1e-300"],  # tiny but finite
-], ids=["defaults", "gspo", "gspo-explicit", "ppo", "dpo", "greedy-single", "external", "tiny-lr"])
+    ["algorithm.rollout_correction={mode: icepop, lower: 0.5, batch_normalize: true, "
+     "reject: {token_k1: [0.5, 1.5], seq_max_k3: 0.2}}"],
+], ids=["defaults", "gspo", "gspo-explicit", "ppo", "dpo", "greedy-single", "external", "tiny-lr",
+        "rollout-corr-full"])
 def test_good_neighbours_of_the_bad_configs_load(overrides):
     load_config(base=BASE, overrides=overrides)
 

@@ -1,5 +1,5 @@
-"""A real TrainStep (tiny Llama, CPU) applies rollout correction at the level of the loss's
-ratio, on multi-turn episodes (loss masks with holes).
+"""A real TrainStep (tiny Llama, CPU) applies rollout correction on multi-turn episodes (loss
+masks with holes): weights at the level of the loss's ratio, rejected tokens out of the mask.
 
 GMPO with token-level truncated IS: each row's loss is scaled by ONE weight, the geometric
 mean over its model tokens of w_t = min(π_old/μ, cap) (verl's `geo_mean`). Multiplying token
@@ -52,3 +52,34 @@ def test_a_token_level_loss_keeps_each_tokens_weight():
     mask = batch.loss_mask > 0
     for r, row in enumerate(weights):
         assert prepared.loss_weights[r][mask[r]].tolist() == pytest.approx(row, rel=1e-5)
+
+
+def test_rejected_tokens_leave_the_loss_mask_for_the_whole_step():
+    """reject: {token_k1: u}, u = the median of the model tokens' |d|: the tokens with
+    |log π_old − log μ| > log u leave the loss mask the advantages, losses and counts use
+    (verl rewrites response_mask); the observation holes stay out; lengths stay the model's."""
+    probe = make_step(build_tiny_llama(seed=6), kl_coef=0.0, entropy_coeff=0.0)
+    batch = holey_batch(behaviour_in_holes=-9.0)
+    old = probe.prepare(batch, 0, Timer(torch.device("cpu")), MetricSums()).old_logprobs
+    d = (old - batch.behaviour_logprobs)[batch.loss_mask > 0].abs()
+    u = math.exp(d.median().item())
+    step = make_step(build_tiny_llama(seed=6), kl_coef=0.0, entropy_coeff=0.0,
+                     rollout_correction={"mode": "token", "cap": 2.0, "reject": {"token_k1": u}})
+    sums = MetricSums()
+    prepared = step.prepare(batch, 0, Timer(torch.device("cpu")), sums)
+    hand = batch.loss_mask * ((old - batch.behaviour_logprobs).abs() <= math.log(u))
+    assert torch.equal(prepared.loss_mask, hand)
+    assert 0 < hand.sum() < batch.loss_mask.sum()
+    assert (prepared.advantages[hand == 0] == 0).all() and (prepared.loss_weights[hand == 0] == 0).all()
+    rejected = 1 - hand.sum().item() / batch.loss_mask.sum().item()
+    assert sums.reduce(step.dist)["rollout_correction/rejected_frac"] == pytest.approx(rejected)
+    metrics = step(batch, 0)
+    assert metrics["completions/mean_length"] == 3.5  # the model wrote 5 + 3 + 3 + 3 tokens
+
+
+def test_rejection_and_batch_normalisation_make_the_old_log_prob_pass_run():
+    for rc in ({"reject": {"seq_mean_k3": 0.1}}, {"batch_normalize": True}):
+        step = make_step(build_tiny_llama(seed=6), kl_coef=0.0, old_logprobs="auto",
+                         rollout_correction=rc)
+        assert step.old_source == "recompute"
+    assert make_step(build_tiny_llama(seed=6), kl_coef=0.0, old_logprobs="auto").old_source == "current"

@@ -1,0 +1,10 @@
+"""The base of every config section: unknown keys, NaN and ±inf are errors."""
+from pydantic import BaseModel, ConfigDict
+
+
+class Strict(BaseModel):
+    """Base for every config section: unknown keys are errors, not silently ignored, and so
+    is a NaN or ±inf wherever a float is taken (YAML's `.nan`/`.inf`, or `nan` in an override):
+    no knob means anything at a non-finite value, and a NaN would only surface mid-run."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
