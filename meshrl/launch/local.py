@@ -84,6 +84,7 @@ from meshrl.launch.shm import ShmTracker
 from meshrl.launch.supervisor import Supervisor, stop_on_signals
 from meshrl.private_files import make_private_dir
 from meshrl.run.layout import RunDir
+from meshrl.security.run_key import ensure_run_keys, run_key_env
 
 SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
 
@@ -156,6 +157,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> t
     check_run_dir(run_dir, resume=resume)
     make_private_dir(run_dir)
     RunDir(run_dir).logs.mkdir(exist_ok=True)
+    ensure_run_keys(run_dir)  # the learner signs notices and checkpoints with it (security/run_key.py)
     cfg = resolve_for_run(cfg, run_dir, resume=resume)
     config_path = RunDir(run_dir).config
     config_path.write_text(dump_config(cfg))
@@ -224,9 +226,11 @@ def learner_spec(cfg: RunConfig) -> ServiceSpec:
 
 
 def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, str]:
-    """The spec's environment plus its kind's NATS credential file (a path, never the password)
-    and, with launch.grpc_tls, its kind's gRPC TLS files (meshrl.launch.secrets)."""
-    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name), **grpc_tls_env(cfg, run_dir, spec.name)}
+    """The spec's environment plus its kind's NATS credential file (a path, never the password),
+    with launch.grpc_tls its kind's gRPC TLS files (meshrl.launch.secrets), and the run's key
+    files (the signing key to the learner only: security/run_key.py)."""
+    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name), **grpc_tls_env(cfg, run_dir, spec.name),
+            **run_key_env(run_dir, spec.name)}
 
 
 def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) -> list[str]:

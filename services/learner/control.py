@@ -9,8 +9,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+import grpc
+
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.checkpoint.tags import check_tag
 from meshrl.run.audit import ON_BEHALF_OF
 from meshrl.services.learner.feeder import FeederState
 
@@ -118,6 +122,10 @@ class LearnerControl(learner_pb2_grpc.LearnerControlServiceServicer):
         return learner_pb2.ResumeResponse(status=self.run.to_proto())
 
     async def Checkpoint(self, request, context):
+        try:
+            check_tag(request.tag) if request.tag else None
+        except CheckpointError as err:  # refused here: a bad tag would fail the save after it was written
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"CheckpointRequest.tag: {err}")
         done: asyncio.Future = asyncio.get_running_loop().create_future()
         await self.run.checkpoint_requests.put((request.tag, done))
         step, path = await done

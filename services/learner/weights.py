@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from meshrl.security.run_key import signer_from_env
 from meshrl.transport.weights.file import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights_staging import HostStaging, Staged
@@ -38,6 +39,7 @@ from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.collective import WeightsServer, snapshot
 from meshrl.transport.weights.run_version import announce
+from meshrl.transport.weights.signature import sign_notice
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
@@ -67,9 +69,10 @@ class WeightsPublisher:
     replicas watch that key); module docstring."""
 
     def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False,
-                 dtype: torch.dtype | None = None, background: bool = True):
+                 dtype: torch.dtype | None = None, background: bool = True, signer=None):
         self.bus, self.transport, self.run_id = bus, transport, run_id
         self.tied_embeddings, self.dtype, self.background = tied_embeddings, dtype, background
+        self.signer = signer  # the run's key (security/run_key.py): the notice is signed
         self.digest = "blake3" if getattr(transport, "name", "shm") == "shm" else "sha256"
         self.staging = HostStaging()
         self.pending: asyncio.Task | None = None
@@ -115,7 +118,7 @@ class WeightsPublisher:
         notice = weights_notice(run_id=self.run_id, version=version, transport=self.transport.name,
                                 location=location, size_bytes=size, step=step,
                                 **{self.digest: digest})
-        await announce(self.bus.state, notice)  # the run's version first, then the notice
+        await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
         t2 = time.perf_counter()
         return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
                 "weights/bytes": float(size)}
@@ -132,9 +135,9 @@ class CollectivePublisher:
     the server at the learner's exit, like a file transport's."""
 
     def __init__(self, bus, run_id: str, *, port: int = 0, device: torch.device = torch.device("cpu"),
-                 tied_embeddings: bool = False, dtype: torch.dtype | None = None):
+                 tied_embeddings: bool = False, dtype: torch.dtype | None = None, signer=None):
         self.bus, self.run_id, self.device = bus, run_id, device
-        self.tied_embeddings, self.dtype = tied_embeddings, dtype
+        self.tied_embeddings, self.dtype, self.signer = tied_embeddings, dtype, signer
         self.server = WeightsServer(bind_host(), port)
         self.location = f"tcp://{host_port(advertise_host(), self.server.port)}"
 
@@ -152,7 +155,7 @@ class CollectivePublisher:
         notice = weights_notice(run_id=self.run_id, version=version, transport="collective",
                                 location=self.location, sha256=manifest.digest(),
                                 size_bytes=size, step=step, format="tensors")
-        await announce(self.bus.state, notice)  # the run's version first, then the notice
+        await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
         return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
                 "weights/bytes": float(size)}
 
@@ -174,12 +177,12 @@ def transport_name(setting: str, device: torch.device) -> str:
 
 def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool):
     """(publisher, what to close at exit) for `learner.weights_transport`."""
-    dtype = rollout_dtype(cfg.model.dtype)
+    dtype, signer = rollout_dtype(cfg.model.dtype), signer_from_env()  # the run's key: the learner's alone
     kind = transport_name(cfg.learner.weights_transport, device)
     if kind == "collective":
         publisher = CollectivePublisher(bus, run_id, port=cfg.learner.weights_port, device=device,
-                                        tied_embeddings=tied_embeddings, dtype=dtype)
+                                        tied_embeddings=tied_embeddings, dtype=dtype, signer=signer)
         return publisher, publisher
     transport = transport_for(kind, bus, run_id)
     return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype,
-                            background=cfg.learner.push_in_background), transport
+                            background=cfg.learner.push_in_background, signer=signer), transport

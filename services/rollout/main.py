@@ -44,6 +44,7 @@ from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus import subjects as names
 from meshrl.services.rollout.instruments import rollout_instruments
 from meshrl.services.rollout.worker import RolloutWorker
+from meshrl.security.run_key import verifier_from_env
 
 log = logging.getLogger("meshrl.services.rollout")
 
@@ -79,7 +80,8 @@ class RolloutProcess(ServiceProcess):
         bus, subject = ctx.bus, names.weights_loaded_subject(ctx.run_id)
         updater = WeightsUpdater(self.engine, run_id=ctx.run_id, replica_id=ctx.replica,
                                  fetch_object=bus.weights.fetch_verified,
-                                 publish_loaded=lambda report: bus.publish_event(subject, report))
+                                 publish_loaded=lambda report: bus.publish_event(subject, report),
+                                 verifier=verifier_from_env())
         follower = WeightsFollower(bus.state, updater)
         await follower.start()
         return follower

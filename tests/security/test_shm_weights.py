@@ -27,25 +27,10 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import transport_for, weights_notice
+from tests.security.fakes import RecordingEngine
 
 LEARNER_BYTES = b"the learner's weights " * 1000
 FORGED_BYTES = b"the attacker's weights" * 1000
-
-
-class RecordingEngine:
-    """Stands in for vLLM's engine in these tests of the updater: loads by the path it is
-    given, as vLLM's worker does, and records the bytes it read. `before_read` runs first:
-    the moment between the rollout's check and the worker's read."""
-
-    def __init__(self, before_read=None):
-        self.version, self.loaded, self.before_read = 0, [], before_read
-
-    async def load_weights(self, path, version: int) -> float:
-        if self.before_read is not None:
-            self.before_read()
-        self.loaded.append(Path(path).read_bytes())
-        self.version = version
-        return 0.0
 
 
 def notice_for(location: str, data: bytes, run_id: str, transport: str = "shm") -> pb.WeightsNotice:

@@ -83,16 +83,21 @@ def load_checkpoint(path_or_run_dir: str | Path, *, model, optimizer=None, sched
 
 
 def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
-    """Fill every part's model (and optimizer, when given) from `ckpt/dcp`."""
+    """Fill every part's model (and optimizer, when given) from `ckpt/dcp`, unpickling
+    nothing but plain data (safe_dcp.py)."""
     import torch.distributed.checkpoint as dcp  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
     from torch.distributed.checkpoint.api import CheckpointException  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
+    from meshrl.inputs.checkpoint.safe_dcp import SafePlanner, SafeReader, unsafe_cause  # lazy: imports torch.distributed.checkpoint, see above
 
     _check_saved_parts(ckpt, parts)
     sd = {name: part_state(part) for name, part in parts.items()}
     try:
         with quiet_single_process():
-            dcp.load(sd, checkpoint_id=str(ckpt / DCP_DIR), no_dist=not dist.active())
+            dcp.load(sd, storage_reader=SafeReader(str(ckpt / DCP_DIR)), planner=SafePlanner(),
+                     no_dist=not dist.active())
     except (Exception, CheckpointException) as err:  # a BaseException in DCP: add context
+        if unsafe_cause(err) is not None:
+            raise CheckpointError(f"{ckpt}: {unsafe_cause(err)}") from None
         last = [line for line in str(err).splitlines() if line.strip()][-1:] or [type(err).__name__]
         raise CheckpointError(f"{ckpt}: could not load parts {sorted(parts)}: {last[0]}; the "
                               f"model or optimizer does not match the saved one (architecture, "
@@ -103,10 +108,13 @@ def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
 
 def _check_saved_parts(ckpt: Path, parts: dict[str, Part]) -> None:
     """Name a part (or a part's optimizer) that the checkpoint does not hold, before DCP does."""
-    from torch.distributed.checkpoint import FileSystemReader  # lazy: torch.distributed.checkpoint, see load_shards
+    from meshrl.inputs.checkpoint.safe_dcp import SafeReader, UnsafeCheckpoint  # lazy: torch.distributed.checkpoint, see load_shards
 
-    saved = {key.split(".")[0] + "." + key.split(".")[1] for key in
-             FileSystemReader(str(ckpt / DCP_DIR)).read_metadata().state_dict_metadata}
+    try:
+        metadata = SafeReader(str(ckpt / DCP_DIR)).read_metadata()
+    except UnsafeCheckpoint as err:
+        raise CheckpointError(f"{ckpt}: {err}") from None
+    saved = {key.split(".")[0] + "." + key.split(".")[1] for key in metadata.state_dict_metadata}
     for name, part in parts.items():
         wanted = [f"{name}.model"] + ([f"{name}.optim"] if part.optimizer is not None else [])
         missing = [w for w in wanted if w not in saved]

@@ -1,8 +1,11 @@
 """`manifest.json`: what a checkpoint holds, with sha256 and size of every file.
 
 The manifest also hashes itself (`manifest_sha256` over its other fields, canonical JSON),
-so a hand-edited or truncated manifest is told apart from a corrupted data file.
-`tags.json` is deliberately outside the manifest: tags change after the save.
+so a hand-edited or truncated manifest is told apart from a corrupted data file. That hash
+has no key: anyone who alters a file can recompute it. So the learner also signs it
+(`signature`: Ed25519 over `manifest_sha256`, with the run's key, meshrl.security.run_key),
+and a run dir that has a key (RUN_DIR/keys/run-signing.pub) accepts only checkpoints it
+signed. `tags.json` is deliberately outside the manifest: tags change after the save.
 
 Simplifications: files are hashed after they are written (a second read of the bytes);
 hashing runs on a thread pool (hashlib releases the GIL), one file per task.
@@ -47,17 +50,23 @@ def hash_files(ckpt: Path, names: list[str]) -> dict[str, dict]:
 
 
 def _self_hash(body: dict) -> str:
-    fields = {k: v for k, v in body.items() if k != "manifest_sha256"}
+    fields = {k: v for k, v in body.items() if k not in ("manifest_sha256", "signature")}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict) -> dict:
-    """Hash every data file of `ckpt` and write `manifest.json` (fsynced); return it."""
+def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, signer=None) -> dict:
+    """Hash every data file of `ckpt` and write `manifest.json` (fsynced), signed with
+    `signer` (default: the run key the environment gives the learner, if any); return it."""
     body = {"format": FORMAT, "step": int(step), "config_hash": config_hash,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "created_unix": time.time(), "meshrl_version": __version__, **extra,
             "files": hash_files(ckpt, data_files(ckpt))}
     body["manifest_sha256"] = _self_hash(body)
+    from meshrl.security.run_key import signer_from_env  # lazy: cryptography, only when a checkpoint is written
+
+    signer = signer or signer_from_env()
+    if signer is not None:
+        body["signature"] = signer.sign(body["manifest_sha256"].encode()).hex()
     write_text_durable(ckpt / MANIFEST, json.dumps(body, indent=2, sort_keys=True) + "\n")
     return body
 
@@ -85,7 +94,26 @@ def read_manifest(ckpt: str | Path) -> dict:
         raise CheckpointError(f"{path}: tampered manifest, its self-checksum (manifest_sha256) "
                               f"does not match its content; it was edited after the save. "
                               f"Restore it or use an earlier checkpoint")
+    _check_signature(ckpt, body)
     return body
+
+
+def _check_signature(ckpt: Path, body: dict) -> None:
+    """With a run key for the checkpoint's run dir: the learner must have signed this manifest."""
+    from meshrl.security.run_key import verifier_for_run  # lazy: cryptography, only when a checkpoint is read
+
+    verifier = verifier_for_run(ckpt.parent.parent)
+    if verifier is None:
+        return
+    try:
+        signature = bytes.fromhex(body.get("signature") or "")
+    except ValueError:
+        signature = b""
+    if not verifier.valid(str(body["manifest_sha256"]).encode(), signature):
+        state = "is not signed" if not body.get("signature") else "has a signature the run's key does not verify"
+        raise CheckpointError(f"{ckpt / MANIFEST}: tampered or foreign checkpoint: its manifest {state} "
+                              f"({verifier.source}); only the run's learner signs its checkpoints. Use "
+                              f"another checkpoint")
 
 
 def file_problems(ckpt: Path, manifest: dict, *, full: bool = True) -> list[str]:

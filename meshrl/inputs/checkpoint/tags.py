@@ -27,11 +27,18 @@ def read_tags(ckpt: Path) -> list[str]:
                               f'{{"tags": ["name", ...]}}; fix or delete it') from err
 
 
+def check_tag(name: str) -> str:
+    """`name` if it may be a tag; CheckpointError saying the rule otherwise (checked where a
+    tag arrives, as the learner's Checkpoint call, so a bad one never reaches a save)."""
+    if not TAG_RE.match(name):
+        raise CheckpointError(f"tag {name[:80]!r} is not allowed: use 1-64 letters, digits, "
+                              f"'.', '_' or '-', starting with a letter or digit")
+    return name
+
+
 def write_tags(ckpt: Path, tags: list[str]) -> None:
     for name in tags:
-        if not TAG_RE.match(name):
-            raise CheckpointError(f"tag {name!r} is not allowed: use 1-64 letters, digits, "
-                                  f"'.', '_' or '-', starting with a letter or digit")
+        check_tag(name)
     path = Path(ckpt) / TAGS
     tmp = path.with_name(f"{TAGS}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps({"tags": sorted(set(tags))}) + "\n")

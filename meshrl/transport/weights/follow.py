@@ -33,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from google.protobuf.message import DecodeError
+
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.transport.weights.run_version import refusal, run_version
 from meshrl.api.common.v1 import common_pb2 as pb
@@ -55,9 +57,19 @@ class WeightsFollower:
     async def start(self) -> None:
         """Load the run's current version, if the learner has published one."""
         entry = await self.state.get(self.key)
-        if entry is not None and self.take(entry):
-            await self.apply(entry.proto(pb.WeightsNotice))
+        if entry is not None and self.take(entry) and (notice := await self.parsed(entry)) is not None:
+            await self.apply(notice)
         self._update_ready()
+
+    async def parsed(self, entry) -> pb.WeightsNotice | None:
+        """The entry's notice; None (refused, reported) for bytes that are not one: whatever
+        lands under the key (a JetStream API answer someone aimed there) must not stop the replica."""
+        try:
+            return entry.proto(pb.WeightsNotice)
+        except DecodeError as err:
+            await self.updater.refuse(pb.WeightsNotice(), f"the run KV's {self.key!r} holds {len(entry.value)} bytes "
+                                                          f"that are not a WeightsNotice ({err}); ignored")
+            return None
 
     def take(self, entry) -> bool:
         """Whether `entry` is newer than every revision taken so far (and remember it)."""
@@ -72,9 +84,9 @@ class WeightsFollower:
         loading: asyncio.Task | None = None
         try:
             async for entry in self.state.watch(self.key):
-                if not self.take(entry):
+                if not self.take(entry) or (notice := await self.parsed(entry)) is None:
                     continue
-                self._pending = entry.proto(pb.WeightsNotice)  # replaces one not loaded yet
+                self._pending = notice  # replaces one not loaded yet
                 self.latest_seen = self._pending.version
                 self._update_ready()
                 if loading is None or loading.done():

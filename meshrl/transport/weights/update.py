@@ -13,6 +13,9 @@ could be swapped after the check). A mismatch is refused, reported (`WeightsLoad
 replica keeps serving the version it holds. A notice for the version held is a no-op (the
 KV watch replays the latest value on start and after reconnects).
 
+With the run's verify key (MESHRL_RUN_VERIFY_KEY_FILE) a notice the learner did not sign is
+refused before anything else (meshrl.transport.weights.signature).
+
 The bus is reached through two callables, so this file does not depend on its API:
 `fetch_object(name, dest_path) -> sha256 hex` (see meshrl.transport.weights.receive) and
 `publish_loaded(WeightsLoaded)`.
@@ -29,6 +32,7 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.weights import WeightsRejected, check_notice, local_file, open_verified
 from meshrl.transport.weights.collective import ask_for
 from meshrl.transport.weights.receive import FetchObject
+from meshrl.transport.weights.signature import check_signature
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +43,9 @@ class WeightsUpdater:
     def __init__(self, engine, *, run_id: str, replica_id: str,
                  fetch_object: FetchObject | None = None,
                  publish_loaded: Callable[[pb.WeightsLoaded], Awaitable] | None = None,
-                 cache_dir: str | Path = "/dev/shm"):
+                 cache_dir: str | Path = "/dev/shm", verifier=None):
         self.engine, self.run_id, self.replica_id = engine, run_id, replica_id
+        self.verifier = verifier  # the run's verify key: only notices the learner signed (signature.py)
         self.fetch_object, self.publish_loaded = fetch_object, publish_loaded
         cache = Path(cache_dir)
         self.cache_dir = cache if cache.is_dir() else Path("/tmp")
@@ -80,6 +85,7 @@ class WeightsUpdater:
         return report
 
     async def _load(self, notice: pb.WeightsNotice) -> None:
+        check_signature(notice, self.verifier)
         check_notice(notice, self.run_id)
         if notice.transport == "collective":
             return await self._receive(notice)

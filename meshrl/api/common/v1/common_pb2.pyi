@@ -240,7 +240,7 @@ class Group(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., group_id: _Optional[str] = ..., task: _Optional[_Union[PromptTask, _Mapping]] = ..., samples: _Optional[_Iterable[_Union[Sample, _Mapping]]] = ..., policy_version: _Optional[int] = ..., rollout_replica: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[StageTiming, _Mapping]]] = ..., scored: _Optional[bool] = ..., has_ref_logprobs: _Optional[bool] = ..., greedy_sample: _Optional[_Union[Sample, _Mapping]] = ..., drop_reason: _Optional[str] = ...) -> None: ...
 
 class WeightsNotice(_message.Message):
-    __slots__ = ("run_id", "version", "transport", "location", "sha256", "size_bytes", "format", "step", "published_unix", "blake3")
+    __slots__ = ("run_id", "version", "transport", "location", "sha256", "size_bytes", "format", "step", "published_unix", "blake3", "signature")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
@@ -251,6 +251,7 @@ class WeightsNotice(_message.Message):
     STEP_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_UNIX_FIELD_NUMBER: _ClassVar[int]
     BLAKE3_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     version: int
     transport: str
@@ -261,7 +262,8 @@ class WeightsNotice(_message.Message):
     step: int
     published_unix: float
     blake3: str
-    def __init__(self, run_id: _Optional[str] = ..., version: _Optional[int] = ..., transport: _Optional[str] = ..., location: _Optional[str] = ..., sha256: _Optional[str] = ..., size_bytes: _Optional[int] = ..., format: _Optional[str] = ..., step: _Optional[int] = ..., published_unix: _Optional[float] = ..., blake3: _Optional[str] = ...) -> None: ...
+    signature: bytes
+    def __init__(self, run_id: _Optional[str] = ..., version: _Optional[int] = ..., transport: _Optional[str] = ..., location: _Optional[str] = ..., sha256: _Optional[str] = ..., size_bytes: _Optional[int] = ..., format: _Optional[str] = ..., step: _Optional[int] = ..., published_unix: _Optional[float] = ..., blake3: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class WeightsLoaded(_message.Message):
     __slots__ = ("run_id", "replica_id", "version", "ok", "error", "load_s")
