@@ -20,11 +20,13 @@ from pathlib import Path
 
 import grpc
 
+from meshrl.config.limits import MAX_REPLICAS
 from meshrl.gateway.errors import GatewayError, invalid, precondition
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.audit import ON_BEHALF_OF
 from meshrl.run.presence import LauncherInfo
+from meshrl.private_files import private_open_append, write_private_file
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
 
@@ -64,6 +66,14 @@ async def pause_or_resume(info: LauncherInfo, verb: str, reason: str, who: str =
 
 
 async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2.RunActionResponse:
+    """`tag` (the request's reason) names the checkpoint: it must be a tag, not free text."""
+    from meshrl.inputs.checkpoint.errors import CheckpointError
+    from meshrl.inputs.checkpoint.tags import check_tag
+
+    try:
+        check_tag(tag) if tag else None
+    except CheckpointError as err:
+        raise invalid(f"reason: {err} (a checkpoint's reason becomes its tag)") from None
     reply = await learner_call(info, "Checkpoint", tag, who)
     return gateway_pb2.RunActionResponse(message=f"checkpoint of step {reply.step} written to {reply.path}",
                                          checkpoint_step=reply.step, path=reply.path)
@@ -82,6 +92,9 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
                       f"{', '.join(f'{k} ×{v}' for k, v in info.replicas.items()) or 'only the learner'}")
     if replicas < 1:
         raise invalid(f"replicas must be at least 1 (asked {replicas}); stop the run with StopRun instead")
+    if replicas > MAX_REPLICAS:
+        raise invalid(f"replicas={replicas}: allowed 1..{MAX_REPLICAS} replicas of one service "
+                      "(meshrl.config.limits, the same cap as `meshrl scale` and the run config)")
     write_request(run_dir, {service: replicas})
     changes = {service: {"from": info.replicas[service], "to": replicas}}
     return gateway_pb2.RunActionResponse(
@@ -97,15 +110,15 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int
     if run_dir.exists():
         raise GatewayError(grpc.StatusCode.ALREADY_EXISTS, f"{run_dir} exists; pick another name")
     overrides = [*overrides, f"run.dir={run_dir}"]
-    folder = root / ".submitted"
-    folder.mkdir(exist_ok=True)
-    config = folder / f"{name}.yaml"
-    config.write_text(config_yaml)
+    folder = root / ".submitted"  # configs and logs of other people's runs: the gateway's user's alone
+    folder.mkdir(mode=0o700, exist_ok=True)
+    folder.chmod(0o700)
+    config = write_private_file(folder / f"{name}.yaml", config_yaml.encode())
     try:
         load_config(config, overrides=overrides)  # a bad config fails here, not in the child
     except ConfigError as err:
         raise invalid(f"the config does not load: {err}") from None
-    log = (folder / f"{name}.log").open("ab")
+    log = private_open_append(folder / f"{name}.log")
     proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return proc.pid

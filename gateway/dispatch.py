@@ -7,6 +7,7 @@ Both transports (grpc_server.py, http_app.py) go through here, so a rule holds f
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import AsyncIterator
 
@@ -17,6 +18,7 @@ from meshrl.gateway.errors import GatewayError
 from meshrl.gateway.handlers import ROLE, STREAM_FILES, Handlers
 from meshrl.errors import ConfigError
 from meshrl.errors import LaunchError
+from meshrl.gateway.limits import FollowSlots
 
 log = logging.getLogger("meshrl.gateway")
 STREAMS = tuple(STREAM_FILES)
@@ -33,8 +35,9 @@ def as_gateway_error(err: Exception) -> GatewayError:
 
 
 class Dispatcher:
-    def __init__(self, handlers: Handlers, auth: TokenAuth):
+    def __init__(self, handlers: Handlers, auth: TokenAuth, follows: FollowSlots | None = None):
         self.handlers, self.auth = handlers, auth
+        self.follows = follows or FollowSlots()  # live streams per user (limits.py)
 
     async def call(self, rpc: str, request, token: str | None):
         who = self.auth.authorize(token, ROLE[rpc], rpc)
@@ -43,10 +46,13 @@ class Dispatcher:
         except Exception as err:  # noqa: BLE001 - every failure leaves as a GatewayError
             raise as_gateway_error(err) from None
 
-    async def stream(self, rpc: str, request, token: str | None) -> AsyncIterator:
+    async def stream(self, rpc: str, request, token: str | None, *, slot_held: bool = False) -> AsyncIterator:
+        """`slot_held`: the caller took the follow slot already (SSE: before its headers go out)."""
         who = self.auth.authorize(token, ROLE[rpc], rpc)
-        try:
-            async for item in getattr(self.handlers, rpc)(request, who):
-                yield item
-        except Exception as err:  # noqa: BLE001
-            raise as_gateway_error(err) from None
+        slot = self.follows.taken(who.name) if request.follow and not slot_held else contextlib.nullcontext()
+        with slot:  # a stream that follows a run holds its slot until it ends
+            try:
+                async for item in getattr(self.handlers, rpc)(request, who):
+                    yield item
+            except Exception as err:  # noqa: BLE001
+                raise as_gateway_error(err) from None

@@ -95,16 +95,17 @@ async def sse(request: web.Request, dispatcher: Dispatcher, rpc: str, message) -
     if last.isdigit():
         message.from_index = int(last) + 1
     message.follow = True
-    dispatcher.auth.authorize(token_of(request), ROLE[rpc], rpc)
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
-    try:
-        async for record in dispatcher.stream(rpc, message, token_of(request)):
-            row = json.dumps({"index": record.index, "row": json_format.MessageToDict(record.row)})
-            await response.write(f"id: {record.index}\ndata: {row}\n\n".encode())
-        await response.write(b"event: end\ndata: {}\n\n")
-    except ConnectionResetError:
-        pass  # the browser left the page: nothing to send it
+    who = dispatcher.auth.authorize(token_of(request), ROLE[rpc], rpc)
+    with dispatcher.follows.taken(who.name):  # refused (429) before the stream's headers go out
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        try:
+            async for record in dispatcher.stream(rpc, message, token_of(request), slot_held=True):
+                row = json.dumps({"index": record.index, "row": json_format.MessageToDict(record.row)})
+                await response.write(f"id: {record.index}\ndata: {row}\n\n".encode())
+            await response.write(b"event: end\ndata: {}\n\n")
+        except ConnectionResetError:
+            pass  # the browser left the page: nothing to send it
     return response
 
 

@@ -17,10 +17,12 @@ from aiohttp import web
 
 from meshrl.gateway.app import make_app
 from meshrl.gateway.auth import TokenAuth, load_tokens
-from meshrl.gateway.dispatch import Dispatcher
+from meshrl.gateway.dispatch import STREAMS, Dispatcher
 from meshrl.gateway.grpc_server import gateway_registration
 from meshrl.gateway.handlers import Handlers
+from meshrl.gateway.limits import MAX_REQUEST_BYTES
 from meshrl.gateway.runs import RunsRoot
+from meshrl.gateway.token_gate import TokenGate
 from meshrl.transport.rpc.server import start_server, stop_server
 
 
@@ -39,7 +41,9 @@ class Gateway:
 async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.0.1",
                         http_port: int = 0, grpc_port: int = 0) -> Gateway:
     dispatcher = Dispatcher(Handlers(RunsRoot(runs_root)), auth)
-    server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host)
+    server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host,
+                                       interceptors=[TokenGate(auth, set(STREAMS))],
+                                       max_receive_bytes=MAX_REQUEST_BYTES)
     # Open event streams (dashboards following a live run) never end by themselves: on stop,
     # give them a second, then close them.
     runner = web.AppRunner(make_app(dispatcher), access_log=None, shutdown_timeout=1.0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 
@@ -46,7 +47,7 @@ class EnvironmentConfig(Strict):
     name: str = Field(min_length=1, max_length=256)
     builtin: str | None = None
     address: str | None = None
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     grpc_port: int = Field(0, ge=0, le=65535)  # launched replicas; 0 = a free port each
     timeout_s: float = Field(10.0, gt=0.0)
     max_episodes: int = Field(256, ge=1)  # open episodes per launched replica (then RESOURCE_EXHAUSTED)

@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
 from meshrl.errors import ConfigError
 from meshrl.config.parts import REWARD_MODEL_KIND
@@ -41,7 +42,7 @@ class RewardModelConfig(Strict):
     """How the reward-model service loads, batches and normalises (services/reward_model)."""
 
     path: str
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     grpc_port: int = Field(0, ge=0, le=65535)  # every replica serves here (SO_REUSEPORT)
     batch_size: int = Field(32, ge=1)  # texts per forward pass
     max_length: int = Field(512, ge=8)  # tokens per text, truncated beyond

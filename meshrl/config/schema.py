@@ -9,6 +9,7 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
+from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
@@ -66,7 +67,7 @@ class SamplingConfig(Strict):
 
 
 class RolloutConfig(Strict):
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     sampling: SamplingConfig = SamplingConfig()
     kv_cache_gb: float = Field(1.0, gt=0.0)  # GiB, fractions allowed (vLLM kv_cache_memory_bytes)
     enforce_eager: bool = True
@@ -135,7 +136,7 @@ class RewardComponentConfig(Strict):
 
 
 class RewardConfig(Strict):
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     components: list[RewardComponentConfig] = [
         RewardComponentConfig(name="math", kind="math_verify", weight=1.0)
     ]
@@ -155,7 +156,7 @@ class ReferenceConfig(Strict):
     """The frozen reference model. `enabled: auto` = only when the algorithm needs it."""
 
     enabled: Literal["auto", "on", "off"] = "auto"
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     micro_batch_size: int = Field(8, ge=1)
     grpc_port: int = 0
     address: str | None = None  # host:port the learner calls (DPO); default 127.0.0.1:grpc_port

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meshrl.config.limits import MAX_REPLICAS
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
 from meshrl.run import layout
@@ -23,7 +24,6 @@ from meshrl.run import layout
 REQUEST_FILE = layout.SCALE
 SCALABLE = ("rollout", "reward", "reward_model", "environment", "reference")
 ALIASES = {"env": "environment"}
-MAX_REPLICAS = 64  # a typo guard: more processes than this on one machine is never meant
 
 
 def parse_counts(pairs: list[str]) -> dict[str, int]:

@@ -58,13 +58,18 @@ def _bind(server: aio.Server, host: str, port: int) -> int:
 
 async def start_server(registrations: Iterable[Registration], *, port: int = 0, host: str | None = None,
                        interceptors: Sequence[aio.ServerInterceptor] = (),
-                       max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[aio.Server, int]:
+                       max_message_bytes: int = MAX_MESSAGE_BYTES,
+                       max_receive_bytes: int | None = None) -> tuple[aio.Server, int]:
     """Start serving; returns (server, bound_port). Every service is marked SERVING.
-    `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.addresses)."""
+    `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.addresses).
+    `max_receive_bytes`: a smaller cap on requests than on answers (the gateway's)."""
     registrations = list(registrations)
     # Every server joins the caller's trace (a no-op while this process has no tracer).
     chain = [TracingServerInterceptor(), *interceptors]
-    server = aio.server(interceptors=chain, options=message_options(max_message_bytes))
+    options = message_options(max_message_bytes)
+    if max_receive_bytes is not None:
+        options = [*options[:1], ("grpc.max_receive_message_length", max_receive_bytes)]
+    server = aio.server(interceptors=chain, options=options)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for reg in registrations:

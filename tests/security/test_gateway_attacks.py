@@ -1,0 +1,108 @@
+"""Attacks on a real gateway (gRPC and HTTP on real ports) over a runs root with a live run.
+
+- an anonymous gRPC call whose message is not even protobuf is refused before it is read,
+  and a token holder's request is capped at 1 MiB (main parsed 64 MiB messages first);
+- a page on another origin of this host posts with the dashboard's cookie (SameSite=Strict
+  does not separate ports of one host): refused, while the gateway's own page still acts;
+- ScaleService asked for 2,147,483,647 replicas: refused with the cap config and CLI use;
+- a viewer opening live streams without end: the ninth is refused (429), others still get theirs.
+
+Run: .venv/bin/python -m pytest tests/security/test_gateway_attacks.py -q
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import aiohttp
+import grpc
+import pytest
+import pytest_asyncio
+
+from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
+from meshrl.ops.launch.presence import LauncherInfo, write_presence
+from tests.fixtures.gateway import gateway_for
+
+OPERATOR, VIEWER, OTHER_VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab", "viewer2-token-0123456789"
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def gateway(tmp_path_factory):
+    """(gateway, gRPC stub, HTTP session, run dir) over one live run (its launcher: this process)."""
+    root = tmp_path_factory.mktemp("runs")
+    run_dir = root / "live"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("run: {name: live}\n")
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 0, "reward": 0.1}) + "\n")
+    write_presence(run_dir, LauncherInfo(os.getpid(), "live-1", "nats://127.0.0.1:1", "127.0.0.1:1", {"rollout": 1}))
+    gw = await gateway_for(root, root.parent, olga=("operator", OPERATOR), vic=("viewer", VIEWER),
+                           val=("viewer", OTHER_VIEWER))
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as http:
+        yield gw, gateway_pb2_grpc.GatewayServiceStub(channel), http, run_dir
+    await channel.close()
+    await gw.stop()
+
+
+def bearer(token: str):
+    return (("authorization", f"Bearer {token}"),)
+
+
+async def test_an_anonymous_call_is_refused_before_its_message_is_read(gateway):
+    gw, stub, _, _ = gateway
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
+        raw = channel.unary_unary("/meshrl.gateway.v1.GatewayService/SubmitRun")  # bytes in, bytes out
+        with pytest.raises(grpc.aio.AioRpcError) as anonymous:
+            await raw(b"\xff" * 1000, metadata=bearer("not-a-token-of-ours"), timeout=10)
+    assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED  # not a parse error: never parsed
+    with pytest.raises(grpc.aio.AioRpcError) as too_big:
+        await stub.ScaleService(pb.ScaleServiceRequest(run="live", service="x" * (2 << 20), replicas=1),
+                                metadata=bearer(OPERATOR), timeout=10)
+    assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_a_cookie_post_from_another_origin_is_refused(gateway):
+    gw, _, http, run_dir = gateway
+    jar = aiohttp.CookieJar(unsafe=True)  # keeps cookies of an IP host, as a browser does
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}", cookie_jar=jar) as browser:
+        async with browser.post("/api/session", json={"token": OPERATOR},
+                                headers={"Origin": f"http://127.0.0.1:{gw.http_port}"}) as r:
+            assert r.status == 200  # the operator logged in on the dashboard: the cookie is set
+        evil = {"Origin": "http://127.0.0.1:9999"}  # another app on this host: same site, other origin
+        async with browser.post("/api/runs/live/scale", json={"service": "rollout", "replicas": 5}, headers=evil) as r:
+            assert r.status == 403 and "acts only for its own pages" in (await r.json())["error"]
+        assert not (run_dir / "scale.json").exists()
+        own = {"Origin": f"http://127.0.0.1:{gw.http_port}"}
+        async with browser.post("/api/runs/live/scale", json={"service": "rollout", "replicas": 2}, headers=own) as r:
+            assert r.status == 200
+    assert json.loads((run_dir / "scale.json").read_text()) == {"rollout": 2}
+
+
+async def test_scale_asks_for_at_most_the_cap(gateway):
+    _, stub, _, _ = gateway
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.ScaleService(pb.ScaleServiceRequest(run="live", service="rollout", replicas=2_147_483_647),
+                                metadata=bearer(OPERATOR), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "replicas=2147483647: allowed 1..64" in refused.value.details()
+
+
+async def test_one_viewer_cannot_hold_streams_without_end(gateway):
+    _, _, http, _ = gateway
+    opened = []
+    try:
+        for _ in range(MAX_FOLLOWS_PER_USER):
+            opened.append(await http.get("/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}))
+            assert opened[-1].status == 200
+        async with http.get("/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}) as r:
+            assert r.status == 429 and f"vic has {MAX_FOLLOWS_PER_USER} live streams open" in (await r.json())["error"]
+        async with http.get("/api/runs/live/metrics?follow=1",
+                            headers={"Authorization": f"Bearer {OTHER_VIEWER}"}) as r:
+            assert r.status == 200  # another viewer is not starved
+    finally:
+        for response in opened:
+            response.close()
+    await asyncio.sleep(0.5)  # the server notices the closed streams and frees their slots
