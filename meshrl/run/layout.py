@@ -25,6 +25,7 @@ imports nothing of meshrl, and every floor may use it).
     audit.jsonl        every action that changed the run (meshrl.run.audit)
     restarts.jsonl     every restart of a service (meshrl.launch.restarts)
     secrets/           the run's NATS users, TLS files and gRPC certificates (meshrl.run.secrets)
+    keys/              the run's signing key: notices and checkpoints (meshrl.security.run_key)
     metrics.png        `meshrl plot`'s default output
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ SCALE = "scale.json"
 AUDIT = "audit.jsonl"
 RESTARTS = "restarts.jsonl"
 SECRETS = "secrets"
+KEYS = "keys"
 PLOT = "metrics.png"
 
 
@@ -78,6 +80,7 @@ class RunDir:
     presence = property(lambda self: self.path / PRESENCE)
     scale = property(lambda self: self.path / SCALE)
     audit = property(lambda self: self.path / AUDIT)
+    keys = property(lambda self: self.path / KEYS)
     restarts = property(lambda self: self.path / RESTARTS)
     secrets = property(lambda self: self.path / SECRETS)
     plot = property(lambda self: self.path / PLOT)

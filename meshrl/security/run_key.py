@@ -17,6 +17,7 @@ checkpoints signed before a restart must still verify after it.
 Where no verify key is configured (a run dir made before keys existed, a bare test), an
 unsigned notice or manifest is accepted as before; where one is, unsigned is refused.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from meshrl.run.layout import KEYS, RunDir
+
 SIGNING_KEY_ENV = "MESHRL_RUN_SIGNING_KEY_FILE"
 VERIFY_KEY_ENV = "MESHRL_RUN_VERIFY_KEY_FILE"
-KEYS_DIR, PRIVATE_NAME, PUBLIC_NAME = "keys", "run-signing.key", "run-signing.pub"
+PRIVATE_NAME, PUBLIC_NAME = "run-signing.key", "run-signing.pub"
 
 
 class RunKeyError(Exception):
@@ -50,7 +53,7 @@ class RunKeys:
 
 
 def run_keys(run_dir: str | Path) -> RunKeys:
-    folder = Path(run_dir) / KEYS_DIR
+    folder = RunDir(run_dir).keys
     return RunKeys(folder / PRIVATE_NAME, folder / PUBLIC_NAME)
 
 
@@ -62,10 +65,18 @@ def create_run_keys(run_dir: str | Path) -> RunKeys:
     keys.private.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(keys.private.parent, 0o700)
     private = Ed25519PrivateKey.generate()
-    _write_new(keys.private, private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                   serialization.NoEncryption()), 0o600)
-    _write_new(keys.public, private.public_key().public_bytes(serialization.Encoding.PEM,
-                                                              serialization.PublicFormat.SubjectPublicKeyInfo), 0o644)
+    _write_new(
+        keys.private,
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+        0o600,
+    )
+    _write_new(
+        keys.public,
+        private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo),
+        0o644,
+    )
     return keys
 
 
@@ -74,7 +85,7 @@ def ensure_run_keys(run_dir: str | Path) -> RunKeys | None:
     dir with checkpoints but no keys (made before signing existed) stays unsigned, or its
     own checkpoints would be refused on resume."""
     keys = run_keys(run_dir)
-    if keys.public.is_file() or not any((Path(run_dir) / "checkpoints").glob("step_*")):
+    if keys.public.is_file() or not any(RunDir(run_dir).checkpoints.glob("step_*")):
         return create_run_keys(run_dir)
     return None
 
@@ -121,8 +132,9 @@ def _read(path: str, env: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as err:
-        raise RunKeyError(f"{env}={path}: cannot read the run's key ({err.strerror}); the launcher makes it "
-                          f"in RUN_DIR/{KEYS_DIR}/") from None
+        raise RunKeyError(
+            f"{env}={path}: cannot read the run's key ({err.strerror}); the launcher makes it in RUN_DIR/{KEYS}/"
+        ) from None
 
 
 def signer_from_env(env=os.environ) -> RunSigner | None:

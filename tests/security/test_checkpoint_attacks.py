@@ -28,7 +28,7 @@ from meshrl.inputs.checkpoint.export import export_hf
 from meshrl.inputs.checkpoint.manifest import _self_hash, data_files, hash_files
 from meshrl.inputs.checkpoint.parts import collect_parts, part_state
 from meshrl.security.run_key import create_run_keys, run_key_env
-from tests.unit.checkpoint.helpers import tiny_model, trainer
+from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 
 
 class Mkdir:

@@ -14,8 +14,8 @@ import pytest
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.ops.launch.grpc_tls import grpc_user_env
-from meshrl.ops.launch.presence import find_launcher
+from meshrl.run.secrets import grpc_user_env
+from meshrl.run.presence import find_launcher
 from meshrl.transport.rpc.channel import open_channel
 from meshrl.transport.rpc.mesh_tls import caller_env
 from tests.fixtures.gateway import gateway_for

@@ -19,8 +19,8 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.security.run_key import create_run_keys, load_verifier, signer_from_env
-from meshrl.services.rollout.follower import WeightsFollower
-from meshrl.services.rollout.weights import WeightsUpdater
+from meshrl.transport.weights.follow import WeightsFollower
+from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import weights_notice
 from meshrl.transport.weights.run_version import announce
