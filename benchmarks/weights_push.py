@@ -100,7 +100,7 @@ async def learner_push(bus, data: bytes) -> float:
 async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
     from meshrl.transport.bus import Bus
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
-    from meshrl.services.rollout.weights import WeightsUpdater
+    from meshrl.transport.weights.update import WeightsUpdater
 
     data = perturbed_bytes(model_dir)
     size, out = len(data), []

@@ -18,18 +18,19 @@ import pytest
 import yaml
 
 from tests.deploy.contract import grpc_port, serve_argv
-from tests.deploy.test_k8s import K8S, allowed_flows, by_kind, env_of, probe_port, render, run_config, workloads
+from tests.deploy.kustomize import kustomization, render, requires_kubectl
+from tests.deploy.test_k8s import K8S, allowed_flows, by_kind, env_of, probe_port, run_config, workloads
+
+pytestmark = requires_kubectl
 
 COMPONENTS = K8S / "components"
 
 
 def with_components(tmp_path_factory, overlay: str, *names: str) -> list[dict]:
     root = tmp_path_factory.mktemp("overlay")
-    (root / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "meshrl-dev",
-        "resources": [str(K8S / "overlays" / overlay)], "components": [str(COMPONENTS / n) for n in names],
-        "images": [{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]}))
-    return render(root)
+    return render(kustomization(root, namespace="meshrl-dev", resources=[K8S / "overlays" / overlay],
+                                components=[COMPONENTS / n for n in names],
+                                images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]))
 
 
 @pytest.fixture(scope="module")
