@@ -206,7 +206,7 @@ async def test_each_episode_is_one_trace_with_a_span_per_turn_linked_to_its_grou
     client, _ = env
     tracer = tracing.init_tracing("rollout", "0", "run-t", run_dir=tmp_path)
     try:
-        with tracing.group_span("rollout.generate", "g-traced") as group_span:
+        with tracing.group_span("rollout.generate", "g-traced"):
             await rollout(base_rollout_engine, client, max_turns=2).generate_group(task("chatty", "g-traced", n=2))
         tracer.force_flush()
     finally:
