@@ -15,7 +15,10 @@ Speed too: torch work on a second thread gives that thread an OpenMP team of its
 the trainer's teams then run slower. Measured with SmolLM2-135M (bf16, 16 × ≤ 76 tokens, 2
 cores): casting the weights to bf16 on the event loop's thread between steps took each later
 step's forward from 0.53 to 0.70 s and backward from 1.3 to 1.5 s; the same cast on this
-thread left them as they were. So the model is built, restored, trained and serialised here.
+thread left them as they were. So the model is built, restored and trained here, and the
+weights for a push are staged here (cast and copied into host buffers); the file write and
+its digest — plain I/O and hashing, no torch kernels — then run on the publisher's export
+thread while the next step trains (services/learner/weights.py).
 
 The event loop stays free for NATS, gRPC and the health watch while the thread computes.
 """
