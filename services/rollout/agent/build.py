@@ -5,7 +5,9 @@
 An external environment (`environment.address`, "a:1,b:2" for several replicas) is called
 at its fixed address(es) with `environment.tls`; a launched built-in with the run's own gRPC
 TLS (MESHRL_GRPC_TLS_*, when launch.grpc_tls is on), its replicas found in the run KV (`replicas.py`), refreshed while `agent.background()`
-runs (the caller's to run beside its work); `await agent.aclose()` closes the channels.
+runs (the caller's to run beside its work). With rollout.agent.policy_endpoint.enabled the
+replica also serves the OpenAI-compatible policy endpoint (policy/). `await agent.aclose()`
+closes the channels and that server.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from meshrl.services.rollout.agent.episode import EpisodeContext, EpisodeLimits
 from meshrl.services.rollout.agent.group import AgentRollout
 from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.agent.parsers import get_tool_parser
+from meshrl.services.rollout.agent.policy.endpoint import PolicyEndpoint
+from meshrl.services.rollout.agent.policy.http import start_policy_server
 from meshrl.services.rollout.agent.replicas import KvReplicas
 
 
@@ -39,4 +43,9 @@ async def agent_rollout(cfg: RunConfig, engine, *, state=None, metrics=None) -> 
     chat = ChatFormat(engine.tokenizer, get_tool_parser(agent.tool_parser), agent.max_observation_tokens)
     limits = EpisodeLimits(max_turns=agent.max_turns, max_episode_tokens=agent.max_episode_tokens,
                            max_tool_calls=agent.max_tool_calls, max_model_len=cfg.rollout.max_model_len)
-    return AgentRollout(EpisodeContext(engine, client, chat, limits, events), replicas=replicas)
+    policy, server = None, None
+    if agent.policy_endpoint.enabled:
+        policy = PolicyEndpoint(model=agent.policy_endpoint.model)
+        server = await start_policy_server(policy, agent.policy_endpoint.port)
+    return AgentRollout(EpisodeContext(engine, client, chat, limits, events, policy), replicas=replicas,
+                        policy_server=server)

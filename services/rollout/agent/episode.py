@@ -58,6 +58,7 @@ class EpisodeContext:
     chat: object  # ChatFormat
     limits: EpisodeLimits
     events: AgentEvents = field(default_factory=AgentEvents)
+    policy: object = None  # PolicyEndpoint (policy/endpoint.py) when the rollout serves one
 
 
 def episode_seed(task_seed: int, index: int, turn: int = -1) -> int:
@@ -103,6 +104,8 @@ class Episode:
             try:
                 return await self._play()
             finally:
+                if self.ctx.policy is not None:
+                    self.ctx.policy.forget(self.id)  # the episode's endpoint key stops working
                 with child_span("env.close", version):
                     await self.ctx.env.close(self.id)
 
@@ -114,6 +117,12 @@ class Episode:
             first, repaired = await self.ctx.env.reset(self.reset_request())
         if repaired:
             self.ctx.events.repaired()
+        if first.drives_policy:  # the environment runs its own agent against the policy endpoint
+            if self.ctx.policy is None:
+                raise EpisodeFailed(self.id, "FAILED_PRECONDITION", (
+                    "the environment runs its own agent (ResetResponse.drives_policy) but this rollout serves no "
+                    "policy endpoint: set rollout.agent.policy_endpoint.enabled: true"), code="no_policy_endpoint")
+            return await self.ctx.policy.drive(self, first)
         try:
             self.tools = answers.tools(first)
             observation = answers.observation(first.observation, answers.FIRST_ROLES, "Reset's observation")
@@ -123,12 +132,7 @@ class Episode:
                                                    [t.as_openai() for t in self.tools.values()])
         if observation:
             self.ctx.events.observation(bounded)
-        traj = Trajectory(prompt=prompt)
-        if self.room(traj)[0] < 1:
-            raise EpisodeFailed(self.id, "CONTEXT_OVERFLOW", (
-                f"the first prompt (the task's messages, the tools, the first observation) is {len(prompt)} tokens: "
-                f"rollout.max_model_len={self.ctx.limits.max_model_len} leaves no room for a turn; raise it, or "
-                f"shorten the prompt"), code="prompt_too_long", source="rollout")
+        traj = self.start(prompt)
         for turn in range(self.ctx.limits.max_turns):
             left, limit = self.room(traj)
             if left < 1:
@@ -143,13 +147,24 @@ class Episode:
                 break
         return traj
 
+    def start(self, prompt: list[int]) -> Trajectory:
+        """A trajectory after `prompt`; EpisodeFailed (prompt_too_long) when no turn would fit."""
+        traj = Trajectory(prompt=prompt)
+        if self.room(traj)[0] < 1:
+            raise EpisodeFailed(self.id, "CONTEXT_OVERFLOW", (
+                f"the first prompt (the task's messages, the tools, the first observation) is {len(prompt)} tokens: "
+                f"rollout.max_model_len={self.ctx.limits.max_model_len} leaves no room for a turn; raise it, or "
+                f"shorten the prompt"), code="prompt_too_long", source="rollout")
+        return traj
+
     def reset_request(self) -> env_pb2.ResetRequest:
         t = self.task
         return env_pb2.ResetRequest(
             run_id=t.run_id, episode_id=self.id, environment=t.environment,
             prompt_messages=[env_pb2.ChatMessage(**m) for m in task_messages(t)],
             ground_truth_json=t.ground_truth_json, data_source=t.data_source,
-            extra_json=t.extra_json or "{}", seed=episode_seed(t.sampling.seed, self.index))
+            extra_json=t.extra_json or "{}", seed=episode_seed(t.sampling.seed, self.index),
+            policy=self.ctx.policy.endpoint_for(self) if self.ctx.policy else None)
 
     # -- limits -------------------------------------------------------------------------------
     def room(self, traj: Trajectory, extra: int = 0) -> tuple[int, str]:
@@ -162,10 +177,18 @@ class Episode:
 
     # -- a turn ---------------------------------------------------------------------------------
     async def turn(self, traj: Trajectory, turn: int) -> tuple[pb.Turn, env_pb2.StepResponse]:
+        record = await self.sample(traj, turn, self.tools)
+        answer = await self.step(record, truncated=record.finish_reason == pb.FINISH_REASON_LENGTH)
+        self.score(traj, record, answer)
+        return record, answer
+
+    async def sample(self, traj: Trajectory, turn: int, tools: dict, max_tokens: int | None = None) -> pb.Turn:
+        """Sample turn `turn` after everything so far and append it (mask 1, its log-probs)."""
         sampling = self.task.sampling
+        limit = min(sampling.max_tokens, self.room(traj)[0], max_tokens or sampling.max_tokens)
         with child_span("turn.generate", self.ctx.engine.version) as span:
             out = await self.ctx.engine.generate_turn(
-                traj.prompt + traj.ids, sampling, max_tokens=min(sampling.max_tokens, self.room(traj)[0]),
+                traj.prompt + traj.ids, sampling, max_tokens=limit,
                 seed=episode_seed(sampling.seed, self.index, turn), name=f"{self.id}/t{turn}")
             span.set_attribute("meshrl.tokens", len(out.token_ids))
         start, logprobs = len(traj.ids), list(out.logprobs.logprobs) if out.logprobs else []
@@ -174,15 +197,13 @@ class Episode:
                                f"a turn must be requested with logprobs=0, flat_logprobs=True")
         traj.add(list(out.token_ids), logprobs, 1)
         traj.versions.append(oldest_version(out.weight_versions, self.ctx.engine.version))
-        finish = FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED)
-        calls = check_calls(self.ctx.chat.parser.parse(out.text), self.tools, turn, self.ctx.limits.max_tool_calls)
-        record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text,
-                         tool_calls=calls, finish_reason=finish, observation_end=len(traj.ids))
+        calls = check_calls(self.ctx.chat.parser.parse(out.text), tools, turn, self.ctx.limits.max_tool_calls)
+        record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text, tool_calls=calls,
+                         finish_reason=FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
+                         observation_end=len(traj.ids))
         traj.turns.append(record)
         self.ctx.events.turn(record)
-        answer = await self.step(record, truncated=finish == pb.FINISH_REASON_LENGTH)
-        self.score(traj, record, answer)
-        return record, answer
+        return record
 
     async def step(self, record: pb.Turn, truncated: bool) -> env_pb2.StepResponse:
         sent = [env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
@@ -209,11 +230,18 @@ class Episode:
             traj.has_env_reward = True
 
     def append_observation(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> bool:
-        """Append the observation's delta (mask 0); False when no room would be left after it."""
+        """Append the Step's observation (after error messages for calls not sent)."""
         try:
             messages = answers.observation(answer.observation, answers.STEP_ROLES, f"Step turn {record.index}'s observation")
-            errors = [error_observation(c) for c in record.tool_calls if c.error]
-            delta = self.ctx.chat.observation_ids(errors + messages, traj.ids[-1] if traj.ids else None)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        return self.append_messages(traj, record, [error_observation(c) for c in record.tool_calls if c.error] + messages)
+
+    def append_messages(self, traj: Trajectory, record: pb.Turn, messages: list[dict]) -> bool:
+        """Append `messages` as the template's delta after `record` (mask 0, log-prob 0); False
+        (and the episode ended at its limit) when no room for another turn would be left."""
+        try:
+            delta = self.ctx.chat.observation_ids(messages, traj.ids[-1] if traj.ids else None)
         except InvalidAnswer as err:
             raise self._invalid(err) from None
         left, limit = self.room(traj, extra=len(delta.ids))

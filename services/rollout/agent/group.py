@@ -83,8 +83,9 @@ def to_sample(index: int, traj: Trajectory, head: list[int], fallback_version: i
 
 
 class AgentRollout:
-    def __init__(self, ctx: EpisodeContext, replicas=None):
+    def __init__(self, ctx: EpisodeContext, replicas=None, policy_server=None):
         self.ctx, self.replicas = ctx, replicas  # replicas: a KvReplicas to keep fresh, or None
+        self.policy_server = policy_server  # the policy endpoint's aiohttp runner, or None
         self.groups_generated = self.groups_dropped = 0
 
     async def background(self) -> None:
@@ -95,6 +96,8 @@ class AgentRollout:
 
     async def aclose(self) -> None:
         await self.ctx.env.aclose()
+        if self.policy_server is not None:
+            await self.policy_server.cleanup()
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         start, version = time.time(), self.ctx.engine.version

@@ -39,7 +39,7 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ResetRequest(_message.Message):
-    __slots__ = ("run_id", "episode_id", "environment", "prompt_messages", "ground_truth_json", "data_source", "extra_json", "seed")
+    __slots__ = ("run_id", "episode_id", "environment", "prompt_messages", "ground_truth_json", "data_source", "extra_json", "seed", "policy")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class ResetRequest(_message.Message):
     DATA_SOURCE_FIELD_NUMBER: _ClassVar[int]
     EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     episode_id: str
     environment: str
@@ -56,17 +57,30 @@ class ResetRequest(_message.Message):
     data_source: str
     extra_json: str
     seed: int
-    def __init__(self, run_id: _Optional[str] = ..., episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., extra_json: _Optional[str] = ..., seed: _Optional[int] = ...) -> None: ...
+    policy: PolicyEndpoint
+    def __init__(self, run_id: _Optional[str] = ..., episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., extra_json: _Optional[str] = ..., seed: _Optional[int] = ..., policy: _Optional[_Union[PolicyEndpoint, _Mapping]] = ...) -> None: ...
+
+class PolicyEndpoint(_message.Message):
+    __slots__ = ("base_url", "api_key", "model")
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    base_url: str
+    api_key: str
+    model: str
+    def __init__(self, base_url: _Optional[str] = ..., api_key: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
 
 class ResetResponse(_message.Message):
-    __slots__ = ("observation", "tools", "info_json")
+    __slots__ = ("observation", "tools", "info_json", "drives_policy")
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     INFO_JSON_FIELD_NUMBER: _ClassVar[int]
+    DRIVES_POLICY_FIELD_NUMBER: _ClassVar[int]
     observation: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
     info_json: str
-    def __init__(self, observation: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., info_json: _Optional[str] = ...) -> None: ...
+    drives_policy: bool
+    def __init__(self, observation: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., info_json: _Optional[str] = ..., drives_policy: _Optional[bool] = ...) -> None: ...
 
 class StepRequest(_message.Message):
     __slots__ = ("episode_id", "turn", "text", "tool_calls", "truncated")

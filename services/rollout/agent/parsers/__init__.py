@@ -5,6 +5,7 @@
         def parse(self, text: str) -> ParsedTurn: ...
         def tools_system_prompt(self, tools: list[dict]) -> str: ...
         def tool_response_text(self, content: str) -> str: ...
+        def call_text(self, name: str, arguments_json: str) -> str: ...
 
 `rollout.agent.tool_parser` names the format (the config checks it against
 `meshrl.config.parts.TOOL_PARSERS`, kept equal to this registry by a test). A parser never
@@ -50,6 +51,9 @@ class ToolParser(Protocol):
 
     def tool_response_text(self, content: str) -> str:
         """A tool's answer as a user message's text, for a template without a "tool" role."""
+
+    def call_text(self, name: str, arguments_json: str) -> str:
+        """One call written in this format (an OpenAI client's tool_calls back into text)."""
 
 
 TOOL_PARSERS: dict[str, type] = {}  # a plain dict: meshrl.algos' Registry would import torch here

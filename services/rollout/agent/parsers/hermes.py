@@ -89,3 +89,10 @@ class HermesParser:
 
     def tool_response_text(self, content: str) -> str:
         return f"<tool_response>\n{content}\n</tool_response>"
+
+    def call_text(self, name: str, arguments_json: str) -> str:
+        try:
+            arguments = json.loads(arguments_json)
+        except json.JSONDecodeError:
+            arguments = arguments_json  # written back as the string it was
+        return f"{OPEN}{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}{CLOSE}"

@@ -109,3 +109,12 @@ def test_an_unknown_format_names_the_registered_ones():
     assert list_tool_parsers() == ["hermes"]
     with pytest.raises(KeyError, match="'hermez' is not a known tool-call format; did you mean 'hermes'"):
         get_tool_parser("hermez")
+
+
+def test_a_call_written_back_as_text_parses_to_the_same_call():
+    hermes = get_tool_parser("hermes")
+    text = hermes.call_text("calculator", '{"expression": "17*23"}')
+    assert text == '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
+    assert parse(text).calls == [ParsedCall("calculator", '{"expression": "17*23"}', "")]
+    assert parse(hermes.call_text("c", "not json")).calls[0].error == \
+        '"arguments" is not valid JSON (Expecting value at line 1 column 1)'
