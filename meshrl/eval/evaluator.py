@@ -32,7 +32,7 @@ from meshrl.eval.correct import judge
 from meshrl.eval.errors import EvalUnavailable
 from meshrl.eval.metrics import summarize
 from meshrl.eval.plan import EvalPlan
-from meshrl.eval.records import EvalSample, from_group
+from meshrl.eval.records import EvalSample, from_group, with_environment_reward
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
 
@@ -98,6 +98,7 @@ class Evaluator:
             raise EvalUnavailable(f"a rollout replica answered without groups {missing[:3]}")
         samples = [s for i, mode, t in batch for s in from_group(by_id[t.group_id], i, mode)]
         await self.reward.score(samples, timeout_s=self.plan.timeout_s)
+        with_environment_reward(samples, self.plan.environment_components)
         if on_progress is not None:
             on_progress(len({i for i, _, _ in batch}))
         return samples

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meshrl.api.common.v1 import common_pb2
+from meshrl.config.parts import ENVIRONMENT_REWARD_KIND
 from meshrl.config.sampling import greedy_sampling, make_sampling
 from meshrl.config.schema import RunConfig
 
@@ -31,6 +32,8 @@ class EvalPlan:
     seed: int = 0
     max_prompts: int | None = None
     environment: str = ""  # the run's environment: its tasks are played as episodes ("" = single turn)
+    # reward components of kind `environment`: judged by the episode's own env reward (records.py)
+    environment_components: tuple[str, ...] = ()
 
     @classmethod
     def from_run_config(cls, cfg: RunConfig) -> "EvalPlan":
@@ -40,7 +43,9 @@ class EvalPlan:
                    correct_component=e.correct_component, correct_threshold=e.correct_threshold,
                    component_names=tuple(c.name for c in cfg.reward.components),
                    batch_size=e.batch_size, timeout_s=e.timeout_s, seed=cfg.run.seed,
-                   max_prompts=e.max_prompts, environment=cfg.environment.name if cfg.environment else "")
+                   max_prompts=e.max_prompts, environment=cfg.environment.name if cfg.environment else "",
+                   environment_components=tuple(c.name for c in cfg.reward.components
+                                                if c.kind == ENVIRONMENT_REWARD_KIND))
 
     def greedy_sampling(self) -> common_pb2.SamplingParams:
         return greedy_sampling(self.max_tokens, self.stop).to_proto()

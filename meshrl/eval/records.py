@@ -2,7 +2,9 @@
 
 `from_group(group, prompt_index, mode)` turns a generated `Group` into one record per
 sample; the reward client fills `reward`, `components`, `score_ok` and `score_error`; the
-accuracy rule (correct.py) fills `correct`. `finish_reason` is "stop", "length", "abort"
+accuracy rule (correct.py) fills `correct`. An episode (a task with an environment) keeps its
+environment reward: `with_environment_reward` makes it the value of the run's `environment`
+components (the reward service, scoring an evaluated text, has no episode to read it from). `finish_reason` is "stop", "length", "abort"
 or "unspecified". A failed score keeps `reward` NaN (never 0); `as_json()` writes it null.
 """
 from __future__ import annotations
@@ -41,6 +43,7 @@ class EvalSample:
     score_ok: bool = False
     score_error: str = ""
     correct: bool = False
+    env_reward: float | None = None  # an episode's environment reward (None: none given, or single turn)
 
     @property
     def score_id(self) -> str:
@@ -59,5 +62,13 @@ def from_group(group: common_pb2.Group, prompt_index: int, mode: str) -> list[Ev
                        ground_truth=task.ground_truth, data_source=task.data_source,
                        num_tokens=len(s.response_token_ids) // INT32_BYTES,
                        finish_reason=finish_reason_name(s.finish_reason),
-                       policy_version=s.policy_version)
+                       policy_version=s.policy_version, env_reward=s.env_reward if s.has_env_reward else None)
             for s in group.samples]
+
+
+def with_environment_reward(samples: list[EvalSample], names: tuple[str, ...]) -> None:
+    """Each `environment` component's value is the episode's env reward (ERROR when it has none)."""
+    for s in samples:
+        for name in names:
+            ok = s.env_reward is not None and math.isfinite(s.env_reward)
+            s.components[name] = {"value": s.env_reward if ok else None, "status": "OK" if ok else "ERROR"}
