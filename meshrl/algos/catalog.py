@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.correction.registry import REJECTIONS, ROLLOUT_WEIGHTS
+from meshrl.algos.loss_masks.registry import LOSS_MASKS
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
@@ -59,10 +60,13 @@ def registered_parts() -> list[Part]:
 
 
 def correction_parts() -> list[Part]:
-    """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/)."""
+    """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/),
+    and the loss masks (meshrl/algos/loss_masks/)."""
     parts = [Part("rollout-correction modes (algorithm.rollout_correction.mode)", n, fn.paper,
                   f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}", part_options(fn))
              for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())]
     parts += [Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper,
                    split_doc(fn.__doc__)[0]) for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())]
+    parts += [Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0],
+                   part_options(fn)) for n, fn in ((n, LOSS_MASKS.get(n)) for n in LOSS_MASKS.names())]
     return parts

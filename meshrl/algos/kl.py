@@ -15,12 +15,13 @@ tokens sampled from p, following Schulman, "Approximating KL Divergence" (2020):
 Straight-through variants (value of one estimator, gradient of another; verl's `k1+`/`k3+`):
 
 - `k1+`: value k1, gradient of k2        `k3+`: value k3, gradient of k2
+- `abs+`: value |l|, gradient of k2
 
 As a loss term with tokens sampled from p, k1 and k3 are unbiased for the *value* of
 KL(p‖q) but not for its *gradient*: ∇k1 = ∇log p has expectation 0, and
 ∇k3 = (1 − q/p)·∇log p has expectation −E_q[∇log p] (the gradient of the reverse KL(q‖p)).
 k2's gradient l·∇log p is the score-function gradient of KL(p‖q). So `k1+`/`k3+` report
-and add the k1/k3 value while backpropagating k2's gradient:
+(and `abs+` |l|) add the k1/k3 (|l|) value while backpropagating k2's gradient:
 `k2 − sg[k2] + sg[k]` (sg = stop-gradient). Reference: Schulman 2020 for the estimators;
 verl's `kl_penalty(..., "k3+")` for the straight-through trick.
 
@@ -76,8 +77,13 @@ def _k3_plus(log_ratio: torch.Tensor) -> torch.Tensor:
     return _straight_through(_k3)(log_ratio)
 
 
+def _abs_plus(log_ratio: torch.Tensor) -> torch.Tensor:
+    """value of |l|, gradient of k2 = l·∇log p (verl's `abs+`; Schulman 2020)."""
+    return _straight_through(_abs)(log_ratio)
+
+
 KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2,  # mse: verl's k2
-                 "k1+": _k1_plus, "k3+": _k3_plus}
+                 "k1+": _k1_plus, "k3+": _k3_plus, "abs+": _abs_plus}
 
 
 def list_kl_estimators() -> list[str]:

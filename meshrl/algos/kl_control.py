@@ -60,14 +60,20 @@ def kl_controller(kind: str, kl_coef: float, target: float = 0.1, horizon: int =
     raise ValueError(f"algorithm.kl_ctrl={kind!r}; expected fixed or adaptive")
 
 
+# a train step's adaptive coefficients, by attribute: the KL one here, the entropy bonus's
+# (meshrl.algos.entropy_control); each has state_dict / load_state_dict
+CONTROLLERS = ("kl_ctrl", "entropy_ctrl")
+
+
 def controller_state(train_step) -> dict:
-    """The checkpoint entry for a train step's KL controller ({} if the step keeps none)."""
-    ctrl = getattr(train_step, "kl_ctrl", None)
-    return {} if ctrl is None else {"kl_ctrl": ctrl.state_dict()}
+    """The checkpoint entries for a train step's controllers ({} if it keeps none)."""
+    found = {name: getattr(train_step, name, None) for name in CONTROLLERS}
+    return {name: ctrl.state_dict() for name, ctrl in found.items() if ctrl is not None}
 
 
 def restore_controller(train_step, saved: dict) -> None:
-    """Put a checkpoint's KL coefficient back (older checkpoints have none: keep kl_coef)."""
-    ctrl = getattr(train_step, "kl_ctrl", None)
-    if ctrl is not None and "kl_ctrl" in saved:
-        ctrl.load_state_dict(saved["kl_ctrl"])
+    """Put a checkpoint's coefficients back (older checkpoints have none: keep the config's)."""
+    for name in CONTROLLERS:
+        ctrl = getattr(train_step, name, None)
+        if ctrl is not None and name in saved:
+            ctrl.load_state_dict(saved[name])

@@ -143,13 +143,16 @@ def list_advantage_estimators() -> list[str]:
 
 
 def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: str = "",
-                         level: str = "token"):
+                         level: str = "token", takes_rollout_weights: bool = False):
     """Decorator: register `fn` as policy loss `name`.
 
     `default_agg` is the loss aggregation the method's paper uses (see
     `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it. `paper`
     (title, authors, arXiv id) is shown by `meshrl algos`. `level` ("token" or "sequence") is
     where its importance ratio lives; another `importance_sampling_level` is refused.
+    `takes_rollout_weights=True`: the loss folds the rollout-correction weights in itself
+    (`rollout_weights=` [B, T] per token, or None) instead of the loop multiplying its loss
+    by them (VESPO puts them inside its sequence weight).
     """
     if level not in ("token", "sequence"):
         raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
@@ -160,7 +163,7 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: s
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_policy_loss(fn, name=name, level=level)
         wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
-        wrapped.level = level
+        wrapped.level, wrapped.takes_rollout_weights = level, takes_rollout_weights
         return POLICY_LOSSES.add(name, wrapped)
     return decorate
 

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import (DEDICATED_OPTION_KEYS, OFFLINE_POLICY_LOSS, check_name,
                                  kl_estimators, loss_agg_modes, part, policy_losses, preference_losses)
+from meshrl.config.loss_terms import AdaptiveEntropyConfig, check_loss_masks
 from meshrl.config.rollout_correction import RolloutCorrectionConfig
 from meshrl.config.strict import Strict
 
@@ -62,7 +63,15 @@ class AlgorithmConfig(Strict):
     kl_ctrl: Literal["fixed", "adaptive"] = "fixed"
     kl_target: float = Field(0.1, gt=0.0)
     kl_horizon: int = Field(10000, ge=1)
+    # TRL's use_bias_correction_kl: the KL-in-loss term times the importance ratio
+    # (meshrl/algos/kl_weighting.py); TRL's default is true, verl has none
+    use_bias_correction_kl: bool = False
     entropy_coeff: float = 0.0
+    # adapt entropy_coeff towards a target entropy (Skywork-OR1; meshrl/config/loss_terms.py)
+    adaptive_entropy: AdaptiveEntropyConfig = AdaptiveEntropyConfig()
+    # token filters on the policy-gradient term by name, with their options
+    # (meshrl/algos/loss_masks/: top_entropy, off_policy)
+    loss_masks: dict[str, dict[str, float]] = {}
     # DAPO
     dynamic_sampling: bool = False
     max_sampling_rounds: int = Field(4, ge=1)
@@ -101,6 +110,11 @@ class AlgorithmConfig(Strict):
     @classmethod
     def _known_kl(cls, name: str) -> str:
         return check_name("algorithm.kl_estimator", name, kl_estimators(), "KL estimator")
+
+    @field_validator("loss_masks")
+    @classmethod
+    def _known_masks(cls, configured: dict) -> dict:
+        return check_loss_masks(configured)
 
     @field_validator("dpo_loss_type")
     @classmethod
@@ -195,6 +209,10 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
             f"a {wanted}-level policy_loss ({losses})")
     problems += loss_option_problems(algo)
+    if algo.use_bias_correction_kl and (algo.kl_in != "loss" or algo.kl_coef == 0):
+        problems.append(f"algorithm.use_bias_correction_kl=true weights the KL term of the loss, but "
+                        f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=loss and kl_coef > 0, "
+                        f"or remove the key")
     if algo.kl_ctrl == "adaptive" and (algo.kl_in != "reward" or algo.kl_coef == 0):
         problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
                         f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "

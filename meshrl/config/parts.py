@@ -40,13 +40,15 @@ FAMILIES = {
     "reward rule": ("register_reward", "services/reward/rules"),
     "rollout-correction mode": ("register_rollout_weights", "algos/correction"),
     "rejection criterion": ("register_rejection", "algos/correction"),
+    "loss mask": ("register_loss_mask", "algos/loss_masks"),
 }
 # inputs the loop fills in; a part's other keyword parameters with defaults are its options
 INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
                     "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
                     "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
                     "state", "greedy_rewards", "importance_sampling_level", "reward_components",
-                    "reward_component_weights", "sum_pi_squared"})
+                    "reward_component_weights", "sum_pi_squared", "rollout_weights", "entropy",
+                    "behaviour_logprobs"})
 # options with a config key of their own: algorithm.loss_options must not set them a second way
 DEDICATED_OPTION_KEYS = {
     "epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
@@ -236,6 +238,10 @@ def rollout_correction_modes() -> dict[str, Declared]:
 
 def rejection_criteria() -> dict[str, Declared]:
     return registered("rejection criterion")
+
+
+def loss_masks() -> dict[str, Declared]:
+    return registered("loss mask")
 
 
 def reward_rule_kinds() -> tuple[str, ...]:

@@ -203,7 +203,7 @@ class Learner:
         return {"step": self.step, "policy_version": self.version, "feeder": self.feeder.state_dict(),
                 "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals),
                 "rollout_dropped": self.gatherer.rollout_dropped,
-                **controller_state(self.train_step)}  # the adaptive KL coefficient
+                **controller_state(self.train_step)}  # the adaptive KL and entropy coefficients
 
     def restore(self, saved: dict) -> None:
         self.step, self.version = int(saved["step"]), int(saved["policy_version"])

@@ -213,6 +213,10 @@ class LeaderStep:
     def kl_ctrl(self):  # the loop's snapshot / restore read the adaptive KL coefficient here
         return getattr(self.leader.work.train_step, "kl_ctrl", None)
 
+    @property
+    def entropy_ctrl(self):  # ... and the adaptive entropy coefficient
+        return getattr(self.leader.work.train_step, "entropy_ctrl", None)
+
     def __call__(self, batch, step: int) -> dict[str, float]:
         return self.leader.step(batch, step)
 

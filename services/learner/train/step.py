@@ -17,7 +17,10 @@ Top to bottom, for a batch of B sampled responses and step number s:
 3. for ppo_epochs × mini_batches (optimizer steps), over micro-batches with gradient
    accumulation, the per-token loss
 
-       ℓ = w · policy_loss(π, π_old, A)  +  kl_coef · k(π, π_ref) [kl_in: loss]  −  entropy_coeff · H(π)
+       ℓ = w · m · policy_loss(π, π_old, A)  +  kl_coef · [ρ ·] k(π, π_ref) [kl_in: loss]  −  α · H(π) · m_H
+
+   (m: the configured loss masks; ρ: the importance ratio with `use_bias_correction_kl`;
+   α: `entropy_coeff`, or its adaptive controller's value; services/learner/train/loss_terms.py)
 
    aggregated with `loss_numerator` / the GLOBAL `loss_denominator` of the mini-batch
    (all-reduced over ranks), so the gradient is that of `aggregate_loss` on the whole
@@ -77,6 +80,7 @@ from meshrl.algos.logprobs import response_logprobs, response_stats
 from meshrl.services.learner.train.correction import correct
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
+from meshrl.services.learner.train.loss_terms import EntropyBonus, kl_term, loss_masks, weighted
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.train.transaction import StepTransaction, snapshot_place
@@ -110,6 +114,9 @@ class TrainStep:
         check_options("algorithm.loss_options", algo.loss_options, [self.policy_loss])
         # KL-in-reward coefficient (fixed, or adaptive towards algorithm.kl_target)
         self.kl_ctrl = kl_controller(algo.kl_ctrl, algo.kl_coef, algo.kl_target, algo.kl_horizon)
+        # the entropy bonus's coefficient (fixed, or adaptive towards a target entropy)
+        self.entropy_bonus = EntropyBonus(algo)
+        self.entropy_ctrl = self.entropy_bonus.ctrl
         self.critic = critic if getattr(self.estimator, "needs_values", False) else None
         if getattr(self.estimator, "needs_values", False) and critic is None:
             raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
@@ -126,7 +133,7 @@ class TrainStep:
         # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
         self.forward = "padded" if trainer.forward == "auto" else trainer.forward
         self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory,
-                              self.dist.device, entropy_in_loss=bool(algo.entropy_coeff))
+                              self.dist.device, entropy_in_loss=self.entropy_bonus.active)
         log.info("old log-probs: %s (%s); model forward: %s; LM head: %s", self.old_source,
                  reason, self.forward, self.head.why)
 
@@ -148,7 +155,7 @@ class TrainStep:
         timer, sums = Timer(self.dist.device), MetricSums()
         updates = self.trainer.ppo_epochs * min(self.trainer.mini_batches, len(batch))
         place = snapshot_place(self.trainer.rollback, updates)
-        with StepTransaction(self.trained, place, self.kl_ctrl) as tx:
+        with StepTransaction(self.trained, place, self.kl_ctrl, self.entropy_ctrl) as tx:
             with timer("step"):
                 batch = batch.to(self.dist.device)
                 self.check_inputs(batch, step)
@@ -275,8 +282,10 @@ class TrainStep:
 
     def correction(self, batch, old: torch.Tensor, sums: MetricSums):
         """(rollout-correction weights or None, the loss mask less rejected tokens or None)."""
-        return correct(self.algo.rollout_correction, batch, old,
-                       getattr(self.policy_loss, "level", "token"), self.dist, sums)
+        loss = self.policy_loss  # a loss that folds the weights in takes them token by token
+        level = ("token" if getattr(loss, "takes_rollout_weights", False)
+                 else getattr(loss, "level", "token"))
+        return correct(self.algo.rollout_correction, batch, old, level, self.dist, sums)
 
     def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
                       sums: MetricSums) -> None:
@@ -312,6 +321,7 @@ class TrainStep:
             self.policy_micro_batch(micro, scale, step, timer, sums)
             if self.critic is not None:
                 self.critic_micro_batch(micro, scale, step, timer, sums)
+        self.entropy_bonus.end_update(self.dist, sums)
         with timer("optimizer"):
             sums.mean("grad_norm", self.policy.clip_gradients("policy", step), 1.0)
             if self.critic is not None:
@@ -347,20 +357,25 @@ class TrainStep:
                                    loss_weights=self.correction(micro, old, sums)[0])
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
-        """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]."""
+        """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]
+        (services/learner/train/loss_terms.py)."""
         a, mask = self.algo, micro.loss_mask
+        folds = getattr(self.policy_loss, "takes_rollout_weights", False)
         pg = self.policy_loss(
             logprobs=logprobs, old_logprobs=micro.old_logprobs, advantages=micro.advantages,
             response_mask=mask, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
             dual_clip_c=a.dual_clip_c, importance_sampling_level=a.importance_sampling_level,
-            group_ids=micro.group_ids, step=step, **a.loss_options)
-        pg_mat = pg.loss_mat if micro.loss_weights is None else pg.loss_mat * micro.loss_weights
+            group_ids=micro.group_ids, step=step,
+            **({"rollout_weights": micro.loss_weights} if folds else {}), **a.loss_options)
+        pg_mask, bonus_mask = loss_masks(a, micro, logprobs, entropy, sums)
+        pg_mat = weighted(pg.loss_mat, None if folds else micro.loss_weights, pg_mask)
         loss_mat = pg_mat
-        if a.kl_in == "loss" and a.kl_coef > 0:
-            kl = kl_estimate(logprobs, micro.ref_logprobs, a.kl_estimator, mask)
-            loss_mat = loss_mat + a.kl_coef * kl
-        if a.entropy_coeff:
-            loss_mat = loss_mat - a.entropy_coeff * entropy * mask
+        kl = kl_term(a, micro, logprobs, getattr(self.policy_loss, "level", "token"))
+        if kl is not None:
+            loss_mat = loss_mat + kl
+        bonus = self.entropy_bonus.term(entropy, mask, bonus_mask)
+        if bonus is not None:
+            loss_mat = loss_mat - bonus
         check_finite("loss", loss_mat, micro.group_ids, step)
         tokens = mask.sum()
         sums.add_dict(pg.metrics, tokens)

@@ -7,6 +7,7 @@ import pytest
 from meshrl.algos import (list_advantage_estimators, list_agg_modes, list_dpo_kinds,
                           list_kl_estimators, list_policy_losses)
 from meshrl.algos.catalog import registered_parts, split_doc
+from meshrl.algos.loss_masks.registry import LOSS_MASKS
 from meshrl.algos.rollout_correction import REJECTION_CRITERIA, ROLLOUT_CORRECTION_MODES
 from meshrl.cli.main import main
 
@@ -20,10 +21,10 @@ def test_every_registered_part_is_listed_once_with_a_paper():
     assert sorted(by_family["advantage"]) == list_advantage_estimators()
     assert sorted(by_family["policy"]) == list_policy_losses()
     assert sorted(by_family["KL"]) == list_kl_estimators()
-    assert by_family["loss"] == list_agg_modes()
     assert sorted(by_family["preference"]) == list_dpo_kinds()
     assert sorted(by_family["rollout-correction"]) == list(ROLLOUT_CORRECTION_MODES)
     assert sorted(by_family["rejection"]) == list(REJECTION_CRITERIA)
+    assert sorted(by_family["loss"]) == sorted([*list_agg_modes(), *LOSS_MASKS.names()])
 
 
 def test_options_come_from_the_signature_without_the_inputs():

@@ -153,11 +153,25 @@ def hand_kl_cov():
             for r, row in enumerate(rows_of(LOGPROBS, OLD, ADVANTAGES))]
 
 
+def hand_vespo():
+    """TRL 1.16 `get_gamma_weights`: log w = Σ over the row's model tokens of the log-ratio
+    (a product of ratios, not a mean), φ = exp(λ + k·log w − λ·w) with (k, λ) = (2, 3) where
+    A ≥ 0 and (3, 2) where A < 0; loss −φ·A·log π."""
+    def phi(log_w, a):
+        k, lam = (2.0, 3.0) if a >= 0 else (3.0, 2.0)
+        return math.exp(lam + k * log_w - lam * math.exp(log_w))
+    out = []
+    for row in rows_of(LOGPROBS, OLD, ADVANTAGES):
+        log_w = min(max(sum(lp - lo for lp, lo, _ in row), math.log(1e-8)), 20.0)
+        out.append([-phi(log_w, a) * a * lp for lp, _, a in row])
+    return out
+
+
 LOSSES = {"ppo": (hand_ppo, {}), "cispo": (hand_cispo, {}), "gpg": (hand_gpg, {}),
           "dro": (hand_dro, {}), "sapo": (hand_sapo, {}), "dppo_tv": (hand_dppo_tv, DPPO),
           "dppo_kl": (hand_dppo_kl, DPPO), "gspo": (hand_gspo, {}), "luspo": (hand_gspo, {}),
           "gmpo": (hand_gmpo, {}), "clip_cov": (hand_clip_cov, CLIP_COV),
-          "kl_cov": (hand_kl_cov, KL_COV)}
+          "kl_cov": (hand_kl_cov, KL_COV), "vespo": (hand_vespo, {})}
 
 
 def run_loss(name: str, garbage: bool):
@@ -211,7 +225,7 @@ def test_ppo_metrics_count_model_tokens():
 # ---- KL estimators -----------------------------------------------------------------------
 KL = {"k1": lambda x: x, "k2": lambda x: 0.5 * x * x, "mse": lambda x: 0.5 * x * x,
       "k3": lambda x: math.exp(-x) - 1 + x, "abs": abs, "k1+": lambda x: x,
-      "k3+": lambda x: math.exp(-x) - 1 + x}
+      "k3+": lambda x: math.exp(-x) - 1 + x, "abs+": abs}
 
 
 @pytest.mark.parametrize("kind", sorted(KL))

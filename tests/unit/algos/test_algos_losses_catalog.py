@@ -123,6 +123,32 @@ def test_kl_cov_penalises_the_top_covariance_tokens():
     assert_close(grad, torch.tensor([[-3 * r + 1.0, 0.0, -0.5 * r, 0.0]]))
 
 
+def test_vespo_weights_by_the_gamma_kernel_of_the_sequence_ratio():
+    # on-policy: w = 1, φ(1) = e^(λ + 0 − λ) = 1, so L = −A·log π and ∂L/∂log π = −A
+    lp = [-0.5, -1.0, -2.0, 0.0]
+    result, grad = run("vespo", lp, lp, [1.0, 1.0, 1.0, 0.0])
+    assert_close(result.loss_mat, torch.tensor([[0.5, 1.0, 2.0, 0.0]]))
+    assert_close(grad, torch.tensor([[-1.0, -1.0, -1.0, 0.0]]))
+    # Σ log-ratio = 0.3 + 0.3 + 0.3: w = e^0.9; A > 0: φ = exp(3 + 2·0.9 − 3·e^0.9) = 0.0747
+    phi = math.exp(3 + 2 * 0.9 - 3 * math.exp(0.9))
+    result, grad = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4)
+    assert_close(grad, torch.tensor([[-phi, -phi, -phi, 0.0]]))
+    # rollout weights fold in: ρ = (2, 0.5, 1) multiply to 1 (w unchanged); a weight of 0 is
+    # log 1e-8, so w = e^0.9·1e-8 and φ = e^(3 + 2·log w − 3w) ≈ 1.1e-14
+    _, same = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4,
+                  rollout_weights=torch.tensor([[2.0, 0.5, 1.0, 0.0]]))
+    assert_close(same, grad)
+    _, tiny = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4,
+                  rollout_weights=torch.tensor([[2.0, 0.0, 1.0, 0.0]]))
+    log_w = 0.9 + math.log(2.0) + math.log(1e-8)
+    assert tiny[0, 0].item() == pytest.approx(-math.exp(3 + 2 * log_w - 3 * math.exp(log_w)), rel=1e-4)
+    # A < 0: (k, λ) = (3, 2): φ = exp(2 + 3·0.9 − 2·e^0.9)
+    result, grad = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [-1.0] * 4)
+    phi_neg = math.exp(2 + 3 * 0.9 - 2 * math.exp(0.9))
+    assert_close(grad, torch.tensor([[phi_neg, phi_neg, phi_neg, 0.0]]))
+    assert result.metrics["vespo/phi_mean"].item() == pytest.approx(phi_neg, rel=1e-5)
+
+
 def test_dro_is_policy_gradient_with_a_squared_log_ratio_penalty():
     # log π − log π_old = (0.5, −1, 0), A = (1, 2, −1), β = 2: −A·log π + (log π)²
     result, grad = run("dro", [0.5, -1.0, 0.0, 0.0], [0.0] * 4, [1.0, 2.0, -1.0, 0.0], dro_beta=2.0)

@@ -21,7 +21,7 @@ CASES = [
      ["algorithm.loss_agg_mode='token_mean'", "did you mean 'token-mean'?"]),
     ("agg-unknown", ["algorithm.loss_agg_mode=sum"], ["loss aggregation mode", "seq-mean-token-sum-norm"]),
     ("kl-typo", ["algorithm.kl_estimator=k33"], ["algorithm.kl_estimator='k33'", "did you mean 'k3'?"]),
-    ("kl-unknown", ["algorithm.kl_estimator=kl"], ["not a known KL estimator", "Valid: abs, k1, k1+, k2, k3, k3+, mse"]),
+    ("kl-unknown", ["algorithm.kl_estimator=kl"], ["not a known KL estimator", "Valid: abs, abs+, k1, k1+, k2, k3, k3+, mse"]),
     ("dpo-type", ["algorithm.preset=dpo", "algorithm.dpo_loss_type=sigmoidd"],
      ["algorithm.dpo_loss_type='sigmoidd'", "did you mean 'sigmoid'?"]),
     ("reward-kind-typo", ["reward.components=[{name: m, kind: math_verfy}]"],
@@ -39,6 +39,14 @@ CASES = [
      ["reject.token_k3=[0.1, 0.2]: token_k3 is bounded above only", "give one number"]),
     ("rollout-corr-lower-unused", ["algorithm.rollout_correction.lower=0.5"],
      ["rollout_correction.lower=0.5 does nothing with mode 'token'", "(icepop, icepop_sequence)"]),
+    ("loss-mask-typo", ["algorithm.loss_masks={top_entropi: {quantile: 0.2}}"],
+     ["algorithm.loss_masks='top_entropi' is not a known loss mask", "did you mean 'top_entropy'?"]),
+    ("loss-mask-option", ["algorithm.loss_masks={off_policy: {delta: 0.5}}"],
+     ["loss_masks.off_policy has 'delta', which off_policy does not take; its options: threshold"]),
+    ("bias-kl-without-kl", ["algorithm.use_bias_correction_kl=true"],
+     ["use_bias_correction_kl=true weights the KL term of the loss", "kl_coef=0.0", "remove the key"]),
+    ("adaptive-entropy-bounds", ["algorithm.adaptive_entropy={enabled: true, coef_min: 0.3, coef_max: 0.1}"],
+     ["adaptive_entropy.coef_min=0.3 is above coef_max=0.1"]),
     ("rollout-corr-lower-above-cap", ["algorithm.rollout_correction.mode=icepop",
                                       "algorithm.rollout_correction.lower=3"],
      ["rollout_correction.lower=3.0 must be below cap=2.0"]),
@@ -56,7 +64,7 @@ CASES = [
     # keys the chosen parts would ignore, or cannot run without
     ("sequence-level-with-ppo", ["algorithm.importance_sampling_level=sequence"],
      ["algorithm.importance_sampling_level='sequence' does nothing with policy_loss 'ppo'",
-      "remove the key", "(gmpo, gspo, luspo)"]),
+      "remove the key", "(gmpo, gspo, luspo, vespo)"]),
     ("token-level-with-gspo", ["algorithm.preset=gspo", "algorithm.importance_sampling_level=token"],
      ["'token' does nothing with policy_loss 'gspo'", "(cispo, clip_cov, dppo_kl, dppo_tv, dro, gpg, kl_cov, ppo, sapo)"]),
     ("gae-without-critic", ["algorithm.advantage_estimator=gae"],
@@ -100,8 +108,12 @@ def test_bad_config_is_refused_naming_key_and_fix(overrides, expected):
     ["trainer.optim.lr=1e-300"],  # tiny but finite
     ["algorithm.rollout_correction={mode: icepop, lower: 0.5, batch_normalize: true, "
      "reject: {token_k1: [0.5, 1.5], seq_max_k3: 0.2}}"],
+    ["algorithm.policy_loss=vespo", "algorithm.loss_options={vespo_k_pos: 1.5}",
+     "algorithm.loss_masks={top_entropy: {quantile: 0.2}, off_policy: {threshold: 0.5}}",
+     "algorithm.adaptive_entropy={enabled: true, target: 0.3}", "algorithm.kl_coef=0.01",
+     "algorithm.kl_estimator=abs+", "algorithm.use_bias_correction_kl=true"],
 ], ids=["defaults", "gspo", "gspo-explicit", "ppo", "dpo", "greedy-single", "external", "tiny-lr",
-        "rollout-corr-full"])
+        "rollout-corr-full", "trl-terms"])
 def test_good_neighbours_of_the_bad_configs_load(overrides):
     load_config(base=BASE, overrides=overrides)
 

@@ -1,0 +1,52 @@
+"""The policy loss's extra terms: loss masks and the adaptive entropy coefficient.
+
+    algorithm:
+      loss_masks:                 # token filters on the policy-gradient term (meshrl/algos/loss_masks/)
+        top_entropy: {quantile: 0.2}     # TRL's top_entropy_quantile
+        off_policy: {threshold: 0.5}     # TRL's off_policy_mask_threshold
+      entropy_coeff: 0.01         # the bonus's coefficient (the initial one when adaptive)
+      adaptive_entropy:           # TRL's use_adaptive_entropy (Skywork-OR1)
+        enabled: true
+        target: 0.2               # entropy_target (nats)
+        delta: 0.005              # entropy_coef_delta
+        coef_min: 0.0             # entropy_coef_min
+        coef_max: 1.0             # entropy_coef_max
+      use_bias_correction_kl: false   # TRL's: the KL term times the importance ratio
+
+Mask names and their options are read from the decorators in meshrl/algos/loss_masks/
+(meshrl.config.parts), so a typo is refused at load with the closest name.
+"""
+from pydantic import Field, model_validator
+
+from meshrl.config.parts import check_name, loss_masks
+from meshrl.config.strict import Strict
+
+
+class AdaptiveEntropyConfig(Strict):
+    """Adapt `entropy_coeff` towards a target entropy (meshrl/algos/entropy_control.py)."""
+
+    enabled: bool = False
+    target: float = Field(0.2, ge=0.0)
+    delta: float = Field(0.005, gt=0.0)
+    coef_min: float = Field(0.0, ge=0.0)
+    coef_max: float = Field(1.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "AdaptiveEntropyConfig":
+        if self.coef_min > self.coef_max:
+            raise ValueError(f"algorithm.adaptive_entropy.coef_min={self.coef_min} is above "
+                             f"coef_max={self.coef_max}")
+        return self
+
+
+def check_loss_masks(configured: dict[str, dict]) -> dict[str, dict]:
+    """Every name a registered loss mask and every option one it takes (ValueError naming the fix)."""
+    declared = loss_masks()
+    for name, options in configured.items():
+        check_name("algorithm.loss_masks", name, declared, "loss mask")
+        unknown = sorted(set(options) - set(declared[name].options))
+        if unknown:
+            raise ValueError(f"algorithm.loss_masks.{name} has {', '.join(map(repr, unknown))}, "
+                             f"which {name} does not take; its options: "
+                             f"{', '.join(declared[name].options) or 'none'}")
+    return configured
