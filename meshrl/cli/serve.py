@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from meshrl.service.args import nats_url
 from meshrl.errors import LaunchError
 from meshrl.cli import about
 
@@ -23,7 +24,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("service", help=f"one of: {', '.join(SERVICES)}")
     # Checked after the service name, so a wrong name is reported first.
-    p.add_argument("--nats", help="NATS url, e.g. nats://nats:4222 (required)")
+    p.add_argument("--nats", type=nats_url, help="NATS url, e.g. nats://nats:4222 (required)")
     p.add_argument("--run-id", help="run id (required)")
     p.add_argument("--config", type=Path, help="resolved run config YAML (required)")
     p.set_defaults(func=run, accepts_extra_args=True)

@@ -12,18 +12,17 @@ that holds the bearer token.
 """
 from __future__ import annotations
 
-import re
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
+from meshrl.config.secrets import check_env_name, check_no_credentials
 from meshrl.run import layout
 
 Severity = Literal["info", "warning", "critical"]
 Action = Literal["none", "pause", "stop"]
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class RuleConfig(Strict):
@@ -149,18 +148,12 @@ class WebhookConfig(Strict):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"alerts.webhook.url must be an http(s) URL, got {url!r}")
-        if parts.username or parts.password:
-            raise ValueError("alerts.webhook.url must not hold credentials; put the token in an "
-                             "environment variable and name it in alerts.webhook.token_env")
-        return url
+        return check_no_credentials(url, "alerts.webhook.url")
 
     @field_validator("token_env")
     @classmethod
     def _env_name(cls, name: str | None) -> str | None:
-        if name is not None and not _ENV_NAME.match(name):
-            raise ValueError("alerts.webhook.token_env is the NAME of an environment variable "
-                             "(letters, digits, _), not the token itself")
-        return name
+        return check_env_name(name, "alerts.webhook.token_env")
 
     @model_validator(mode="after")
     def _one_token_source(self) -> "WebhookConfig":

@@ -20,8 +20,9 @@ built-in one started by `meshrl serve environment` (compose, Kubernetes), which 
 """
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from meshrl.config.secrets import check_env_name
 from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
@@ -56,6 +57,11 @@ class EnvironmentConfig(Strict):
     token_file: str | None = None
     tls: TlsConfig | None = None
     sandbox: SandboxConfig = SandboxConfig()
+
+    @field_validator("token_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        return check_env_name(name, "environment.token_env")
 
     @model_validator(mode="after")
     def _one_source(self) -> "EnvironmentConfig":

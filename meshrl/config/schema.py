@@ -9,6 +9,7 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
+from meshrl.config.secrets import check_env_name, check_no_credentials
 from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
@@ -104,6 +105,11 @@ class RewardComponentConfig(Strict):
     tls: TlsConfig | None = None
     token_env: str | None = None  # name of the env var holding the bearer token (never the token)
     token_file: str | None = None  # or a file holding it
+
+    @field_validator("token_env")
+    @classmethod
+    def _env_name(cls, name: str | None, info) -> str | None:
+        return check_env_name(name, f"reward component {info.data.get('name', '?')!r}: token_env")
 
     @field_validator("kind")
     @classmethod
@@ -234,6 +240,11 @@ class NatsConfig(Strict):
     # "mutual" also requires each client's certificate. An external server: MESHRL_NATS_TLS_* env.
     tls: Literal["off", "on", "mutual"] = "off"
 
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: str) -> str:
+        return check_no_credentials(url, "nats.url")
+
     @field_validator("tls", mode="before")
     @classmethod
     def _yaml_booleans(cls, value):
@@ -257,6 +268,11 @@ class TelemetryConfig(Strict):
     trackers: list[TrackerName] = []  # experiment trackers beside metrics.jsonl (config/trackers.py)
     mlflow: MlflowConfig = MlflowConfig()
     wandb: WandbConfig = WandbConfig()
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _no_credentials(cls, url: str | None) -> str | None:
+        return check_no_credentials(url, "telemetry.otlp_endpoint")
 
     @property
     def tracker_names(self) -> list[str]:

@@ -3,11 +3,22 @@
     --nats URL --run-id RUN --config RUN_DIR/config.yaml [--replica-id ID]
 
 The launcher (meshrl.launch.local) and `meshrl serve` start services with exactly
-these; an empty --run-id is refused here, naming the flag (argparse exits 2).
+these; an empty --run-id, or a --nats URL holding credentials, is refused here, naming the
+flag (argparse exits 2).
 """
 from __future__ import annotations
 
 import argparse
+
+from meshrl.config.secrets import check_no_credentials
+
+
+def nats_url(value: str) -> str:
+    """--nats: a URL without user:password@ (it would show in `ps` to every local user)."""
+    try:
+        return check_no_credentials(value, "--nats")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--nats ")) from None
 
 
 def run_id(value: str) -> str:
@@ -19,7 +30,7 @@ def run_id(value: str) -> str:
 def parse_service_args(process, argv: list[str] | None = None, description: str = "") -> argparse.Namespace:
     """The shared flags and `process.add_arguments`'s, parsed from argv (default sys.argv)."""
     p = argparse.ArgumentParser(prog=f"python -m meshrl.services.{process.name}", description=description)
-    p.add_argument("--nats", required=True, help="NATS url, e.g. nats://127.0.0.1:4222")
+    p.add_argument("--nats", required=True, type=nats_url, help="NATS url, e.g. nats://127.0.0.1:4222")
     p.add_argument("--run-id", required=True, type=run_id)
     p.add_argument("--config", required=True, help="the run's resolved config.yaml")
     p.add_argument("--replica-id", default=None,

@@ -5,6 +5,7 @@ under each failure or warning (a warning does not fail the doctor). Exit 0 when 
 """
 from __future__ import annotations
 
+from meshrl.service.args import nats_url
 from meshrl.cli.doctor.check import FAIL, WARN, Check
 from meshrl.cli.doctor.run import run_doctor, CHECKS
 from meshrl.cli import about
@@ -34,7 +35,7 @@ def add_subcommand(subparsers) -> None:
     """Register `meshrl doctor` on an argparse subparsers object."""
     p = subparsers.add_parser("doctor", help=about("doctor"))
     p.add_argument("config", nargs="?", help="run config YAML (without it only machine checks run)")
-    p.add_argument("--nats", default=None, help="NATS URL to check instead of the config's nats.url")
+    p.add_argument("--nats", default=None, type=nats_url, help="NATS URL to check instead of the config's nats.url")
     p.add_argument("--skip", nargs="*", choices=list(CHECKS), metavar="CHECK",
                    help=f"checks to leave out: {', '.join(CHECKS)}")
     p.add_argument("--keep-checkpoints", type=int, default=None,
