@@ -25,6 +25,7 @@ from meshrl.gateway.errors import GatewayError, invalid, precondition
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.audit import ON_BEHALF_OF
+from meshrl.run.launch_lock import holds_launch_lock
 from meshrl.run.presence import LauncherInfo
 from meshrl.private_files import private_open_append, write_private_file
 
@@ -79,7 +80,12 @@ async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2
                                          checkpoint_step=reply.step, path=reply.path)
 
 
-def stop(info: LauncherInfo) -> gateway_pb2.RunActionResponse:
+def stop(info: LauncherInfo, run_dir: Path) -> gateway_pb2.RunActionResponse:
+    """SIGTERM to the run's launcher: the pid launcher.json names, once the kernel confirms it
+    holds this run's launch lock (that file is the run's to rewrite: launch_lock.py)."""
+    if not holds_launch_lock(info.pid, run_dir):
+        raise precondition(f"launcher.json of {run_dir.name} names pid {info.pid}, which does not hold the run's "
+                           "launch lock: not this run's launcher; nothing was signalled")
     os.kill(info.pid, signal.SIGTERM)
     return gateway_pb2.RunActionResponse(message=f"asked the launcher (pid {info.pid}) to stop the run")
 

@@ -145,8 +145,9 @@ class Handlers:
 
     async def StopRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         info = self.live(req.run)
+        out = actions.stop(info, self.root.path(req.run))  # refused (nothing audited) unless it is the launcher
         await self.audit(req.run, who, "stop", run_id=info.run_id, reason=req.reason)
-        return actions.stop(info)
+        return out
 
     async def ScaleService(self, req: pb.ScaleServiceRequest, who: Principal) -> pb.RunActionResponse:
         info = self.live(req.run)

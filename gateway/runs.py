@@ -8,16 +8,19 @@ directory name. Names are one path component, so a request can never reach outsi
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
 from meshrl.gateway.errors import invalid, not_found
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
+from meshrl.run.launch_lock import launcher_problem
 from meshrl.run.presence import LauncherInfo, find_launcher
 from meshrl.run.layout import RunDir
 from meshrl.run import layout
 
+log = logging.getLogger("meshrl.gateway")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUN_MARKERS = (layout.CONFIG, layout.METRICS, layout.PRESENCE)
 
@@ -50,10 +53,19 @@ class RunsRoot:
         return path
 
     def launcher(self, name: str) -> LauncherInfo | None:
+        """The run's live launcher, only if the kernel confirms what launcher.json says (its pid
+        holds the run's launch lock, its NATS and learner ports are its own processes'): the
+        file is the run's to rewrite, and the gateway sends the run's credentials, and its
+        signals, where it points. Otherwise the run counts as not live (a warning says why)."""
         try:
-            return find_launcher(self.path(name))
+            info = find_launcher(self.path(name))
         except LaunchError:
             return None
+        problem = launcher_problem(info.pid, info.nats_url, info.learner_grpc, self.path(name))
+        if problem is not None:
+            log.warning("run %s: launcher.json is not trusted (%s); treating the run as not live", name, problem)
+            return None
+        return info
 
     def names(self) -> list[str]:
         return sorted(p.name for p in self.root.iterdir()

@@ -67,7 +67,7 @@ async def act_locally(run_dir: Path, verb: str, reason: str) -> str:
     if verb == "stop":  # recorded first: once the launcher stops, the run's NATS is gone
         info = find_launcher(run_dir)
         await record_and_announce(run_dir, info, "stop", via="cli", run_id=info.run_id, reason=reason)
-        return actions.stop(info).message
+        return actions.stop(info, run_dir).message
     info, out = await learner_action(run_dir, verb, reason)
     step = out.checkpoint_step if verb == "checkpoint" else out.learner.step
     await record_and_announce(run_dir, info, verb, via="cli", run_id=info.run_id, reason=reason, step=step)

@@ -25,6 +25,7 @@ from typing import Iterator
 
 from meshrl.errors import LaunchError
 from meshrl.run import layout
+from meshrl.run.launch_lock import launch_lock
 
 PRESENCE_FILE = layout.PRESENCE
 
@@ -52,12 +53,14 @@ def write_presence(run_dir: Path, info: LauncherInfo) -> None:
 
 @contextlib.contextmanager
 def launcher_presence(run_dir: Path, info: LauncherInfo) -> Iterator[LauncherInfo]:
-    """Write launcher.json for the block's duration; removed however the block ends."""
-    write_presence(run_dir, info)
-    try:
-        yield info
-    finally:
-        (Path(run_dir) / PRESENCE_FILE).unlink(missing_ok=True)
+    """Hold the run's launch lock (launch_lock.py: who the launcher is, for whoever would signal
+    it) and write launcher.json, for the block's duration; removed however the block ends."""
+    with launch_lock(run_dir):
+        write_presence(run_dir, info)
+        try:
+            yield info
+        finally:
+            (Path(run_dir) / PRESENCE_FILE).unlink(missing_ok=True)
 
 
 def pid_alive(pid: int) -> bool:

@@ -3,6 +3,7 @@
 
     keys = ensure_run_keys(run_dir)                 # the launcher, once per run dir
     env = run_key_env(run_dir, "rollout")           # what the launcher gives each kind
+    token = weights_token_from_env()                # learner and rollout: the collective's shared token
     signer = signer_from_env()                      # the learner: MESHRL_RUN_SIGNING_KEY_FILE
     verifier = verifier_from_env()                  # every service: MESHRL_RUN_VERIFY_KEY_FILE
     verifier = verifier_for_run(run_dir)            # a run dir's checkpoints: RUN_DIR/keys/run-signing.pub
@@ -16,11 +17,16 @@ checkpoints signed before a restart must still verify after it.
 
 Where no verify key is configured (a run dir made before keys existed, a bare test), an
 unsigned notice or manifest is accepted as before; where one is, unsigned is refused.
+
+RUN_DIR/keys/weights.token is a shared secret of the learner and the rollout replicas only:
+with `weights_transport: collective` a replica proves it holds it before the learner's
+weights server hands it the model (meshrl.transport.weights.collective).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +36,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from meshrl.run.layout import KEYS, RunDir
 
+WEIGHTS_TOKEN_ENV = "MESHRL_WEIGHTS_TOKEN_FILE"
 SIGNING_KEY_ENV = "MESHRL_RUN_SIGNING_KEY_FILE"
 VERIFY_KEY_ENV = "MESHRL_RUN_VERIFY_KEY_FILE"
-PRIVATE_NAME, PUBLIC_NAME = "run-signing.key", "run-signing.pub"
+PRIVATE_NAME, PUBLIC_NAME, WEIGHTS_TOKEN_NAME = "run-signing.key", "run-signing.pub", "weights.token"
 
 
 class RunKeyError(Exception):
@@ -43,41 +50,45 @@ class RunKeyError(Exception):
 class RunKeys:
     private: Path
     public: Path
+    weights_token: Path  # shared by the learner and the rollout replicas: the collective's (collective.py)
 
-    def learner_env(self) -> dict[str, str]:
-        return {SIGNING_KEY_ENV: str(self.private), VERIFY_KEY_ENV: str(self.public)}
-
-    def reader_env(self) -> dict[str, str]:
-        """What every other service gets: the public key only (and never the learner's variable)."""
-        return {VERIFY_KEY_ENV: str(self.public), SIGNING_KEY_ENV: ""}
+    def env_for(self, kind: str) -> dict[str, str]:
+        """A service kind's variables: the signing key to the learner alone, the weights token to
+        the learner and rollout, the public key to all (the others' variables set empty)."""
+        return {
+            VERIFY_KEY_ENV: str(self.public),
+            SIGNING_KEY_ENV: str(self.private) if kind == "learner" else "",
+            WEIGHTS_TOKEN_ENV: str(self.weights_token) if kind in ("learner", "rollout") else "",
+        }
 
 
 def run_keys(run_dir: str | Path) -> RunKeys:
     folder = RunDir(run_dir).keys
-    return RunKeys(folder / PRIVATE_NAME, folder / PUBLIC_NAME)
+    return RunKeys(folder / PRIVATE_NAME, folder / PUBLIC_NAME, folder / WEIGHTS_TOKEN_NAME)
 
 
 def create_run_keys(run_dir: str | Path) -> RunKeys:
-    """RUN_DIR/keys/run-signing.{key,pub}, made once (0600 key in a 0700 folder) and kept."""
+    """RUN_DIR/keys: the signing key pair and the weights token, each made once (0600 in a
+    0700 folder) and kept."""
     keys = run_keys(run_dir)
-    if keys.private.is_file() and keys.public.is_file():
-        return keys
     keys.private.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(keys.private.parent, 0o700)
-    private = Ed25519PrivateKey.generate()
-    _write_new(
-        keys.private,
-        private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-        0o600,
-    )
-    _write_new(
-        keys.public,
-        private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo),
-        0o644,
-    )
+    if not keys.weights_token.is_file():  # also for a keys folder made before the token existed
+        _write_new(keys.weights_token, secrets.token_hex(32).encode(), 0o600)
+    if not (keys.private.is_file() and keys.public.is_file()):
+        _write_key_pair(keys)
     return keys
+
+
+def _write_key_pair(keys: RunKeys) -> None:
+    private = Ed25519PrivateKey.generate()
+    pem = serialization.Encoding.PEM
+    _write_new(
+        keys.private, private.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()), 0o600
+    )
+    _write_new(
+        keys.public, private.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo), 0o644
+    )
 
 
 def ensure_run_keys(run_dir: str | Path) -> RunKeys | None:
@@ -93,9 +104,7 @@ def ensure_run_keys(run_dir: str | Path) -> RunKeys | None:
 def run_key_env(run_dir: str | Path, kind: str) -> dict[str, str]:
     """A service's environment for the run's keys: the learner signs, every other kind verifies."""
     keys = run_keys(run_dir)
-    if not keys.public.is_file():
-        return {}
-    return keys.learner_env() if kind == "learner" else keys.reader_env()
+    return keys.env_for(kind) if keys.public.is_file() else {}
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
@@ -152,6 +161,12 @@ def load_verifier(path: str | Path, what: str = VERIFY_KEY_ENV) -> RunVerifier:
     if not isinstance(key, Ed25519PublicKey):
         raise RunKeyError(f"{what}={path} is not an Ed25519 public key")
     return RunVerifier(key, str(path))
+
+
+def weights_token_from_env(env=os.environ) -> bytes | None:
+    """The collective weights transport's shared token (learner and rollout), or None."""
+    path = env.get(WEIGHTS_TOKEN_ENV)
+    return _read(path, WEIGHTS_TOKEN_ENV).strip() if path else None
 
 
 def verifier_from_env(env=os.environ) -> RunVerifier | None:

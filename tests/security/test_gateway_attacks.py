@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 
 import aiohttp
 import grpc
@@ -22,6 +23,7 @@ import pytest_asyncio
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
+from meshrl.run.launch_lock import launch_lock
 from meshrl.run.presence import LauncherInfo, write_presence
 from tests.fixtures.gateway import gateway_for
 
@@ -37,7 +39,11 @@ async def gateway(tmp_path_factory):
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text("run: {name: live}\n")
     (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 0, "reward": 0.1}) + "\n")
-    write_presence(run_dir, LauncherInfo(os.getpid(), "live-1", "nats://127.0.0.1:1", "127.0.0.1:1", {"rollout": 1}))
+    nats, learner = listener(), listener()  # this process is the run's launcher: its ports are its own
+    write_presence(run_dir, LauncherInfo(os.getpid(), "live-1", f"nats://127.0.0.1:{nats.getsockname()[1]}",
+                                         f"127.0.0.1:{learner.getsockname()[1]}", {"rollout": 1}))
+    lock = launch_lock(run_dir)
+    lock.__enter__()
     gw = await gateway_for(root, root.parent, olga=("operator", OPERATOR), vic=("viewer", VIEWER),
                            val=("viewer", OTHER_VIEWER))
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
@@ -45,6 +51,14 @@ async def gateway(tmp_path_factory):
         yield gw, gateway_pb2_grpc.GatewayServiceStub(channel), http, run_dir
     await channel.close()
     await gw.stop()
+    lock.__exit__(None, None, None)
+
+
+def listener() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
 
 
 def bearer(token: str):

@@ -15,6 +15,13 @@ The rendezvous is a torch `TCPStore` the learner hosts at the notice's `location
     replica (worker):    joins "pair/n" as rank 1 and receives each tensor into a fresh
                          buffer that goes straight to vLLM's `reload_weights`.
 
+Anyone who reaches the port can talk to a TCPStore, so the run's weights token (learner and
+rollout only: meshrl.security.run_key, MESHRL_WEIGHTS_TOKEN_FILE) guards it: an ask carries
+`proof` = HMAC-SHA256(token, "ask/<ticket>/<replica>/<version>"), the learner answers only a
+valid one, and the pair group's store prefix is HMAC(token, "pair/<ticket>"), which a process
+without the token cannot name (so it cannot take the replica's place in the group). Without
+a token on the learner (a bare test), asks are not checked.
+
 The notice's `sha256` is the manifest's digest and `size_bytes` its byte count, so the
 replica refuses a transfer whose layout is not the announced one before its engine is
 touched. The bytes themselves travel over TCP (gloo) or NCCL, which carry them intact; they
@@ -25,6 +32,7 @@ bandwidth with many replicas, but fixes membership for the group's life).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import math
@@ -37,9 +45,27 @@ from typing import Callable, Iterable, Iterator
 import torch
 import torch.distributed as dist
 
+from meshrl.security.run_key import WEIGHTS_TOKEN_ENV, weights_token_from_env
+
 log = logging.getLogger(__name__)
 
 ASK_GRACE_S = 10.0  # a ticket taken but never asked for (its replica died) is skipped after this
+FROM_ENV = object()  # the token argument's default: the run's weights token from the environment
+
+
+def _token(token) -> bytes | None:
+    return weights_token_from_env() if token is FROM_ENV else token
+
+
+def ask_proof(token: bytes, ticket: int, replica: str, version: int) -> str:
+    return hmac.new(token, f"ask/{ticket}/{replica}/{version}".encode(), hashlib.sha256).hexdigest()
+
+
+def pair_prefix(token: bytes | None, ticket: int) -> str:
+    """The pair group's store prefix: unguessable without the token."""
+    if token is None:
+        return f"pair/{ticket}"
+    return f"pair/{ticket}/{hmac.new(token, f'pair/{ticket}'.encode(), hashlib.sha256).hexdigest()}"
 
 
 @dataclass(frozen=True)
@@ -107,10 +133,13 @@ class WeightsServer:
     """The learner's side: hosts the store, keeps the latest snapshot, serves tickets in a
     thread. `offer()` replaces the snapshot; `close()` stops serving."""
 
-    def __init__(self, host: str = "0.0.0.0", port: int = 0, *, timeout_s: float = 120.0):
+    def __init__(self, host: str = "0.0.0.0", port: int = 0, *, timeout_s: float = 120.0, token=FROM_ENV):
         self.store = dist.TCPStore(host, port, is_master=True, wait_for_workers=False,
                                    timeout=timedelta(seconds=timeout_s))
-        self.port, self.timeout_s = self.store.port, timeout_s
+        self.port, self.timeout_s, self.token = self.store.port, timeout_s, _token(token)
+        if self.token is None:
+            log.warning("the collective weights server at port %d has no weights token (%s): any process that "
+                        "reaches it can take the model", self.port, WEIGHTS_TOKEN_ENV)
         self._snapshot: tuple[Manifest, list[torch.Tensor]] | None = None
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._thread = threading.Thread(target=self._serve, name="weights-server", daemon=True)
@@ -157,6 +186,13 @@ class WeightsServer:
         return None
 
     def _answer(self, ticket: int, ask: dict) -> None:
+        if self.token is not None and not hmac.compare_digest(
+                str(ask.get("proof", "")), ask_proof(self.token, ticket, str(ask.get("replica")), ask.get("version"))):
+            log.warning("weights ticket %d refused: its ask (replica %r) does not prove the run's weights token",
+                        ticket, ask.get("replica"))
+            self.store.set(f"answer/{ticket}", json.dumps({"error": "not authorised: the ask does not prove the run's "
+                                                                    f"weights token ({WEIGHTS_TOKEN_ENV})"}))
+            return
         with self._lock:
             snapshot = self._snapshot
         if snapshot is None or snapshot[0].version != ask["version"]:
@@ -168,7 +204,7 @@ class WeightsServer:
         self.store.set(f"answer/{ticket}", manifest.to_json())
         if not self._accepted(ticket):
             return
-        group = pair_group(self.store, f"pair/{ticket}", 0, tensors[0].device, self.timeout_s)
+        group = pair_group(self.store, pair_prefix(self.token, ticket), 0, tensors[0].device, self.timeout_s)
         for tensor in tensors:
             broadcast(group, tensor)
         log.info("weights v%d sent to %s (%d tensors)", manifest.version, ask.get("replica"), len(tensors))
@@ -186,14 +222,15 @@ class WeightsServer:
 
 
 def ask_for(address: str, replica: str, version: int, accept: Callable[[Manifest], None] = lambda _: None,
-            timeout_s: float = 120.0) -> tuple[int, Manifest]:
+            timeout_s: float = 120.0, token=FROM_ENV) -> tuple[int, Manifest]:
     """The replica's front end: take a ticket for `version`, let `accept` check the manifest
     (it raises to refuse it); returns (ticket, manifest) for the worker's `receive`. Raises
     RuntimeError when the learner no longer serves that version."""
     host, port = split_address(address)
     store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
-    ticket = store.add("tickets", 1)
-    store.set(f"ask/{ticket}", json.dumps({"replica": replica, "version": version}))
+    ticket, token = store.add("tickets", 1), _token(token)
+    proof = ask_proof(token, ticket, replica, version) if token is not None else ""
+    store.set(f"ask/{ticket}", json.dumps({"replica": replica, "version": version, "proof": proof}))
     answer = json.loads(store.get(f"answer/{ticket}").decode())  # waits up to timeout_s
     if "error" in answer:
         raise RuntimeError(f"weights v{version} from {address}: {answer['error']}")
@@ -208,11 +245,11 @@ def ask_for(address: str, replica: str, version: int, accept: Callable[[Manifest
 
 
 def receive(address: str, ticket: int, manifest: Manifest, device: torch.device,
-            timeout_s: float = 120.0) -> Iterator[tuple[str, torch.Tensor]]:
+            timeout_s: float = 120.0, token=FROM_ENV) -> Iterator[tuple[str, torch.Tensor]]:
     """The replica's engine worker: join ticket's pair group as rank 1; yield each tensor."""
     host, port = split_address(address)
     store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
-    group = pair_group(store, f"pair/{ticket}", 1, device, timeout_s)
+    group = pair_group(store, pair_prefix(_token(token), ticket), 1, device, timeout_s)
     yield from receive_tensors(group, manifest, device)
 
 

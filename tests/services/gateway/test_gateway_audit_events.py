@@ -8,6 +8,7 @@ identical, on `meshrl.<run>.events` with header Meshrl-Event: audit.
 
     .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_audit_events.py
 """
+import contextlib
 import json
 import os
 
@@ -21,6 +22,7 @@ from meshrl.gateway.serve import start_gateway
 from meshrl.run.audit import control_auditor
 from meshrl.launch.secrets import create_grpc_tls
 from meshrl.run.secrets import grpc_user_env
+from meshrl.run.launch_lock import launch_lock
 from meshrl.run.presence import LauncherInfo, find_launcher, write_presence
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.transport.bus import Bus
@@ -30,6 +32,7 @@ from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY
 from meshrl.transport.rpc.server import registration, start_server
 
 OPERATOR = "operator-token-audit-0123456789"
+HELD_LOCKS = contextlib.ExitStack()  # the live runs' launch locks, held for the session
 
 
 async def live_run(root, nats_url, run_id, monkeypatch, audit_js=None):
@@ -52,6 +55,7 @@ async def live_run(root, nats_url, run_id, monkeypatch, audit_js=None):
     assert not await is_serving(f"127.0.0.1:{port}")  # TLS only
     (run_dir / "config.yaml").write_text("run: {name: live}\n")
     write_presence(run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{port}", {"rollout": 1}))
+    HELD_LOCKS.enter_context(launch_lock(run_dir))  # as a launcher holds it: this process is the run's launcher
     return run_dir, state, server
 
 

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 from meshrl.cli.main import main
 from meshrl.run.audit import current_user
-from meshrl.run.presence import find_launcher, write_presence
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
 from tests.unit.cli.plot.test_plot import png_size, synthetic_row
@@ -110,16 +108,18 @@ async def test_scale_through_the_gateway_writes_the_request_and_names_a_missing_
 
 
 async def test_stop_through_the_gateway_and_locally_sends_the_launcher_sigterm(served, monkeypatch, capsys):
+    """This process is the run's launcher (it holds the launch lock and serves the learner's
+    port: live_run): stop signals it, caught here instead of ending the tests."""
     base, root, _ = served
-    run_dir = root / "live"
-    info = find_launcher(run_dir)
-    for target in (f"{base}/runs/live", run_dir):
-        launcher = subprocess.Popen(["sleep", "60"])  # stands in for the launcher process: stop signals it
-        info.pid = launcher.pid
-        write_presence(run_dir, info)
-        code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "stop", target, "--reason", "done")
-        assert code == 0 and out == f"asked the launcher (pid {launcher.pid}) to stop the run\n"
-        assert launcher.wait(10) == -signal.SIGTERM
+    run_dir, caught = root / "live", []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
+    try:
+        for target in (f"{base}/runs/live", run_dir):
+            code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "stop", target, "--reason", "done")
+            assert code == 0 and out == f"asked the launcher (pid {os.getpid()}) to stop the run\n"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert caught == [signal.SIGTERM, signal.SIGTERM]
     assert audit_rows(run_dir) == [("olga", "gateway", "stop"), (current_user(), "cli", "stop")]
 
 

@@ -7,8 +7,9 @@ import stat
 
 import pytest
 
-from meshrl.security.run_key import (SIGNING_KEY_ENV, VERIFY_KEY_ENV, RunKeyError, create_run_keys, ensure_run_keys,
-                                     load_verifier, run_key_env, signer_from_env, verifier_for_run)
+from meshrl.security.run_key import (SIGNING_KEY_ENV, VERIFY_KEY_ENV, WEIGHTS_TOKEN_ENV, RunKeyError, create_run_keys,
+                                     ensure_run_keys, load_verifier, run_key_env, signer_from_env, verifier_for_run,
+                                     weights_token_from_env)
 
 
 def mode(path) -> int:
@@ -25,12 +26,16 @@ def test_keys_are_private_kept_and_sign_what_the_public_half_verifies(tmp_path):
     assert not verifier.valid(b"notice v3", b"\0" * 64) and "PRIVATE" not in repr(signer)
 
 
-def test_only_the_learner_is_given_the_signing_key(tmp_path):
+def test_only_the_learner_is_given_the_signing_key_and_the_rollout_the_weights_token(tmp_path):
     keys = ensure_run_keys(tmp_path)
-    assert run_key_env(tmp_path, "learner") == {SIGNING_KEY_ENV: str(keys.private), VERIFY_KEY_ENV: str(keys.public)}
+    assert (mode(keys.weights_token), len(keys.weights_token.read_text())) == (0o600, 64)
+    assert run_key_env(tmp_path, "learner") == {SIGNING_KEY_ENV: str(keys.private), VERIFY_KEY_ENV: str(keys.public),
+                                                WEIGHTS_TOKEN_ENV: str(keys.weights_token)}
+    assert weights_token_from_env(run_key_env(tmp_path, "rollout")) == keys.weights_token.read_bytes()
     for kind in ("rollout", "reward", "reference", "reward_model", "environment"):
         env = run_key_env(tmp_path, kind)
-        assert env == {VERIFY_KEY_ENV: str(keys.public), SIGNING_KEY_ENV: ""} and signer_from_env(env) is None
+        assert env[VERIFY_KEY_ENV] == str(keys.public) and signer_from_env(env) is None
+        assert bool(env[WEIGHTS_TOKEN_ENV]) == (kind == "rollout")
 
 
 def test_a_run_dir_with_checkpoints_but_no_keys_stays_unsigned(tmp_path):
