@@ -36,9 +36,9 @@ import pytest
 import yaml
 
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
-from tests.deploy.test_image_mesh import UID, readable_copy
+from tests.deploy.test_image_mesh import UID, readable_copy, tiny_run
 from tests.deploy.test_multihost_drill import nats_users
-from tests.e2e.conftest import VOWEL_REWARD, e2e_data  # noqa: F401  (e2e_data: a fixture)
+from tests.e2e.conftest import e2e_data  # noqa: F401  (a fixture)
 from tests.fixtures.images import BASE, ROOT, meshrl_image, podman, require_image_tests  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -50,13 +50,7 @@ def tiny_run_config(run_id: str) -> dict:
     """compose's run-config.yaml with the tiny model and a few steps; ports and addresses unchanged."""
     cfg = yaml.safe_load((ROOT / "deploy" / "compose" / "run-config.yaml").read_text())
     cfg["run"] = {"name": run_id, "dir": f"/runs/{run_id}"}
-    cfg["model"] = {"path": "/data/model"}
-    cfg["data"] = {"train": "/data/train.jsonl", "max_prompt_tokens": 128}
-    cfg["rollout"].update(sampling={"group_size": 8, "max_tokens": 8}, kv_cache_gb=1.0, max_model_len=256)
-    cfg["reward"] = {"components": VOWEL_REWARD}
-    cfg["learner"].update(steps=STEPS, prompts_per_step=PROMPTS, checkpoint_every=0)
-    cfg["trainer"] = {"micro_batch_size": 32, "optim": {"lr": 1e-3}}
-    return cfg
+    return tiny_run(cfg, STEPS, PROMPTS)
 
 
 def prometheus_image() -> str:
@@ -107,6 +101,18 @@ class Project:
         assert done.returncode == 0, f"podman-compose {' '.join(args)}: {done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
 
+    def down(self) -> None:
+        """compose down, then whatever it left (podman-compose 1.6 leaves a --scale replica and
+        a container_name'd service): the project's containers, volumes and network."""
+        try:
+            self.compose("--profile", "observability", "down", "-v", "-t", "10")
+        finally:
+            names = [c["Names"][0] for c in self.containers()]
+            podman("rm", "-f", "-t", "5", *names, check=False, timeout=300) if names else None
+            volumes = podman("volume", "ls", "-q", "--filter", f"name={self.name}_", check=False).stdout.split()
+            podman("volume", "rm", "-f", *volumes, check=False) if volumes else None
+            podman("network", "rm", "-f", f"{self.name}_default", check=False)
+
     def containers(self, service: str | None = None) -> list[dict]:
         label = [f"label=io.podman.compose.project={self.name}"]
         if service:
@@ -129,15 +135,18 @@ class Project:
 class HealthTicker(threading.Thread):
     """Runs every running container's HEALTHCHECK every `period` s (systemd's job, absent here)."""
 
-    def __init__(self, project: Project, period: float = 5.0):
+    def __init__(self, project: Project, period: float = 15.0):  # compose.yaml's interval
         super().__init__(daemon=True)
         self.project, self.period, self.stop = project, period, threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for c in self.project.containers():
-                if c.get("State") == "running":
-                    podman("healthcheck", "run", c["Names"][0], check=False, timeout=60)
+            try:
+                for c in self.project.containers():
+                    if c.get("State") == "running":
+                        podman("healthcheck", "run", c["Names"][0], check=False, timeout=60)
+            except subprocess.TimeoutExpired:
+                pass  # podman busy (a storage lock): the timer tries again next period
             self.stop.wait(self.period)
 
 
@@ -149,8 +158,12 @@ def wait_for(condition, timeout_s: float, what: str, project: Project, show: str
 
 
 def targets(port: int = 9090) -> list[dict]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/targets", timeout=5) as reply:
-        return json.load(reply)["data"]["activeTargets"]
+    """Prometheus's active targets; none while it is not answering yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/targets", timeout=5) as reply:
+            return json.load(reply)["data"]["activeTargets"]
+    except OSError:
+        return []
 
 
 def published(container: str) -> list[str]:
@@ -184,16 +197,14 @@ def test_compose_trains_scales_and_is_scraped(tiny_model_dir, e2e_data, tmp_path
                  "the learner to finish its steps", project)
         learner = json.loads(podman("inspect", project.containers("learner")[0]["Names"][0]).stdout)[0]["State"]
         rollout_traces = sorted(p.name for p in (project.volume_path("rollout-runs") / project.name / "traces").iterdir())
+        metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
     finally:
         ticker.stop.set()
         ticker.join(timeout=60)
-        subprocess.run([shutil.which("podman-compose", path=str(Path(sys.executable).parent)) or "podman-compose",
-                        "-p", project.name, "-f", str(project.dir / "compose.yaml"), "--profile", "observability",
-                        "down", "-v", "-t", "10"], env=project.env, capture_output=True, timeout=600, cwd=project.dir)
+        project.down()
 
     assert learner["ExitCode"] == 0
-    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
     assert len(metrics) == STEPS
     report = prove_ledger(ledger, versions_at_step(metrics))
     assert not report.problems, report.problems

@@ -62,22 +62,28 @@ def readable_copy(source: Path, target: Path) -> Path:
     return target
 
 
+def tiny_run(cfg: dict, steps: int, prompts: int = PROMPTS) -> dict:
+    """A run config (compose's, Kubernetes', this test's) made the tiny run: the tiny model and
+    data under /data, `steps` steps; its ports and addresses unchanged."""
+    cfg["model"] = {"path": "/data/model"}
+    cfg["data"] = {"train": "/data/train.jsonl", "max_prompt_tokens": 128}
+    cfg["rollout"].update(sampling={"group_size": 8, "max_tokens": 8}, kv_cache_gb=1.0, max_model_len=256)
+    cfg["reward"] = {"components": VOWEL_REWARD}
+    cfg["learner"].update(steps=steps, prompts_per_step=prompts, checkpoint_every=0)
+    cfg["trainer"] = {"micro_batch_size": 32, "optim": {"lr": 1e-3}}
+    return cfg
+
+
 def mesh_config(addresses: dict[str, str], run_dir: str, steps: int = STEPS) -> dict:
-    return {
+    return tiny_run({
         "run": {"name": "imagemesh", "dir": run_dir},
-        "model": {"path": "/data/model"},
-        "data": {"train": "/data/train.jsonl", "max_prompt_tokens": 128},
         "algorithm": {"preset": "grpo"},  # kl_coef 0.04: the reference service is used
         "reference": {"grpc_port": PORTS["reference"], "address": f"{addresses['reference']}:{PORTS['reference']}"},
-        "rollout": {"grpc_port": PORTS["rollout"], "sampling": {"group_size": 8, "max_tokens": 8},
-                    "kv_cache_gb": 1.0, "max_model_len": 256},
-        "reward": {"components": VOWEL_REWARD},
-        "learner": {"steps": steps, "prompts_per_step": PROMPTS, "grpc_port": PORTS["learner"],
-                    "weights_transport": "objectstore", "checkpoint_every": 0},
-        "trainer": {"micro_batch_size": 32, "optim": {"lr": 1e-3}},
+        "rollout": {"grpc_port": PORTS["rollout"]},
+        "learner": {"grpc_port": PORTS["learner"], "weights_transport": "objectstore"},
         "nats": {"url": f"nats://{addresses['nats']}:4222"},
         "telemetry": {"metrics_port": 9464},
-    }
+    }, steps)
 
 
 class ImageMesh:
