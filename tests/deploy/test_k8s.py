@@ -118,6 +118,17 @@ def test_render_applies_namespace_image_and_patches(overlay):
     assert {n: g for n, g in gpus.items() if g} == expected
 
 
+def test_vllm_cpu_binding_is_a_value_vllm_takes(overlay):
+    """VLLM_CPU_OMP_THREADS_BIND: auto, nobind or CPU id lists joined by | (vLLM 0.32's
+    utils/ompmultiprocessing.py); cpu-dev's `all` crashed the engine core under podman kube
+    play (tests/deploy/test_kube_play.py)."""
+    _, docs = overlay
+    for name, _, container in meshrl_containers(docs):
+        for var in container.get("env", []):
+            if var["name"] == "VLLM_CPU_OMP_THREADS_BIND":
+                assert re.fullmatch(r"auto|nobind|[\d,-]+(\|[\d,-]+)*", var["value"]), (name, var)
+
+
 def test_commands_env_ports_and_probes_match_the_cli(overlay):
     _, docs = overlay
     cfg = run_config(docs)

@@ -30,6 +30,7 @@ import yaml
 from meshrl.transport.bus.credentials import ENV_VAR
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
 from tests.deploy.kube_play import IGNORED, KubePlay
+from tests.deploy.kustomize import kustomization, render
 from tests.deploy.test_image_mesh import UID, readable_copy, tiny_run
 from tests.e2e.conftest import e2e_data  # noqa: F401  (a fixture)
 from tests.fixtures.images import ROOT, meshrl_image, podman, require_image_tests  # noqa: F401
@@ -80,19 +81,10 @@ def kube_overlay(root: Path, images: dict[str, str]) -> Path:
              "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID}}}}}))
     name, tag = images["cpu"].rsplit(":", 1)
     nats_name, nats_tag = images["none"].rsplit(":", 1)
-    (root / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": [os.path.relpath(K8S / "overlays" / "cpu-dev", root), "secrets.yaml"],
-        "images": [{"name": "meshrl", "newName": name, "newTag": tag},
-                   {"name": "nats", "newName": nats_name, "newTag": nats_tag}],
-        "patches": [{"path": p} for p in ("run-config.yaml", "nats-config.yaml", "one-nats.yaml")]}))
-    return root
-
-
-def render(directory: Path) -> list[dict]:
-    done = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    return kustomization(root, resources=[K8S / "overlays" / "cpu-dev", root / "secrets.yaml"],
+                         images=[{"name": "meshrl", "newName": name, "newTag": tag},
+                                 {"name": "nats", "newName": nats_name, "newTag": nats_tag}],
+                         patches=[{"path": p} for p in ("run-config.yaml", "nats-config.yaml", "one-nats.yaml")])
 
 
 class Cluster:
