@@ -21,7 +21,10 @@ from pathlib import Path
 import grpc
 
 from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config import load_config
+from meshrl.errors import ConfigError
 from meshrl.gateway.errors import GatewayError, invalid, precondition
+from meshrl.gateway.tenant import TenantPolicy
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.audit import ON_BEHALF_OF
@@ -107,11 +110,10 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
         message=f"asked the launcher: {service} ×{info.replicas[service]} → ×{replicas}"), changes
 
 
-def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int:
-    """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it; the launcher's pid."""
-    from meshrl.config import load_config
-    from meshrl.errors import ConfigError
-
+def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenants: TenantPolicy) -> int:
+    """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it as a tenant (tenant.py:
+    checked against the policy first, a clean environment, the runs root as its working
+    directory); the launcher's pid."""
     run_dir = root / name
     if run_dir.exists():
         raise GatewayError(grpc.StatusCode.ALREADY_EXISTS, f"{run_dir} exists; pick another name")
@@ -121,12 +123,16 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str]) -> int
     folder.chmod(0o700)
     config = write_private_file(folder / f"{name}.yaml", config_yaml.encode())
     try:
-        load_config(config, overrides=overrides)  # a bad config fails here, not in the child
+        tenants.check(load_config(config, overrides=overrides), base=root)  # fails here, not in the child
     except ConfigError as err:
         raise invalid(f"the config does not load: {err}") from None
+    except GatewayError:
+        config.unlink()
+        raise
     log = private_open_append(folder / f"{name}.log")
     proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root,
+                            env=tenants.child_env(os.environ))
     return proc.pid
 
 

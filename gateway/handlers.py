@@ -19,6 +19,7 @@ from meshrl.gateway import actions
 from meshrl.gateway.auth import Principal
 from meshrl.gateway.errors import invalid, not_found, precondition
 from meshrl.run.records import follow_rows, read_rows
+from meshrl.gateway.tenant import TenantPolicy
 from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
@@ -45,8 +46,9 @@ def struct(row: dict) -> struct_pb2.Struct:
 
 
 class Handlers:
-    def __init__(self, root: RunsRoot):
+    def __init__(self, root: RunsRoot, tenants: TenantPolicy | None = None):
         self.root = root
+        self.tenants = tenants or TenantPolicy()  # what a submitted run may reach (tenant.py)
 
     def live(self, name: str):
         info = self.root.launcher(name)
@@ -163,7 +165,7 @@ class Handlers:
 
     async def SubmitRun(self, req: pb.SubmitRunRequest, who: Principal) -> pb.SubmitRunResponse:
         name = check_name(req.name)
-        pid = actions.submit(self.root.root, name, req.config_yaml, list(req.overrides))
+        pid = actions.submit(self.root.root, name, req.config_yaml, list(req.overrides), self.tenants)
         # The run dir is the launcher's to make: the submission is audited beside its config.
         record_action(self.root.root / ".submitted", "submit", run=name, who=who.name, role=who.role, via="gateway",
                       overrides=list(req.overrides), launcher_pid=pid)

@@ -22,6 +22,7 @@ from meshrl.gateway.grpc_server import gateway_registration
 from meshrl.gateway.handlers import Handlers
 from meshrl.gateway.limits import MAX_REQUEST_BYTES
 from meshrl.gateway.runs import RunsRoot
+from meshrl.gateway.tenant import TenantPolicy
 from meshrl.gateway.token_gate import TokenGate
 from meshrl.transport.rpc.server import start_server, stop_server
 
@@ -39,8 +40,8 @@ class Gateway:
 
 
 async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.0.1",
-                        http_port: int = 0, grpc_port: int = 0) -> Gateway:
-    dispatcher = Dispatcher(Handlers(RunsRoot(runs_root)), auth)
+                        http_port: int = 0, grpc_port: int = 0, tenants: TenantPolicy | None = None) -> Gateway:
+    dispatcher = Dispatcher(Handlers(RunsRoot(runs_root), tenants), auth)
     server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host,
                                        interceptors=[TokenGate(auth, set(STREAMS))],
                                        max_receive_bytes=MAX_REQUEST_BYTES)
@@ -55,8 +56,9 @@ async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.
 
 
 async def serve_forever(args) -> None:
+    tenants = TenantPolicy(roots=list(args.tenant_root), hosts=list(args.tenant_host), env_names=list(args.tenant_env))
     gateway = await start_gateway(args.runs_root, TokenAuth(load_tokens()), host=args.host,
-                                  http_port=args.port, grpc_port=args.grpc_port)
+                                  http_port=args.port, grpc_port=args.grpc_port, tenants=tenants)
     print(f"gateway: http://{args.host}:{gateway.http_port}/  grpc {args.host}:{gateway.grpc_port}  "
           f"runs {Path(args.runs_root).resolve()}", flush=True)
     stop = asyncio.Event()

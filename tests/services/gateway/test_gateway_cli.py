@@ -27,6 +27,7 @@ from opentelemetry.trace import Link
 
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
+from meshrl.gateway.tenant import TenantPolicy
 from meshrl.cli.main import main
 from meshrl.run.audit import current_user
 from meshrl.telemetry import tracing
@@ -51,7 +52,7 @@ async def served(tmp_path, nats_url, run_id, monkeypatch, bus):
     tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
                       f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
                       f"  - {{name: ada, role: admin, token: {ADMIN}}}\n")
-    gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
+    gw = await start_gateway(root, TokenAuth(load_tokens(tokens)), tenants=TenantPolicy(roots=[tmp_path]))
     yield f"http://127.0.0.1:{gw.http_port}", root, state
     await gw.stop()
     await learner.stop(None)
@@ -158,9 +159,11 @@ async def test_checkpoints_list_and_rollback_through_the_gateway(served, save_ru
 async def test_submit_run_starts_meshrl_train_on_the_submitted_config(served):
     """SubmitRun's success path: the config and the audit row land in ROOT/.submitted and the
     child is `meshrl train` on them (here its model path does not exist, so it stops at once
-    with the launcher's own message in the log instead of starting a mesh)."""
+    with the launcher's own message in the log instead of starting a mesh). Its files lie in
+    the gateway's tenant root (tests/security/test_tenant_submissions.py: what else is refused)."""
     base, root, _ = served
-    body = {"name": "fresh", "config_yaml": CONFIG.read_text(), "overrides": ["model.path=/nonexistent-model"]}
+    missing = root.parent / "nonexistent-model"  # inside the gateway's tenant root (tmp_path)
+    body = {"name": "fresh", "config_yaml": CONFIG.read_text(), "overrides": [f"model.path={missing}"]}
     async with aiohttp.ClientSession() as http:
         async with http.post(f"{base}/api/runs", json=body, headers={"Authorization": f"Bearer {ADMIN}"}) as r:
             assert r.status == 200, await r.text()
@@ -171,7 +174,7 @@ async def test_submit_run_starts_meshrl_train_on_the_submitted_config(served):
     row = json.loads((submitted / "audit.jsonl").read_text())
     assert (row["who"], row["action"], row["run"], row["launcher_pid"]) == ("ada", "submit", "fresh", reply["launcher_pid"])
     log, deadline = submitted / "fresh.log", time.monotonic() + 60
-    while "model.path=/nonexistent-model does not exist" not in log.read_text():
+    while f"model.path={missing} does not exist" not in log.read_text():
         assert time.monotonic() < deadline, log.read_text()
         await asyncio.sleep(0.2)
     with contextlib.suppress(ChildProcessError):  # the gateway (this process) started it: reap it
