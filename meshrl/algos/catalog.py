@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.correction.registry import REJECTIONS, ROLLOUT_WEIGHTS
 from meshrl.algos.loss_masks.registry import LOSS_MASKS
+from meshrl.algos.resampling.registry import REWEIGHTINGS
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
@@ -61,7 +62,7 @@ def registered_parts() -> list[Part]:
 
 def correction_parts() -> list[Part]:
     """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/),
-    and the loss masks (meshrl/algos/loss_masks/)."""
+    the loss masks (meshrl/algos/loss_masks/) and PF-PPO's reweightings (meshrl/algos/resampling/)."""
     parts = [Part("rollout-correction modes (algorithm.rollout_correction.mode)", n, fn.paper,
                   f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}", part_options(fn))
              for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())]
@@ -69,4 +70,7 @@ def correction_parts() -> list[Part]:
                    split_doc(fn.__doc__)[0]) for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())]
     parts += [Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0],
                    part_options(fn)) for n, fn in ((n, LOSS_MASKS.get(n)) for n in LOSS_MASKS.names())]
+    parts += [Part("PF-PPO reweightings (algorithm.pf_ppo.reweight_method)", n, fn.paper,
+                   split_doc(fn.__doc__)[0], part_options(fn))
+              for n, fn in ((n, REWEIGHTINGS.get(n)) for n in REWEIGHTINGS.names())]
     return parts

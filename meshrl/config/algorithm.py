@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import (DEDICATED_OPTION_KEYS, OFFLINE_POLICY_LOSS, check_name,
                                  kl_estimators, loss_agg_modes, part, policy_losses, preference_losses)
-from meshrl.config.loss_terms import AdaptiveEntropyConfig, check_loss_masks
+from meshrl.config.loss_terms import AdaptiveEntropyConfig, PfPpoConfig, check_loss_masks
 from meshrl.config.rollout_correction import RolloutCorrectionConfig
 from meshrl.config.strict import Strict
 
@@ -78,6 +78,8 @@ class AlgorithmConfig(Strict):
     overlong: OverlongConfig = OverlongConfig()
     # PPO
     critic: CriticConfig = CriticConfig()
+    # verl's PF-PPO: redraw the batch's rows by reward after the advantages (meshrl/algos/resampling/)
+    pf_ppo: PfPpoConfig = PfPpoConfig()
     # per-part options by name (e.g. sapo's tau_pos, discopop_tau, label_smoothing); each must be
     # an option of the chosen policy loss / preference losses (`meshrl algos` lists them)
     loss_options: dict[str, float | int | bool | str] = {}

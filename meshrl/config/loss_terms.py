@@ -12,13 +12,18 @@
         coef_min: 0.0             # entropy_coef_min
         coef_max: 1.0             # entropy_coef_max
       use_bias_correction_kl: false   # TRL's: the KL term times the importance ratio
+      pf_ppo:                     # verl's PF-PPO: redraw the batch's rows by reward
+        enabled: true
+        reweight_method: pow      # pow | max_min | max_random (meshrl/algos/resampling/)
+        weight_pow: 2.0
 
-Mask names and their options are read from the decorators in meshrl/algos/loss_masks/
-(meshrl.config.parts), so a typo is refused at load with the closest name.
+Mask names and their options, and PF-PPO's methods, are read from the decorators in
+meshrl/algos/loss_masks/ and meshrl/algos/resampling/ (meshrl.config.parts), so a typo is
+refused at load with the closest name.
 """
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from meshrl.config.parts import check_name, loss_masks
+from meshrl.config.parts import check_name, loss_masks, reweightings
 from meshrl.config.strict import Strict
 
 
@@ -37,6 +42,20 @@ class AdaptiveEntropyConfig(Strict):
             raise ValueError(f"algorithm.adaptive_entropy.coef_min={self.coef_min} is above "
                              f"coef_max={self.coef_max}")
         return self
+
+
+class PfPpoConfig(Strict):
+    """PF-PPO: redraw the batch's rows with probability from their reward (verl's pf_ppo)."""
+
+    enabled: bool = False
+    reweight_method: str = "pow"
+    weight_pow: float = Field(2.0, gt=0.0)
+
+    @field_validator("reweight_method")
+    @classmethod
+    def _known_method(cls, name: str) -> str:
+        return check_name("algorithm.pf_ppo.reweight_method", name, reweightings(),
+                          "PF-PPO reweighting")
 
 
 def check_loss_masks(configured: dict[str, dict]) -> dict[str, dict]:

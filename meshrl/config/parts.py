@@ -41,6 +41,7 @@ FAMILIES = {
     "rollout-correction mode": ("register_rollout_weights", "algos/correction"),
     "rejection criterion": ("register_rejection", "algos/correction"),
     "loss mask": ("register_loss_mask", "algos/loss_masks"),
+    "PF-PPO reweighting": ("register_reweighting", "algos/resampling"),
 }
 # inputs the loop fills in; a part's other keyword parameters with defaults are its options
 INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
@@ -242,6 +243,10 @@ def rejection_criteria() -> dict[str, Declared]:
 
 def loss_masks() -> dict[str, Declared]:
     return registered("loss mask")
+
+
+def reweightings() -> dict[str, Declared]:
+    return registered("PF-PPO reweighting")
 
 
 def reward_rule_kinds() -> tuple[str, ...]:

@@ -11,9 +11,10 @@ Top to bottom, for a batch of B sampled responses and step number s:
    token_rewards = −kl_coef·k) or kept for the loss (`kl_in: loss`); an episode's
    turn-credited environment rewards, moved from its end to the turns that earned them
    (token_rewards += turn_rewards, the episode reward less their sum); DAPO overlong shaping;
-   advantages from the registered estimator; rollout-correction weights w from the
-   engine's behaviour log-probs (one geometric-mean weight per row when the policy loss's
-   ratio is registered at the sequence level).
+   rollout correction from the engine's behaviour log-probs: weights w (one geometric-mean
+   weight per row when the policy loss's ratio is registered at the sequence level) and
+   rejected tokens out of the loss mask from here on; advantages from the registered
+   estimator (given the token weights too); with PF-PPO, the rows redrawn by reward.
 3. for ppo_epochs × mini_batches (optimizer steps), over micro-batches with gradient
    accumulation, the per-token loss
 
@@ -77,7 +78,8 @@ from meshrl.algos.masked import masked_mean
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs, response_stats
-from meshrl.services.learner.train.correction import correct
+from meshrl.algos.resampling import pf_ppo_rows
+from meshrl.services.learner.train.correction import at_level, correct
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.loss_terms import EntropyBonus, kl_term, loss_masks, weighted
@@ -216,12 +218,25 @@ class TrainStep:
                 reward_components=batch.reward_components,
                 reward_component_weights=batch.reward_component_weights,
                 greedy_rewards=batch.greedy_rewards, old_logprobs=old,
-                sum_pi_squared=sum_pi_squared)
+                sum_pi_squared=sum_pi_squared, rollout_weights=weights)
         self.batch_metrics(batch, result.advantages, trained.loss_mask, sums)
         base = {f.name: getattr(trained, f.name) for f in dataclasses.fields(RolloutBatch)}
-        return PreparedBatch(**base, old_logprobs=old, old_values=old_values,
-                             advantages=result.advantages, returns=result.returns,
-                             loss_weights=weights)
+        prepared = PreparedBatch(**base, old_logprobs=old, old_values=old_values,
+                                 advantages=result.advantages, returns=result.returns,
+                                 loss_weights=at_level(weights, trained.loss_mask, self.policy_loss))
+        return self.resampled(prepared, self.shaped_rewards(batch), step, sums)
+
+    def resampled(self, prepared: PreparedBatch, scores, step: int, sums: MetricSums) -> PreparedBatch:
+        """PF-PPO (`algorithm.pf_ppo`): the rows redrawn by reward, reproducibly per seed, step
+        and rank; each rank redraws its own rows (advantages are per rank too)."""
+        pf = self.algo.pf_ppo
+        if not pf.enabled:
+            return prepared
+        seed = (self.trainer.seed * 1_000_003 + step) * 1_009 + self.dist.rank
+        rows = pf_ppo_rows(scores, pf.reweight_method, torch.Generator().manual_seed(seed),
+                           weight_pow=pf.weight_pow)
+        sums.mean("pf_ppo/unique_frac", rows.unique().numel() / len(rows), len(rows))
+        return prepared.select(rows)
 
     def recompute_logprobs(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(π_old, Σπ² or None): the current weights' log-probs, micro-batch by micro-batch;
@@ -281,11 +296,8 @@ class TrainStep:
         return rewards - turns.sum(dim=-1), turns if kl_tokens is None else kl_tokens + turns
 
     def correction(self, batch, old: torch.Tensor, sums: MetricSums):
-        """(rollout-correction weights or None, the loss mask less rejected tokens or None)."""
-        loss = self.policy_loss  # a loss that folds the weights in takes them token by token
-        level = ("token" if getattr(loss, "takes_rollout_weights", False)
-                 else getattr(loss, "level", "token"))
-        return correct(self.algo.rollout_correction, batch, old, level, self.dist, sums)
+        """(rollout-correction token weights or None, the loss mask less rejected tokens or None)."""
+        return correct(self.algo.rollout_correction, batch, old, self.dist, sums)
 
     def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
                       sums: MetricSums) -> None:
@@ -354,7 +366,8 @@ class TrainStep:
         check_finite("old_logprobs", old, micro.group_ids, step)
         self.kl_reward_penalty(micro, old, sums)  # the `kl` metric only: kl_in=reward recomputes
         return dataclasses.replace(micro, old_logprobs=old,
-                                   loss_weights=self.correction(micro, old, sums)[0])
+                                   loss_weights=at_level(self.correction(micro, old, sums)[0],
+                                                         micro.loss_mask, self.policy_loss))
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
         """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]

@@ -18,7 +18,7 @@ import torch
 from torch.testing import assert_close
 
 from meshrl.algos import get_advantage_estimator, list_advantage_estimators
-from tests.unit.algos.holes import (GROUP_ROWS, GROUPS, LENGTHS, MASK, REWARDS, SCORES,
+from tests.unit.algos.holes import (COLUMNS, GROUP_ROWS, GROUPS, LENGTHS, MASK, REWARDS, SCORES,
                                     TOKEN_REWARDS, model_tokens, spread, spread_garbage)
 
 EPS = 1e-6
@@ -157,25 +157,54 @@ def hand_gdpo():
     return whiten(repeat(summed), 1e-8), None
 
 
-def hand_optimal_token_baseline():
-    """B_k over the group's rows that have a k-th model token, weighted by the cumulative
-    path variance W; the longest row's tokens beyond the second-longest get B = 0."""
-    returns = [returns_to_go(step_rewards(i)) for i in range(5)]
+def path_weights():
+    """W per model token: the cumulative Σ of 1 − 2π + Σπ² over the row's model tokens."""
     weights = []
     for i in range(5):
         per_token = [1 - 2 * math.exp(lp) + spq for lp, spq in zip(OLD_LOGPROBS[i], SUM_PI_SQUARED[i])]
         weights.append([sum(per_token[:k + 1]) for k in range(len(per_token))])
+    return weights
+
+
+def zero_tail_from(i):
+    """handle_zero_tail: the second-longest token count of row i's group if row i alone is
+    the longest, else None."""
+    lengths = sorted(LENGTHS[r] for r in GROUP_ROWS[group_of(i)])
+    return lengths[-2] if lengths[-1] > lengths[-2] and LENGTHS[i] == lengths[-1] else None
+
+
+def hand_tir_optimal_token_baseline():
+    """B_k over the group's rows that have a k-th model token, weighted by the cumulative
+    path variance W; the longest row's tokens beyond the second-longest get B = 0."""
+    returns, weights = [returns_to_go(step_rewards(i)) for i in range(5)], path_weights()
     advantages = []
     for i in range(5):
-        rows = GROUP_ROWS[group_of(i)]
-        lengths = sorted(LENGTHS[r] for r in rows)
-        tail_from = lengths[-2] if lengths[-1] > lengths[-2] and LENGTHS[i] == lengths[-1] else None
+        rows, tail_from = GROUP_ROWS[group_of(i)], zero_tail_from(i)
         row = []
         for k, g in enumerate(returns[i]):
             peers = [r for r in rows if LENGTHS[r] > k]
             b = (sum(returns[r][k] * weights[r][k] for r in peers)
                  / (sum(weights[r][k] for r in peers) + 1e-8))
             row.append(g - (0.0 if tail_from is not None and k >= tail_from else b))
+        advantages.append(row)
+    return advantages, returns
+
+
+def hand_optimal_token_baseline():
+    """verl's column-by-column OTB: B at column c over the group's rows whose column c is a
+    model token; the longest row's COLUMNS from the second-longest's token count on get B = 0
+    (group 7: row 1's columns 3, 4, 5; group 9: row 4's column 3) — verl's own convention."""
+    returns, weights = [returns_to_go(step_rewards(i)) for i in range(5)], path_weights()
+    at = [dict(zip(COLUMNS[r], range(LENGTHS[r]))) for r in range(5)]  # column → k
+    advantages = []
+    for i in range(5):
+        rows, tail_from = GROUP_ROWS[group_of(i)], zero_tail_from(i)
+        row = []
+        for c, k in at[i].items():
+            peers = [r for r in rows if c in at[r]]
+            b = (sum(returns[r][at[r][c]] * weights[r][at[r][c]] for r in peers)
+                 / (sum(weights[r][at[r][c]] for r in peers) + 1e-8))
+            row.append(returns[i][k] - (0.0 if tail_from is not None and c >= tail_from else b))
         advantages.append(row)
     return advantages, returns
 
@@ -191,7 +220,8 @@ HAND = {"grpo": hand_grpo, "dr_grpo": hand_dr_grpo, "rloo": hand_rloo, "opo": ha
         "reinforce_plus_plus": hand_reinforce_plus_plus,
         "reinforce_plus_plus_baseline": hand_reinforce_plus_plus_baseline,
         "remax": hand_remax, "gdpo": hand_gdpo,
-        "optimal_token_baseline": hand_optimal_token_baseline, "gae": hand_gae}
+        "optimal_token_baseline": hand_optimal_token_baseline,
+        "tir_optimal_token_baseline": hand_tir_optimal_token_baseline, "gae": hand_gae}
 
 
 def run(name: str, garbage: bool):

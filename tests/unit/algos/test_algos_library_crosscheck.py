@@ -8,7 +8,7 @@ its inputs are the same values with the holes at their neutral value.
 import pytest
 import torch
 
-from meshrl.algos import get_policy_loss, kl_estimate
+from meshrl.algos import get_advantage_estimator, get_policy_loss, kl_estimate
 from meshrl.algos.correction.level import weights_at_level
 from meshrl.algos.kl_weighting import importance_weighted_kl
 from meshrl.algos.loss_masks.off_policy import off_policy
@@ -144,3 +144,27 @@ def test_rejection_is_verls(name, threshold):
         verl = ref.verl_rejection_mask(old - OLD, MASK, name, upper=threshold)
     assert torch.equal(kept, verl), name
     assert 0 < kept.sum() < MASK.sum()  # a live case: some kept, some rejected
+
+
+@pytest.mark.parametrize("name", ["optimal_token_baseline", "tir_optimal_token_baseline"])
+@pytest.mark.parametrize("with_weights", [False, True])
+@pytest.mark.parametrize("empty_row", [False, True])
+def test_optimal_token_baselines_are_verls(name, with_weights, empty_row):
+    """On the holey batch (two groups), with rollout-IS weights (W scaled by ρ̄²) and with a
+    row the model wrote nothing in (verl's TIR leaves it out of its group)."""
+    mask = MASK.clone()
+    if empty_row:
+        mask[3] = 0.0  # group 9 keeps one writing row
+    token_rewards = draw(27, -0.5, 0.5) * mask
+    old, spq = draw(28, -3.0, -0.05), draw(29, 0.05, 0.9)
+    rho = draw(30, 0.5, 1.5) * mask if with_weights else None
+    groups = torch.tensor([7, 7, 7, 9, 9])
+    ours = get_advantage_estimator(name)(
+        rewards=torch.zeros(5), response_mask=mask, group_ids=groups, token_rewards=token_rewards,
+        old_logprobs=old, sum_pi_squared=spq, rollout_weights=rho)
+    verl_fn = ref.verl_optimal_token_baseline if name == "optimal_token_baseline" \
+        else ref.verl_tir_optimal_token_baseline
+    advantages, returns = verl_fn(token_rewards, mask, groups.numpy(), old, spq, rho)
+    torch.testing.assert_close(ours.advantages, advantages, rtol=1e-5, atol=1e-6)
+    # verl leaves reward-to-go in the holes and padding; meshrl's returns are 0 off the mask
+    torch.testing.assert_close(ours.returns, returns * mask, rtol=1e-5, atol=1e-6)

@@ -53,9 +53,11 @@ def test_optimal_token_baseline_gets_old_logprobs_and_sum_pi_squared_from_the_ol
     with torch.no_grad():
         stats = response_stats(step.policy.model, batch, with_sum_pi_squared=True)
     prepared = prepare(step, batch)
+    # the rollout correction's token weights (mode token, cap 2) scale W by ρ̄², as verl's
+    weights = torch.exp(stats.logprobs - batch.behaviour_logprobs).clamp(max=2.0) * batch.loss_mask
     expected = get_advantage_estimator("optimal_token_baseline")(
         rewards=batch.rewards, response_mask=batch.response_mask, group_ids=batch.group_ids,
-        old_logprobs=stats.logprobs, sum_pi_squared=stats.sum_pi_squared)
+        old_logprobs=stats.logprobs, sum_pi_squared=stats.sum_pi_squared, rollout_weights=weights)
     assert_close(prepared.old_logprobs, stats.logprobs, atol=1e-6, rtol=0)
     assert_close(prepared.advantages, expected.advantages, atol=1e-6, rtol=0)
     assert torch.isfinite(torch.tensor(step(batch, 0)["loss"]))

@@ -105,3 +105,20 @@ def test_vespo_takes_the_correction_weights_token_by_token():
     metrics = step(batch, 0)
     # φ peaks at w = k/λ: e·(2/3)² = 1.21 where A ≥ 0, 1.5³/e = 1.24 where A < 0
     assert 0 < metrics["vespo/phi_mean"] < 1.25
+
+
+def test_pf_ppo_redraws_whole_rows_by_reward():
+    """max_min on rewards 1, 0, 0.5, 2: only rows 1 (min) and 3 (max) can be drawn; each drawn
+    row carries its own loss mask, advantages and old log-probs (computed before the draw)."""
+    batch, timer = holey_batch(), Timer(torch.device("cpu"))
+    plain = make_step(build_tiny_llama(seed=7), **PLAIN).prepare(batch, 0, timer, MetricSums())
+    step = make_step(build_tiny_llama(seed=7), pf_ppo={"enabled": True, "reweight_method": "max_min"},
+                     **PLAIN)
+    sums = MetricSums()
+    drawn = step.prepare(batch, 0, timer, sums)
+    rows = [int(torch.nonzero((plain.response_ids == r).all(-1))[0]) for r in drawn.response_ids]
+    assert set(rows) <= {1, 3} and len(rows) == 4
+    for name in ("loss_mask", "advantages", "old_logprobs", "rewards"):
+        assert torch.equal(getattr(drawn, name), getattr(plain, name)[rows]), name
+    assert sums.reduce(step.dist)["pf_ppo/unique_frac"] == len(set(rows)) / 4
+    assert step(batch, 0)["grad_norm"] > 0
