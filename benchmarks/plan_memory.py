@@ -3,7 +3,7 @@
 For each case, a fresh process builds a Llama-shaped model from a config (random weights),
 the learner's own `TrainStep` (GRPO, fp32, AdamW) and a batch of exactly
 trainer.micro_batch_size rows × (data.max_prompt_tokens + rollout.sampling.max_tokens)
-tokens, and runs two steps (the second holds AdamW's state from its start: the steady peak). Measured: peak RSS (ru_maxrss) minus the RSS just before the model
+tokens, and runs two steps (the second holds AdamW's state from its start: the steady peak). Measured: peak RSS (VmHWM) minus the RSS just before the model
 was built, i.e. weights + gradients + optimizer state + activations + logits + allocator
 slack; the estimate is `meshrl.plan.memory.learner_memory` for the same config.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import resource
 import tempfile
 
 import psutil
@@ -70,7 +69,17 @@ def _measure(case: dict, model_dir: str, out) -> None:
     step = TrainStep(policy, cfg.algorithm, cfg.trainer, max_staleness=0)
     step(batch, 0)
     step(batch, 1)  # the second step runs with the optimizer state allocated: the steady peak
-    out.put(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
+    out.put(peak_rss() - before)
+
+
+def peak_rss() -> int:
+    """This process's peak RSS in bytes: VmHWM, the high-water mark of its own address space.
+    Not ru_maxrss: Linux carries the parent's peak across fork + exec, so a child spawned by
+    a large parent (a pytest process holding a vLLM engine: 2.6 GB) reported that instead."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/self/status has no VmHWM line (Linux only)")
 
 
 def measure_case(case: dict) -> dict:

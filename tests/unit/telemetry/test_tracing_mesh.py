@@ -16,6 +16,7 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.transport.bus.durables import durable_of
 from meshrl.transport.rpc import open_channel, registration, start_server, stop_server
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
@@ -101,7 +102,8 @@ async def mesh(bus, tmp_path):
         interceptors=[TracingServerInterceptor(t["external-reward"])])
     channel = open_channel(f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(t["reward"])])
     work = handlers(bus, t, reward_pb2_grpc.RewardServiceStub(channel))
-    tasks = [asyncio.create_task(bus.worker(stage, f"{stage}-svc", fn, ack_wait=10)) for stage, fn in work.items()]
+    # the run's own durables (a work queue takes one consumer per stage: a second name never receives)
+    tasks = [asyncio.create_task(bus.worker(stage, durable_of(stage), fn, ack_wait=10)) for stage, fn in work.items()]
     yield t
     for task in tasks:
         task.cancel()

@@ -5,6 +5,8 @@ of the whole trajectory, limits, and groups dropped with a reason.
 
 Run: .venv/bin/python -m pytest tests/services/rollout/agent/test_agent_rollout.py -m slow
 """
+import asyncio
+
 import numpy as np
 import pytest
 import pytest_asyncio
@@ -195,8 +197,14 @@ async def test_a_failed_episode_drops_the_group_with_its_reason_and_every_episod
     assert group.drop_reason.startswith(f"env_{status.lower()}: episode {episode}: environment {status}: "
                                         + message.format(address=address, episode=episode))
     opened = {r.episode_id for r in record.resets if r.episode_id.startswith(group_id + "/")}
-    closed = {c for c in record.closes if c.startswith(group_id + "/")}
-    assert episode in opened and opened <= closed  # the other episode may be cancelled before its Reset went out
+    assert episode in opened  # the other episode may be cancelled before its Reset went out
+    # a cancelled episode's Close is sent as the group ends; on a loaded machine the server may
+    # record it a moment after the group is answered
+    for _ in range(100):
+        if opened <= {c for c in record.closes if c.startswith(group_id + "/")}:
+            break
+        await asyncio.sleep(0.1)
+    assert opened <= {c for c in record.closes if c.startswith(group_id + "/")}
 
 
 async def test_each_episode_is_one_trace_with_a_span_per_turn_linked_to_its_group(base_rollout_engine, env, tmp_path):
