@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.correction.registry import REJECTIONS, ROLLOUT_WEIGHTS
 from meshrl.algos.loss_masks.registry import LOSS_MASKS
+from meshrl.algos.preference_weighting.registry import PREFERENCE_WEIGHTINGS
 from meshrl.algos.resampling.registry import REWEIGHTINGS
 from meshrl.algos.kl import KL_ESTIMATORS
 from meshrl.algos.options import part_options
@@ -44,8 +45,8 @@ def estimator_notes(fn) -> str:
 
 
 def registered_parts() -> list[Part]:
-    """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds, rollout
-    correction's modes and rejection criteria, in that order."""
+    """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds and weightings,
+    rollout correction's modes and rejection criteria, in that order."""
     parts = [Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
              for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
     parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
@@ -57,6 +58,9 @@ def registered_parts() -> list[Part]:
     parts += [Part("preference losses (offline: algorithm.policy_loss)", n, fn.paper,
                    "needs response lengths" if fn.needs_lengths else "", part_options(fn))
               for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())]
+    parts += [Part("DPO log-prob weightings (by their config key)", n, fn.paper,
+                   f"{fn.config_key}: {split_doc(fn.__doc__)[0]}")
+              for n, fn in ((n, PREFERENCE_WEIGHTINGS.get(n)) for n in PREFERENCE_WEIGHTINGS.names())]
     return parts + correction_parts()
 
 

@@ -6,7 +6,11 @@ counts). The preference losses themselves live in `meshrl.algos.preference`, one
 family, registered with `@register_preference_loss` (TRL's `loss_type` names and formulas);
 `kind` is one name or a list, `weights` their weights (TRL's `loss_weights`, default 1 each):
 
-    L = Σ_k w_k · L_k(policy, reference)
+    L = W · Σ_k w_k · L_k(policy, reference)
+
+W: per-pair weights when given (WPO's, `meshrl.algos.preference_weighting.wpo`), else 1. An
+`f_divergence` other than reverse KL must be taken by every chosen loss that reads the
+reference (TRL refuses the others too); `sft` reads none.
 
 Metrics (TRL's names, batch means, detached), with the implicit reward β·(log π − log π_ref):
 `rewards/chosen`, `rewards/rejected`, `rewards/margins` (chosen − rejected),
@@ -20,7 +24,7 @@ import torch
 
 from meshrl.algos import preference as _preference  # noqa: F401  (registers the losses)
 from meshrl.algos.checks import check_finite, check_shapes
-from meshrl.algos.options import check_options
+from meshrl.algos.options import check_options, part_options
 from meshrl.algos.registry import PREFERENCE_LOSSES, get_preference_loss
 
 
@@ -45,17 +49,22 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor,
              kind: str | Sequence[str] = "sigmoid", label_smoothing: float = 0.0, *,
              weights: Sequence[float] | None = None, chosen_lengths: torch.Tensor | None = None,
              rejected_lengths: torch.Tensor | None = None, state: dict | None = None,
-             options: Mapping[str, object] | None = None):
+             options: Mapping[str, object] | None = None,
+             policy_chosen_full: torch.Tensor | None = None,
+             pair_weights: torch.Tensor | None = None):
     """Per-pair loss [B] and metrics for preference pairs (module docstring).
 
     `options` go to every loss that takes them (e.g. `discopop_tau`, `f_divergence`); one that
-    no chosen loss takes is refused. Returns `(loss [B], metrics: dict[str, 0-dim tensor])`.
+    no chosen loss takes is refused. `policy_chosen_full`: the chosen sums without LD-DPO's
+    weighting (for `sft`; default `policy_chosen`); `pair_weights` [B]: W. Returns
+    `(loss [B], metrics: dict[str, 0-dim tensor])`.
     """
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta}")
     terms = loss_terms(kind, weights)
     options = {**({"label_smoothing": label_smoothing} if label_smoothing else {}), **(options or {})}
     check_options("algorithm.loss_options", options, [fn for fn, _ in terms])
+    check_f_divergence(options.get("f_divergence", "reverse_kl"), [fn for fn, _ in terms])
     inputs = dict(policy_chosen=policy_chosen, policy_rejected=policy_rejected,
                   ref_chosen=ref_chosen.detach(), ref_rejected=ref_rejected.detach())
     check_shapes(**{k: (v, "B") for k, v in inputs.items()}, chosen_lengths=(chosen_lengths, "B"),
@@ -64,10 +73,33 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor,
         check_finite(name, tensor)
     state = {} if state is None else state
     loss = sum(w * fn(**inputs, chosen_lengths=chosen_lengths, rejected_lengths=rejected_lengths,
-                      beta=beta, state=state, **options) for fn, w in terms)
+                      beta=beta, state=state, policy_chosen_full=policy_chosen_full, **options)
+               for fn, w in terms)
+    if pair_weights is not None:
+        unpaired = [fn.registered_name for fn, _ in terms if not getattr(fn, "per_pair", True)]
+        if unpaired:
+            raise ValueError(f"pair weights (algorithm.dpo_use_weighting) cannot follow {unpaired[0]}, "
+                             f"whose rows are sorted, not pairs; remove one")
+        loss = loss * pair_weights.detach()
     chosen = beta * (policy_chosen - ref_chosen).detach()
     rejected = beta * (policy_rejected - ref_rejected).detach()
     return loss, _reward_metrics(chosen, rejected)
+
+
+def check_f_divergence(f_divergence: str, losses) -> None:
+    """ValueError naming the losses that read the reference but would ignore `f_divergence`."""
+    if f_divergence == "reverse_kl":
+        return
+    ignoring = [fn.registered_name for fn in losses
+                if getattr(fn, "uses_reference", True) and "f_divergence" not in part_options(fn)]
+    if ignoring:
+        raise ValueError(f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} "
+                         f"has no f-divergence form and would ignore it; use reverse_kl with it, or "
+                         f"losses built on the margin ({', '.join(f_divergence_losses())})")
+
+
+def f_divergence_losses() -> list[str]:
+    return [n for n in PREFERENCE_LOSSES.names() if "f_divergence" in part_options(PREFERENCE_LOSSES.get(n))]
 
 
 def _reward_metrics(chosen: torch.Tensor, rejected: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -177,16 +177,22 @@ def list_policy_losses() -> list[str]:
     return POLICY_LOSSES.names()
 
 
-def register_preference_loss(name: str, *, paper: str = "", needs_lengths: bool = False):
+def register_preference_loss(name: str, *, paper: str = "", needs_lengths: bool = False,
+                             uses_reference: bool = True, per_pair: bool = True):
     """Decorator: register `fn` as preference loss `name` (the offline DPO path).
 
     `fn(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected [B] summed log-probs,
     chosen_lengths, rejected_lengths [B] token counts or None, beta, state: dict, **options)`
     returns the per-pair loss [B]. `needs_lengths=True` marks losses on length-averaged
     log-probs (IPO, sigmoid_norm); `state` is a dict kept across steps (BCO's running mean).
+    `uses_reference=False` marks a loss that reads no reference log-probs (sft): an
+    f-divergence other than reverse KL has nothing to change there, so it need not take one.
+    `per_pair=False` marks a loss whose row i is not pair i (aot sorts), which per-pair
+    weights (WPO) cannot follow.
     """
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper, fn.needs_lengths = name, paper, needs_lengths
+        fn.uses_reference, fn.per_pair = uses_reference, per_pair
         return PREFERENCE_LOSSES.add(name, fn)
     return decorate
 

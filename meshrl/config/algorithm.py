@@ -88,6 +88,12 @@ class AlgorithmConfig(Strict):
     beta: float = Field(0.1, gt=0.0)
     dpo_loss_type: str | list[str] = "sigmoid"
     dpo_loss_weights: list[float] | None = None  # one per dpo_loss_type entry; None = 1 each
+    # TRL's ld_alpha (LD-DPO): the longer response's tail beyond the shorter one's length counts
+    # this much in its summed log-prob (meshrl/algos/preference_weighting/ld.py); None = 1
+    dpo_ld_alpha: float | None = Field(None, ge=0.0, le=1.0)
+    # TRL's use_weighting (WPO): each pair's loss times the policy's aligned probability of
+    # its two responses (meshrl/algos/preference_weighting/wpo.py)
+    dpo_use_weighting: bool = False
     offline: bool = False
     rollout_correction: RolloutCorrectionConfig = RolloutCorrectionConfig()
 
@@ -210,7 +216,7 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
             f"a {wanted}-level policy_loss ({losses})")
-    problems += loss_option_problems(algo)
+    problems += loss_option_problems(algo) + dpo_weighting_problems(algo)
     if algo.use_bias_correction_kl and (algo.kl_in != "loss" or algo.kl_coef == 0):
         problems.append(f"algorithm.use_bias_correction_kl=true weights the KL term of the loss, but "
                         f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=loss and kl_coef > 0, "
@@ -254,6 +260,30 @@ def loss_option_problems(algo: AlgorithmConfig) -> list[str]:
             problems.append(f"algorithm.loss_options has {key!r}, which {', '.join(chosen)} does "
                             f"not take; its options: {', '.join(known) or 'none'} (`meshrl algos` "
                             f"lists every part's options)")
+    return problems
+
+
+def dpo_weighting_problems(algo: AlgorithmConfig) -> list[str]:
+    """LD-DPO / WPO / an f-divergence on the online path, or with losses that cannot take them."""
+    turned_on = [k for k in ("dpo_ld_alpha", "dpo_use_weighting") if getattr(algo, k) not in (None, False)]
+    if turned_on and not algo.offline:
+        return [f"algorithm.{turned_on[0]} weights the offline DPO path's log-probs; set "
+                f"algorithm.offline=true (or algorithm.preset=dpo), or remove it"]
+    if not algo.offline:
+        return []
+    declared = preference_losses()
+    problems = []
+    sorted_pairs = [n for n in algo.preference_losses if n in declared and not declared[n].per_pair]
+    if algo.dpo_use_weighting and sorted_pairs:
+        problems.append(f"algorithm.dpo_use_weighting weights each pair's loss, but {sorted_pairs[0]} "
+                        f"pairs sorted log-ratios, not the input pairs (TRL refuses it too); remove one")
+    f_divergence = algo.loss_options.get("f_divergence", "reverse_kl")
+    ignoring = [n for n in algo.preference_losses if n in declared and declared[n].uses_reference
+                and "f_divergence" not in declared[n].options]
+    if f_divergence != "reverse_kl" and ignoring:
+        problems.append(f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} has "
+                        f"no f-divergence form and would ignore it; use reverse_kl with it, or losses "
+                        f"that take it ({', '.join(n for n, d in declared.items() if 'f_divergence' in d.options)})")
     return problems
 
 

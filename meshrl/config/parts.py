@@ -49,7 +49,7 @@ INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_re
                     "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
                     "state", "greedy_rewards", "importance_sampling_level", "reward_components",
                     "reward_component_weights", "sum_pi_squared", "rollout_weights", "entropy",
-                    "behaviour_logprobs"})
+                    "behaviour_logprobs", "policy_chosen_full"})
 # options with a config key of their own: algorithm.loss_options must not set them a second way
 DEDICATED_OPTION_KEYS = {
     "epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
@@ -91,6 +91,8 @@ class Declared:
     needs: tuple[str, ...] = ()    # advantage estimators: extra inputs the mesh delivers
     level: str = "token"           # policy losses: where the importance ratio lives
     two_sided: bool = False        # rejection criteria: bounded below and above (k1)
+    uses_reference: bool = True    # preference losses: reads the reference log-probs (not sft)
+    per_pair: bool = True          # preference losses: row i of the loss is pair i (not aot)
 
 
 def options_of(fn: ast.FunctionDef) -> tuple[str, ...]:
@@ -117,7 +119,9 @@ def literal(call: ast.Call, key: str, default):
 def declared_in(call: ast.Call, family: str, name: str, fn: ast.FunctionDef) -> Declared:
     return Declared(family, name, options_of(fn), needs_values=bool(literal(call, "needs_values", False)),
                     needs=tuple(literal(call, "needs", ())), level=literal(call, "level", "token"),
-                    two_sided=bool(literal(call, "two_sided", False)))
+                    two_sided=bool(literal(call, "two_sided", False)),
+                    uses_reference=bool(literal(call, "uses_reference", True)),
+                    per_pair=bool(literal(call, "per_pair", True)))
 
 
 def functions(path: Path) -> dict[str, ast.FunctionDef]:

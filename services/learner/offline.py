@@ -3,6 +3,7 @@
     for each step:
         take `prompts_per_step` pairs from the dataset (epoch-shuffled, resumable cursor)
         ask the reference service for Σ log π_ref of every chosen and rejected response
+            (per token, LD-weighted here, when algorithm.dpo_ld_alpha is set)
         one DPO update on the pairs (the learner core's DPOStep)
         log metrics; checkpoint every `learner.checkpoint_every` steps
     checkpoint at the end, or when stopped (SIGTERM); `--resume` restores step and cursor
@@ -14,7 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from meshrl.algos.batch import PreferenceBatch
+import numpy as np
+import torch
+
+from meshrl.algos.batch import PreferenceBatch, pad_right
+from meshrl.algos.preference_weighting import ld_weighted_sums
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
@@ -71,11 +76,22 @@ class OfflineLearner:
         self.dpo_step.loss_state.update(saved.get("preference_loss_state", {}))  # older checkpoints carry none
         self.state.step = self.step
 
+    async def reference_sums(self, prompts, responses) -> np.ndarray:
+        """Σ log π_ref per response (chosen rows then rejected rows), LD-weighted like the
+        policy's when algorithm.dpo_ld_alpha is set."""
+        alpha = self.cfg.algorithm.dpo_ld_alpha
+        if alpha is None:
+            return await self.reference.summed_logprobs(prompts, responses)
+        tokens = await self.reference.token_logprobs(prompts, responses)
+        logps, mask = pad_right(tokens, 0.0, np.float32)
+        weighted = ld_weighted_sums(torch.from_numpy(logps), torch.from_numpy(mask).float(), alpha=alpha)
+        return weighted.numpy()
+
     async def next_batch(self) -> PreferenceBatch:
         items = self.pairs.next_batch(self.cfg.learner.prompts_per_step)
         prompts = [it.prompt_ids for it in items] * 2
         responses = [it.chosen_ids for it in items] + [it.rejected_ids for it in items]
-        sums = await self.reference.summed_logprobs(prompts, responses)
+        sums = await self.reference_sums(prompts, responses)
         return PreferenceBatch.from_sequences(
             [it.prompt_ids for it in items], [it.chosen_ids for it in items],
             [it.rejected_ids for it in items], self.pad_id,

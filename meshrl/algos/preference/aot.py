@@ -29,7 +29,7 @@ def _smoothed_logistic(delta, beta, label_smoothing):
             - label_smoothing * F.logsigmoid(-beta * delta))
 
 
-@register_preference_loss("aot", paper=PAPER)
+@register_preference_loss("aot", per_pair=False, paper=PAPER)
 def aot(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, label_smoothing=0.0, **_):
     """logistic loss on sort(policy margins) − sort(reference margins) (module docstring)."""
     delta = (torch.sort(policy_chosen - policy_rejected, dim=0).values
@@ -37,7 +37,7 @@ def aot(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, label
     return _smoothed_logistic(delta, beta, label_smoothing)
 
 
-@register_preference_loss("aot_unpaired", paper=PAPER)
+@register_preference_loss("aot_unpaired", per_pair=False, paper=PAPER)
 def aot_unpaired(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta,
                  label_smoothing=0.0, **_):
     """logistic loss on sort(chosen log-ratios) − sort(rejected log-ratios) (module docstring)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from meshrl.algos.preference.common import log_ratios, margin
+from meshrl.algos.preference.common import DEFAULT_F_ALPHA, log_ratios, margin
 from meshrl.algos.registry import register_preference_loss
 
 
@@ -19,7 +19,7 @@ from meshrl.algos.registry import register_preference_loss
     "Chris Lu et al. 2024, Discovering Preference Optimization Algorithms with and for Large "
     "Language Models, arXiv:2406.08414"))
 def discopop(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, discopop_tau=0.05,
-             f_divergence="reverse_kl", f_alpha=1.0, **_):
+             f_divergence="reverse_kl", f_alpha=DEFAULT_F_ALPHA, **_):
     """(1 − σ(z/τ))·(−log σ(z)) + σ(z/τ)·exp(−z), z = βh (module docstring)."""
     if not discopop_tau > 0:
         raise ValueError(f"discopop_tau must be > 0, got {discopop_tau}")

@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from meshrl.algos.preference.common import check_label_smoothing, log_ratios, margin
+from meshrl.algos.preference.common import DEFAULT_F_ALPHA, check_label_smoothing, log_ratios, margin
 from meshrl.algos.registry import register_preference_loss
 
 EXO_DEFAULT_SMOOTHING = 1e-3
@@ -24,7 +24,7 @@ EXO_DEFAULT_SMOOTHING = 1e-3
     "Ji et al. 2024, Towards Efficient Exact Optimization of Language Model Alignment, "
     "arXiv:2402.00856"))
 def exo_pair(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, label_smoothing=0.0,
-             f_divergence="reverse_kl", f_alpha=1.0, **_):
+             f_divergence="reverse_kl", f_alpha=DEFAULT_F_ALPHA, **_):
     """KL((σ(βh), σ(−βh)) ‖ (1 − ε, ε)) (module docstring)."""
     check_label_smoothing(label_smoothing)
     eps = label_smoothing or EXO_DEFAULT_SMOOTHING

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from meshrl.algos.preference.common import check_label_smoothing, log_ratios, margin
+from meshrl.algos.preference.common import DEFAULT_F_ALPHA, check_label_smoothing, log_ratios, margin
 from meshrl.algos.registry import register_preference_loss
 
 
@@ -18,7 +18,7 @@ from meshrl.algos.registry import register_preference_loss
     "Rafailov et al. 2023, Direct Preference Optimization: Your Language Model is Secretly a "
     "Reward Model, arXiv:2305.18290"))
 def sigmoid(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, label_smoothing=0.0,
-            f_divergence="reverse_kl", f_alpha=1.0, **_):
+            f_divergence="reverse_kl", f_alpha=DEFAULT_F_ALPHA, **_):
     """−(1 − ε)·log σ(βh) − ε·log σ(−βh) (module docstring)."""
     check_label_smoothing(label_smoothing)
     h = margin(*log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected),
@@ -31,7 +31,7 @@ def sigmoid(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, l
     "Chowdhury et al. 2024, Provably Robust DPO: Aligning Language Models with Noisy Feedback, "
     "arXiv:2403.00409"))
 def robust(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, label_smoothing=0.0,
-           f_divergence="reverse_kl", f_alpha=1.0, **_):
+           f_divergence="reverse_kl", f_alpha=DEFAULT_F_ALPHA, **_):
     """(−(1 − ε)·log σ(βh) + ε·log σ(−βh)) / (1 − 2ε) (module docstring)."""
     check_label_smoothing(label_smoothing, upper=0.5)
     h = margin(*log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected),

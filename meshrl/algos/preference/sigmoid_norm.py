@@ -1,15 +1,16 @@
 """`sigmoid_norm`: DPO's logistic loss on length-normalised log-ratios (TRL's name).
 
-    h̄ = c/|y_w| − r/|y_l|,   L = −log σ(β·h̄)
+    h̄ = s(c)/|y_w| − s(r)/|y_l|,   L = −log σ(β·h̄)
 
-SimPO's length normalisation (Meng et al. 2024) with the reference kept, as TRL does (SimPO
-itself drops the reference and adds a target margin γ).
+(s: the f-divergence's score, s(x) = x for the default reverse KL, `common.score`). SimPO's
+length normalisation (Meng et al. 2024) with the reference kept, as TRL does (SimPO itself
+drops the reference and adds a target margin γ).
 """
 from __future__ import annotations
 
 import torch.nn.functional as F
 
-from meshrl.algos.preference.common import log_ratios, require_lengths
+from meshrl.algos.preference.common import DEFAULT_F_ALPHA, length_averaged_margin, log_ratios
 from meshrl.algos.registry import register_preference_loss
 
 
@@ -17,8 +18,10 @@ from meshrl.algos.registry import register_preference_loss
     "Meng et al. 2024, SimPO: Simple Preference Optimization with a Reference-Free Reward, "
     "arXiv:2405.14734"))
 def sigmoid_norm(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta,
-                 chosen_lengths=None, rejected_lengths=None, **_):
-    """−log σ(β·(c/|y_w| − r/|y_l|)) (module docstring)."""
-    n_chosen, n_rejected = require_lengths("sigmoid_norm", chosen_lengths, rejected_lengths)
-    chosen, rejected = log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected)
-    return -F.logsigmoid(beta * (chosen / n_chosen - rejected / n_rejected))
+                 chosen_lengths=None, rejected_lengths=None, f_divergence="reverse_kl",
+                 f_alpha=DEFAULT_F_ALPHA, **_):
+    """−log σ(β·(s(c)/|y_w| − s(r)/|y_l|)) (module docstring)."""
+    h = length_averaged_margin("sigmoid_norm",
+                               *log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected),
+                               chosen_lengths, rejected_lengths, f_divergence, f_alpha)
+    return -F.logsigmoid(beta * h)

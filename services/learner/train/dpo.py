@@ -11,9 +11,13 @@ Chosen and rejected go through the policy in one forward (2b rows). The referenc
 given with the batch (precomputed once by the reference service), so no reference model
 lives in the learner. The mean over pairs is taken over the whole mini-batch: each
 micro-batch backpropagates Σ L / (global pair count, all-reduced), the same split-invariance
-as the RL step. Metrics use TRL's names (`rewards/chosen`, `rewards/margins`, ...).
+as the RL step. `algorithm.dpo_ld_alpha` (LD-DPO) weights the summed log-probs of the policy
+here and of the reference in the offline loop; `dpo_use_weighting` (WPO) weights each pair's
+loss (`meshrl/algos/preference_weighting/`). Metrics use TRL's names (`rewards/chosen`, `rewards/margins`, ...).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 
@@ -21,26 +25,46 @@ from meshrl.algos import check_finite, dpo_loss
 from meshrl.algos.batch import PreferenceBatch
 from meshrl.algos.head_plan import HeadPlan, plan_head
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
-from meshrl.algos.logprobs import response_logprobs, sequence_logprobs
+from meshrl.algos.logprobs import response_stats, sequence_logprobs
+from meshrl.algos.preference_weighting import ld_weighted_sums, wpo_pair_weights
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.train.transaction import StepTransaction, snapshot_place
 
 
-def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
-                             temperature: float = 1.0, head: HeadPlan | None = None,
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows;
-    `head`: the LM head's plan (None: the device's default chunks)."""
+class PairLogprobs(NamedTuple):
+    """What the preference loss reads from one forward over a micro-batch's 2b rows."""
+
+    chosen: torch.Tensor         # [b] summed log π(y_w), LD-weighted when ld_alpha is set
+    rejected: torch.Tensor       # [b] the same for y_l
+    chosen_full: torch.Tensor    # [b] Σ log π(y_w) without LD weighting (the sft term's)
+    pair_weights: torch.Tensor | None  # [b] WPO's w(y_w)·w(y_l), when asked
+
+
+def pair_logprobs(policy: TrainedModel, pairs: PreferenceBatch, temperature: float = 1.0,
+                  head: HeadPlan | None = None, *, ld_alpha: float | None = None,
+                  use_weighting: bool = False) -> PairLogprobs:
+    """One forward over the chosen rows then the rejected rows; `head`: the LM head's plan
+    (None: the device's default chunks)."""
     stacked = pairs.stacked()
     head_args = {} if head is None else {"chunk_elements": head.chunk_elements,
                                          "head_kernel": head.kernel}
     with policy.autocast():
-        token_lp = response_logprobs(policy.model, stacked, temperature=temperature,
-                                     **head_args).logprobs
-    summed = sequence_logprobs(token_lp, stacked.response_mask)
-    return summed[:pairs.batch_size], summed[pairs.batch_size:]
+        stats = response_stats(policy.model, stacked, temperature=temperature,
+                               with_sum_pi_squared=use_weighting, **head_args)
+    mask, b = stacked.response_mask, pairs.batch_size
+    plain = sequence_logprobs(stats.logprobs, mask)
+    summed = plain if ld_alpha is None else ld_weighted_sums(stats.logprobs, mask, alpha=ld_alpha)
+    weights = wpo_pair_weights(stats.logprobs, stats.sum_pi_squared, mask) if use_weighting else None
+    return PairLogprobs(summed[:b], summed[b:], plain[:b], weights)
+
+
+def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
+                             temperature: float = 1.0, head: HeadPlan | None = None,
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows."""
+    return pair_logprobs(policy, pairs, temperature, head)[:2]
 
 
 class DPOStep:
@@ -93,17 +117,19 @@ class DPOStep:
 
     def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer,
                     sums: MetricSums) -> None:
+        a = self.algo
         with timer("forward"):
-            chosen, rejected = policy_sequence_logprobs(self.policy, micro, self.temperature,
-                                                        self.head)
+            lp = pair_logprobs(self.policy, micro, self.temperature, self.head,
+                               ld_alpha=a.dpo_ld_alpha, use_weighting=a.dpo_use_weighting)
+        chosen, rejected = lp.chosen, lp.rejected
         with timer("algo"):
-            a = self.algo
             loss, metrics = dpo_loss(chosen, rejected, micro.ref_chosen_logps,
                                      micro.ref_rejected_logps, a.beta, a.preference_losses,
                                      weights=a.dpo_loss_weights,
                                      chosen_lengths=micro.chosen_mask.sum(-1).to(chosen.dtype),
                                      rejected_lengths=micro.rejected_mask.sum(-1).to(chosen.dtype),
-                                     state=self.loss_state, options=a.loss_options)
+                                     state=self.loss_state, options=a.loss_options,
+                                     policy_chosen_full=lp.chosen_full, pair_weights=lp.pair_weights)
             check_finite("dpo loss", loss, step=step)
             numerator = loss.sum()
         with timer("backward"):
@@ -112,3 +138,5 @@ class DPOStep:
         sums.add_dict(metrics, float(len(micro)))
         sums.mean("logps/chosen", chosen.detach().mean(), float(len(micro)))
         sums.mean("logps/rejected", rejected.detach().mean(), float(len(micro)))
+        if lp.pair_weights is not None:
+            sums.mean("wpo/pair_weight", lp.pair_weights.mean(), float(len(micro)))

@@ -62,3 +62,30 @@ async def test_health_and_reflection(channel):
                                           timeout=5)
     names = [s.name async for r in responses for s in r.list_services_response.service]
     assert SERVICE_NAME in names and "grpc.health.v1.Health" in names
+
+
+async def test_the_learner_ld_weights_the_reference_tokens(tiny_scorer):
+    """LD-DPO on the offline path: the learner's client asks for per-token log-probs over the
+    real port and weights the tail beyond each pair's shared length by α (by hand here)."""
+    from types import SimpleNamespace
+
+    from meshrl.services.learner.offline import OfflineLearner
+    from meshrl.services.learner.reference_client import ReferenceClient
+
+    server, port = await start_reference_server(tiny_scorer, 0, host="127.0.0.1")
+    client = ReferenceClient(f"127.0.0.1:{port}", timeout_s=30)
+    cfg = SimpleNamespace(algorithm=SimpleNamespace(dpo_ld_alpha=0.25))
+    learner = OfflineLearner(cfg=cfg, pairs=None, dpo_step=None, reference=client, logger=None,
+                             state=None, pad_id=0, checkpoints=None)
+    rng = np.random.default_rng(5)
+    prompts = [rng.integers(5, 90, 3), rng.integers(5, 90, 4)] * 2
+    responses = [rng.integers(5, 90, n) for n in (5, 2, 3, 4)]  # chosen 5, 2; rejected 3, 4
+    try:
+        got = await learner.reference_sums(prompts, responses)
+    finally:
+        await client.close()
+        await server.stop(grace=0)
+    tokens = [t.astype(np.float64) for t in tiny_scorer.score(prompts, responses)]
+    expected = [tokens[0][:3].sum() + 0.25 * tokens[0][3:].sum(), tokens[1].sum(),
+                tokens[2].sum(), tokens[3][:2].sum() + 0.25 * tokens[3][2:].sum()]
+    np.testing.assert_allclose(got, expected, rtol=1e-5)

@@ -8,6 +8,7 @@ from meshrl.algos import (list_advantage_estimators, list_agg_modes, list_dpo_ki
                           list_kl_estimators, list_policy_losses)
 from meshrl.algos.catalog import registered_parts, split_doc
 from meshrl.algos.loss_masks.registry import LOSS_MASKS
+from meshrl.algos.preference_weighting.registry import PREFERENCE_WEIGHTINGS
 from meshrl.algos.resampling.registry import REWEIGHTINGS
 from meshrl.algos.rollout_correction import REJECTION_CRITERIA, ROLLOUT_CORRECTION_MODES
 from meshrl.cli.main import main
@@ -27,6 +28,7 @@ def test_every_registered_part_is_listed_once_with_a_paper():
     assert sorted(by_family["rejection"]) == list(REJECTION_CRITERIA)
     assert sorted(by_family["loss"]) == sorted([*list_agg_modes(), *LOSS_MASKS.names()])
     assert sorted(by_family["PF-PPO"]) == REWEIGHTINGS.names()
+    assert sorted(by_family["DPO"]) == PREFERENCE_WEIGHTINGS.names() == ["ld", "wpo"]
 
 
 def test_options_come_from_the_signature_without_the_inputs():

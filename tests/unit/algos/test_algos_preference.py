@@ -57,7 +57,7 @@ def loss_of(kind, **kwargs):
     ("sigmoid", {"f_divergence": "js_divergence"},
      [-logsig(0.5), -logsig(0.5 * (-1 - (math.log(2) - math.log1p(math.e))))]),
     # α = 1: h = e^−r − e^−c = (e − 1/e, 1/e − 1)
-    ("sigmoid", {"f_divergence": "alpha_divergence"},
+    ("sigmoid", {"f_divergence": "alpha_divergence", "f_alpha": 1.0},
      [-logsig(0.5 * (math.e - 1 / math.e)), -logsig(0.5 * (1 / math.e - 1))]),
 ])
 def test_preference_loss_values(kind, options, expected):
