@@ -13,7 +13,9 @@ learner steps, Prometheus sees one value per scrape (SCRAPE_S), so "N steps" bec
 intervals"; entropy collapse compares with the highest entropy of the last day instead of the
 mean of the first steps; a NaN is seen through meshrl_train_nonfinite_values_total (the gauge
 keeps its last finite value); a reward outage is one component failing every result it gave
-for `after_s` (the built-in rule watches whole groups).
+for `after_s` (the built-in rule watches whole groups); the environment outage and groups
+dropped in a row are seen from the rollout's episodes over a time window (the built-in rules
+count whole groups, the latter also those the learner drops itself: malformed, empty).
 """
 from __future__ import annotations
 
@@ -109,16 +111,35 @@ def mesh_alerts(c: AlertsConfig) -> list[dict]:
     ]
 
 
+OUTAGE_REASONS = "env_unavailable|env_deadline_exceeded"  # meshrl/alerts/rules/env_outage.py
+STREAK_WINDOW_S = 20 * SCRAPE_S
+
+
 def env_alerts(c: AlertsConfig) -> list[dict]:
-    """Agents: the share of arriving groups the rollout dropped (their environment failed)."""
-    e = c.env_drop_rate
+    """Agents: the share of arriving groups the rollout dropped (their environment failed); an
+    environment outage and a rollout that drops every group, from the rollout's episodes
+    (the learner logs nothing until a step ends)."""
+    e, outage, streak = c.env_drop_rate, c.env_outage, c.dropped_in_a_row
     window = seconds(e.window * SCRAPE_S)
     dropped = f"increase({train('groups/rollout_dropped_total')}[{window}])"
     arrived = f"({dropped} + increase({train('groups/trained_total')}[{window}]))"
     return [alert("MeshrlEnvDropRate", "env_drop_rate", e,
                   f"{dropped} / clamp_min({arrived}, 1) > {e.max_fraction} and {arrived} >= {e.min_groups}",
                   f"more than {e.max_fraction:.0%} of the groups were dropped by the rollout: "
-                  f"their environment failed (groups_dropped by reason)")]
+                  f"their environment failed (groups_dropped by reason)"),
+            alert("MeshrlEnvOutage", "env_outage", outage, only_dropped(f'reason=~"{OUTAGE_REASONS}"', outage.after_s),
+                  "every episode's environment was unreachable or past its deadline", for_s=outage.after_s),
+            alert("MeshrlGroupsDroppedInARow", "dropped_in_a_row", streak,
+                  only_dropped(f'reason!~"{OUTAGE_REASONS}"', STREAK_WINDOW_S),
+                  "the rollout dropped every episode and finished none (meshrl_agent_episodes_dropped_total by reason)",
+                  for_s=STREAK_WINDOW_S)]
+
+
+def only_dropped(selector: str, window_s: float) -> str:
+    """Episodes dropped for `selector` reasons in the window, and none finished."""
+    w = seconds(window_s)
+    return (f"sum by (run) (increase(meshrl_agent_episodes_dropped_total{{{selector}}}[{w}])) > 0 "
+            f"unless sum by (run) (increase(meshrl_agent_episodes_total[{w}])) > 0")
 
 
 def rule_groups(config: AlertsConfig | None = None) -> dict:

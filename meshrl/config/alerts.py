@@ -120,6 +120,36 @@ class RewardOutageConfig(RuleConfig):
     max_wait_s: float = Field(600.0, gt=0.0)
 
 
+class EnvOutageConfig(RuleConfig):
+    """Every group that arrived for `after_s` seconds was dropped because an episode's
+    environment could not be reached or did not answer in time (`env_unavailable`,
+    `env_deadline_exceeded`: the environment service is down or stuck).
+
+    The learner acts on it as on `reward_outage`: one probe prompt per `after_s` instead of a
+    full in-flight bound, its status says what it waits for, full speed again at the first
+    group whose episodes ran, and after `max_wait_s` a checkpoint and a stop with a message."""
+
+    severity: Severity = "critical"
+    after_s: float = Field(30.0, gt=0.0)
+    max_wait_s: float = Field(600.0, gt=0.0)
+
+
+class DroppedInARowConfig(RuleConfig):
+    """`max_groups` groups in a row were dropped, none kept, for reasons that do not pass by
+    themselves: the rollout gave up on them (an environment that fails or answers outside
+    the contract, a prompt with no room for a turn) or they could not be trained (malformed,
+    empty). Not counted: stale, orphaned and no_signal groups (the mesh's normal flow) and
+    outages, which have their own limits (`reward_outage`, `env_outage`).
+
+    Besides the alert, the learner checkpoints (when it has trained a step) and stops, naming
+    the top reasons and how to fix each: else it would republish prompts forever and never
+    finish a step. Keep `max_groups` above `learner.max_groups_in_flight` (a replica that
+    dies may take that many groups with it)."""
+
+    severity: Severity = "critical"
+    max_groups: int = Field(64, ge=1)
+
+
 class EnvDropRateConfig(RuleConfig):
     """Over the last `window` steps, more than `max_fraction` of the groups that arrived were
     dropped by the rollout (`Group.drop_reason`: an episode's environment failed, timed out or
@@ -177,3 +207,5 @@ class AlertsConfig(Strict):
     service_down: ServiceDownConfig = ServiceDownConfig()
     reward_outage: RewardOutageConfig = RewardOutageConfig()
     env_drop_rate: EnvDropRateConfig = EnvDropRateConfig()
+    env_outage: EnvOutageConfig = EnvOutageConfig()
+    dropped_in_a_row: DroppedInARowConfig = DroppedInARowConfig()

@@ -74,6 +74,7 @@ class PromptFeeder:
         self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
         self.trained = 0  # groups trained on so far (this run, including before a resume)
         self.last_publish = 0.0  # time.monotonic() of the last publish
+        self.probe_every_s = cfg.alerts.reward_outage.after_s  # during an outage (wait_for)
         # A learner restarted in the same run: groups of ids it did not publish are a dead
         # learner's, whose draws it issues again (see Gatherer).
         self.after_restart = False
@@ -96,13 +97,14 @@ class PromptFeeder:
         return min(bound, still_needed)
 
     def until_probe(self) -> float:
-        """During an outage one probe prompt goes out per `alerts.reward_outage.after_s`:
-        enough to see the service come back, little generation thrown away meanwhile."""
-        every = self.cfg.alerts.reward_outage.after_s
-        return max(0.0, self.last_publish + every - time.monotonic())
+        """During an outage one probe prompt goes out per the outage's `after_s`
+        (`alerts.reward_outage` / `alerts.env_outage`): enough to see the service come back,
+        little generation thrown away meanwhile."""
+        return max(0.0, self.last_publish + self.probe_every_s - time.monotonic())
 
-    def wait_for(self, what: str) -> None:
-        """Throttle to probes while `what` is unavailable ("" lifts it)."""
+    def wait_for(self, what: str, every_s: float | None = None) -> None:
+        """Throttle to one probe per `every_s` while `what` is unavailable ("" lifts it)."""
+        self.probe_every_s = every_s or self.cfg.alerts.reward_outage.after_s
         if what != self.state.waiting_for:
             self.state.waiting_for = what
             self.state.wake.set()

@@ -12,7 +12,12 @@ same run, a group the dead learner published is dropped as "orphaned": its draw 
 A reward outage (every group failing scoring for `alerts.reward_outage.after_s`) throttles
 the feeder to one probe prompt in flight and says so in the status; the first group scored
 again lifts it; after `max_wait_s` the gather gives up with `ScoringUnavailable`, which the
-loop turns into a checkpoint and a stop.
+loop turns into a checkpoint and a stop. An environment outage (every group dropped
+`env_unavailable` / `env_deadline_exceeded`, `alerts.env_outage`) is handled the same way
+(`EnvironmentUnavailable`). Any other drop that does not pass by itself counts towards
+`alerts.dropped_in_a_row.max_groups`: that many in a row with none kept and the gather gives
+up with `GroupsKeepDropping`, naming the top reasons and how to fix them — else such a run
+would republish prompts forever and never finish a step.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
+from meshrl.alerts.rules.drop_streak import DropStreak
+from meshrl.alerts.rules.env_outage import OUTAGE_CODES, environment_clock
 from meshrl.alerts.rules.outage import OutageClock
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
@@ -35,8 +42,21 @@ class RolloutStalled(RuntimeError):
     """No ready group arrived for longer than the configured stall timeout."""
 
 
-class ScoringUnavailable(RuntimeError):
+class GatherGaveUp(RuntimeError):
+    """No step can be gathered: the loop checkpoints (when it trained one) and stops, with
+    this message."""
+
+
+class ScoringUnavailable(GatherGaveUp):
     """Every group failed scoring for longer than `alerts.reward_outage.max_wait_s`."""
+
+
+class EnvironmentUnavailable(GatherGaveUp):
+    """Every group's environment was unreachable for longer than `alerts.env_outage.max_wait_s`."""
+
+
+class GroupsKeepDropping(GatherGaveUp):
+    """`alerts.dropped_in_a_row.max_groups` groups in a row dropped, none kept."""
 
 
 @dataclass
@@ -62,10 +82,14 @@ class Gatherer:
         self.seen: set[str] = set()
         self.totals: Counter = Counter()
         self.rollout_dropped = 0  # groups the rollout gave up on (Group.drop_reason), all reasons
-        self.outage = OutageClock()
+        self.outage = OutageClock()  # reward scoring
+        self.env_outage = environment_clock()
+        self.streak = DropStreak()  # groups dropped in a row (not counting outages, stale, ...)
 
     async def _drop(self, msg, reason: str, step_groups: StepGroups, detail: str = "") -> None:
         await msg.ack()
+        self.streak.dropped(reason, detail)
+        self._progress(f"dropped:{reason}")
         self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version, detail)
         step_groups.dropped[reason] += 1
         self.totals[reason] += 1
@@ -85,34 +109,55 @@ class Gatherer:
         budget = needed * self.cfg.algorithm.max_sampling_rounds
         while len(out.groups) < needed:
             msgs = await self.bus.pull("ready", durable="learner", max_msgs=needed - len(out.groups), timeout=1.0)
-            self._tell_alerts(arrived=bool(msgs))
             if not msgs and time.monotonic() - last > self.stall_timeout_s:
                 raise RolloutStalled(f"no ready group for {self.stall_timeout_s:.0f} s; "
                                      f"check the rollout/reward/reference logs")
             for msg in msgs:
                 last = time.monotonic()
                 await self._consider(msg, out, version=version, budget=budget)
-            self._watch_outage()
+            self._tell_alerts(arrived=bool(msgs))  # judged on what just arrived, before the gather may give up
+            self._watch_limits()
         out.wait_s = time.perf_counter() - t0
         return out
 
-    def _watch_outage(self) -> None:
-        """Throttle the feeder to one probe while nothing scores; give up after max_wait_s."""
-        limits, now = self.cfg.alerts.reward_outage, time.monotonic()
-        down = self.outage.down_for(now)
-        waiting = f"reward scoring: {self.outage.describe(now)}" if down >= limits.after_s else ""
-        if waiting != "" and down >= limits.max_wait_s:
-            raise ScoringUnavailable(f"{self.outage.describe(now)}; gave up after "
-                                     f"alerts.reward_outage.max_wait_s={limits.max_wait_s:g} s")
-        self.feeder.wait_for(waiting)
+    def _watch_limits(self) -> None:
+        """Throttle the feeder to probes while nothing scores or no environment answers; give
+        up after each outage's max_wait_s, or after too many groups dropped in a row."""
+        now, waiting = time.monotonic(), []
+        outages = ((self.outage, self.cfg.alerts.reward_outage, "reward scoring", ScoringUnavailable),
+                   (self.env_outage, self.cfg.alerts.env_outage, "the environment", EnvironmentUnavailable))
+        for clock, limits, what, gave_up in outages:
+            down = clock.down_for(now)
+            if down >= limits.max_wait_s:
+                key = "reward_outage" if gave_up is ScoringUnavailable else "env_outage"
+                raise gave_up(f"{clock.describe(now)}; gave up after alerts.{key}.max_wait_s={limits.max_wait_s:g} s")
+            if down >= limits.after_s:
+                waiting.append((f"{what}: {clock.describe(now)}", limits.after_s))
+        limit = self.cfg.alerts.dropped_in_a_row.max_groups
+        if self.streak.length >= limit:
+            raise GroupsKeepDropping(self.streak.describe(limit))
+        self.feeder.wait_for("; ".join(w for w, _ in waiting), every_s=min((s for _, s in waiting), default=None))
 
-    def _scored(self, ok: bool) -> None:
+    def _progress(self, kind: str) -> None:
+        if self.alerts is not None:
+            self.alerts.progress(kind)
+
+    def _scored(self, ok: bool, detail: str = "") -> None:
         if ok:
             self.outage.scored()
         else:
-            self.outage.failed(time.monotonic())
-        if self.alerts is not None:
-            self.alerts.progress("scored" if ok else "score_failed")
+            self.outage.failed(time.monotonic(), detail)
+        self._progress("scored" if ok else "score_failed")
+
+    def _environment(self, group, reason: str) -> None:
+        """A group the rollout finished: its environment answered; one dropped for an outage
+        code: it did not. Other drops say nothing about the environment being there."""
+        if not group.drop_reason:
+            self.env_outage.scored()
+            self._progress("env_answered")
+        elif reason in OUTAGE_CODES:
+            self.env_outage.failed(time.monotonic(), group.drop_reason)
+            self._progress("env_failed")
 
     def _tell_alerts(self, *, arrived: bool) -> None:
         if self.alerts is None:
@@ -141,13 +186,16 @@ class Gatherer:
                               vocab_size=self.vocab_size, need_ref=self.cfg.reference_enabled)
         if verdict.detail:
             log.warning("group %s dropped (%s): %s", group.group_id, verdict.reason, verdict.detail)
+        self._environment(group, verdict.reason)
         if verdict.reason != "stale" and not group.drop_reason:  # neither was scored
-            self._scored(verdict.reason != "failed_reward")
+            self._scored(verdict.reason != "failed_reward", verdict.detail)
         if not verdict.keep:
             self.rollout_dropped += bool(group.drop_reason)
             return await self._drop(msg, verdict.reason, out, verdict.detail)
         drawn = len(out.groups) + sum(out.dropped.values())
         if self.cfg.algorithm.dynamic_sampling and not has_signal(group) and drawn < budget:
             return await self._drop(msg, "no_signal", out)
+        self.streak.kept()
+        self._progress("kept")
         out.groups.append(group)
         out.messages.append(msg)

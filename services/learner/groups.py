@@ -69,10 +69,21 @@ def check_group(group: common_pb2.Group, *, current_version: int, max_staleness:
     if problem := malformed(group, vocab_size=vocab_size, need_ref=need_ref):
         return Verdict(False, "malformed", problem)
     if not all(math.isfinite(s.reward) for s in group.samples):
-        return Verdict(False, "failed_reward")
+        return Verdict(False, "failed_reward", failed_score(group.samples))
     if group.HasField("greedy_sample") and not math.isfinite(group.greedy_sample.reward):
-        return Verdict(False, "failed_reward")  # ReMax's baseline is unscored
+        return Verdict(False, "failed_reward", failed_score([group.greedy_sample]))  # ReMax's baseline
     return Verdict(True)
+
+
+def failed_score(samples) -> str:
+    """The first failed component's name, status and error, e.g. "sample 2: env ERROR: the
+    episode carries no environment reward ..." ("" when no component says why)."""
+    for sample in samples:
+        for c in sample.reward_components:
+            if c.status not in (common_pb2.SCORE_STATUS_OK, common_pb2.SCORE_STATUS_UNSPECIFIED) or c.error:
+                status = common_pb2.ScoreStatus.Name(c.status).removeprefix("SCORE_STATUS_")
+                return f"sample {sample.index}: {c.name} {status}: {c.error}"
+    return ""
 
 
 def has_signal(group: common_pb2.Group) -> bool:

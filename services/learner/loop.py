@@ -6,7 +6,9 @@
         wait while paused
         gather `prompts_per_step` ready groups (the feeder keeps prompts flowing in the
             background within the in-flight bound; stale / failed / no-signal groups are
-            dropped and counted); a stop request while gathering abandons the step
+            dropped and counted); a stop request while gathering abandons the step, and so
+            does a gather that gives up (an outage past its wait, too many groups dropped
+            in a row): then checkpoint (if a step was trained) and stop with its message
         turn them into one RolloutBatch (the exact token ids the rollout produced)
         train on it (the learner core: registered advantage estimator + policy loss)
         every `push_every` steps: publish the new weights (version + 1)
@@ -33,7 +35,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
-from meshrl.services.learner.gather import Gatherer, ScoringUnavailable, StepGroups
+from meshrl.services.learner.gather import Gatherer, GatherGaveUp, StepGroups
 from meshrl.config.parts import turn_credited_components
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
@@ -126,8 +128,9 @@ class Learner:
         stop = asyncio.ensure_future(self.state.stopping.wait())
         await asyncio.wait({collect, stop}, return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
-        if collect.done() and isinstance(collect.exception(), ScoringUnavailable):
-            self.state.request_stop(str(collect.exception()))  # checkpoint, then stop: resume later
+        if collect.done() and isinstance(collect.exception(), GatherGaveUp):
+            # an outage past its wait, or groups that keep being dropped: checkpoint, stop, resume later
+            self.state.request_stop(str(collect.exception()))
             log.error("step %d: %s", self.step, collect.exception())
             return None
         if collect.done():

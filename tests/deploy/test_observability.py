@@ -25,6 +25,7 @@ from meshrl.services.learner.metric_logger import PrometheusLogger
 from meshrl.services.reference.instruments import reference_instruments
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.instruments import reward_instruments
+from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.instruments import rollout_instruments
 from tests.fixtures.prometheus import promtool_check
 
@@ -165,6 +166,25 @@ def rule_tests() -> dict:
                                                   "description": "run r (alert rule mirrors meshrl built-in rule "
                                                                  "reward_outage)"}}]},
          ]},
+        {"interval": "15s",
+         "input_series": [
+             # run r: episodes finish until t=30s, then every episode's environment is unreachable;
+             # the 60 s window holds no finished episode from t=90s; `for: 30s` -> firing by 150s
+             {"series": 'meshrl_agent_episodes_total{ended="done",run="r"}', "values": "0 4 8+0x60"},
+             {"series": 'meshrl_agent_episodes_dropped_total{reason="env_unavailable",run="r"}', "values": "0 0 0 2+2x60"},
+             # run s: the same, but every group dropped prompt_too_long: the 300 s window holds no
+             # finished episode from t=330s; `for: 300s` -> firing by 660s
+             {"series": 'meshrl_agent_episodes_total{ended="done",run="s"}', "values": "0 4 8+0x60"},
+             {"series": 'meshrl_agent_episodes_dropped_total{reason="prompt_too_long",run="s"}', "values": "0 0 0 2+2x60"},
+         ],
+         "alert_rule_test": [
+             {"eval_time": "60s", "alertname": "MeshrlEnvOutage", "exp_alerts": []},
+             {"eval_time": "150s", "alertname": "MeshrlEnvOutage",
+              "exp_alerts": [expected("MeshrlEnvOutage", "env_outage", "critical", run="r")]},
+             {"eval_time": "5m", "alertname": "MeshrlGroupsDroppedInARow", "exp_alerts": []},
+             {"eval_time": "11m", "alertname": "MeshrlGroupsDroppedInARow",
+              "exp_alerts": [expected("MeshrlGroupsDroppedInARow", "dropped_in_a_row", "critical", run="s")]},
+         ]},
     ]}
 
 
@@ -210,6 +230,9 @@ def exported_names(monkeypatch) -> set[str]:
                      reward_instruments, reference_instruments):
             make(handle)(group)
         PrometheusLogger(handle).log(1, {key: 0.5 for key in STEP_KEYS})
+        agent = AgentEvents(handle)  # a rollout's episodes: one finished, a group of 2 dropped
+        agent.finished(common_pb2.Group(samples=[common_pb2.Sample()]), ["done"])
+        agent.dropped("env_unavailable", 2)
         record_rpc("client", "/a.B/C", "OK", 0.1)
         calls = CallMetrics(handle, component="judge", target="10.0.0.7:50061")
         calls.call(0.2), calls.error("UNAVAILABLE"), calls.watch_breaker(lambda: 2)

@@ -11,6 +11,7 @@ from meshrl.alerts.rules.base import Rule
 from meshrl.alerts.types import Condition
 
 WHAT = {"step": "learner step", "groups": "group"}
+WATCHED = ("groups",)  # progress kinds this rule times (the step comes from on_step)
 
 
 @register_rule("rollout_stalled")
@@ -23,7 +24,7 @@ class RolloutStalled(Rule):
     def on_progress(self, kind, now):
         if kind == "start":
             self.started = now
-        else:
+        elif kind in WATCHED:  # other kinds (scored, env_failed, dropped:...) are other rules' facts
             self.last[kind] = now
 
     def on_step(self, step, metrics, now):

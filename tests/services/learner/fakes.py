@@ -34,19 +34,22 @@ def make_config(tmp_path: Path, model_dir, name: str, **overrides):
     }, overrides=[f"{k}={v}" for k, v in overrides.items()])
 
 
-async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.0, follow_weights: bool = False):
+async def seeded_rollout(bus, *, scoring_down=lambda: False, delay_s: float = 0.0, follow_weights: bool = False,
+                         drop=lambda task: ""):
     """FAKE rollout+reward: samples are a function of the task's seed; reward = share of TARGET.
     While `scoring_down()` every reward is NaN (as the reward service marks a failed score).
     Groups carry the task's version, or with `follow_weights` the version of the run KV's
-    newest weights notice (what a real replica holds once it has loaded it)."""
+    newest weights notice (what a real replica holds once it has loaded it). A task for which
+    `drop(task)` says a reason is answered as the rollout gives up on a group: that
+    `Group.drop_reason` and no samples."""
     async def answer(task: common_pb2.PromptTask, ctx):
         await asyncio.sleep(delay_s)
         rng = np.random.default_rng(task.sampling.seed)
         version = await current_notice_version(bus) if follow_weights else task.min_policy_version
         group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                                 policy_version=version,
+                                 policy_version=version, drop_reason=drop(task),
                                  rollout_replica="seeded-0", scored=True)
-        for i in range(task.sampling.n):
+        for i in range(0 if group.drop_reason else task.sampling.n):
             ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
             group.samples.add(index=i, response_token_ids=pack_int32(ids),
                               behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),

@@ -46,7 +46,7 @@ def test_every_sink_gets_the_alert_even_if_one_fails(caplog):
 
 def test_disabled_alerts_build_no_rules():
     assert AlertEngine(AlertsConfig(enabled=False)).rules == []
-    assert len(AlertEngine(AlertsConfig()).rules) == 11
+    assert len(AlertEngine(AlertsConfig()).rules) == 13
 
 
 def test_log_and_jsonl_sinks(tmp_path, caplog):

@@ -192,3 +192,66 @@ def test_env_drop_rate_waits_for_min_groups_and_for_its_metrics():
     assert eng.observe(1, {"groups/rollout_dropped_total": 2, "groups/trained_total": 1}) == []  # 3 < 4
     assert eng.observe(2, {"reward": 0.5}) == []  # a row without the totals: nothing judged
     assert eng.observe(3, {"groups/rollout_dropped_total": 3, "groups/trained_total": 1})[0].rule == "env_drop_rate"
+
+
+def test_the_stall_rule_times_groups_only_not_other_rules_progress_kinds():
+    clock = FakeClock()
+    eng = engine("rollout_stalled", clock=clock, rollout_stalled={"after_s": 60, "startup_grace_s": 300})
+    eng.observe(1, {})
+    for kind in ("score_failed", "scored", "env_failed", "env_answered", "kept", "dropped:prompt_too_long"):
+        eng.progress(kind)  # none of these is a kind of progress the rule times
+    clock.t = 61
+    assert [a.key for a in eng.poll()] == ["rollout_stalled:step"]  # not "no new score_failed for 61 s"
+
+
+def test_env_outage_fires_after_after_s_of_environment_failures_and_clears_on_a_finished_group():
+    clock = FakeClock()
+    eng = engine("env_outage", clock=clock, env_outage={"after_s": 20})
+    eng.progress("env_failed")  # t = 0
+    eng.progress("score_failed")  # the reward outage's kind: not this rule's
+    clock.t = 19.0
+    assert eng.poll() == []
+    clock.t = 20.0
+    [alert] = eng.poll()
+    assert alert.rule == "env_outage" and alert.severity == "critical" and alert.values == {"down_s": 20.0, "failures": 1}
+    assert alert.message.startswith("every group was dropped: its environment could not be reached or did not "
+                                    "answer in time for 20 s (1 groups); check the environment service")
+    eng.progress("env_answered")
+    clock.t = 100.0
+    assert eng.poll() == []
+
+
+def test_dropped_in_a_row_counts_drops_that_do_not_pass_and_a_kept_group_resets_it():
+    eng = engine("dropped_in_a_row", dropped_in_a_row={"max_groups": 3})
+    for reason in ("prompt_too_long", "env_internal", "stale", "no_signal", "orphaned", "failed_reward",
+                   "env_unavailable", "env_deadline_exceeded"):
+        eng.progress(f"dropped:{reason}")  # only the first two count: 2 < 3
+    assert eng.poll() == []
+    eng.progress("kept")
+    eng.progress("dropped:env_internal")
+    eng.progress("dropped:env_internal")
+    assert eng.poll() == []  # the kept group reset the streak: 2
+    eng.progress("dropped:prompt_too_long")
+    [alert] = eng.poll()
+    assert alert.rule == "dropped_in_a_row" and alert.values == {"dropped": 3, "max_groups": 3}
+    assert alert.message.startswith("3 groups in a row were dropped and none trained "
+                                    "(env_internal ×2, prompt_too_long ×1); env_internal: the environment failed")
+    assert "prompt_too_long: the first prompt (the task's messages, the tools block, the first observation) leaves " \
+           "no room for a turn: raise rollout.max_model_len" in alert.message
+    assert alert.message.endswith("(the limit: alerts.dropped_in_a_row.max_groups=3; each drop is in groups.jsonl)")
+
+
+def test_a_drop_streak_names_at_most_three_reasons_with_their_first_detail():
+    from meshrl.alerts.rules.drop_streak import DropStreak
+
+    streak = DropStreak()
+    for reason, detail in [("env_invalid_answer", "episode g/0: environment INVALID_ANSWER: reward=nan"),
+                           ("env_invalid_answer", "a later one"), ("malformed", "sample 0: empty response"),
+                           ("env_unauthenticated", ""), ("weird_code", "")]:
+        streak.dropped(reason, detail)
+    message = streak.describe(64)
+    assert message.startswith("5 groups in a row were dropped and none trained (env_invalid_answer ×2, malformed ×1, "
+                              "env_unauthenticated ×1, weird_code ×1); env_invalid_answer (e.g. episode g/0: "
+                              "environment INVALID_ANSWER: reward=nan): the environment answered outside the contract")
+    assert "a later one" not in message and "weird_code:" not in message  # the top 3 only
+    assert "env_unauthenticated: the environment refused the bearer token: environment.token_env / token_file" in message
