@@ -18,6 +18,7 @@ from meshrl.services.rollout.server import start_rollout_server
 from meshrl.services.rollout.worker import IN_STAGE, RolloutWorker
 from meshrl.transport.rpc import open_channel
 from tests.fixtures.fake_environment import start_fake_environment
+from tests.fixtures.prometheus import promtool_check, sample, scrape
 from tests.services.rollout.test_worker import collect, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
@@ -39,23 +40,38 @@ async def test_the_worker_plays_environment_tasks_as_episodes_and_counts_them(bu
     handle = start_metrics("rollout", "agent-test", run_id)
     try:
         agent = await agent_rollout(run_config(tiny_model_dir, address), base_rollout_engine, metrics=handle)
-        task = env_task("g-agent-worker", run_id)
-        await bus.publish(IN_STAGE, task, msg_id=task.group_id)
+        for task in (env_task("g-agent-worker", run_id), env_task("g-agent-lost", run_id, environment="lost")):
+            await bus.publish(IN_STAGE, task, msg_id=task.group_id)
         async with running(RolloutWorker(bus, base_rollout_engine, agent=agent)):
-            (group,) = await collect(bus, 1)
-        assert group.group_id == "g-agent-worker" and not group.drop_reason and len(group.samples) == 2
-        for sample in group.samples:
-            mask = np.frombuffer(sample.loss_mask, dtype=np.uint8)
-            assert len(sample.turns) == 2 and 0 < mask.sum() < mask.size  # model tokens and one observation
-        assert sorted(record.closes) == ["g-agent-worker/0", "g-agent-worker/1"]
-        text = handle.scrape()
-        assert 'meshrl_agent_episodes_total{ended="max_turns"' in text and "meshrl_agent_turns_per_episode_bucket" in text
-        assert 'meshrl_agent_env_call_seconds_count{method="Step"' in text
+            groups = {g.group_id: g for g in await collect(bus, 2)}
+        group, lost = groups["g-agent-worker"], groups["g-agent-lost"]
+        assert not group.drop_reason and len(group.samples) == 2
+        assert lost.drop_reason.startswith("env_not_found: episode g-agent-lost/") and not lost.samples
+        for episode in group.samples:
+            mask = np.frombuffer(episode.loss_mask, dtype=np.uint8)
+            assert len(episode.turns) == 2 and 0 < mask.sum() < mask.size  # model tokens and one observation
+        assert {"g-agent-worker/0", "g-agent-worker/1"} <= set(record.closes)
         assert agent.ctx.events.counts["ended_max_turns"] == 2 and agent.ctx.events.counts["env_Step_OK"] == 4
+        # the replica's /metrics over HTTP, as Prometheus scrapes it: each of issue 20's rollout series
+        text = scrape(f"http://127.0.0.1:{handle.port}/metrics")
+        promtool_check(text)
+        assert sample(text, "meshrl_agent_episodes_total", ended="max_turns") == 2
+        assert sample(text, "meshrl_agent_turns_per_episode_count") == 2  # two finished episodes ...
+        assert sample(text, "meshrl_agent_turns_per_episode_sum") == 4  # ... of 2 turns each
+        assert sample(text, "meshrl_agent_turns_per_episode_bucket", le="2") == 2
+        assert sample(text, "meshrl_agent_turns_per_episode_bucket", le="1") == 0
+        assert sample(text, "meshrl_agent_tool_call_parse_failures_total") == 0  # chatty offers no tool
+        assert sample(text, "meshrl_agent_episodes_dropped_total", reason="env_not_found") == 2  # the lost group's 2
+        assert sample(text, "meshrl_agent_env_call_seconds_count", method="Reset", status="OK") == 4
+        assert sample(text, "meshrl_agent_env_call_seconds_count", method="Step", status="OK") == 4
+        assert sample(text, "meshrl_agent_env_call_seconds_count", method="Step", status="NOT_FOUND") >= 1
+        assert sample(text, "meshrl_agent_env_call_seconds_count", method="Close", status="OK") >= 2
+        assert 0 < sample(text, "meshrl_agent_env_call_seconds_sum", method="Step", status="OK") < 4 * 5  # deadline 5 s
         await agent.aclose()
     finally:
         handle.close()
         await server.stop(0)
+
 
 
 async def test_generate_over_grpc_plays_episodes_and_drops_with_a_reason(base_rollout_engine, tiny_model_dir):
