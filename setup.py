@@ -4,6 +4,7 @@ The service folders stay at the top of the repo (`services/rollout/`, `gateway/`
 installed as `meshrl.services.rollout` and `meshrl.gateway`, so nothing named `services`
 lands in site-packages.
 """
+
 from setuptools import find_packages, setup
 
 ROOTS = {"meshrl": "meshrl", "meshrl.services": "services", "meshrl.gateway": "gateway"}

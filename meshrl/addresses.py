@@ -19,6 +19,7 @@ caller binds it. Servers that can bind port 0 themselves (gRPC, Prometheus) shou
 is for values that must be known before the server starts (a config written for several
 processes, a nats-server command line, a torch.distributed rendezvous).
 """
+
 import os
 import socket
 
@@ -44,9 +45,11 @@ def advertise_host() -> str:
         return advertised
     bound = bind_host()
     if bound in WILDCARDS:
-        raise AddressError(f"{BIND_ENV}={bound} listens on every interface, which is no address another "
-                           f"service can dial; set {ADVERTISE_ENV} to this host's reachable address "
-                           f"(in Kubernetes: the pod IP from status.podIP)")
+        raise AddressError(
+            f"{BIND_ENV}={bound} listens on every interface, which is no address another "
+            f"service can dial; set {ADVERTISE_ENV} to this host's reachable address "
+            f"(in Kubernetes: the pod IP from status.podIP)"
+        )
     return bound
 
 
@@ -58,8 +61,10 @@ def own_ip() -> str:
     try:
         return socket.gethostbyname(socket.gethostname())
     except OSError as err:
-        raise AddressError(f"{ADVERTISE_ENV}=@ip: cannot resolve this host's name "
-                           f"{socket.gethostname()!r} ({err}); set the address itself") from None
+        raise AddressError(
+            f"{ADVERTISE_ENV}=@ip: cannot resolve this host's name "
+            f"{socket.gethostname()!r} ({err}); set the address itself"
+        ) from None
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,10 +1,10 @@
 """The errors a user can fix, shared by every floor: each message names what is wrong and how to fix it.
 
-    ConfigError   a config that cannot run (the key, the bad value, what is allowed)
-    LaunchError   something outside the config stops the run from starting (missing model or
-                  data, NATS unreachable); the CLI prints it as one line and exits 2
-    RunFailed     the run started but did not finish (the learner failed, a service died); exit 1
-    StopRequested SIGTERM arrived: unwind and stop every child (the launcher's signal handler); exit 143
+ConfigError   a config that cannot run (the key, the bad value, what is allowed)
+LaunchError   something outside the config stops the run from starting (missing model or
+              data, NATS unreachable); the CLI prints it as one line and exits 2
+RunFailed     the run started but did not finish (the learner failed, a service died); exit 1
+StopRequested SIGTERM arrived: unwind and stop every child (the launcher's signal handler); exit 143
 """
 
 

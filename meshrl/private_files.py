@@ -5,6 +5,7 @@ its weights; the default umask 022 made all of them world-readable. Every proces
 writes into a run dir (the launcher, each service) calls `keep_new_files_private()` first,
 so whatever it and its children create is 0600 / 0700 whatever the caller's umask.
 """
+
 import os
 from pathlib import Path
 

@@ -8,6 +8,7 @@ installs services/ and gateway/ as meshrl.services and meshrl.gateway (setup.py)
 meshrl/ alone would miss every service. So the .py files are copied into a temporary tree
 laid out as installed, and lint-imports runs there (function-level imports count too).
 """
+
 from __future__ import annotations
 
 import shutil

@@ -4,6 +4,7 @@ meshrl.cli.main imports only the module of the command being run, so a module im
 its command needs at its top and `meshrl --help` imports none of them; `about(name)` is the
 one line `meshrl --help` shows for a command, which its module's parser shows too.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -18,7 +19,9 @@ COMMANDS = {
     "train": Command("meshrl.cli.train", "validate a run config and run it on this machine"),
     "serve": Command("meshrl.cli.serve", "run one service (cluster use)"),
     "scale": Command("meshrl.cli.scale", "add or remove rollout/reward/environment/reference replicas of a local run"),
-    "status": Command("meshrl.cli.status", "show a running run (RUN_DIR or gateway URL): learner step and the live replicas"),
+    "status": Command(
+        "meshrl.cli.status", "show a running run (RUN_DIR or gateway URL): learner step and the live replicas"
+    ),
     "pause": Command("meshrl.cli.control", "pause a running run after its current step (local RUN_DIR or gateway URL)"),
     "resume": Command("meshrl.cli.control", "resume a paused run"),
     "checkpoint": Command("meshrl.cli.control", "write a checkpoint of a running run now, after its current step"),

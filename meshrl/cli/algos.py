@@ -6,14 +6,16 @@
 torch is imported only when the command runs (the parts are torch code), never at
 `meshrl --help` time.
 """
+
 from __future__ import annotations
 from meshrl.cli import about
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("algos", help=about("algos"))
-    p.add_argument("family", nargs="?", default="",
-                   help="only this family, e.g. 'advantage', 'policy', 'kl', 'aggregation'")
+    p.add_argument(
+        "family", nargs="?", default="", help="only this family, e.g. 'advantage', 'policy', 'kl', 'aggregation'"
+    )
     p.set_defaults(func=run)
 
 
@@ -29,7 +31,9 @@ def format_part(part) -> list[str]:
 
 
 def run(args) -> int:
-    from meshrl.algos.catalog import registered_parts  # lazy: torch, for the listing only (`meshrl algos --help` stays quick)
+    from meshrl.algos.catalog import (
+        registered_parts,
+    )  # lazy: torch, for the listing only (`meshrl algos --help` stays quick)
 
     wanted = args.family.lower()
     family = None

@@ -14,6 +14,7 @@ Wire with `add_subcommands(subparsers)` (alias `add_parser`, the convention of
 $MESHRL_GATEWAY_TOKEN: viewer to list, admin to roll back): the gateway's ListCheckpoints
 (sizes checked, as --quick) and RollbackRun (a stopped run only), through meshrl.run.remote.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,6 +37,7 @@ def audit_local_action(run_dir, action: str, **what) -> None:
 
 def user_errors(handler):
     """CheckpointError → `meshrl: error: ...` on stderr, exit status 2, no traceback."""
+
     @functools.wraps(handler)
     def wrapped(args) -> int:
         try:
@@ -43,6 +45,7 @@ def user_errors(handler):
         except CheckpointError as err:
             print(f"meshrl: error: {err}", file=sys.stderr)
             return 2
+
     return wrapped
 
 
@@ -57,17 +60,20 @@ def human_size(n: int) -> str:
 def format_table(rows) -> str:
     """Plain aligned columns: STEP STATUS CREATED SIZE TAGS REASON."""
     header = ("STEP", "STATUS", "CREATED", "SIZE", "TAGS", "REASON")
-    lines = [header] + [(str(r.step), r.status, r.created or "-", human_size(r.size),
-                         ",".join(r.tags) or "-", r.reason or "-") for r in rows]
+    lines = [header] + [
+        (str(r.step), r.status, r.created or "-", human_size(r.size), ",".join(r.tags) or "-", r.reason or "-")
+        for r in rows
+    ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
-                     for line in lines)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1] for line in lines)
 
 
 def gateway_rows(url: str) -> list[CheckpointInfo]:
     """The run's checkpoints as the gateway lists them (ListCheckpoints), as local rows."""
-    return [CheckpointInfo(int(c["step"]), None, c["status"], c["reason"], c["created"], int(c["size_bytes"]),
-                           c["tags"]) for c in call(url, "GET", "checkpoints")["checkpoints"]]
+    return [
+        CheckpointInfo(int(c["step"]), None, c["status"], c["reason"], c["created"], int(c["size_bytes"]), c["tags"])
+        for c in call(url, "GET", "checkpoints")["checkpoints"]
+    ]
 
 
 @user_errors
@@ -100,19 +106,18 @@ def cmd_rollback(args) -> int:
         return 0
     path = rollback(args.run_dir, args.to)
     audit_local_action(args.run_dir, "rollback", to_step=args.to, current=str(path))
-    print(f"current checkpoint is now {path}; later ones moved to "
-          f"{path.parent / 'rolled_back'}/ (not deleted)")
+    print(f"current checkpoint is now {path}; later ones moved to {path.parent / 'rolled_back'}/ (not deleted)")
     return 0
 
 
 @user_errors
 def cmd_export(args) -> int:
-    from meshrl.inputs.checkpoint.export import export_hf  # lazy: torch, only for `meshrl export` (checkpoints and rollback share this module)
+    from meshrl.inputs.checkpoint.export import (
+        export_hf,
+    )  # lazy: torch, only for `meshrl export` (checkpoints and rollback share this module)
 
-    ckpt = find_step(args.run_dir, args.step) if args.step is not None \
-        else latest_good_checkpoint(args.run_dir)
-    out = export_hf(ckpt, args.out_dir, base_model_dir=args.base_model,
-                    tokenizer_dir=args.tokenizer, dtype=args.dtype)
+    ckpt = find_step(args.run_dir, args.step) if args.step is not None else latest_good_checkpoint(args.run_dir)
+    out = export_hf(ckpt, args.out_dir, base_model_dir=args.base_model, tokenizer_dir=args.tokenizer, dtype=args.dtype)
     audit_local_action(args.run_dir, "export", step=step_of(ckpt), path=str(out))
     print(f"exported {ckpt.name} to {out}")
     return 0

@@ -16,6 +16,7 @@ the run's events subject. URL (the dashboard's run page http://HOST:PORT/runs/NA
 gateway's PauseRun / ResumeRun / CheckpointRun / StopRun, which need an operator token in
 $MESHRL_GATEWAY_TOKEN and record the action with the token's name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,18 +32,24 @@ from meshrl.gateway import actions
 from meshrl.gateway.errors import GatewayError
 from meshrl.transport.rpc.mesh_tls import caller_env
 
-HELP = {"pause": "pause a running run after its current step (local RUN_DIR or gateway URL)",
-        "resume": "resume a paused run",
-        "checkpoint": "write a checkpoint of a running run now, after its current step",
-        "stop": "stop a running run (it checkpoints first)"}
+HELP = {
+    "pause": "pause a running run after its current step (local RUN_DIR or gateway URL)",
+    "resume": "resume a paused run",
+    "checkpoint": "write a checkpoint of a running run now, after its current step",
+    "stop": "stop a running run (it checkpoints first)",
+}
 LEARNER_VERBS = {"pause": "Pause", "resume": "Resume", "checkpoint": "Checkpoint"}
 
 
 def add_parser(sub) -> None:
     for verb, text in HELP.items():
         p = sub.add_parser(verb, help=text, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("target", metavar="RUN_DIR_OR_URL", help="the run dir of a running `meshrl train`, or a "
-                       "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)")
+        p.add_argument(
+            "target",
+            metavar="RUN_DIR_OR_URL",
+            help="the run dir of a running `meshrl train`, or a "
+            "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)",
+        )
         if verb == "checkpoint":
             p.add_argument("--tag", dest="reason", default="", help="tag the checkpoint (kept by pruning)")
         else:
@@ -57,7 +64,9 @@ async def learner_action(run_dir: Path, verb: str, reason: str):
         try:
             if verb == "checkpoint":
                 return info, await actions.checkpoint(info, reason)
-            return info, await actions.pause_or_resume(info, LEARNER_VERBS[verb], reason or f"{verb}d by {current_user()}")
+            return info, await actions.pause_or_resume(
+                info, LEARNER_VERBS[verb], reason or f"{verb}d by {current_user()}"
+            )
         except GatewayError as err:
             raise LaunchError(f"{err.message}; is the run still starting? `meshrl status {run_dir}` shows it") from None
 

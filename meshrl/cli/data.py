@@ -6,6 +6,7 @@ RL (`prompt`, `reward_model.ground_truth`, `data_source`), `pairs` writes DPO ro
 calculator offered, data_source tool_arith: services/environment/tool_arith.py), e.g.
 `meshrl data arithmetic --tool --digits 3 --ops "*" --n 256 --out data/tool_train.jsonl`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,12 @@ def add_parser(sub) -> None:
     arith = kinds.add_parser("arithmetic", help="sum problems as verl-style RL prompt rows")
     _common(arith)
     arith.add_argument("--tool", action="store_true", help="the tool task's prompts (environment tool_arith)")
-    arith.add_argument("--tool-shots", type=int, default=0,
-                       help="with --tool: worked tool-call examples (0-2) as turns before each question")
+    arith.add_argument(
+        "--tool-shots",
+        type=int,
+        default=0,
+        help="with --tool: worked tool-call examples (0-2) as turns before each question",
+    )
     arith.set_defaults(func=arithmetic)
     pairs = kinds.add_parser("pairs", help="sum problems as DPO pairs (chosen right, rejected wrong)")
     _common(pairs)

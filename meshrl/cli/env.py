@@ -10,6 +10,7 @@ error (an unreadable file), so a team can run it in its own CI. --task gives the
 dataset row (JSON: prompt, reward_model.ground_truth, data_source, extra_info) to reset
 episodes with, for an environment that needs particular fields.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,11 +25,16 @@ from meshrl.cli.reward_check.connect import connect_from_args
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("env", help=about("env"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "env", help=about("env"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbs = p.add_subparsers(dest="env_command", required=True, metavar="VERB")
-    c = verbs.add_parser("check", help="run the conformance suite against an EnvironmentService",
-                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = verbs.add_parser(
+        "check",
+        help="run the conformance suite against an EnvironmentService",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("address", help="host:port of the environment service")
     c.add_argument("--environment", default="", help="ResetRequest.environment (the run config's environment.name)")
     c.add_argument("--task", help="a dataset row as JSON to reset episodes with (default: What is 3+4?, truth 7)")

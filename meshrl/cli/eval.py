@@ -17,6 +17,7 @@ Rows are checked before anything starts: a bad row fails at once naming its line
 Exit status: 0 done; 2 a bad argument, checkpoint, data file or config; 1 the evaluation
 failed (a service died or could not answer).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,20 +50,31 @@ from meshrl.run.layout import RunDir
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("eval", help=about("eval"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "eval", help=about("eval"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("source", metavar="CHECKPOINT_OR_EXPORT")
     p.add_argument("data", metavar="DATA", help="prompt rows (.jsonl or .parquet, verl-style)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.add_argument("--out", type=Path, default=None, help="JSON result (default ./eval-<name>.json)")
-    p.add_argument("--config", type=Path, default=None,
-                   help="run config YAML to use instead of the one saved with the checkpoint")
+    p.add_argument(
+        "--config", type=Path, default=None, help="run config YAML to use instead of the one saved with the checkpoint"
+    )
     p.add_argument("--base-model", default=None, help="export: HF dir with the architecture's config")
     p.add_argument("--tokenizer", default=None, help="export: tokenizer dir (default: the run's)")
-    p.add_argument("--work-dir", type=Path, default=None,
-                   help="keep the export, logs and NATS data here (default: a temporary dir)")
-    p.add_argument("--start-timeout", type=float, default=600.0, metavar="S",
-                   help="seconds for rollout and reward to come up (vLLM start-up)")
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep the export, logs and NATS data here (default: a temporary dir)",
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="seconds for rollout and reward to come up (vLLM start-up)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run, accepts_extra_overrides=True)
 
@@ -81,8 +93,10 @@ def check_data(path: str) -> Path:
     """DATA exists and every row is valid (DatasetError names the line and field)."""
     data = Path(path).expanduser()
     if not data.is_file():
-        raise LaunchError(f"DATA {data} does not exist; pass a .jsonl or .parquet file of prompt "
-                          f"rows (`meshrl data arithmetic --out {data} --n 64` makes one)")
+        raise LaunchError(
+            f"DATA {data} does not exist; pass a .jsonl or .parquet file of prompt "
+            f"rows (`meshrl data arithmetic --out {data} --n 64` makes one)"
+        )
     read_prompt_rows(data, "error")
     return data.resolve()
 
@@ -106,34 +120,49 @@ def evaluate(args) -> int:
     return 0
 
 
-def eval_config(saved: dict | None, config_file: Path | None, model_dir: Path, data: Path,
-                work_dir: Path, overrides: list[str]):
+def eval_config(
+    saved: dict | None, config_file: Path | None, model_dir: Path, data: Path, work_dir: Path, overrides: list[str]
+):
     """The saved (or given) run config, made to serve `model_dir` here, then the overrides."""
     tree = dict(saved or {})
     if config_file is not None:
         if not config_file.is_file():
             raise ConfigError(f"--config {config_file} does not exist")
         tree = yaml.safe_load(config_file.read_text()) or {}
-    here = {"model": {"path": str(model_dir), "tokenizer": None, "gguf_file": None},
-            "data": {"train": str(data), "eval": str(data)},
-            "run": {"dir": str(work_dir), "name": (tree.get("run") or {}).get("name", "eval")},
-            "rollout": {"replicas": 1}, "reward": {"replicas": 1}, "nats": {"url": "embedded"},
-            "telemetry": {"metrics_port": 0, "otlp_endpoint": None},
-            "eval": {"every": 0, "at_start": False}}
+    here = {
+        "model": {"path": str(model_dir), "tokenizer": None, "gguf_file": None},
+        "data": {"train": str(data), "eval": str(data)},
+        "run": {"dir": str(work_dir), "name": (tree.get("run") or {}).get("name", "eval")},
+        "rollout": {"replicas": 1},
+        "reward": {"replicas": 1},
+        "nats": {"url": "embedded"},
+        "telemetry": {"metrics_port": 0, "otlp_endpoint": None},
+        "eval": {"every": 0, "at_start": False},
+    }
     return load_config(base=deep_merge(tree, here), overrides=overrides)
 
 
 def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
     """Tokenize the prompts (as training does), start the mesh, evaluate, stop the mesh."""
-    dataset = PromptDataset.from_file(cfg.data.eval, load_tokenizer(model_dir), shuffle=False,
-                                      max_prompt_tokens=cfg.data.max_prompt_tokens,
-                                      apply_chat_template=cfg.data.apply_chat_template)
+    dataset = PromptDataset.from_file(
+        cfg.data.eval,
+        load_tokenizer(model_dir),
+        shuffle=False,
+        max_prompt_tokens=cfg.data.max_prompt_tokens,
+        apply_chat_template=cfg.data.apply_chat_template,
+    )
     items = dataset.items[: cfg.eval.max_prompts]
     if dataset.report().over_limit:
-        print(f"meshrl eval: warning: {dataset.report().over_limit} prompts longer than "
-              f"data.max_prompt_tokens={cfg.data.max_prompt_tokens} left out", file=sys.stderr)
-    print(f"meshrl eval: {len(items)} prompts from {cfg.data.eval} on {model_dir}; starting "
-          f"rollout and reward (vLLM start-up takes a minute on CPU)", file=sys.stderr)
+        print(
+            f"meshrl eval: warning: {dataset.report().over_limit} prompts longer than "
+            f"data.max_prompt_tokens={cfg.data.max_prompt_tokens} left out",
+            file=sys.stderr,
+        )
+    print(
+        f"meshrl eval: {len(items)} prompts from {cfg.data.eval} on {model_dir}; starting "
+        f"rollout and reward (vLLM start-up takes a minute on CPU)",
+        file=sys.stderr,
+    )
     with eval_mesh(cfg, work_dir, start_timeout_s=args.start_timeout) as mesh:
         return asyncio.run(evaluate_items(cfg, mesh, items, progress=not args.no_progress))
 
@@ -144,8 +173,7 @@ async def evaluate_items(cfg, mesh, items, *, progress: bool):
     reward = RewardClient(mesh.reward, plan.component_names, mesh.run_id)
     try:
         with tqdm(total=len(items), desc="eval", unit="prompt", disable=not progress) as bar:
-            return await Evaluator(plan, pool, reward, mesh.run_id).run(items, tag="offline",
-                                                                        on_progress=bar.update)
+            return await Evaluator(plan, pool, reward, mesh.run_id).run(items, tag="offline", on_progress=bar.update)
     finally:
         await pool.close()
         await reward.close()
@@ -153,7 +181,8 @@ async def evaluate_items(cfg, mesh, items, *, progress: bool):
 
 def report(result, cfg, source, data: Path, model_dir: Path, out: Path | None) -> None:
     name = f"step_{source.step}" if source.step is not None else source.path.name
-    document = result_document(result, cfg, source=str(source.path), step=source.step,
-                               data=str(data), model_dir=str(model_dir))
+    document = result_document(
+        result, cfg, source=str(source.path), step=source.step, data=str(data), model_dir=str(model_dir)
+    )
     print(metrics_table(result.metrics))
     print(f"wrote {write_result(out or Path(f'eval-{name}.json'), document)}")

@@ -3,6 +3,7 @@
 
     MESHRL_GATEWAY_TOKENS_FILE=tokens.yaml meshrl gateway serve --runs-root runs --port 8080
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ def run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("gateway", help=about("gateway"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "gateway", help=about("gateway"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbs = p.add_subparsers(dest="gateway_command", required=True, metavar="ACTION")
     s = verbs.add_parser("serve", help=f"serve the run API (gRPC, HTTP/JSON) and dashboard; tokens from ${ENV_VAR}")
     s.add_argument("--runs-root", type=Path, required=True, help="the folder whose subfolders are runs")
@@ -34,10 +36,26 @@ def add_parser(sub) -> None:
     s.add_argument("--grpc-port", type=int, default=8081, help="gRPC port; 0 picks one")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
     # What a run submitted through SubmitRun may reach (gateway/tenant.py); none by default.
-    s.add_argument("--tenant-root", type=Path, action="append", default=[], metavar="DIR",
-                   help="a folder submitted runs' files (data, models, token files) may lie in; repeat for more")
-    s.add_argument("--tenant-host", action="append", default=[], metavar="HOST[:PORT]",
-                   help="a host submitted runs may reach (webhooks, external rewards, OTLP, NATS); repeat for more")
-    s.add_argument("--tenant-env", action="append", default=[], metavar="NAME",
-                   help="an environment variable passed to submitted runs (a token_env they name); repeat for more")
+    s.add_argument(
+        "--tenant-root",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder submitted runs' files (data, models, token files) may lie in; repeat for more",
+    )
+    s.add_argument(
+        "--tenant-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a host submitted runs may reach (webhooks, external rewards, OTLP, NATS); repeat for more",
+    )
+    s.add_argument(
+        "--tenant-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an environment variable passed to submitted runs (a token_env they name); repeat for more",
+    )
     s.set_defaults(func=run)

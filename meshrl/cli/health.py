@@ -15,6 +15,7 @@ with MESHRL_GRPC_TLS_CA_FILE set the check is TLS, presenting MESHRL_GRPC_TLS_CE
 _KEY_FILE when the servers require client certificates. A probe in the service's own
 container therefore needs no flags.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ from meshrl.transport.rpc import mesh_tls
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("health", help=about("health"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "health", help=about("health"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 
@@ -41,8 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
     """(exit code, one line saying why) for one Health/Check call."""
     credentials = mesh_tls.client_credentials()
-    channel = (grpc.secure_channel(address, credentials, options=mesh_tls.client_options()) if credentials
-               else grpc.insecure_channel(address))
+    channel = (
+        grpc.secure_channel(address, credentials, options=mesh_tls.client_options())
+        if credentials
+        else grpc.insecure_channel(address)
+    )
     with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
@@ -63,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m meshrl.cli.health", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m meshrl.cli.health", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_arguments(p)
     return run(p.parse_args(argv))
 

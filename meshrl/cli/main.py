@@ -26,6 +26,7 @@ token in $MESHRL_GATEWAY_TOKEN (meshrl.run.remote).
 Errors a user can fix (a bad config, a missing file, NATS unreachable) are printed as one
 message on stderr with exit status 2 and no traceback; a run that fails exits 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,9 @@ def command_of(argv: list[str]) -> str | None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: the full parser of its command, whose module is imported now,
     and a one-line entry for every other command (their modules stay unimported)."""
-    parser = argparse.ArgumentParser(prog="meshrl", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="meshrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = command_of(sys.argv[1:] if argv is None else argv)
     owner = COMMANDS[chosen].module if chosen else None
@@ -67,8 +69,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "accepts_extra_args", False):
         args.extra = extra
-    elif getattr(args, "accepts_extra_overrides", False) and all(
-            "=" in e and not e.startswith("-") for e in extra):
+    elif getattr(args, "accepts_extra_overrides", False) and all("=" in e and not e.startswith("-") for e in extra):
         args.overrides = [*args.overrides, *extra]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -86,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"meshrl: run failed: {err}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, StopRequested) as err:  # StopRequested is a BaseException too
-        print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped",
-              file=sys.stderr)
+        print(f"meshrl: stopped ({err or 'Ctrl-C'}); every process it started has been stopped", file=sys.stderr)
         return 130 if isinstance(err, KeyboardInterrupt) else 143
 
 

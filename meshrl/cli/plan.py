@@ -7,6 +7,7 @@ plan CONFIG [key=value ...] [--device NAME]`) the memory each one needs per devi
     optimizer steps / step  = trainer.ppo_epochs × trainer.mini_batches
     in-flight bound         = learner.max_groups_in_flight or prompts_per_step × (max_staleness + 1)
 """
+
 from __future__ import annotations
 
 import math
@@ -36,45 +37,52 @@ def _batch_lines(cfg: RunConfig) -> list[str]:
 def _flight_lines(cfg: RunConfig) -> list[str]:
     staleness = cfg.learner.max_staleness
     mode = "on-policy (synchronous)" if staleness == 0 else f"off-policy by at most {staleness} versions"
-    source = ("learner.max_groups_in_flight" if cfg.learner.max_groups_in_flight
-              else f"{cfg.learner.prompts_per_step} × ({staleness} + 1)")
-    return [f"  groups in flight       ≤{cfg.learner.in_flight_bound} ({source}); "
-            f"max_staleness={staleness}: {mode}"]
+    source = (
+        "learner.max_groups_in_flight"
+        if cfg.learner.max_groups_in_flight
+        else f"{cfg.learner.prompts_per_step} × ({staleness} + 1)"
+    )
+    return [f"  groups in flight       ≤{cfg.learner.in_flight_bound} ({source}); max_staleness={staleness}: {mode}"]
 
 
 def _service_lines(cfg: RunConfig) -> list[str]:
     algo = cfg.algorithm
-    ref_why = (f"reference.enabled={cfg.reference.enabled}, kl_coef={algo.kl_coef}, "
-               f"offline={algo.offline}")
+    ref_why = f"reference.enabled={cfg.reference.enabled}, kl_coef={algo.kl_coef}, offline={algo.offline}"
     lines = []
     if algo.offline:
         lines.append("  rollout, reward         off (offline: trains on preference pairs)")
     else:
         lines.append(f"  rollout                ×{cfg.rollout.replicas}")
-        lines.append(f"  reward                 ×{cfg.reward.replicas}: "
-                     + ", ".join(f"{c.name}({c.kind})×{c.weight:g}" for c in cfg.reward.components))
-    lines.append(f"  reference              "
-                 f"{'×' + str(cfg.reference.replicas) if cfg.reference_enabled else 'off'} ({ref_why})")
-    lines.append(f"  critic                 {'on' if algo.critic.enabled else 'off'} "
-                 f"(algorithm.critic.enabled)")
-    lines.append(f"  learner                ×1: {algo.name} = {algo.advantage_estimator} "
-                 f"advantages + {algo.policy_loss} loss, {algo.loss_agg_mode}")
+        lines.append(
+            f"  reward                 ×{cfg.reward.replicas}: "
+            + ", ".join(f"{c.name}({c.kind})×{c.weight:g}" for c in cfg.reward.components)
+        )
+    lines.append(
+        f"  reference              {'×' + str(cfg.reference.replicas) if cfg.reference_enabled else 'off'} ({ref_why})"
+    )
+    lines.append(f"  critic                 {'on' if algo.critic.enabled else 'off'} (algorithm.critic.enabled)")
+    lines.append(
+        f"  learner                ×1: {algo.name} = {algo.advantage_estimator} "
+        f"advantages + {algo.policy_loss} loss, {algo.loss_agg_mode}"
+    )
     return lines
 
 
 def describe_plan(cfg: RunConfig) -> str:
     """A human summary printed by `meshrl train --dry-run` after the resolved config."""
-    return "\n".join(["batch arithmetic:", *_batch_lines(cfg), *_flight_lines(cfg),
-                      "services:", *_service_lines(cfg)])
+    return "\n".join(["batch arithmetic:", *_batch_lines(cfg), *_flight_lines(cfg), "services:", *_service_lines(cfg)])
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("plan", help=about("plan"))
     p.add_argument("config", help="the run config (YAML)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    p.add_argument("--device", default=None,
-                   help="check that each service fits this device: cpu, h200, h100-80gb, a100-80gb, "
-                        "a100-40gb, l40s, a10g, l4, rtx4090")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="check that each service fits this device: cpu, h200, h100-80gb, a100-80gb, "
+        "a100-40gb, l40s, a10g, l4, rtx4090",
+    )
     p.set_defaults(func=run, accepts_extra_overrides=True)
 
 

@@ -8,6 +8,7 @@ Prints a table (PASS / FAIL / INFO per check, with a fix under each failure; see
 meshrl.cli.reward_check) and exits 0 when every check passed, 1 when any failed, 2 for a
 usage error (an unreadable file), so a team can run it in its own CI.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,16 @@ def add_connection_flags(parser) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("reward", help=about("reward"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "reward", help=about("reward"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbs = p.add_subparsers(dest="reward_command", required=True, metavar="VERB")
-    c = verbs.add_parser("check", help="run the conformance suite against a RewardService",
-                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = verbs.add_parser(
+        "check",
+        help="run the conformance suite against a RewardService",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("address", help="host:port of the reward service")
     add_connection_flags(c)
     c.add_argument("--component", default="", help="ScoreRequest.component to send (the run config's name)")

@@ -12,6 +12,7 @@ Through a gateway: `MESHRL_GATEWAY_TOKEN=... meshrl scale http://HOST:PORT/runs/
 asks its ScaleService (operator role; one call per service, each audited with the token's
 name). In a cluster, scale the Deployments instead (`kubectl scale`, or KEDA on stream lag).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,15 @@ from meshrl.cli import about
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("scale", help=about("scale"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run dir of a running `meshrl train`, or a "
-                   "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)")
+    p = sub.add_parser(
+        "scale", help=about("scale"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR_OR_URL",
+        help="the run dir of a running `meshrl train`, or a "
+        "gateway run URL http://HOST:PORT/runs/NAME (operator token in $MESHRL_GATEWAY_TOKEN)",
+    )
     p.add_argument("counts", nargs="+", metavar="SERVICE=COUNT", help="e.g. rollout=3 reward=2 env=2")
     p.set_defaults(func=run)
 
@@ -40,8 +46,10 @@ def check_in_run(counts: dict[str, int], kept: dict[str, int], run_dir: Path) ->
     offline run) cannot be scaled into existence: its consumers and config are not there."""
     absent = [name for name in counts if name not in kept]
     if absent:
-        raise LaunchError(f"the run in {run_dir} has no {' or '.join(absent)} service "
-                          f"(it runs: {', '.join(f'{k} ×{v}' for k, v in kept.items()) or 'only the learner'})")
+        raise LaunchError(
+            f"the run in {run_dir} has no {' or '.join(absent)} service "
+            f"(it runs: {', '.join(f'{k} ×{v}' for k, v in kept.items()) or 'only the learner'})"
+        )
 
 
 def run(args) -> int:
@@ -57,6 +65,8 @@ def run(args) -> int:
     changes = {name: {"from": launcher.replicas[name], "to": n} for name, n in counts.items()}
     asyncio.run(record_and_announce(args.run_dir, launcher, "scale", run_id=launcher.run_id, changes=changes))
     shown = ", ".join(f"{name} ×{c['from']} → ×{c['to']}" for name, c in changes.items())
-    print(f"asked the launcher (pid {launcher.pid}) of run {launcher.run_id}: {shown}; "
-          f"watch it with `meshrl status {args.run_dir}`")
+    print(
+        f"asked the launcher (pid {launcher.pid}) of run {launcher.run_id}: {shown}; "
+        f"watch it with `meshrl status {args.run_dir}`"
+    )
     return 0

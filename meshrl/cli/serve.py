@@ -4,6 +4,7 @@ For cluster use (one container per service). The service's module is found by na
 (`meshrl.services.<SERVICE>`) and exec'd, so the core CLI never imports any service.
 Extra arguments (e.g. `--replica-id rollout-3`) are passed through unchanged.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ SERVICES = ("rollout", "reward", "reward_model", "environment", "reference", "le
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("serve", help=about("serve"), description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "serve", help=about("serve"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("service", help=f"one of: {', '.join(SERVICES)}")
     # Checked after the service name, so a wrong name is reported first.
     p.add_argument("--nats", type=nats_url, help="NATS url, e.g. nats://nats:4222 (required)")
@@ -42,15 +44,30 @@ def service_module(name: str) -> str:
 
 def command(args) -> list[str]:
     module = service_module(args.service)
-    missing = [flag for flag, value in (("--nats", args.nats), ("--run-id", args.run_id),
-                                        ("--config", args.config)) if not value]
+    missing = [
+        flag
+        for flag, value in (("--nats", args.nats), ("--run-id", args.run_id), ("--config", args.config))
+        if not value
+    ]
     if missing:
-        raise LaunchError(f"meshrl serve {args.service} needs {' '.join(missing)} "
-                          f"(usage: meshrl serve SERVICE --nats URL --run-id RUN --config FILE)")
+        raise LaunchError(
+            f"meshrl serve {args.service} needs {' '.join(missing)} "
+            f"(usage: meshrl serve SERVICE --nats URL --run-id RUN --config FILE)"
+        )
     if not args.config.exists():
         raise LaunchError(f"--config {args.config} does not exist")
-    return [sys.executable, "-m", module, "--nats", args.nats, "--run-id", args.run_id,
-            "--config", str(args.config), *args.extra]
+    return [
+        sys.executable,
+        "-m",
+        module,
+        "--nats",
+        args.nats,
+        "--run-id",
+        args.run_id,
+        "--config",
+        str(args.config),
+        *args.extra,
+    ]
 
 
 def run(args) -> int:

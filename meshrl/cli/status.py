@@ -11,6 +11,7 @@ and how often each service was restarted (`restarts: reward-0 ×1`, from RUN_DIR
 Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
 `meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.run.remote).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,17 +29,28 @@ from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.credentials import credentials_path
 from meshrl.cli import about
 
-COLUMNS = (("service", "SERVICE"), ("replica", "REPLICA"), ("grpc", "GRPC"),
-           ("weights_version", "WEIGHTS"), ("ready", "READY"), ("groups_generated", "GROUPS"),
-           ("workers", "WORKERS"), ("cores", "CORES"))
+COLUMNS = (
+    ("service", "SERVICE"),
+    ("replica", "REPLICA"),
+    ("grpc", "GRPC"),
+    ("weights_version", "WEIGHTS"),
+    ("ready", "READY"),
+    ("groups_generated", "GROUPS"),
+    ("workers", "WORKERS"),
+    ("cores", "CORES"),
+)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("status", help=about("status"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL",
-                   help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
-                        "(token in $MESHRL_GATEWAY_TOKEN)")
+    p = sub.add_parser(
+        "status", help=about("status"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR_OR_URL",
+        help="the run dir of a running `meshrl train`, or a gateway run URL http://HOST:PORT/runs/NAME "
+        "(token in $MESHRL_GATEWAY_TOKEN)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--timeout", type=float, default=3.0, help="seconds per call (NATS, gRPC)")
     p.set_defaults(func=run)
@@ -47,9 +59,11 @@ def add_parser(sub) -> None:
 def learner_line(learner: dict) -> str:
     if "error" in learner:
         return f"learner  {learner['grpc']}: {learner['error']}"
-    line = (f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
-            f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}, "
-            f"in flight {learner['groups_in_flight']}")
+    line = (
+        f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
+        f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}, "
+        f"in flight {learner['groups_in_flight']}"
+    )
     return line + (f"  ({learner['message']})" if learner["message"] else "")
 
 
@@ -79,11 +93,18 @@ def dead_letter_lines(dead: dict) -> list[str]:
 
 def describe(status: dict) -> str:
     wanted = ", ".join(f"{k} ×{v}" for k, v in status["wanted"].items())
-    return "\n".join([f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
-                      learner_line(status["learner"]), "", replica_table(status["replicas"]), "",
-                      f"kept by the launcher: {wanted or 'nothing scalable'}",
-                      restarts_line(status.get("restarts", {})),
-                      *dead_letter_lines(status["dead_letters"])])
+    return "\n".join(
+        [
+            f"run {status['run_id']}  (launcher pid {status['launcher_pid']}, nats {status['nats']})",
+            learner_line(status["learner"]),
+            "",
+            replica_table(status["replicas"]),
+            "",
+            f"kept by the launcher: {wanted or 'nothing scalable'}",
+            restarts_line(status.get("restarts", {})),
+            *dead_letter_lines(status["dead_letters"]),
+        ]
+    )
 
 
 def run(args) -> int:
@@ -95,7 +116,10 @@ def run(args) -> int:
     try:
         # The embedded NATS admits only the run's users: read with the launcher's (admin) file.
         # With nats.tls on, the admin's TLS files too (made by meshrl.launch.secrets); launch.grpc_tls: its gRPC ones.
-        tls_env = {**user_tls_env(secrets_dir(args.run_dir), "admin"), **grpc_user_env(secrets_dir(args.run_dir), "admin")}
+        tls_env = {
+            **user_tls_env(secrets_dir(args.run_dir), "admin"),
+            **grpc_user_env(secrets_dir(args.run_dir), "admin"),
+        }
         with admin_credentials(admin, tls_env) if admin.is_file() else contextlib.nullcontext():
             status = asyncio.run(gather_status(launcher, timeout_s=args.timeout))
     except BusUnavailable as err:

@@ -14,6 +14,7 @@ which are written with or without an OTLP collector. Without GROUP_ID the comman
 With a gateway run URL (http://HOST:PORT/runs/NAME, a viewer token in $MESHRL_GATEWAY_TOKEN)
 the spans come from the gateway's GetGroupTrace (meshrl/run/remote.py) and GROUP_ID is needed.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,7 @@ from pathlib import Path
 
 from meshrl.run.remote import group_trace, is_url
 from meshrl.cli import about
-from meshrl.telemetry.spans.read import (TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group,
-                                         tree_order)
+from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group, tree_order
 
 BAR = "█"
 DEFAULT_WIDTH = 40
@@ -65,19 +65,26 @@ def _render_trace(spans: list[dict], width: int, linked: list[dict]) -> list[str
     t1 = max(s["end_unix_ns"] for s in spans)
     svc_w = max(len("service"), *(len(_label(s)) for s in spans))
     name_w = max(len("span"), *(2 * s["depth"] + len(s["name"]) for s in spans))
-    lines = [f"trace {spans[0]['trace_id']} · {len(spans)} spans · {format_duration(t1 - t0)}",
-             f"{'offset':>10}  {'duration':>8}  {'service':<{svc_w}}  span"]
+    lines = [
+        f"trace {spans[0]['trace_id']} · {len(spans)} spans · {format_duration(t1 - t0)}",
+        f"{'offset':>10}  {'duration':>8}  {'service':<{svc_w}}  span",
+    ]
     for s in spans:
         name = "  " * s["depth"] + s["name"]
         status = s.get("status", {})
         error = f" ERROR {status.get('description') or ''}".rstrip() if status.get("code") == "ERROR" else ""
-        lines.append(f"{'+' + format_duration(s['start_unix_ns'] - t0):>10}  "
-                     f"{format_duration(s['end_unix_ns'] - s['start_unix_ns']):>8}  {_label(s):<{svc_w}}  "
-                     f"{name:<{name_w}}  |{bar(s['start_unix_ns'], s['end_unix_ns'], t0, t1 - t0, width)}|{error}")
+        lines.append(
+            f"{'+' + format_duration(s['start_unix_ns'] - t0):>10}  "
+            f"{format_duration(s['end_unix_ns'] - s['start_unix_ns']):>8}  {_label(s):<{svc_w}}  "
+            f"{name:<{name_w}}  |{bar(s['start_unix_ns'], s['end_unix_ns'], t0, t1 - t0, width)}|{error}"
+        )
     for s in linked:
         step = s.get("attributes", {}).get("meshrl.step")
-        lines.append(f"linked from: {_label(s)} {s['name']}" + (f" (meshrl.step={step})" if step is not None else "")
-                     + f" +{format_duration(s['start_unix_ns'] - t0)} {format_duration(s['end_unix_ns'] - s['start_unix_ns'])}")
+        lines.append(
+            f"linked from: {_label(s)} {s['name']}"
+            + (f" (meshrl.step={step})" if step is not None else "")
+            + f" +{format_duration(s['start_unix_ns'] - t0)} {format_duration(s['end_unix_ns'] - s['start_unix_ns'])}"
+        )
     return lines
 
 
@@ -100,8 +107,11 @@ def render_waterfall(spans: list[dict], *, width: int = DEFAULT_WIDTH, linked: l
 def trace_from_gateway(args) -> int:
     """Print GROUP_ID's waterfall as the gateway at the run URL reads it (errors: LaunchError)."""
     if not args.group_id:
-        print("meshrl trace: error: give a GROUP_ID with a URL (the dashboard's samples name each "
-              "sample's group), or pass the run dir to list its traced groups", file=sys.stderr)
+        print(
+            "meshrl trace: error: give a GROUP_ID with a URL (the dashboard's samples name each "
+            "sample's group), or pass the run dir to list its traced groups",
+            file=sys.stderr,
+        )
         return 2
     tree, linked = group_trace(args.run_dir, args.group_id)
     print(render_waterfall(tree, width=args.width, linked=linked))
@@ -130,8 +140,12 @@ def cmd_trace(args) -> int:
 def add_subcommand(subparsers) -> None:
     """Register `meshrl trace RUN_DIR_OR_URL [GROUP_ID] [--width N]` on an argparse subparsers object."""
     p = subparsers.add_parser("trace", help=about("trace"))
-    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="the run directory (holds traces/*.jsonl), or a "
-                   "gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)")
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR_OR_URL",
+        help="the run directory (holds traces/*.jsonl), or a "
+        "gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)",
+    )
     p.add_argument("group_id", nargs="?", help="the group to show; leave out to list traced groups")
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="columns of the time bars")
     p.set_defaults(func=cmd_trace)

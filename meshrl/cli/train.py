@@ -7,6 +7,7 @@ Overrides are `a.b=c` (values parsed as YAML); they may come before or after fla
 newest good checkpoint in RUN_DIR/checkpoints; e.g. `learner.steps=40` extends a run.
 A change that alters what is trained (model, algorithm) is refused, naming the keys.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,16 +27,28 @@ from meshrl.run import layout
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help=about("train"),
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", type=Path, nargs="?", default=None,
-                   help="run config YAML (with --resume: default RUN_DIR/config.yaml)")
+    p = sub.add_parser(
+        "train", help=about("train"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "config",
+        type=Path,
+        nargs="?",
+        default=None,
+        help="run config YAML (with --resume: default RUN_DIR/config.yaml)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the resolved config and batch arithmetic, start nothing")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the resolved config and batch arithmetic, start nothing"
+    )
     p.add_argument("--run-dir", type=Path, default=None, help="run directory (default: run.dir)")
-    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR from its newest good checkpoint")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its newest good checkpoint",
+    )
     p.set_defaults(func=run, accepts_extra_overrides=True)
 
 
@@ -66,8 +79,9 @@ def config_path(args) -> Path:
         raise ConfigError("meshrl train needs CONFIG.yaml (or --resume RUN_DIR)")
     saved = RunDir(args.resume).config
     if not saved.is_file():
-        raise FileNotFoundError(f"--resume {args.resume}: no config.yaml there; is it a run dir? "
-                                f"(or pass the run's CONFIG.yaml as well)")
+        raise FileNotFoundError(
+            f"--resume {args.resume}: no config.yaml there; is it a run dir? (or pass the run's CONFIG.yaml as well)"
+        )
     return saved
 
 
@@ -82,7 +96,8 @@ def check_not_a_previous_run(run_dir: Path) -> None:
         raise FileExistsError(
             f"run dir {run_dir} already holds a run ({', '.join(found)}); continue it with "
             f"`meshrl train --resume {run_dir}`, or start a new one with run.dir=NEW_DIR "
-            f"(or --run-dir NEW_DIR)")
+            f"(or --run-dir NEW_DIR)"
+        )
 
 
 def run(args) -> int:

@@ -23,6 +23,7 @@ A variable already set in the launcher's own environment wins (see local.py).
     plan_cores([0, 1], mode="split", max_staleness=1).rollout_env(0)
     == {"VLLM_CPU_OMP_THREADS_BIND": "0", "OMP_NUM_THREADS": "1"}
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,10 @@ class CorePlan:
         worker (vLLM's CPU workers each bind one group; its automatic binding needs one NUMA
         node per worker and refuses TP=2 on a single-node host)."""
         groups = worker_groups(replica_cores(self.rollout, replica, replicas), tensor_parallel)
-        return {"VLLM_CPU_OMP_THREADS_BIND": "|".join(",".join(map(str, g)) for g in groups),
-                "OMP_NUM_THREADS": str(len(groups[0]))}
+        return {
+            "VLLM_CPU_OMP_THREADS_BIND": "|".join(",".join(map(str, g)) for g in groups),
+            "OMP_NUM_THREADS": str(len(groups[0])),
+        }
 
     def trainer_env(self) -> dict[str, str]:
         env = {"OMP_NUM_THREADS": str(len(self.trainer))}
@@ -64,7 +67,7 @@ def replica_cores(cores: tuple[int, ...], replica: int, replicas: int) -> tuple[
     """Replica i of n: every n-th core from i when there are enough, else all of them."""
     if replicas <= 1 or replicas > len(cores):
         return cores
-    return cores[replica % replicas::replicas]
+    return cores[replica % replicas :: replicas]
 
 
 def usable_cores() -> list[int]:
@@ -81,8 +84,9 @@ def plan_cores(cores: list[int], *, mode: str = "auto", max_staleness: int = 0) 
     if mode == "auto":
         mode = "shared"  # the faster measured here, asynchronous runs included (see above)
     if mode == "split" and len(cores) < 2:
-        raise ValueError(f"launch.cores=split needs at least 2 cores, this process may use {cores}; "
-                         f"use launch.cores=shared")
+        raise ValueError(
+            f"launch.cores=split needs at least 2 cores, this process may use {cores}; use launch.cores=shared"
+        )
     everything = tuple(cores)
     if mode == "shared":
         return CorePlan("shared", everything, everything)

@@ -13,6 +13,7 @@ Health: a run whose environment is a service at an address (not launched here) w
 stops before any process starts, naming the address: an environment that is not there would
 otherwise drop every group the run samples.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -15,6 +15,7 @@ Raises LaunchError when NATS cannot be reached or the services are not up within
 
 Run: meshrl eval RUN_DIR DATA.jsonl   (this is what it calls)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,12 +45,12 @@ class EvalMesh:
 
 async def _announced(url: str, run_id: str) -> tuple[list[str], list[str]]:
     async with await Bus.connect(url, run_id, name="meshrl-eval") as bus:
-        return (await service_addresses(bus.state, "rollout"),
-                await service_addresses(bus.state, "reward"))
+        return (await service_addresses(bus.state, "rollout"), await service_addresses(bus.state, "reward"))
 
 
-def wait_for_services(sup: Supervisor, cfg: RunConfig, url: str, run_id: str, *,
-                      timeout_s: float, poll_s: float = 1.0) -> tuple[list[str], list[str]]:
+def wait_for_services(
+    sup: Supervisor, cfg: RunConfig, url: str, run_id: str, *, timeout_s: float, poll_s: float = 1.0
+) -> tuple[list[str], list[str]]:
     """(rollout, reward) addresses once every replica is announced; a death raises RunFailed."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -61,21 +62,23 @@ def wait_for_services(sup: Supervisor, cfg: RunConfig, url: str, run_id: str, *,
         if len(rollout) >= cfg.rollout.replicas and len(reward) >= cfg.reward.replicas:
             return rollout, reward
         if time.monotonic() > deadline:
-            raise LaunchError(f"rollout/reward not up within {timeout_s:g} s ({len(rollout)} of "
-                              f"{cfg.rollout.replicas} rollout, {len(reward)} of "
-                              f"{cfg.reward.replicas} reward announced); see {sup.log_dir}")
+            raise LaunchError(
+                f"rollout/reward not up within {timeout_s:g} s ({len(rollout)} of "
+                f"{cfg.rollout.replicas} rollout, {len(reward)} of "
+                f"{cfg.reward.replicas} reward announced); see {sup.log_dir}"
+            )
         time.sleep(poll_s)
 
 
 @contextlib.contextmanager
-def eval_mesh(cfg: RunConfig, work_dir: str | Path, *, start_timeout_s: float = 600.0,
-              grace_s: float = 15.0) -> Iterator[EvalMesh]:
+def eval_mesh(
+    cfg: RunConfig, work_dir: str | Path, *, start_timeout_s: float = 600.0, grace_s: float = 15.0
+) -> Iterator[EvalMesh]:
     """Start NATS + rollout + reward for `cfg`, yield their addresses, stop them all."""
     work_dir = Path(work_dir)
     cfg, config_path = prepare_run_dir(cfg, work_dir)
     run_id = make_run_id(cfg.run.name if cfg.run.name.startswith("eval") else f"eval-{cfg.run.name}")
-    with stop_on_signals(), nats_url(cfg, work_dir) as url, \
-            Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup:
+    with stop_on_signals(), nats_url(cfg, work_dir) as url, Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup:
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in sampling_specs(cfg):
             argv = service_argv(spec, url, run_id, config_path)

@@ -1,4 +1,5 @@
 """Check that the files a run reads exist before any process starts, with a fix in the message."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,9 +17,11 @@ def missing_inputs(cfg: RunConfig) -> list[str]:
     """One message per missing input (model dir or GGUF file, tokenizer, data files)."""
     problems = []
     if not expand(cfg.model.path).exists():
-        problems.append(f"model.path={cfg.model.path} does not exist; run `meshrl models "
-                        f"fetch-smollm2` for SmolLM2-135M-Instruct, or point model.path at a "
-                        f"Hugging Face model dir")
+        problems.append(
+            f"model.path={cfg.model.path} does not exist; run `meshrl models "
+            f"fetch-smollm2` for SmolLM2-135M-Instruct, or point model.path at a "
+            f"Hugging Face model dir"
+        )
     else:
         try:
             resolve_model_source(cfg.model.path, cfg.model.gguf_file)
@@ -29,8 +32,7 @@ def missing_inputs(cfg: RunConfig) -> list[str]:
     kind = "pairs" if cfg.algorithm.offline else "arithmetic"
     for key, value in (("data.train", cfg.data.train), ("data.eval", cfg.data.eval)):
         if value and not expand(value).exists():
-            problems.append(f"{key}={value} does not exist; make one with "
-                            f"`meshrl data {kind} --out {value} --n 512`")
+            problems.append(f"{key}={value} does not exist; make one with `meshrl data {kind} --out {value} --n 512`")
     return problems
 
 

@@ -48,6 +48,7 @@ Simplifications: replica i of the reference serves gRPC on reference.grpc_port +
 
 Run: meshrl train examples/grpo_smollm2.yaml   (this is what it calls)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -70,8 +71,13 @@ from meshrl.config.reward_model import launches_reward_model
 from meshrl.config.schema import RunConfig
 from meshrl.service.malloc import huge_pages_env
 from meshrl.launch.cores import CorePlan, plan_cores, usable_cores
-from meshrl.launch.environment import (check_environment_up, launches_environment, name_token_file,
-                                          run_environment_token, token_env)
+from meshrl.launch.environment import (
+    check_environment_up,
+    launches_environment,
+    name_token_file,
+    run_environment_token,
+    token_env,
+)
 from meshrl.errors import LaunchError
 from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls, service_credentials_env
 from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, close_restart_counter, open_restart_counter
@@ -105,8 +111,11 @@ class RunResult:
     last_metrics: dict
 
     def summary(self) -> str:
-        shown = ", ".join(f"{k}={self.last_metrics[k]:.4g}" for k in ("reward", "kl")
-                          if isinstance(self.last_metrics.get(k), (int, float)))
+        shown = ", ".join(
+            f"{k}={self.last_metrics[k]:.4g}"
+            for k in ("reward", "kl")
+            if isinstance(self.last_metrics.get(k), (int, float))
+        )
         return f"run {self.run_id} done: {self.steps} steps{', ' + shown if shown else ''}; see {self.run_dir}"
 
 
@@ -146,11 +155,14 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
     resume with no finished checkpoint starts at step 0 in the same run dir."""
     has_checkpoints = run_dir.is_dir() and bool(step_dirs(run_dir))
     if resume and not RunDir(run_dir).config.is_file():
-        raise LaunchError(f"--resume {run_dir}: no config.yaml there; is it a run dir? "
-                          f"(`meshrl checkpoints list {run_dir}`)")
+        raise LaunchError(
+            f"--resume {run_dir}: no config.yaml there; is it a run dir? (`meshrl checkpoints list {run_dir}`)"
+        )
     if not resume and has_checkpoints:
-        raise LaunchError(f"{run_dir} already holds checkpoints of a run; continue it with "
-                          f"`meshrl train --resume {run_dir}` or choose another run.dir")
+        raise LaunchError(
+            f"{run_dir} already holds checkpoints of a run; continue it with "
+            f"`meshrl train --resume {run_dir}` or choose another run.dir"
+        )
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> tuple[RunConfig, Path]:
@@ -180,8 +192,11 @@ def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:
     """The rollout and reward replicas (what sampling needs; `meshrl eval` starts only these),
     the environment's before the rollout's when the run launches a built-in environment, and the
     reward model's before the reward's when the run has a `kind: reward_model` component."""
-    specs = [replica_spec("environment", i, cfg) for i in range(cfg.environment.replicas)] \
-        if launches_environment(cfg) else []
+    specs = (
+        [replica_spec("environment", i, cfg) for i in range(cfg.environment.replicas)]
+        if launches_environment(cfg)
+        else []
+    )
     specs += [replica_spec("rollout", i, cfg) for i in range(cfg.rollout.replicas)]
     if launches_reward_model(cfg):
         specs += [replica_spec("reward_model", i, cfg) for i in range(cfg.reward_model.replicas)]
@@ -220,8 +235,14 @@ def learner_spec(cfg: RunConfig) -> ServiceSpec:
     if ranks == 1:
         return ServiceSpec("learner", 0, {**_defaults(**COMMON_ENV, **env), **huge_pages_env()})
     env["OMP_NUM_THREADS"] = str(max(1, int(env["OMP_NUM_THREADS"]) // ranks))
-    torchrun = [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone", f"--nproc-per-node={ranks}",
-                f"--shutdown-timeout={math.ceil(cfg.learner.stop_grace_s)}"]  # rank 0's time to checkpoint
+    torchrun = [
+        sys.executable,
+        "-m",
+        "meshrl.services.learner.ranks_run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        f"--shutdown-timeout={math.ceil(cfg.learner.stop_grace_s)}",
+    ]  # rank 0's time to checkpoint
     return ServiceSpec("learner", 0, {**_defaults(**COMMON_ENV, **env), **huge_pages_env()}, launcher=torchrun)
 
 
@@ -229,15 +250,29 @@ def service_env(cfg: RunConfig, run_dir: Path, spec: ServiceSpec) -> dict[str, s
     """The spec's environment plus its kind's NATS credential file (a path, never the password),
     with launch.grpc_tls its kind's gRPC TLS files (meshrl.launch.secrets), and the run's key
     files (the signing key to the learner only: security/run_key.py)."""
-    return {**spec.env, **service_credentials_env(cfg, run_dir, spec.name), **grpc_tls_env(cfg, run_dir, spec.name),
-            **run_key_env(run_dir, spec.name)}
+    return {
+        **spec.env,
+        **service_credentials_env(cfg, run_dir, spec.name),
+        **grpc_tls_env(cfg, run_dir, spec.name),
+        **run_key_env(run_dir, spec.name),
+    }
 
 
 def service_argv(spec: ServiceSpec, url: str, run_id: str, config_path: Path) -> list[str]:
     """The process contract every service follows."""
-    return [*spec.launcher, "-m", f"meshrl.services.{spec.name}", "--nats", url,
-            "--run-id", run_id, "--config", str(config_path),
-            "--replica-id", f"{spec.name}-{spec.replica}"]
+    return [
+        *spec.launcher,
+        "-m",
+        f"meshrl.services.{spec.name}",
+        "--nats",
+        url,
+        "--run-id",
+        run_id,
+        "--config",
+        str(config_path),
+        "--replica-id",
+        f"{spec.name}-{spec.replica}",
+    ]
 
 
 def with_resume(argv: list[str], run_dir: Path) -> list[str]:
@@ -259,6 +294,7 @@ def every(period_s: float, action: Callable[[], None]) -> Callable[[], None]:
         if time.monotonic() - last[0] >= period_s:
             last[0] = time.monotonic()
             action()
+
     return maybe
 
 
@@ -285,15 +321,28 @@ def freed_segments(tracker: ShmTracker):
         tracker.free()
 
 
-def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
-                 shm: ShmTracker, progress: bool, scale: Callable[[], None] = lambda: None) -> RunResult:
+def keep_running(
+    cfg: RunConfig,
+    sup: Supervisor,
+    run_dir: Path,
+    run_id: str,
+    url: str,
+    shm: ShmTracker,
+    progress: bool,
+    scale: Callable[[], None] = lambda: None,
+) -> RunResult:
     """Restart dead services (the learner with --resume) until the learner exits 0, counting
     each restart on the launcher's /metrics endpoint (meshrl.launch.restarts)."""
     counter = open_restart_counter(cfg, run_id, url, started=sup.children)
     reporter = RestartReporter(cfg, run_dir, run_id, nats_url=url, counter=counter)
-    keeper = Keeper(sup, RestartPolicy.from_config(cfg.launch), reporter, run_dir=run_dir,
-                    argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
-                    on_restarted=lambda key: shm.free([key], live=process_groups(sup)))
+    keeper = Keeper(
+        sup,
+        RestartPolicy.from_config(cfg.launch),
+        reporter,
+        run_dir=run_dir,
+        argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
+        on_restarted=lambda key: shm.free([key], live=process_groups(sup)),
+    )
     bar = RunProgress(RunDir(run_dir).metrics, cfg.learner.steps, desc=run_id, enabled=progress)
     scan = every(SHM_SCAN_S, lambda: shm.scan(process_groups(sup)))
     try:
@@ -307,28 +356,51 @@ def keep_running(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, ur
 
 
 @contextlib.contextmanager
-def scaling(cfg: RunConfig, sup: Supervisor, run_dir: Path, run_id: str, url: str,
-            argv_of: Callable[[str, int], list[str]], *, shm: ShmTracker, grace_s: float):
+def scaling(
+    cfg: RunConfig,
+    sup: Supervisor,
+    run_dir: Path,
+    run_id: str,
+    url: str,
+    argv_of: Callable[[str, int], list[str]],
+    *,
+    shm: ShmTracker,
+    grace_s: float,
+):
     """A Scaler over the replicas started so far, announced in RUN_DIR/launcher.json (which
     `meshrl scale` and `meshrl status` look for) for as long as the block runs."""
     counts = {name: len([k for k in sup.children if k.rsplit("-", 1)[0] == name]) for name in SCALABLE}
-    info = LauncherInfo(os.getpid(), run_id, url, f"127.0.0.1:{cfg.learner.grpc_port}",
-                        {name: n for name, n in counts.items() if n})
+    info = LauncherInfo(
+        os.getpid(), run_id, url, f"127.0.0.1:{cfg.learner.grpc_port}", {name: n for name, n in counts.items() if n}
+    )
 
     def keep_counts(wanted: dict[str, int]) -> None:
         info.replicas = wanted
         write_presence(run_dir, info)
 
-    scaler = Scaler(sup, run_dir, info.replicas, grace_s=grace_s, on_change=keep_counts,
-                    command_for=lambda name, i: (argv_of(name, i), service_env(cfg, run_dir, replica_spec(name, i, cfg))),
-                    on_left=lambda key: shm.free([key], live=process_groups(sup)))
+    scaler = Scaler(
+        sup,
+        run_dir,
+        info.replicas,
+        grace_s=grace_s,
+        on_change=keep_counts,
+        command_for=lambda name, i: (argv_of(name, i), service_env(cfg, run_dir, replica_spec(name, i, cfg))),
+        on_left=lambda key: shm.free([key], live=process_groups(sup)),
+    )
     with launcher_presence(run_dir, info):
         yield scaler
 
 
-def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
-              progress: bool = True, grace_s: float = 15.0, resume: bool = False,
-              argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv) -> RunResult:
+def run_local(
+    cfg: RunConfig,
+    run_dir: str | Path,
+    *,
+    run_id: str | None = None,
+    progress: bool = True,
+    grace_s: float = 15.0,
+    resume: bool = False,
+    argv_for: Callable[[ServiceSpec, str, str, Path], list[str]] = service_argv,
+) -> RunResult:
     """Run the whole mesh here until the learner exits 0; stop everything; return the result.
 
     `argv_for(spec, nats_url, run_id, config_path)` makes each child's command line (tests
@@ -343,19 +415,36 @@ def run_local(cfg: RunConfig, run_dir: str | Path, *, run_id: str | None = None,
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
-    with stop_on_signals(), nats_url(cfg, run_dir, run_id) as url, run_grpc_tls(cfg, run_dir), freed_shm(run_id), \
-            run_environment_token(cfg, run_dir), freed_segments(ShmTracker()) as shm, \
-            Supervisor(RunDir(run_dir).logs, grace_s=grace_s) as sup:
-        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas,
-                       rollout_ack_wait_s=cfg.rollout.ack_wait_s)
+    with (
+        stop_on_signals(),
+        nats_url(cfg, run_dir, run_id) as url,
+        run_grpc_tls(cfg, run_dir),
+        freed_shm(run_id),
+        run_environment_token(cfg, run_dir),
+        freed_segments(ShmTracker()) as shm,
+        Supervisor(RunDir(run_dir).logs, grace_s=grace_s) as sup,
+    ):
+        create_streams(
+            url,
+            run_id,
+            timeout_s=cfg.nats.connect_timeout_s,
+            replicas=cfg.nats.replicas,
+            rollout_ack_wait_s=cfg.rollout.ack_wait_s,
+        )
         check_environment_up(cfg)
         for spec in service_specs(cfg):
             argv = argv_for(spec, url, run_id, config_path)
             is_learner = spec.name == "learner"
             if is_learner and resume:
                 argv = with_resume(argv, run_dir)
-            sup.start(spec.name, argv, replica=spec.replica, env=service_env(cfg, run_dir, spec),
-                      stop_grace_s=cfg.learner.stop_grace_s if is_learner else None)
+            sup.start(
+                spec.name,
+                argv,
+                replica=spec.replica,
+                env=service_env(cfg, run_dir, spec),
+                stop_grace_s=cfg.learner.stop_grace_s if is_learner else None,
+            )
+
         def replica_argv(name: str, replica: int) -> list[str]:  # what `meshrl scale` adds
             return argv_for(replica_spec(name, replica, cfg), url, run_id, config_path)
 

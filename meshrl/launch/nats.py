@@ -17,6 +17,7 @@ certificate and key (MESHRL_NATS_TLS_CERT_FILE / _KEY_FILE), all in RUN_DIR/secr
 Streams are created once here, before any service starts, so no two services race to
 create them with different settings.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -76,7 +77,8 @@ async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int
         await bus.close()
 
 
-def create_streams(url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1,
-                   rollout_ack_wait_s: float = 30.0) -> None:
+def create_streams(
+    url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1, rollout_ack_wait_s: float = 30.0
+) -> None:
     """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable."""
     asyncio.run(_create_streams(url, run_id, timeout_s, replicas, rollout_ack_wait_s))

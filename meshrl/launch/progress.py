@@ -3,6 +3,7 @@
 The file is tailed from where it ended when the run started (the learner appends, so an
 earlier run in the same dir is not counted); only complete lines are read.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-POSTFIX = (("reward", "reward", "{:.3f}"), ("kl", "kl", "{:.4f}"),
-           ("perf/throughput", "tok/s", "{:.0f}"))
+POSTFIX = (("reward", "reward", "{:.3f}"), ("kl", "kl", "{:.4f}"), ("perf/throughput", "tok/s", "{:.0f}"))
 
 
 class MetricsTail:
@@ -58,13 +58,21 @@ def postfix(row: dict) -> dict[str, str]:
 class RunProgress:
     """step/total with reward, KL and tokens/s; `update()` is cheap enough to call often."""
 
-    def __init__(self, metrics_path: str | Path, total_steps: int, *, desc: str = "train",
-                 enabled: bool = True, file=None):
+    def __init__(
+        self, metrics_path: str | Path, total_steps: int, *, desc: str = "train", enabled: bool = True, file=None
+    ):
         self.tail = MetricsTail(metrics_path)
         self.steps_done = 0
         self.last: dict = {}
-        self.bar = tqdm(total=total_steps, desc=desc, unit="step", disable=not enabled,
-                        dynamic_ncols=file is None, file=file, mininterval=0)
+        self.bar = tqdm(
+            total=total_steps,
+            desc=desc,
+            unit="step",
+            disable=not enabled,
+            dynamic_ncols=file is None,
+            file=file,
+            mininterval=0,
+        )
 
     def update(self) -> None:
         rows = self.tail.read_new()

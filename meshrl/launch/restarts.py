@@ -44,6 +44,7 @@ Where (RestartReporter), for each restart and the final give-up:
     NATS events subject (header `Meshrl-Event: alert`) when NATS is up.
 A failing sink is logged, never raised: reporting must not stop the restart it reports.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -92,9 +93,13 @@ class RestartPolicy:
     @classmethod
     def from_config(cls, launch) -> "RestartPolicy":
         """From `RunConfig.launch` (meshrl.config.launch.LaunchConfig)."""
-        return cls(budget=launch.restart_budget, window_s=launch.restart_window_s,
-                   initial_s=launch.backoff_initial_s, max_delay_s=launch.backoff_max_s,
-                   reset_after_s=launch.backoff_reset_s)
+        return cls(
+            budget=launch.restart_budget,
+            window_s=launch.restart_window_s,
+            initial_s=launch.backoff_initial_s,
+            max_delay_s=launch.backoff_max_s,
+            reset_after_s=launch.backoff_reset_s,
+        )
 
     def delay_s(self, streak: int) -> float:
         """The wait before restart number `streak` (1-based) of a run of quick crashes."""
@@ -124,9 +129,14 @@ class RestartHistory:
         while self.restarts and self.restarts[0] <= now - p.window_s:
             self.restarts.popleft()
         if len(self.restarts) >= p.budget:
-            return RestartDecision(False, attempt=len(self.restarts), reason=(
-                f"it needed more than launch.restart_budget={p.budget} restarts within "
-                f"launch.restart_window_s={p.window_s:g} s"))
+            return RestartDecision(
+                False,
+                attempt=len(self.restarts),
+                reason=(
+                    f"it needed more than launch.restart_budget={p.budget} restarts within "
+                    f"launch.restart_window_s={p.window_s:g} s"
+                ),
+            )
         self.streak = 1 if ran_for_s >= p.reset_after_s else self.streak + 1
         self.restarts.append(now)
         self.total += 1
@@ -166,8 +176,9 @@ def announce(nats_url: str, run_id: str, handle: MetricsHandle, timeout_s: float
     try:
         asyncio.run(asyncio.wait_for(_announce(nats_url, run_id, handle, timeout_s, withdraw=withdraw), timeout_s * 2))
     except Exception as err:  # noqa: BLE001 - the entry is advisory; the URL is printed too
-        log.warning("launcher: could not %s its metrics endpoint in the run KV: %r",
-                    "withdraw" if withdraw else "announce", err)
+        log.warning(
+            "launcher: could not %s its metrics endpoint in the run KV: %r", "withdraw" if withdraw else "announce", err
+        )
 
 
 def open_restart_counter(cfg, run_id: str, nats_url: str, started: Iterable[str]) -> RestartCounter | None:
@@ -210,30 +221,44 @@ class ServiceExit:
 
     def to_dict(self) -> dict:
         sig = signal.Signals(-self.returncode).name if self.returncode < 0 else None
-        return {"service": self.key, "exit_code": self.returncode if self.returncode >= 0 else None,
-                "signal": sig, "ran_for_s": round(self.ran_for_s, 3), "log": str(self.log_path),
-                "tail": self.tail}
+        return {
+            "service": self.key,
+            "exit_code": self.returncode if self.returncode >= 0 else None,
+            "signal": sig,
+            "ran_for_s": round(self.ran_for_s, 3),
+            "log": str(self.log_path),
+            "tail": self.tail,
+        }
 
 
 def nats_alert_sink(url: str, run_id: str, timeout_s: float = 5.0):
     """A sink that publishes one alert on the run's events subject with a short-lived client
     (restarts are rare, so a connection per alert costs nothing that matters)."""
+
     async def publish(payload: bytes) -> None:
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s)
         try:
-            await publish_with_retry(bus.js, subjects.events_subject(run_id), payload,
-                                     headers={"Meshrl-Event": "alert"}, attempts=2)
+            await publish_with_retry(
+                bus.js, subjects.events_subject(run_id), payload, headers={"Meshrl-Event": "alert"}, attempts=2
+            )
         finally:
             await bus.close()
 
     def sink(alert: Alert) -> None:
         asyncio.run(asyncio.wait_for(publish(json.dumps(alert.to_dict()).encode()), timeout_s * 2))
+
     return sink
 
 
 class RestartReporter:
-    def __init__(self, cfg: RunConfig, run_dir: Path, run_id: str, nats_url: str | None = None,
-                 counter: RestartCounter | None = None):
+    def __init__(
+        self,
+        cfg: RunConfig,
+        run_dir: Path,
+        run_id: str,
+        nats_url: str | None = None,
+        counter: RestartCounter | None = None,
+    ):
         self.run_dir, self.run_id, self.counter = Path(run_dir), run_id, counter
         self.path = RunDir(self.run_dir).restarts
         self.sinks = build_sinks(cfg.alerts, run_dir) if cfg.alerts.enabled else []
@@ -241,13 +266,16 @@ class RestartReporter:
             self.sinks.append(nats_alert_sink(nats_url, run_id, cfg.nats.connect_timeout_s))
 
     def restarting(self, death: ServiceExit, attempt: int, budget: int, delay_s: float) -> None:
-        message = (f"{death.key} {describe_exit(death.returncode)} after {death.ran_for_s:.1f} s; "
-                   f"restart {attempt} of {budget} in {delay_s:g} s (log: {death.log_path})")
+        message = (
+            f"{death.key} {describe_exit(death.returncode)} after {death.ran_for_s:.1f} s; "
+            f"restart {attempt} of {budget} in {delay_s:g} s (log: {death.log_path})"
+        )
         self._record(death, "restart", message, attempt=attempt, budget=budget, delay_s=delay_s)
         if self.counter is not None:
             self.counter.add(death.key)
-        self._alert("service_restart", "warning", death, message,
-                    {"attempt": attempt, "budget": budget, "delay_s": delay_s})
+        self._alert(
+            "service_restart", "warning", death, message, {"attempt": attempt, "budget": budget, "delay_s": delay_s}
+        )
 
     def gave_up(self, death: ServiceExit, reason: str) -> None:
         message = f"{death.key} {describe_exit(death.returncode)}; not restarted: {reason}"
@@ -261,9 +289,17 @@ class RestartReporter:
             f.write(json.dumps(row) + "\n")
 
     def _alert(self, rule: str, severity: str, death: ServiceExit, message: str, values: dict) -> None:
-        alert = Alert(rule=rule, key=f"{rule}:{death.key}", severity=severity, action="none",
-                      message=message, step=None, time=time.time(), run_id=self.run_id,
-                      values={"service": death.key, "returncode": death.returncode, **values})
+        alert = Alert(
+            rule=rule,
+            key=f"{rule}:{death.key}",
+            severity=severity,
+            action="none",
+            message=message,
+            step=None,
+            time=time.time(),
+            run_id=self.run_id,
+            values={"service": death.key, "returncode": death.returncode, **values},
+        )
         for sink in self.sinks:
             try:
                 sink(alert)
@@ -282,10 +318,17 @@ class ServiceGaveUp(RunFailed):
 
 
 class Keeper:
-    def __init__(self, sup: Supervisor, policy: RestartPolicy, reporter: RestartReporter, *,
-                 run_dir: Path, argv_for_restart: Callable[[str, list[str]], list[str]] = lambda k, a: a,
-                 on_restarted: Callable[[str], None] = lambda key: None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        sup: Supervisor,
+        policy: RestartPolicy,
+        reporter: RestartReporter,
+        *,
+        run_dir: Path,
+        argv_for_restart: Callable[[str, list[str]], list[str]] = lambda k, a: a,
+        on_restarted: Callable[[str], None] = lambda key: None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.sup, self.policy, self.reporter = sup, policy, reporter
         self.run_dir, self.argv_for_restart = Path(run_dir), argv_for_restart
         self.on_restarted, self.clock = on_restarted, clock
@@ -306,8 +349,7 @@ class Keeper:
                 self.sup.restart(key, self.argv_for_restart(key, child.argv))
                 self.on_restarted(key)
 
-    def wait_for(self, key: str, *, poll_s: float = 0.5,
-                 on_tick: Callable[[], None] | None = None) -> int:
+    def wait_for(self, key: str, *, poll_s: float = 0.5, on_tick: Callable[[], None] | None = None) -> int:
         """Until child `key` exits with 0 (returns 0), keeping every child alive meanwhile.
         Raises ServiceGaveUp when a child (`key` included) will not be restarted."""
         while True:
@@ -321,11 +363,19 @@ class Keeper:
             time.sleep(poll_s)
 
     def _on_death(self, child: Child, now: float) -> None:
-        death = ServiceExit(child.key, child.popen.returncode, child.ran_for_s(now), child.log_path,
-                            tail_lines(child.log_path, self.sup.tail))
+        death = ServiceExit(
+            child.key,
+            child.popen.returncode,
+            child.ran_for_s(now),
+            child.log_path,
+            tail_lines(child.log_path, self.sup.tail),
+        )
         if death.returncode == USER_ERROR_EXIT:
-            self._give_up(death, f"exit code {USER_ERROR_EXIT} means bad config, data, model or "
-                                 f"checkpoint, and a restart would fail the same way")
+            self._give_up(
+                death,
+                f"exit code {USER_ERROR_EXIT} means bad config, data, model or "
+                f"checkpoint, and a restart would fail the same way",
+            )
         decision = self.histories[child.key].on_exit(now=now, ran_for_s=death.ran_for_s)
         if not decision.restart:
             self._give_up(death, decision.reason)
@@ -339,7 +389,8 @@ class Keeper:
             f"Last lines of {death.log_path}:\n{death.tail or '(log is empty)'}\n"
             f"Fix the cause, then continue the run from its newest checkpoint with "
             f"`meshrl train --resume {self.run_dir}` (restarts so far: {RunDir(self.run_dir).restarts}; "
-            f"launch.restart_budget={self.policy.budget} sets how many are allowed)")
+            f"launch.restart_budget={self.policy.budget} sets how many are allowed)"
+        )
 
 
 class NatsKeeper:
@@ -376,8 +427,7 @@ class NatsKeeper:
     def _death(self) -> ServiceExit:
         log_path = self.server.store_dir / "nats-server.log"
         returncode = self.server._proc.returncode if self.server._proc is not None else -9
-        return ServiceExit(NATS_KEY, returncode, time.monotonic() - self.started_at, log_path,
-                           tail_lines(log_path, 20))
+        return ServiceExit(NATS_KEY, returncode, time.monotonic() - self.started_at, log_path, tail_lines(log_path, 20))
 
     def _start_again(self) -> None:
         self.restarts += 1
@@ -387,9 +437,13 @@ class NatsKeeper:
             old_log.rename(old_log.with_name(f"nats-server.log.{self.restarts}"))
         self.started_at = time.monotonic()
         try:
-            self.server = EmbeddedNats(self.server.store_dir, port=self.server.port,
-                                       extra_config=self.server.extra_config, auth=self.server.auth,
-                                       tls=self.server.tls)
+            self.server = EmbeddedNats(
+                self.server.store_dir,
+                port=self.server.port,
+                extra_config=self.server.extra_config,
+                auth=self.server.auth,
+                tls=self.server.tls,
+            )
         except BusUnavailable:
             pass  # the next poll sees it dead and counts it against the budget
 

@@ -18,6 +18,7 @@ the launcher used at start. `on_change(counts)` hears every new set of wanted co
 launcher writes them to launcher.json for `meshrl status`); `on_left(key)` hears each retired
 replica once it is gone (the launcher frees the shared memory its vLLM engine left).
 """
+
 from __future__ import annotations
 
 import signal
@@ -51,10 +52,17 @@ def lowest_free(taken: list[int], how_many: int) -> list[int]:
 
 
 class Scaler:
-    def __init__(self, sup: Supervisor, run_dir: Path, counts: dict[str, int], *,
-                 command_for: Callable[[str, int], Command], grace_s: float = 15.0,
-                 on_change: Callable[[dict[str, int]], None] = lambda counts: None,
-                 on_left: Callable[[str], None] = lambda key: None):
+    def __init__(
+        self,
+        sup: Supervisor,
+        run_dir: Path,
+        counts: dict[str, int],
+        *,
+        command_for: Callable[[str, int], Command],
+        grace_s: float = 15.0,
+        on_change: Callable[[dict[str, int]], None] = lambda counts: None,
+        on_left: Callable[[str], None] = lambda key: None,
+    ):
         self.sup, self.command_for, self.grace_s = sup, command_for, grace_s
         self.on_change, self.on_left = on_change, on_left
         self.run_dir, self.wanted = Path(run_dir), dict(counts)
@@ -72,8 +80,11 @@ class Scaler:
 
     def kept(self, service: str) -> list[int]:
         """Replica numbers of `service` it keeps: running, or dead and due a keeper restart."""
-        return sorted(replica_number(key) for key in self.sup.children
-                      if key.rsplit("-", 1)[0] == service and key not in self.retired)
+        return sorted(
+            replica_number(key)
+            for key in self.sup.children
+            if key.rsplit("-", 1)[0] == service and key not in self.retired
+        )
 
     def _request_changed(self) -> bool:
         try:
@@ -84,8 +95,11 @@ class Scaler:
         return changed
 
     def _take_request(self) -> None:
-        changes = {name: count for name, count in read_request(self.run_dir).items()
-                   if name in self.wanted and count != self.wanted[name]}
+        changes = {
+            name: count
+            for name, count in read_request(self.run_dir).items()
+            if name in self.wanted and count != self.wanted[name]
+        }
         for name, count in changes.items():
             say(f"scaling {name}: ×{self.wanted[name]} → ×{count} (asked in {self.request_path})")
             self.wanted[name] = count

@@ -27,6 +27,7 @@ nothing made, an inherited MESHRL_GRPC_TLS_* passes through (a cluster's own fil
 Simplification: a new CA per launcher start, so a resumed run's services get new files from
 the launcher that restarts them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -59,7 +60,9 @@ def _service_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]
         return {}
     d = secrets_dir(run_dir)
     if cfg.nats.tls == "mutual":
-        return TlsFiles(str(d / NATS_CA_FILE), str(d / f"{nats_stem(kind)}.pem"), str(d / f"{nats_stem(kind)}.key")).env()
+        return TlsFiles(
+            str(d / NATS_CA_FILE), str(d / f"{nats_stem(kind)}.pem"), str(d / f"{nats_stem(kind)}.key")
+        ).env()
     return TlsFiles(str(d / NATS_CA_FILE)).env()
 
 
@@ -104,6 +107,8 @@ def create_run_tls(secrets_dir: Path, users: Iterable[str], *, mutual: bool) -> 
 
 # admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
 KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment", "admin")
+
+
 def create_grpc_tls(directory: Path) -> None:
     """The CA certificate and a certificate + key per kind in `directory` (made 0700)."""
     make_private_dir(directory)
@@ -117,9 +122,11 @@ def grpc_tls_env(cfg: RunConfig, run_dir: Path, kind: str) -> dict[str, str]:
     """A `kind` child's MESHRL_GRPC_TLS_* (set over inherited values); {} when the switch is off."""
     if cfg.launch.grpc_tls == "off":
         return {}
-    files = {CA_ENV: str(secrets_dir(run_dir) / GRPC_CA_FILE),
-             CERT_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.pem"),
-             KEY_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.key")}
+    files = {
+        CA_ENV: str(secrets_dir(run_dir) / GRPC_CA_FILE),
+        CERT_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.pem"),
+        KEY_ENV: str(secrets_dir(run_dir) / f"{grpc_stem(kind)}.key"),
+    }
     return {**files, CLIENT_AUTH_ENV: "1" if cfg.launch.grpc_tls == "mutual" else "0"}
 
 

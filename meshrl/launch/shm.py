@@ -16,6 +16,7 @@ run maps any more (a restart); `free()` with no keys unlinks all of them (the en
 Simplification: a segment created and leaked between two scans (default every 2 s) by a
 process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,7 @@ def pids_by_group(pgids: Iterable[int]) -> dict[int, list[int]]:
     return found
 
 
-def mapped_segments(pid: int, root: Path = Path("/dev/shm"),
-                    patterns: Iterable[str] = SEGMENT_PATTERNS) -> set[str]:
+def mapped_segments(pid: int, root: Path = Path("/dev/shm"), patterns: Iterable[str] = SEGMENT_PATTERNS) -> set[str]:
     """Names of the files under `root` matching `patterns` that process `pid` maps now."""
     prefix = f"{root}/"
     try:
@@ -55,7 +55,7 @@ def mapped_segments(pid: int, root: Path = Path("/dev/shm"),
         fields = line.split(maxsplit=5)  # address perms offset dev inode [path]
         path = fields[5].strip() if len(fields) == 6 else ""
         if path.startswith(prefix) and not path.endswith("(deleted)"):
-            name = path[len(prefix):]
+            name = path[len(prefix) :]
             if "/" not in name and any(fnmatch.fnmatch(name, p) for p in patterns):
                 names.add(name)
     return names
@@ -93,6 +93,10 @@ class ShmTracker:
                     removed.append(name)
                 del self.owners[name]
         if removed:
-            log.info("freed %d shared-memory segment(s) left by %s: %s",
-                     len(removed), "the run" if keys is None else ", ".join(sorted(keys)), removed)
+            log.info(
+                "freed %d shared-memory segment(s) left by %s: %s",
+                len(removed),
+                "the run" if keys is None else ", ".join(sorted(keys)),
+                removed,
+            )
         return removed

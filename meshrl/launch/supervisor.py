@@ -25,6 +25,7 @@ Use:
         learner = sup.start("learner", [...])
         rc = sup.wait_for(learner.key, on_tick=progress.update)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,10 +51,14 @@ class ChildDied(RuntimeError):
 
     def __init__(self, key: str, returncode: int, log_path: Path, tail: str):
         self.key, self.returncode, self.log_path, self.tail = key, returncode, log_path, tail
-        how = (f"was killed by signal {signal.Signals(-returncode).name}" if returncode < 0
-               else f"exited with code {returncode}")
-        super().__init__(f"{key} {how} while the run was going on; "
-                         f"last lines of {log_path}:\n{tail or '(log is empty)'}")
+        how = (
+            f"was killed by signal {signal.Signals(-returncode).name}"
+            if returncode < 0
+            else f"exited with code {returncode}"
+        )
+        super().__init__(
+            f"{key} {how} while the run was going on; last lines of {log_path}:\n{tail or '(log is empty)'}"
+        )
 
 
 def _pdeathsig_preexec() -> Callable[[], None] | None:
@@ -107,9 +112,16 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.finished: set[str] = set()  # children whose exit was awaited (not a death)
 
-    def start(self, name: str, argv: Sequence[str], *, replica: int = 0,
-              env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
-              stop_grace_s: float | None = None) -> Child:
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        replica: int = 0,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        stop_grace_s: float | None = None,
+    ) -> Child:
         """Start `argv` as `<name>-<replica>`, logging to `LOG_DIR/<name>-<replica>.log`."""
         key = f"{name}-{replica}"
         if key in self.children:
@@ -128,24 +140,36 @@ class Supervisor:
         self._stop([old], grace_s=2.0)
         argv = list(argv) if argv is not None else old.argv
         with old.log_path.open("ab") as log:
-            log.write(f"\n==== meshrl launcher: restart {old.restarts + 1} of {key}: "
-                      f"{' '.join(argv)} ====\n".encode())
+            log.write(f"\n==== meshrl launcher: restart {old.restarts + 1} of {key}: {' '.join(argv)} ====\n".encode())
         child = self._spawn(key, argv, old.env, old.cwd, old.stop_grace_s)
         child.restarts = old.restarts + 1
         self.children[key] = child
         self.finished.discard(key)
         return child
 
-    def _spawn(self, key: str, argv: list[str], env: Mapping[str, str] | None,
-               cwd: str | Path | None, stop_grace_s: float | None) -> Child:
+    def _spawn(
+        self,
+        key: str,
+        argv: list[str],
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+        stop_grace_s: float | None,
+    ) -> Child:
         log_path = self.log_dir / f"{key}.log"
         log_file = private_open_append(log_path)
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         try:
-            popen = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
-                                     start_new_session=True, preexec_fn=_pdeathsig_preexec(),
-                                     umask=PRIVATE_UMASK)  # checkpoints, logs, traces: owner only
+            popen = subprocess.Popen(
+                argv,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_pdeathsig_preexec(),
+                umask=PRIVATE_UMASK,
+            )  # checkpoints, logs, traces: owner only
         except OSError as err:
             log_file.close()
             raise RuntimeError(f"could not start {key} ({argv[0]}): {err}") from err
@@ -159,11 +183,9 @@ class Supervisor:
     def check(self, ignore: Iterable[str] = ()) -> None:
         """Raise ChildDied for the first child (not in `ignore`) that has exited."""
         for child in self.died(ignore):
-            raise ChildDied(child.key, child.popen.returncode, child.log_path,
-                            tail_lines(child.log_path, self.tail))
+            raise ChildDied(child.key, child.popen.returncode, child.log_path, tail_lines(child.log_path, self.tail))
 
-    def wait_for(self, key: str, *, poll_s: float = 0.5,
-                 on_tick: Callable[[], None] | None = None) -> int:
+    def wait_for(self, key: str, *, poll_s: float = 0.5, on_tick: Callable[[], None] | None = None) -> int:
         """Block until child `key` exits and return its code; any other death raises ChildDied."""
         child = self.children[key]
         while True:
@@ -184,8 +206,12 @@ class Supervisor:
         first = [c for c in self.children.values() if c.stop_grace_s is not None]
         for child in first:
             if child.group_alive():
-                print(f"stopping {child.key}: waiting up to {child.stop_grace_s:.0f} s for it to "
-                      f"finish its step and checkpoint", file=sys.stderr, flush=True)
+                print(
+                    f"stopping {child.key}: waiting up to {child.stop_grace_s:.0f} s for it to "
+                    f"finish its step and checkpoint",
+                    file=sys.stderr,
+                    flush=True,
+                )
             self._stop([child], child.stop_grace_s)
         self._stop([c for c in self.children.values() if c.stop_grace_s is None], self.grace_s)
 

@@ -19,6 +19,7 @@ each action as it happens. A publish that fails (NATS down) is logged and never 
 action. A process on this host joins a launcher's NATS as the run's admin with the files in
 RUN_DIR/secrets (meshrl.run.secrets.admin_connect_args; embedded NATS only).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,13 @@ def current_user() -> str:
 def record_action(run_dir: Path, action: str, **what) -> dict:
     """Append one row (who, when, action, what) and return it."""
     now = time.time()
-    row = {"time": now, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-           "who": current_user(), "action": action, **what}
+    row = {
+        "time": now,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "who": current_user(),
+        "action": action,
+        **what,
+    }
     with (Path(run_dir) / AUDIT_FILE).open("a") as log:
         log.write(json.dumps(row) + "\n")
     return row
@@ -70,12 +76,18 @@ async def publish_action(js, run_id: str, row: dict) -> None:
 async def announce_action(run_dir: Path, info: LauncherInfo, row: dict, timeout_s: float = 5.0) -> bool:
     """Publish `row` on the live run's events subject; False (logged) when NATS cannot take it."""
     try:
-        async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-audit", timeout=timeout_s,
-                                     **admin_connect_args(run_dir)) as bus:
+        async with await Bus.connect(
+            info.nats_url, info.run_id, name="meshrl-audit", timeout=timeout_s, **admin_connect_args(run_dir)
+        ) as bus:
             await publish_action(bus.js, info.run_id, row)
     except Exception as err:  # noqa: BLE001 - the action happened and audit.jsonl has it
-        log.warning("%s by %s is in %s/audit.jsonl but not on the run's events subject: %s",
-                    row.get("action"), row.get("who"), run_dir, err)
+        log.warning(
+            "%s by %s is in %s/audit.jsonl but not on the run's events subject: %s",
+            row.get("action"),
+            row.get("who"),
+            run_dir,
+            err,
+        )
         return False
     return True
 
@@ -84,8 +96,9 @@ async def audit_alert_actions(run_dir, js, run_id: str, action: str, alerts, **w
     """One row per alert whose rule took `action` (pause / stop): who = "alert:<rule>"; in
     audit.jsonl, then on the events subject over the caller's bus (the learner's)."""
     for alert in alerts:
-        row = record_action(Path(run_dir), action, who=f"alert:{alert.rule}", via="alerts", run_id=run_id,
-                            reason=alert.message, **what)
+        row = record_action(
+            Path(run_dir), action, who=f"alert:{alert.rule}", via="alerts", run_id=run_id, reason=alert.message, **what
+        )
         await publish_quietly(js, run_id, row)
 
 
@@ -94,17 +107,20 @@ async def publish_quietly(js, run_id: str, row: dict) -> None:
     try:
         await publish_action(js, run_id, row)
     except Exception as err:  # noqa: BLE001
-        log.warning("%s by %s is in audit.jsonl but not on the run's events subject: %s",
-                    row.get("action"), row.get("who"), err)
+        log.warning(
+            "%s by %s is in audit.jsonl but not on the run's events subject: %s", row.get("action"), row.get("who"), err
+        )
 
 
 def control_auditor(run_dir, js, run_id: str):
     """The learner control service's `audit`: every pause / resume / checkpoint call, direct or
     the gateway's (which writes its own row too, with its token's name), in audit.jsonl, then
     on the subject."""
+
     async def audit(action: str, who: str, **what) -> None:
         row = record_action(Path(run_dir), action, who=who, via="learner-control", run_id=run_id, **what)
         await publish_quietly(js, run_id, row)
+
     return audit
 
 
@@ -126,6 +142,17 @@ def audit_local_action(run_dir: Path, action: str, **what) -> dict:
     return asyncio.run(record_and_announce(run_dir, info, action, via="cli", **what))
 
 
-__all__ = ["ON_BEHALF_OF", "AUDIT_FILE", "EVENT_HEADER", "announce_action", "audit_alert_actions", "audit_local_action",
-           "control_auditor", "current_user", "publish_action", "publish_quietly", "record_action",
-           "record_and_announce"]
+__all__ = [
+    "ON_BEHALF_OF",
+    "AUDIT_FILE",
+    "EVENT_HEADER",
+    "announce_action",
+    "audit_alert_actions",
+    "audit_local_action",
+    "control_auditor",
+    "current_user",
+    "publish_action",
+    "publish_quietly",
+    "record_action",
+    "record_and_announce",
+]

@@ -12,6 +12,7 @@ launcher off a run dir that has one.
     with launch_lock(run_dir): ...                 # the launcher (meshrl.run.presence)
     holds_launch_lock(info.pid, run_dir)           # the gateway, before it signals that pid
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,10 @@ def launch_lock(run_dir: Path) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise LaunchError(f"another launcher is running for {run_dir} (it holds {path}): stop it first, "
-                          f"or scale it with `meshrl scale {run_dir} ...`") from None
+        raise LaunchError(
+            f"another launcher is running for {run_dir} (it holds {path}): stop it first, "
+            f"or scale it with `meshrl scale {run_dir} ...`"
+        ) from None
     try:
         yield
     finally:

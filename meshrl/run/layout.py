@@ -29,6 +29,7 @@ imports nothing of meshrl, and every floor may use it).
     keys/              the run's signing key: notices and checkpoints (meshrl.security.run_key)
     metrics.png        `meshrl plot`'s default output
 """
+
 from __future__ import annotations
 
 from pathlib import Path

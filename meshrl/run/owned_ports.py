@@ -12,6 +12,7 @@ descendants (the embedded nats-server, the learner)?
 Linux /proc: LISTEN sockets of /proc/net/tcp{,6} by port → their inodes → which process
 holds an fd `socket:[inode]`. Loopback and wildcard listeners only count for a loopback host.
 """
+
 from __future__ import annotations
 
 import os

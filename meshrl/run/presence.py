@@ -13,6 +13,7 @@ running for RUN_DIR (no file, or its pid is gone: a launcher killed with SIGKILL
 Simplification: a pid reused by another process after a SIGKILLed launcher is taken for the
 launcher; `meshrl scale` then writes a request nobody reads (harmless).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -80,13 +81,17 @@ def find_launcher(run_dir: Path) -> LauncherInfo:
         raise LaunchError(f"{run_dir} is not a directory; pass the run dir of a running `meshrl train`")
     path = run_dir / PRESENCE_FILE
     if not path.is_file():
-        raise LaunchError(f"no launcher is running for {run_dir} (no {PRESENCE_FILE} there): "
-                          f"start the run with `meshrl train` (or `meshrl train --resume {run_dir}`)")
+        raise LaunchError(
+            f"no launcher is running for {run_dir} (no {PRESENCE_FILE} there): "
+            f"start the run with `meshrl train` (or `meshrl train --resume {run_dir}`)"
+        )
     try:
         info = LauncherInfo(**json.loads(path.read_text()))
     except (ValueError, TypeError) as err:
         raise LaunchError(f"{path} is not a launcher file meshrl can read ({err})") from None
     if not pid_alive(info.pid):
-        raise LaunchError(f"the launcher of {run_dir} (pid {info.pid}) is not running any more; "
-                          f"continue the run with `meshrl train --resume {run_dir}`")
+        raise LaunchError(
+            f"the launcher of {run_dir} (pid {info.pid}) is not running any more; "
+            f"continue the run with `meshrl train --resume {run_dir}`"
+        )
     return info

@@ -9,6 +9,7 @@ file gets shorter (a resumed learner rewrites metrics.jsonl from its checkpoint'
 reading starts again at its first line and the indices count from 0 again. Undecodable
 lines are skipped but keep their index.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,9 +59,14 @@ class LineTail:
         return out
 
 
-async def follow_rows(path: Path, *, from_index: int = 0, follow: bool = False,
-                      alive: Callable[[], bool] = lambda: True, poll_s: float = POLL_S
-                      ) -> AsyncIterator[tuple[int, dict]]:
+async def follow_rows(
+    path: Path,
+    *,
+    from_index: int = 0,
+    follow: bool = False,
+    alive: Callable[[], bool] = lambda: True,
+    poll_s: float = POLL_S,
+) -> AsyncIterator[tuple[int, dict]]:
     tail = LineTail(path)
     while True:
         for index, line in tail.new_lines():

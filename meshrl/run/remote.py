@@ -27,6 +27,7 @@ linked span trained) come back as ints here, so the waterfall reads as it does f
 dir. Simplification: a double holds a span's Unix-ns time to ±128 ns, finer than the
 waterfall shows.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,10 @@ from meshrl.errors import LaunchError
 
 TOKEN_ENV = "MESHRL_GATEWAY_TOKEN"
 ACTION_TIMEOUT_S = 130.0  # the gateway waits up to 120 s for a checkpoint to be written
-HINTS = {401: f"; put a token from the gateway's tokens file in ${TOKEN_ENV}",
-         403: f"; put a token with that role in ${TOKEN_ENV}"}
+HINTS = {
+    401: f"; put a token from the gateway's tokens file in ${TOKEN_ENV}",
+    403: f"; put a token with that role in ${TOKEN_ENV}",
+}
 
 
 def is_url(target) -> bool:
@@ -74,9 +77,11 @@ class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         if origin(newurl) != origin(req.full_url):
-            raise LaunchError(f"the gateway at {req.full_url} redirected ({code}) to {newurl}, another origin: "
-                              f"not followed, so the token is not sent there; use that gateway's URL directly "
-                              f"if you trust it")
+            raise LaunchError(
+                f"the gateway at {req.full_url} redirected ({code}) to {newurl}, another origin: "
+                f"not followed, so the token is not sent there; use that gateway's URL directly "
+                f"if you trust it"
+            )
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
@@ -95,19 +100,25 @@ def call(url: str, method: str, path: str, body: dict | None = None, timeout_s: 
     """One request to the run's API; the JSON answer, or LaunchError naming what to fix."""
     token = os.environ.get(TOKEN_ENV)
     if not token:
-        raise LaunchError(f"set {TOKEN_ENV} to a gateway token (viewer or above; operator to change a run) "
-                          f"to ask {url}")
+        raise LaunchError(
+            f"set {TOKEN_ENV} to a gateway token (viewer or above; operator to change a run) to ask {url}"
+        )
     data = json.dumps(body or {}).encode() if method == "POST" else None
-    request = urllib.request.Request(api_url(url, path), data=data, method=method, headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        api_url(url, path),
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with OPENER.open(request, timeout=timeout_s) as reply:
             return json.loads(reply.read())
     except urllib.error.HTTPError as err:
         raise gateway_error(err) from None
     except urllib.error.URLError as err:
-        raise LaunchError(f"cannot reach the gateway at {url}: {err.reason}; "
-                          "is `meshrl gateway serve` running there?") from None
+        raise LaunchError(
+            f"cannot reach the gateway at {url}: {err.reason}; is `meshrl gateway serve` running there?"
+        ) from None
     except TimeoutError:
         raise LaunchError(f"the gateway at {url} did not answer within {timeout_s:.0f} s") from None
     except ValueError:
@@ -121,16 +132,23 @@ def act(url: str, path: str, body: dict | None = None) -> str:
 
 def describe(status: dict) -> str:
     run, learner = status["run"], status.get("learner") or {}
-    lines = [f"run {run['name']}  ({'live, ' + run['run_id'] if run['live'] else 'not running'}; last step {run['last_step']})"]
+    lines = [
+        f"run {run['name']}  ({'live, ' + run['run_id'] if run['live'] else 'not running'}; last step {run['last_step']})"
+    ]
     if learner:
-        lines.append(learner.get("error") and f"learner  {learner['grpc']}: {learner['error']}" or
-                     f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
-                     f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}")
+        lines.append(
+            learner.get("error")
+            and f"learner  {learner['grpc']}: {learner['error']}"
+            or f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
+            f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}"
+        )
     for r in status.get("replicas", []):
         weights = f"v{r['weights_version']}" if r.get("has_weights_version") else "-"
         lines.append(f"  {r['service']:<10} {r['replica']:<14} {weights:<6} {r['health'] or r['error']}")
     for q in status.get("queues", []):
-        lines.append(f"  queue {q['stream']:<10} {q['consumer']:<10} pending {q['pending']}, in flight {q['ack_pending']}")
+        lines.append(
+            f"  queue {q['stream']:<10} {q['consumer']:<10} pending {q['pending']}, in flight {q['ack_pending']}"
+        )
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ Only rollout, reward, reward_model (a run's learned reward model, when the launc
 it), environment (`env` for short; a built-in environment the launcher started) and reference
 scale: the learner's torchrun ranks are fixed for a run (`learner.ranks`).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,11 @@ def parse_counts(pairs: list[str]) -> dict[str, int]:
 def check_service(name: str) -> str:
     name = ALIASES.get(name, name)
     if name == "learner":
-        raise LaunchError("the learner does not scale with `meshrl scale`: its torchrun ranks are "
-                          "set per run (learner.ranks in the run config); "
-                          f"scalable: {', '.join(SCALABLE)}")
+        raise LaunchError(
+            "the learner does not scale with `meshrl scale`: its torchrun ranks are "
+            "set per run (learner.ranks in the run config); "
+            f"scalable: {', '.join(SCALABLE)}"
+        )
     if name not in SCALABLE:
         raise LaunchError(f"unknown service {name!r}; scalable: {', '.join(SCALABLE)}")
     return name
@@ -56,8 +59,10 @@ def check_count(name: str, value: str) -> int:
     except ValueError:
         raise LaunchError(f"{name}={value!r}: the count must be a whole number") from None
     if not 1 <= count <= MAX_REPLICAS:
-        raise LaunchError(f"{name}={count}: allowed 1..{MAX_REPLICAS} (a running run needs at least "
-                          f"one {name}; stop the run to have none)")
+        raise LaunchError(
+            f"{name}={count}: allowed 1..{MAX_REPLICAS} (a running run needs at least "
+            f"one {name}; stop the run to have none)"
+        )
     return count
 
 

@@ -10,6 +10,7 @@ The launcher makes these files at start and removes them when the run stops
 (meshrl.launch.nats, nats_tls, grpc_tls); this module only names and reads them, so a process
 that joins a run imports no launcher code. Every function returns {} when the run made none.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,8 +47,11 @@ def grpc_user_env(directory: Path, kind: str) -> dict[str, str]:
     directory = Path(directory)
     if not (directory / GRPC_CA_FILE).is_file():
         return {}
-    return {MESH_TLS_CA_ENV: str(directory / GRPC_CA_FILE), MESH_TLS_CERT_ENV: str(directory / f"{grpc_stem(kind)}.pem"),
-            MESH_TLS_KEY_ENV: str(directory / f"{grpc_stem(kind)}.key")}
+    return {
+        MESH_TLS_CA_ENV: str(directory / GRPC_CA_FILE),
+        MESH_TLS_CERT_ENV: str(directory / f"{grpc_stem(kind)}.pem"),
+        MESH_TLS_KEY_ENV: str(directory / f"{grpc_stem(kind)}.key"),
+    }
 
 
 def user_tls_env(secrets_dir: Path, user: str) -> dict[str, str]:

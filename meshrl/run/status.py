@@ -18,6 +18,7 @@ Restarts, from the file the launcher's restart reporter writes (meshrl.launch.re
 `restart_counts(run_dir)` counts the `restart` rows of RUN_DIR/restarts.jsonl, every launcher
 of the run included; `meshrl status` shows them as `restarts: reward-0 ×1, rollout-1 ×2`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,7 +38,10 @@ from meshrl.run.layout import RunDir
 
 KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
 HEALTH_ONLY = ("environment",)
-PLACEMENT = ("workers", "cores")  # a rollout's tensor-parallel workers and their CPU cores (as announced)  # replicas with no GetStatus: `ready` is their health
+PLACEMENT = (
+    "workers",
+    "cores",
+)  # a rollout's tensor-parallel workers and their CPU cores (as announced)  # replicas with no GetStatus: `ready` is their health
 
 
 def unreachable(err: Exception):
@@ -49,32 +53,46 @@ async def learner_status(address: str, timeout_s: float) -> dict:
     async with open_channel(address, retries=False) as channel:
         try:
             reply = await learner_pb2_grpc.LearnerControlServiceStub(channel).GetStatus(
-                learner_pb2.GetStatusRequest(), timeout=timeout_s)
+                learner_pb2.GetStatusRequest(), timeout=timeout_s
+            )
         except Exception as err:  # noqa: BLE001 - any failure is shown, the rest still printed
             return {"grpc": address, "error": f"unreachable ({unreachable(err)})"}
     s = reply.status
-    return {"grpc": address, "state": common_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_"),
-            "step": s.step, "total_steps": s.total_steps, "policy_version": s.policy_version,
-            "groups_trained": s.groups_trained, "groups_in_flight": s.groups_in_flight,
-            "message": s.message}
+    return {
+        "grpc": address,
+        "state": common_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_"),
+        "step": s.step,
+        "total_steps": s.total_steps,
+        "policy_version": s.policy_version,
+        "groups_trained": s.groups_trained,
+        "groups_in_flight": s.groups_in_flight,
+        "message": s.message,
+    }
 
 
 async def rollout_status(address: str, timeout_s: float) -> dict:
     async with open_channel(address, retries=False) as channel:
         try:
             reply = await rollout_pb2_grpc.RolloutServiceStub(channel).GetStatus(
-                rollout_pb2.GetStatusRequest(), timeout=timeout_s)
+                rollout_pb2.GetStatusRequest(), timeout=timeout_s
+            )
         except Exception as err:  # noqa: BLE001
             return {"error": f"unreachable ({unreachable(err)})"}
-    return {"weights_version": reply.policy_version, "ready": reply.ready,
-            "groups_generated": reply.groups_generated}
+    return {"weights_version": reply.policy_version, "ready": reply.ready, "groups_generated": reply.groups_generated}
 
 
 async def replica_rows(state, timeout_s: float) -> list[dict]:
     """One row per announced replica, rollouts with the weights version they hold."""
-    rows = [{"service": kind, "replica": e.get("replica", "?"), "grpc": e.get("grpc", ""),
-             **{k: e[k] for k in PLACEMENT if k in e}}
-            for kind in KINDS for e in await service_entries(state, kind)]
+    rows = [
+        {
+            "service": kind,
+            "replica": e.get("replica", "?"),
+            "grpc": e.get("grpc", ""),
+            **{k: e[k] for k in PLACEMENT if k in e},
+        }
+        for kind in KINDS
+        for e in await service_entries(state, kind)
+    ]
     probes = [rollout_status(r["grpc"], timeout_s) for r in rows if r["service"] == "rollout"]
     for row, extra in zip([r for r in rows if r["service"] == "rollout"], await asyncio.gather(*probes)):
         row.update(extra)
@@ -97,8 +115,15 @@ async def gather_status(info: LauncherInfo, timeout_s: float = 3.0) -> dict:
     async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-status", timeout=timeout_s) as bus:
         replicas = await replica_rows(bus.state, timeout_s)
         dead = await dead_letter_summary(bus.js, info.run_id)
-    return {"run_id": info.run_id, "launcher_pid": info.pid, "nats": info.nats_url,
-            "wanted": info.replicas, "learner": await learner, "replicas": replicas, "dead_letters": dead}
+    return {
+        "run_id": info.run_id,
+        "launcher_pid": info.pid,
+        "nats": info.nats_url,
+        "wanted": info.replicas,
+        "learner": await learner,
+        "replicas": replicas,
+        "dead_letters": dead,
+    }
 
 
 def restart_counts(run_dir: str | Path) -> dict[str, int]:

@@ -6,6 +6,7 @@
 Checks: accelerators, 2-rank gloo all-reduce, nats-server binary, NATS + JetStream, model,
 data, disk for K checkpoints, vLLM importable, external reward services healthy.
 """
+
 from meshrl.cli.doctor.check import Check
 from meshrl.cli.doctor.cli import add_subcommand, cmd_doctor, render_table
 from meshrl.cli.doctor.run import run_doctor

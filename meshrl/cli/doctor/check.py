@@ -1,4 +1,5 @@
 """Check: one doctor result (pass / fail / skip / warn) with what was found and, for a failure, the fix."""
+
 from __future__ import annotations
 
 import asyncio
@@ -46,8 +47,11 @@ def run_check(name: str, fn: Callable[..., "Check | list[Check]"], *args) -> lis
     try:
         result = fn(*args)
     except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
-        result = failed(name, f"the check itself raised {type(err).__name__}: {err}",
-                        "fix the environment problem named above; if it looks like a meshrl bug, report it")
+        result = failed(
+            name,
+            f"the check itself raised {type(err).__name__}: {err}",
+            "fix the environment problem named above; if it looks like a meshrl bug, report it",
+        )
     results = result if isinstance(result, list) else [result]
     for r in results:
         r.seconds = time.monotonic() - start

@@ -3,6 +3,7 @@
 Prompt rows (verl) for online algorithms, DPO rows (TRL) when `algorithm.offline` is set;
 validated with meshrl.inputs.data.rows, so the message names file, line, field and fix.
 """
+
 from __future__ import annotations
 
 from meshrl.cli.doctor.check import Check, failed, passed, skipped
@@ -34,6 +35,9 @@ def check_data(ctx) -> Check:
         except DatasetError as err:
             return failed(NAME, f"{key}: {err}", f"fix {key} or the file: {err}")
         except OSError as err:  # unreadable: permissions, a directory, I/O error
-            return failed(NAME, f"{key}: cannot read {path}: {err}",
-                          f"make {path} readable by this user (chmod/chown) or point {key} at another file")
+            return failed(
+                NAME,
+                f"{key}: cannot read {path}: {err}",
+                f"make {path} readable by this user (chmod/chown) or point {key} at another file",
+            )
     return passed(NAME, "; ".join(found))

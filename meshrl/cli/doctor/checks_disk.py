@@ -5,6 +5,7 @@ One checkpoint ≈ P × (4 + 8) bytes: fp32 weights (4 B/param) plus AdamW's two
 new checkpoint before the oldest is pruned, so K kept checkpoints need room for K + 1.
 P comes from the model check (headers only).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -41,9 +42,15 @@ def check_disk(ctx) -> Check:
     where = existing_ancestor(run_dir)
     free = shutil.disk_usage(where).free
     need = needed_bytes(ctx.parameters, ctx.keep_checkpoints)
-    summary = (f"{ctx.keep_checkpoints}+1 checkpoints × {checkpoint_bytes(ctx.parameters) / GB:.3g} GB "
-               f"= {need / GB:.3g} GB needed, {free / GB:.3g} GB free at {where}")
+    summary = (
+        f"{ctx.keep_checkpoints}+1 checkpoints × {checkpoint_bytes(ctx.parameters) / GB:.3g} GB "
+        f"= {need / GB:.3g} GB needed, {free / GB:.3g} GB free at {where}"
+    )
     if free < need:
-        return failed(NAME, summary, f"free {(need - free) / GB:.3g} GB there, set run.dir to a bigger disk, "
-                                     f"or keep fewer checkpoints (prune with keep_last)")
+        return failed(
+            NAME,
+            summary,
+            f"free {(need - free) / GB:.3g} GB there, set run.dir to a bigger disk, "
+            f"or keep fewer checkpoints (prune with keep_last)",
+        )
     return passed(NAME, summary)

@@ -3,6 +3,7 @@ for EnvironmentService (one result per address, over its TLS: meshrl.cli.env_che
 a built-in the launcher starts can be built on this machine (the `python` tool needs
 namespaces for its sandbox: `python -m meshrl.services.environment --check` says, run as a
 process so the core never imports a service)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,12 +16,19 @@ NAME = "environment"
 
 def _check_builtin(env) -> Check:
     name = f"environment {env.name!r} (builtin {env.builtin})"
-    done = subprocess.run([sys.executable, "-m", "meshrl.services.environment", "--check", "--port", "0",
-                           "--environments", env.served], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "meshrl.services.environment", "--check", "--port", "0", "--environments", env.served],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode != 0:
-        return failed(name, (done.stderr.strip() or done.stdout.strip())[-500:],
-                      "see the message: the python tool needs a host that can make namespaces "
-                      "(docs/environments.md), or use another builtin")
+        return failed(
+            name,
+            (done.stderr.strip() or done.stdout.strip())[-500:],
+            "see the message: the python tool needs a host that can make namespaces "
+            "(docs/environments.md), or use another builtin",
+        )
     return passed(name, done.stdout.strip() or "can be served here")
 
 
@@ -33,6 +41,14 @@ def check_environment(ctx) -> list[Check]:
     if env.launched:
         return [_check_builtin(env)]
     rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))
-    return [passed(r.check, r.detail) if r.outcome == "PASS" else
-            failed(r.check, r.detail, f"start the environment service at that address or fix environment.address; "
-                                      f"then `meshrl env check ADDRESS`. {r.fix}") for r in rows]
+    return [
+        passed(r.check, r.detail)
+        if r.outcome == "PASS"
+        else failed(
+            r.check,
+            r.detail,
+            f"start the environment service at that address or fix environment.address; "
+            f"then `meshrl env check ADDRESS`. {r.fix}",
+        )
+        for r in rows
+    ]

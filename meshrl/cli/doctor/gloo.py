@@ -3,6 +3,7 @@
 Each rank contributes [rank + 1, 10 × (rank + 1)]; the sum over 2 ranks must be [3, 30].
 Runs in spawned processes (what torchrun and the learner do), bounded by a timeout.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,10 @@ from meshrl.addresses import free_port
 WORLD = 2
 TIMEOUT_S = 120.0  # two ranks each import torch: ≈30 s on a loaded 2-core machine
 EXPECTED = [3.0, 30.0]
-FIX = ("torch.distributed cannot talk over loopback: check that 127.0.0.1 is reachable, no firewall "
-       "blocks local TCP ports, and set GLOO_SOCKET_IFNAME=lo if the host has several interfaces")
+FIX = (
+    "torch.distributed cannot talk over loopback: check that 127.0.0.1 is reachable, no firewall "
+    "blocks local TCP ports, and set GLOO_SOCKET_IFNAME=lo if the host has several interfaces"
+)
 
 
 def _rank_main(rank: int, port: int, world: int) -> None:
@@ -26,8 +29,9 @@ def _rank_main(rank: int, port: int, world: int) -> None:
 
     if "GLOO_SOCKET_IFNAME" not in os.environ and any(n == "lo" for _, n in socket.if_nameindex()):
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=TIMEOUT_S))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timedelta(seconds=TIMEOUT_S)
+    )
     try:
         t = torch.tensor([rank + 1.0, 10.0 * (rank + 1)])
         dist.all_reduce(t)
@@ -42,8 +46,7 @@ def check_gloo(ctx, timeout_s: float = TIMEOUT_S) -> Check:
 
     name = "gloo all-reduce (2 ranks)"
     start = time.monotonic()
-    procs = mp.start_processes(_rank_main, args=(free_port(), WORLD), nprocs=WORLD, join=False,
-                               start_method="spawn")
+    procs = mp.start_processes(_rank_main, args=(free_port(), WORLD), nprocs=WORLD, join=False, start_method="spawn")
     try:
         while not procs.join(timeout=0.5):
             if time.monotonic() - start > timeout_s:

@@ -5,6 +5,7 @@ vllm, rewards, environment.
 Without a config only the machine checks run (the config ones are skipped); a config that
 does not load is itself a failed check.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,13 +52,22 @@ def load_config_check(config_path) -> tuple[Check, object | None]:
     try:
         cfg = load_config(config_path)
     except ConfigError as err:
-        return failed("config", f"{config_path}: {err}", "fix the key named above (`meshrl train CONFIG "
-                                                          "--dry-run` shows the resolved config)"), None
+        return failed(
+            "config",
+            f"{config_path}: {err}",
+            "fix the key named above (`meshrl train CONFIG --dry-run` shows the resolved config)",
+        ), None
     return passed("config", f"{config_path} (run {cfg.run.name}, algorithm {cfg.algorithm.name})"), cfg
 
 
-def run_doctor(config_path=None, *, nats_url: str | None = None, skip: Iterable[str] = (),
-               keep_checkpoints: int | None = None, reward_timeout_s: float = 2.0) -> list[Check]:
+def run_doctor(
+    config_path=None,
+    *,
+    nats_url: str | None = None,
+    skip: Iterable[str] = (),
+    keep_checkpoints: int | None = None,
+    reward_timeout_s: float = 2.0,
+) -> list[Check]:
     """Run every check not in `skip`; returns the results in table order.
     `keep_checkpoints` None = the config's `learner.keep_checkpoints` (3 without a config)."""
     skip = set(skip)

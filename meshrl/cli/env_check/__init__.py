@@ -19,6 +19,7 @@ deadline, so the kit ends even against a server that never answers. The suite:
     from meshrl.cli.env_check import run_suite
     rows = asyncio.run(run_suite(channel, task=load_task(None, environment="")))
 """
+
 from meshrl.cli.env_check.suite import run_suite
 from meshrl.cli.env_check.task import load_task
 

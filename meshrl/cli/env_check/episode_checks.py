@@ -1,5 +1,6 @@
 """Rows for one episode's life: Reset, its idempotency, Step, its idempotency, tool calls,
 the end of the episode, and Close. Answers are validated (validate.py) as they come in."""
+
 from __future__ import annotations
 
 import grpc
@@ -10,9 +11,11 @@ from meshrl.cli.env_check.validate import reset_problems, step_problems
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
 
 MAX_TURNS = 8  # turns the kit plays before it calls an episode endless
-IDEMPOTENT_FIX = ("keep each open episode's first answer and return it again for a retry: Reset by episode_id, "
-                  "Step by (episode_id, turn); meshrl retries after UNAVAILABLE and a retry must not advance "
-                  "the episode twice (meshrl.env_sdk does it)")
+IDEMPOTENT_FIX = (
+    "keep each open episode's first answer and return it again for a retry: Reset by episode_id, "
+    "Step by (episode_id, turn); meshrl retries after UNAVAILABLE and a retry must not advance "
+    "the episode twice (meshrl.env_sdk does it)"
+)
 
 
 def fix_for(answer: Answer) -> str:
@@ -51,11 +54,13 @@ class Episode:
     async def reset_again_row(self) -> Row:
         again = await self.kit.reset(self.id)
         if not again.ok:
-            return Row("reset is idempotent", FAIL, f"a second Reset of an open episode: {again.status()}",
-                       IDEMPOTENT_FIX)
+            return Row(
+                "reset is idempotent", FAIL, f"a second Reset of an open episode: {again.status()}", IDEMPOTENT_FIX
+            )
         if again.reply != self.first.reply:
-            return Row("reset is idempotent", FAIL, "a second Reset of the same id answered differently",
-                       IDEMPOTENT_FIX)
+            return Row(
+                "reset is idempotent", FAIL, "a second Reset of the same id answered differently", IDEMPOTENT_FIX
+            )
         return Row("reset is idempotent", PASS, "the same answer for the same episode id")
 
     async def step_rows(self) -> list[Row]:
@@ -64,8 +69,10 @@ class Episode:
             return [Row("step", FAIL, f"Step turn 0 failed: {first.status()}", fix_for(first))]
         self.problems += step_problems(first.reply, "step turn 0")
         self.turns, self.done_at = 1, 0 if first.reply.done else None
-        return [Row("step", PASS, f"turn 0 answered (done={first.reply.done})"),
-                retried_row(first, await self.kit.step(self.id, 0))]
+        return [
+            Row("step", PASS, f"turn 0 answered (done={first.reply.done})"),
+            retried_row(first, await self.kit.step(self.id, 0)),
+        ]
 
     async def play_to_the_end_row(self) -> Row:
         while self.done_at is None and self.turns < MAX_TURNS:
@@ -76,8 +83,12 @@ class Episode:
             self.done_at = self.turns if answer.reply.done else None
             self.turns += 1
         if self.done_at is None:
-            return Row("episode ends", INFO, f"not done after {MAX_TURNS} turns (fine for a stateless tool server; "
-                       "meshrl ends episodes at rollout.agent.max_turns)")
+            return Row(
+                "episode ends",
+                INFO,
+                f"not done after {MAX_TURNS} turns (fine for a stateless tool server; "
+                "meshrl ends episodes at rollout.agent.max_turns)",
+            )
         return Row("episode ends", PASS, f"done at turn {self.done_at}")
 
     async def after_done_row(self) -> Row | None:
@@ -85,19 +96,35 @@ class Episode:
             return None
         after = await self.kit.step(self.id, self.done_at + 1)
         good = after.code == grpc.StatusCode.FAILED_PRECONDITION
-        return Row("step after done → FAILED_PRECONDITION", PASS if good else FAIL, after.status(),
-                   "" if good else "answer a Step on an episode that said done with FAILED_PRECONDITION")
+        return Row(
+            "step after done → FAILED_PRECONDITION",
+            PASS if good else FAIL,
+            after.status(),
+            "" if good else "answer a Step on an episode that said done with FAILED_PRECONDITION",
+        )
 
     async def close_rows(self) -> list[Row]:
         first, second = await self.kit.close(self.id), await self.kit.close(self.id)
-        rows = [Row("close (twice)", PASS if first.ok and second.ok else FAIL,
-                    f"first {first.status()}, second {second.status()}",
-                    "" if first.ok and second.ok else "Close forgets the episode and succeeds, also for an "
-                    "unknown or already closed id")]
+        rows = [
+            Row(
+                "close (twice)",
+                PASS if first.ok and second.ok else FAIL,
+                f"first {first.status()}, second {second.status()}",
+                ""
+                if first.ok and second.ok
+                else "Close forgets the episode and succeeds, also for an unknown or already closed id",
+            )
+        ]
         after = await self.kit.step(self.id, self.turns)
         good = after.code == grpc.StatusCode.NOT_FOUND
-        rows.append(Row("step after close → NOT_FOUND", PASS if good else FAIL, after.status(),
-                        "" if good else "a Step on a closed episode is NOT_FOUND (meshrl drops the episode)"))
+        rows.append(
+            Row(
+                "step after close → NOT_FOUND",
+                PASS if good else FAIL,
+                after.status(),
+                "" if good else "a Step on a closed episode is NOT_FOUND (meshrl drops the episode)",
+            )
+        )
         return rows
 
 
@@ -115,14 +142,20 @@ async def tool_call_row(kit: Kit, tools: list[env_pb2.Tool], problems: list[str]
         return Row("malformed tool calls answered", INFO, "the environment offers no tools")
     episode_id = kit.new_id()
     await kit.reset(episode_id)
-    calls = [env_pb2.ToolCall(id="c0", name=tools[0].name, arguments_json="{not json"),
-             env_pb2.ToolCall(id="c1", name="meshrl_check_no_such_tool", arguments_json="{}"),
-             env_pb2.ToolCall(id="c2", name=tools[0].name, arguments_json="{}")]
+    calls = [
+        env_pb2.ToolCall(id="c0", name=tools[0].name, arguments_json="{not json"),
+        env_pb2.ToolCall(id="c1", name="meshrl_check_no_such_tool", arguments_json="{}"),
+        env_pb2.ToolCall(id="c2", name=tools[0].name, arguments_json="{}"),
+    ]
     answer = await kit.step(episode_id, 0, text="<tool_call>...</tool_call>", tool_calls=calls)
     await kit.close(episode_id)
     if not answer.ok:
-        return Row("malformed tool calls answered", FAIL, f"Step with bad JSON, an unknown tool and no "
-                   f"arguments: {answer.status()}", "answer a bad tool call with an error observation (role "
-                   "'tool') the model can read and correct; never fail the call (meshrl.env_sdk does it)")
+        return Row(
+            "malformed tool calls answered",
+            FAIL,
+            f"Step with bad JSON, an unknown tool and no arguments: {answer.status()}",
+            "answer a bad tool call with an error observation (role "
+            "'tool') the model can read and correct; never fail the call (meshrl.env_sdk does it)",
+        )
     problems += step_problems(answer.reply, "malformed tool calls")
     return Row("malformed tool calls answered", PASS, f"{len(answer.reply.observation)} observation message(s)")

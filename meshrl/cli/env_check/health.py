@@ -7,6 +7,7 @@ every group it samples.
     rows = await environment_health(cfg.environment, timeout_s=2)        # [Row per address]
     await wait_environment_healthy(cfg.environment, within_s=60)          # ConnectionError after
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,9 +25,14 @@ def addresses(env) -> list[str]:
 
 async def one_address(env, address: str, timeout_s: float) -> Row:
     tls = env.tls
-    channel = open_check_channel(address, tls_ca=tls.ca_file if tls else None, tls_cert=tls.cert_file if tls else None,
-                                 tls_key=tls.key_file if tls else None, server_name=tls.server_name if tls else None,
-                                 who=f"environment {env.name!r}")
+    channel = open_check_channel(
+        address,
+        tls_ca=tls.ca_file if tls else None,
+        tls_cert=tls.cert_file if tls else None,
+        tls_key=tls.key_file if tls else None,
+        server_name=tls.server_name if tls else None,
+        who=f"environment {env.name!r}",
+    )
     async with channel:
         row = await health_row(channel, (), timeout_s, service=SERVICE, fix=HEALTH_FIX)
     return Row(f"environment {env.name!r} at {address}", row.outcome, row.detail, row.fix)
@@ -44,7 +50,9 @@ async def wait_environment_healthy(env, within_s: float, poll_s: float = 1.0) ->
         if not bad:
             return
         if time.monotonic() >= deadline:
-            raise ConnectionError(f"{'; '.join(f'{r.check}: {r.detail}' for r in bad)} after {within_s:g} s "
-                                  f"(environment.start_timeout_s): start the environment service there, or fix "
-                                  f"environment.address / environment.tls; check it with `meshrl env check ADDRESS`")
+            raise ConnectionError(
+                f"{'; '.join(f'{r.check}: {r.detail}' for r in bad)} after {within_s:g} s "
+                f"(environment.start_timeout_s): start the environment service there, or fix "
+                f"environment.address / environment.tls; check it with `meshrl env check ADDRESS`"
+            )
         await asyncio.sleep(poll_s)

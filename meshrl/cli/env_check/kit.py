@@ -3,6 +3,7 @@
 Episode ids are unique per kit run ("meshrl-env-check-<random>/<n>"), so several kits (or a
 kit and a run) never collide on one server.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,6 +20,7 @@ from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
 @dataclass(frozen=True)
 class Answer:
     """A call's outcome: `reply` (OK) or `code` + `details` (a status)."""
+
     reply: Any = None
     code: grpc.StatusCode | None = None
     details: str = ""
@@ -53,8 +55,9 @@ class Kit:
 
     async def call(self, method: str, request, *, timeout_s: float | None = None, metadata=None) -> Answer:
         try:
-            reply = await getattr(self.stub, method)(request, timeout=timeout_s or self.timeout_s,
-                                                     metadata=self.metadata if metadata is None else metadata)
+            reply = await getattr(self.stub, method)(
+                request, timeout=timeout_s or self.timeout_s, metadata=self.metadata if metadata is None else metadata
+            )
         except aio.AioRpcError as err:
             return Answer(code=err.code(), details=err.details() or "")
         return Answer(reply=reply)
@@ -63,8 +66,9 @@ class Kit:
         return await self.call("Reset", self.reset_request(episode_id, **changes))
 
     async def step(self, episode_id: str, turn: int, text: str = "I am done.", tool_calls=(), **kw) -> Answer:
-        return await self.call("Step", env_pb2.StepRequest(episode_id=episode_id, turn=turn, text=text,
-                                                           tool_calls=list(tool_calls)), **kw)
+        return await self.call(
+            "Step", env_pb2.StepRequest(episode_id=episode_id, turn=turn, text=text, tool_calls=list(tool_calls)), **kw
+        )
 
     async def close(self, episode_id: str) -> Answer:
         return await self.call("Close", env_pb2.CloseRequest(episode_id=episode_id))

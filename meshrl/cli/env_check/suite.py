@@ -1,6 +1,7 @@
 """The environment conformance suite: health, reflection, one episode's life, tool calls,
 the statuses of bad requests, the token, a deadline, concurrent episodes, then one row for
 every contract problem seen in any answer."""
+
 from __future__ import annotations
 
 from grpc import aio
@@ -15,9 +16,11 @@ from meshrl.cli.reward_check.table import FAIL, PASS, Row
 
 SERVICE = "meshrl.env.v1.EnvironmentService"
 HEALTH_FIX = health_fix(SERVICE, "meshrl.env_sdk")
-CONTRACT_FIX = ("observation roles are system, user, assistant or tool; tool names 1-64 of A-Z a-z 0-9 _ -, "
-                "each once, parameters_json a JSON Schema object; info_json a JSON object or ''; a reward "
-                "finite (see protos/meshrl/env/v1/env.proto)")
+CONTRACT_FIX = (
+    "observation roles are system, user, assistant or tool; tool names 1-64 of A-Z a-z 0-9 _ -, "
+    "each once, parameters_json a JSON Schema object; info_json a JSON object or ''; a reward "
+    "finite (see protos/meshrl/env/v1/env.proto)"
+)
 
 
 async def episode_rows(kit: Kit, problems: list[str]) -> list[Row]:
@@ -34,13 +37,17 @@ async def episode_rows(kit: Kit, problems: list[str]) -> list[Row]:
     return rows
 
 
-async def run_suite(channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout_s: float = 30.0,
-                    metadata: tuple = ()) -> list[Row]:
+async def run_suite(
+    channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout_s: float = 30.0, metadata: tuple = ()
+) -> list[Row]:
     """Every check, in order; never raises for a misbehaving server (its rows FAIL)."""
     kit = Kit(env_pb2_grpc.EnvironmentServiceStub(channel), task, timeout_s, tuple(metadata))
     health = await health_row(channel, metadata, fix=HEALTH_FIX)
-    rows = [health, await health_row(channel, metadata, service=SERVICE, fix=HEALTH_FIX),
-            await reflection_row(channel, metadata, service=SERVICE)]
+    rows = [
+        health,
+        await health_row(channel, metadata, service=SERVICE, fix=HEALTH_FIX),
+        await reflection_row(channel, metadata, service=SERVICE),
+    ]
     problems: list[str] = []
     rows += await episode_rows(kit, problems)
     rows += await status_rows(kit)
@@ -52,6 +59,9 @@ async def run_suite(channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout
 
     rows += [await deadline_row(kit, serving), await concurrent_row(kit)]
     more = f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""
-    rows.append(Row("answers follow the contract", FAIL, "; ".join(problems[:2]) + more, CONTRACT_FIX) if problems
-                else Row("answers follow the contract", PASS, "in every answer received"))
+    rows.append(
+        Row("answers follow the contract", FAIL, "; ".join(problems[:2]) + more, CONTRACT_FIX)
+        if problems
+        else Row("answers follow the contract", PASS, "in every answer received")
+    )
     return rows

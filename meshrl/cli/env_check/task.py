@@ -1,6 +1,7 @@
 """The task the kit resets episodes with: a generic arithmetic row, or the user's own
 (`--task FILE`: one dataset row as JSON, verl style: prompt, reward_model.ground_truth,
 data_source, extra_info), for environments that need particular fields."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,12 @@ from pathlib import Path
 from meshrl.api.env.v1 import env_pb2
 from meshrl.config import ConfigError
 
-DEFAULT_ROW = {"prompt": [{"role": "user", "content": "What is 3+4? Answer with a number."}],
-               "reward_model": {"ground_truth": "7"}, "data_source": "meshrl-env-check", "extra_info": {}}
+DEFAULT_ROW = {
+    "prompt": [{"role": "user", "content": "What is 3+4? Answer with a number."}],
+    "reward_model": {"ground_truth": "7"},
+    "data_source": "meshrl-env-check",
+    "extra_info": {},
+}
 
 
 def _messages(prompt) -> list[env_pb2.ChatMessage]:
@@ -22,9 +27,14 @@ def _messages(prompt) -> list[env_pb2.ChatMessage]:
 def task_request(row: dict, environment: str) -> env_pb2.ResetRequest:
     truth = (row.get("reward_model") or {}).get("ground_truth")
     return env_pb2.ResetRequest(
-        run_id="", environment=environment, prompt_messages=_messages(row.get("prompt", "")),
-        ground_truth_json="" if truth is None else json.dumps(truth), data_source=row.get("data_source", ""),
-        extra_json=json.dumps(row.get("extra_info") or {}), seed=1)
+        run_id="",
+        environment=environment,
+        prompt_messages=_messages(row.get("prompt", "")),
+        ground_truth_json="" if truth is None else json.dumps(truth),
+        data_source=row.get("data_source", ""),
+        extra_json=json.dumps(row.get("extra_info") or {}),
+        seed=1,
+    )
 
 
 def load_task(path: str | None, environment: str) -> env_pb2.ResetRequest:

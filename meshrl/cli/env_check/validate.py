@@ -1,4 +1,5 @@
 """Check a ResetResponse / StepResponse against the contract: problems as texts."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,11 @@ def _info(text: str, where: str) -> list[str]:
 
 
 def _observation(messages, where: str) -> list[str]:
-    return [f"{where}: observation[{i}] has role {m.role!r} (use system, user, assistant or tool)"
-            for i, m in enumerate(messages) if m.role not in ROLES]
+    return [
+        f"{where}: observation[{i}] has role {m.role!r} (use system, user, assistant or tool)"
+        for i, m in enumerate(messages)
+        if m.role not in ROLES
+    ]
 
 
 def _tool(tool: env_pb2.Tool, where: str) -> list[str]:

@@ -8,6 +8,7 @@ Wire it into the CLI with `add_subcommand(subparsers)` (also exported as `add_pa
 name `meshrl.cli.main` uses for its subcommand modules). A run dir that cannot be plotted is
 reported as one line on stderr with exit status 2.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,10 +39,17 @@ def cmd_plot(args) -> int:
 
 def add_subcommand(subparsers) -> None:
     p = subparsers.add_parser("plot", help=about("plot"))
-    p.add_argument("run_dir", metavar="RUN_DIR_OR_URL", help="a run directory, or a gateway run URL "
-                   "http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output PNG (default RUN_DIR/metrics.png; with a URL, NAME-metrics.png here)")
+    p.add_argument(
+        "run_dir",
+        metavar="RUN_DIR_OR_URL",
+        help="a run directory, or a gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output PNG (default RUN_DIR/metrics.png; with a URL, NAME-metrics.png here)",
+    )
     p.set_defaults(func=cmd_plot)
 
 

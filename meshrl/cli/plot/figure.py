@@ -8,6 +8,7 @@ throughput, learning rate, staleness. Panels whose metrics the run never logged 
 out; null (NaN/inf) values show as gaps. Uses matplotlib's Agg backend, so it needs no
 display and never opens a window.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,7 @@ def _draw_stacked(ax, panel: Panel, steps: np.ndarray, series: dict[str, np.ndar
         if not np.isfinite(part).any():
             continue
         top = bottom + np.nan_to_num(part)
-        ax.fill_between(steps, bottom, top, where=np.isfinite(part), step="mid", alpha=0.6,
-                        label=label, linewidth=0)
+        ax.fill_between(steps, bottom, top, where=np.isfinite(part), step="mid", alpha=0.6, label=label, linewidth=0)
         bottom = top
 
 
@@ -86,14 +86,16 @@ def plot_series(steps: np.ndarray, series: dict[str, np.ndarray], name: str, out
     """Draw the panels that have data to `out`, titled with the run's `name`; PlotError if none has."""
     panels = [p for p in PANELS if _has_data(p, series)]
     if not panels:
-        raise PlotError(f"{source} has {len(steps)} steps but none of "
-                        f"the plotted metrics ({', '.join(sorted({k for p in PANELS for k in p.keys()}))})")
+        raise PlotError(
+            f"{source} has {len(steps)} steps but none of "
+            f"the plotted metrics ({', '.join(sorted({k for p in PANELS for k in p.keys()}))})"
+        )
     rows = math.ceil(len(panels) / COLUMNS)
     fig, axes = plt.subplots(rows, COLUMNS, figsize=(4.4 * COLUMNS, 2.9 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         _draw_panel(ax, panel, steps, series)
         ax.set_xlabel("step", fontsize=8)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(f"{name} — {len(steps)} steps (last {steps[-1]:g})")
     fig.tight_layout()

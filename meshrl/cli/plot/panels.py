@@ -3,6 +3,7 @@
 Names are the learner's metrics.jsonl keys (TRL/verl names). A panel is drawn when at least
 one of its keys has a finite value; add a panel by adding an entry to `PANELS`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,15 +39,12 @@ PANELS = (
     Panel("entropy", lines=("entropy",), ylabel="nats/token"),
     Panel("loss", lines=("loss", "pg_loss")),
     Panel("grad norm", lines=("grad_norm",)),
-    Panel("response length", lines=("completions/mean_length", "completions/max_length"),
-          ylabel="tokens"),
+    Panel("response length", lines=("completions/mean_length", "completions/max_length"), ylabel="tokens"),
     Panel("truncated (hit max_tokens)", lines=("completions/clipped_ratio",), ylabel="fraction"),
-    Panel("clip fraction", lines=("clip_ratio/low", "clip_ratio/high", "clip_ratio"),
-          ylabel="fraction of tokens"),
+    Panel("clip fraction", lines=("clip_ratio/low", "clip_ratio/high", "clip_ratio"), ylabel="fraction of tokens"),
     Panel("step time split", lines=("time/step",), stacked=STEP_TIME, ylabel="s"),
     Panel("throughput", lines=("perf/throughput",), ylabel="tokens/s"),
     Panel("learning rate", lines=("lr",)),
     Panel("staleness", lines=("staleness/mean",), ylabel="policy versions"),
-    Panel("held-out eval (greedy)", lines=("eval_start/accuracy", "eval/accuracy", "eval/pass@4"),
-          ylabel="accuracy"),
+    Panel("held-out eval (greedy)", lines=("eval_start/accuracy", "eval/accuracy", "eval/pass@4"), ylabel="accuracy"),
 )

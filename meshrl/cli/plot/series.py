@@ -5,6 +5,7 @@ missing from a row is missing. Both become NaN here, so a plotted line shows a g
 a made-up number. A resumed run can write a step twice: the last row for a step wins. A run
 still being written may end in a half-written line; that one line is ignored.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ def _rows(path: Path) -> list[dict]:
         except json.JSONDecodeError as err:
             if number == len(lines):  # the learner may be writing this line right now
                 continue
-            raise PlotError(f"{path}:{number} is not JSON ({err.msg}); each line must be one "
-                            f"JSON object per step") from None
+            raise PlotError(
+                f"{path}:{number} is not JSON ({err.msg}); each line must be one JSON object per step"
+            ) from None
         if not isinstance(row, dict):
             raise PlotError(f"{path}:{number} is {type(row).__name__}, expected a JSON object")
         rows.append(row)
@@ -59,11 +61,15 @@ def load_series(run_dir: str | Path) -> tuple[np.ndarray, dict[str, np.ndarray]]
     run_dir = Path(run_dir)
     path = run_dir / METRICS_FILE
     if not run_dir.is_dir():
-        raise PlotError(f"run dir {run_dir} does not exist; pass the directory a run wrote "
-                        f"(it holds config.yaml and {METRICS_FILE})")
+        raise PlotError(
+            f"run dir {run_dir} does not exist; pass the directory a run wrote "
+            f"(it holds config.yaml and {METRICS_FILE})"
+        )
     if not path.is_file():
-        raise PlotError(f"{run_dir} has no {METRICS_FILE}; the learner writes it after its "
-                        f"first step — is this a run dir, and has the run trained a step yet?")
+        raise PlotError(
+            f"{run_dir} has no {METRICS_FILE}; the learner writes it after its "
+            f"first step — is this a run dir, and has the run trained a step yet?"
+        )
     return series_from_rows(_rows(path), str(path))
 
 
@@ -72,7 +78,11 @@ def series_from_rows(rows: list[dict], source: str) -> tuple[np.ndarray, dict[st
     by_step = _by_step(rows)
     if not by_step:
         raise PlotError(f"{source} has no steps yet; plot again after the first step")
-    keys = {k for row in by_step.values() for k, v in row.items()
-            if k != "step" and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))}
+    keys = {
+        k
+        for row in by_step.values()
+        for k, v in row.items()
+        if k != "step" and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))
+    }
     series = {k: np.array([_number(row.get(k)) for row in by_step.values()]) for k in sorted(keys)}
     return np.array(list(by_step)), series

@@ -14,6 +14,7 @@ deadline, so the kit ends even against a server that never answers. The suite:
     from meshrl.cli.reward_check import run_suite
     rows = asyncio.run(run_suite(channel, component=""))
 """
+
 from meshrl.cli.reward_check.suite import run_suite
 from meshrl.cli.reward_check.table import Row, any_failed, format_table
 

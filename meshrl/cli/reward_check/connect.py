@@ -1,5 +1,6 @@
 """The kits' channel (reward and environment checks): plaintext, TLS or mutual TLS, and a
 bearer token as call metadata."""
+
 from __future__ import annotations
 
 from grpc import aio
@@ -11,9 +12,15 @@ from meshrl.transport.rpc.tls import channel_credentials
 FLAGS = {"ca_file": "--tls-ca", "cert_file": "--tls-cert", "key_file": "--tls-key"}
 
 
-def open_check_channel(address: str, *, tls_ca: str | None = None, tls_cert: str | None = None,
-                       tls_key: str | None = None, server_name: str | None = None,
-                       who: str = "meshrl reward check") -> aio.Channel:
+def open_check_channel(
+    address: str,
+    *,
+    tls_ca: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    server_name: str | None = None,
+    who: str = "meshrl reward check",
+) -> aio.Channel:
     """TLS when any --tls-* flag is given (mutual TLS with --tls-cert and --tls-key)."""
     options = list(message_options())
     if server_name:
@@ -33,5 +40,11 @@ def token_metadata(token_file: str | None) -> tuple[tuple[str, str], ...]:
 def connect_from_args(args, who: str) -> tuple[aio.Channel, tuple[tuple[str, str], ...]]:
     """(channel, token metadata) from the flags of add_connection_flags."""
     metadata = token_metadata(args.token_file)
-    return open_check_channel(args.address, tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                              server_name=args.server_name, who=who), metadata
+    return open_check_channel(
+        args.address,
+        tls_ca=args.tls_ca,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        server_name=args.server_name,
+        who=who,
+    ), metadata

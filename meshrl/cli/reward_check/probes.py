@@ -1,5 +1,6 @@
 """grpc.health.v1 (required) and server reflection (optional) rows, for any meshrl contract
 (the reward kit's RewardService by default; the environment kit passes EnvironmentService)."""
+
 from __future__ import annotations
 
 from grpc import StatusCode, aio
@@ -12,24 +13,30 @@ SERVICE = "meshrl.reward.v1.RewardService"
 
 
 def health_fix(service: str = SERVICE, sdk: str = "meshrl.reward_sdk") -> str:
-    return (f"serve grpc.health.v1.Health with status SERVING for '' (and for '{service}'): meshrl checks "
-            f"it before a run starts and refuses an unhealthy service. Python: grpc_health.v1.health ({sdk} "
-            f"does it); Node: grpc-health-check; Go: google.golang.org/grpc/health")
+    return (
+        f"serve grpc.health.v1.Health with status SERVING for '' (and for '{service}'): meshrl checks "
+        f"it before a run starts and refuses an unhealthy service. Python: grpc_health.v1.health ({sdk} "
+        f"does it); Node: grpc-health-check; Go: google.golang.org/grpc/health"
+    )
 
 
 HEALTH_FIX = health_fix()
 
 
-async def health_row(channel: aio.Channel, metadata: tuple = (), timeout_s: float = 5.0, *,
-                     service: str = "", fix: str = HEALTH_FIX) -> Row:
+async def health_row(
+    channel: aio.Channel, metadata: tuple = (), timeout_s: float = 5.0, *, service: str = "", fix: str = HEALTH_FIX
+) -> Row:
     """Check(`service`) answers SERVING ("" = the whole server)."""
     stub = health_pb2_grpc.HealthStub(channel)
     name = "health (grpc.health.v1)" + (f" for {service.rsplit('.', 1)[-1]}" if service else "")
     try:
         reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s, metadata=metadata)
     except aio.AioRpcError as err:
-        what = "no health service (UNIMPLEMENTED)" if err.code() == StatusCode.UNIMPLEMENTED else \
-            f"{err.code().name}: {err.details()}"
+        what = (
+            "no health service (UNIMPLEMENTED)"
+            if err.code() == StatusCode.UNIMPLEMENTED
+            else f"{err.code().name}: {err.details()}"
+        )
         return Row(name, FAIL, what, fix)
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     if reply.status != health_pb2.HealthCheckResponse.SERVING:
@@ -37,16 +44,20 @@ async def health_row(channel: aio.Channel, metadata: tuple = (), timeout_s: floa
     return Row(name, PASS, "SERVING")
 
 
-async def reflection_row(channel: aio.Channel, metadata: tuple = (), timeout_s: float = 5.0, *,
-                         service: str = SERVICE) -> Row:
+async def reflection_row(
+    channel: aio.Channel, metadata: tuple = (), timeout_s: float = 5.0, *, service: str = SERVICE
+) -> Row:
     stub = reflection_pb2_grpc.ServerReflectionStub(channel)
     ask = reflection_pb2.ServerReflectionRequest(list_services="")
     try:
         call = stub.ServerReflectionInfo(iter([ask]), timeout=timeout_s, metadata=metadata)
         names = [s.name async for reply in call for s in reply.list_services_response.service]
     except aio.AioRpcError as err:
-        return Row("reflection (optional)", INFO, f"not served ({err.code().name}); optional: it lets "
-                   "grpcurl and the kit list your services")
+        return Row(
+            "reflection (optional)",
+            INFO,
+            f"not served ({err.code().name}); optional: it lets grpcurl and the kit list your services",
+        )
     short = service.rsplit(".", 1)[-1]
     listed = f"{short} listed" if service in names else f"{short} not listed ({names})"
     return Row("reflection (optional)", INFO, f"served; {listed}")

@@ -1,5 +1,6 @@
 """The requests the suite sends: realistic items, ids unique per call (so cross-talk between
 concurrent calls shows up as unknown ids)."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,16 @@ UNICODE = ["ünïcödé ✓", "数学の答えは 7", "مرحبا بالعالم
 
 def item(id: str, response: str, *, prompt: str = "What is 3+4?", truth="7") -> reward_pb2.ScoreItem:
     return reward_pb2.ScoreItem(
-        id=id, prompt=f"<|user|>{prompt}<|assistant|>", response=response,
+        id=id,
+        prompt=f"<|user|>{prompt}<|assistant|>",
+        response=response,
         prompt_messages=[reward_pb2.ChatMessage(role="user", content=prompt)],
-        ground_truth_json=json.dumps(truth), data_source="meshrl-reward-check",
-        extra_json=json.dumps({"check": id.split("/")[0]}), response_tokens=max(1, len(response) // 4),
-        finish_reason=reward_pb2.FINISH_REASON_STOP)
+        ground_truth_json=json.dumps(truth),
+        data_source="meshrl-reward-check",
+        extra_json=json.dumps({"check": id.split("/")[0]}),
+        response_tokens=max(1, len(response) // 4),
+        finish_reason=reward_pb2.FINISH_REASON_STOP,
+    )
 
 
 def request(component: str, items: list[reward_pb2.ScoreItem]) -> reward_pb2.ScoreRequest:
@@ -32,7 +38,7 @@ def large_batch(component: str, n: int = 1000) -> reward_pb2.ScoreRequest:
 
 
 def megabyte(component: str) -> reward_pb2.ScoreRequest:
-    long = ("The answer is 7. " * 61681)[:1 << 20]  # exactly 1 MiB of ASCII
+    long = ("The answer is 7. " * 61681)[: 1 << 20]  # exactly 1 MiB of ASCII
     wide = "七" * ((1 << 20) // 3)  # ≈1 MiB of 3-byte UTF-8
     return request(component, [item("mib/0", long), item("mib/1", wide), item("mib/2", "7")])
 

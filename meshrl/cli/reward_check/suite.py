@@ -1,4 +1,5 @@
 """The conformance suite: health, reflection, scenarios, then contract rows over every answer."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,14 +15,25 @@ from meshrl.cli.reward_check.table import FAIL, PASS, Row
 from meshrl.cli.reward_check.validate import response_problems, status_counts
 
 CONTRACT_ROWS = {  # row key → (check name, fix)
-    "results": ("one result per item", "return exactly one ScoreResult per ScoreItem; an item you cannot "
-                "score gets status ERROR (or TIMEOUT) with an error text, never no result"),
-    "ids": ("ids matched", "copy each ScoreItem.id into its ScoreResult.id, once; never invent or repeat ids "
-            "(results may come in any order)"),
-    "statuses": ("statuses used correctly", "use SCORE_STATUS_OK / _ERROR / _TIMEOUT; an ERROR or TIMEOUT "
-                 "result must say why in `error`"),
-    "finite": ("no NaN/inf score with OK", "a NaN or infinite score must be reported as status ERROR "
-               "with an error text (and details must be finite): it would poison training"),
+    "results": (
+        "one result per item",
+        "return exactly one ScoreResult per ScoreItem; an item you cannot "
+        "score gets status ERROR (or TIMEOUT) with an error text, never no result",
+    ),
+    "ids": (
+        "ids matched",
+        "copy each ScoreItem.id into its ScoreResult.id, once; never invent or repeat ids "
+        "(results may come in any order)",
+    ),
+    "statuses": (
+        "statuses used correctly",
+        "use SCORE_STATUS_OK / _ERROR / _TIMEOUT; an ERROR or TIMEOUT result must say why in `error`",
+    ),
+    "finite": (
+        "no NaN/inf score with OK",
+        "a NaN or infinite score must be reported as status ERROR "
+        "with an error text (and details must be finite): it would poison training",
+    ),
 }
 
 
@@ -54,27 +66,40 @@ class Suite:
 
 def fix_for(err: str, timeout_s: float) -> str:
     if err.startswith("DEADLINE_EXCEEDED"):
-        return (f"answer within the deadline ({timeout_s:g} s here; raise it with --timeout if your service "
-                f"is meant to be slower): score items concurrently, return TIMEOUT for those not done in time")
+        return (
+            f"answer within the deadline ({timeout_s:g} s here; raise it with --timeout if your service "
+            f"is meant to be slower): score items concurrently, return TIMEOUT for those not done in time"
+        )
     if err.startswith("UNAVAILABLE"):
         return "start the service, check ADDRESS and the TLS flags (--tls-ca for a TLS server)"
     if err.startswith("UNIMPLEMENTED"):
         return "register meshrl.reward.v1.RewardService (protos/meshrl/reward/v1/reward.proto) on this server"
     if err.startswith("RESOURCE_EXHAUSTED"):
         return "accept messages of at least 64 MiB (grpc.max_receive_message_length)"
-    return "a per-item failure belongs in that item's result (status ERROR); fail the call only when no item can be scored"
+    return (
+        "a per-item failure belongs in that item's result (status ERROR); fail the call only when no item can be scored"
+    )
 
 
 async def concurrent_row(suite: Suite, calls: int = 8, per_call: int = 25) -> Row:
-    reqs = [requests.request(suite.component, [requests.item(f"conc{c}/{i}", f"The answer is {(c + i) % 10}")
-                                               for i in range(per_call)]) for c in range(calls)]
+    reqs = [
+        requests.request(
+            suite.component, [requests.item(f"conc{c}/{i}", f"The answer is {(c + i) % 10}") for i in range(per_call)]
+        )
+        for c in range(calls)
+    ]
     t0 = time.monotonic()
     answers = await asyncio.gather(*(suite.call(r) for r in reqs))
     errors = [err for _, err in answers if err]
     name = f"concurrent calls ({calls} x {per_call} items)"
     if errors:
-        return Row(name, FAIL, f"{len(errors)} of {calls} calls failed: {errors[0]}",
-                   "serve calls concurrently (grpc.aio, or a thread pool large enough); " + fix_for(errors[0], suite.timeout_s))
+        return Row(
+            name,
+            FAIL,
+            f"{len(errors)} of {calls} calls failed: {errors[0]}",
+            "serve calls concurrently (grpc.aio, or a thread pool large enough); "
+            + fix_for(errors[0], suite.timeout_s),
+        )
     return Row(name, PASS, f"{calls} calls answered in {time.monotonic() - t0:.2f} s")
 
 
@@ -87,13 +112,23 @@ async def deadline_row(suite: Suite, health, deadline_s: float = 0.05) -> Row:
     response, err = await suite.call(requests.large_batch(suite.component), timeout_s=deadline_s)
     took = time.monotonic() - t0
     if took > deadline_s + 1.0:
-        return Row(name, FAIL, f"the call ended {took:.2f} s after a {deadline_s:g} s deadline",
-                   "honour the call's deadline (grpc-timeout): stop work and answer, or let the call expire")
-    ended = f"answered in time ({status_counts(response)})" if response else f"ended by the deadline ({err.split(':')[0]})"
+        return Row(
+            name,
+            FAIL,
+            f"the call ended {took:.2f} s after a {deadline_s:g} s deadline",
+            "honour the call's deadline (grpc-timeout): stop work and answer, or let the call expire",
+        )
+    ended = (
+        f"answered in time ({status_counts(response)})" if response else f"ended by the deadline ({err.split(':')[0]})"
+    )
     after, after_err = await suite.call(requests.basic(suite.component, tag="after-deadline"))
     if after_err or not await health():
-        return Row(name, FAIL, f"{ended}, but afterwards: {after_err or 'health is no longer SERVING'}",
-                   "a cancelled or expired call must not break the service: cancel its work and keep serving")
+        return Row(
+            name,
+            FAIL,
+            f"{ended}, but afterwards: {after_err or 'health is no longer SERVING'}",
+            "a cancelled or expired call must not break the service: cancel its work and keep serving",
+        )
     return Row(name, PASS, f"{ended}; the service answered normally afterwards")
 
 
@@ -109,16 +144,19 @@ def contract_rows(suite: Suite) -> list[Row]:
     return rows
 
 
-async def run_suite(channel: aio.Channel, *, component: str = "", timeout_s: float = 30.0,
-                    metadata: tuple = ()) -> list[Row]:
+async def run_suite(
+    channel: aio.Channel, *, component: str = "", timeout_s: float = 30.0, metadata: tuple = ()
+) -> list[Row]:
     """Every check, in order; never raises for a misbehaving service (its rows FAIL)."""
     suite = Suite(reward_pb2_grpc.RewardServiceStub(channel), component, timeout_s, tuple(metadata))
     health = await health_row(channel, metadata)
     rows = [health, await reflection_row(channel, metadata)]
-    for name, request in [("basic batch", requests.basic(component)),
-                          ("1,000-item batch", requests.large_batch(component)),
-                          ("1 MiB responses", requests.megabyte(component)),
-                          ("unicode and empty strings", requests.unicode_and_empty(component))]:
+    for name, request in [
+        ("basic batch", requests.basic(component)),
+        ("1,000-item batch", requests.large_batch(component)),
+        ("1 MiB responses", requests.megabyte(component)),
+        ("unicode and empty strings", requests.unicode_and_empty(component)),
+    ]:
         rows.append(await suite.scenario(name, request))
     rows.append(await concurrent_row(suite))
 

@@ -1,4 +1,5 @@
 """Rows of the conformance report and their table (a fix printed under every failure)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ def format_table(rows: list[Row]) -> str:
         if r.outcome == FAIL and r.fix:
             lines.append(f"{''.ljust(width)}  {'fix:'.ljust(6)}  {r.fix}")
     failed = sum(r.outcome == FAIL for r in rows)
-    lines.append(f"{len(rows) - failed} of {len(rows)} checks passed" if not failed
-                 else f"{failed} of {len(rows)} checks FAILED")
+    lines.append(
+        f"{len(rows) - failed} of {len(rows)} checks passed" if not failed else f"{failed} of {len(rows)} checks FAILED"
+    )
     return "\n".join(lines)

@@ -4,6 +4,7 @@ Problems are (row, text): row "results" (an item with no result), "ids" (an unkn
 repeated id), "statuses" (an unknown status, a failure without error text), "finite" (a
 non-finite score or detail reported with status OK/UNSPECIFIED).
 """
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,12 @@ from collections import Counter
 
 from meshrl.api.reward.v1 import reward_pb2
 
-KNOWN_STATUSES = {reward_pb2.SCORE_STATUS_UNSPECIFIED, reward_pb2.SCORE_STATUS_OK,
-                  reward_pb2.SCORE_STATUS_ERROR, reward_pb2.SCORE_STATUS_TIMEOUT}
+KNOWN_STATUSES = {
+    reward_pb2.SCORE_STATUS_UNSPECIFIED,
+    reward_pb2.SCORE_STATUS_OK,
+    reward_pb2.SCORE_STATUS_ERROR,
+    reward_pb2.SCORE_STATUS_TIMEOUT,
+}
 FAILED = {reward_pb2.SCORE_STATUS_ERROR, reward_pb2.SCORE_STATUS_TIMEOUT}
 
 
@@ -35,11 +40,13 @@ def result_problems(r: reward_pb2.ScoreResult) -> list[tuple[str, str]]:
     if r.status not in KNOWN_STATUSES:
         return [("statuses", f"id {r.id!r}: unknown status {r.status}")]
     if r.status in FAILED:
-        return [] if r.error else [("statuses", f"id {r.id!r}: status "
-                                    f"{reward_pb2.ScoreStatus.Name(r.status)} without error text")]
+        return (
+            []
+            if r.error
+            else [("statuses", f"id {r.id!r}: status {reward_pb2.ScoreStatus.Name(r.status)} without error text")]
+        )
     if not math.isfinite(r.score):
-        return [("finite", f"id {r.id!r}: score {r.score!r} with status "
-                           f"{reward_pb2.ScoreStatus.Name(r.status)}")]
+        return [("finite", f"id {r.id!r}: score {r.score!r} with status {reward_pb2.ScoreStatus.Name(r.status)}")]
     bad = {k: v for k, v in r.details.items() if not math.isfinite(v)}
     return [("finite", f"id {r.id!r}: non-finite details {bad}")] if bad else []
 
