@@ -8,10 +8,12 @@ first place reward hacking shows). One JSON object per line:
      "components": {"math": {"value": 1.0, "status": "OK"}}, "finish_reason": "stop",
      "num_tokens": 12, "policy_version": 3}        # eval rows add "mode": "greedy" | "sampled"
 
-A multi-turn episode's row (train) adds "environment", "env_reward" and "turns": one object
-per model turn, {"index", "text", "tool_calls": [{"name", "arguments", "error"}],
-"observation", "observation_truncated", "reward" (null when the environment gave none),
-"finish_reason", "done", "env_latency_s"}; its "response" is the final turn and
+A multi-turn episode's row (train) adds "environment", "env_reward", "response_tokens" (every
+response token, observations included) and "turns": one object per model turn, {"index",
+"text", "tokens": [start, end, observation end] (the model wrote [start, end), the observation
+fills [end, observation end): the loss mask's hole), "tool_calls": [{"name", "arguments",
+"error"}], "observation", "observation_truncated", "reward" (null when the environment gave
+none), "finish_reason", "done", "env_latency_s"}; its "response" is the final turn and
 "num_tokens" counts the model's own tokens.
 
 `write_train(step, groups)` takes the step's trained `Group`s (reward already filled in);
@@ -32,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from meshrl.episodes import model_token_count
+from meshrl.episodes import INT32_BYTES, model_token_count
 from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.eval.records import EvalSample, finish_reason_name, status_name
@@ -66,11 +68,14 @@ def episode_fields(group: common_pb2.Group, s: common_pb2.Sample) -> dict:
     episode view): each turn's text, tool calls, observation and reward."""
     return {"environment": group.task.environment,
             "env_reward": finite_or_none(s.env_reward) if s.has_env_reward else None,
+            "response_tokens": len(s.response_token_ids) // INT32_BYTES,  # num_tokens + the observations'
             "turns": [turn_row(t) for t in s.turns]}
 
 
 def turn_row(t: common_pb2.Turn) -> dict:
-    return {"index": t.index, "text": t.text,
+    """`tokens`: [start, end, observation end) in the response: the model wrote [start, end),
+    the observation is [end, observation end) (loss mask 0; empty when there is none)."""
+    return {"index": t.index, "text": t.text, "tokens": [t.token_start, t.token_end, max(t.observation_end, t.token_end)],
             "tool_calls": [{"name": c.name, "arguments": c.arguments_json, "error": c.error}
                            for c in t.tool_calls],
             "observation": t.observation_text, "observation_truncated": t.observation_truncated,

@@ -77,6 +77,9 @@ def test_an_episode_row_holds_its_turns_for_the_episode_view(tmp_path):
     first, second = rows(tmp_path / "samples.jsonl")
     assert (first["environment"], first["env_reward"], first["response"]) == ("tool_arith", 1.0, "The answer is 42.")
     assert first["num_tokens"] == 6  # 3 turns of 2 model tokens; the 4 observation tokens not counted
+    assert first["response_tokens"] == 10
+    # the loss mask's holes: the model wrote [0,2) [4,6) [8,10); observations [2,4) [6,8); none after the answer
+    assert [t["tokens"] for t in first["turns"]] == [[0, 2, 4], [4, 6, 8], [8, 10, 10]]
     bad_json, call, answer = first["turns"]
     assert bad_json["tool_calls"] == [{"name": "calculator", "arguments": '{"expression": 6*7}',
                                        "error": "arguments are not valid JSON: Expecting value"}]
