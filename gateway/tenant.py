@@ -14,7 +14,8 @@ OTLP, NATS, trackers). So, before anything starts, `TenantPolicy.check(cfg)`:
   host (or host:port) of the gateway's allow-list; nats.url must be `embedded` otherwise;
 - every token_env must be a variable the gateway passes to tenants;
 - no part is named by import path (`pkg.module:function` would run code of the tenant's
-  choosing in the learner); alerts.events_file stays inside the run dir.
+  choosing in the learner). Alerts go to the run dir's own alerts file only (`alerts.events_file`
+  is on or off: no path to name).
 
 A refusal names the key, the value's kind and the rule, and which `meshrl gateway serve`
 flag would allow it. `child_env()` is the launcher's whole environment: a few harmless
@@ -26,7 +27,6 @@ variables plus those named by --tenant-env (never the gateway's tokens file or s
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +58,6 @@ class TenantPolicy:
                               f"({', '.join(self.env_names) or 'none'}); `meshrl gateway serve --tenant-env {name}` "
                               "passes this one")
         _no_import_paths(cfg.model_dump(mode="json"))
-        _inside_run_dir("alerts.events_file", cfg.alerts.events_file)
 
     def child_env(self, environ) -> dict[str, str]:
         """The submitted run's environment: harmless basics and the named variables only."""
@@ -139,8 +138,3 @@ def _no_import_paths(tree, key: str = "") -> None:
     elif isinstance(tree, str) and IMPORT_PATH.match(tree):
         raise invalid(f"{key}: a submitted run may not name a part by import path (module:function): the "
                       "learner would import and run that code as the gateway's user; use a built-in part")
-
-
-def _inside_run_dir(key: str, value: str | None) -> None:
-    if value and (os.path.isabs(value) or ".." in Path(value).parts):
-        raise invalid(f"{key}: a submitted run writes only inside its run dir: give a relative path without '..'")

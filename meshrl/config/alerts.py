@@ -19,7 +19,6 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
 from meshrl.config.secrets import check_env_name, check_no_credentials
-from meshrl.run import layout
 
 Severity = Literal["info", "warning", "critical"]
 Action = Literal["none", "pause", "stop"]
@@ -194,7 +193,7 @@ class WebhookConfig(Strict):
 
 class AlertsConfig(Strict):
     enabled: bool = True
-    events_file: str | None = layout.ALERTS  # relative to the run dir; None = no file
+    events_file: bool = True  # every alert also goes to the run dir's alerts file (meshrl.run.layout.ALERTS)
     webhook: WebhookConfig | None = None
     kl_high: KLHighConfig = KLHighConfig()
     entropy_collapse: EntropyCollapseConfig = EntropyCollapseConfig()

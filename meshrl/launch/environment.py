@@ -9,7 +9,7 @@ other local user can open episodes (or run programs in the python sandbox) on th
 environment. A token the user configured (token_env / token_file) is passed on instead.
 
 Health: a run whose environment is a service at an address (not launched here) waits up to
-`environment.start_timeout_s` for it to answer SERVING (meshrl.cli.env_check.health), else
+`environment.start_timeout_s` for it to answer SERVING (grpc.health.v1, over its TLS), else
 stops before any process starts, naming the address: an environment that is not there would
 otherwise drop every group the run samples.
 """
@@ -20,15 +20,22 @@ import asyncio
 import contextlib
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Iterator
 
+from grpc_health.v1 import health_pb2_grpc
+
+from meshrl.api.env.v1 import env_pb2
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import secrets_dir
 from meshrl.private_files import make_private_dir, write_private_file
+from meshrl.transport.rpc.channel import check_status
+from meshrl.transport.rpc.tls import channel_credentials, open_external_channel
 
 TOKEN_FILE = "environment-token"
+SERVICE = env_pb2.DESCRIPTOR.services_by_name["EnvironmentService"].full_name
 
 
 def launches_environment(cfg: RunConfig) -> bool:
@@ -77,9 +84,37 @@ def check_environment_up(cfg: RunConfig) -> None:
     env = cfg.environment
     if env is None or env.launched or cfg.algorithm.offline:
         return
-    from meshrl.cli.env_check.health import wait_environment_healthy  # lazy: grpc, only for such runs
-
     try:
-        asyncio.run(wait_environment_healthy(env, within_s=env.start_timeout_s))
+        asyncio.run(wait_environment_serving(env, within_s=env.start_timeout_s))
     except ConnectionError as err:
         raise LaunchError(str(err)) from None
+
+
+async def wait_environment_serving(env, within_s: float, poll_s: float = 1.0) -> None:
+    """Return once every address of `environment.address` ("a:1,b:2" lists replicas) is SERVING;
+    ConnectionError naming the ones that are not after `within_s`."""
+    addresses = [a.strip() for a in (env.address or "").split(",") if a.strip()]
+    deadline = time.monotonic() + within_s
+    while True:
+        statuses = {a: await _status(env, a, timeout_s=min(2.0, within_s)) for a in addresses}
+        bad = {a: status for a, status in statuses.items() if status != "SERVING"}
+        if not bad:
+            return
+        if time.monotonic() >= deadline:
+            raise ConnectionError(
+                f"{'; '.join(f'environment {env.name!r} at {a}: {s}' for a, s in bad.items())} after "
+                f"{within_s:g} s (environment.start_timeout_s): start the environment service there, or fix "
+                f"environment.address / environment.tls; check it with `meshrl env check ADDRESS`"
+            )
+        await asyncio.sleep(poll_s)
+
+
+async def _status(env, address: str, timeout_s: float) -> str:
+    tls = env.tls
+    credentials = (
+        channel_credentials(tls.ca_file, tls.cert_file, tls.key_file, who=f"environment {env.name!r}") if tls else None
+    )
+    async with open_external_channel(
+        address, credentials=credentials, server_name=tls.server_name if tls else None
+    ) as channel:
+        return await check_status(health_pb2_grpc.HealthStub(channel), SERVICE, timeout_s)

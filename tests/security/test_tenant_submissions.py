@@ -89,8 +89,6 @@ HOSTILE = [  # (override list, given paths: data root D, gateway's tokens T), th
     (["telemetry.trackers=[wandb]", "telemetry.wandb.mode=online"], "telemetry.wandb.mode", NOT_ALLOWED_HOST),
     (["environment={name: tools, address: 'attacker.example:50070'}"], "environment.address", NOT_ALLOWED_HOST),
     (["algorithm.policy_loss=subprocess:run"], "algorithm.policy_loss", "may not name a part by import path"),
-    (["alerts.events_file=/tmp/tenant-alerts.jsonl"], "alerts.events_file", "writes only inside its run dir"),
-    (["alerts.events_file=../../gateway/tokens.yaml"], "alerts.events_file", "writes only inside its run dir"),
 ]
 
 

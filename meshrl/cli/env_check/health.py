@@ -1,22 +1,19 @@
 """Is the run's environment service up? grpc.health.v1 SERVING for EnvironmentService at every
 address of `environment.address` ("a:1,b:2" lists replicas), over its TLS when configured.
-Used by `meshrl doctor` (one row per address) and by `meshrl train` before any process starts,
-so a run with an environment that is not there fails at once, naming it, instead of dropping
-every group it samples.
+Used by `meshrl doctor` (one row per address); `meshrl train` waits for the same answer before
+any process starts (meshrl.launch.environment).
 
     rows = await environment_health(cfg.environment, timeout_s=2)        # [Row per address]
-    await wait_environment_healthy(cfg.environment, within_s=60)          # ConnectionError after
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from meshrl.cli.env_check.suite import HEALTH_FIX, SERVICE
 from meshrl.cli.reward_check.connect import open_check_channel
 from meshrl.cli.reward_check.probes import health_row
-from meshrl.cli.reward_check.table import PASS, Row
+from meshrl.cli.reward_check.table import Row
 
 
 def addresses(env) -> list[str]:
@@ -40,19 +37,3 @@ async def one_address(env, address: str, timeout_s: float) -> Row:
 
 async def environment_health(env, timeout_s: float = 2.0) -> list[Row]:
     return list(await asyncio.gather(*(one_address(env, a, timeout_s) for a in addresses(env))))
-
-
-async def wait_environment_healthy(env, within_s: float, poll_s: float = 1.0) -> None:
-    """Return once every address is SERVING; ConnectionError naming the ones that are not."""
-    deadline = time.monotonic() + within_s
-    while True:
-        bad = [r for r in await environment_health(env, timeout_s=min(2.0, within_s)) if r.outcome != PASS]
-        if not bad:
-            return
-        if time.monotonic() >= deadline:
-            raise ConnectionError(
-                f"{'; '.join(f'{r.check}: {r.detail}' for r in bad)} after {within_s:g} s "
-                f"(environment.start_timeout_s): start the environment service there, or fix "
-                f"environment.address / environment.tls; check it with `meshrl env check ADDRESS`"
-            )
-        await asyncio.sleep(poll_s)

@@ -66,14 +66,21 @@ def test_log_and_jsonl_sinks(tmp_path, caplog):
 
 
 def test_build_sinks_from_config(tmp_path):
-    kinds = [type(s) for s in build_sinks(AlertsConfig(), tmp_path)]
-    assert kinds == [LogSink, JsonlSink]
+    sinks = build_sinks(AlertsConfig(), tmp_path)
+    assert [type(s) for s in sinks] == [LogSink, JsonlSink]
+    assert sinks[1].path == tmp_path / "alerts.jsonl"  # the run dir's own file, never a path from config
     async def publish(_):
         pass
-    config = AlertsConfig(events_file=None, webhook={"url": "http://127.0.0.1:9/x"})
+    config = AlertsConfig(events_file=False, webhook={"url": "http://127.0.0.1:9/x"})
     sinks = build_sinks(config, tmp_path, publish)
     assert [type(s) for s in sinks] == [LogSink, NatsSink, WebhookSink]
     sinks[-1].close()
+
+
+def test_the_events_file_is_on_or_off_never_a_path():
+    # a submitted run once named any path here (issue 23); the file is the run dir's own now
+    with pytest.raises(ValidationError, match="valid boolean"):
+        AlertsConfig(events_file="../../gateway/tokens.yaml")
 
 
 async def test_nats_sink_publishes_from_the_running_loop_and_logs_failures(caplog):
