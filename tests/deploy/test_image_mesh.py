@@ -123,13 +123,15 @@ class ImageMesh:
                      options=[*self.common(), "--no-healthcheck"])
         self.started["nats"] = time.monotonic()
 
-    def start_service(self, kind: str, image: str) -> None:
+    def start_service(self, kind: str, image: str, threads: dict[str, str] | None = None) -> None:
+        """`threads`: OpenMP/vLLM binding variables in place of one thread each (a benchmark's)."""
         ip, port = self.ip[kind], PORTS[kind]
         env = {"MESHRL_NATS_URL": f"nats://{self.ip['nats']}:4222", "MESHRL_RUN_ID": self.run_id,
                "MESHRL_CONFIG": "/etc/meshrl/config.yaml", "MESHRL_BIND_HOST": ip, "MESHRL_ADVERTISE_HOST": ip,
                "MESHRL_HEALTH_ADDRESS": f"{ip}:{port}",  # every gRPC server binds MESHRL_BIND_HOST
                ENV_VAR: "/run/secrets/nats.json",
-               "MESHRL_REPLICA_ID": f"{kind}-0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+               "MESHRL_REPLICA_ID": f"{kind}-0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+               **(threads or {})}
         run_mount = (f"{self.runs}:/runs" if kind == "learner"
                      else f"{self.traces}:/runs/imagemesh/traces")  # least privilege: traces alone
         mounts = [f"{self.config}:/etc/meshrl/config.yaml:ro", f"{self.data}:/data:ro",
