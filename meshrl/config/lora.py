@@ -10,15 +10,26 @@ the start, and computes W·x + (alpha / rank)·B·A·x (Hu et al. 2021, "LoRA", 
 Only A and B are trained and held by AdamW. `target_modules` are module-name suffixes (PEFT's
 matching) or "all-linear". Whether they match and whether `rank` fits the layers is checked
 against the model when the learner loads it (services/learner/lora.py).
+
+`push` says what reaches the rollout engines after each step: `adapter` (the default) sends
+only A and B in PEFT's format and every replica's vLLM serves it as a LoRA adapter over the
+base it loaded once (megabytes per push; docs/lora.md); `merged` sends the whole model with
+W + (alpha/rank)·B·A folded in, loaded like a full model's weights (any transport, any engine).
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
 from meshrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from meshrl.config.schema import RunConfig
+
+# the ranks vLLM 0.32 serves an adapter at (vllm/config/lora.py: MaxLoRARanks)
+ENGINE_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
 class LoraSettings(Strict):
@@ -26,6 +37,7 @@ class LoraSettings(Strict):
     alpha: float = Field(32.0, gt=0.0)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: list[str] | Literal["all-linear"] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    push: Literal["adapter", "merged"] = "adapter"  # what rollout receives (module docstring)
 
     @field_validator("target_modules")
     @classmethod
@@ -34,3 +46,17 @@ class LoraSettings(Strict):
             raise ConfigError("model.lora.target_modules is empty: name the linear layers to adapt "
                               "(e.g. [q_proj, v_proj]) or all-linear")
         return value
+
+
+def pushes_adapter(cfg: "RunConfig") -> bool:
+    """Whether the learner pushes the adapter alone and the rollout engines serve it as LoRA."""
+    return cfg.model.lora is not None and cfg.model.lora.push == "adapter"
+
+
+def engine_lora_rank(rank: int) -> int:
+    """The smallest rank vLLM serves that holds an adapter of `rank` (its max_lora_rank)."""
+    fitting = [r for r in ENGINE_LORA_RANKS if r >= rank]
+    if not fitting:
+        raise ConfigError(f"model.lora.rank={rank}: vLLM serves LoRA adapters up to rank "
+                          f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged")
+    return fitting[0]

@@ -23,7 +23,7 @@ from meshrl.config.environment import EnvironmentConfig
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
-from meshrl.config.lora import LoraSettings
+from meshrl.config.lora import ENGINE_LORA_RANKS, LoraSettings
 from meshrl.config.trackers import MlflowConfig, TrackerName, WandbConfig
 
 
@@ -334,6 +334,21 @@ def lora_problems(cfg: "RunConfig") -> list[str]:
     if cfg.algorithm.critic.enabled:
         problems.append("model.lora with algorithm.critic.enabled: the critic would share the adapted "
                         "base; train the critic without LoRA (remove model.lora) or use a critic-free preset")
+    if cfg.model.lora.push == "adapter":
+        problems += adapter_push_problems(cfg)
+    return problems
+
+
+def adapter_push_problems(cfg: "RunConfig") -> list[str]:
+    """An adapter travels as a file vLLM loads by path: not over the collective transport,
+    and only at a rank vLLM serves."""
+    problems = []
+    if cfg.learner.weights_transport == "collective":
+        problems.append("model.lora.push=adapter with learner.weights_transport=collective: vLLM loads a "
+                        "LoRA adapter from files; use shm or objectstore (or auto), or model.lora.push=merged")
+    if cfg.model.lora.rank > ENGINE_LORA_RANKS[-1]:
+        problems.append(f"model.lora.rank={cfg.model.lora.rank}: vLLM serves LoRA adapters up to rank "
+                        f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged")
     return problems
 
 

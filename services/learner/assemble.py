@@ -19,6 +19,7 @@ from meshrl.alerts.engine import AlertEngine
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig
+from meshrl.config.lora import pushes_adapter
 from meshrl.config.sampling import logprob_temperature
 from meshrl.services.learner import build, ranks
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
@@ -29,6 +30,7 @@ from meshrl.services.learner.gather import Gatherer
 from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 from meshrl.services.learner.loop import Learner
+from meshrl.services.learner.lora import adapter_config_json
 from meshrl.services.learner.metric_logger import JsonlLogger, MetricLogger, MultiLogger, forget_steps_from
 from meshrl.services.learner.offline import OfflineLearner
 from meshrl.services.learner.ranks import TrainerParts
@@ -144,7 +146,9 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
-    publisher, transport = publisher_for(cfg, bus, run_id, device=dist.device, tied_embeddings=tied)
+    adapter = adapter_config_json(policy.model) if pushes_adapter(cfg) else None  # pushed with the adapter
+    publisher, transport = publisher_for(cfg, bus, run_id, device=dist.device, tied_embeddings=tied,
+                                         adapter_config=adapter)
     loop = Learner(
         cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
                                                   vocab_size=policy.model.config.vocab_size),

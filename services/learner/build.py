@@ -16,7 +16,8 @@ from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 from meshrl.inputs.models.precision import resolve_precision
-from meshrl.services.learner.lora import BaseReference, apply_lora, is_lora, lora_summary, merged_state_dict
+from meshrl.services.learner.lora import (BaseReference, adapter_state_dict, apply_lora, is_lora, lora_summary,
+                                          merged_state_dict)
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
@@ -88,12 +89,15 @@ def plain_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistCon
                      max_staleness=cfg.learner.max_staleness)
 
 
-def rollout_weights(policy: TrainedModel, dist: DistContext):
+def rollout_weights(policy: TrainedModel, dist: DistContext, *, adapter_only: bool = False):
     """A function giving the policy's full state dict in the checkpoint's names (what rollout
-    engines load).
+    engines load); `adapter_only` (LoRA with model.lora.push=adapter): the adapter's tensors
+    in PEFT's names instead, which the engines serve as a LoRA adapter.
 
     On one process these are the live tensors, not a copy: the loop awaits the push before
     the next update touches them, and a 538 MB clone per push is time and memory for nothing."""
+    if is_lora(policy.model) and adapter_only:
+        return lambda: adapter_state_dict(policy.model)
     if is_lora(policy.model):  # one process (config/schema.py: lora_problems)
         return lambda: checkpoint_format(policy.model.get_base_model(), merged_state_dict(policy.model))
     if not dist.distributed:

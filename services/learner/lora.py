@@ -14,12 +14,16 @@ never modified (PEFT's merge/unmerge would add rounding to them at each push).
 `BaseReference` gives a training step reference log-probs from the same base with the adapter
 disabled (PEFT's `disable_adapter()`), so a LoRA run needs no reference service and no second
 copy of the model (config/schema.py: reference_enabled is off for online LoRA runs).
-`adapter_state_dict` is the adapter alone (PEFT's `get_peft_model_state_dict`): what
-`export` writes beside the merged model.
+`adapter_state_dict` is the adapter alone (PEFT's `get_peft_model_state_dict`, what PEFT's
+`save_pretrained` writes) and `adapter_config_json` its config as PEFT saves it: what the
+learner pushes to rollout with `model.lora.push: adapter` (the default), and what `export`
+writes beside the merged model.
 """
 from __future__ import annotations
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -95,6 +99,13 @@ def merged_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     from peft import get_peft_model_state_dict  # lazy: with apply_lora
     return {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
+
+
+def adapter_config_json(model: nn.Module) -> str:
+    """The adapter's `adapter_config.json`, written by PEFT's own `save_pretrained`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model.peft_config[model.active_adapter].save_pretrained(tmp)
+        return (Path(tmp) / "adapter_config.json").read_text()
 
 
 def lora_summary(model: nn.Module) -> str:

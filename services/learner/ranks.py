@@ -53,6 +53,7 @@ import torch.distributed as dist
 
 from meshrl.algos.kl_control import restore_controller
 from meshrl.config import ConfigError, load_config
+from meshrl.config.lora import pushes_adapter
 from meshrl.private_files import keep_new_files_private
 from meshrl.service.errors import startup_errors
 from meshrl.services.learner import build
@@ -145,8 +146,8 @@ def trainer_parts(cfg, policy, critic, tokenizer, ctx: DistContext) -> TrainerPa
     """The plain parts on one process; under torchrun the same parts behind rank 0's commands."""
     work = rank_work(cfg, policy, critic, tokenizer, ctx)
     if not ctx.distributed:
-        return TrainerParts(work.train_step, build.rollout_weights(policy, ctx), work.checkpoints, work.final,
-                            close=lambda: None)
+        export = build.rollout_weights(policy, ctx, adapter_only=pushes_adapter(cfg))
+        return TrainerParts(work.train_step, export, work.checkpoints, work.final, close=lambda: None)
     leader = Leader(work, _COMMANDS["group"])
     return TrainerParts(LeaderStep(leader), leader.export, LeaderCheckpoints(leader), leader.final, leader.stop)
 

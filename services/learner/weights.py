@@ -17,6 +17,10 @@ the object store (whose fetch already checks it). The cost is one host copy of t
 in the push dtype, kept between pushes; `push_in_background: false` writes from the live
 tensors on the trainer thread instead, with no copy. The learner closes its transport when
 it exits (services/learner/assemble.py).
+A LoRA run that pushes its adapter (`model.lora.push: adapter`) writes the adapter's tensors
+with PEFT's config in the file's metadata and announces `format: peft_adapter`
+(meshrl.transport.weights.adapter); the rollout serves it as a LoRA adapter. It always goes
+as a file (`auto` is shm then, also on CUDA).
 With `weights_transport: collective` (the default on a CUDA learner: `auto`) no file is
 written: `CollectivePublisher` keeps an on-device copy of each version and serves it to the
 replicas that ask, over NCCL or gloo.
@@ -37,6 +41,7 @@ from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights_staging import HostStaging, Staged
 from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
+from meshrl.transport.weights.adapter import ADAPTER_FORMAT, adapter_metadata
 from meshrl.transport.weights.collective import WeightsServer, snapshot
 from meshrl.transport.weights.run_version import announce
 from meshrl.transport.weights.signature import sign_notice
@@ -69,8 +74,12 @@ class WeightsPublisher:
     replicas watch that key); module docstring."""
 
     def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False,
-                 dtype: torch.dtype | None = None, background: bool = True, signer=None):
+                 dtype: torch.dtype | None = None, background: bool = True, signer=None,
+                 adapter_config: str | None = None):
         self.bus, self.transport, self.run_id = bus, transport, run_id
+        # a LoRA adapter's PEFT config (JSON): the file carries it, the notice says so
+        self.metadata = {"format": "pt"} if adapter_config is None else adapter_metadata(adapter_config)
+        self.format = "safetensors" if adapter_config is None else ADAPTER_FORMAT
         self.tied_embeddings, self.dtype, self.background = tied_embeddings, dtype, background
         self.signer = signer  # the run's key (security/run_key.py): the notice is signed
         self.digest = "blake3" if getattr(transport, "name", "shm") == "shm" else "sha256"
@@ -87,7 +96,7 @@ class WeightsPublisher:
 
     def write_staged(self, staged: Staged, path: Path) -> tuple[str, int]:
         staged.wait()
-        return write_safetensors(staged.tensors, path, {"format": "pt"}, digest=self.digest)
+        return write_safetensors(staged.tensors, path, self.metadata, digest=self.digest)
 
     def write(self, tensors: dict[str, torch.Tensor], path: Path) -> tuple[str, int]:
         """The file, in the rollout's dtype when it is known (half the bytes to write, move
@@ -116,7 +125,7 @@ class WeightsPublisher:
         t1 = time.perf_counter()
         location = await self.transport.put(version, path)
         notice = weights_notice(run_id=self.run_id, version=version, transport=self.transport.name,
-                                location=location, size_bytes=size, step=step,
+                                location=location, size_bytes=size, step=step, format=self.format,
                                 **{self.digest: digest})
         await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
         t2 = time.perf_counter()
@@ -167,22 +176,25 @@ class CollectivePublisher:
         self.server.close()
 
 
-def transport_name(setting: str, device: torch.device) -> str:
+def transport_name(setting: str, device: torch.device, *, adapter: bool = False) -> str:
     """`learner.weights_transport`: auto = collective from a CUDA learner (NCCL straight into
-    the engines, no host copy or file), else shm."""
+    the engines, no host copy or file), else shm; shm for an adapter (vLLM loads it from files)."""
     if setting != "auto":
         return setting
-    return "collective" if torch.device(device).type == "cuda" else "shm"
+    return "collective" if torch.device(device).type == "cuda" and not adapter else "shm"
 
 
-def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool):
-    """(publisher, what to close at exit) for `learner.weights_transport`."""
+def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool,
+                  adapter_config: str | None = None):
+    """(publisher, what to close at exit) for `learner.weights_transport`; `adapter_config`:
+    the PEFT config of the LoRA adapter pushed alone (model.lora.push=adapter)."""
     dtype, signer = rollout_dtype(cfg.model.dtype), signer_from_env()  # the run's key: the learner's alone
-    kind = transport_name(cfg.learner.weights_transport, device)
+    kind = transport_name(cfg.learner.weights_transport, device, adapter=adapter_config is not None)
     if kind == "collective":
         publisher = CollectivePublisher(bus, run_id, port=cfg.learner.weights_port, device=device,
                                         tied_embeddings=tied_embeddings, dtype=dtype, signer=signer)
         return publisher, publisher
     transport = transport_for(kind, bus, run_id)
     return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype,
-                            background=cfg.learner.push_in_background, signer=signer), transport
+                            background=cfg.learner.push_in_background, signer=signer,
+                            adapter_config=adapter_config), transport

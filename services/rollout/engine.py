@@ -41,9 +41,19 @@ leave the lm_head on the OLD matrix (silently: outputs match neither version). T
 extension re-ties it after every reload; `test_engine.py` checks outputs against an HF
 forward of the pushed weights.
 
-Simplifications: one engine per process, tensor parallel 1, no LoRA. Construct it in a
-service process or under `if __name__ == "__main__":` (vLLM spawns its engine-core and
-worker processes). Start-up ≈25–35 s on CPU with `enforce_eager=True`.
+LoRA (`model.lora.push: adapter`): the engine starts with vLLM's LoRA support
+(`enable_lora`, `max_lora_rank` = the smallest rank vLLM serves ≥ model.lora.rank) and its
+base weights never change. `load_adapter(dir, version)` adds the pushed adapter (a PEFT
+directory) under a new id and name `policy-v<version>-<serial>`; every request submitted
+after it carries that `LoRARequest`, and requests already running finish on the adapter they
+started with (no pause: nothing they use changes). A sample's version is then exactly its
+adapter's (`completion_version`), read from the request's own `LoRARequest`, not from the
+engine's version spans (which stay at the base's 0). vLLM keeps up to `CPU_LORAS` adapters
+(LRU); older ones are dropped by vLLM as new ones arrive.
+
+Simplifications: one engine per process. Construct it in a service process or under
+`if __name__ == "__main__":` (vLLM spawns its engine-core and worker processes). Start-up
+≈25–35 s on CPU with `enforce_eager=True`.
 """
 from __future__ import annotations
 
@@ -59,6 +69,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.config.lora import engine_lora_rank, pushes_adapter
 from meshrl.errors import ConfigError
 from meshrl.inputs.models.load import ModelLoadError
 from meshrl.plan.parallel import tensor_parallel_problem
@@ -71,6 +82,10 @@ GiB = 1 << 30
 log = logging.getLogger(__name__)
 WORKER_EXTENSION = "meshrl.services.rollout.worker_extension.WeightsFileExtension"
 CPU_BATCHED_TOKENS = 8192  # tokens per engine step when prefills are not chunked (CPU)
+# LoRA: adapters in one batch (the new version beside the one running requests started
+# with) and adapters vLLM keeps loaded (meshrl.transport.weights.adapter keeps as many dirs)
+BATCH_LORAS, CPU_LORAS = 2, 3
+ADAPTER_PREFIX = "policy-v"
 FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
                   "abort": pb.FINISH_REASON_ABORT}
 
@@ -91,6 +106,7 @@ class EngineConfig:
     max_num_seqs: int = 256
     replica_id: str = "rollout-0"
     tensor_parallel_size: int = 1  # vLLM workers the engine spans (rollout.tensor_parallel_size)
+    max_lora_rank: int = 0  # > 0: serve pushed LoRA adapters up to this rank (model.lora.push=adapter)
     extra_engine_args: dict = field(default_factory=dict)
 
     @classmethod
@@ -109,7 +125,8 @@ class EngineConfig:
                    max_model_len=cfg.rollout.max_model_len, kv_cache_gb=cfg.rollout.kv_cache_gb,
                    enforce_eager=cfg.rollout.enforce_eager, dtype=dtype,
                    seed=cfg.run.seed, replica_id=replica_id,
-                   tensor_parallel_size=cfg.rollout.tensor_parallel_size)
+                   tensor_parallel_size=cfg.rollout.tensor_parallel_size,
+                   max_lora_rank=engine_lora_rank(cfg.model.lora.rank) if pushes_adapter(cfg) else 0)
 
 
 def engine_args(config: EngineConfig):
@@ -131,7 +148,15 @@ def engine_args(config: EngineConfig):
         logprobs_mode=config.logprobs_mode, max_num_seqs=config.max_num_seqs,
         worker_extension_cls=WORKER_EXTENSION, disable_log_stats=True,
         tensor_parallel_size=config.tensor_parallel_size,  # >1: one worker process per shard
-        **{**platform_scheduling(config), **config.extra_engine_args})
+        **{**lora_args(config), **platform_scheduling(config), **config.extra_engine_args})
+
+
+def lora_args(config: EngineConfig) -> dict:
+    """vLLM's LoRA support when the run pushes adapters (module docstring), else nothing."""
+    if not config.max_lora_rank:
+        return {}
+    return {"enable_lora": True, "max_lora_rank": config.max_lora_rank, "max_loras": BATCH_LORAS,
+            "max_cpu_loras": CPU_LORAS}
 
 
 def platform_scheduling(config: EngineConfig) -> dict:
@@ -176,6 +201,21 @@ def oldest_version(spans, fallback: int) -> int:
     return min(versions, default=fallback)
 
 
+def adapter_name(version: int, serial: int) -> str:
+    """The LoRA name of a pushed adapter: its version, and a serial unique in this engine (a
+    version pushed again after a resume is another adapter)."""
+    return f"{ADAPTER_PREFIX}{version}-{serial}"
+
+
+def completion_version(completion, fallback: int) -> int:
+    """The policy version that sampled `completion`: its adapter's when it ran with one (every
+    token of it did), else the oldest of its weight-version spans (`oldest_version`)."""
+    lora = getattr(completion, "lora_request", None)
+    if lora is not None and lora.lora_name.startswith(ADAPTER_PREFIX):
+        return int(lora.lora_name.removeprefix(ADAPTER_PREFIX).split("-")[0])
+    return oldest_version(completion.weight_versions, fallback)
+
+
 def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
     """One proto `Sample` from a vLLM `CompletionOutput` requested with `logprobs=0`, flat."""
     token_ids = np.asarray(completion.token_ids, dtype=np.int32)
@@ -189,7 +229,7 @@ def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
         behaviour_logprobs=pack_float32(np.asarray(flat.logprobs, dtype=np.float32)),
         response_text=completion.text,
         finish_reason=FINISH_REASONS.get(completion.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
-        policy_version=oldest_version(completion.weight_versions, fallback_version))
+        policy_version=completion_version(completion, fallback_version))
 
 
 class RolloutEngine:
@@ -201,6 +241,8 @@ class RolloutEngine:
         self.version = version
         self.groups_generated = 0
         self.tokens_generated = 0
+        self.lora = None  # the LoRARequest new requests carry (None: the base weights)
+        self._adapters_added = 0
         self._update_lock = asyncio.Lock()
 
     @classmethod
@@ -264,13 +306,16 @@ class RolloutEngine:
         return final.outputs[0]
 
     async def _final_output(self, prompt, params, name: str):
-        """vLLM's final RequestOutput for one request (all its `n` completions)."""
+        """vLLM's final RequestOutput for one request (all its `n` completions), served with
+        the adapter held when it was submitted; each completion carries that `lora_request`."""
         request_id = f"{name or 'group'}-{uuid.uuid4().hex[:8]}"
-        final = None
-        async for output in self.llm.generate(prompt, params, request_id):
+        final, lora = None, self.lora
+        async for output in self.llm.generate(prompt, params, request_id, lora_request=lora):
             final = output
         if final is None:
             raise RuntimeError(f"vLLM returned no output for request {request_id!r}")
+        for completion in final.outputs:  # vLLM sets it on the RequestOutput only
+            completion.lora_request = lora
         return final
 
     def _group(self, task: pb.PromptTask, samples: list[pb.Sample], start: float) -> pb.Group:
@@ -294,6 +339,24 @@ class RolloutEngine:
                                     f"a safetensors file readable on this host")
         return await self._reload("meshrl_reload_safetensors", (str(path),), version,
                                   empty=f"weights file {path} holds no tensors; the learner must write a full state dict")
+
+    async def load_adapter(self, directory: str | Path, version: int) -> float:
+        """Serve the LoRA adapter in `directory` (PEFT's format) as `version` from the next
+        request on; return seconds. Running requests keep theirs (module docstring)."""
+        from vllm.lora.request import LoRARequest  # lazy: vllm (seconds), only when an engine starts
+
+        if not self.config.max_lora_rank:
+            raise RuntimeError(f"weights v{version} are a LoRA adapter, but this engine was started "
+                               f"without LoRA; start the replica with the run's config "
+                               f"(model.lora with push: adapter)")
+        async with self._update_lock:
+            began = time.perf_counter()
+            serial = self._adapters_added + 1
+            request = LoRARequest(adapter_name(version, serial), serial, str(directory))
+            if not await self.llm.add_lora(request):
+                raise RuntimeError(f"vLLM did not load the adapter in {directory}")
+            self._adapters_added, self.lora, self.version = serial, request, version
+            return time.perf_counter() - began
 
     async def receive_weights(self, address: str, ticket: int, manifest_json: str, version: int) -> float:
         """Reload the weights in place from the learner's collective transfer `ticket`

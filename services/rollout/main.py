@@ -82,6 +82,7 @@ class RolloutProcess(ServiceProcess):
                                  fetch_object=bus.weights.fetch_verified,
                                  publish_loaded=lambda report: bus.publish_event(subject, report),
                                  verifier=verifier_from_env())
+        ctx.on_stop(updater.close)  # its LoRA adapter directories, if any
         follower = WeightsFollower(bus.state, updater)
         await follower.start()
         return follower

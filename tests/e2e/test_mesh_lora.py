@@ -1,7 +1,7 @@
 """LoRA through the whole mesh: the learner trains PEFT adapters over the frozen tiny model,
 takes the KL's reference log-probs from its own base with the adapter off (no reference
-service runs), pushes the merged weights that every rollout replica loads, and exports the
-merged model and the adapter."""
+service runs), pushes only the adapter (model.lora.push: adapter, the default) that every
+rollout replica serves with vLLM's LoRA support, and exports the merged model and the adapter."""
 import math
 
 import pytest
@@ -21,6 +21,12 @@ def test_grpo_with_lora_trains_adapters_through_the_mesh(run_mesh, tiny_model_di
     assert not (run_dir / "logs" / "reference-0.log").exists()  # no reference service, no second copy
     loaded = {e["version"] for e in ledger if e["event"] == "weights_loaded" and e["ok"]}
     assert {1, 2} <= loaded and all(e["policy_version"] == e["step"] for e in ledger if e["event"] == "trained")
+    # each push carried the adapter alone: a fraction of the model's bytes
+    pushed = [m["weights/bytes"] for m in metrics if "weights/bytes" in m]
+    full = (tiny_model_dir / "model.safetensors").stat().st_size
+    assert pushed and all(b < full / 5 for b in pushed), (pushed, full)
+    rollout_log = (run_dir / "logs" / "rollout-0.log").read_text()
+    assert "loaded adapter v1" in rollout_log and "loaded weights v1" not in rollout_log
     final = run_dir / "final"
     assert (final / "adapter" / "adapter_config.json").is_file()
     adapter = load_file(str(final / "adapter" / "adapter_model.safetensors"))

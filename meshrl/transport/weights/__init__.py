@@ -22,6 +22,8 @@ notice and only then loads it. Which file does what:
     follow.py   the rollout's side: `WeightsFollower` watches the key and loads the run's
                 current version, through
     update.py   `WeightsUpdater`: one notice at a time, verified, into the replica's engine
+    adapter.py  a LoRA adapter as one file (PEFT's config in its metadata) and the PEFT
+                directory the rollout unpacks it into for vLLM
 
 The learner's own use is services/learner/weights.py (`WeightsPublisher`: which tensors, in
 which dtype, staged on its trainer thread and pushed in the background; `CollectivePublisher`);

@@ -14,7 +14,9 @@ import time
 from meshrl.api.common.v1 import common_pb2 as pb
 
 TRANSPORTS = ("shm", "objectstore", "collective")
-FORMATS = {"shm": ("", "safetensors"), "objectstore": ("", "safetensors"), "collective": ("tensors",)}
+# peft_adapter: a LoRA adapter with PEFT's config in the file's metadata (adapter.py)
+FORMATS = {"shm": ("", "safetensors", "peft_adapter"), "objectstore": ("", "safetensors", "peft_adapter"),
+           "collective": ("tensors",)}
 
 
 class WeightsRejected(Exception):

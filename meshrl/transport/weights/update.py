@@ -16,6 +16,10 @@ KV watch replays the latest value on start and after reconnects).
 With the run's verify key (MESHRL_RUN_VERIFY_KEY_FILE) a notice the learner did not sign is
 refused before anything else (meshrl.transport.weights.signature).
 
+A notice with `format: peft_adapter` (a LoRA run's `model.lora.push: adapter`) is a LoRA
+adapter: its verified bytes are unpacked into a private PEFT directory of this replica
+(adapter.py) and the engine serves it by name over the base it holds (`load_adapter`).
+
 The bus is reached through two callables, so this file does not depend on its API:
 `fetch_object(name, dest_path) -> sha256 hex` (see meshrl.transport.weights.receive) and
 `publish_loaded(WeightsLoaded)`.
@@ -29,7 +33,9 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import WeightsRejected, check_notice, local_file, open_verified
+from meshrl.transport.weights.adapter import ADAPTER_FORMAT, AdapterDirs
 from meshrl.transport.weights.collective import ask_for
 from meshrl.transport.weights.receive import FetchObject
 from meshrl.transport.weights.signature import check_signature
@@ -49,6 +55,7 @@ class WeightsUpdater:
         self.fetch_object, self.publish_loaded = fetch_object, publish_loaded
         cache = Path(cache_dir)
         self.cache_dir = cache if cache.is_dir() else Path("/tmp")
+        self.adapters = AdapterDirs(self.cache_dir, f"{names.shm_prefix(run_id)}-{replica_id}")
         self._lock = asyncio.Lock()
 
     async def apply(self, notice: pb.WeightsNotice) -> pb.WeightsLoaded | None:
@@ -93,9 +100,20 @@ class WeightsUpdater:
                               fetch_object=self.fetch_object) as (path, verified):
             # the engine loads the very file that was checked (opened.path), not its name
             with await asyncio.to_thread(open_verified, path, notice, verified) as opened:
-                seconds = await self.engine.load_weights(opened.path, notice.version)
-        log.info("%s: loaded weights v%d (%.1f MB, %s) in %.2f s", self.replica_id,
-                 notice.version, notice.size_bytes / 1e6, notice.transport, seconds)
+                seconds = await self._into_engine(opened, notice)
+        log.info("%s: loaded %s v%d (%.1f MB, %s) in %.2f s", self.replica_id,
+                 "adapter" if notice.format == ADAPTER_FORMAT else "weights", notice.version,
+                 notice.size_bytes / 1e6, notice.transport, seconds)
+
+    async def _into_engine(self, opened, notice: pb.WeightsNotice) -> float:
+        if notice.format != ADAPTER_FORMAT:
+            return await self.engine.load_weights(opened.path, notice.version)
+        directory = await asyncio.to_thread(self.adapters.unpack, opened, notice.version)
+        return await self.engine.load_adapter(directory, notice.version)
+
+    def close(self) -> None:
+        """At the replica's exit: remove its adapter directories."""
+        self.adapters.close()
 
     async def _receive(self, notice: pb.WeightsNotice) -> None:
         """`collective`: take a ticket from the learner's weights server, check its manifest

@@ -36,7 +36,7 @@ from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed
 from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.agent.spans import child_span, episode_span
 from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
-from meshrl.services.rollout.engine import FINISH_REASONS, oldest_version
+from meshrl.services.rollout.engine import FINISH_REASONS, completion_version
 
 SEED_MODULUS = 2**31 - 1
 
@@ -196,7 +196,7 @@ class Episode:
             raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
                                f"a turn must be requested with logprobs=0, flat_logprobs=True")
         traj.add(list(out.token_ids), logprobs, 1)
-        traj.versions.append(oldest_version(out.weight_versions, self.ctx.engine.version))
+        traj.versions.append(completion_version(out, self.ctx.engine.version))
         calls = check_calls(self.ctx.chat.parser.parse(out.text), tools, turn, self.ctx.limits.max_tool_calls)
         record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text, tool_calls=calls,
                          finish_reason=FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
