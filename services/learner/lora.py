@@ -30,6 +30,7 @@ from torch import nn
 
 from meshrl.config import ConfigError
 from meshrl.config.lora import LoraSettings
+from meshrl.inputs.models.lora import wrap_lora
 
 BASE_PREFIX = "base_model.model."
 
@@ -67,12 +68,8 @@ def check_rank(settings: LoraSettings, layers: dict[str, nn.Linear]) -> None:
 
 def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
     """The PEFT model: base frozen, adapters on the matched layers (checked first)."""
-    from peft import LoraConfig, get_peft_model  # lazy: peft (seconds to import), only with model.lora
-
     check_rank(settings, matched_layers(model, settings))
-    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                        target_modules=settings.target_modules, bias="none", task_type="CAUSAL_LM")
-    return get_peft_model(model, config)
+    return wrap_lora(model, settings)
 
 
 def is_lora(model: nn.Module) -> bool:

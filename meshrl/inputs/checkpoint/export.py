@@ -5,6 +5,12 @@
     OUT_DIR/tokenizer.json, tokenizer_config.json (with chat_template), special_tokens_map.json,
            chat_template.jinja
     OUT_DIR/meshrl_export.json       provenance: source checkpoint, step, config hash
+    OUT_DIR/adapter/                 a LoRA run's adapter alone, PEFT's format (LoRA runs only)
+
+A LoRA run (`model.lora` in the config saved with the checkpoint) checkpoints its PEFT model:
+the base is wrapped the same way (meshrl.inputs.models.lora), the adapters loaded, written
+alone to OUT_DIR/adapter, and OUT_DIR itself is the merged model (PEFT's `merge_and_unload`),
+the same layout as the run's own RUN_DIR/final.
 
 The architecture comes from `model_factory()` when given, else `base_model_dir`'s
 config.json, else the HF config the checkpoint saved (`hf_config/`). The tokenizer comes
@@ -43,11 +49,12 @@ def export_hf(checkpoint_path: str | Path, out_dir: str | Path, *,
     ckpt = resolve_checkpoint(checkpoint_path)
     manifest = read_manifest(ckpt)
     out, cast = _fresh_out_dir(out_dir), _dtype(dtype) if dtype else None
-    model = _build_model(ckpt, model_factory, base_model_dir)
+    model = _with_lora(_build_model(ckpt, model_factory, base_model_dir), read_config(ckpt))
     load_shards(ckpt, {POLICY: Part(model)})
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
+        model = _merged_after_adapter(model, tmp)
         _write_dir(tmp, model.to(cast) if cast else model, ckpt, manifest,
                    base_model_dir, tokenizer_dir)
         os.rename(tmp, out)
@@ -100,6 +107,27 @@ def _build_model(ckpt: Path, factory, base_model_dir) -> torch.nn.Module:
                               f"or base_model_dir= (a HF dir with the same architecture)")
     config = AutoConfig.from_pretrained(source)
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+
+def _with_lora(model: torch.nn.Module, config: dict | None) -> torch.nn.Module:
+    """The model wrapped as the run's PEFT model when the saved config trained LoRA."""
+    lora = ((config or {}).get("model") or {}).get("lora")
+    if not lora:
+        return model
+    from meshrl.config.lora import LoraSettings
+    from meshrl.inputs.models.lora import wrap_lora
+
+    return wrap_lora(model, LoraSettings(**lora))
+
+
+def _merged_after_adapter(model: torch.nn.Module, tmp: Path) -> torch.nn.Module:
+    """A PEFT model: its adapter written to tmp/adapter, then the merged plain model; any
+    other model as it is."""
+    if not hasattr(model, "peft_config"):
+        return model
+    tmp.mkdir(mode=0o700)
+    model.save_pretrained(tmp / "adapter")
+    return model.merge_and_unload()
 
 
 def _copy_generation_config(ckpt: Path, base_model_dir, tmp: Path) -> None:

@@ -1,6 +1,6 @@
 """LoRA in the learner (PEFT): only the adapters train, the merged weights rollout gets equal
 the adapted model's outputs under the base model's names, the final export holds both the
-merged model and the adapter, a checkpoint resumes adapters and their AdamW state exactly;
+merged model and the adapter (and so does `meshrl export` of a LoRA checkpoint), a checkpoint resumes adapters and their AdamW state exactly;
 bad input (a target that matches nothing, a rank too large, lora with several ranks) is a
 ConfigError naming the fix."""
 import pytest
@@ -86,6 +86,26 @@ def test_a_checkpoint_resumes_adapters_and_their_optimizer_state(tiny_model_dir,
     build.build_train_step(cfg, again, None, DistContext())(batch, 1)
     resumed = adapter_state_dict(again.model)
     assert set(resumed) == set(expected) and all(torch.equal(resumed[k], expected[k]) for k in expected)
+
+
+def test_meshrl_export_of_a_lora_checkpoint_writes_the_merged_model_and_the_adapter(tiny_model_dir, tmp_path):
+    from peft import PeftModel
+
+    from meshrl.inputs.checkpoint.export import export_hf
+    from meshrl.services.learner.checkpointing import LearnerCheckpoints
+    cfg = run_config(tiny_model_dir, tmp_path)
+    policy, _ = build.build_policy_model(cfg, DistContext())
+    for name, p in policy.model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    saved = LearnerCheckpoints(cfg, policy).save(1, {"step": 1, "policy_version": 1, "trained_group_ids": []})
+    out = export_hf(saved, tmp_path / "export")  # what `meshrl export RUN_DIR OUT --step 1` does
+    ids = torch.randint(5, 100, (1, 10))
+    with torch.no_grad():
+        expected = policy.model(ids).logits
+        merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(ids).logits
+    assert torch.allclose(merged, expected, atol=1e-5) and torch.allclose(adapted, expected, atol=1e-5)
 
 
 def test_a_target_that_matches_nothing_names_the_layers(tiny_model_dir):
