@@ -6,11 +6,17 @@ how many times that path returns to a file it had already left.
 
 A tiny model and data are made in a temporary dir; `meshrl train CONFIG` runs on this machine
 (embedded NATS, every service a process) with Python's profiler hook on in the CLI process
-only; while a second such run is live, `meshrl status RUN_DIR` is profiled the same way. A
-place is a function defined under meshrl/, services/ or gateway/ (the generated stubs under
-meshrl/api/ excepted), counted once, at its first call; the path is those first calls in
-order, and a return is a step of the path into a file it has been in before, but not the
-file just left. Printed: places, returns, and the files returned to most.
+only, from the import of the CLI's main module on (what the command imports counts: a module's
+body is a place, `<module>`); while a second such run is live, `meshrl status RUN_DIR` is
+profiled the same way. Each command is profiled in a fresh Python process of its own, so
+neither inherits the other's imports. A place is a function defined under meshrl/, services/
+or gateway/ (the generated stubs under meshrl/api/ excepted), counted once, at its first
+call; the path is those first calls in order, and a return is a step of the path into a file
+it has been in before, but not the file just left. Printed: places, returns, and the files
+returned to most.
+
+Another checkout (the tree before a renovation) is measured by running a copy of this file
+from it with that checkout first on PYTHONPATH (see docs/benchmarks.md, "House").
 
 Simplified: only the CLI process (the services it starts run elsewhere); a place called
 again later (in the launcher's loop) does not lengthen the path.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import signal
 import subprocess
@@ -105,12 +112,26 @@ def write_config(root: Path, base: dict, name: str, steps: int) -> tuple[Path, P
     return path, run_dir
 
 
+def profile_here(argv: list[str], out: Path) -> int:
+    """In this (fresh) process: `meshrl ARGV` under the hook, from the CLI's import on; the
+    path goes to `out` as JSON."""
+    calls = FirstCalls()
+    rc = calls.run(lambda: cli_main()(argv))
+    out.write_text(json.dumps(calls.path))
+    return rc
+
+
+def profile(argv: list[str], out: Path) -> list:
+    """`meshrl ARGV` profiled in a fresh Python process; the path of places it took."""
+    cmd = [sys.executable, "-m", "benchmarks.call_paths", "--profile-into", str(out), "--", *argv]
+    rc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL).returncode
+    assert rc == 0, f"meshrl {' '.join(argv)} exited {rc}"
+    return [tuple(place) for place in json.loads(out.read_text())]
+
+
 def profile_train(root: Path, base: dict, steps: int) -> list:
     config, _ = write_config(root, base, "train", steps)
-    calls = FirstCalls()
-    rc = calls.run(cli_main(), ["train", str(config)])
-    assert rc == 0, f"meshrl train exited {rc}"
-    return calls.path
+    return profile(["train", str(config)], root / "train-path.json")
 
 
 def profile_status(root: Path, base: dict) -> list:
@@ -120,10 +141,7 @@ def profile_status(root: Path, base: dict) -> list:
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_steps(run_dir / "metrics.jsonl", 1, timeout_s=600)
-        calls = FirstCalls()
-        rc = calls.run(cli_main(), ["status", str(run_dir)])
-        assert rc == 0, f"meshrl status exited {rc}"
-        return calls.path
+        return profile(["status", str(run_dir)], root / "status-path.json")
     finally:
         live.send_signal(signal.SIGTERM)
         live.wait(timeout=120)
@@ -151,7 +169,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--show", action="store_true", help="print every place of both paths")
+    parser.add_argument("--profile-into", type=Path, help=argparse.SUPPRESS)  # the child's side of profile()
+    parser.add_argument("argv", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.profile_into:
+        return profile_here(args.argv, args.profile_into)
     with tempfile.TemporaryDirectory(prefix="meshrl-paths-") as tmp:
         root = Path(tmp)
         base = make_inputs(root, args.steps)
