@@ -41,6 +41,7 @@ from meshrl.eval.source import model_dir_for, resolve_source
 from meshrl.cli import about
 from meshrl.inputs.data.prompts import PromptDataset, read_prompt_rows
 from meshrl.launch.eval_mesh import eval_mesh
+from meshrl.transport.rpc.mesh_tls import caller_env
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient
@@ -163,7 +164,7 @@ def run_on_mesh(cfg, model_dir: Path, work_dir: Path, args):
         f"rollout and reward (vLLM start-up takes a minute on CPU)",
         file=sys.stderr,
     )
-    with eval_mesh(cfg, work_dir, start_timeout_s=args.start_timeout) as mesh:
+    with eval_mesh(cfg, work_dir, start_timeout_s=args.start_timeout) as mesh, caller_env(mesh.grpc_env):
         return asyncio.run(evaluate_items(cfg, mesh, items, progress=not args.no_progress))
 
 

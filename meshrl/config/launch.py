@@ -7,7 +7,7 @@
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
       cores: auto                # shared | split | auto (meshrl/launch/cores.py)
-      grpc_tls: off              # on | mutual: the mesh's gRPC over TLS (meshrl/launch/secrets.py)
+      grpc_tls: mutual           # off | on | mutual: the mesh's gRPC over TLS (meshrl/launch/secrets.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
 restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service needs more
@@ -38,9 +38,11 @@ class LaunchConfig(Strict):
     # auto = shared (measured faster here, also asynchronous: meshrl/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
     # The mesh's own gRPC (learner→reference, eval→rollout, control, health): "on" serves TLS
-    # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" also requires each caller's
-    # certificate. Off: plaintext on loopback, or a cluster's own MESHRL_GRPC_TLS_* env.
-    grpc_tls: Literal["off", "on", "mutual"] = "off"
+    # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" (the default) also requires
+    # each caller's certificate and authorises each method by the caller's kind
+    # (meshrl/transport/rpc/authz.py: a rollout may not pause the learner). Off: plaintext on
+    # loopback (any local user can call every method), or a cluster's own MESHRL_GRPC_TLS_* env.
+    grpc_tls: Literal["off", "on", "mutual"] = "mutual"
 
     @field_validator("grpc_tls", mode="before")
     @classmethod

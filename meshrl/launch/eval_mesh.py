@@ -8,7 +8,10 @@ written to WORK_DIR/config.yaml, NATS is embedded in WORK_DIR/nats (or `nats.url
 run's streams are created once, rollout × rollout.replicas and reward × reward.replicas are
 started by a `Supervisor` with their usual environment and logs in WORK_DIR/logs, each on a
 free gRPC port. It waits until they are all announced in the run KV (`meshrl.transport.bus.registry`),
-then yields. On the way out (also on an error, Ctrl-C or SIGTERM) every process is stopped.
+then yields. With `launch.grpc_tls` (mutual by default) the replicas serve the run's mutual TLS
+like a training run's (meshrl.launch.secrets) and `mesh.grpc_env` is the admin's certificate,
+which the evaluating process presents (`with caller_env(mesh.grpc_env):`). On the way out
+(also on an error, Ctrl-C or SIGTERM) every process is stopped.
 
 Raises LaunchError when NATS cannot be reached or the services are not up within
 `start_timeout_s`, RunFailed when one of them dies while starting (with its log's tail).
@@ -29,10 +32,12 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError, RunFailed
 from meshrl.launch.local import make_run_id, prepare_run_dir, sampling_specs, service_argv
 from meshrl.launch.nats import create_streams, nats_url
+from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls
 from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import service_addresses
 from meshrl.run.layout import RunDir
+from meshrl.run.secrets import grpc_user_env, secrets_dir
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class EvalMesh:
     nats_url: str
     rollout: list[str]
     reward: list[str]
+    grpc_env: dict[str, str]  # the admin's MESHRL_GRPC_TLS_* ({} with launch.grpc_tls off)
 
 
 async def _announced(url: str, run_id: str) -> tuple[list[str], list[str]]:
@@ -78,12 +84,17 @@ def eval_mesh(
     work_dir = Path(work_dir)
     cfg, config_path = prepare_run_dir(cfg, work_dir)
     run_id = make_run_id(cfg.run.name if cfg.run.name.startswith("eval") else f"eval-{cfg.run.name}")
-    with stop_on_signals(), nats_url(cfg, work_dir) as url, Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup:
+    with (
+        stop_on_signals(),
+        nats_url(cfg, work_dir) as url,
+        run_grpc_tls(cfg, work_dir),
+        Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup,
+    ):
         create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
         for spec in sampling_specs(cfg):
             argv = service_argv(spec, url, run_id, config_path)
             if spec.name != "reward_model":  # it serves where the config says: the reward service calls it there
                 argv += ["--grpc-port", "0"]
-            sup.start(spec.name, argv, replica=spec.replica, env=spec.env)
+            sup.start(spec.name, argv, replica=spec.replica, env={**spec.env, **grpc_tls_env(cfg, work_dir, spec.name)})
         rollout, reward = wait_for_services(sup, cfg, url, run_id, timeout_s=start_timeout_s)
-        yield EvalMesh(run_id, url, rollout, reward)
+        yield EvalMesh(run_id, url, rollout, reward, grpc_user_env(secrets_dir(work_dir), "admin"))

@@ -34,14 +34,16 @@ async def test_a_pause_that_says_it_was_audited_elsewhere_is_audited(tmp_path, n
         run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch, audit_js=bus.js)
         sub = await bus.nc.subscribe(events_subject(run_id))
         await bus.nc.flush()
-        with caller_env(grpc_user_env(run_dir / "secrets", "rollout")):  # a run certificate, not the gateway's
+        # the admin certificate (this host's operator tools; other kinds may not pause: test_grpc_authz)
+        # calling straight, not through the gateway that the header names
+        with caller_env(grpc_user_env(run_dir / "secrets", "admin")):
             async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
                 await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
                     learner_pb2.PauseRequest(reason="unseen"), timeout=10, metadata=SKIP_HEADERS)
         event = json.loads((await sub.next_msg(timeout=10)).data)
         await learner.stop(None)
-    assert state.message == "paused: unseen"  # the call itself went through (authorisation: test_mesh_grpc_authz)
+    assert state.message == "paused: unseen"  # the call itself went through
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["action"], r["reason"], r["on_behalf_of"]) for r in rows] == [
-        ("cert:meshrl-rollout", "pause", "unseen", "nobody")]
+        ("cert:meshrl-admin", "pause", "unseen", "nobody")]
     assert event == rows[0]

@@ -82,6 +82,23 @@ def server_credentials(environ=None) -> grpc.ServerCredentials | None:
     return grpc.ssl_server_credentials([pair], root_certificates=roots, require_client_auth=require)
 
 
+def authorised_kind(environ=None) -> str | None:
+    """This server's own kind (its certificate's name, meshrl-<kind>) when it requires client
+    certificates: its methods are then authorised by the caller's kind (authz.py); else None."""
+    env = os.environ if environ is None else environ
+    cert = _get(env, CERT_ENV)
+    if cert is None or not _client_auth(env):
+        return None
+    from cryptography import x509  # lazy: only servers under mutual TLS read their certificate
+
+    from meshrl.transport.rpc.tls import _read  # lazy: breaks the cycle tls -> channel -> mesh_tls
+
+    names = x509.load_pem_x509_certificate(_read(cert, "cert_file", WHO)).subject.get_attributes_for_oid(
+        x509.NameOID.COMMON_NAME)
+    name = str(names[0].value) if names else ""
+    return name.removeprefix("meshrl-") if name.startswith("meshrl-") else None
+
+
 def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
     """TLS trusting the mesh CA, presenting this process's certificate if it has one; None
     (plaintext) when no CA is set."""
@@ -100,5 +117,5 @@ def client_options(environ=None) -> list[tuple[str, str]]:
     return [("grpc.ssl_target_name_override", name)] if name else []
 
 
-__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "caller_env", "client_credentials",
-           "client_options", "server_credentials"]
+__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "authorised_kind", "caller_env",
+           "client_credentials", "client_options", "server_credentials"]

@@ -9,7 +9,8 @@ Each registered service gets its own grpc.health.v1 status (SERVING once started
 the whole server) and is listed by reflection. `server.health` is the HealthServicer, for
 a service that wants to report NOT_SERVING (e.g. while its engine reloads).
 With MESHRL_GRPC_TLS_CERT_FILE / _KEY_FILE set the server serves TLS only, and with
-MESHRL_GRPC_TLS_CLIENT_AUTH=1 requires client certificates (mesh_tls.py).
+MESHRL_GRPC_TLS_CLIENT_AUTH=1 requires client certificates (mesh_tls.py) and authorises each
+method by the caller's kind (authz.py).
 """
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 
 from meshrl.addresses import bind_host
 from meshrl.transport.rpc import mesh_tls
+from meshrl.transport.rpc.authz import KindAuthorization
 from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
 from meshrl.telemetry.spans.grpc import TracingServerInterceptor
 
@@ -66,6 +68,9 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
     registrations = list(registrations)
     # Every server joins the caller's trace (a no-op while this process has no tracer).
     chain = [TracingServerInterceptor(), *interceptors]
+    kind = mesh_tls.authorised_kind()  # under mutual TLS: each method for the kinds that call it
+    if kind is not None:
+        chain.insert(1, KindAuthorization(kind))
     options = message_options(max_message_bytes)
     if max_receive_bytes is not None:
         options = [*options[:1], ("grpc.max_receive_message_length", max_receive_bytes)]

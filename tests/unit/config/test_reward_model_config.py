@@ -15,7 +15,8 @@ def cfg_with(components, **sections):
 
 def test_a_reward_model_component_is_called_as_external_at_the_local_port():
     cfg = cfg_with([{"name": "rm", "kind": "reward_model", "weight": 0.5, "timeout_s": 30}, RULE],
-                   reward_model={"path": "~/rm", "normalize": "running", "clip": 5, "grpc_port": 50080})
+                   reward_model={"path": "~/rm", "normalize": "running", "clip": 5, "grpc_port": 50080},
+                   launch={"grpc_tls": "off"})  # plaintext: with TLS (the default) see the test below
     assert cfg.reward_model.path.endswith("/rm") and not cfg.reward_model.path.startswith("~")
     assert launches_reward_model(cfg)
     rm, math = called_components(cfg)

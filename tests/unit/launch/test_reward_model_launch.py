@@ -5,6 +5,7 @@ from meshrl.config.load import load_config
 from meshrl.config.reward_model import called_components
 from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
 from meshrl.run.scale import parse_counts
+from meshrl.transport.rpc.mesh_tls import CA_ENV
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "ppo"}}
 
@@ -14,14 +15,17 @@ def cfg_with(component: dict, **reward_model):
                              "reward": {"components": [component, {"name": "math", "kind": "math_verify"}]}})
 
 
-def test_reward_model_replicas_start_before_the_reward_on_a_resolved_port(tmp_path):
+def test_reward_model_replicas_start_before_the_reward_on_a_resolved_port(tmp_path, monkeypatch):
+    monkeypatch.setenv(CA_ENV, "/run/secrets/grpc-ca.pem")  # the launcher gives the reward service its TLS (the default)
     cfg = cfg_with({"name": "rm", "kind": "reward_model"}, replicas=2)
     keys = [f"{s.name}-{s.replica}" for s in service_specs(cfg)]
     assert keys[:4] == ["rollout-0", "reward_model-0", "reward_model-1", "reward-0"]
     resolved, path = prepare_run_dir(cfg, tmp_path / "run")
     assert resolved.reward_model.grpc_port > 0 and cfg.reward_model.grpc_port == 0
     again = load_config(path)  # what the reward service reads
-    assert called_components(again)[0].address == f"127.0.0.1:{resolved.reward_model.grpc_port}"
+    called = called_components(again)[0]
+    assert called.address == f"127.0.0.1:{resolved.reward_model.grpc_port}"
+    assert called.tls.ca_file == "/run/secrets/grpc-ca.pem"
 
 
 def test_a_reward_model_at_an_address_is_not_started(tmp_path):

@@ -1,5 +1,6 @@
-"""run_local with `launch.grpc_tls: mutual`: the launcher makes a run CA and a certificate per
-service kind in RUN_DIR/secrets, gives each child MESHRL_GRPC_TLS_* (client auth required),
+"""run_local with `launch.grpc_tls` as a config leaves it (mutual: secure by default on one
+machine; `off` was the default and served plaintext to any local user): the launcher makes a
+run CA and a certificate per service kind in RUN_DIR/secrets, gives each child MESHRL_GRPC_TLS_* (client auth required),
 and a real gRPC server started in a child with that env serves mutual TLS only: a call with
 the admin's files (what `meshrl status` finds) is SERVING, a plaintext call and a TLS call
 without a certificate are refused. Stand-in services (no vLLM); the real launcher and NATS.
@@ -51,8 +52,7 @@ STAND_IN = textwrap.dedent("""
 
 def test_launcher_gives_each_service_its_grpc_certificate_and_servers_require_mutual_tls(tmp_path):
     cfg = load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                            "algorithm": {"preset": "grpo"}, "learner": {"steps": 1}},
-                      overrides=["launch.grpc_tls=mutual"])
+                            "algorithm": {"preset": "grpo"}, "learner": {"steps": 1}})  # no launch section
     records_path = tmp_path / "records.jsonl"
 
     def argv_for(spec, url, run_id, config_path):
