@@ -12,6 +12,7 @@ one response it is. The reward service scores with these; the learner counts wit
 - `episode_messages`: the episode after the prompt as (role, content) pairs, each model turn
   "assistant" and each observation "tool".
 """
+
 from __future__ import annotations
 
 from meshrl.api.common.v1 import common_pb2

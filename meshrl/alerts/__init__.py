@@ -8,6 +8,7 @@ Rules (one file per family in `rules/`, registered by `@register_rule`): kl_high
 entropy_collapse, reward_nan, reward_flat, nonfinite, spike, rollout_stalled,
 memory_growth, service_down. Sinks in `sinks/`. Nothing here imports torch.
 """
+
 # The rules' settings are config (`RunConfig.alerts`), so they live in meshrl.config; re-exported
 # here for the engine's users.
 from meshrl.config.alerts import AlertsConfig
@@ -15,5 +16,4 @@ from meshrl.alerts.engine import AlertEngine
 from meshrl.alerts.registry import register_rule, rule_names
 from meshrl.alerts.types import Alert, Condition, strongest_action
 
-__all__ = ["Alert", "AlertEngine", "AlertsConfig", "Condition", "register_rule", "rule_names",
-           "strongest_action"]
+__all__ = ["Alert", "AlertEngine", "AlertsConfig", "Condition", "register_rule", "rule_names", "strongest_action"]

@@ -9,6 +9,7 @@ and again only after it has cleared (re-armed).
     while waiting for a batch:
         engine.progress("groups")  # when groups arrive;  engine.poll() now and then
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,15 +32,20 @@ def build_rules(config: AlertsConfig) -> list[Rule]:
     if not config.enabled:
         return []
     sections = {name: getattr(config, name, None) for name in rule_names()}
-    return [rule_class(name)(section) for name, section in sections.items()
-            if section is not None and section.enabled]
+    return [rule_class(name)(section) for name, section in sections.items() if section is not None and section.enabled]
 
 
 class AlertEngine:
-    def __init__(self, config: AlertsConfig, sinks: Iterable[Sink] = (), *, run_id: str = "",
-                 clock: Callable[[], float] = time.monotonic,
-                 health_check: Callable[[], Mapping[str, bool]] | None = None,
-                 wall_clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        config: AlertsConfig,
+        sinks: Iterable[Sink] = (),
+        *,
+        run_id: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        health_check: Callable[[], Mapping[str, bool]] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ):
         self.config, self.sinks, self.run_id = config, list(sinks), run_id
         self.clock, self.wall_clock, self.health_check = clock, wall_clock, health_check
         self.rules = build_rules(config)
@@ -50,8 +56,9 @@ class AlertEngine:
             rule.on_progress("start", now)
 
     @classmethod
-    def from_config(cls, config: AlertsConfig, run_dir: str | Path | None = None, *,
-                    publish=None, **kwargs) -> "AlertEngine":
+    def from_config(
+        cls, config: AlertsConfig, run_dir: str | Path | None = None, *, publish=None, **kwargs
+    ) -> "AlertEngine":
         """The engine with the sinks `config` asks for (see `meshrl.alerts.sinks.build_sinks`)."""
         return cls(config, build_sinks(config, run_dir, publish), **kwargs)
 
@@ -94,9 +101,17 @@ class AlertEngine:
 
     def _alert(self, rule: Rule, cond: Condition) -> Alert:
         c = rule.config
-        return Alert(rule=rule.name, key=cond.key, severity=c.severity, action=c.action,
-                     message=cond.message, step=self.last_step, time=self.wall_clock(),
-                     run_id=self.run_id, values=dict(cond.values))
+        return Alert(
+            rule=rule.name,
+            key=cond.key,
+            severity=c.severity,
+            action=c.action,
+            message=cond.message,
+            step=self.last_step,
+            time=self.wall_clock(),
+            run_id=self.run_id,
+            values=dict(cond.values),
+        )
 
     def _send(self, alert: Alert) -> None:
         for sink in self.sinks:

@@ -1,4 +1,5 @@
 """What a rule reports (`Condition`) and what the engine emits (`Alert`)."""
+
 from __future__ import annotations
 
 import math
@@ -39,13 +40,14 @@ class Alert:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; NaN/inf in `values` become None (as in metrics.jsonl)."""
         data = asdict(self)
-        data["values"] = {k: None if isinstance(v, float) and not math.isfinite(v) else v
-                          for k, v in data["values"].items()}
+        data["values"] = {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in data["values"].items()
+        }
         return data
 
 
 def strongest_action(alerts: list[Alert]) -> str:
-    """"stop" beats "pause" beats "none": what the learner should do after these alerts."""
+    """ "stop" beats "pause" beats "none": what the learner should do after these alerts."""
     return max((a.action for a in alerts), key=ACTION_ORDER.index, default="none")
 
 

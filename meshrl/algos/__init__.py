@@ -16,29 +16,58 @@ Tensors are [batch, response_len] with a 0/1 float `response_mask`; `group_ids` 
 [batch]. Add a part with `@register_advantage_estimator("name")` or
 `@register_policy_loss("name")` in any imported module; nothing else changes.
 """
+
 from meshrl.algos import advantages as _advantages  # noqa: F401  (registers estimators)
 from meshrl.algos import losses as _losses  # noqa: F401  (registers policy losses)
-from meshrl.algos.aggregation import (AGG_MODES, aggregate_loss, list_agg_modes, loss_denominator,
-                                      loss_numerator)
+from meshrl.algos.aggregation import AGG_MODES, aggregate_loss, list_agg_modes, loss_denominator, loss_numerator
 from meshrl.algos.checks import NonFiniteError, ShapeError, check_finite, check_shapes
 from meshrl.algos.dpo import dpo_loss, list_dpo_kinds
 from meshrl.algos.kl import K3_LOG_RATIO_BOUND, kl_estimate, list_kl_estimators
-from meshrl.algos.registry import (UnknownNameError, get_advantage_estimator, get_policy_loss,
-                                   get_preference_loss, list_advantage_estimators,
-                                   list_policy_losses, list_preference_losses,
-                                   register_advantage_estimator, register_policy_loss,
-                                   register_preference_loss)
+from meshrl.algos.registry import (
+    UnknownNameError,
+    get_advantage_estimator,
+    get_policy_loss,
+    get_preference_loss,
+    list_advantage_estimators,
+    list_policy_losses,
+    list_preference_losses,
+    register_advantage_estimator,
+    register_policy_loss,
+    register_preference_loss,
+)
 from meshrl.algos.rollout_correction import ROLLOUT_CORRECTION_MODES, rollout_correction
 from meshrl.algos.shaping import groups_with_signal, overlong_penalty
 from meshrl.algos.types import AdvantageResult, PolicyLossResult
 
 __all__ = [
-    "AGG_MODES", "AdvantageResult", "K3_LOG_RATIO_BOUND", "NonFiniteError", "PolicyLossResult",
-    "ROLLOUT_CORRECTION_MODES", "ShapeError", "UnknownNameError", "aggregate_loss",
-    "check_finite", "check_shapes", "dpo_loss", "get_advantage_estimator", "get_policy_loss",
-    "get_preference_loss", "list_preference_losses", "register_preference_loss",
-    "groups_with_signal", "kl_estimate", "list_advantage_estimators", "list_agg_modes",
-    "list_dpo_kinds", "list_kl_estimators", "list_policy_losses", "loss_denominator",
-    "loss_numerator", "overlong_penalty", "register_advantage_estimator",
-    "register_policy_loss", "rollout_correction",
+    "AGG_MODES",
+    "AdvantageResult",
+    "K3_LOG_RATIO_BOUND",
+    "NonFiniteError",
+    "PolicyLossResult",
+    "ROLLOUT_CORRECTION_MODES",
+    "ShapeError",
+    "UnknownNameError",
+    "aggregate_loss",
+    "check_finite",
+    "check_shapes",
+    "dpo_loss",
+    "get_advantage_estimator",
+    "get_policy_loss",
+    "get_preference_loss",
+    "list_preference_losses",
+    "register_preference_loss",
+    "groups_with_signal",
+    "kl_estimate",
+    "list_advantage_estimators",
+    "list_agg_modes",
+    "list_dpo_kinds",
+    "list_kl_estimators",
+    "list_policy_losses",
+    "loss_denominator",
+    "loss_numerator",
+    "overlong_penalty",
+    "register_advantage_estimator",
+    "register_policy_loss",
+    "rollout_correction",
 ]

@@ -26,6 +26,7 @@ data-parallel ranks the loop's all-reduce makes it W while FSDP averages gradien
 ranks, so the update is the mean over ranks of each rank's token sum (what `loss.sum()`
 under DDP gives).
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,19 +34,18 @@ import torch
 from meshrl.algos.checks import check_finite, check_mask, check_shapes
 from meshrl.algos.checks import UnknownNameError
 
-AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm",
-             "token-sum")
+AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm", "token-sum")
 # mode → (formula, who uses it), shown by `meshrl algos`
 AGG_MODE_NOTES = {
     "token-mean": ("Σ m·L / Σ|o_i|", "Yu et al. 2025, DAPO, arXiv:2503.14476"),
-    "seq-mean-token-sum": ("(1/N) Σ_i Σ_t m·L", "RLOO / REINFORCE (Ahmadian et al. 2024, "
-                           "arXiv:2402.14740)"),
-    "seq-mean-token-mean": ("(1/N) Σ_i (1/|o_i|) Σ_t m·L", "Shao et al. 2024, GRPO, "
-                            "arXiv:2402.03300"),
-    "seq-mean-token-sum-norm": ("(1/(N·C)) Σ_i Σ_t m·L", "Liu et al. 2025, Dr. GRPO, "
-                                "arXiv:2503.20783"),
-    "token-sum": ("Σ_i Σ_t m·L, no normaliser", "a plain sum, e.g. with a constant in the lr; "
-                  "verl's loss_scale_factor and Dr. GRPO, arXiv:2503.20783, motivate it"),
+    "seq-mean-token-sum": ("(1/N) Σ_i Σ_t m·L", "RLOO / REINFORCE (Ahmadian et al. 2024, arXiv:2402.14740)"),
+    "seq-mean-token-mean": ("(1/N) Σ_i (1/|o_i|) Σ_t m·L", "Shao et al. 2024, GRPO, arXiv:2402.03300"),
+    "seq-mean-token-sum-norm": ("(1/(N·C)) Σ_i Σ_t m·L", "Liu et al. 2025, Dr. GRPO, arXiv:2503.20783"),
+    "token-sum": (
+        "Σ_i Σ_t m·L, no normaliser",
+        "a plain sum, e.g. with a constant in the lr; "
+        "verl's loss_scale_factor and Dr. GRPO, arXiv:2503.20783, motivate it",
+    ),
 }
 
 
@@ -64,8 +64,9 @@ def _check(mask: torch.Tensor, mode: str, norm_len, loss_mat: torch.Tensor | Non
         raise ValueError(f"norm_len must be > 0 (the constant of seq-mean-token-sum-norm), got {norm_len}")
 
 
-def loss_numerator(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str,
-                   norm_len: float | None = None) -> torch.Tensor:
+def loss_numerator(
+    loss_mat: torch.Tensor, mask: torch.Tensor, mode: str, norm_len: float | None = None
+) -> torch.Tensor:
     """This micro-batch's share of the aggregate before division (keeps the graph).
 
     token-mean / seq-mean-token-sum / seq-mean-token-sum-norm: Σ_i Σ_t m·L;
@@ -97,8 +98,9 @@ def loss_denominator(mask: torch.Tensor, mode: str, norm_len: float | None = Non
     return sequences
 
 
-def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean",
-                   norm_len: float | None = None) -> torch.Tensor:
+def aggregate_loss(
+    loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", norm_len: float | None = None
+) -> torch.Tensor:
     """Scalar loss of the whole batch under `mode` (table in the module docstring); 0 if empty."""
     numerator = loss_numerator(loss_mat, mask, mode, norm_len)
     denominator = loss_denominator(mask, mode, norm_len)

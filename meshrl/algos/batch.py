@@ -22,6 +22,7 @@ both halves go through the model in one forward.
 
 Simplifications: tensors live on one device; no packing of several sequences per row.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,11 +36,20 @@ from meshrl.algos.checks import ShapeError
 
 # Per-row fields: (name, dims). "B" is the batch, "P" the prompt width, "T" the response width.
 _ROLLOUT_DIMS = {
-    "prompt_ids": "B P", "prompt_mask": "B P", "response_ids": "B T",
-    "response_mask": "B T", "rewards": "B", "group_ids": "B",
-    "behaviour_logprobs": "B T", "ref_logprobs": "B T", "policy_versions": "B",
-    "reward_components": "B K", "reward_component_weights": "B K", "greedy_rewards": "B",
-    "loss_mask": "B T", "turn_rewards": "B T",
+    "prompt_ids": "B P",
+    "prompt_mask": "B P",
+    "response_ids": "B T",
+    "response_mask": "B T",
+    "rewards": "B",
+    "group_ids": "B",
+    "behaviour_logprobs": "B T",
+    "ref_logprobs": "B T",
+    "policy_versions": "B",
+    "reward_components": "B K",
+    "reward_component_weights": "B K",
+    "greedy_rewards": "B",
+    "loss_mask": "B T",
+    "turn_rewards": "B T",
 }
 
 
@@ -58,8 +68,7 @@ def pad_left(seqs: Sequence[np.ndarray], pad_value, dtype) -> tuple[np.ndarray, 
     return out, mask
 
 
-def pad_right(seqs: Sequence[np.ndarray], pad_value, dtype,
-              width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pad_right(seqs: Sequence[np.ndarray], pad_value, dtype, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Stack 1-D arrays into `[B, width]` (default: longest), padded on the right."""
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     width = int(lengths.max(initial=0)) if width is None else width
@@ -79,21 +88,24 @@ def _check_dims(owner: str, tensors: dict[str, torch.Tensor | None], dims: dict[
         if tensor is None:
             continue
         spec = dims[name].split()
-        ok = tensor.dim() == len(spec) and all(
-            bound.setdefault(d, size) == size for d, size in zip(spec, tensor.shape))
+        ok = tensor.dim() == len(spec) and all(bound.setdefault(d, size) == size for d, size in zip(spec, tensor.shape))
         if not ok:
-            listing = ", ".join(f"{n}={tuple(t.shape)} [{dims[n]}]"
-                                for n, t in tensors.items() if t is not None)
-            raise ShapeError(f"{owner}.{name} has shape {tuple(tensor.shape)}, expected "
-                             f"[{dims[name]}] with {bound}. All shapes: {listing}")
+            listing = ", ".join(f"{n}={tuple(t.shape)} [{dims[n]}]" for n, t in tensors.items() if t is not None)
+            raise ShapeError(
+                f"{owner}.{name} has shape {tuple(tensor.shape)}, expected "
+                f"[{dims[name]}] with {bound}. All shapes: {listing}"
+            )
 
 
 class _Rows:
     """Row-wise indexing shared by the batch dataclasses: every tensor field has B rows."""
 
     def _tensor_fields(self) -> dict[str, torch.Tensor]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if isinstance(getattr(self, f.name), torch.Tensor)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), torch.Tensor)
+        }
 
     @property
     def batch_size(self) -> int:
@@ -115,8 +127,7 @@ class _Rows:
     def chunk(self, n: int) -> list:
         """`n` consecutive parts of (nearly) equal size, larger first (like `np.array_split`)."""
         if not 1 <= n <= self.batch_size:
-            raise ValueError(f"cannot cut {self.batch_size} rows into {n} parts; "
-                             f"need 1 <= parts <= batch size")
+            raise ValueError(f"cannot cut {self.batch_size} rows into {n} parts; need 1 <= parts <= batch size")
         sizes = [self.batch_size // n + (i < self.batch_size % n) for i in range(n)]
         bounds = np.cumsum([0] + sizes)
         return [self.select(slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -169,11 +180,12 @@ class RolloutBatch(_Rows):
             raise ShapeError(f"group_ids must be int64, got {self.group_ids.dtype}")
         for name in ("response_mask", "loss_mask"):
             if not getattr(self, name).is_floating_point():
-                raise ShapeError(f"{name} must be float 0/1, got {getattr(self, name).dtype}; "
-                                 f"pass mask.float()")
+                raise ShapeError(f"{name} must be float 0/1, got {getattr(self, name).dtype}; pass mask.float()")
         if self.loss_mask is not self.response_mask and bool((self.loss_mask > self.response_mask).any()):
-            raise ShapeError("loss_mask marks a padding column as a model token: it must lie "
-                             "inside response_mask (0 wherever response_mask is 0)")
+            raise ShapeError(
+                "loss_mask marks a padding column as a model token: it must lie "
+                "inside response_mask (0 wherever response_mask is 0)"
+            )
 
     @property
     def prompt_len(self) -> int:
@@ -200,20 +212,29 @@ class RolloutBatch(_Rows):
         return self.loss_mask.sum(dim=1)
 
     @classmethod
-    def from_sequences(cls, prompts: Sequence[np.ndarray], responses: Sequence[np.ndarray],
-                       rewards, group_ids, pad_id: int, *,
-                       behaviour_logprobs: Sequence[np.ndarray] | None = None,
-                       ref_logprobs: Sequence[np.ndarray] | None = None,
-                       policy_versions=None,
-                       loss_masks: Sequence[np.ndarray] | None = None) -> "RolloutBatch":
+    def from_sequences(
+        cls,
+        prompts: Sequence[np.ndarray],
+        responses: Sequence[np.ndarray],
+        rewards,
+        group_ids,
+        pad_id: int,
+        *,
+        behaviour_logprobs: Sequence[np.ndarray] | None = None,
+        ref_logprobs: Sequence[np.ndarray] | None = None,
+        policy_versions=None,
+        loss_masks: Sequence[np.ndarray] | None = None,
+    ) -> "RolloutBatch":
         """Pad token-id arrays into a batch (per-token floats padded with 0 like the ids).
 
         `loss_masks`: one 0/1 array per response (1 = the model's token; an empty array
         means all 1, as `Sample.loss_mask`); None = every response token is the model's."""
         if not len(prompts) == len(responses) == len(rewards) == len(group_ids):
-            raise ShapeError(f"from_sequences got {len(prompts)} prompts, {len(responses)} "
-                             f"responses, {len(rewards)} rewards, {len(group_ids)} group ids; "
-                             f"they must be equal (one per sample)")
+            raise ShapeError(
+                f"from_sequences got {len(prompts)} prompts, {len(responses)} "
+                f"responses, {len(rewards)} rewards, {len(group_ids)} group ids; "
+                f"they must be equal (one per sample)"
+            )
         prompt_ids, prompt_mask = pad_left(prompts, pad_id, np.int64)
         response_ids, response_mask = pad_right(responses, pad_id, np.int64)
         width = response_ids.shape[1]
@@ -222,33 +243,45 @@ class RolloutBatch(_Rows):
             return None if seqs is None else torch.from_numpy(pad_right(seqs, 0.0, np.float32, width)[0])
 
         return cls(
-            prompt_ids=torch.from_numpy(prompt_ids), prompt_mask=torch.from_numpy(prompt_mask).long(),
+            prompt_ids=torch.from_numpy(prompt_ids),
+            prompt_mask=torch.from_numpy(prompt_mask).long(),
             response_ids=torch.from_numpy(response_ids),
             response_mask=torch.from_numpy(response_mask).float(),
             rewards=torch.as_tensor(np.asarray(rewards, dtype=np.float32), device="cpu"),  # host-built
             group_ids=torch.as_tensor(np.asarray(group_ids, dtype=np.int64), device="cpu"),
-            behaviour_logprobs=floats(behaviour_logprobs), ref_logprobs=floats(ref_logprobs),
-            policy_versions=None if policy_versions is None
+            behaviour_logprobs=floats(behaviour_logprobs),
+            ref_logprobs=floats(ref_logprobs),
+            policy_versions=None
+            if policy_versions is None
             else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64), device="cpu"),
-            loss_mask=None if loss_masks is None else floats(_full_masks(loss_masks, responses)))
+            loss_mask=None if loss_masks is None else floats(_full_masks(loss_masks, responses)),
+        )
 
 
 def _full_masks(loss_masks: Sequence[np.ndarray], responses: Sequence[np.ndarray]) -> list[np.ndarray]:
     """One 0/1 mask per response, its length; an empty mask means all 1 (`Sample.loss_mask`)."""
     if len(loss_masks) != len(responses):
-        raise ShapeError(f"from_sequences got {len(loss_masks)} loss masks for {len(responses)} "
-                         f"responses; give one per response (empty = all model tokens)")
+        raise ShapeError(
+            f"from_sequences got {len(loss_masks)} loss masks for {len(responses)} "
+            f"responses; give one per response (empty = all model tokens)"
+        )
     full = [np.ones(len(r)) if len(m) == 0 else np.asarray(m) for m, r in zip(loss_masks, responses)]
     for row, (mask, response) in enumerate(zip(full, responses)):
         if len(mask) != len(response):
-            raise ShapeError(f"loss mask {row} has {len(mask)} values for {len(response)} "
-                             f"response tokens; give one per token")
+            raise ShapeError(
+                f"loss mask {row} has {len(mask)} values for {len(response)} response tokens; give one per token"
+            )
     return full
 
 
 _PREFERENCE_DIMS = {
-    "prompt_ids": "B P", "prompt_mask": "B P", "chosen_ids": "B T", "chosen_mask": "B T",
-    "rejected_ids": "B T", "rejected_mask": "B T", "ref_chosen_logps": "B",
+    "prompt_ids": "B P",
+    "prompt_mask": "B P",
+    "chosen_ids": "B T",
+    "chosen_mask": "B T",
+    "rejected_ids": "B T",
+    "rejected_mask": "B T",
+    "ref_chosen_logps": "B",
     "ref_rejected_logps": "B",
 }
 
@@ -272,18 +305,19 @@ class PreferenceBatch(_Rows):
     ref_rejected_logps: torch.Tensor | None = None
 
     def __post_init__(self):
-        _check_dims(type(self).__name__, {k: getattr(self, k) for k in _PREFERENCE_DIMS},
-                    _PREFERENCE_DIMS)
+        _check_dims(type(self).__name__, {k: getattr(self, k) for k in _PREFERENCE_DIMS}, _PREFERENCE_DIMS)
 
     def stacked(self) -> RolloutBatch:
         """One RolloutBatch of 2B rows: the B chosen rows, then the B rejected rows."""
         b, device = self.batch_size, self.prompt_ids.device
         return RolloutBatch(
-            prompt_ids=self.prompt_ids.repeat(2, 1), prompt_mask=self.prompt_mask.repeat(2, 1),
+            prompt_ids=self.prompt_ids.repeat(2, 1),
+            prompt_mask=self.prompt_mask.repeat(2, 1),
             response_ids=torch.cat([self.chosen_ids, self.rejected_ids]),
             response_mask=torch.cat([self.chosen_mask, self.rejected_mask]).float(),
             rewards=torch.zeros(2 * b, device=device),
-            group_ids=torch.arange(b, dtype=torch.int64, device=device).repeat(2))
+            group_ids=torch.arange(b, dtype=torch.int64, device=device).repeat(2),
+        )
 
     def halves(self) -> tuple[RolloutBatch, RolloutBatch]:
         """(chosen, rejected) as two RolloutBatches of B rows sharing the prompts."""
@@ -291,12 +325,21 @@ class PreferenceBatch(_Rows):
         return stacked.select(slice(0, self.batch_size)), stacked.select(slice(self.batch_size, None))
 
     @classmethod
-    def from_sequences(cls, prompts: Sequence[np.ndarray], chosen: Sequence[np.ndarray],
-                       rejected: Sequence[np.ndarray], pad_id: int, *,
-                       ref_chosen_logps=None, ref_rejected_logps=None) -> "PreferenceBatch":
+    def from_sequences(
+        cls,
+        prompts: Sequence[np.ndarray],
+        chosen: Sequence[np.ndarray],
+        rejected: Sequence[np.ndarray],
+        pad_id: int,
+        *,
+        ref_chosen_logps=None,
+        ref_rejected_logps=None,
+    ) -> "PreferenceBatch":
         if not len(prompts) == len(chosen) == len(rejected):
-            raise ShapeError(f"from_sequences got {len(prompts)} prompts, {len(chosen)} chosen, "
-                             f"{len(rejected)} rejected; they must be equal (one per pair)")
+            raise ShapeError(
+                f"from_sequences got {len(prompts)} prompts, {len(chosen)} chosen, "
+                f"{len(rejected)} rejected; they must be equal (one per pair)"
+            )
         prompt_ids, prompt_mask = pad_left(prompts, pad_id, np.int64)
         width = max((len(s) for s in [*chosen, *rejected]), default=0)
         chosen_ids, chosen_mask = pad_right(chosen, pad_id, np.int64, width)
@@ -305,7 +348,13 @@ class PreferenceBatch(_Rows):
         def opt(x):
             return None if x is None else torch.as_tensor(np.asarray(x, dtype=np.float32), device="cpu")
 
-        return cls(torch.from_numpy(prompt_ids), torch.from_numpy(prompt_mask).long(),
-                   torch.from_numpy(chosen_ids), torch.from_numpy(chosen_mask).float(),
-                   torch.from_numpy(rejected_ids), torch.from_numpy(rejected_mask).float(),
-                   opt(ref_chosen_logps), opt(ref_rejected_logps))
+        return cls(
+            torch.from_numpy(prompt_ids),
+            torch.from_numpy(prompt_mask).long(),
+            torch.from_numpy(chosen_ids),
+            torch.from_numpy(chosen_mask).float(),
+            torch.from_numpy(rejected_ids),
+            torch.from_numpy(rejected_mask).float(),
+            opt(ref_chosen_logps),
+            opt(ref_rejected_logps),
+        )

@@ -6,6 +6,7 @@ a new option shows up here as soon as it has a default. The paper is the `paper=
 registration (advantage estimators, policy losses, preference losses) or the part's
 docstring (KL estimators); aggregation modes carry theirs in `AGG_MODE_NOTES`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,34 +48,64 @@ def estimator_notes(fn) -> str:
 def registered_parts() -> list[Part]:
     """Estimators, policy losses, KL estimators, aggregation modes, DPO kinds and weightings,
     rollout correction's modes and rejection criteria, in that order."""
-    parts = [Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
-             for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())]
-    parts += [Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
-              for n, fn in ((n, POLICY_LOSSES.get(n)) for n in POLICY_LOSSES.names())]
-    parts += [Part("KL estimators", n, *reversed(split_doc(KL_ESTIMATORS[n].__doc__)))
-              for n in sorted(KL_ESTIMATORS)]
-    parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0])
-              for n in AGG_MODES]
-    parts += [Part("preference losses (offline: algorithm.policy_loss)", n, fn.paper,
-                   "needs response lengths" if fn.needs_lengths else "", part_options(fn))
-              for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())]
-    parts += [Part("DPO log-prob weightings (by their config key)", n, fn.paper,
-                   f"{fn.config_key}: {split_doc(fn.__doc__)[0]}")
-              for n, fn in ((n, PREFERENCE_WEIGHTINGS.get(n)) for n in PREFERENCE_WEIGHTINGS.names())]
+    parts = [
+        Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
+        for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())
+    ]
+    parts += [
+        Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
+        for n, fn in ((n, POLICY_LOSSES.get(n)) for n in POLICY_LOSSES.names())
+    ]
+    parts += [Part("KL estimators", n, *reversed(split_doc(KL_ESTIMATORS[n].__doc__))) for n in sorted(KL_ESTIMATORS)]
+    parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0]) for n in AGG_MODES]
+    parts += [
+        Part(
+            "preference losses (offline: algorithm.policy_loss)",
+            n,
+            fn.paper,
+            "needs response lengths" if fn.needs_lengths else "",
+            part_options(fn),
+        )
+        for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())
+    ]
+    parts += [
+        Part(
+            "DPO log-prob weightings (by their config key)", n, fn.paper, f"{fn.config_key}: {split_doc(fn.__doc__)[0]}"
+        )
+        for n, fn in ((n, PREFERENCE_WEIGHTINGS.get(n)) for n in PREFERENCE_WEIGHTINGS.names())
+    ]
     return parts + correction_parts()
 
 
 def correction_parts() -> list[Part]:
     """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/),
     the loss masks (meshrl/algos/loss_masks/) and PF-PPO's reweightings (meshrl/algos/resampling/)."""
-    parts = [Part("rollout-correction modes (algorithm.rollout_correction.mode)", n, fn.paper,
-                  f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}", part_options(fn))
-             for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())]
-    parts += [Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper,
-                   split_doc(fn.__doc__)[0]) for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())]
-    parts += [Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0],
-                   part_options(fn)) for n, fn in ((n, LOSS_MASKS.get(n)) for n in LOSS_MASKS.names())]
-    parts += [Part("PF-PPO reweightings (algorithm.pf_ppo.reweight_method)", n, fn.paper,
-                   split_doc(fn.__doc__)[0], part_options(fn))
-              for n, fn in ((n, REWEIGHTINGS.get(n)) for n in REWEIGHTINGS.names())]
+    parts = [
+        Part(
+            "rollout-correction modes (algorithm.rollout_correction.mode)",
+            n,
+            fn.paper,
+            f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}",
+            part_options(fn),
+        )
+        for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())
+    ]
+    parts += [
+        Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper, split_doc(fn.__doc__)[0])
+        for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())
+    ]
+    parts += [
+        Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0], part_options(fn))
+        for n, fn in ((n, LOSS_MASKS.get(n)) for n in LOSS_MASKS.names())
+    ]
+    parts += [
+        Part(
+            "PF-PPO reweightings (algorithm.pf_ppo.reweight_method)",
+            n,
+            fn.paper,
+            split_doc(fn.__doc__)[0],
+            part_options(fn),
+        )
+        for n, fn in ((n, REWEIGHTINGS.get(n)) for n in REWEIGHTINGS.names())
+    ]
     return parts

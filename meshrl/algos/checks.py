@@ -5,6 +5,7 @@ A NaN in a reward or a log-prob silently poisons a whole update; a shape mix-up 
 message that names the tensor, the training step and, where known, the prompt groups
 involved, so the bad group can be found in the traces.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,8 +21,7 @@ class UnknownNameError(KeyError):
 class NonFiniteError(ValueError):
     """A tensor holds NaN or inf. Carries `name`, `step`, `rows` and `group_ids`."""
 
-    def __init__(self, message: str, *, name: str, step: int | None, rows: list[int],
-                 group_ids: list[int] | None):
+    def __init__(self, message: str, *, name: str, step: int | None, rows: list[int], group_ids: list[int] | None):
         super().__init__(message)
         self.name, self.step, self.rows, self.group_ids = name, step, rows, group_ids
 
@@ -30,8 +30,9 @@ class ShapeError(ValueError):
     """Tensors whose shapes do not fit together. The message lists every tensor's shape."""
 
 
-def check_finite(name: str, tensor: torch.Tensor | None, group_ids: torch.Tensor | None = None,
-                 step: int | None = None) -> None:
+def check_finite(
+    name: str, tensor: torch.Tensor | None, group_ids: torch.Tensor | None = None, step: int | None = None
+) -> None:
     """Raise `NonFiniteError` if `tensor` holds NaN/inf; name its rows and their group ids.
 
     Rows are indices along dim 0 (the batch); `group_ids[row]` is reported for each bad row.
@@ -47,9 +48,11 @@ def check_finite(name: str, tensor: torch.Tensor | None, group_ids: torch.Tensor
         groups = sorted(set(group_ids[rows].tolist()))
     where = f" at step {step}" if step is not None else ""
     in_groups = f", group ids {groups}" if groups is not None else ""
-    message = (f"{name} has {int(bad.sum())} non-finite value(s) (NaN/inf){where}: "
-               f"rows {rows_list[:20]}{in_groups}. Fix the producer of {name!r} "
-               f"(fill padding with 0, not NaN) or drop these groups.")
+    message = (
+        f"{name} has {int(bad.sum())} non-finite value(s) (NaN/inf){where}: "
+        f"rows {rows_list[:20]}{in_groups}. Fix the producer of {name!r} "
+        f"(fill padding with 0, not NaN) or drop these groups."
+    )
     raise NonFiniteError(message, name=name, step=step, rows=rows_list, group_ids=groups)
 
 
@@ -67,8 +70,7 @@ def check_shapes(**tensors) -> None:
 
         check_shapes(rewards=(r, "B"), response_mask=(m, "B T"), values=(v, "B T"))
     """
-    given = {k: v for k, v in tensors.items()
-             if v is not None and not (isinstance(v, tuple) and v[0] is None)}
+    given = {k: v for k, v in tensors.items() if v is not None and not (isinstance(v, tuple) and v[0] is None)}
     bound: dict[str, int] = {}
     plain_shape = None
     for name, item in given.items():
@@ -92,6 +94,7 @@ def _shape_error(given: dict, reason: str) -> None:
         tensor, spec = item if isinstance(item, tuple) else (item, None)
         shown = f" (expected [{', '.join(map(str, _spec_dims(spec)))}])" if spec is not None else ""
         return f"{tuple(tensor.shape)}{shown}"
+
     listing = ", ".join(f"{name}={describe(item)}" for name, item in given.items())
     raise ShapeError(f"shape mismatch: {reason}. Shapes: {listing}")
 
@@ -99,8 +102,7 @@ def _shape_error(given: dict, reason: str) -> None:
 def check_mask(name: str, mask: torch.Tensor) -> None:
     """Raise `ValueError` unless `mask` is a floating-point tensor of 0s and 1s."""
     if not mask.is_floating_point():
-        raise ValueError(f"{name} must be a float 0/1 tensor, got dtype {mask.dtype}; "
-                         f"pass mask.float()")
+        raise ValueError(f"{name} must be a float 0/1 tensor, got dtype {mask.dtype}; pass mask.float()")
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError(f"{name} must hold only 0.0 and 1.0 (1 = response token to train on)")
 

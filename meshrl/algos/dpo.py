@@ -16,6 +16,7 @@ Metrics (TRL's names, batch means, detached), with the implicit reward β·(log 
 `rewards/chosen`, `rewards/rejected`, `rewards/margins` (chosen − rejected),
 `rewards/accuracies` (fraction with chosen > rejected).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -39,19 +40,30 @@ def loss_terms(kind: str | Sequence[str], weights: Sequence[float] | None):
         raise ValueError("algorithm.dpo_loss_type is an empty list; name at least one preference loss")
     weights = [1.0] * len(names) if weights is None else list(weights)
     if len(weights) != len(names):
-        raise ValueError(f"algorithm.dpo_loss_weights has {len(weights)} weights for "
-                         f"{len(names)} losses ({', '.join(names)}); give one weight per loss")
+        raise ValueError(
+            f"algorithm.dpo_loss_weights has {len(weights)} weights for "
+            f"{len(names)} losses ({', '.join(names)}); give one weight per loss"
+        )
     return [(get_preference_loss(n), float(w)) for n, w in zip(names, weights)]
 
 
-def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor,
-             ref_chosen: torch.Tensor, ref_rejected: torch.Tensor, beta: float = 0.1,
-             kind: str | Sequence[str] = "sigmoid", label_smoothing: float = 0.0, *,
-             weights: Sequence[float] | None = None, chosen_lengths: torch.Tensor | None = None,
-             rejected_lengths: torch.Tensor | None = None, state: dict | None = None,
-             options: Mapping[str, object] | None = None,
-             policy_chosen_full: torch.Tensor | None = None,
-             pair_weights: torch.Tensor | None = None):
+def dpo_loss(
+    policy_chosen: torch.Tensor,
+    policy_rejected: torch.Tensor,
+    ref_chosen: torch.Tensor,
+    ref_rejected: torch.Tensor,
+    beta: float = 0.1,
+    kind: str | Sequence[str] = "sigmoid",
+    label_smoothing: float = 0.0,
+    *,
+    weights: Sequence[float] | None = None,
+    chosen_lengths: torch.Tensor | None = None,
+    rejected_lengths: torch.Tensor | None = None,
+    state: dict | None = None,
+    options: Mapping[str, object] | None = None,
+    policy_chosen_full: torch.Tensor | None = None,
+    pair_weights: torch.Tensor | None = None,
+):
     """Per-pair loss [B] and metrics for preference pairs (module docstring).
 
     `options` go to every loss that takes them (e.g. `discopop_tau`, `f_divergence`); one that
@@ -65,21 +77,40 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor,
     options = {**({"label_smoothing": label_smoothing} if label_smoothing else {}), **(options or {})}
     check_options("algorithm.loss_options", options, [fn for fn, _ in terms])
     check_f_divergence(options.get("f_divergence", "reverse_kl"), [fn for fn, _ in terms])
-    inputs = dict(policy_chosen=policy_chosen, policy_rejected=policy_rejected,
-                  ref_chosen=ref_chosen.detach(), ref_rejected=ref_rejected.detach())
-    check_shapes(**{k: (v, "B") for k, v in inputs.items()}, chosen_lengths=(chosen_lengths, "B"),
-                 rejected_lengths=(rejected_lengths, "B"))
+    inputs = dict(
+        policy_chosen=policy_chosen,
+        policy_rejected=policy_rejected,
+        ref_chosen=ref_chosen.detach(),
+        ref_rejected=ref_rejected.detach(),
+    )
+    check_shapes(
+        **{k: (v, "B") for k, v in inputs.items()},
+        chosen_lengths=(chosen_lengths, "B"),
+        rejected_lengths=(rejected_lengths, "B"),
+    )
     for name, tensor in inputs.items():
         check_finite(name, tensor)
     state = {} if state is None else state
-    loss = sum(w * fn(**inputs, chosen_lengths=chosen_lengths, rejected_lengths=rejected_lengths,
-                      beta=beta, state=state, policy_chosen_full=policy_chosen_full, **options)
-               for fn, w in terms)
+    loss = sum(
+        w
+        * fn(
+            **inputs,
+            chosen_lengths=chosen_lengths,
+            rejected_lengths=rejected_lengths,
+            beta=beta,
+            state=state,
+            policy_chosen_full=policy_chosen_full,
+            **options,
+        )
+        for fn, w in terms
+    )
     if pair_weights is not None:
         unpaired = [fn.registered_name for fn, _ in terms if not getattr(fn, "per_pair", True)]
         if unpaired:
-            raise ValueError(f"pair weights (algorithm.dpo_use_weighting) cannot follow {unpaired[0]}, "
-                             f"whose rows are sorted, not pairs; remove one")
+            raise ValueError(
+                f"pair weights (algorithm.dpo_use_weighting) cannot follow {unpaired[0]}, "
+                f"whose rows are sorted, not pairs; remove one"
+            )
         loss = loss * pair_weights.detach()
     chosen = beta * (policy_chosen - ref_chosen).detach()
     rejected = beta * (policy_rejected - ref_rejected).detach()
@@ -90,12 +121,17 @@ def check_f_divergence(f_divergence: str, losses) -> None:
     """ValueError naming the losses that read the reference but would ignore `f_divergence`."""
     if f_divergence == "reverse_kl":
         return
-    ignoring = [fn.registered_name for fn in losses
-                if getattr(fn, "uses_reference", True) and "f_divergence" not in part_options(fn)]
+    ignoring = [
+        fn.registered_name
+        for fn in losses
+        if getattr(fn, "uses_reference", True) and "f_divergence" not in part_options(fn)
+    ]
     if ignoring:
-        raise ValueError(f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} "
-                         f"has no f-divergence form and would ignore it; use reverse_kl with it, or "
-                         f"losses built on the margin ({', '.join(f_divergence_losses())})")
+        raise ValueError(
+            f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} "
+            f"has no f-divergence form and would ignore it; use reverse_kl with it, or "
+            f"losses built on the margin ({', '.join(f_divergence_losses())})"
+        )
 
 
 def f_divergence_losses() -> list[str]:

@@ -11,6 +11,7 @@ so the bonus switches on only once entropy has fallen to the target, and grows w
 there. Before the first step H = +∞ (no bonus), as TRL. `state_dict`/`load_state_dict`
 carry α and H across a resume (and a rolled-back step).
 """
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,7 @@ class AdaptiveEntropyController(FixedEntropyController):
         self.last_entropy = float(entropy)
 
     def state_dict(self) -> dict:  # JSON (checkpoints refuse inf): None before the first step
-        return {"value": self.value,
-                "last_entropy": None if math.isinf(self.last_entropy) else self.last_entropy}
+        return {"value": self.value, "last_entropy": None if math.isinf(self.last_entropy) else self.last_entropy}
 
     def load_state_dict(self, state: dict) -> None:
         self.value = float(state["value"])
@@ -66,5 +66,6 @@ def entropy_controller(entropy_coeff: float, adaptive=None):
     """The controller for `algorithm.entropy_coeff` and `algorithm.adaptive_entropy`."""
     if adaptive is None or not adaptive.enabled:
         return FixedEntropyController(entropy_coeff)
-    return AdaptiveEntropyController(entropy_coeff, adaptive.target, adaptive.delta,
-                                     adaptive.coef_min, adaptive.coef_max)
+    return AdaptiveEntropyController(
+        entropy_coeff, adaptive.target, adaptive.delta, adaptive.coef_min, adaptive.coef_max
+    )

@@ -27,6 +27,7 @@ model's own forward.
 
 Simplifications: Hugging Face decoder-only models (`get_decoder()`, `get_output_embeddings()`).
 """
+
 from __future__ import annotations
 
 import torch
@@ -53,8 +54,9 @@ def split_head(model):
     return decoder, head
 
 
-def response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask,
-                    forward: str = "padded") -> torch.Tensor:
+def response_hidden(
+    decoder, prompt_ids, prompt_mask, response_ids, response_mask, forward: str = "padded"
+) -> torch.Tensor:
     """`[B, T, H]` hidden states predicting each response column (module docstring)."""
     if forward == "shared_prefix":
         return shared_prefix_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
@@ -67,10 +69,11 @@ def padded_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     input_ids = torch.cat([prompt_ids, response_ids], dim=1)
     attention_mask = torch.cat([prompt_mask.long(), response_mask.long()], dim=1)
     position_ids = (attention_mask.cumsum(dim=1) - 1).clamp(min=0)
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask,
-                     position_ids=position_ids, use_cache=False).last_hidden_state
+    hidden = decoder(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).last_hidden_state
     p, t = prompt_ids.shape[1], response_ids.shape[1]
-    return hidden[:, p - 1:p + t - 1]
+    return hidden[:, p - 1 : p + t - 1]
 
 
 def shared_prefix_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask):
@@ -82,8 +85,9 @@ def shared_prefix_hidden(decoder, prompt_ids, prompt_mask, response_ids, respons
     if unique.shape[0] == key.shape[0] or checkpointed or t == 0:
         return padded_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     u_ids, u_mask = unique[:, :p], unique[:, p:]
-    out = decoder(input_ids=u_ids, attention_mask=u_mask,
-                  position_ids=(u_mask.cumsum(dim=1) - 1).clamp(min=0), use_cache=True)
+    out = decoder(
+        input_ids=u_ids, attention_mask=u_mask, position_ids=(u_mask.cumsum(dim=1) - 1).clamp(min=0), use_cache=True
+    )
     last = out.last_hidden_state[:, -1][rows].unsqueeze(1)  # predicts response column 0
     if t == 1:
         return last
@@ -92,9 +96,13 @@ def shared_prefix_hidden(decoder, prompt_ids, prompt_mask, response_ids, respons
     # The last response token predicts nothing: feed columns 0..T-2 only.
     attention_mask = torch.cat([prompt_mask.long(), response_mask[:, :-1].long()], dim=1)
     position_ids = u_mask.sum(dim=1)[rows].unsqueeze(1) + torch.arange(t - 1, device=rows.device)
-    rest = decoder(input_ids=response_ids[:, :-1], attention_mask=attention_mask,
-                   position_ids=position_ids, past_key_values=cache,
-                   use_cache=True).last_hidden_state
+    rest = decoder(
+        input_ids=response_ids[:, :-1],
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        past_key_values=cache,
+        use_cache=True,
+    ).last_hidden_state
     return torch.cat([last, rest], dim=1)
 
 
@@ -104,11 +112,16 @@ def packed_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     input_ids = torch.cat([prompt_ids, response_ids], dim=1)
     positions = real.long().cumsum(dim=1) - 1
     bounds, longest = sequence_bounds(real.sum(dim=1))  # read by varlen / flash attention
-    hidden = decoder(input_ids=input_ids[real].unsqueeze(0),
-                     position_ids=positions[real].unsqueeze(0), use_cache=False,
-                     cu_seq_lens_q=bounds, cu_seq_lens_k=bounds, max_length_q=longest,
-                     max_length_k=longest).last_hidden_state[0]
+    hidden = decoder(
+        input_ids=input_ids[real].unsqueeze(0),
+        position_ids=positions[real].unsqueeze(0),
+        use_cache=False,
+        cu_seq_lens_q=bounds,
+        cu_seq_lens_k=bounds,
+        max_length_q=longest,
+        max_length_k=longest,
+    ).last_hidden_state[0]
     b, width = real.shape
     grid = hidden.new_zeros((b, width, hidden.shape[-1])).index_put(real.nonzero(as_tuple=True), hidden)
     p, t = prompt_ids.shape[1], response_ids.shape[1]
-    return grid[:, p - 1:p + t - 1]
+    return grid[:, p - 1 : p + t - 1]

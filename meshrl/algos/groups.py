@@ -4,6 +4,7 @@ Ids are compacted with `torch.unique(return_inverse=True)`; sums use `index_add_
 use `scatter_reduce_`. Every function returns per-sample values (each sample gets its
 group's statistic), shape [B].
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,7 @@ class GroupStats:
 
 
 def _group_sum(values: torch.Tensor, inverse: torch.Tensor, n_groups: int) -> torch.Tensor:
-    return torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(
-        0, inverse, values)
+    return torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(0, inverse, values)
 
 
 def _group_all_equal(values: torch.Tensor, inverse: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -44,5 +44,10 @@ def group_stats(values: torch.Tensor, group_ids: torch.Tensor) -> GroupStats:
     mean = total / count
     sq_dev = _group_sum((values - mean[inverse]) ** 2, inverse, n_groups)
     std = torch.sqrt(sq_dev / (count - 1).clamp_min(1.0))
-    return GroupStats(count=count[inverse], total=total[inverse], mean=mean[inverse],
-                      std=std[inverse], all_equal=_group_all_equal(values, inverse, n_groups))
+    return GroupStats(
+        count=count[inverse],
+        total=total[inverse],
+        mean=mean[inverse],
+        std=std[inverse],
+        all_equal=_group_all_equal(values, inverse, n_groups),
+    )

@@ -22,6 +22,7 @@ no-grad pass, so it cannot serve a loss with an entropy bonus. `auto` is `chunke
 the GPU benchmark (`benchmarks/gpu_train_step.py`) shows Liger faster: a lever measured,
 not presumed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,7 @@ def free_device_bytes(device: torch.device) -> int:
     return torch.cuda.mem_get_info(device)[0]
 
 
-def chunk_elements_for(device: torch.device | str, memory: float = 0.1,
-                       free_bytes: int | None = None) -> int:
+def chunk_elements_for(device: torch.device | str, memory: float = 0.1, free_bytes: int | None = None) -> int:
     """Logits per chunk on `device`: the CPU constant, or `memory` × free device memory ÷
     `BYTES_PER_LOGIT` on an accelerator (`free_bytes` overrides the query)."""
     device = torch.device(device)
@@ -55,8 +55,15 @@ def chunk_elements_for(device: torch.device | str, memory: float = 0.1,
     return max(CPU_CHUNK_ELEMENTS, int(free * memory) // BYTES_PER_LOGIT)
 
 
-def plan_head(kernel: str, chunk: int | str, memory: float, device: torch.device | str, *,
-              entropy_in_loss: bool = False, free_bytes: int | None = None) -> HeadPlan:
+def plan_head(
+    kernel: str,
+    chunk: int | str,
+    memory: float,
+    device: torch.device | str,
+    *,
+    entropy_in_loss: bool = False,
+    free_bytes: int | None = None,
+) -> HeadPlan:
     """The plan for `trainer.lm_head`, `trainer.lm_head_chunk`, `trainer.lm_head_memory`.
 
     An explicit `liger` that cannot run here raises ValueError naming why and the fix.
@@ -73,8 +80,10 @@ def plan_head(kernel: str, chunk: int | str, memory: float, device: torch.device
         raise ValueError(f"trainer.lm_head={kernel!r}; expected auto, {', '.join(KERNELS)}")
     problem = liger_unavailable(torch.device(device))
     if problem is None and entropy_in_loss:
-        problem = ("Liger's fused head gives log-probs only (entropy comes detached), but "
-                   "algorithm.entropy_coeff is not 0: set it to 0 or trainer.lm_head=chunked")
+        problem = (
+            "Liger's fused head gives log-probs only (entropy comes detached), but "
+            "algorithm.entropy_coeff is not 0: set it to 0 or trainer.lm_head=chunked"
+        )
     if problem:
         raise ValueError(f"trainer.lm_head=liger cannot run: {problem}")
     return HeadPlan("liger", elements, f"liger; entropy from a no-grad pass of {size}")

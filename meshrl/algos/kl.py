@@ -28,6 +28,7 @@ verl's `kl_penalty(..., "k3+")` for the straight-through trick.
 Use as a loss term (`kl_in: loss`, GRPO) or subtract `kl_coef·k` from the per-token reward
 (`kl_in: reward`, PPO / REINFORCE++).
 """
+
 from __future__ import annotations
 
 import torch
@@ -61,9 +62,11 @@ def _abs(log_ratio: torch.Tensor) -> torch.Tensor:
 
 def _straight_through(value_fn):
     """An estimator whose value is `value_fn`'s and whose gradient is k2's."""
+
     def estimator(log_ratio: torch.Tensor) -> torch.Tensor:
         grad_part = _k2(log_ratio)
         return grad_part - grad_part.detach() + value_fn(log_ratio).detach()
+
     return estimator
 
 
@@ -82,23 +85,31 @@ def _abs_plus(log_ratio: torch.Tensor) -> torch.Tensor:
     return _straight_through(_abs)(log_ratio)
 
 
-KL_ESTIMATORS = {"k1": _k1, "k2": _k2, "k3": _k3, "abs": _abs, "mse": _k2,  # mse: verl's k2
-                 "k1+": _k1_plus, "k3+": _k3_plus, "abs+": _abs_plus}
+KL_ESTIMATORS = {
+    "k1": _k1,
+    "k2": _k2,
+    "k3": _k3,
+    "abs": _abs,
+    "mse": _k2,  # mse: verl's k2
+    "k1+": _k1_plus,
+    "k3+": _k3_plus,
+    "abs+": _abs_plus,
+}
 
 
 def list_kl_estimators() -> list[str]:
     return sorted(KL_ESTIMATORS)
 
 
-def kl_estimate(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str = "k3",
-                response_mask: torch.Tensor | None = None) -> torch.Tensor:
+def kl_estimate(
+    logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str = "k3", response_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Per-token KL estimate [B, T] of the policy from the reference (see module docstring).
 
     With `response_mask` the result is zero on padding.
     """
     if kind not in KL_ESTIMATORS:
-        raise UnknownNameError(f"unknown KL estimator {kind!r}; registered: "
-                               f"{', '.join(list_kl_estimators())}")
+        raise UnknownNameError(f"unknown KL estimator {kind!r}; registered: {', '.join(list_kl_estimators())}")
     check_shapes(logprobs=logprobs, ref_logprobs=ref_logprobs, response_mask=response_mask)
     check_finite("logprobs", logprobs)
     check_finite("ref_logprobs", ref_logprobs)

@@ -11,6 +11,7 @@ per `horizon` sequences. KL is verl's `current_kl`: the mean over sequences of e
 sequence's token-mean KL estimate. The batch is penalised with β as it was before the
 update (verl's order). `state_dict`/`load_state_dict` carry β across a resume.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,10 @@ class AdaptiveKLController(FixedKLController):
 
     def __post_init__(self):
         if not (self.value > 0 and self.target > 0 and self.horizon >= 1):
-            raise ValueError(f"adaptive KL needs kl_coef > 0, kl_target > 0 and kl_horizon >= 1; "
-                             f"got {self.value}, {self.target}, {self.horizon}")
+            raise ValueError(
+                f"adaptive KL needs kl_coef > 0, kl_target > 0 and kl_horizon >= 1; "
+                f"got {self.value}, {self.target}, {self.horizon}"
+            )
 
     def update(self, current_kl: float, n_steps: int) -> None:
         error = min(max(current_kl / self.target - 1.0, -ERROR_CLIP), ERROR_CLIP)

@@ -12,6 +12,7 @@ arXiv:2512.02556 (the unbiased KL estimate); TRL 1.16 applies it to its k3 term 
 (`use_bias_correction_kl=True`); verl and meshrl's default do not. The log-ratio is bounded
 at ±20 before exp.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,8 +21,9 @@ from meshrl.algos.losses.common import LOG_RATIO_BOUND
 from meshrl.algos.masked import masked_mean
 
 
-def importance_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor,
-                     level: str) -> torch.Tensor:
+def importance_ratio(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, level: str
+) -> torch.Tensor:
     """ρ [B, T] at `level` (module docstring), with the gradient of π."""
     log_ratio = logprobs - old_logprobs.detach()
     if level == "sequence":
@@ -29,7 +31,8 @@ def importance_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: t
     return log_ratio.clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND).exp()
 
 
-def importance_weighted_kl(kl: torch.Tensor, logprobs: torch.Tensor, old_logprobs: torch.Tensor,
-                           mask: torch.Tensor, level: str = "token") -> torch.Tensor:
+def importance_weighted_kl(
+    kl: torch.Tensor, logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, level: str = "token"
+) -> torch.Tensor:
     """ρ·KL [B, T], zero off the mask (module docstring)."""
     return kl * importance_ratio(logprobs, old_logprobs, mask, level) * mask

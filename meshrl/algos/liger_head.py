@@ -15,6 +15,7 @@ It is a GPU kernel: on CPU it is unavailable with a message saying so (Triton's
 interpreter, `TRITON_INTERPRET=1`, runs it on CPU tensors slowly; the tests use that to
 compare it with our chunked head).
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -33,28 +34,33 @@ def liger_unavailable(device: torch.device) -> str | None:
     """None when Liger's fused head can run on `device`; else why not and what to do."""
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if device.type != "cuda" and not interpreted:
-        return (f"it is a Triton GPU kernel and the learner runs on {device.type}; "
-                f"use trainer.lm_head=chunked (or auto)")
+        return f"it is a Triton GPU kernel and the learner runs on {device.type}; use trainer.lm_head=chunked (or auto)"
     try:
         version = importlib.metadata.version("liger-kernel")
     except importlib.metadata.PackageNotFoundError:
         return "liger-kernel is not installed: pip install 'liger-kernel>=0.8.2', or trainer.lm_head=chunked"
     if _version_tuple(version) < MIN_VERSION:
-        return (f"liger-kernel {version} computes wrong weight gradients for per-token losses "
-                f"(reduction='none', fixed in 0.8.2: linkedin/Liger-Kernel#1298); upgrade it, "
-                f"or trainer.lm_head=chunked")
+        return (
+            f"liger-kernel {version} computes wrong weight gradients for per-token losses "
+            f"(reduction='none', fixed in 0.8.2: linkedin/Liger-Kernel#1298); upgrade it, "
+            f"or trainer.lm_head=chunked"
+        )
     return None
 
 
-def liger_logprobs(head: torch.nn.Linear, hidden: torch.Tensor, ids: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
+def liger_logprobs(
+    head: torch.nn.Linear, hidden: torch.Tensor, ids: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
     """log π(ids[n] | hidden[n]) [N] float32 for rows `hidden [N, H]` (module docstring)."""
-    from liger_kernel.ops.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyFunction  # lazy: optional GPU extra
+    from liger_kernel.ops.fused_linear_cross_entropy import (
+        LigerFusedLinearCrossEntropyFunction,
+    )  # lazy: optional GPU extra
 
     bias = head.bias
     if temperature != 1.0:
         hidden = hidden / temperature
         bias = None if bias is None else bias / temperature
     loss = LigerFusedLinearCrossEntropyFunction.apply(
-        hidden.contiguous(), head.weight, ids.contiguous(), bias, None, -100, 0.0, 0.0, "none")[0]
+        hidden.contiguous(), head.weight, ids.contiguous(), bias, None, -100, 0.0, 0.0, "none"
+    )[0]
     return -loss.float()

@@ -33,6 +33,7 @@ on the split-head path, the LM head never even runs there.
 
 Simplifications: models without `logits_to_keep` compute full logits and slice.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -89,14 +90,14 @@ def response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
     position_ids = (attention_mask.cumsum(dim=1) - 1).clamp(min=0)
     t = response_ids.shape[1]
     extra = {"logits_to_keep": t + 1} if _accepts_logits_to_keep(model) else {}
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                use_cache=False, **extra)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **extra)
     logits = out.logits if hasattr(out, "logits") else out[0]
-    return logits[:, -(t + 1):-1, :]
+    return logits[:, -(t + 1) : -1, :]
 
 
-def _chunk_stats(logits: torch.Tensor, ids: torch.Tensor, temperature: float,
-                 with_entropy: bool, with_sum_pi_squared: bool = False):
+def _chunk_stats(
+    logits: torch.Tensor, ids: torch.Tensor, temperature: float, with_entropy: bool, with_sum_pi_squared: bool = False
+):
     """Rows [N, V] of logits, ids [N] → (log-prob of ids [N], entropy [N], Σπ² [N]); the
     last two are zeros unless asked."""
     z = logits.float()
@@ -113,9 +114,15 @@ def _chunk_stats(logits: torch.Tensor, ids: torch.Tensor, temperature: float,
     return logprob, entropy, sum_pi_squared
 
 
-def token_stats(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0,
-                with_entropy: bool = False, with_sum_pi_squared: bool = False,
-                chunk_elements: int | None = None):
+def token_stats(
+    logits: torch.Tensor,
+    ids: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    with_sum_pi_squared: bool = False,
+    chunk_elements: int | None = None,
+):
     """(log-prob, entropy, Σπ²) `[B, T]` each of `ids [B, T]` under `logits [B, T, V]`,
     chunked over rows; entropy and Σπ² are zeros unless asked."""
     b, t, v = logits.shape
@@ -124,8 +131,13 @@ def token_stats(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float =
     grad = torch.is_grad_enabled() and logits.requires_grad
     parts = []
     for start in range(0, b * t, rows):
-        args = (flat_logits[start:start + rows], flat_ids[start:start + rows], temperature,
-                with_entropy, with_sum_pi_squared)
+        args = (
+            flat_logits[start : start + rows],
+            flat_ids[start : start + rows],
+            temperature,
+            with_entropy,
+            with_sum_pi_squared,
+        )
         parts.append(checkpoint(_chunk_stats, *args, use_reentrant=False) if grad else _chunk_stats(*args))
     if not parts:
         empty = logits.new_zeros((b, t), dtype=torch.float32)
@@ -133,19 +145,33 @@ def token_stats(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float =
     return tuple(torch.cat([p[i] for p in parts]).reshape(b, t) for i in range(3))
 
 
-def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0,
-                   with_entropy: bool = False, chunk_elements: int | None = None):
+def token_logprobs(
+    logits: torch.Tensor,
+    ids: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_elements: int | None = None,
+):
     """Log-probs (and entropy) of `ids [B, T]` under `logits [B, T, V]`, chunked over rows."""
-    return token_stats(logits, ids, temperature=temperature, with_entropy=with_entropy,
-                       chunk_elements=chunk_elements)[:2]
+    return token_stats(logits, ids, temperature=temperature, with_entropy=with_entropy, chunk_elements=chunk_elements)[
+        :2
+    ]
 
 
 FORWARDS = ("padded", "shared_prefix", "packed")
 
 
-def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
-                      with_entropy: bool = False, chunk_elements: int | None = None,
-                      forward: str = "padded", head_kernel: str = "chunked") -> ResponseLogprobs:
+def response_logprobs(
+    model,
+    batch_or_tensors,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_elements: int | None = None,
+    forward: str = "padded",
+    head_kernel: str = "chunked",
+) -> ResponseLogprobs:
     """Per-token log-probs `[B, T]` of the response tokens (and entropy if asked).
 
     `batch_or_tensors` is a `meshrl.algos.batch.RolloutBatch` or anything with (or a mapping of)
@@ -160,16 +186,29 @@ def response_logprobs(model, batch_or_tensors, *, temperature: float = 1.0,
     `chunk_elements` (None: from the device) and `head_kernel` (`chunked` | `liger`): the
     LM head's plan (`meshrl.algos.head_plan`).
     """
-    stats = response_stats(model, batch_or_tensors, temperature=temperature,
-                           with_entropy=with_entropy, chunk_elements=chunk_elements,
-                           forward=forward, head_kernel=head_kernel)
+    stats = response_stats(
+        model,
+        batch_or_tensors,
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_elements=chunk_elements,
+        forward=forward,
+        head_kernel=head_kernel,
+    )
     return ResponseLogprobs(stats.logprobs, stats.entropy)
 
 
-def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
-                   with_entropy: bool = False, with_sum_pi_squared: bool = False,
-                   chunk_elements: int | None = None, forward: str = "padded",
-                   head_kernel: str = "chunked") -> ResponseStats:
+def response_stats(
+    model,
+    batch_or_tensors,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    with_sum_pi_squared: bool = False,
+    chunk_elements: int | None = None,
+    forward: str = "padded",
+    head_kernel: str = "chunked",
+) -> ResponseStats:
     """`response_logprobs` plus, when asked, Σ_v π(v)² per response token `[B, T]` (the
     optimal-token baseline's input), from the same chunks of logits."""
     prompt_ids, prompt_mask, response_ids, response_mask = _tensors(batch_or_tensors)
@@ -182,25 +221,37 @@ def response_stats(model, batch_or_tensors, *, temperature: float = 1.0,
     parts = split_head(model)
     if parts is None:
         logits = response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
-        stats = token_stats(logits, response_ids, temperature=temperature, with_entropy=with_entropy,
-                            with_sum_pi_squared=with_sum_pi_squared, chunk_elements=chunk_elements)
+        stats = token_stats(
+            logits,
+            response_ids,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            with_sum_pi_squared=with_sum_pi_squared,
+            chunk_elements=chunk_elements,
+        )
     else:
         decoder, head = parts
-        hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask,
-                                 forward)
-        stats = head_logprobs(head, hidden, response_ids, scored, temperature=temperature,
-                              with_entropy=with_entropy, with_sum_pi_squared=with_sum_pi_squared,
-                              chunk_elements=chunk_elements, kernel=head_kernel)
+        hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask, forward)
+        stats = head_logprobs(
+            head,
+            hidden,
+            response_ids,
+            scored,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            with_sum_pi_squared=with_sum_pi_squared,
+            chunk_elements=chunk_elements,
+            kernel=head_kernel,
+        )
     logprob, entropy, sum_pi_squared = stats
     mask = scored.to(logprob.dtype)
-    return ResponseStats(logprob * mask, entropy * mask if with_entropy else None,
-                         sum_pi_squared * mask if with_sum_pi_squared else None)
+    return ResponseStats(
+        logprob * mask, entropy * mask if with_entropy else None, sum_pi_squared * mask if with_sum_pi_squared else None
+    )
 
 
-def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool,
-                with_sum_pi_squared: bool):
-    return _chunk_stats(own_cast_linear(head, hidden), ids, temperature, with_entropy,
-                        with_sum_pi_squared)
+def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool, with_sum_pi_squared: bool):
+    return _chunk_stats(own_cast_linear(head, hidden), ids, temperature, with_entropy, with_sum_pi_squared)
 
 
 def own_cast_linear(head: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
@@ -216,10 +267,18 @@ def own_cast_linear(head: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor
         return torch.nn.functional.linear(hidden.to(dtype), head.weight.to(dtype), bias)
 
 
-def head_logprobs(head, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, *,
-                  temperature: float = 1.0, with_entropy: bool = False,
-                  with_sum_pi_squared: bool = False, chunk_elements: int | None = None,
-                  kernel: str = "chunked"):
+def head_logprobs(
+    head,
+    hidden: torch.Tensor,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    with_sum_pi_squared: bool = False,
+    chunk_elements: int | None = None,
+    kernel: str = "chunked",
+):
     """LM head + log-softmax on the real response rows of `hidden [B, T, H]` only, in chunks:
     (log-prob, entropy, Σπ²) `[B, T]` each, entropy and Σπ² zeros unless asked.
 
@@ -247,10 +306,15 @@ def chunked_rows(head, rows_h, rows_id, temperature, with_entropy, with_sum_pi_s
     grad = torch.is_grad_enabled() and rows_h.requires_grad
     parts = []
     for start in range(0, rows_h.shape[0], rows):
-        args = (head, rows_h[start:start + rows], rows_id[start:start + rows], temperature,
-                with_entropy, with_sum_pi_squared)
-        parts.append(checkpoint(_head_chunk, *args, use_reentrant=False) if grad
-                     else _head_chunk(*args))
+        args = (
+            head,
+            rows_h[start : start + rows],
+            rows_id[start : start + rows],
+            temperature,
+            with_entropy,
+            with_sum_pi_squared,
+        )
+        parts.append(checkpoint(_head_chunk, *args, use_reentrant=False) if grad else _head_chunk(*args))
     return tuple(torch.cat([p[i] for p in parts]) for i in range(3))
 
 
@@ -261,8 +325,9 @@ def liger_rows(head, rows_h, rows_id, temperature, with_entropy, with_sum_pi_squ
     entropy = sum_pi_squared = extra
     if with_entropy or with_sum_pi_squared:
         with torch.no_grad():
-            _, entropy, sum_pi_squared = chunked_rows(head, rows_h, rows_id, temperature,
-                                                      with_entropy, with_sum_pi_squared, rows)
+            _, entropy, sum_pi_squared = chunked_rows(
+                head, rows_h, rows_id, temperature, with_entropy, with_sum_pi_squared, rows
+            )
     return logprob, entropy, sum_pi_squared
 
 

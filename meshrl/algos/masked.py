@@ -4,6 +4,7 @@
 multi-turn episode's model tokens, with the observations between them removed, are the
 sequence position-wise estimators compare across a group ("the k-th token the model wrote").
 """
+
 from __future__ import annotations
 
 import torch

@@ -4,12 +4,14 @@ A part's options are its keyword parameters with defaults (what `meshrl algos` l
 that none of the chosen parts takes would be silently ignored, so it is refused here with
 the options the parts do take.
 """
+
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 
 from meshrl.config.parts import DEDICATED_OPTION_KEYS, INPUTS  # inputs the loop fills in; never options
+
 # options with a config key of their own: loss_options must not set them a second way
 DEDICATED = DEDICATED_OPTION_KEYS
 
@@ -17,8 +19,11 @@ DEDICATED = DEDICATED_OPTION_KEYS
 def part_options(fn: Callable) -> dict[str, object]:
     """Keyword parameters with defaults of the undecorated `fn`, inputs left out."""
     inner = inspect.unwrap(fn)
-    return {p.name: p.default for p in inspect.signature(inner).parameters.values()
-            if p.default is not inspect.Parameter.empty and p.name not in INPUTS}
+    return {
+        p.name: p.default
+        for p in inspect.signature(inner).parameters.values()
+        if p.default is not inspect.Parameter.empty and p.name not in INPUTS
+    }
 
 
 def check_options(key: str, options: Mapping[str, object], parts: Iterable[Callable]) -> None:
@@ -31,6 +36,8 @@ def check_options(key: str, options: Mapping[str, object], parts: Iterable[Calla
     unknown = sorted(set(options) - known)
     if unknown:
         names = ", ".join(getattr(fn, "registered_name", fn.__name__) for fn in parts)
-        raise ValueError(f"{key} has {', '.join(map(repr, unknown))}, which {names} does not take; "
-                         f"its options: {', '.join(sorted(known)) or 'none'} "
-                         f"(`meshrl algos` lists every part's options)")
+        raise ValueError(
+            f"{key} has {', '.join(map(repr, unknown))}, which {names} does not take; "
+            f"its options: {', '.join(sorted(known)) or 'none'} "
+            f"(`meshrl algos` lists every part's options)"
+        )

@@ -18,6 +18,7 @@ import path, `package.module:function`: the module is imported on first use and 
 taken as registered by its decorator, or, undecorated, registered under that path with the
 decorator's defaults.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -61,8 +62,10 @@ class Registry:
             raise ValueError(f"a {self.kind} needs a non-empty string name, got {name!r}")
         if name in self._entries:
             other = self._entries[name]
-            raise ValueError(f"{self.kind} {name!r} is already registered by "
-                             f"{other.__module__}.{other.__qualname__}; pick another name")
+            raise ValueError(
+                f"{self.kind} {name!r} is already registered by "
+                f"{other.__module__}.{other.__qualname__}; pick another name"
+            )
         self._entries[name] = fn
         return fn
 
@@ -72,7 +75,8 @@ class Registry:
         if name not in self._entries:
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}; registered: {', '.join(self.names())}. "
-                f"Add one with @{self.decorator_name}({name!r}).")
+                f"Add one with @{self.decorator_name}({name!r})."
+            )
         return self._entries[name]
 
     def add_import_path(self, path: str) -> None:
@@ -84,8 +88,10 @@ class Registry:
         elif self._entries.get(registered) is fn:
             self._entries[path] = fn
         else:
-            raise UnknownNameError(f"{self.kind} {path!r} is registered as another kind of part "
-                                   f"({registered!r}), not with @{self.decorator_name}")
+            raise UnknownNameError(
+                f"{self.kind} {path!r} is registered as another kind of part "
+                f"({registered!r}), not with @{self.decorator_name}"
+            )
 
     def names(self) -> list[str]:
         """The registered names (import paths used so far left out)."""
@@ -110,8 +116,7 @@ POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
 PREFERENCE_LOSSES = Registry("preference loss", "register_preference_loss")
 
 
-def register_advantage_estimator(name: str, *, needs_values: bool = False, needs=(),
-                                 paper: str = ""):
+def register_advantage_estimator(name: str, *, needs_values: bool = False, needs=(), paper: str = ""):
     """Decorator: register `fn` as advantage estimator `name`.
 
     `needs_values=True` marks estimators that need a critic's `values` [B, T] (GAE); the
@@ -122,14 +127,17 @@ def register_advantage_estimator(name: str, *, needs_values: bool = False, needs
     """
     unknown = sorted(set(needs) - set(ESTIMATOR_INPUTS))
     if unknown:
-        raise ValueError(f"advantage estimator {name!r} needs {unknown}, which the mesh does not "
-                         f"deliver; known inputs: {', '.join(ESTIMATOR_INPUTS)}")
+        raise ValueError(
+            f"advantage estimator {name!r} needs {unknown}, which the mesh does not "
+            f"deliver; known inputs: {', '.join(ESTIMATOR_INPUTS)}"
+        )
 
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
         wrapped.registered_name, wrapped.needs_values, wrapped.paper = name, needs_values, paper
         wrapped.needs = frozenset(needs)
         return ADVANTAGE_ESTIMATORS.add(name, wrapped)
+
     return decorate
 
 
@@ -142,8 +150,14 @@ def list_advantage_estimators() -> list[str]:
     return ADVANTAGE_ESTIMATORS.names()
 
 
-def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: str = "",
-                         level: str = "token", takes_rollout_weights: bool = False):
+def register_policy_loss(
+    name: str,
+    *,
+    default_agg: str = "token-mean",
+    paper: str = "",
+    level: str = "token",
+    takes_rollout_weights: bool = False,
+):
     """Decorator: register `fn` as policy loss `name`.
 
     `default_agg` is the loss aggregation the method's paper uses (see
@@ -157,14 +171,14 @@ def register_policy_loss(name: str, *, default_agg: str = "token-mean", paper: s
     if level not in ("token", "sequence"):
         raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
     if default_agg not in AGG_MODES:
-        raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of "
-                         f"{', '.join(AGG_MODES)}")
+        raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of {', '.join(AGG_MODES)}")
 
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_policy_loss(fn, name=name, level=level)
         wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
         wrapped.level, wrapped.takes_rollout_weights = level, takes_rollout_weights
         return POLICY_LOSSES.add(name, wrapped)
+
     return decorate
 
 
@@ -177,8 +191,9 @@ def list_policy_losses() -> list[str]:
     return POLICY_LOSSES.names()
 
 
-def register_preference_loss(name: str, *, paper: str = "", needs_lengths: bool = False,
-                             uses_reference: bool = True, per_pair: bool = True):
+def register_preference_loss(
+    name: str, *, paper: str = "", needs_lengths: bool = False, uses_reference: bool = True, per_pair: bool = True
+):
     """Decorator: register `fn` as preference loss `name` (the offline DPO path).
 
     `fn(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected [B] summed log-probs,
@@ -190,10 +205,12 @@ def register_preference_loss(name: str, *, paper: str = "", needs_lengths: bool 
     `per_pair=False` marks a loss whose row i is not pair i (aot sorts), which per-pair
     weights (WPO) cannot follow.
     """
+
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper, fn.needs_lengths = name, paper, needs_lengths
         fn.uses_reference, fn.per_pair = uses_reference, per_pair
         return PREFERENCE_LOSSES.add(name, fn)
+
     return decorate
 
 

@@ -18,6 +18,7 @@ Weights are detached, zero on padding and holes. Metrics (fractions over model t
 `weight/mean` (before batch normalisation), `batch_norm_factor`, `rejected_frac` and one
 `reject/<criterion>` fraction per criterion.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,18 +38,28 @@ REJECTION_CRITERIA = tuple(REJECTIONS.names())
 
 def checked_log_ratio(old_logprobs, behaviour_logprobs, response_mask) -> torch.Tensor:
     """d = log π_old − log μ, detached, after the shape, mask and finiteness checks."""
-    check_shapes(old_logprobs=(old_logprobs, "B T"), behaviour_logprobs=(behaviour_logprobs, "B T"),
-                 response_mask=(response_mask, "B T"))
+    check_shapes(
+        old_logprobs=(old_logprobs, "B T"),
+        behaviour_logprobs=(behaviour_logprobs, "B T"),
+        response_mask=(response_mask, "B T"),
+    )
     check_mask("response_mask", response_mask)
     check_finite("old_logprobs", old_logprobs)
     check_finite("behaviour_logprobs", behaviour_logprobs)
     return (old_logprobs - behaviour_logprobs).detach()
 
 
-def rollout_correction(old_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor,
-                       response_mask: torch.Tensor, mode: str = "token", cap: float = 2.0, *,
-                       lower: float | None = None, batch_normalize: bool = False,
-                       all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
+def rollout_correction(
+    old_logprobs: torch.Tensor,
+    behaviour_logprobs: torch.Tensor,
+    response_mask: torch.Tensor,
+    mode: str = "token",
+    cap: float = 2.0,
+    *,
+    lower: float | None = None,
+    batch_normalize: bool = False,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+):
     """Detached per-token loss weights [B, T] and mismatch metrics (module docstring)."""
     fn = ROLLOUT_WEIGHTS.get(mode)
     if not cap > 1.0:
@@ -91,8 +102,12 @@ def kept_by(name: str, threshold, log_ratio, mask) -> torch.Tensor:
     return keep if fn.level == "token" else keep.unsqueeze(-1).expand_as(log_ratio)
 
 
-def rejection_mask(old_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor,
-                   response_mask: torch.Tensor, reject: Mapping[str, object]):
+def rejection_mask(
+    old_logprobs: torch.Tensor,
+    behaviour_logprobs: torch.Tensor,
+    response_mask: torch.Tensor,
+    reject: Mapping[str, object],
+):
     """(the loss mask less the rejected tokens [B, T], rejection metrics) (module docstring)."""
     log_ratio = checked_log_ratio(old_logprobs, behaviour_logprobs, response_mask)
     keep = torch.ones_like(log_ratio, dtype=torch.bool)

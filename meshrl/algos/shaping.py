@@ -12,6 +12,7 @@ Reinforcement Learning System at Scale").
 - `groups_with_signal` — dynamic sampling keeps only groups whose rewards are not all equal
   (a group of identical rewards has zero group-relative advantage and no gradient).
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,12 +21,12 @@ from meshrl.algos.checks import check_finite, check_group_ids, check_shapes
 from meshrl.algos.groups import group_stats
 
 
-def overlong_penalty(response_lengths: torch.Tensor, max_tokens: int, buffer_len: int,
-                     penalty_factor: float = 1.0) -> torch.Tensor:
+def overlong_penalty(
+    response_lengths: torch.Tensor, max_tokens: int, buffer_len: int, penalty_factor: float = 1.0
+) -> torch.Tensor:
     """DAPO's soft overlong penalty per sample [B] (float, ≤ 0); see the module docstring."""
     if not 0 < buffer_len <= max_tokens:
-        raise ValueError(f"need 0 < buffer_len <= max_tokens, got buffer_len={buffer_len}, "
-                         f"max_tokens={max_tokens}")
+        raise ValueError(f"need 0 < buffer_len <= max_tokens, got buffer_len={buffer_len}, max_tokens={max_tokens}")
     if response_lengths.dim() != 1:
         raise ValueError(f"response_lengths must be [batch], got shape {tuple(response_lengths.shape)}")
     excess = response_lengths.to(torch.float32) - float(max_tokens - buffer_len)

@@ -1,4 +1,5 @@
 """Result types shared by every advantage estimator and policy loss."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -25,6 +25,7 @@ Simplifications: no attention dropout, softcapping, sliding windows or sinks (th
 this learner trains use none during training); `set_varlen_attention` refuses a model whose
 attention does not go through transformers' `AttentionInterface`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,6 +37,7 @@ _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 
 def _sdpa(*args, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward  # lazy: transformers (seconds)
+
     return sdpa_attention_forward(*args, **kwargs)
 
 
@@ -44,19 +46,29 @@ def _mask(*args, attention_mask=None, **kwargs):
     if attention_mask is None:
         return None
     from transformers.masking_utils import sdpa_mask  # lazy: transformers (seconds)
+
     return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
 
 
-def varlen_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
-                     scaling: float | None = None, cu_seq_lens_q: torch.Tensor | None = None,
-                     max_length_q: int | None = None, **kwargs):
+def varlen_attention(
+    module,
+    query,
+    key,
+    value,
+    attention_mask,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    cu_seq_lens_q: torch.Tensor | None = None,
+    max_length_q: int | None = None,
+    **kwargs,
+):
     """transformers attention: query [B, Hq, N, D], key/value [B, Hkv, N, D] → ([B, N, Hq, D], None)."""
     if attention_mask is not None or query.shape[0] != 1 or query.shape[2] != key.shape[2]:
-        return _sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                     **kwargs)
+        return _sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     n = query.shape[2]
-    bounds = (cu_seq_lens_q if cu_seq_lens_q is not None
-              else torch.tensor([0, n], dtype=torch.int32, device=query.device))
+    bounds = (
+        cu_seq_lens_q if cu_seq_lens_q is not None else torch.tensor([0, n], dtype=torch.int32, device=query.device)
+    )
     gqa = query.shape[1] != key.shape[1]
     if query.is_cuda and query.dtype in _FLASH_DTYPES:
         return _flash_varlen(query, key, value, bounds, max_length_q or n, scaling, gqa), None
@@ -67,16 +79,19 @@ def _flash_varlen(query, key, value, bounds, max_len: int, scaling, gqa: bool) -
     from torch.nn.attention.varlen import varlen_attn  # lazy: CUDA only
 
     q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # [N, H, D]
-    out = varlen_attn(q, k, v, bounds, bounds, max_len, max_len, scale=scaling,
-                      window_size=(-1, 0), enable_gqa=gqa)
+    out = varlen_attn(q, k, v, bounds, bounds, max_len, max_len, scale=scaling, window_size=(-1, 0), enable_gqa=gqa)
     return out.unsqueeze(0)  # [1, N, Hq, D]
 
 
 def _per_sequence(query, key, value, bounds, scaling, gqa: bool) -> torch.Tensor:
     edges = bounds.tolist()
-    parts = [F.scaled_dot_product_attention(query[:, :, a:b], key[:, :, a:b], value[:, :, a:b],
-                                            is_causal=True, scale=scaling, enable_gqa=gqa)
-             for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    parts = [
+        F.scaled_dot_product_attention(
+            query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], is_causal=True, scale=scaling, enable_gqa=gqa
+        )
+        for a, b in zip(edges[:-1], edges[1:])
+        if b > a
+    ]
     return torch.cat(parts, dim=2).transpose(1, 2)  # [1, N, Hq, D]
 
 
@@ -92,14 +107,18 @@ def register_varlen_attention() -> None:
 def set_varlen_attention(model) -> None:
     """Switch a transformers model to `VARLEN`; ValueError for a model that cannot."""
     if not hasattr(model, "set_attn_implementation"):
-        raise ValueError(f"trainer.attention=varlen: {type(model).__name__} is not a transformers "
-                         f"model with set_attn_implementation(); set trainer.attention=auto")
+        raise ValueError(
+            f"trainer.attention=varlen: {type(model).__name__} is not a transformers "
+            f"model with set_attn_implementation(); set trainer.attention=auto"
+        )
     register_varlen_attention()
     model.set_attn_implementation(VARLEN)
     if getattr(model.config, "_attn_implementation", None) != VARLEN:
-        raise ValueError(f"trainer.attention=varlen: {type(model).__name__} kept attention "
-                         f"{model.config._attn_implementation!r} (its attention does not go "
-                         f"through transformers' AttentionInterface); set trainer.attention=auto")
+        raise ValueError(
+            f"trainer.attention=varlen: {type(model).__name__} kept attention "
+            f"{model.config._attn_implementation!r} (its attention does not go "
+            f"through transformers' AttentionInterface); set trainer.attention=auto"
+        )
 
 
 def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, int]:

@@ -27,6 +27,7 @@ reads; TLS from MESHRL_GRPC_TLS_* and a bearer token from MESHRL_ENV_TOKEN(_FILE
 `start(...)` is the async form (tests). Check a server with `meshrl env check HOST:PORT`;
 semantics: docs/environments.md.
 """
+
 from meshrl.env_sdk.environment import Environment, Reset, Step
 from meshrl.env_sdk.errors import EnvError
 from meshrl.env_sdk.limits import Limits
@@ -35,5 +36,22 @@ from meshrl.env_sdk.serve import serve, start, stop
 from meshrl.env_sdk.task import Task, Turn
 from meshrl.env_sdk.tools import FunctionTool, ToolCallError, tool
 
-__all__ = ["EnvError", "Environment", "FunctionTool", "Limits", "Message", "Reset", "Step", "Task",
-           "ToolCall", "ToolCallError", "Turn", "serve", "start", "stop", "tool", "tool_result", "user"]
+__all__ = [
+    "EnvError",
+    "Environment",
+    "FunctionTool",
+    "Limits",
+    "Message",
+    "Reset",
+    "Step",
+    "Task",
+    "ToolCall",
+    "ToolCallError",
+    "Turn",
+    "serve",
+    "start",
+    "stop",
+    "tool",
+    "tool_result",
+    "user",
+]

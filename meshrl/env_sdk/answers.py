@@ -4,6 +4,7 @@ A bug in the environment (a NaN reward, an unknown role, info that is not a dict
 ValueError naming it; the server turns that into INTERNAL, so a wrong answer never reaches
 the model or the reward as if it were right.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,16 +24,21 @@ def reset_response(value: Any, env: Environment) -> env_pb2.ResetResponse:
     if value.tools is not None:  # this episode's own tools: its calls go to them
         env.tool_table = tool_table(value.tools, type(env).__name__)
     tools = env.tool_table
-    return env_pb2.ResetResponse(observation=[to_proto(m) for m in _observation(value.observation, "reset")],
-                                 tools=[t.spec() for t in tools.values()],
-                                 info_json=info_json(value.info, "reset"))
+    return env_pb2.ResetResponse(
+        observation=[to_proto(m) for m in _observation(value.observation, "reset")],
+        tools=[t.spec() for t in tools.values()],
+        info_json=info_json(value.info, "reset"),
+    )
 
 
 def step_response(value: Any) -> env_pb2.StepResponse:
     if not isinstance(value, Step):
         value = Step(observation=_observation(value, "step"))
-    answer = env_pb2.StepResponse(observation=[to_proto(m) for m in _observation(value.observation, "step")],
-                                  done=_flag(value.done), info_json=info_json(value.info, "step"))
+    answer = env_pb2.StepResponse(
+        observation=[to_proto(m) for m in _observation(value.observation, "step")],
+        done=_flag(value.done),
+        info_json=info_json(value.info, "step"),
+    )
     if value.reward is not None:
         answer.reward = _reward(value.reward)
     return answer
@@ -46,8 +52,9 @@ def _observation(value: Any, who: str) -> list:
     try:
         return list(value)
     except TypeError:
-        raise ValueError(f"{who} returned {type(value).__name__}; return a Step/Reset, a list of "
-                         f"messages, or None") from None
+        raise ValueError(
+            f"{who} returned {type(value).__name__}; return a Step/Reset, a list of messages, or None"
+        ) from None
 
 
 def _reward(value: Any) -> float:

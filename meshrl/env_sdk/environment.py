@@ -14,6 +14,7 @@
 in order, so an instance needs no locks. The default `step` answers the turn's tool calls
 and never ends the episode: a stateless tool server is `class Tools(Environment): tools = [...]`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -84,7 +85,8 @@ def tool_table(tools: Sequence[Any], owner: str) -> dict[str, FunctionTool]:
     table: dict[str, FunctionTool] = {}
     for t in map(as_tool, tools):
         if t.name in table:
-            raise TypeError(f"{owner}: two tools are named {t.name!r}; give one another name "
-                            f"(FunctionTool(fn, name=...))")
+            raise TypeError(
+                f"{owner}: two tools are named {t.name!r}; give one another name (FunctionTool(fn, name=...))"
+            )
         table[t.name] = t
     return table

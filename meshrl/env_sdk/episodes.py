@@ -11,6 +11,7 @@
 - At most `max_episodes` open or opening: the next new id gets RESOURCE_EXHAUSTED (meshrl
   tries another replica). Episodes idle for `idle_s` are closed (a caller that died).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,8 +73,14 @@ class Episode:
 
 
 class Episodes:
-    def __init__(self, environments: Mapping[str, type[Environment]], pool: Executor, *,
-                 max_episodes: int = 256, idle_s: float = 900.0):
+    def __init__(
+        self,
+        environments: Mapping[str, type[Environment]],
+        pool: Executor,
+        *,
+        max_episodes: int = 256,
+        idle_s: float = 900.0,
+    ):
         if not environments:
             raise ValueError("serve at least one Environment subclass")
         self.environments = dict(environments)
@@ -89,9 +96,11 @@ class Episodes:
             return self.environments[name]
         if not name:
             return self.environments[self.default]
-        raise EnvError.invalid(f"environment {name!r} is not served here (this server serves: "
-                               f"{', '.join(self.environments)}); set the run config's environment.name "
-                               f"to one of them")
+        raise EnvError.invalid(
+            f"environment {name!r} is not served here (this server serves: "
+            f"{', '.join(self.environments)}); set the run config's environment.name "
+            f"to one of them"
+        )
 
     def reset(self, request: env_pb2.ResetRequest) -> asyncio.Future:
         episode_id = request.episode_id
@@ -102,9 +111,11 @@ class Episodes:
             return self.opening[episode_id]
         self.close_idle()
         if len(self.open) + len(self.opening) >= self.max_episodes:
-            raise EnvError.full(f"this replica holds {len(self.open) + len(self.opening)} open episodes "
-                                f"(max_episodes={self.max_episodes}): close finished episodes, add replicas, "
-                                f"or raise max_episodes")
+            raise EnvError.full(
+                f"this replica holds {len(self.open) + len(self.opening)} open episodes "
+                f"(max_episodes={self.max_episodes}): close finished episodes, add replicas, "
+                f"or raise max_episodes"
+            )
         factory = self.factory(request.environment)
         task = background(self._open(request, factory))
         self.opening[episode_id] = task
@@ -132,9 +143,11 @@ class Episodes:
     def episode(self, episode_id: str) -> Episode:
         ep = self.open.get(episode_id)
         if ep is None:
-            raise EnvError.not_found(f"episode {episode_id!r} is not open on this server: never reset, "
-                                     f"closed, idle for more than {self.idle_s:g} s, or lost in a restart; "
-                                     f"Reset it again (meshrl drops the episode)")
+            raise EnvError.not_found(
+                f"episode {episode_id!r} is not open on this server: never reset, "
+                f"closed, idle for more than {self.idle_s:g} s, or lost in a restart; "
+                f"Reset it again (meshrl drops the episode)"
+            )
         ep.last_used = time.monotonic()
         return ep
 
@@ -153,18 +166,21 @@ class Episodes:
     def _check_next(self, ep: Episode, request: env_pb2.StepRequest) -> None:
         name, t = request.episode_id, request.turn
         if ep.done_turn is not None:
-            raise EnvError.finished(f"episode {name!r} ended at turn {ep.done_turn} (done=true); "
-                                    f"Close it instead of stepping turn {t}")
+            raise EnvError.finished(
+                f"episode {name!r} ended at turn {ep.done_turn} (done=true); Close it instead of stepping turn {t}"
+            )
         if t != ep.next_turn:
-            raise EnvError.invalid(f"turn {t} of episode {name!r}, but the next turn is {ep.next_turn}: "
-                                   f"send turns in order, 0-based (a retry repeats the same turn)")
+            raise EnvError.invalid(
+                f"turn {t} of episode {name!r}, but the next turn is {ep.next_turn}: "
+                f"send turns in order, 0-based (a retry repeats the same turn)"
+            )
         previous = ep.turns.get(t - 1)
         if previous is not None and not previous.done():
-            raise EnvError.finished(f"turn {t - 1} of episode {name!r} is still being answered; "
-                                    f"wait for its answer before turn {t}")
+            raise EnvError.finished(
+                f"turn {t - 1} of episode {name!r} is still being answered; wait for its answer before turn {t}"
+            )
         if previous is not None and (previous.cancelled() or previous.exception() is not None):
-            raise EnvError.finished(f"turn {t - 1} of episode {name!r} failed; the episode cannot go on: "
-                                    f"Close it")
+            raise EnvError.finished(f"turn {t - 1} of episode {name!r} failed; the episode cannot go on: Close it")
 
     async def _step(self, ep: Episode, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
         turn = turn_from_proto(request)

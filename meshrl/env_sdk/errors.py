@@ -4,6 +4,7 @@ The SDK raises these for malformed requests, unknown episodes and a full replica
 environment may raise them too (e.g. `EnvError.invalid("the task has no ground truth")`).
 Any other exception from an environment's code becomes INTERNAL with its type and message.
 """
+
 from __future__ import annotations
 
 import grpc

@@ -4,6 +4,7 @@ A request beyond them is INVALID_ARGUMENT naming the field, its size and the bou
 itself refuses a whole message over the server's receive limit with RESOURCE_EXHAUSTED).
 The defaults are far above what meshrl sends (a turn is at most a few thousand tokens).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ def _size(what: str, n: int, bound: int, unit: str = "characters") -> None:
 
 def _episode_id(episode_id: str, limits: Limits) -> None:
     if not episode_id:
-        raise EnvError.invalid("episode_id is empty: meshrl sends '<group_id>/<sample index>'; "
-                               "give every episode a unique id")
+        raise EnvError.invalid(
+            "episode_id is empty: meshrl sends '<group_id>/<sample index>'; give every episode a unique id"
+        )
     _size("episode_id", len(episode_id), limits.episode_id_chars)
 
 

@@ -4,6 +4,7 @@ An environment returns observations as `Message`s, plain strings (a "user" messa
 dicts with the same keys; `to_proto` checks each one, so a bug in the environment (an
 unknown role, a non-string content) is reported as such instead of reaching the model.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ class Message:
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call of the model's turn, as meshrl parsed it."""
+
     id: str
     name: str
     arguments_json: str = "{}"
@@ -47,10 +49,13 @@ def as_message(value: Message | str | dict[str, Any]) -> Message:
     if isinstance(value, dict):
         unknown = set(value) - {"role", "content", "tool_call_id", "name"}
         if unknown or "content" not in value:
-            raise ValueError(f"an observation dict needs 'role' and 'content' (and optionally "
-                             f"'tool_call_id', 'name'); got keys {sorted(value)}")
-        value = Message(value.get("role", "user"), value["content"], value.get("tool_call_id", ""),
-                        value.get("name", ""))
+            raise ValueError(
+                f"an observation dict needs 'role' and 'content' (and optionally "
+                f"'tool_call_id', 'name'); got keys {sorted(value)}"
+            )
+        value = Message(
+            value.get("role", "user"), value["content"], value.get("tool_call_id", ""), value.get("name", "")
+        )
     if not isinstance(value, Message):
         raise ValueError(f"an observation must be a Message, a str or a dict; got {type(value).__name__}")
     if value.role not in ROLES:

@@ -1,6 +1,7 @@
 """`start` (async) and `serve` (blocking): environments on a gRPC port, with health,
 reflection, tracing (meshrl.transport.rpc.start_server), TLS from MESHRL_GRPC_TLS_* and a
 bearer token when one is configured (auth.py)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,14 +40,25 @@ def by_name(environments: Served) -> dict[str, type[Environment]]:
     return table
 
 
-async def start(environments: Served, *, port: int = 0, host: str | None = None, token: str | None = None,
-                token_env: str | None = None, token_file: str | None = None, max_episodes: int = 256,
-                idle_s: float = 900.0, max_workers: int = 16, limits: Limits = Limits()) -> tuple[aio.Server, int]:
+async def start(
+    environments: Served,
+    *,
+    port: int = 0,
+    host: str | None = None,
+    token: str | None = None,
+    token_env: str | None = None,
+    token_file: str | None = None,
+    max_episodes: int = 256,
+    idle_s: float = 900.0,
+    max_workers: int = 16,
+    limits: Limits = Limits(),
+) -> tuple[aio.Server, int]:
     """Serve and return (server, bound port); stop with `await stop(server)`. `host` None:
     MESHRL_BIND_HOST (default 127.0.0.1). `token` (tests) or `token_env`/`token_file`, else
     $MESHRL_ENV_TOKEN_FILE / $MESHRL_ENV_TOKEN: when set, every call needs it."""
-    servicer = EnvironmentServicer(by_name(environments), max_episodes=max_episodes, idle_s=idle_s,
-                                   max_workers=max_workers, limits=limits)
+    servicer = EnvironmentServicer(
+        by_name(environments), max_episodes=max_episodes, idle_s=idle_s, max_workers=max_workers, limits=limits
+    )
     token = token if token is not None else server_token(token_env, token_file)
     reg = registration(env_pb2_grpc.add_EnvironmentServiceServicer_to_server, servicer, SERVICE)
     interceptors = [BearerAuth(token)] if token else []

@@ -3,6 +3,7 @@
 JSON fields are parsed here; text that is not JSON is the caller's mistake, reported as
 INVALID_ARGUMENT naming the field, before any environment code runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,13 +48,21 @@ def task_from_proto(request: env_pb2.ResetRequest) -> Task:
     extra = _json(request.extra_json, "extra_json", {})
     if not isinstance(extra, dict):
         raise EnvError.invalid(f"extra_json must be a JSON object, got {type(extra).__name__}")
-    return Task(episode_id=request.episode_id, environment=request.environment,
-                messages=[from_proto(m) for m in request.prompt_messages],
-                ground_truth=_json(request.ground_truth_json, "ground_truth_json", None),
-                data_source=request.data_source, extra=extra, seed=request.seed, run_id=request.run_id)
+    return Task(
+        episode_id=request.episode_id,
+        environment=request.environment,
+        messages=[from_proto(m) for m in request.prompt_messages],
+        ground_truth=_json(request.ground_truth_json, "ground_truth_json", None),
+        data_source=request.data_source,
+        extra=extra,
+        seed=request.seed,
+        run_id=request.run_id,
+    )
 
 
 def turn_from_proto(request: env_pb2.StepRequest) -> Turn:
-    calls = tuple(ToolCall(c.id or f"call_{request.turn}_{i}", c.name, c.arguments_json or "{}")
-                  for i, c in enumerate(request.tool_calls))
+    calls = tuple(
+        ToolCall(c.id or f"call_{request.turn}_{i}", c.name, c.arguments_json or "{}")
+        for i, c in enumerate(request.tool_calls)
+    )
     return Turn(index=request.turn, text=request.text, tool_calls=calls, truncated=request.truncated)

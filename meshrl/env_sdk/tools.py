@@ -16,6 +16,7 @@ a JSON object, miss a required argument, name an unknown one or have the wrong t
 `ToolCallError` with a message the model can read and correct; an exception inside the
 function is reported the same way. Either becomes an error observation, never a crash.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -63,8 +64,9 @@ def _arguments_model(fn: Callable, name: str, described: dict[str, str]) -> type
     fields = {}
     for arg, p in inspect.signature(fn).parameters.items():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"tool {name!r}: *{arg} / **{arg} cannot be described by a JSON Schema; "
-                            f"name every argument")
+            raise TypeError(
+                f"tool {name!r}: *{arg} / **{arg} cannot be described by a JSON Schema; name every argument"
+            )
         annotation = Any if p.annotation is p.empty else p.annotation
         default = ... if p.default is p.empty else p.default
         fields[arg] = (annotation, pydantic.Field(default, description=described.get(arg)))
@@ -75,8 +77,11 @@ def _validation_message(err: pydantic.ValidationError) -> str:
     parts = []
     for e in err.errors(include_url=False):
         where = ".".join(str(x) for x in e["loc"]) or "arguments"
-        parts.append(f"argument {where!r}: unknown argument" if e["type"] == "extra_forbidden"
-                     else f"argument {where!r}: {e['msg']}")
+        parts.append(
+            f"argument {where!r}: unknown argument"
+            if e["type"] == "extra_forbidden"
+            else f"argument {where!r}: {e['msg']}"
+        )
     return "; ".join(parts)
 
 
@@ -98,16 +103,20 @@ class FunctionTool:
         self.is_async = inspect.iscoroutinefunction(fn)
 
     def spec(self) -> env_pb2.Tool:
-        return env_pb2.Tool(name=self.name, description=self.description,
-                            parameters_json=json.dumps(self.parameters, separators=(",", ":")))
+        return env_pb2.Tool(
+            name=self.name,
+            description=self.description,
+            parameters_json=json.dumps(self.parameters, separators=(",", ":")),
+        )
 
     def parse(self, arguments_json: str) -> dict[str, Any]:
         """The validated keyword arguments; ToolCallError naming what is wrong."""
         try:
             raw = json.loads(arguments_json or "{}")
         except ValueError as err:
-            raise ToolCallError(f"the arguments of {self.name} are not valid JSON ({err}); "
-                                f"write them as one JSON object") from None
+            raise ToolCallError(
+                f"the arguments of {self.name} are not valid JSON ({err}); write them as one JSON object"
+            ) from None
         if not isinstance(raw, dict):
             raise ToolCallError(f"the arguments of {self.name} must be a JSON object, got {type(raw).__name__}")
         try:

@@ -25,6 +25,7 @@ of it; vLLM preallocates `rollout.kv_cache_gb`. Reference and reward model: weig
 dtype plus one micro-batch's logits. Not counted: the framework itself (torch, vLLM's
 runtime, CUDA context: about 0.5–1 GiB per process), allocator fragmentation.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,11 +71,15 @@ def logits_bytes(shape: ModelShape, tokens: int) -> int:
 
 def trained_model(shape: ModelShape, cfg: RunConfig, *, trainable: int, act_bytes: int) -> dict[str, int]:
     ranks, tokens = cfg.learner.ranks, micro_batch_tokens(cfg)
-    items = {"weights (fp32)": 4 * shape.params // ranks, "gradients": 4 * trainable // ranks,
-             "optimizer (AdamW fp32)": 8 * trainable // ranks,
-             "activations" + (" (checkpointed)" if cfg.trainer.gradient_checkpointing else ""):
-                 activation_bytes(shape, tokens, act_bytes, cfg.trainer.gradient_checkpointing),
-             "logits": logits_bytes(shape, tokens)}
+    items = {
+        "weights (fp32)": 4 * shape.params // ranks,
+        "gradients": 4 * trainable // ranks,
+        "optimizer (AdamW fp32)": 8 * trainable // ranks,
+        "activations" + (" (checkpointed)" if cfg.trainer.gradient_checkpointing else ""): activation_bytes(
+            shape, tokens, act_bytes, cfg.trainer.gradient_checkpointing
+        ),
+        "logits": logits_bytes(shape, tokens),
+    }
     if ranks > 1:
         items["FSDP gathered layers"] = 2 * 4 * shape.largest_layer_params
     return items
@@ -83,10 +88,12 @@ def trained_model(shape: ModelShape, cfg: RunConfig, *, trainable: int, act_byte
 def lora_params(shape: ModelShape, lora) -> int:
     """Adapter parameters: rank × (in + out) for each linear layer `target_modules` names
     (suffix match as PEFT does; all-linear = every one but lm_head)."""
+
     def named(module: str) -> bool:
         if lora.target_modules == "all-linear":
             return not module.endswith("lm_head")
         return any(module == t or module.endswith(f".{t}") for t in lora.target_modules)
+
     return sum(lora.rank * (fan_in + fan_out) for module, fan_in, fan_out in shape.linear_shapes if named(module))
 
 
@@ -97,8 +104,12 @@ def learner_memory(cfg: RunConfig, shape: ModelShape) -> ServiceMemory:
     if cfg.model.lora is not None:
         items["LoRA adapters"] = 4 * trainable  # beside the frozen fp32 base
     if cfg.algorithm.critic.enabled:
-        items.update({f"critic {k}": v for k, v in trained_model(shape, cfg, trainable=shape.params,
-                                                                   act_bytes=act_bytes).items()})
+        items.update(
+            {
+                f"critic {k}": v
+                for k, v in trained_model(shape, cfg, trainable=shape.params, act_bytes=act_bytes).items()
+            }
+        )
     return ServiceMemory("learner", devices=cfg.learner.ranks, instances=1, items=items)
 
 
@@ -111,16 +122,24 @@ def group_tokens(cfg: RunConfig) -> int:
 
 
 def rollout_memory(cfg: RunConfig, shape: ModelShape, dtype_bytes: int, tp: int = 1) -> ServiceMemory:
-    configured = int(cfg.rollout.kv_cache_gb * 1024 ** 3)
-    items = {f"weights ({8 * dtype_bytes}-bit)": shape.params * dtype_bytes // tp,
-             "KV cache (rollout.kv_cache_gb)": configured // tp}
+    configured = int(cfg.rollout.kv_cache_gb * 1024**3)
+    items = {
+        f"weights ({8 * dtype_bytes}-bit)": shape.params * dtype_bytes // tp,
+        "KV cache (rollout.kv_cache_gb)": configured // tp,
+    }
     return ServiceMemory("rollout", devices=tp, instances=cfg.rollout.replicas, items=items)
 
 
 def frozen_model_memory(name: str, shape: ModelShape, dtype_bytes: int, tokens: int, replicas: int) -> ServiceMemory:
-    return ServiceMemory(name, devices=1, instances=replicas,
-                         items={f"weights ({8 * dtype_bytes}-bit)": shape.params * dtype_bytes,
-                                "logits (one micro-batch)": logits_bytes(shape, tokens)})
+    return ServiceMemory(
+        name,
+        devices=1,
+        instances=replicas,
+        items={
+            f"weights ({8 * dtype_bytes}-bit)": shape.params * dtype_bytes,
+            "logits (one micro-batch)": logits_bytes(shape, tokens),
+        },
+    )
 
 
 def dtype_bytes_of(dtype: str, on_gpu: bool) -> int:
@@ -136,4 +155,4 @@ def kv_cache_needed(cfg: RunConfig, shape: ModelShape, dtype_bytes: int) -> int:
 
 
 def gib(n: int) -> str:
-    return f"{n / 1024 ** 3:.2f} GiB" if n >= 1024 ** 3 / 100 else f"{math.ceil(n / 1024 ** 2)} MiB"
+    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 / 100 else f"{math.ceil(n / 1024**2)} MiB"

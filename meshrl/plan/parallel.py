@@ -4,6 +4,7 @@ vLLM splits attention heads across the workers: N must divide the attention head
 are split too when there are at least N of them (then N must divide them), else each worker
 holds a copy (then N must be a multiple of them).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,5 +27,7 @@ def tensor_parallel_problem(model_path: str, tp: int) -> str | None:
     fits = [d for d in divisors(heads) if (kv_heads % d == 0 if kv_heads >= d else d % kv_heads == 0)]
     if tp in fits:
         return None
-    return (f"rollout.tensor_parallel_size={tp} cannot split the model's {heads} attention heads "
-            f"({kv_heads} KV heads) evenly over {tp} workers; choose one of {', '.join(map(str, fits))}")
+    return (
+        f"rollout.tensor_parallel_size={tp} cannot split the model's {heads} attention heads "
+        f"({kv_heads} KV heads) evenly over {tp} workers; choose one of {', '.join(map(str, fits))}"
+    )

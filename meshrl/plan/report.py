@@ -1,8 +1,9 @@
 """The memory plan as text, and the fit check against a named device.
 
-    plan = memory_plan(cfg, device="h100-80gb")   # ServiceMemory per service + warnings
-    print("\n".join(plan_lines(plan)))
+plan = memory_plan(cfg, device="h100-80gb")   # ServiceMemory per service + warnings
+print("\n".join(plan_lines(plan)))
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,8 +11,17 @@ from dataclasses import dataclass, field
 from meshrl.config import RunConfig
 from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.plan.devices import device_bytes
-from meshrl.plan.memory import (ServiceMemory, dtype_bytes_of, frozen_model_memory, gib, group_tokens,
-                                kv_cache_needed, learner_memory, micro_batch_tokens, rollout_memory)
+from meshrl.plan.memory import (
+    ServiceMemory,
+    dtype_bytes_of,
+    frozen_model_memory,
+    gib,
+    group_tokens,
+    kv_cache_needed,
+    learner_memory,
+    micro_batch_tokens,
+    rollout_memory,
+)
 from meshrl.plan.shapes import ModelShape, hf_config, model_shape
 
 ADVICE = {
@@ -43,8 +53,11 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
         services.append(frozen_model_memory("reference", shape, dtype, micro_batch_tokens(cfg), cfg.reference.replicas))
     if cfg.reward_model is not None:
         rm = model_shape(hf_config(cfg.reward_model.path))
-        services.append(frozen_model_memory("reward_model", rm, dtype_bytes_of("auto", on_gpu),
-                                            micro_batch_tokens(cfg), cfg.reward_model.replicas))
+        services.append(
+            frozen_model_memory(
+                "reward_model", rm, dtype_bytes_of("auto", on_gpu), micro_batch_tokens(cfg), cfg.reward_model.replicas
+            )
+        )
     plan = MemoryPlan(shape, services, device, device_bytes(device) if device else None)
     if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
         plan.warnings.append(problem)
@@ -56,13 +69,17 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
 def check_kv_cache(plan: MemoryPlan, cfg: RunConfig, dtype: int) -> None:
     if cfg.algorithm.offline:
         return
-    needed, configured = kv_cache_needed(cfg, plan.shape, dtype), int(cfg.rollout.kv_cache_gb * 1024 ** 3)
-    plan.notes.append(f"KV cache for one group: {cfg.rollout.sampling.group_size} × "
-                      f"{group_tokens(cfg) // cfg.rollout.sampling.group_size} tokens = {gib(needed)} "
-                      f"(rollout.kv_cache_gb={cfg.rollout.kv_cache_gb} holds {configured // max(1, needed)} groups)")
+    needed, configured = kv_cache_needed(cfg, plan.shape, dtype), int(cfg.rollout.kv_cache_gb * 1024**3)
+    plan.notes.append(
+        f"KV cache for one group: {cfg.rollout.sampling.group_size} × "
+        f"{group_tokens(cfg) // cfg.rollout.sampling.group_size} tokens = {gib(needed)} "
+        f"(rollout.kv_cache_gb={cfg.rollout.kv_cache_gb} holds {configured // max(1, needed)} groups)"
+    )
     if configured < needed:
-        plan.warnings.append(f"rollout.kv_cache_gb={cfg.rollout.kv_cache_gb} is below one group's "
-                             f"{gib(needed)}: vLLM would run its sequences in turns; raise it")
+        plan.warnings.append(
+            f"rollout.kv_cache_gb={cfg.rollout.kv_cache_gb} is below one group's "
+            f"{gib(needed)}: vLLM would run its sequences in turns; raise it"
+        )
 
 
 def check_fit(plan: MemoryPlan) -> None:
@@ -70,14 +87,18 @@ def check_fit(plan: MemoryPlan) -> None:
         return
     for s in plan.services:
         if s.per_device > plan.device_bytes:
-            plan.warnings.append(f"{s.service} needs {gib(s.per_device)} per device; {plan.device} has "
-                                 f"{gib(plan.device_bytes)}: it does not fit — try {ADVICE[s.service]}")
+            plan.warnings.append(
+                f"{s.service} needs {gib(s.per_device)} per device; {plan.device} has "
+                f"{gib(plan.device_bytes)}: it does not fit — try {ADVICE[s.service]}"
+            )
 
 
 def plan_lines(plan: MemoryPlan) -> list[str]:
     shape = plan.shape
-    lines = [f"memory plan (model: {shape.params / 1e6:.1f}M parameters, {shape.layers} layers, "
-             f"hidden {shape.hidden}, vocab {shape.vocab}):"]
+    lines = [
+        f"memory plan (model: {shape.params / 1e6:.1f}M parameters, {shape.layers} layers, "
+        f"hidden {shape.hidden}, vocab {shape.vocab}):"
+    ]
     for s in plan.services:
         span = f"{s.devices} devices" if s.devices > 1 else "1 device"
         lines.append(f"  {s.service:<14} {gib(s.per_device):>12} per device  (×{s.instances}, each on {span})")

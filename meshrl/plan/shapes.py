@@ -5,6 +5,7 @@ used), so any architecture transformers knows — dense or mixture-of-experts �
 exactly, including tied embeddings. The per-token activation sizes come from the config's
 dimensions (hidden, KV heads × head dim, MLP width, experts routed per token).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class ModelShape:
 
 def hf_config(path: str, gguf_file: str | None = None):
     from transformers import AutoConfig  # lazy: transformers costs seconds at CLI start-up
+
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     return AutoConfig.from_pretrained(path, **kwargs)
 
@@ -34,20 +36,28 @@ def model_shape(config) -> ModelShape:
     """The shape of a transformers causal-LM config (see module docstring)."""
     import torch  # lazy: torch/transformers cost seconds at CLI start-up
     from transformers import AutoModelForCausalLM
+
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     layers = getattr(getattr(model, "model", model), "layers", [])
-    linears = tuple((name, m.in_features, m.out_features) for name, m in model.named_modules()
-                    if isinstance(m, torch.nn.Linear))
+    linears = tuple(
+        (name, m.in_features, m.out_features) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)
+    )
     return ModelShape(
-        params=sum(p.numel() for p in model.parameters()), layers=config.num_hidden_layers,
-        hidden=config.hidden_size, kv_dim=kv_heads * head_dim, mlp_width=mlp_width(config),
-        vocab=config.vocab_size, attention_heads=heads, kv_heads=kv_heads,
+        params=sum(p.numel() for p in model.parameters()),
+        layers=config.num_hidden_layers,
+        hidden=config.hidden_size,
+        kv_dim=kv_heads * head_dim,
+        mlp_width=mlp_width(config),
+        vocab=config.vocab_size,
+        attention_heads=heads,
+        kv_heads=kv_heads,
         largest_layer_params=max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=0),
-        linear_shapes=linears)
+        linear_shapes=linears,
+    )
 
 
 def mlp_width(config) -> int:

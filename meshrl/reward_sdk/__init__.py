@@ -15,6 +15,7 @@ honoured (items not done by then come back TIMEOUT), and exceptions or NaN/inf s
 turned into ERROR results naming the item. `start(fn, port=0)` is the async form (tests).
 Check a server with `meshrl reward check HOST:PORT`; semantics: docs/reward-services.md.
 """
+
 from meshrl.reward_sdk.item import Item
 from meshrl.reward_sdk.serve import serve, start
 from meshrl.reward_sdk.servicer import FunctionServicer

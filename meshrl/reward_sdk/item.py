@@ -1,4 +1,5 @@
 """`Item`: what a reward function receives, decoded from a `ScoreItem` (JSON fields parsed)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,11 @@ from typing import Any
 
 from meshrl.api.reward.v1 import reward_pb2
 
-FINISH_REASONS = {reward_pb2.FINISH_REASON_STOP: "stop", reward_pb2.FINISH_REASON_LENGTH: "length",
-                  reward_pb2.FINISH_REASON_ABORT: "abort"}
+FINISH_REASONS = {
+    reward_pb2.FINISH_REASON_STOP: "stop",
+    reward_pb2.FINISH_REASON_LENGTH: "length",
+    reward_pb2.FINISH_REASON_ABORT: "abort",
+}
 
 
 @dataclass(frozen=True)
@@ -42,10 +46,17 @@ def _json(text: str, name: str, item_id: str, empty: Any) -> Any:
 def from_proto(it: reward_pb2.ScoreItem, request: reward_pb2.ScoreRequest) -> Item:
     """Raises ValueError (naming the item and field) on malformed JSON."""
     return Item(
-        id=it.id, response=it.response, prompt=it.prompt,
+        id=it.id,
+        response=it.response,
+        prompt=it.prompt,
         messages=[{"role": m.role, "content": m.content} for m in it.prompt_messages],
         ground_truth=_json(it.ground_truth_json, "ground_truth_json", it.id, None),
-        data_source=it.data_source, extra=_json(it.extra_json, "extra_json", it.id, {}),
-        response_tokens=it.response_tokens, finish_reason=FINISH_REASONS.get(it.finish_reason, ""),
-        truncated=it.truncated, component=request.component, run_id=request.run_id,
-        episode=[{"role": m.role, "content": m.content} for m in it.episode])
+        data_source=it.data_source,
+        extra=_json(it.extra_json, "extra_json", it.id, {}),
+        response_tokens=it.response_tokens,
+        finish_reason=FINISH_REASONS.get(it.finish_reason, ""),
+        truncated=it.truncated,
+        component=request.component,
+        run_id=request.run_id,
+        episode=[{"role": m.role, "content": m.content} for m in it.episode],
+    )

@@ -1,5 +1,6 @@
 """`start` (async) and `serve` (blocking): a reward function on a gRPC port, with health,
 reflection and tracing from meshrl.transport.rpc.start_server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,9 @@ log = logging.getLogger(__name__)
 SERVICE = reward_pb2.DESCRIPTOR.services_by_name["RewardService"]
 
 
-async def start(fn: Callable[..., Any], *, port: int = 0, host: str | None = None,
-                max_workers: int = 8) -> tuple[aio.Server, int]:
+async def start(
+    fn: Callable[..., Any], *, port: int = 0, host: str | None = None, max_workers: int = 8
+) -> tuple[aio.Server, int]:
     """Serve `fn` and return (server, bound port); stop it with `await server.stop(grace)`.
     `host` None: MESHRL_BIND_HOST, default 127.0.0.1 (pass "0.0.0.0" to serve other hosts)."""
     servicer = FunctionServicer(fn, max_workers=max_workers)
@@ -43,7 +45,8 @@ async def _serve_until_signal(fn, port: int, host: str | None, max_workers: int,
     shutdown_tracing()
 
 
-def serve(fn: Callable[..., Any], *, port: int, host: str | None = None, max_workers: int = 8,
-          name: str = "reward-fn") -> None:
+def serve(
+    fn: Callable[..., Any], *, port: int, host: str | None = None, max_workers: int = 8, name: str = "reward-fn"
+) -> None:
     """Serve `fn` until SIGTERM or Ctrl-C (see the package docstring)."""
     asyncio.run(_serve_until_signal(fn, port, host, max_workers, name))

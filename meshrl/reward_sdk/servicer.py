@@ -5,6 +5,7 @@ request's deadline is honoured: whatever is not done shortly before it comes bac
 (a sync function already running in a thread cannot be stopped; its value is dropped).
 A request that repeats an id is refused with INVALID_ARGUMENT (results are matched by id).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,9 @@ class FunctionServicer(reward_pb2_grpc.RewardServiceServicer):
     async def Score(self, request: reward_pb2.ScoreRequest, context) -> reward_pb2.ScoreResponse:
         repeated = [i for i, n in Counter(it.id for it in request.items).items() if n > 1]
         if repeated:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"item ids must be unique within a request; repeated: {repeated[:5]}")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"item ids must be unique within a request; repeated: {repeated[:5]}"
+            )
         tasks = [asyncio.ensure_future(self.one(it, request)) for it in request.items]
         if not tasks:
             return reward_pb2.ScoreResponse()
@@ -50,10 +52,14 @@ class FunctionServicer(reward_pb2_grpc.RewardServiceServicer):
         done, pending = await asyncio.wait(tasks, timeout=budget)
         for task in pending:
             task.cancel()
-        return reward_pb2.ScoreResponse(results=[
-            t.result() if t in done else
-            error(it.id, f"not scored within the request's deadline ({budget:.3g} s left to score)", TIMEOUT)
-            for it, t in zip(request.items, tasks)])
+        return reward_pb2.ScoreResponse(
+            results=[
+                t.result()
+                if t in done
+                else error(it.id, f"not scored within the request's deadline ({budget:.3g} s left to score)", TIMEOUT)
+                for it, t in zip(request.items, tasks)
+            ]
+        )
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

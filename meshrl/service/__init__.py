@@ -18,6 +18,7 @@ Files: process.py (the hooks), context.py (what a hook gets), startup.py (start-
 stopper.py (SIGTERM/SIGINT), errors.py (which errors mean "could not start": exit 2),
 args.py (the shared flags), runner.py (serve and run_service).
 """
+
 from meshrl.service.context import ServiceContext
 from meshrl.service.process import ServiceProcess
 from meshrl.service.runner import run_service, serve

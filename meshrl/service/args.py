@@ -6,6 +6,7 @@ The launcher (meshrl.launch.local) and `meshrl serve` start services with exactl
 these; an empty --run-id, or a --nats URL holding credentials, is refused here, naming the
 flag (argparse exits 2).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,9 @@ def nats_url(value: str) -> str:
 
 def run_id(value: str) -> str:
     if not value.strip():
-        raise argparse.ArgumentTypeError("is empty: pass the run's id (the launcher's run id, e.g. grpo-20250101-120000)")
+        raise argparse.ArgumentTypeError(
+            "is empty: pass the run's id (the launcher's run id, e.g. grpo-20250101-120000)"
+        )
     return value
 
 
@@ -33,7 +36,6 @@ def parse_service_args(process, argv: list[str] | None = None, description: str 
     p.add_argument("--nats", required=True, type=nats_url, help="NATS url, e.g. nats://127.0.0.1:4222")
     p.add_argument("--run-id", required=True, type=run_id)
     p.add_argument("--config", required=True, help="the run's resolved config.yaml")
-    p.add_argument("--replica-id", default=None,
-                   help=f"default: {process.default_replica or process.name + '-<pid>'}")
+    p.add_argument("--replica-id", default=None, help=f"default: {process.default_replica or process.name + '-<pid>'}")
     process.add_arguments(p)
     return p.parse_args(argv)

@@ -4,6 +4,7 @@ It holds the parsed flags, the loaded RunConfig, the replica id, the metrics end
 when telemetry.metrics is off), the NATS connection (None until `start`), and the stack of
 clean-ups that runs on the way out, last registered first.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -11,6 +11,7 @@ The same set for every service (each main used to catch its own):
 Only while starting: the same error raised once the service works is a failure (a
 traceback, exit 1), which the launcher's restart policy handles.
 """
+
 from __future__ import annotations
 
 from meshrl.config import ConfigError

@@ -21,6 +21,7 @@ image does not, as it would reach vLLM too, which was not measured). Measured th
 `MALLOC_*` variables set by the operator win (glibc reads them at start; we only call
 mallopt for the ones not set). Not glibc (musl, macOS): nothing changes, and we say so.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -59,8 +60,7 @@ def keep_freed_memory() -> bool:
         log.info("not glibc: malloc left as it is")
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    ok = all(mallopt(param, value) == 1 for name, (param, value) in SETTINGS.items()
-             if name not in os.environ)
+    ok = all(mallopt(param, value) == 1 for name, (param, value) in SETTINGS.items() if name not in os.environ)
     if not ok:
         log.warning("glibc refused a malloc setting; steps may page-fault their tensors anew")
     return ok

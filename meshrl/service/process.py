@@ -5,6 +5,7 @@ Order (meshrl.service.startup): flags → config → tracing → metrics endpoin
 registered with `ctx.on_stop`, last registered first. One instance serves one process, so
 the hooks keep what they build on `self`.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -10,6 +10,7 @@ traceback; also bad flags, from argparse); 1 failed while working (a traceback).
 Simplification: the work is one coroutine; a service with several loops (rollout: the
 weights watch and the consumer) combines them itself.
 """
+
 from __future__ import annotations
 
 import argparse

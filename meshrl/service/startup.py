@@ -14,6 +14,7 @@ Each part's clean-up goes on `cleanups` as soon as the part exists, so a failure
 step undoes exactly what was done. A start-up error (meshrl.service.errors) is raised
 as StartupFailed naming the service.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,12 +62,21 @@ async def connect_bus(ctx: ServiceContext, wait_for_run: bool = True) -> None:
     """Connect to NATS (BusUnavailable within nats.connect_timeout_s), wait for the run to
     exist (RunNotFound after nats.run_wait_s) and announce /metrics."""
     # replicas: a learner that creates the run's streams (none yet) copies them to nats.replicas nodes
-    ctx.bus = await Bus.connect(ctx.args.nats, ctx.run_id, name=ctx.replica,
-                                timeout=ctx.cfg.nats.connect_timeout_s, replicas=ctx.cfg.nats.replicas)
+    ctx.bus = await Bus.connect(
+        ctx.args.nats,
+        ctx.run_id,
+        name=ctx.replica,
+        timeout=ctx.cfg.nats.connect_timeout_s,
+        replicas=ctx.cfg.nats.replicas,
+    )
     ctx.on_stop(ctx.bus.close)
     if wait_for_run:
-        await wait_for_run_streams(ctx.bus.js, ctx.run_id, timeout_s=ctx.cfg.nats.run_wait_s,
-                                   on_wait=lambda text: log.info("%s: %s", ctx.replica, text))
+        await wait_for_run_streams(
+            ctx.bus.js,
+            ctx.run_id,
+            timeout_s=ctx.cfg.nats.run_wait_s,
+            on_wait=lambda text: log.info("%s: %s", ctx.replica, text),
+        )
     set_broker(ctx.args.nats)  # group spans name the NATS server (server.address), never its credentials
     if ctx.metrics is not None:
         await announce_metrics(ctx.bus.state, ctx.metrics)

@@ -6,6 +6,7 @@ Once its work runs, the first signal sets `requested`: the runner then cancels t
 (in-flight messages are nak'ed so another replica takes them) or, for the learner, lets it
 finish its step and checkpoint. A second signal cancels at once. A cancelled service exits 0.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -11,6 +11,7 @@ Both record into `metrics.current()`, the endpoint this process started; with me
 they cost one function call. They are independent of tracing: a run with tracing off still
 has its latency histograms. Try it: `python -m meshrl.telemetry.latency`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,14 +31,14 @@ def record_rpc(side: str, method: str, status: str, seconds: float) -> None:
         return
     service, _, name = method.lstrip("/").rpartition("/")
     handle.latency(RPC_HISTOGRAM, "gRPC call latency, by side, service, method and status").record(
-        seconds, {"rpc_side": side, "rpc_service": service, "rpc_method": name, "rpc_grpc_status": status})
+        seconds, {"rpc_side": side, "rpc_service": service, "rpc_method": name, "rpc_grpc_status": status}
+    )
 
 
 def record_stage(stage: str, seconds: float) -> None:
     handle = metrics.current()
     if handle is not None:
-        handle.latency(STAGE_HISTOGRAM, "time spent in one stage of a group or step").record(
-            seconds, {"stage": stage})
+        handle.latency(STAGE_HISTOGRAM, "time spent in one stage of a group or step").record(seconds, {"stage": stage})
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ the compose and Kubernetes deployments, so Prometheus can scrape the pod) and it
 names MESHRL_ADVERTISE_HOST (meshrl.addresses). Run a demo with
 `python -m meshrl.telemetry.metrics`.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,14 +51,39 @@ LABELS = ("service", "replica", "run")
 GaugeValue = float | int | None | Iterable[tuple[float, dict[str, Any]]]
 _PROM_NAME = re.compile(r"[^a-zA-Z0-9_]")
 # Bucket bounds in seconds for RPC and stage latencies (OTel's defaults are milliseconds).
-LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                     10.0, 30.0, 60.0, 120.0, 300.0]
+LATENCY_BUCKETS_S = [
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+]
 # promtool rejects abbreviated units: a key ending in one is renamed to the base unit and its
 # value scaled to it (`latency_ms` 250 -> `latency_seconds` 0.25).
-UNIT_SUFFIXES = {"_s": ("_seconds", 1.0), "_sec": ("_seconds", 1.0), "_secs": ("_seconds", 1.0),
-                 "_ms": ("_seconds", 1e-3), "_us": ("_seconds", 1e-6), "_ns": ("_seconds", 1e-9),
-                 "_b": ("_bytes", 1.0), "_kb": ("_bytes", 1e3), "_mb": ("_bytes", 1e6),
-                 "_gb": ("_bytes", 1e9)}
+UNIT_SUFFIXES = {
+    "_s": ("_seconds", 1.0),
+    "_sec": ("_seconds", 1.0),
+    "_secs": ("_seconds", 1.0),
+    "_ms": ("_seconds", 1e-3),
+    "_us": ("_seconds", 1e-6),
+    "_ns": ("_seconds", 1e-9),
+    "_b": ("_bytes", 1.0),
+    "_kb": ("_bytes", 1e3),
+    "_mb": ("_bytes", 1e6),
+    "_gb": ("_bytes", 1e9),
+}
 _current: "MetricsHandle | None" = None
 
 
@@ -70,8 +96,11 @@ def prometheus_name(key: str, prefix: str = "") -> str:
 # Learner keys whose name needs a unit it does not carry (promtool wants one in the name).
 UNIT_NAMES = {"perf/throughput": "perf/throughput_tokens_per_second"}
 # Key families whose last part is a name (a phase, stage, reason): one gauge, that part a label.
-LABELLED = {"time/": ("step_phase_seconds", "phase"), "queue/": ("queue_depth", "stage"),
-            "groups/dropped_": ("groups_dropped", "reason")}
+LABELLED = {
+    "time/": ("step_phase_seconds", "phase"),
+    "queue/": ("queue_depth", "stage"),
+    "groups/dropped_": ("groups_dropped", "reason"),
+}
 # `reward/<x>` keys that are statistics of the total reward, not a reward component.
 REWARD_STATS = ("min", "max", "std", "mean")
 
@@ -157,8 +186,7 @@ class MetricsHandle:
         known = self._instruments.get(name)
         if known is not None:
             if known[0] != kind:
-                raise ValueError(f"metric {name!r} already exists as a {known[0]}, not a {kind}; "
-                                 f"pick another name")
+                raise ValueError(f"metric {name!r} already exists as a {known[0]}, not a {kind}; pick another name")
             return known[1]
         instrument = make()
         self._instruments[name] = (kind, instrument)
@@ -166,22 +194,30 @@ class MetricsHandle:
 
     def counter(self, name: str, description: str = "", unit: str = ""):
         """A monotonic counter (`.add(n, {"label": "x"})`); the same name gives the same one."""
-        return self._instrument("counter", name, lambda: self.meter.create_counter(
-            name, unit=unit, description=description))
+        return self._instrument(
+            "counter", name, lambda: self.meter.create_counter(name, unit=unit, description=description)
+        )
 
-    def histogram(self, name: str, description: str = "", unit: str = "",
-                  buckets: list[float] | None = None):
+    def histogram(self, name: str, description: str = "", unit: str = "", buckets: list[float] | None = None):
         """A histogram (`.record(x)`); `buckets` sets explicit bucket bounds."""
-        return self._instrument("histogram", name, lambda: self.meter.create_histogram(
-            name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets))
+        return self._instrument(
+            "histogram",
+            name,
+            lambda: self.meter.create_histogram(
+                name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+            ),
+        )
 
-    def gauge(self, name: str, callback: Callable[[], GaugeValue], description: str = "",
-              unit: str = ""):
+    def gauge(self, name: str, callback: Callable[[], GaugeValue], description: str = "", unit: str = ""):
         """An observable gauge read at scrape time: `callback()` returns a number, None
         (no sample) or `[(value, {"label": ...}), ...]`. Non-finite values are dropped."""
-        return self._instrument("gauge", name, lambda: self.meter.create_observable_gauge(
-            name, callbacks=[lambda _options: _observations(callback())],
-            unit=unit, description=description))
+        return self._instrument(
+            "gauge",
+            name,
+            lambda: self.meter.create_observable_gauge(
+                name, callbacks=[lambda _options: _observations(callback())], unit=unit, description=description
+            ),
+        )
 
     def set_values(self, values: dict[str, Any], prefix: str = "meshrl_train_") -> None:
         """Publish the latest value of each number (e.g. one learner step's metrics) as a
@@ -189,8 +225,7 @@ class MetricsHandle:
         finite value and adds 1 to `{prefix}nonfinite_values_total{metric=key}` (0 for a
         finite one, so the series exists before its first NaN and `increase()` sees it);
         non-numbers and None are skipped."""
-        nonfinite = self.counter(f"{prefix}nonfinite_values_total",
-                                 "steps whose value of `metric` was NaN or infinite")
+        nonfinite = self.counter(f"{prefix}nonfinite_values_total", "steps whose value of `metric` was NaN or infinite")
         for key, value in values.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
@@ -200,8 +235,11 @@ class MetricsHandle:
             name, labels, scale = train_series(key, prefix)
             if name not in self._values:
                 self._values[name] = {}
-                self.gauge(name, lambda name=name: [(v, dict(k)) for k, v in self._values[name].items()],
-                           f"learner metric {key}" if not labels else f"learner metrics by {', '.join(labels)}")
+                self.gauge(
+                    name,
+                    lambda name=name: [(v, dict(k)) for k, v in self._values[name].items()],
+                    f"learner metric {key}" if not labels else f"learner metrics by {', '.join(labels)}",
+                )
             self._values[name][tuple(sorted(labels.items()))] = float(value) * scale
 
     def latency(self, name: str, description: str):
@@ -235,11 +273,22 @@ class MetricsHandle:
 def _add_resource_gauges(handle: MetricsHandle) -> None:
     ProcessCollector(registry=handle.registry)  # process_cpu_seconds_total & co., this process
     sampler = ProcessSampler()
-    handle._instrument("counter", "meshrl_child_processes_cpu", lambda: handle.meter.create_observable_counter(
-        "meshrl_child_processes_cpu", callbacks=[lambda _o: _observations(sampler.children_cpu_seconds())],
-        unit="s", description="CPU time of this process's children (user + system), seconds"))
-    handle.gauge("meshrl_child_processes_resident_memory", sampler.children_rss_bytes,
-                 "resident memory of this process's live children", unit="By")
+    handle._instrument(
+        "counter",
+        "meshrl_child_processes_cpu",
+        lambda: handle.meter.create_observable_counter(
+            "meshrl_child_processes_cpu",
+            callbacks=[lambda _o: _observations(sampler.children_cpu_seconds())],
+            unit="s",
+            description="CPU time of this process's children (user + system), seconds",
+        ),
+    )
+    handle.gauge(
+        "meshrl_child_processes_resident_memory",
+        sampler.children_rss_bytes,
+        "resident memory of this process's live children",
+        unit="By",
+    )
 
     def gpu(key: str) -> Callable[[], GaugeValue]:
         return lambda: [(v[key], {"gpu": str(i)}) for i, v in gpu_samples() if key in v]
@@ -255,21 +304,29 @@ def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> Met
     Every series carries the labels service, replica and run. Raises OSError naming the port
     when it is taken.
     """
-    resource = Resource.create({"service.name": f"meshrl-{service}", "service.instance.id":
-                                f"{service}-{replica}", "service": service,
-                                "replica": str(replica), "run": run_id})
+    resource = Resource.create(
+        {
+            "service.name": f"meshrl-{service}",
+            "service.instance.id": f"{service}-{replica}",
+            "service": service,
+            "replica": str(replica),
+            "run": run_id,
+        }
+    )
     registry = CollectorRegistry(auto_describe=True)
-    reader = PrometheusMetricReader(scope_info_enabled=False, registry=registry,
-                                    resource_attribute_filter=lambda key: key in LABELS)
+    reader = PrometheusMetricReader(
+        scope_info_enabled=False, registry=registry, resource_attribute_filter=lambda key: key in LABELS
+    )
     provider = MeterProvider(resource=resource, metric_readers=[reader])
     try:
         server, thread = start_http_server(port, addr=bind_host(), registry=registry)
     except OSError as err:
         provider.shutdown()
-        raise OSError(f"metrics endpoint for {service}-{replica} cannot listen on "
-                      f"{host_port(bind_host(), port)}: {err.strerror or err}; pick a free port or 0") from err
-    handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider,
-                           registry, server, thread)
+        raise OSError(
+            f"metrics endpoint for {service}-{replica} cannot listen on "
+            f"{host_port(bind_host(), port)}: {err.strerror or err}; pick a free port or 0"
+        ) from err
+    handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider, registry, server, thread)
     _add_resource_gauges(handle)
     global _current
     _current = handle

@@ -10,6 +10,7 @@ available; a service that never imports torch (the reward service) never pays fo
 
     python -c "from meshrl.telemetry.resources import ProcessSampler as P; s = P(); print(s.children_cpu_seconds(), s.rss_bytes())"
 """
+
 from __future__ import annotations
 
 import os
@@ -90,8 +91,10 @@ def gpu_samples() -> list[tuple[int, dict[str, float]]]:
         return []
     samples = []
     for index in range(torch.cuda.device_count()):
-        values = {"memory_allocated": float(torch.cuda.memory_allocated(index)),
-                  "memory_reserved": float(torch.cuda.memory_reserved(index))}
+        values = {
+            "memory_allocated": float(torch.cuda.memory_allocated(index)),
+            "memory_reserved": float(torch.cuda.memory_reserved(index)),
+        }
         try:
             values["utilization"] = torch.cuda.utilization(index) / 100.0
         except Exception:  # pynvml missing or NVML not initialisable: omit that one number

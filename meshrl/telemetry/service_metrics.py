@@ -13,6 +13,7 @@ holds the KV, it is scoped to the run, and a scraper or the gateway finds every 
 there without a shared file system (rollout announces its gRPC address the same way).
 The URL is also printed as one line `METRICS http://127.0.0.1:PORT/metrics`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,9 @@ def open_service_metrics(cfg, service: str, replica: str, run_id: str) -> Metric
     try:
         handle = start_metrics(service, replica=replica, run_id=run_id, port=port)
     except OSError as err:
-        raise ConfigError(f"telemetry.metrics_port={port}: {err}; several processes on one "
-                          f"host need telemetry.metrics_port=0") from err
+        raise ConfigError(
+            f"telemetry.metrics_port={port}: {err}; several processes on one host need telemetry.metrics_port=0"
+        ) from err
     print(f"METRICS {handle.url}", flush=True)
     return handle
 
@@ -55,8 +57,9 @@ async def announce_metrics(state, handle: MetricsHandle | None) -> None:
         return
     key = metrics_key(handle.service, handle.replica)
     try:
-        await state.put(key, {"url": handle.url, "service": handle.service,
-                              "replica": handle.replica, "pid": os.getpid()})
+        await state.put(
+            key, {"url": handle.url, "service": handle.service, "replica": handle.replica, "pid": os.getpid()}
+        )
     except Exception as err:  # noqa: BLE001
         log.warning("could not announce %s in the run KV: %r", key, err)
 

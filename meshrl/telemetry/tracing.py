@@ -21,6 +21,7 @@ ending in /v1/traces uses OTLP/HTTP, anything else OTLP/gRPC). Neither → traci
 Simplification: always sampled (a group makes ≈5 spans); the global OTel provider is left
 alone so several tracers can live in one process (tests simulate a mesh in one process).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,15 @@ from opentelemetry.trace import INVALID_SPAN, Link, SpanKind
 
 from meshrl.telemetry.latency import timed_stage
 
-from meshrl.telemetry.spans.propagation import (GROUP_ID_KEY, POLICY_VERSION_KEY, RUN_ID_KEY, extract_context,
-                                                has_trace, inject_headers, with_meshrl_baggage)
+from meshrl.telemetry.spans.propagation import (
+    GROUP_ID_KEY,
+    POLICY_VERSION_KEY,
+    RUN_ID_KEY,
+    extract_context,
+    has_trace,
+    inject_headers,
+    with_meshrl_baggage,
+)
 
 log = logging.getLogger(__name__)
 MSG_ID_HEADER = "Nats-Msg-Id"  # the group id on every stage message (dedup id)
@@ -75,9 +83,16 @@ class Tracer:
         self.broker = broker_attributes(nats_url)
 
     @contextlib.contextmanager
-    def group_span(self, name: str, group_id: str, *, headers: Mapping[str, str] | None = None,
-                   attributes: Mapping | None = None, policy_version: int | None = None,
-                   kind: SpanKind = SpanKind.INTERNAL) -> Iterator[trace.Span]:
+    def group_span(
+        self,
+        name: str,
+        group_id: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        attributes: Mapping | None = None,
+        policy_version: int | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> Iterator[trace.Span]:
         """A span of group `group_id`'s trace: child of the context in `headers`, else a new root."""
         if not self.enabled:
             with _passthrough(headers):
@@ -91,18 +106,31 @@ class Tracer:
         with self._span_in(with_meshrl_baggage(parent, self.run_id, version), name, kind, attrs) as span:
             yield span
 
-    def start_root_group_span(self, group_id: str, *, name: str = "learner.publish_prompt",
-                              attributes: Mapping | None = None, policy_version: int | None = None):
+    def start_root_group_span(
+        self,
+        group_id: str,
+        *,
+        name: str = "learner.publish_prompt",
+        attributes: Mapping | None = None,
+        policy_version: int | None = None,
+    ):
         """The first span of a group's trace (the learner, as it publishes the PromptTask).
 
         Use as `with tracer.start_root_group_span(gid): await bus.publish(..., headers=inject_headers())`.
         """
-        return self.group_span(name, group_id, headers=None, attributes=attributes,
-                               policy_version=policy_version, kind=SpanKind.PRODUCER)
+        return self.group_span(
+            name, group_id, headers=None, attributes=attributes, policy_version=policy_version, kind=SpanKind.PRODUCER
+        )
 
     @contextlib.contextmanager
-    def step_span(self, step: int, linked_headers: Sequence[Mapping[str, str]], *,
-                  attributes: Mapping | None = None, name: str = "learner.step") -> Iterator[trace.Span]:
+    def step_span(
+        self,
+        step: int,
+        linked_headers: Sequence[Mapping[str, str]],
+        *,
+        attributes: Mapping | None = None,
+        name: str = "learner.step",
+    ) -> Iterator[trace.Span]:
         """A root span for one training step, LINKED to each trained group's trace."""
         if not self.enabled:
             yield INVALID_SPAN
@@ -111,13 +139,15 @@ class Tracer:
         attrs = {**(attributes or {}), STEP_KEY: int(step), "meshrl.groups": len(links), RUN_ID_KEY: self.run_id}
         if self.policy_version is not None:
             attrs[POLICY_VERSION_KEY] = self.policy_version
-        with self._span_in(with_meshrl_baggage(Context(), self.run_id, self.policy_version), name,
-                           SpanKind.INTERNAL, attrs, links) as span:
+        with self._span_in(
+            with_meshrl_baggage(Context(), self.run_id, self.policy_version), name, SpanKind.INTERNAL, attrs, links
+        ) as span:
             yield span
 
     @contextlib.contextmanager
-    def _span_in(self, ctx: Context, name: str, kind: SpanKind, attrs: dict,
-                 links: Sequence[Link] = ()) -> Iterator[trace.Span]:
+    def _span_in(
+        self, ctx: Context, name: str, kind: SpanKind, attrs: dict, links: Sequence[Link] = ()
+    ) -> Iterator[trace.Span]:
         # Attach ctx first: start_as_current_span builds the new current context from the
         # *current* one, so the baggage must already be there to reach child spans.
         token = context_api.attach(ctx)
@@ -181,8 +211,15 @@ _current: Tracer = _DISABLED
 _live: list[Tracer] = []
 
 
-def init_tracing(service: str, replica: str, run_id: str, run_dir: str | Path | None = None,
-                 otlp_endpoint: str | None = None, *, make_current: bool = True) -> Tracer:
+def init_tracing(
+    service: str,
+    replica: str,
+    run_id: str,
+    run_dir: str | Path | None = None,
+    otlp_endpoint: str | None = None,
+    *,
+    make_current: bool = True,
+) -> Tracer:
     """Set up this process's tracer (see the module docstring); returns it."""
     from meshrl.telemetry.spans.setup import build_provider
 
@@ -204,8 +241,7 @@ def start_tracing(cfg, service: str, replica: str, run_id: str) -> Tracer:
     """`init_tracing` from a RunConfig's `telemetry` section (off when tracing is false)."""
     if not cfg.telemetry.tracing:
         return _DISABLED
-    return init_tracing(service, replica, run_id, run_dir=cfg.run.dir,
-                        otlp_endpoint=cfg.telemetry.otlp_endpoint)
+    return init_tracing(service, replica, run_id, run_dir=cfg.run.dir, otlp_endpoint=cfg.telemetry.otlp_endpoint)
 
 
 def current_tracer() -> Tracer:
@@ -215,7 +251,7 @@ def current_tracer() -> Tracer:
 def shutdown_tracing(tracer: Tracer | None = None) -> None:
     """Flush and stop `tracer` (default: every tracer this process made). Safe to call twice."""
     global _current
-    for t in ([tracer] if tracer is not None else list(_live)):
+    for t in [tracer] if tracer is not None else list(_live):
         t.shutdown()
         if t in _live:
             _live.remove(t)
@@ -232,19 +268,33 @@ def set_broker(nats_url: str) -> None:
 
 
 @contextlib.contextmanager
-def group_span(name: str, group_id: str, *, headers: Mapping[str, str] | None = None,
-               attributes: Mapping | None = None, policy_version: int | None = None):
+def group_span(
+    name: str,
+    group_id: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    attributes: Mapping | None = None,
+    policy_version: int | None = None,
+):
     """`current_tracer().group_span(...)`: a span of the group's trace (see Tracer.group_span);
     its duration also goes to meshrl_stage_duration_seconds{stage=name} (tracing on or off)."""
-    with timed_stage(name), _current.group_span(name, group_id, headers=headers, attributes=attributes,
-                                                policy_version=policy_version) as span:
+    with (
+        timed_stage(name),
+        _current.group_span(
+            name, group_id, headers=headers, attributes=attributes, policy_version=policy_version
+        ) as span,
+    ):
         yield span
 
 
-def start_root_group_span(group_id: str, *, name: str = "learner.publish_prompt",
-                          attributes: Mapping | None = None, policy_version: int | None = None):
-    return _current.start_root_group_span(group_id, name=name, attributes=attributes,
-                                          policy_version=policy_version)
+def start_root_group_span(
+    group_id: str,
+    *,
+    name: str = "learner.publish_prompt",
+    attributes: Mapping | None = None,
+    policy_version: int | None = None,
+):
+    return _current.start_root_group_span(group_id, name=name, attributes=attributes, policy_version=policy_version)
 
 
 @contextlib.contextmanager
@@ -253,7 +303,19 @@ def step_span(step: int, linked_headers: Sequence[Mapping[str, str]], *, attribu
         yield span
 
 
-__all__ = ["Tracer", "init_tracing", "start_tracing", "shutdown_tracing", "current_tracer", "set_policy_version",
-           "set_broker", "broker_attributes",
-           "group_span", "start_root_group_span", "step_span", "group_links", "inject_headers",
-           "extract_context"]
+__all__ = [
+    "Tracer",
+    "init_tracing",
+    "start_tracing",
+    "shutdown_tracing",
+    "current_tracer",
+    "set_policy_version",
+    "set_broker",
+    "broker_attributes",
+    "group_span",
+    "start_root_group_span",
+    "step_span",
+    "group_links",
+    "inject_headers",
+    "extract_context",
+]

@@ -3,6 +3,7 @@
 A rule keeps its own state (windows, counters) and answers three events; each returns the
 `Condition`s it can judge now. The engine turns an inactive→active change into one alert.
 """
+
 from __future__ import annotations
 
 import math

@@ -12,6 +12,7 @@ Not counted: the mesh's normal flow (`stale`, `orphaned`, `no_signal`: bounded b
 in-flight bound and dynamic sampling) and outages, which have their own clocks and limits
 (`failed_reward`: reward_outage; `env_unavailable`, `env_deadline_exceeded`: env_outage).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -52,8 +53,10 @@ class DropStreak:
         """What happened, the top reasons (with an example and how to fix each), the limit."""
         counts = ", ".join(f"{reason} ×{n}" for reason, n in self.reasons.most_common())
         fixes = "; ".join(self._fix(reason) for reason, _ in self.reasons.most_common(top))
-        return (f"{self.length} groups in a row were dropped and none trained ({counts}); "
-                f"{fixes} (the limit: alerts.dropped_in_a_row.max_groups={limit}; each drop is in groups.jsonl)")
+        return (
+            f"{self.length} groups in a row were dropped and none trained ({counts}); "
+            f"{fixes} (the limit: alerts.dropped_in_a_row.max_groups={limit}; each drop is in groups.jsonl)"
+        )
 
     def _fix(self, reason: str) -> str:
         example = f" (e.g. {self.details[reason][:240]})" if reason in self.details else ""
@@ -70,9 +73,15 @@ class DroppedInARow(Rule):
         if kind == "kept":
             self.streak.kept()
         elif kind.startswith(DROPPED):
-            self.streak.dropped(kind[len(DROPPED):])
+            self.streak.dropped(kind[len(DROPPED) :])
 
     def on_poll(self, now, health):
         limit = self.config.max_groups
-        return [Condition(self.name, self.streak.length >= limit, self.streak.describe(limit),
-                          {"dropped": self.streak.length, "max_groups": limit})]
+        return [
+            Condition(
+                self.name,
+                self.streak.length >= limit,
+                self.streak.describe(limit),
+                {"dropped": self.streak.length, "max_groups": limit},
+            )
+        ]

@@ -4,6 +4,7 @@ Entropy collapse (the policy becoming near-deterministic) ends exploration: grou
 stop varying and GRPO-style advantages go to zero (DAPO, Yu et al. 2025, §3.1). The baseline
 is the mean of the first `baseline_steps` finite values; those steps are not judged.
 """
+
 from meshrl.alerts.registry import register_rule
 from meshrl.alerts.rules.base import Rule, finite
 from meshrl.alerts.types import Condition
@@ -25,7 +26,10 @@ class EntropyCollapse(Rule):
             return ()
         baseline = sum(self.first_values) / len(self.first_values)
         bound = c.min_fraction * baseline
-        message = (f"{c.metric} {entropy:.4g} < {c.min_fraction:g} × first-{c.baseline_steps}-"
-                   f"steps mean {baseline:.4g} (= {bound:.4g}) at step {step}")
-        return [Condition(self.name, entropy < bound, message,
-                          {c.metric: entropy, "baseline": baseline, "bound": bound})]
+        message = (
+            f"{c.metric} {entropy:.4g} < {c.min_fraction:g} × first-{c.baseline_steps}-"
+            f"steps mean {baseline:.4g} (= {bound:.4g}) at step {step}"
+        )
+        return [
+            Condition(self.name, entropy < bound, message, {c.metric: entropy, "baseline": baseline, "bound": bound})
+        ]

@@ -8,6 +8,7 @@ totals), the rule fires when
 
     D / (D + T) > max_fraction      and      D + T ≥ min_groups
 """
+
 from collections import deque
 
 from meshrl.alerts.registry import register_rule
@@ -37,8 +38,13 @@ class EnvDropRate(Rule):
         if n < c.min_groups:
             return ()
         steps = len(self.totals) - 1
-        message = (f"{d:.0f} of {n:.0f} groups ({d / n:.0%}) in the last {steps} steps were dropped "
-                   f"by the rollout (> {c.max_fraction:.0%}): their environment failed; see "
-                   f"groups_dropped by reason, the learner's groups.jsonl and the environment service")
-        return [Condition(self.name, d / n > c.max_fraction, message,
-                          {"dropped": d, "groups": n, "max_fraction": c.max_fraction})]
+        message = (
+            f"{d:.0f} of {n:.0f} groups ({d / n:.0%}) in the last {steps} steps were dropped "
+            f"by the rollout (> {c.max_fraction:.0%}): their environment failed; see "
+            f"groups_dropped by reason, the learner's groups.jsonl and the environment service"
+        )
+        return [
+            Condition(
+                self.name, d / n > c.max_fraction, message, {"dropped": d, "groups": n, "max_fraction": c.max_fraction}
+            )
+        ]

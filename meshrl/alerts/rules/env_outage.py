@@ -8,6 +8,7 @@ throttles its prompts to probes and, after `max_wait_s`, stops (services/learner
 Fed by `AlertEngine.progress("env_failed")` (such a drop) and `progress("env_answered")` (a
 group the rollout finished); other drops say nothing either way.
 """
+
 from __future__ import annotations
 
 from meshrl.alerts.registry import register_rule
@@ -18,9 +19,11 @@ OUTAGE_CODES = frozenset({"env_unavailable", "env_deadline_exceeded"})
 
 
 def environment_clock() -> OutageClock:
-    return OutageClock(failing="was dropped: its environment could not be reached or did not answer in time",
-                       check="check the environment service: `meshrl status RUN_DIR`, its log, "
-                             "environment.address / replicas, environment.timeout_s")
+    return OutageClock(
+        failing="was dropped: its environment could not be reached or did not answer in time",
+        check="check the environment service: `meshrl status RUN_DIR`, its log, "
+        "environment.address / replicas, environment.timeout_s",
+    )
 
 
 @register_rule("env_outage")

@@ -4,6 +4,7 @@ Fed by the engine's health source: `{service: healthy}` from the callback given 
 `AlertEngine(health_check=...)`, or passed to `poll(health=...)` by a caller whose checks
 are async (gRPC `grpc.health.v1`, a process supervisor). One alert per service.
 """
+
 from meshrl.alerts.registry import register_rule
 from meshrl.alerts.rules.base import Rule
 from meshrl.alerts.types import Condition
@@ -22,6 +23,7 @@ class ServiceDown(Rule):
             count = 0 if healthy else self.failures.get(service, 0) + 1
             self.failures[service] = count
             message = f"service {service} down: {count} failed health checks in a row (limit {need})"
-            verdicts.append(Condition(f"{self.name}:{service}", count >= need, message,
-                                      {"service": service, "failures": count}))
+            verdicts.append(
+                Condition(f"{self.name}:{service}", count >= need, message, {"service": service, "failures": count})
+            )
         return verdicts

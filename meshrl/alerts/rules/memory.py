@@ -4,6 +4,7 @@ A leak (tensors kept alive by a list of metrics, a growing cache) shows as RSS t
 comes down. Samples come from the step's `metric` (default `memory/rss_bytes`); a step
 without it samples this process and its children with psutil.
 """
+
 from collections import deque
 
 from meshrl.alerts.registry import register_rule
@@ -21,7 +22,6 @@ class MemoryGrowth(Rule):
 
     def _own_rss(self) -> float:
         if self._sampler is None:
-
             self._sampler = ProcessSampler()
         return float(self._sampler.rss_bytes())
 
@@ -34,8 +34,16 @@ class MemoryGrowth(Rule):
         s = list(self.samples)
         growth = 100.0 * (s[-1] - s[0]) / s[0] if s[0] > 0 else 0.0
         rising = all(b >= a for a, b in zip(s, s[1:]))
-        message = (f"RSS rose every step for {c.steps} steps: {s[0] / 2**20:.0f} MiB -> "
-                   f"{s[-1] / 2**20:.0f} MiB (+{growth:.1f}% > {c.min_growth_pct:g}%) "
-                   f"up to step {step}")
-        return [Condition(self.name, rising and growth > c.min_growth_pct, message,
-                          {"first_bytes": s[0], "last_bytes": s[-1], "growth_pct": growth})]
+        message = (
+            f"RSS rose every step for {c.steps} steps: {s[0] / 2**20:.0f} MiB -> "
+            f"{s[-1] / 2**20:.0f} MiB (+{growth:.1f}% > {c.min_growth_pct:g}%) "
+            f"up to step {step}"
+        )
+        return [
+            Condition(
+                self.name,
+                rising and growth > c.min_growth_pct,
+                message,
+                {"first_bytes": s[0], "last_bytes": s[-1], "growth_pct": growth},
+            )
+        ]

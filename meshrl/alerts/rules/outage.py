@@ -7,6 +7,7 @@ scored — for both this alert rule and the learner, which throttles its prompts
 `progress("score_failed")`; groups dropped for other reasons (stale) say nothing either way.
 The same clock, with its own words, times an environment outage (`env_outage.py`).
 """
+
 from __future__ import annotations
 
 from meshrl.alerts.registry import register_rule
@@ -20,8 +21,9 @@ class OutageClock:
     `failing` says what each group did ("failed scoring"), `check` where to look; the last
     failure's detail (a component's error, a status message) goes into `describe`."""
 
-    def __init__(self, failing: str = "failed scoring",
-                 check: str = "check the reward service's log and its components") -> None:
+    def __init__(
+        self, failing: str = "failed scoring", check: str = "check the reward service's log and its components"
+    ) -> None:
         self.failing, self.check = failing, check
         self.failing_since: float | None = None
         self.failures = 0
@@ -41,8 +43,7 @@ class OutageClock:
 
     def describe(self, now: float) -> str:
         last = f" (the last: {self.last_detail[:300]})" if self.last_detail else ""
-        return (f"every group {self.failing} for {self.down_for(now):.0f} s "
-                f"({self.failures} groups){last}; {self.check}")
+        return f"every group {self.failing} for {self.down_for(now):.0f} s ({self.failures} groups){last}; {self.check}"
 
 
 @register_rule("reward_outage")
@@ -65,5 +66,11 @@ class RewardOutage(Rule):
 
     def on_poll(self, now, health):
         down = self.clock.down_for(now)
-        return [Condition(self.name, down >= self.config.after_s, self.clock.describe(now),
-                          {"down_s": down, "failures": self.clock.failures})]
+        return [
+            Condition(
+                self.name,
+                down >= self.config.after_s,
+                self.clock.describe(now),
+                {"down_s": down, "failures": self.clock.failures},
+            )
+        ]

@@ -4,6 +4,7 @@ NaN: a reward function or the aggregation produced NaN/inf (null in metrics.json
 Flat: the population std of the last `window` step-mean rewards is below `min_std` — the
 policy is not improving (or the task is saturated, or every sample gets the same score).
 """
+
 import statistics
 from collections import deque
 
@@ -19,8 +20,14 @@ class RewardNaN(Rule):
         if key not in metrics:
             return ()
         bad = is_nonfinite(metrics, key)
-        return [Condition(self.name, bad, f"{key} is {metrics[key]!r} (not finite) at step {step}",
-                          {key: None if bad else metrics[key]})]
+        return [
+            Condition(
+                self.name,
+                bad,
+                f"{key} is {metrics[key]!r} (not finite) at step {step}",
+                {key: None if bad else metrics[key]},
+            )
+        ]
 
 
 @register_rule("reward_flat")
@@ -39,6 +46,8 @@ class RewardFlat(Rule):
             return ()
         std = statistics.pstdev(self.window)
         mean = statistics.fmean(self.window)
-        message = (f"{c.metric} flat: std {std:.3g} < {c.min_std:g} over the last {c.window} "
-                   f"steps (mean {mean:.4g}, steps {step - c.window + 1}-{step})")
+        message = (
+            f"{c.metric} flat: std {std:.3g} < {c.min_std:g} over the last {c.window} "
+            f"steps (mean {mean:.4g}, steps {step - c.window + 1}-{step})"
+        )
         return [Condition(self.name, std < c.min_std, message, {"std": std, "mean": mean})]

@@ -4,6 +4,7 @@ Non-finite: NaN/inf in any watched metric — the update has diverged or a bad b
 Spike: |value| > factor × max(median |value| over the previous `window` steps, floor); a
 median (not a mean) so that one earlier spike does not raise the bar for the next.
 """
+
 import statistics
 from collections import deque
 
@@ -15,9 +16,16 @@ from meshrl.alerts.types import Condition
 @register_rule("nonfinite")
 class NonFinite(Rule):
     def on_step(self, step, metrics, now):
-        return [Condition(f"{self.name}:{key}", is_nonfinite(metrics, key),
-                          f"{key} is {metrics[key]!r} (not finite) at step {step}", {key: None})
-                for key in self.config.metrics if key in metrics]
+        return [
+            Condition(
+                f"{self.name}:{key}",
+                is_nonfinite(metrics, key),
+                f"{key} is {metrics[key]!r} (not finite) at step {step}",
+                {key: None},
+            )
+            for key in self.config.metrics
+            if key in metrics
+        ]
 
 
 @register_rule("spike")
@@ -32,10 +40,13 @@ class Spike(Rule):
         if len(history) >= c.min_history:
             median = statistics.median(history)
             bound = c.factor * max(median, c.floor)
-            message = (f"{key} {value:.4g} spiked: |{key}| > {c.factor:g} × running median "
-                       f"{median:.4g} (bound {bound:.4g}, last {len(history)} steps) at step {step}")
-            verdict = Condition(f"{self.name}:{key}", abs(value) > bound, message,
-                                {key: value, "median": median, "bound": bound})
+            message = (
+                f"{key} {value:.4g} spiked: |{key}| > {c.factor:g} × running median "
+                f"{median:.4g} (bound {bound:.4g}, last {len(history)} steps) at step {step}"
+            )
+            verdict = Condition(
+                f"{self.name}:{key}", abs(value) > bound, message, {key: value, "median": median, "bound": bound}
+            )
         history.append(abs(value))
         return verdict
 

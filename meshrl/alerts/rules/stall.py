@@ -6,6 +6,7 @@ engine's `poll()` (called by the learner's wait loop) checks it. The first step 
 something reported one (`AlertEngine.progress("groups")`), so a learner that never reports
 groups gets no false alarm.
 """
+
 from meshrl.alerts.registry import register_rule
 from meshrl.alerts.rules.base import Rule
 from meshrl.alerts.types import Condition
@@ -36,8 +37,7 @@ class RolloutStalled(Rule):
         what = WHAT.get(kind, kind)
         first = "" if kind in self.last else " since start (no first one yet)"
         message = f"no new {what} for {idle:.0f} s{first}; limit {limit:g} s"
-        return Condition(f"{self.name}:{kind}", idle > limit, message,
-                         {"idle_s": idle, "limit_s": limit})
+        return Condition(f"{self.name}:{kind}", idle > limit, message, {"idle_s": idle, "limit_s": limit})
 
     def on_poll(self, now, health):
         c = self.config

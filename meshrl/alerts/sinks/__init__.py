@@ -4,6 +4,7 @@
 log; the run dir's alerts file (`meshrl.run.layout.ALERTS`) when `events_file` is on and a run dir is given; NATS when `publish` is given; the webhook
 when `config.webhook` is set.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 
 Each line is written and flushed at once, so `tail -f` and a crash both see whole lines.
 """
+
 import json
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Alerts as Python log records on the `meshrl.alerts` logger (level by severity)."""
+
 import logging
 
 from meshrl.alerts.types import Alert
@@ -11,6 +12,12 @@ class LogSink:
         self.logger = logger or logging.getLogger("meshrl.alerts")
 
     def __call__(self, alert: Alert) -> None:
-        self.logger.log(LEVELS.get(alert.severity, logging.WARNING),
-                        "ALERT %s [%s, action=%s] step %s: %s", alert.rule, alert.severity,
-                        alert.action, alert.step, alert.message)
+        self.logger.log(
+            LEVELS.get(alert.severity, logging.WARNING),
+            "ALERT %s [%s, action=%s] step %s: %s",
+            alert.rule,
+            alert.severity,
+            alert.action,
+            alert.step,
+            alert.message,
+        )

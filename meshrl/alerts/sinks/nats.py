@@ -5,6 +5,7 @@ loop (or, from another thread, on the `loop` given here). Publishing never block
 trainer and a failed publish is logged, not raised. `await sink.drain()` waits for the
 publishes in flight (call it before the process exits).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,9 @@ log = logging.getLogger("meshrl.alerts")
 
 
 class NatsSink:
-    def __init__(self, publish: Callable[[dict[str, Any]], Awaitable[Any]],
-                 loop: asyncio.AbstractEventLoop | None = None):
+    def __init__(
+        self, publish: Callable[[dict[str, Any]], Awaitable[Any]], loop: asyncio.AbstractEventLoop | None = None
+    ):
         self.publish, self.loop = publish, loop
         self._pending: set = set()
 
@@ -44,6 +46,5 @@ class NatsSink:
         future.add_done_callback(self._done)
 
     async def drain(self) -> None:
-        tasks = [f if isinstance(f, asyncio.Future) else asyncio.wrap_future(f)
-                 for f in list(self._pending)]
+        tasks = [f if isinstance(f, asyncio.Future) else asyncio.wrap_future(f) for f in list(self._pending)]
         await asyncio.gather(*tasks, return_exceptions=True)

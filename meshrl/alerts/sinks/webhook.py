@@ -11,6 +11,7 @@ Redirects are never followed: urllib turns a redirected POST into a GET and copi
 header, the token included, to whatever host `Location` names. A 3xx is reported (with its
 Location, so the URL can be fixed) and not retried.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,17 +34,26 @@ RETRY_STATUS = {429, 500, 502, 503, 504}
 
 class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        raise urllib.error.HTTPError(req.full_url, code, f"redirected to {newurl}; redirects are "
-                                     f"not followed (set alerts.webhook.url to the final URL)",
-                                     headers, fp)
+        raise urllib.error.HTTPError(
+            req.full_url,
+            code,
+            f"redirected to {newurl}; redirects are not followed (set alerts.webhook.url to the final URL)",
+            headers,
+            fp,
+        )
 
 
 _OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 def _token(config: WebhookConfig, env: Mapping[str, str]) -> str | None:
-    return read_secret(env_name=config.token_env, file=config.token_file, env=env,
-                       env_label="alerts.webhook.token_env", file_label="alerts.webhook.token_file")
+    return read_secret(
+        env_name=config.token_env,
+        file=config.token_file,
+        env=env,
+        env_label="alerts.webhook.token_env",
+        file_label="alerts.webhook.token_file",
+    )
 
 
 class WebhookSink:
@@ -63,8 +73,7 @@ class WebhookSink:
 
     def _attempt(self, body: bytes) -> tuple[bool, bool, str]:
         """One POST: (delivered, worth retrying, what happened)."""
-        request = urllib.request.Request(self.config.url, data=body, headers=self._headers,
-                                         method="POST")
+        request = urllib.request.Request(self.config.url, data=body, headers=self._headers, method="POST")
         try:
             with _OPENER.open(request, timeout=self.config.timeout_s) as response:
                 return True, False, f"HTTP {response.status}"
@@ -82,8 +91,13 @@ class WebhookSink:
             if ok:
                 return True
             if not retry or attempt == attempts:
-                log.error("alerts: webhook %s gave up on %s after %d attempt(s): %s",
-                          self.config.url, payload.get("key"), attempt, what)
+                log.error(
+                    "alerts: webhook %s gave up on %s after %d attempt(s): %s",
+                    self.config.url,
+                    payload.get("key"),
+                    attempt,
+                    what,
+                )
                 return False
             time.sleep(delay)
             delay *= 2

@@ -11,6 +11,7 @@ Every estimator has the signature
 `optimal_token_baseline`'s old_logprobs and sum_pi_squared — take them as keywords too) and
 is looked up by name with `meshrl.algos.get_advantage_estimator`.
 """
+
 from meshrl.algos.registry import import_folder
 
 import_folder(__name__, __path__)  # every file's decorators register its estimators

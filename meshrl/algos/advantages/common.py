@@ -1,11 +1,11 @@
 """Pieces shared by advantage estimators: outcome scores, terminal rewards, discounted sums."""
+
 from __future__ import annotations
 
 import torch
 
 
-def outcome_scores(rewards: torch.Tensor, token_rewards: torch.Tensor | None,
-                   mask: torch.Tensor) -> torch.Tensor:
+def outcome_scores(rewards: torch.Tensor, token_rewards: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
     """One score per sequence [B]: the scalar reward plus any per-token rewards on valid tokens.
 
     Per-token rewards carry e.g. a KL penalty when `kl_in: reward`.
@@ -22,17 +22,16 @@ def last_token_index(mask: torch.Tensor) -> torch.Tensor:
     return ((mask > 0).long() * positions).argmax(dim=-1)
 
 
-def per_token_rewards(rewards: torch.Tensor, token_rewards: torch.Tensor | None,
-                      mask: torch.Tensor) -> torch.Tensor:
+def per_token_rewards(rewards: torch.Tensor, token_rewards: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
     """[B, T] rewards: `token_rewards` on valid tokens plus `rewards` at the last valid token."""
     dense = torch.zeros_like(mask) if token_rewards is None else token_rewards * mask
-    terminal = torch.zeros_like(mask).scatter_(1, last_token_index(mask).unsqueeze(-1),
-                                               rewards.to(mask.dtype).unsqueeze(-1))
+    terminal = torch.zeros_like(mask).scatter_(
+        1, last_token_index(mask).unsqueeze(-1), rewards.to(mask.dtype).unsqueeze(-1)
+    )
     return dense + terminal * mask
 
 
-def gae_scan(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-             gamma: float, lam: float) -> torch.Tensor:
+def gae_scan(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float) -> torch.Tensor:
     """Raw GAE advantages [B, T], zero on padding: the one reverse recurrence over time.
 
     δ_t = r_t + γ·V_{t+1} − V_t,  A_t = δ_t + γλ·A_{t+1}, vectorised over the batch. Masked

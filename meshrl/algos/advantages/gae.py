@@ -13,6 +13,7 @@ Masked tokens inside a response (e.g. tool output) are skipped: they carry A and
 through unchanged. Advantages are then whitened over valid tokens (`whiten_advantages`,
 default on, as in verl/TRL/OpenRLHF); returns use the raw advantages.
 """
+
 from __future__ import annotations
 
 from meshrl.algos.advantages.common import gae_scan, per_token_rewards
@@ -21,11 +22,27 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("gae", needs_values=True, paper=(
-    "Schulman et al. 2016, High-Dimensional Continuous Control Using Generalized Advantage "
-    "Estimation, arXiv:1506.02438"))
-def gae(*, rewards, response_mask, group_ids, values, token_rewards=None, gamma=1.0, lam=1.0,
-        eps=1e-6, whiten_advantages=True, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "gae",
+    needs_values=True,
+    paper=(
+        "Schulman et al. 2016, High-Dimensional Continuous Control Using Generalized Advantage "
+        "Estimation, arXiv:1506.02438"
+    ),
+)
+def gae(
+    *,
+    rewards,
+    response_mask,
+    group_ids,
+    values,
+    token_rewards=None,
+    gamma=1.0,
+    lam=1.0,
+    eps=1e-6,
+    whiten_advantages=True,
+    **_,
+) -> AdvantageResult:
     """GAE(γ, λ) advantages and returns = A + V; see the module docstring."""
     values = values.detach()
     step_rewards = per_token_rewards(rewards, token_rewards, response_mask)

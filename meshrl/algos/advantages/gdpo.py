@@ -15,6 +15,7 @@ the reward service's `Sample.reward_components`, which the learner puts in the b
 component's configured weight; default 1 each). `rewards` is not used; a batch without
 components (a single reward rule, or components that differ between samples) is an error.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,25 +36,41 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values - mean) * torch.rsqrt(var + WHITEN_EPS)
 
 
-@register_advantage_estimator("gdpo", paper=(
-    "NVIDIA (NVlabs) 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization for "
-    "Multi-reward RL Optimization, arXiv:2601.05242"))
-def gdpo(*, rewards, response_mask, group_ids, reward_components=None,
-         reward_component_weights=None, norm_by_std=True, eps=1e-6, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "gdpo",
+    paper=(
+        "NVIDIA (NVlabs) 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization for "
+        "Multi-reward RL Optimization, arXiv:2601.05242"
+    ),
+)
+def gdpo(
+    *,
+    rewards,
+    response_mask,
+    group_ids,
+    reward_components=None,
+    reward_component_weights=None,
+    norm_by_std=True,
+    eps=1e-6,
+    **_,
+) -> AdvantageResult:
     """Per-component group normalisation, weighted sum, batch whitening (module docstring)."""
-    if reward_components is None or reward_components.dim() != 2 or \
-            reward_components.shape[0] != rewards.shape[0]:
-        raise ValueError("advantage estimator 'gdpo' needs reward_components [B, K] (one column "
-                         "per reward component); the batch carries none: configure several "
-                         "reward.components, each scored for every sample")
+    if reward_components is None or reward_components.dim() != 2 or reward_components.shape[0] != rewards.shape[0]:
+        raise ValueError(
+            "advantage estimator 'gdpo' needs reward_components [B, K] (one column "
+            "per reward component); the batch carries none: configure several "
+            "reward.components, each scored for every sample"
+        )
     k = reward_components.shape[1]
-    weights = (torch.ones(k, dtype=rewards.dtype, device=rewards.device)
-               if reward_component_weights is None else reward_component_weights)
+    weights = (
+        torch.ones(k, dtype=rewards.dtype, device=rewards.device)
+        if reward_component_weights is None
+        else reward_component_weights
+    )
     if weights.dim() == 2:  # the batch's [B, K] copy of the configured weights
         weights = weights[0]
     scale = "group" if norm_by_std else "none"
-    summed = sum(weights[j] * group_relative(reward_components[:, j], group_ids, scale, eps)
-                 for j in range(k))
+    summed = sum(weights[j] * group_relative(reward_components[:, j], group_ids, scale, eps) for j in range(k))
     advantages = masked_whiten(broadcast_over_tokens(summed, response_mask), response_mask)
     advantages = advantages * response_mask
     return AdvantageResult(advantages=advantages, returns=advantages.clone())

@@ -11,6 +11,7 @@ exactly 0). With M = B every A is 0. Pair it with the `gpg` policy loss (−A·l
 ratio, no clipping). The score is `rewards` plus the sum of `token_rewards` over valid
 tokens; `returns` equal `advantages`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,9 @@ from meshrl.algos.masked import broadcast_over_tokens
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
-GPG_PAPER = ("Chu et al. 2025, GPG: A Simple and Strong Reinforcement Learning Baseline for "
-             "Model Reasoning, arXiv:2504.02546")
+GPG_PAPER = (
+    "Chu et al. 2025, GPG: A Simple and Strong Reinforcement Learning Baseline for Model Reasoning, arXiv:2504.02546"
+)
 
 
 @register_advantage_estimator("gpg", paper=GPG_PAPER)
@@ -32,7 +34,6 @@ def gpg(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> Advant
     stats = group_stats(scores, group_ids)
     with_signal = (~stats.all_equal).to(scores.dtype).sum()
     alpha = scores.numel() / with_signal.clamp_min(1.0)
-    per_sample = torch.where(stats.all_equal, torch.zeros_like(scores),
-                             alpha * (scores - stats.mean))
+    per_sample = torch.where(stats.all_equal, torch.zeros_like(scores), alpha * (scores - stats.mean))
     advantages = broadcast_over_tokens(per_sample, response_mask)
     return AdvantageResult(advantages=advantages, returns=advantages.clone())

@@ -16,6 +16,7 @@ The score is `rewards` plus the sum of `token_rewards` over valid tokens. A_i is
 valid token. A group whose scores are all equal (including a group of one) gets exactly 0.
 `returns` equal `advantages` (no critic).
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,7 @@ from meshrl.algos.types import AdvantageResult
 SCALES = ("group", "batch", "none")
 
 
-def group_relative(scores: torch.Tensor, group_ids: torch.Tensor, scale: str,
-                   eps: float) -> torch.Tensor:
+def group_relative(scores: torch.Tensor, group_ids: torch.Tensor, scale: str, eps: float) -> torch.Tensor:
     """Per-sample (r − group mean) / (σ + eps), σ by `scale`; exactly 0 for no-signal groups."""
     if scale not in SCALES:
         raise ValueError(f"scale_rewards={scale!r}; expected one of {', '.join(SCALES)}")
@@ -45,25 +45,28 @@ def group_relative(scores: torch.Tensor, group_ids: torch.Tensor, scale: str,
     return torch.where(stats.all_equal, torch.zeros_like(centred), centred)
 
 
-@register_advantage_estimator("grpo", paper=(
-    "Shao et al. 2024, DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open "
-    "Language Models, arXiv:2402.03300"))
-def grpo(*, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True, eps=1e-6,
-         scale_rewards="group", **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "grpo",
+    paper=(
+        "Shao et al. 2024, DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open "
+        "Language Models, arXiv:2402.03300"
+    ),
+)
+def grpo(
+    *, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True, eps=1e-6, scale_rewards="group", **_
+) -> AdvantageResult:
     """GRPO advantages (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)
     scale = scale_rewards if norm_by_std else "none"
-    advantages = broadcast_over_tokens(group_relative(scores, group_ids, scale, eps),
-                                       response_mask)
+    advantages = broadcast_over_tokens(group_relative(scores, group_ids, scale, eps), response_mask)
     return AdvantageResult(advantages=advantages, returns=advantages.clone())
 
 
-@register_advantage_estimator("dr_grpo", paper=(
-    "Liu et al. 2025, Understanding R1-Zero-Like Training: A Critical Perspective, "
-    "arXiv:2503.20783"))
+@register_advantage_estimator(
+    "dr_grpo", paper=("Liu et al. 2025, Understanding R1-Zero-Like Training: A Critical Perspective, arXiv:2503.20783")
+)
 def dr_grpo(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> AdvantageResult:
     """Dr. GRPO advantages: r_i − group mean, never divided by the std (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)
-    advantages = broadcast_over_tokens(group_relative(scores, group_ids, "none", 0.0),
-                                       response_mask)
+    advantages = broadcast_over_tokens(group_relative(scores, group_ids, "none", 0.0), response_mask)
     return AdvantageResult(advantages=advantages, returns=advantages.clone())

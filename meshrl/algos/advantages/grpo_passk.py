@@ -13,6 +13,7 @@ give 0 (no sample beats the others); so do groups of one. The best is the first 
 in batch order. The score is `rewards` plus the sum of `token_rewards` over valid tokens;
 `returns` equal `advantages`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,7 +34,8 @@ def best_and_margin(scores: torch.Tensor, group_ids: torch.Tensor):
     position = torch.arange(scores.numel(), device=scores.device)
     first_at_top = torch.where(scores == top, position, scores.numel())
     first = torch.full((n,), scores.numel(), device=scores.device).scatter_reduce(
-        0, inverse, first_at_top, reduce="amin")[inverse]
+        0, inverse, first_at_top, reduce="amin"
+    )[inverse]
     is_best = position == first
     others = torch.where(is_best, torch.full_like(scores, float("-inf")), scores)
     runner_up = empty.scatter_reduce(0, inverse, others, reduce="amax")[inverse]
@@ -41,11 +43,16 @@ def best_and_margin(scores: torch.Tensor, group_ids: torch.Tensor):
     return is_best, margin
 
 
-@register_advantage_estimator("grpo_passk", paper=(
-    "Chen et al. 2025, Pass@k Training for Adaptively Balancing Exploration and Exploitation "
-    "of Large Reasoning Models, arXiv:2508.10751"))
-def grpo_passk(*, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True,
-               eps=1e-6, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "grpo_passk",
+    paper=(
+        "Chen et al. 2025, Pass@k Training for Adaptively Balancing Exploration and Exploitation "
+        "of Large Reasoning Models, arXiv:2508.10751"
+    ),
+)
+def grpo_passk(
+    *, rewards, response_mask, group_ids, token_rewards=None, norm_by_std=True, eps=1e-6, **_
+) -> AdvantageResult:
     """Only each group's best sample gets (best − runner-up) [/ std] (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)
     is_best, margin = best_and_margin(scores, group_ids)

@@ -1,4 +1,5 @@
 """`none`: zero advantages and returns, for paths that do not use advantages (DPO offline)."""
+
 from __future__ import annotations
 
 import torch

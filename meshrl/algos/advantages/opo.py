@@ -10,6 +10,7 @@ included) get exactly 0; so does a group whose responses are all empty. The scor
 `rewards` plus the sum of `token_rewards` over valid tokens; `returns` equal `advantages`.
 Pair with exact on-policy updates (one PPO epoch, one mini-batch), as the paper does.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,9 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("opo", paper=(
-    "Hao et al. 2025, On-Policy RL with Optimal Reward Baseline, arXiv:2505.23585"))
+@register_advantage_estimator(
+    "opo", paper=("Hao et al. 2025, On-Policy RL with Optimal Reward Baseline, arXiv:2505.23585")
+)
 def opo(*, rewards, response_mask, group_ids, token_rewards=None, **_) -> AdvantageResult:
     """r − length-weighted group mean of r (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)

@@ -17,6 +17,7 @@ Inputs: `old_logprobs` and `sum_pi_squared` [B, T] from the learner's old-log-pr
 (declared with `needs=`, so the pass runs and computes Σπ² = exp(logsumexp(2z) − 2·logsumexp(z))
 from the same chunked logits as the log-probs); a missing one is a clear error. `returns` = G.
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,18 +26,19 @@ from meshrl.algos.advantages.common import discounted_returns, per_token_rewards
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
-PAPER = ("Li et al. 2026, The Optimal Token Baseline: Variance Reduction for Long-Horizon "
-         "LLM-RL, arXiv:2602.07078")
+PAPER = "Li et al. 2026, The Optimal Token Baseline: Variance Reduction for Long-Horizon LLM-RL, arXiv:2602.07078"
 
 
-def returns_and_path_variance(rewards, token_rewards, response_mask, old_logprobs,
-                              sum_pi_squared, rollout_weights, name):
+def returns_and_path_variance(
+    rewards, token_rewards, response_mask, old_logprobs, sum_pi_squared, rollout_weights, name
+):
     """(G [B, T], W [B, T]) as the module docstring; a clear error without the inputs."""
     if old_logprobs is None or sum_pi_squared is None:
-        raise ValueError(f"advantage estimator {name!r} needs old_logprobs and "
-                         f"sum_pi_squared [B, T] (Σ_v π(v)² of each next-token distribution)")
-    returns = discounted_returns(per_token_rewards(rewards, token_rewards, response_mask),
-                                 response_mask, 1.0)
+        raise ValueError(
+            f"advantage estimator {name!r} needs old_logprobs and "
+            f"sum_pi_squared [B, T] (Σ_v π(v)² of each next-token distribution)"
+        )
+    returns = discounted_returns(per_token_rewards(rewards, token_rewards, response_mask), response_mask, 1.0)
     per_step = 1.0 - 2.0 * old_logprobs.exp() + sum_pi_squared
     if rollout_weights is not None:
         per_step = per_step * rollout_weights.square()
@@ -47,7 +49,7 @@ def zero_tail(baselines, rows, lengths) -> None:
     """A single longest row: its columns from the second-longest's length on get B = 0."""
     top2 = lengths.sort().values[-2:]
     if top2[1] > top2[0]:
-        baselines[rows[lengths.argmax()], int(top2[0].item()):] = 0.0
+        baselines[rows[lengths.argmax()], int(top2[0].item()) :] = 0.0
 
 
 def group_baselines(returns, weights, mask, groups, handle_zero_tail, epsilon):
@@ -67,14 +69,27 @@ def rows_by_group(group_ids: torch.Tensor) -> list[torch.Tensor]:
     return [(group_ids == g).nonzero(as_tuple=True)[0] for g in torch.unique(group_ids)]
 
 
-@register_advantage_estimator("optimal_token_baseline", needs=("old_logprobs", "sum_pi_squared"),
-                              paper=PAPER + " (verl's optimal_token_baseline)")
-def optimal_token_baseline(*, rewards, response_mask, group_ids, token_rewards=None,
-                           old_logprobs=None, sum_pi_squared=None, rollout_weights=None,
-                           handle_zero_tail=True, otb_epsilon=1e-8, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "optimal_token_baseline", needs=("old_logprobs", "sum_pi_squared"), paper=PAPER + " (verl's optimal_token_baseline)"
+)
+def optimal_token_baseline(
+    *,
+    rewards,
+    response_mask,
+    group_ids,
+    token_rewards=None,
+    old_logprobs=None,
+    sum_pi_squared=None,
+    rollout_weights=None,
+    handle_zero_tail=True,
+    otb_epsilon=1e-8,
+    **_,
+) -> AdvantageResult:
     """G_t − W-weighted group mean of G_t per column (module docstring)."""
-    returns, weights = returns_and_path_variance(rewards, token_rewards, response_mask, old_logprobs,
-                                                 sum_pi_squared, rollout_weights, "optimal_token_baseline")
-    baselines = group_baselines(returns, weights, response_mask, rows_by_group(group_ids),
-                                handle_zero_tail, otb_epsilon)
+    returns, weights = returns_and_path_variance(
+        rewards, token_rewards, response_mask, old_logprobs, sum_pi_squared, rollout_weights, "optimal_token_baseline"
+    )
+    baselines = group_baselines(
+        returns, weights, response_mask, rows_by_group(group_ids), handle_zero_tail, otb_epsilon
+    )
     return AdvantageResult(advantages=(returns - baselines) * response_mask, returns=returns)

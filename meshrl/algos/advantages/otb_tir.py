@@ -14,29 +14,47 @@ is left out of its group (a group left with one row gets B = 0), and `handle_zer
 compares model-token counts. As verl 0.9.1's `compute_multi_turn_optimal_token_baseline_
 advantage` (`tir_optimal_token_baseline`); without holes it equals `optimal_token_baseline`.
 """
+
 from __future__ import annotations
 
-from meshrl.algos.advantages.otb import (PAPER, group_baselines, returns_and_path_variance,
-                                         rows_by_group)
+from meshrl.algos.advantages.otb import PAPER, group_baselines, returns_and_path_variance, rows_by_group
 from meshrl.algos.masked import pack_valid, unpack_valid
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("tir_optimal_token_baseline", needs=("old_logprobs", "sum_pi_squared"),
-                              paper=PAPER + " (verl's tir_optimal_token_baseline)")
-def tir_optimal_token_baseline(*, rewards, response_mask, group_ids, token_rewards=None,
-                               old_logprobs=None, sum_pi_squared=None, rollout_weights=None,
-                               handle_zero_tail=True, otb_epsilon=1e-8, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "tir_optimal_token_baseline",
+    needs=("old_logprobs", "sum_pi_squared"),
+    paper=PAPER + " (verl's tir_optimal_token_baseline)",
+)
+def tir_optimal_token_baseline(
+    *,
+    rewards,
+    response_mask,
+    group_ids,
+    token_rewards=None,
+    old_logprobs=None,
+    sum_pi_squared=None,
+    rollout_weights=None,
+    handle_zero_tail=True,
+    otb_epsilon=1e-8,
+    **_,
+) -> AdvantageResult:
     """G_k − W-weighted group mean of G_k per model-token position k (module docstring)."""
-    returns, weights = returns_and_path_variance(rewards, token_rewards, response_mask, old_logprobs,
-                                                 sum_pi_squared, rollout_weights,
-                                                 "tir_optimal_token_baseline")
+    returns, weights = returns_and_path_variance(
+        rewards,
+        token_rewards,
+        response_mask,
+        old_logprobs,
+        sum_pi_squared,
+        rollout_weights,
+        "tir_optimal_token_baseline",
+    )
     packed_returns, packed_mask = pack_valid(returns, response_mask)
     packed_weights, _ = pack_valid(weights, response_mask)
     writing = packed_mask.sum(-1) > 0  # rows without a model token join no group
     groups = [rows[writing[rows]] for rows in rows_by_group(group_ids)]
-    baselines = group_baselines(packed_returns, packed_weights, packed_mask, groups,
-                                handle_zero_tail, otb_epsilon)
+    baselines = group_baselines(packed_returns, packed_weights, packed_mask, groups, handle_zero_tail, otb_epsilon)
     baselines = unpack_valid(baselines, response_mask)
     return AdvantageResult(advantages=(returns - baselines) * response_mask, returns=returns)

@@ -16,6 +16,7 @@
 Groups whose scores are all equal keep exactly 0 after whitening (they carry no signal;
 the paper's whitening would shift them by the batch mean). `returns` = A, as in verl.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,13 +27,15 @@ from meshrl.algos.masked import broadcast_over_tokens, masked_whiten
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
-REINFORCE_PP = ("Hu 2025, REINFORCE++: A Simple and Efficient Approach for Aligning Large "
-                "Language Models, arXiv:2501.03262")
+REINFORCE_PP = (
+    "Hu 2025, REINFORCE++: A Simple and Efficient Approach for Aligning Large Language Models, arXiv:2501.03262"
+)
 
 
 @register_advantage_estimator("reinforce_plus_plus", paper=REINFORCE_PP)
-def reinforce_plus_plus(*, rewards, response_mask, group_ids, token_rewards=None, gamma=1.0,
-                        eps=1e-6, **_) -> AdvantageResult:
+def reinforce_plus_plus(
+    *, rewards, response_mask, group_ids, token_rewards=None, gamma=1.0, eps=1e-6, **_
+) -> AdvantageResult:
     """Batch-whitened discounted returns (module docstring)."""
     step_rewards = per_token_rewards(rewards, token_rewards, response_mask)
     returns = discounted_returns(step_rewards, response_mask, gamma)
@@ -40,8 +43,9 @@ def reinforce_plus_plus(*, rewards, response_mask, group_ids, token_rewards=None
 
 
 @register_advantage_estimator("reinforce_plus_plus_baseline", paper=REINFORCE_PP)
-def reinforce_plus_plus_baseline(*, rewards, response_mask, group_ids, token_rewards=None,
-                                 eps=1e-6, **_) -> AdvantageResult:
+def reinforce_plus_plus_baseline(
+    *, rewards, response_mask, group_ids, token_rewards=None, eps=1e-6, **_
+) -> AdvantageResult:
     """Group-mean baseline, then batch whitening; no-signal groups stay 0 (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)
     stats = group_stats(scores, group_ids)

@@ -12,6 +12,7 @@ greedy reward of each row's prompt (the same value on every row of a group): dec
 (`SamplingParams.greedy_baseline`), the reward service scores it and the learner passes its
 reward per row. A missing `greedy_rewards` is a clear error.
 """
+
 from __future__ import annotations
 
 from meshrl.algos.advantages.common import discounted_returns, per_token_rewards
@@ -19,16 +20,21 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("remax", needs=("greedy_rewards",), paper=(
-    "Li et al. 2023, ReMax: A Simple, Effective, and Efficient Reinforcement Learning Method "
-    "for Aligning Large Language Models, arXiv:2310.10505"))
-def remax(*, rewards, response_mask, group_ids, token_rewards=None, greedy_rewards=None,
-          **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "remax",
+    needs=("greedy_rewards",),
+    paper=(
+        "Li et al. 2023, ReMax: A Simple, Effective, and Efficient Reinforcement Learning Method "
+        "for Aligning Large Language Models, arXiv:2310.10505"
+    ),
+)
+def remax(*, rewards, response_mask, group_ids, token_rewards=None, greedy_rewards=None, **_) -> AdvantageResult:
     """Reward-to-go minus the greedy response's reward (module docstring)."""
     if greedy_rewards is None or greedy_rewards.shape != rewards.shape:
-        raise ValueError("advantage estimator 'remax' needs greedy_rewards [B] (the reward of a "
-                         "greedy response to each row's prompt); the batch carries none")
-    returns = discounted_returns(per_token_rewards(rewards, token_rewards, response_mask),
-                                 response_mask, 1.0)
+        raise ValueError(
+            "advantage estimator 'remax' needs greedy_rewards [B] (the reward of a "
+            "greedy response to each row's prompt); the batch carries none"
+        )
+    returns = discounted_returns(per_token_rewards(rewards, token_rewards, response_mask), response_mask, 1.0)
     advantages = (returns - greedy_rewards.unsqueeze(-1)) * response_mask
     return AdvantageResult(advantages=advantages, returns=returns)

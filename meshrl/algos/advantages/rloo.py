@@ -11,6 +11,7 @@ eps = `algorithm.adv_epsilon`; no-signal samples stay exactly 0.
 The score is `rewards` plus the sum of `token_rewards` over valid tokens; A_i goes on every
 valid token; `returns` equal `advantages`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,11 +23,16 @@ from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
 
-@register_advantage_estimator("rloo", paper=(
-    "Ahmadian et al. 2024, Back to Basics: Revisiting REINFORCE Style Optimization for "
-    "Learning from Human Feedback in LLMs, arXiv:2402.14740"))
-def rloo(*, rewards, response_mask, group_ids, token_rewards=None, normalize_advantages=False,
-         eps=1e-6, **_) -> AdvantageResult:
+@register_advantage_estimator(
+    "rloo",
+    paper=(
+        "Ahmadian et al. 2024, Back to Basics: Revisiting REINFORCE Style Optimization for "
+        "Learning from Human Feedback in LLMs, arXiv:2402.14740"
+    ),
+)
+def rloo(
+    *, rewards, response_mask, group_ids, token_rewards=None, normalize_advantages=False, eps=1e-6, **_
+) -> AdvantageResult:
     """Leave-one-out baseline advantages (module docstring)."""
     scores = outcome_scores(rewards, token_rewards, response_mask)
     stats = group_stats(scores, group_ids)

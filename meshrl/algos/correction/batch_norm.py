@@ -9,6 +9,7 @@ step); dividing by the mean keeps the correction's relative reweighting and the 
 over the whole batch on every rank (all-reduced). A mean ≤ 1e-8 leaves the weights as they
 are. verl 0.9.1's `rollout_is_batch_normalize` (the same formulas and guard).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,8 +21,12 @@ from meshrl.algos.masked import masked_mean
 GUARD = 1e-8
 
 
-def weight_mean(weights: torch.Tensor, mask: torch.Tensor, level: str,
-                all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+def weight_mean(
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    level: str,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> torch.Tensor:
     """The batch mean the weights are divided by (module docstring), over every rank."""
     if level == "token":
         total = torch.stack([(weights * mask).sum(), mask.sum()])
@@ -33,8 +38,12 @@ def weight_mean(weights: torch.Tensor, mask: torch.Tensor, level: str,
     return total[0] / total[1].clamp_min(1.0)
 
 
-def batch_normalize(weights: torch.Tensor, mask: torch.Tensor, level: str,
-                    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
+def batch_normalize(
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    level: str,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+):
     """(weights / their batch mean, the factor divided by: 1 when the mean is ≤ 1e-8)."""
     mean = weight_mean(weights, mask, level, all_reduce)
     factor = torch.where(mean > GUARD, mean, torch.ones_like(mean))

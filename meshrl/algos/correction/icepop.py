@@ -10,6 +10,7 @@ With d_t = log π_old(y_t) − log μ(y_t) per model token and ρ its ratio:
 `vllm_importance_sampling_mode: token_mask | sequence_mask`. Ling Team 2025, "Every Step
 Evolves: Scaling RL for Trillion-Scale Thinking Model" (Ring-1T, IcePop), arXiv:2510.18855.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,8 +18,10 @@ import torch
 from meshrl.algos.correction.registry import register_rollout_weights
 from meshrl.algos.correction.truncated import nothing
 
-PAPER = ("Ling Team 2025, Every Step Evolves: Scaling Reinforcement Learning for Trillion-Scale "
-         "Thinking Model (IcePop), arXiv:2510.18855")
+PAPER = (
+    "Ling Team 2025, Every Step Evolves: Scaling Reinforcement Learning for Trillion-Scale "
+    "Thinking Model (IcePop), arXiv:2510.18855"
+)
 BOUND = 20.0  # exp(±20) stays finite
 
 

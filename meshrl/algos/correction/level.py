@@ -15,6 +15,7 @@ a zero weight (a token rejected by `mask`/IcePop) gets w̄ = 0 exactly; verl tak
 log(w + 1e-10) and leaves (1e-10)^(1/|o_i|), e.g. 4.6e-4 for three tokens. Weights that
 are already one per sequence (`sequence` mode) are returned unchanged.
 """
+
 from __future__ import annotations
 
 import torch
@@ -31,8 +32,7 @@ def sequence_geometric_mean(weights: torch.Tensor, mask: torch.Tensor) -> torch.
     return torch.where(valid, mean_log.exp().expand_as(weights), torch.zeros_like(weights))
 
 
-def weights_at_level(weights: torch.Tensor | None, mask: torch.Tensor,
-                     level: str) -> torch.Tensor | None:
+def weights_at_level(weights: torch.Tensor | None, mask: torch.Tensor, level: str) -> torch.Tensor | None:
     """The correction weights a loss whose ratio lives at `level` multiplies by (module docstring)."""
     if level not in LEVELS:
         raise ValueError(f"importance-ratio level {level!r}; expected one of {', '.join(LEVELS)}")

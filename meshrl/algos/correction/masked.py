@@ -7,6 +7,7 @@ loss, the rest are not reweighted (verl's rejection `token_k1` at C, as a weight
 `token_mask` keeps the ratio's value instead: that is `icepop`). Yao et al. 2025 (MIS);
 Liu, Li et al. 2025, "When Speed Kills Stability" (https://richardli.xyz/rl-collapse).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,9 +16,13 @@ from meshrl.algos.correction.registry import register_rollout_weights
 from meshrl.algos.correction.truncated import nothing
 
 
-@register_rollout_weights("mask", paper=(
-    "Liu, Li et al. 2025, When Speed Kills Stability: Demystifying RL Collapse from the "
-    "Training-Inference Mismatch, https://richardli.xyz/rl-collapse"))
+@register_rollout_weights(
+    "mask",
+    paper=(
+        "Liu, Li et al. 2025, When Speed Kills Stability: Demystifying RL Collapse from the "
+        "Training-Inference Mismatch, https://richardli.xyz/rl-collapse"
+    ),
+)
 def masked_is(log_ratio, mask, *, cap=2.0, **_):
     """1 inside [1/C, C], 0 outside."""
     outside = log_ratio.abs() > math.log(cap)

@@ -16,6 +16,7 @@ the k1 statistics, kept between log(lower) and log(upper) (the others: at most u
 The config reads these decorators from this folder's files (meshrl.config.parts), so
 `algorithm.rollout_correction.mode` and `.reject` learn a new name from its file alone.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -39,17 +40,18 @@ def register_rollout_weights(name: str, *, level: str = "token", paper: str = ""
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.level, fn.paper = name, level, paper
         return ROLLOUT_WEIGHTS.add(name, fn)
+
     return decorate
 
 
-def register_rejection(name: str, *, level: str = "token", two_sided: bool = False,
-                       paper: str = ""):
+def register_rejection(name: str, *, level: str = "token", two_sided: bool = False, paper: str = ""):
     """Decorator: register `fn` as rejection criterion `name` (module docstring)."""
     check_level("rejection criterion", name, level)
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.level, fn.two_sided, fn.paper = name, level, two_sided, paper
         return REJECTIONS.add(name, fn)
+
     return decorate
 
 

@@ -18,6 +18,7 @@ the rest of the step (advantages, losses, KL, entropy, aggregation counts, criti
 rewrites `response_mask`. Liu, Li et al. 2025, "When Speed Kills Stability"
 (https://richardli.xyz/rl-collapse).
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,8 +27,10 @@ from meshrl.algos.correction.registry import register_rejection
 from meshrl.algos.masked import masked_mean, masked_sum
 
 BOUND = 20.0
-PAPER = ("Liu, Li et al. 2025, When Speed Kills Stability: Demystifying RL Collapse from the "
-         "Training-Inference Mismatch, https://richardli.xyz/rl-collapse (verl's rollout_rs)")
+PAPER = (
+    "Liu, Li et al. 2025, When Speed Kills Stability: Demystifying RL Collapse from the "
+    "Training-Inference Mismatch, https://richardli.xyz/rl-collapse (verl's rollout_rs)"
+)
 
 
 def k1(d):

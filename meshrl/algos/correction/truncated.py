@@ -10,6 +10,7 @@ Yao et al. 2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL 
 (https://fengyao.notion.site/off-policy-rl); verl 0.9.1's `rollout_is: token | sequence`
 with a single `rollout_is_threshold`.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,10 @@ import torch
 
 from meshrl.algos.correction.registry import register_rollout_weights
 
-PAPER = ("Yao et al. 2025, Your Efficient RL Framework Secretly Brings You Off-Policy RL "
-         "Training, https://fengyao.notion.site/off-policy-rl")
+PAPER = (
+    "Yao et al. 2025, Your Efficient RL Framework Secretly Brings You Off-Policy RL "
+    "Training, https://fengyao.notion.site/off-policy-rl"
+)
 
 
 def nothing(log_ratio: torch.Tensor) -> torch.Tensor:

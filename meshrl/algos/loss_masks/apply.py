@@ -1,4 +1,5 @@
 """Run the configured loss masks on a micro-batch: (policy-gradient mask, entropy mask)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -12,17 +12,21 @@ little but noise. Recomputed at every forward (π moves between mini-batches).
 DeepSeek-AI 2025, "DeepSeek-V3.2: Pushing the Frontier of Open Large Language Models",
 arXiv:2512.02556, Eq. 9.
 """
+
 from __future__ import annotations
 
 from meshrl.algos.loss_masks.registry import register_loss_mask
 from meshrl.algos.masked import masked_mean
 
 
-@register_loss_mask("off_policy", paper=(
-    "DeepSeek-AI 2025, DeepSeek-V3.2: Pushing the Frontier of Open Large Language Models, "
-    "arXiv:2512.02556 (TRL's off_policy_mask_threshold)"))
-def off_policy(*, logprobs, old_logprobs, behaviour_logprobs, advantages, response_mask,
-               threshold=0.5, **_):
+@register_loss_mask(
+    "off_policy",
+    paper=(
+        "DeepSeek-AI 2025, DeepSeek-V3.2: Pushing the Frontier of Open Large Language Models, "
+        "arXiv:2512.02556 (TRL's off_policy_mask_threshold)"
+    ),
+)
+def off_policy(*, logprobs, old_logprobs, behaviour_logprobs, advantages, response_mask, threshold=0.5, **_):
     """A_t ≥ 0 or mean_t(log μ − log π) ≤ δ."""
     if not threshold > 0:
         raise ValueError(f"loss_masks.off_policy.threshold must be > 0, got {threshold}")

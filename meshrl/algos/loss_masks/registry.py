@@ -12,6 +12,7 @@ every configured mask (the KL term is not masked, as TRL); `also_entropy=True` r
 entropy bonus (and the adaptive entropy controller's measurement) to the kept tokens, as
 TRL does with its entropy mask. The config reads these decorators from this folder's files.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -23,9 +24,11 @@ LOSS_MASKS = Registry("loss mask", "register_loss_mask")
 
 def register_loss_mask(name: str, *, also_entropy: bool = False, paper: str = ""):
     """Decorator: register `fn` as loss mask `name` (module docstring)."""
+
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.also_entropy, fn.paper = name, also_entropy, paper
         return LOSS_MASKS.add(name, fn)
+
     return decorate
 
 

@@ -14,6 +14,7 @@ several. Wang et al. 2025, "Beyond the
 80/20 Rule: High-Entropy Minority Tokens Drive Effective Reinforcement Learning for LLM
 Reasoning", arXiv:2506.01939.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,9 +22,14 @@ import torch
 from meshrl.algos.loss_masks.registry import register_loss_mask
 
 
-@register_loss_mask("top_entropy", also_entropy=True, paper=(
-    "Wang et al. 2025, Beyond the 80/20 Rule: High-Entropy Minority Tokens Drive Effective "
-    "Reinforcement Learning for LLM Reasoning, arXiv:2506.01939 (TRL's top_entropy_quantile)"))
+@register_loss_mask(
+    "top_entropy",
+    also_entropy=True,
+    paper=(
+        "Wang et al. 2025, Beyond the 80/20 Rule: High-Entropy Minority Tokens Drive Effective "
+        "Reinforcement Learning for LLM Reasoning, arXiv:2506.01939 (TRL's top_entropy_quantile)"
+    ),
+)
 def top_entropy(*, entropy, response_mask, quantile=1.0, **_):
     """H_t ≥ the quantile at 1 − ρ of the micro-batch's model-token entropies."""
     if not 0.0 <= quantile <= 1.0:

@@ -10,6 +10,7 @@ and carries `default_agg`, its paper's loss aggregation mode. Look one up with
 `meshrl.algos.get_policy_loss`. DPO's preference loss is `meshrl.algos.dpo_loss` (it takes
 sequence pairs, not this signature).
 """
+
 from meshrl.algos.registry import import_folder
 
 import_folder(__name__, __path__)  # every file's decorators register its losses

@@ -12,6 +12,7 @@ lower bound of 0) and tunes ε_high. `dual_clip_c` does not apply and is ignored
 (`clip_ratio/dual` is 0). Default aggregation `token-mean` (the paper normalises by the
 total token count).
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,18 +22,28 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("cispo", default_agg="token-mean", paper=(
-    "MiniMax 2025, MiniMax-M1: Scaling Test-Time Compute Efficiently with Lightning "
-    "Attention, arXiv:2506.13585"))
-def cispo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
-          dual_clip_c=None, **_) -> PolicyLossResult:
+@register_policy_loss(
+    "cispo",
+    default_agg="token-mean",
+    paper=(
+        "MiniMax 2025, MiniMax-M1: Scaling Test-Time Compute Efficiently with Lightning Attention, arXiv:2506.13585"
+    ),
+)
+def cispo(
+    *, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None, dual_clip_c=None, **_
+) -> PolicyLossResult:
     """Clipped, gradient-stopped IS weight times A times log-prob (module docstring)."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     log_ratio = (logprobs - old_logprobs).detach().clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = log_ratio.exp()
     weight = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
     loss = -weight * advantages * logprobs
-    metrics = loss_metrics(ratio=ratio, log_ratio=log_ratio, mask=response_mask,
-                           low=ratio < 1.0 - eps_low, high=ratio > 1.0 + eps_high,
-                           dual=torch.zeros_like(ratio, dtype=torch.bool))
+    metrics = loss_metrics(
+        ratio=ratio,
+        log_ratio=log_ratio,
+        mask=response_mask,
+        low=ratio < 1.0 - eps_low,
+        high=ratio > 1.0 + eps_high,
+        dual=torch.zeros_like(ratio, dtype=torch.bool),
+    )
     return PolicyLossResult(loss_mat=loss * response_mask, metrics=metrics)

@@ -9,6 +9,7 @@ Metrics (0-dim detached tensors, fractions are over valid tokens):
   with tokens sampled from π_old (Schulman 2020); ≥ 0 and low-variance, as in TRL.
 - `ratio/min`, `ratio/mean`, `ratio/max`: the importance ratio the loss used.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,13 +35,20 @@ def check_dual_clip(dual_clip_c: float | None) -> None:
 
 def check_delta(delta: float | None, eps_high: float) -> None:
     if delta is not None and not delta > 1.0 + eps_high:
-        raise ValueError(f"delta must be > 1 + epsilon_high = {1.0 + eps_high} (TRL's two-sided "
-                         f"clip caps the unclipped ratio above the clip range), got {delta}")
+        raise ValueError(
+            f"delta must be > 1 + epsilon_high = {1.0 + eps_high} (TRL's two-sided "
+            f"clip caps the unclipped ratio above the clip range), got {delta}"
+        )
 
 
-def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float,
-                      eps_high: float, dual_clip_c: float | None,
-                      delta: float | None = None) -> torch.Tensor:
+def clipped_surrogate(
+    ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    eps_low: float,
+    eps_high: float,
+    dual_clip_c: float | None,
+    delta: float | None = None,
+) -> torch.Tensor:
     """PPO's per-token loss max(−A·ρ, −A·clip(ρ, 1−ε_low, 1+ε_high)), optionally dual-clipped.
 
     Dual clip (Ye et al. 2020, "Mastering Complex Control in MOBA Games with Deep RL"):

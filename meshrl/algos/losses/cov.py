@@ -18,18 +18,19 @@ micro-batch the loss sees (verl: the micro-batch too); `clip_cov` draws from tor
 generator (seeded by `trainer.seed`). `clip_ratio/low|high` report the PPO clip,
 `clip_ratio/dual` the covariance-selected tokens.
 """
+
 from __future__ import annotations
 
 import torch
 
-from meshrl.algos.losses.common import (LOG_RATIO_BOUND, clip_range, clipped_surrogate,
-                                        loss_metrics, surrogate_metrics)
+from meshrl.algos.losses.common import LOG_RATIO_BOUND, clip_range, clipped_surrogate, loss_metrics, surrogate_metrics
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
-PAPER = ("Cui et al. 2025, The Entropy Mechanism of Reinforcement Learning for Reasoning "
-         "Language Models, arXiv:2505.22617")
+PAPER = (
+    "Cui et al. 2025, The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models, arXiv:2505.22617"
+)
 
 
 def token_covariance(logprobs, advantages, mask) -> torch.Tensor:
@@ -45,17 +46,27 @@ def share(ratio: float, mask: torch.Tensor, name: str) -> int:
 
 
 @register_policy_loss("clip_cov", default_agg="token-mean", paper=PAPER)
-def clip_cov(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
-             clip_cov_ratio=2e-4, clip_cov_lb=1.0, clip_cov_ub=5.0, **_) -> PolicyLossResult:
+def clip_cov(
+    *,
+    logprobs,
+    old_logprobs,
+    advantages,
+    response_mask,
+    epsilon=0.2,
+    epsilon_high=None,
+    clip_cov_ratio=2e-4,
+    clip_cov_lb=1.0,
+    clip_cov_ub=5.0,
+    **_,
+) -> PolicyLossResult:
     """PPO with a random share of high-covariance tokens detached (module docstring)."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     log_ratio = (logprobs - old_logprobs.detach()).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = log_ratio.exp()
     loss = clipped_surrogate(ratio, advantages, eps_low, eps_high, None)
-    clipped = (loss.detach() > (-advantages * ratio).detach())
+    clipped = loss.detach() > (-advantages * ratio).detach()
     cov = token_covariance(logprobs, advantages, response_mask)
-    candidates = ((cov > clip_cov_lb) & (cov < clip_cov_ub) & (response_mask > 0)
-                  & ~clipped).nonzero()
+    candidates = ((cov > clip_cov_lb) & (cov < clip_cov_ub) & (response_mask > 0) & ~clipped).nonzero()
     count = share(clip_cov_ratio, response_mask, "clip_cov_ratio")
     chosen = candidates[torch.randperm(len(candidates), device=candidates.device)[:count]]
     selected = torch.zeros_like(clipped)
@@ -66,8 +77,9 @@ def clip_cov(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, 
 
 
 @register_policy_loss("kl_cov", default_agg="token-mean", paper=PAPER)
-def kl_cov(*, logprobs, old_logprobs, advantages, response_mask, kl_cov_ratio=2e-4,
-           kl_cov_coef=0.1, **_) -> PolicyLossResult:
+def kl_cov(
+    *, logprobs, old_logprobs, advantages, response_mask, kl_cov_ratio=2e-4, kl_cov_coef=0.1, **_
+) -> PolicyLossResult:
     """−A·ρ plus a |log ρ| penalty on the top-covariance tokens (module docstring)."""
     log_ratio = (logprobs - old_logprobs.detach()).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = log_ratio.exp()
@@ -79,6 +91,5 @@ def kl_cov(*, logprobs, old_logprobs, advantages, response_mask, kl_cov_ratio=2e
     selected = selected.view_as(cov) & (response_mask > 0)
     loss = -advantages * ratio + kl_cov_coef * log_ratio.abs() * selected
     never = torch.zeros_like(selected)
-    metrics = loss_metrics(ratio=ratio, log_ratio=log_ratio, mask=response_mask, low=never,
-                           high=never, dual=selected)
+    metrics = loss_metrics(ratio=ratio, log_ratio=log_ratio, mask=response_mask, low=never, high=never, dual=selected)
     return PolicyLossResult(loss_mat=loss * response_mask, metrics=metrics)

@@ -20,6 +20,7 @@ dual clip), so a verl run that does not set it truncates at 3: set `dppo_ratio_c
 reproduce one. Formulas as verl's `compute_policy_loss_dppo_tv` / `_kl`; the KL's 1e-8
 guards log(0).
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,15 +29,13 @@ from meshrl.algos.losses.common import LOG_RATIO_BOUND, clip_range, loss_metrics
 from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
-PAPER = ("Qi et al. 2026, Rethinking the Trust Region in LLM Reinforcement Learning, "
-         "arXiv:2602.04879")
+PAPER = "Qi et al. 2026, Rethinking the Trust Region in LLM Reinforcement Learning, arXiv:2602.04879"
 
 
 def binary_kl(old_logprobs: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
     """KL(Bernoulli(p_old) ‖ Bernoulli(p)) of the sampled token."""
     p, p_old = logprobs.exp(), old_logprobs.exp()
-    return (p_old * (old_logprobs - logprobs)
-            + (1.0 - p_old) * torch.log((1.0 - p_old + 1e-8) / (1.0 - p + 1e-8)))
+    return p_old * (old_logprobs - logprobs) + (1.0 - p_old) * torch.log((1.0 - p_old + 1e-8) / (1.0 - p + 1e-8))
 
 
 def masked_pg(logprobs, old_logprobs, advantages, mask, valid, ratio_cap) -> PolicyLossResult:
@@ -47,15 +46,21 @@ def masked_pg(logprobs, old_logprobs, advantages, mask, valid, ratio_cap) -> Pol
     ratio = log_ratio.exp()
     valid = valid.detach()
     loss = -advantages * ratio.clamp(max=ratio_cap) * logprobs * valid.to(logprobs.dtype)
-    metrics = loss_metrics(ratio=ratio, log_ratio=log_ratio, mask=mask,
-                           low=~valid & (advantages < 0), high=~valid & (advantages > 0),
-                           dual=valid & (ratio > ratio_cap))
+    metrics = loss_metrics(
+        ratio=ratio,
+        log_ratio=log_ratio,
+        mask=mask,
+        low=~valid & (advantages < 0),
+        high=~valid & (advantages > 0),
+        dual=valid & (ratio > ratio_cap),
+    )
     return PolicyLossResult(loss_mat=loss * mask, metrics=metrics)
 
 
 @register_policy_loss("dppo_tv", default_agg="token-mean", paper=PAPER)
-def dppo_tv(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
-            dppo_ratio_cap=20.0, **_) -> PolicyLossResult:
+def dppo_tv(
+    *, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None, dppo_ratio_cap=20.0, **_
+) -> PolicyLossResult:
     """Policy gradient masked by the binary total-variation trust region (module docstring)."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     shift = (logprobs.exp() - old_logprobs.exp()).detach()
@@ -64,12 +69,16 @@ def dppo_tv(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, e
 
 
 @register_policy_loss("dppo_kl", default_agg="token-mean", paper=PAPER)
-def dppo_kl(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None,
-            dppo_ratio_cap=20.0, **_) -> PolicyLossResult:
+def dppo_kl(
+    *, logprobs, old_logprobs, advantages, response_mask, epsilon=0.2, epsilon_high=None, dppo_ratio_cap=20.0, **_
+) -> PolicyLossResult:
     """Policy gradient masked by the binary-KL trust region (module docstring)."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     divergence = binary_kl(old_logprobs.detach(), logprobs.detach())
     up = logprobs.detach() > old_logprobs.detach()
-    valid = torch.where(advantages > 0, (divergence <= eps_high) | ~up,
-                        (divergence <= eps_low) | (logprobs.detach() >= old_logprobs.detach()))
+    valid = torch.where(
+        advantages > 0,
+        (divergence <= eps_high) | ~up,
+        (divergence <= eps_low) | (logprobs.detach() >= old_logprobs.detach()),
+    )
     return masked_pg(logprobs, old_logprobs, advantages, response_mask, valid, dppo_ratio_cap)

@@ -13,6 +13,7 @@ valid token, so the default aggregation `seq-mean-token-mean` gives verl's mean 
 sequences. Advantages must be per sequence (outcome estimators), as verl requires.
 `dual_clip_c` does not apply.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,10 +24,13 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("gmpo", default_agg="seq-mean-token-mean", level="sequence", paper=(
-    "Zhao et al. 2025, Geometric-Mean Policy Optimization, arXiv:2507.20673"))
-def gmpo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.4, epsilon_high=None,
-         **_) -> PolicyLossResult:
+@register_policy_loss(
+    "gmpo",
+    default_agg="seq-mean-token-mean",
+    level="sequence",
+    paper=("Zhao et al. 2025, Geometric-Mean Policy Optimization, arXiv:2507.20673"),
+)
+def gmpo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.4, epsilon_high=None, **_) -> PolicyLossResult:
     """−mean_t(A) · exp(mean_t(sign-clipped log-ratio)) per sequence (module docstring)."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     log_ratio = (logprobs - old_logprobs.detach()).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
@@ -38,7 +42,12 @@ def gmpo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=0.4, epsi
     loss = broadcast_over_tokens(-seq_advantage * seq_ratio, response_mask)
     clipped = (clipped_log_ratio != log_ratio).detach()  # where the clip binds (verl also
     # counts tokens clamped on the harmless side)
-    metrics = loss_metrics(ratio=log_ratio.exp(), log_ratio=log_ratio, mask=response_mask,
-                           low=clipped & (advantages < 0), high=clipped & (advantages > 0),
-                           dual=torch.zeros_like(clipped))
+    metrics = loss_metrics(
+        ratio=log_ratio.exp(),
+        log_ratio=log_ratio,
+        mask=response_mask,
+        low=clipped & (advantages < 0),
+        high=clipped & (advantages > 0),
+        dual=torch.zeros_like(clipped),
+    )
     return PolicyLossResult(loss_mat=loss, metrics=metrics)

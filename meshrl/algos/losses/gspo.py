@@ -20,10 +20,17 @@ the gradient is zero where the cap binds (a sequence that far off-policy teaches
 trustworthy). None = no cap (only the ±20 overflow guard on the detached value).
 Default aggregation `seq-mean-token-mean` (the paper's 1/G Σ_i 1/|o_i| Σ_t).
 """
+
 from __future__ import annotations
 
-from meshrl.algos.losses.common import (LOG_RATIO_BOUND, check_delta, check_dual_clip,
-                                        clip_range, clipped_surrogate, surrogate_metrics)
+from meshrl.algos.losses.common import (
+    LOG_RATIO_BOUND,
+    check_delta,
+    check_dual_clip,
+    clip_range,
+    clipped_surrogate,
+    surrogate_metrics,
+)
 from meshrl.algos.masked import masked_mean
 from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
@@ -42,25 +49,39 @@ def sequence_ratio(logprobs, old_logprobs, response_mask, cap):
     return log_ratio.exp(), token_log_ratio
 
 
-def gspo_loss(logprobs, old_logprobs, advantages, response_mask, epsilon, epsilon_high,
-              dual_clip_c, delta, seq_log_ratio_cap) -> PolicyLossResult:
+def gspo_loss(
+    logprobs, old_logprobs, advantages, response_mask, epsilon, epsilon_high, dual_clip_c, delta, seq_log_ratio_cap
+) -> PolicyLossResult:
     """The GSPO-token clipped surrogate (module docstring); shared with `luspo`."""
     eps_low, eps_high = clip_range(epsilon, epsilon_high)
     check_dual_clip(dual_clip_c)
     check_delta(delta, eps_high)
-    ratio, token_log_ratio = sequence_ratio(logprobs, old_logprobs, response_mask,
-                                            seq_log_ratio_cap)
+    ratio, token_log_ratio = sequence_ratio(logprobs, old_logprobs, response_mask, seq_log_ratio_cap)
     loss = clipped_surrogate(ratio, advantages, eps_low, eps_high, dual_clip_c, delta)
-    metrics = surrogate_metrics(ratio, token_log_ratio, advantages, response_mask, eps_low,
-                                eps_high, dual_clip_c)
+    metrics = surrogate_metrics(ratio, token_log_ratio, advantages, response_mask, eps_low, eps_high, dual_clip_c)
     return PolicyLossResult(loss_mat=loss * response_mask, metrics=metrics)
 
 
-@register_policy_loss("gspo", default_agg="seq-mean-token-mean", level="sequence", paper=(
-    "Zheng et al. 2025, Group Sequence Policy Optimization, arXiv:2507.18071"))
-def gspo(*, logprobs, old_logprobs, advantages, response_mask, epsilon=3e-4, epsilon_high=4e-4,
-         dual_clip_c=None, delta=None, seq_log_ratio_cap=GSPO_SEQ_LOG_RATIO_CAP,
-         **_) -> PolicyLossResult:
+@register_policy_loss(
+    "gspo",
+    default_agg="seq-mean-token-mean",
+    level="sequence",
+    paper=("Zheng et al. 2025, Group Sequence Policy Optimization, arXiv:2507.18071"),
+)
+def gspo(
+    *,
+    logprobs,
+    old_logprobs,
+    advantages,
+    response_mask,
+    epsilon=3e-4,
+    epsilon_high=4e-4,
+    dual_clip_c=None,
+    delta=None,
+    seq_log_ratio_cap=GSPO_SEQ_LOG_RATIO_CAP,
+    **_,
+) -> PolicyLossResult:
     """Sequence-level clipped surrogate in token form (module docstring)."""
-    return gspo_loss(logprobs, old_logprobs, advantages, response_mask, epsilon, epsilon_high,
-                     dual_clip_c, delta, seq_log_ratio_cap)
+    return gspo_loss(
+        logprobs, old_logprobs, advantages, response_mask, epsilon, epsilon_high, dual_clip_c, delta, seq_log_ratio_cap
+    )

@@ -12,6 +12,7 @@ leaves 1. Defaults τ_pos = 1.0, τ_neg = 1.05 (the paper's). `epsilon`/`dual_cl
 apply; `clip_ratio/*` report where the gate has fallen below half its peak weight
 (4σ(1 − σ) < ½). Default aggregation `token-mean`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,21 +22,26 @@ from meshrl.algos.registry import register_policy_loss
 from meshrl.algos.types import PolicyLossResult
 
 
-@register_policy_loss("sapo", default_agg="token-mean", paper=(
-    "Gao et al. 2025, Soft Adaptive Policy Optimization, arXiv:2511.20347"))
-def sapo(*, logprobs, old_logprobs, advantages, response_mask, tau_pos=1.0, tau_neg=1.05,
-         **_) -> PolicyLossResult:
+@register_policy_loss(
+    "sapo", default_agg="token-mean", paper=("Gao et al. 2025, Soft Adaptive Policy Optimization, arXiv:2511.20347")
+)
+def sapo(*, logprobs, old_logprobs, advantages, response_mask, tau_pos=1.0, tau_neg=1.05, **_) -> PolicyLossResult:
     """−σ(τ(ρ − 1))·4/τ·A with τ by the sign of A (module docstring)."""
     if not (tau_pos > 0 and tau_neg > 0):
         raise ValueError(f"sapo temperatures must be > 0: tau_pos={tau_pos}, tau_neg={tau_neg}")
     log_ratio = (logprobs - old_logprobs.detach()).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = log_ratio.exp()
-    tau = torch.where(advantages > 0, torch.full_like(ratio, tau_pos),
-                      torch.full_like(ratio, tau_neg))
+    tau = torch.where(advantages > 0, torch.full_like(ratio, tau_pos), torch.full_like(ratio, tau_neg))
     gate = torch.sigmoid(tau * (ratio - 1.0))
     loss = -gate * (4.0 / tau) * advantages
     faded = (4.0 * gate * (1.0 - gate)).detach() < 0.5
     r = ratio.detach()
-    metrics = loss_metrics(ratio=r, log_ratio=log_ratio, mask=response_mask, low=faded & (r < 1),
-                           high=faded & (r > 1), dual=torch.zeros_like(faded))
+    metrics = loss_metrics(
+        ratio=r,
+        log_ratio=log_ratio,
+        mask=response_mask,
+        low=faded & (r < 1),
+        high=faded & (r > 1),
+        dual=torch.zeros_like(faded),
+    )
     return PolicyLossResult(loss_mat=loss * response_mask, metrics=metrics)

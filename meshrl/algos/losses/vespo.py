@@ -17,6 +17,7 @@ nan_to_num). Metric `vespo/phi_mean`: φ's mean over model tokens. The ratio liv
 sequence level (TRL asks for importance_sampling_level="token" only because its own ratio
 flag does not apply).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,22 +50,38 @@ def gamma_weight(log_w, advantages, k_pos, lambda_pos, k_neg, lambda_neg) -> tor
     return phi.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
 
 
-@register_policy_loss("vespo", default_agg="token-mean", level="sequence",
-                      takes_rollout_weights=True, paper=(
-    "VESPO: Variational Sequence-Level Soft Policy Optimization for Stable Off-Policy LLM "
-    "Training, arXiv:2602.10693 (TRL's loss_type='vespo')"))
-def vespo(*, logprobs, old_logprobs, advantages, response_mask, rollout_weights=None,
-          vespo_k_pos=2.0, vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=2.0,
-          **_) -> PolicyLossResult:
+@register_policy_loss(
+    "vespo",
+    default_agg="token-mean",
+    level="sequence",
+    takes_rollout_weights=True,
+    paper=(
+        "VESPO: Variational Sequence-Level Soft Policy Optimization for Stable Off-Policy LLM "
+        "Training, arXiv:2602.10693 (TRL's loss_type='vespo')"
+    ),
+)
+def vespo(
+    *,
+    logprobs,
+    old_logprobs,
+    advantages,
+    response_mask,
+    rollout_weights=None,
+    vespo_k_pos=2.0,
+    vespo_lambda_pos=3.0,
+    vespo_k_neg=3.0,
+    vespo_lambda_neg=2.0,
+    **_,
+) -> PolicyLossResult:
     """−sg[φ(w)]·A·log π with w the sequence's product of ratios (module docstring)."""
     log_ratio = (logprobs - old_logprobs).detach()
     log_w = sequence_log_weight(log_ratio, response_mask, rollout_weights)
-    phi = gamma_weight(log_w, advantages.detach(), vespo_k_pos, vespo_lambda_pos, vespo_k_neg,
-                       vespo_lambda_neg)
+    phi = gamma_weight(log_w, advantages.detach(), vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg)
     loss = -phi * advantages * logprobs
     never = torch.zeros_like(response_mask, dtype=torch.bool)
     bounded = log_ratio.clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
-    metrics = loss_metrics(ratio=bounded.exp(), log_ratio=bounded, mask=response_mask, low=never,
-                           high=never, dual=never)
+    metrics = loss_metrics(
+        ratio=bounded.exp(), log_ratio=bounded, mask=response_mask, low=never, high=never, dual=never
+    )
     metrics["vespo/phi_mean"] = masked_mean(phi, response_mask)
     return PolicyLossResult(loss_mat=loss * response_mask, metrics=metrics)

@@ -9,6 +9,7 @@ Every loss has the signature
 (`register_preference_loss`). The reference log-probs arrive detached. TRL's names and
 formulas (`DPOConfig.loss_type`); `meshrl.algos.dpo_loss` takes one name or a weighted list.
 """
+
 from meshrl.algos.registry import import_folder
 
 import_folder(__name__, __path__)  # every file's decorators register its losses

@@ -7,6 +7,7 @@ With c, r the chosen / rejected log-ratios:
 - `apo_down`: L = σ(βc) + (1 − σ(β(c − r)))  lower both, the rejected more (for chosen
   answers worse than the model's own outputs)
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,10 @@ import torch
 from meshrl.algos.preference.common import log_ratios
 from meshrl.algos.registry import register_preference_loss
 
-PAPER = ("D'Oosterlinck et al. 2024, Anchored Preference Optimization and Contrastive Revisions: "
-         "Addressing Underspecification in Alignment, arXiv:2408.06266")
+PAPER = (
+    "D'Oosterlinck et al. 2024, Anchored Preference Optimization and Contrastive Revisions: "
+    "Addressing Underspecification in Alignment, arXiv:2408.06266"
+)
 
 
 @register_preference_loss("apo_zero", paper=PAPER)

@@ -9,6 +9,7 @@ the running mean of every implicit reward seen so far (chosen and rejected alike
 `RunningMoments`), then used; it lives in `state["bco_delta"]`, `state["bco_count"]`, a dict the
 caller keeps across steps (the learner's DPO step; checkpointing it is left out).
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,9 +28,10 @@ def update_running_mean(state: dict, rewards: torch.Tensor) -> torch.Tensor:
     return torch.tensor(mean, dtype=rewards.dtype, device=rewards.device)
 
 
-@register_preference_loss("bco_pair", paper=(
-    "Jung et al. 2024, Binary Classifier Optimization for Large Language Model Alignment, "
-    "arXiv:2404.04656"))
+@register_preference_loss(
+    "bco_pair",
+    paper=("Jung et al. 2024, Binary Classifier Optimization for Large Language Model Alignment, arXiv:2404.04656"),
+)
 def bco_pair(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, state=None, **_):
     """−log σ(βc − δ) − log σ(−(βr − δ)), δ the running mean reward (module docstring)."""
     chosen, rejected = log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected)

@@ -17,6 +17,7 @@ TRL 1.16's `f_alpha_divergence_coef` a is the paper's α written as 1 − a (its
 meshrl's f_alpha = 0.7. The exponent is capped at LOG_RATIO_BOUND (TRL caps at 80 in fp32)
 so a far-off pair cannot overflow.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,7 @@ def _capped_exp(x: torch.Tensor) -> torch.Tensor:
     return x.clamp(max=LOG_RATIO_BOUND).exp()
 
 
-def score(log_ratio: torch.Tensor, f_divergence: str = "reverse_kl",
-          f_alpha: float = DEFAULT_F_ALPHA) -> torch.Tensor:
+def score(log_ratio: torch.Tensor, f_divergence: str = "reverse_kl", f_alpha: float = DEFAULT_F_ALPHA) -> torch.Tensor:
     """f'(e^x) for each side's log-ratio x [B], up to a constant (module docstring)."""
     if f_divergence == "reverse_kl":
         return log_ratio
@@ -55,8 +55,9 @@ def score(log_ratio: torch.Tensor, f_divergence: str = "reverse_kl",
     raise ValueError(f"f_divergence={f_divergence!r}; expected one of {', '.join(F_DIVERGENCES)}")
 
 
-def margin(chosen: torch.Tensor, rejected: torch.Tensor, f_divergence: str = "reverse_kl",
-           f_alpha: float = DEFAULT_F_ALPHA) -> torch.Tensor:
+def margin(
+    chosen: torch.Tensor, rejected: torch.Tensor, f_divergence: str = "reverse_kl", f_alpha: float = DEFAULT_F_ALPHA
+) -> torch.Tensor:
     """The margin h = score(c) − score(r) [B] under `f_divergence` (module docstring)."""
     return score(chosen, f_divergence, f_alpha) - score(rejected, f_divergence, f_alpha)
 
@@ -69,14 +70,16 @@ def check_label_smoothing(label_smoothing: float, upper: float = 1.0) -> None:
 def require_lengths(name: str, chosen_lengths, rejected_lengths):
     """(chosen, rejected) lengths clamped ≥ 1; a clear error when the caller gave none."""
     if chosen_lengths is None or rejected_lengths is None:
-        raise ValueError(f"preference loss {name!r} averages log-probs over the response length: "
-                         f"pass chosen_lengths and rejected_lengths (response token counts)")
+        raise ValueError(
+            f"preference loss {name!r} averages log-probs over the response length: "
+            f"pass chosen_lengths and rejected_lengths (response token counts)"
+        )
     return chosen_lengths.clamp_min(1.0), rejected_lengths.clamp_min(1.0)
 
 
-def length_averaged_margin(name: str, chosen, rejected, chosen_lengths, rejected_lengths,
-                           f_divergence: str, f_alpha: float) -> torch.Tensor:
+def length_averaged_margin(
+    name: str, chosen, rejected, chosen_lengths, rejected_lengths, f_divergence: str, f_alpha: float
+) -> torch.Tensor:
     """h̄ = score(c)/|y_w| − score(r)/|y_l| [B] (IPO's and sigmoid_norm's margin, as TRL)."""
     n_chosen, n_rejected = require_lengths(name, chosen_lengths, rejected_lengths)
-    return (score(chosen, f_divergence, f_alpha) / n_chosen
-            - score(rejected, f_divergence, f_alpha) / n_rejected)
+    return score(chosen, f_divergence, f_alpha) / n_chosen - score(rejected, f_divergence, f_alpha) / n_rejected

@@ -7,6 +7,7 @@ With implicit rewards r_w = β·c, r_l = β·r (c, r: chosen / rejected log-rati
 Unlike DPO it optimises absolute likelihoods, not only their difference, so the chosen
 response's likelihood does not fall along with the rejected one's.
 """
+
 from __future__ import annotations
 
 import torch.nn.functional as F
@@ -15,9 +16,10 @@ from meshrl.algos.preference.common import log_ratios
 from meshrl.algos.registry import register_preference_loss
 
 
-@register_preference_loss("nca_pair", paper=(
-    "Chen et al. 2024, Noise Contrastive Alignment of Language Models with Explicit Rewards, "
-    "arXiv:2402.05369"))
+@register_preference_loss(
+    "nca_pair",
+    paper=("Chen et al. 2024, Noise Contrastive Alignment of Language Models with Explicit Rewards, arXiv:2402.05369"),
+)
 def nca_pair(*, policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta, **_):
     """−log σ(βc) − ½ log σ(−βc) − ½ log σ(−βr) (module docstring)."""
     chosen, rejected = log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected)

@@ -10,6 +10,7 @@ k counts model tokens only),
 tail). As TRL 1.16.0's `ld_alpha` (shared / tail masks from the cumulative completion mask);
 every preference loss then sees these sums (the `sft` term keeps the plain ones).
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,8 +37,11 @@ def ld_token_weights(mask: torch.Tensor, alpha: float) -> torch.Tensor:
     return weights * mask
 
 
-@register_preference_weighting("ld", config_key="algorithm.dpo_ld_alpha", paper=(
-    "Liu et al. 2024, Length Desensitization in Direct Preference Optimization, arXiv:2409.06411"))
+@register_preference_weighting(
+    "ld",
+    config_key="algorithm.dpo_ld_alpha",
+    paper=("Liu et al. 2024, Length Desensitization in Direct Preference Optimization, arXiv:2409.06411"),
+)
 def ld_weighted_sums(token_logps: torch.Tensor, mask: torch.Tensor, *, alpha: float) -> torch.Tensor:
     """Σ_{k≤ℓ} log π(y_k) + α·Σ_{k>ℓ} log π(y_k), ℓ = min(|y_w|, |y_l|), per row [2B]; rows: B chosen
     then B rejected (module docstring)."""

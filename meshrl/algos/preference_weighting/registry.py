@@ -6,6 +6,7 @@
 Each is switched on by its own config key (TRL's names: `ld_alpha`, `use_weighting`), not by
 name: the DPO step calls the one function a key turns on.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -17,9 +18,11 @@ PREFERENCE_WEIGHTINGS = Registry("DPO log-prob weighting", "register_preference_
 
 def register_preference_weighting(name: str, *, config_key: str, paper: str = ""):
     """Decorator: register `fn` as DPO weighting `name`, turned on by `config_key`."""
+
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper, fn.config_key = name, paper, config_key
         return PREFERENCE_WEIGHTINGS.add(name, fn)
+
     return decorate
 
 

@@ -9,6 +9,7 @@ to the policy's own sampling (a greedy-ish policy would otherwise down-weight ev
 As TRL 1.16.0's `use_weighting` (its fused head's `log_sum_sq_probs`), `algorithm.dpo_use_weighting`.
 Pairs sorted by `aot` / `aot_unpaired` have no per-pair loss to weight (refused at config load).
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,11 +19,12 @@ from meshrl.algos.preference_weighting.registry import register_preference_weigh
 TINY = 1e-30  # Σ_v π² ≥ 1/V > 0; the floor only guards a log of an underflowed 0
 
 
-@register_preference_weighting("wpo", config_key="algorithm.dpo_use_weighting", paper=(
-    "Zhou et al. 2024, WPO: Enhancing RLHF with Weighted Preference Optimization, "
-    "arXiv:2406.11827"))
-def wpo_pair_weights(token_logps: torch.Tensor, sum_pi_squared: torch.Tensor,
-                     mask: torch.Tensor) -> torch.Tensor:
+@register_preference_weighting(
+    "wpo",
+    config_key="algorithm.dpo_use_weighting",
+    paper=("Zhou et al. 2024, WPO: Enhancing RLHF with Weighted Preference Optimization, arXiv:2406.11827"),
+)
+def wpo_pair_weights(token_logps: torch.Tensor, sum_pi_squared: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """w(y_w)·w(y_l) per pair [B], w(y) = exp(mean_t[log π(y_t) − log Σ_v π(v)²]), no gradient; rows:
     B chosen then B rejected [2B, T] (module docstring)."""
     with torch.no_grad():

@@ -13,14 +13,16 @@ their row. As verl 0.9.1's `compute_pf_ppo_reweight_data` (which applies it afte
 advantages; here after any estimator's). Shen et al. 2024, "Policy Filtration in RLHF to
 Fine-Tune LLM for Code Generation", arXiv:2409.06957.
 """
+
 from __future__ import annotations
 
 import torch
 
 from meshrl.algos.resampling.registry import REWEIGHTINGS, register_reweighting
 
-PAPER = ("Shen et al. 2024, Policy Filtration in RLHF to Fine-Tune LLM for Code Generation, "
-         "arXiv:2409.06957 (verl's pf_ppo)")
+PAPER = (
+    "Shen et al. 2024, Policy Filtration in RLHF to Fine-Tune LLM for Code Generation, arXiv:2409.06957 (verl's pf_ppo)"
+)
 
 
 @register_reweighting("pow", paper=PAPER)
@@ -42,8 +44,7 @@ def max_random(scores, **_):
     return torch.where(scores == scores.max(), 0.4, 0.1).to(scores.dtype)
 
 
-def pf_ppo_rows(scores: torch.Tensor, method: str, generator: torch.Generator | None = None,
-                **options) -> torch.Tensor:
+def pf_ppo_rows(scores: torch.Tensor, method: str, generator: torch.Generator | None = None, **options) -> torch.Tensor:
     """The row indices [B] of the redrawn batch (module docstring)."""
     weights = REWEIGHTINGS.get(method)(scores.detach().float(), **options)
     weights = torch.clamp(weights + 1e-8, min=1e-8)

@@ -10,6 +10,7 @@ spans/read.py. One file per process, appended to, so a restarted replica adds to
 Simplification: no rotation; a long run's file grows by ≈0.56 KB per span in a 50-span batch, ≈1.1 KB
 for a batch of one (the resource is repeated per line; measured with rollout.generate spans).
 """
+
 from __future__ import annotations
 
 import json

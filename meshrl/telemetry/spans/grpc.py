@@ -15,6 +15,7 @@ goes to meshrl_rpc_duration_seconds (latency.record_rpc). Why not
 opentelemetry-instrumentation-grpc: its aio interceptors make spans but no latency
 histograms, and would bypass the baggage (run id, policy version) meshrl forwards.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -88,8 +89,12 @@ class _Call:
         self.span.end()
 
 
-class TracingClientInterceptor(aio.UnaryUnaryClientInterceptor, aio.UnaryStreamClientInterceptor,
-                               aio.StreamUnaryClientInterceptor, aio.StreamStreamClientInterceptor):
+class TracingClientInterceptor(
+    aio.UnaryUnaryClientInterceptor,
+    aio.UnaryStreamClientInterceptor,
+    aio.StreamUnaryClientInterceptor,
+    aio.StreamStreamClientInterceptor,
+):
     def __init__(self, tracer: "tracing.Tracer | None" = None, target: str | None = None):
         self._tracer = tracer
         self._peer = target_attributes(target)
@@ -98,8 +103,9 @@ class TracingClientInterceptor(aio.UnaryUnaryClientInterceptor, aio.UnaryStreamC
     def _start(self, tracer, method: str) -> _Call:
         span = None
         if tracer.enabled:
-            span = tracer.otel.start_span(f"grpc {method}", kind=SpanKind.CLIENT,
-                                          attributes={**rpc_attributes(method), **self._peer})
+            span = tracer.otel.start_span(
+                f"grpc {method}", kind=SpanKind.CLIENT, attributes={**rpc_attributes(method), **self._peer}
+            )
         return _Call("client", method, span)
 
     async def _call(self, continuation, details, request, *, wait: bool):
@@ -168,16 +174,19 @@ def _behaviour_field(handler) -> str:
 
 def _traced_behaviour(behaviour, tracer, method: str, parent):
     if inspect.isasyncgenfunction(behaviour):
+
         async def streamed(request, context):
             with _ServerSpan(tracer, method, parent, context):
                 async for response in behaviour(request, context):
                     yield response
+
         return streamed
 
     async def unary(request, context):
         with _ServerSpan(tracer, method, parent, context):
             result = behaviour(request, context)
             return await result if inspect.isawaitable(result) else result
+
     return unary
 
 
@@ -225,5 +234,10 @@ def _peer(context) -> str | None:
         return None
 
 
-__all__ = ["TracingClientInterceptor", "TracingServerInterceptor", "rpc_attributes", "target_attributes",
-           "peer_attributes"]
+__all__ = [
+    "TracingClientInterceptor",
+    "TracingServerInterceptor",
+    "rpc_attributes",
+    "target_attributes",
+    "peer_attributes",
+]

@@ -11,6 +11,7 @@ are integers. protobuf's json_format does the rest; this module only converts th
 what an OpenTelemetry collector's file exporter writes, one request per line, and what Jaeger
 and Tempo import. Try: `python -m meshrl.telemetry.spans.otlp_json RUN_DIR/traces/x.jsonl`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -81,18 +82,28 @@ def _enum_name(enum, number: int, prefix: str) -> str:
 def span_record(span: Span, resource: dict) -> dict:
     """One OTLP span as the flat dict load_spans returns (see spans/read.py)."""
     return {
-        "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-        "parent_span_id": span.parent_span_id.hex() or None, "name": span.name,
+        "trace_id": span.trace_id.hex(),
+        "span_id": span.span_id.hex(),
+        "parent_span_id": span.parent_span_id.hex() or None,
+        "name": span.name,
         "kind": _enum_name(Span.SpanKind, span.kind, "SPAN_KIND_"),
-        "service": resource.get("service.name", ""), "replica": resource.get("service.instance.id", ""),
-        "start_unix_ns": span.start_time_unix_nano, "end_unix_ns": span.end_time_unix_nano,
+        "service": resource.get("service.name", ""),
+        "replica": resource.get("service.instance.id", ""),
+        "start_unix_ns": span.start_time_unix_nano,
+        "end_unix_ns": span.end_time_unix_nano,
         "attributes": attributes(span.attributes),
-        "links": [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex(),
-                   "attributes": attributes(link.attributes)} for link in span.links],
-        "events": [{"name": e.name, "time_unix_ns": e.time_unix_nano, "attributes": attributes(e.attributes)}
-                   for e in span.events],
-        "status": {"code": _enum_name(Status.StatusCode, span.status.code, "STATUS_CODE_"),
-                   "description": span.status.message or None},
+        "links": [
+            {"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex(), "attributes": attributes(link.attributes)}
+            for link in span.links
+        ],
+        "events": [
+            {"name": e.name, "time_unix_ns": e.time_unix_nano, "attributes": attributes(e.attributes)}
+            for e in span.events
+        ],
+        "status": {
+            "code": _enum_name(Status.StatusCode, span.status.code, "STATUS_CODE_"),
+            "description": span.status.message or None,
+        },
     }
 
 

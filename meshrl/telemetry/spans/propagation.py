@@ -8,6 +8,7 @@ Two W3C headers travel: `traceparent` (trace id, parent span id, sampled flag) a
 such as an external reward server, still stamps them on its spans). Lookup is
 case-insensitive: gRPC lowercases metadata keys, NATS keeps them as sent.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Mapping

@@ -16,6 +16,7 @@ end_unix_ns, attributes, links [{trace_id, span_id, attributes}], events [{name,
 time_unix_ns, attributes}], status {code (UNSET | OK | ERROR), description}. Lines already in
 that flat shape (files written before the OTLP format) are read as they are.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,10 @@ def load_spans(run_dir: str | Path) -> list[dict]:
     """Every span in RUN_DIR/traces/*.jsonl as a flat record (unreadable lines skipped)."""
     folder = traces_dir(run_dir)
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} does not exist: was the run traced? services write "
-                                f"spans there when started with init_tracing(..., run_dir=RUN_DIR)")
+        raise FileNotFoundError(
+            f"{folder} does not exist: was the run traced? services write "
+            f"spans there when started with init_tracing(..., run_dir=RUN_DIR)"
+        )
     spans = []
     for path in sorted(folder.glob("*.jsonl")):
         with open(path, encoding="utf-8") as fh:
@@ -99,13 +102,20 @@ def trace_for_group(run_dir: str | Path, group_id: str, *, spans: list[dict] | N
     if not found:
         known = group_ids(spans)
         shown = ", ".join(known[:8]) + (f", ... ({len(known)} in all)" if len(known) > 8 else "")
-        raise TraceNotFound(f"group {group_id!r} has no spans in {traces_dir(run_dir)} "
-                            f"({len(spans)} spans read); known groups: {shown or 'none'}")
+        raise TraceNotFound(
+            f"group {group_id!r} has no spans in {traces_dir(run_dir)} "
+            f"({len(spans)} spans read); known groups: {shown or 'none'}"
+        )
     return tree_order(found)
 
 
 def linking_spans(spans: list[dict], trace_ids: set[str]) -> list[dict]:
     """Spans of other traces whose links point into `trace_ids` (the learner's step spans)."""
-    return sorted((s for s in spans if s["trace_id"] not in trace_ids
-                   and any(link["trace_id"] in trace_ids for link in s.get("links", []))),
-                  key=lambda s: s["start_unix_ns"])
+    return sorted(
+        (
+            s
+            for s in spans
+            if s["trace_id"] not in trace_ids and any(link["trace_id"] in trace_ids for link in s.get("links", []))
+        ),
+        key=lambda s: s["start_unix_ns"],
+    )

@@ -9,6 +9,7 @@ file): OTLP JSON lines in RUN_DIR/traces/ whenever there is a run dir, so `meshr
 works with a collector configured too, and OTLP (gRPC, or HTTP for a URL ending in
 /v1/traces) when an endpoint is given.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,8 +72,14 @@ def make_exporters(tracer, run_dir: str | Path | None, otlp_endpoint: str | None
 
 
 def build_provider(tracer, *, run_dir: str | Path | None, otlp_endpoint: str | None) -> TracerProvider:
-    resource = Resource.create({"service.name": tracer.service, "service.instance.id": tracer.replica,
-                                "service.namespace": "meshrl", RUN_ID_KEY: tracer.run_id})
+    resource = Resource.create(
+        {
+            "service.name": tracer.service,
+            "service.instance.id": tracer.replica,
+            "service.namespace": "meshrl",
+            RUN_ID_KEY: tracer.run_id,
+        }
+    )
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(StampProcessor(tracer))
     for exporter in make_exporters(tracer, run_dir, otlp_endpoint):
