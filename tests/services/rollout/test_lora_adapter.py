@@ -1,12 +1,16 @@
-"""LoRA adapter push on a real vLLM engine (model.lora.push: adapter): the learner's adapter
-file, verified and unpacked by the rollout's WeightsUpdater, is served by vLLM's LoRA support;
+"""LoRA adapter push on a real vLLM engine (model.lora.push: adapter) with tensor parallelism
+(TP=2, so the adapter reaches both workers' shards): the learner's adapter file, verified and
+unpacked by the rollout's WeightsUpdater, is served by vLLM's LoRA support;
 the samples' behaviour log-probs equal an HF + PEFT forward of the learner's model, they
 differ from the base's, each sample carries its adapter's version, and a second push
 replaces the first. An adapter notice to an engine started without LoRA is refused.
 
-One small LoRA engine for this module (the session engine stays LoRA-free for the others).
+One small LoRA engine for this module (the session engine stays LoRA-free for the others);
+a TP=1 engine serves adapters in tests/e2e/test_mesh_lora.py.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_lora_adapter.py -m slow
 """
+import os
+
 import numpy as np
 import pytest
 import pytest_asyncio
@@ -28,10 +32,24 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def lora_engine(tiny_model_dir):
+    """A LoRA engine spanning two workers (rollout.tensor_parallel_size=2), bound as the
+    launcher binds such a replica: the adapter must reach both shards."""
+    from meshrl.launch.cores import plan_cores
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 
-    engine = await RolloutEngine.start(EngineConfig(model=str(tiny_model_dir), max_model_len=256, kv_cache_gb=0.125,
-                                                    replica_id="rollout-lora", max_lora_rank=8))
+    binding = plan_cores(sorted(os.sched_getaffinity(0))).rollout_env(tensor_parallel=2)
+    saved = {name: os.environ.get(name) for name in binding}
+    os.environ.update(binding)  # read by vLLM's processes as they start
+    try:
+        engine = await RolloutEngine.start(EngineConfig(model=str(tiny_model_dir), max_model_len=256,
+                                                        kv_cache_gb=0.125, replica_id="rollout-lora",
+                                                        max_lora_rank=8, tensor_parallel_size=2))
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
     yield engine
     engine.shutdown()
 
@@ -78,6 +96,7 @@ async def test_a_pushed_adapter_is_served_with_the_learners_logprobs(lora_engine
 
     updater = WeightsUpdater(lora_engine, run_id="test-run", replica_id="rollout-lora", publish_loaded=publish,
                              cache_dir=tmp_path)
+    assert lora_engine.llm.vllm_config.parallel_config.tensor_parallel_size == 2  # two shards to reach
     task = prompt_task(lora_engine.tokenizer, "2+3=", n=2, max_tokens=8, seed=11)
     prompt = unpack_int32(task.prompt_token_ids)
     try:
