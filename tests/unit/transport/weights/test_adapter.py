@@ -1,7 +1,8 @@
 """A LoRA adapter as one weights file: the learner's publisher writes PEFT's tensors with
 PEFT's config in the metadata and announces `peft_adapter`; the rollout side unpacks the
 verified open file into a private PEFT directory that PEFT itself loads back to the same
-adapter; bad files are refused; only the last few directories are kept.
+adapter; bad files are refused; only the last few directories are kept; an adapter fetched
+from the object store reaches a FAKE engine as a PEFT directory.
 
 Run: .venv/bin/python -m pytest tests/unit/transport/weights/test_adapter.py -q
 """
@@ -105,3 +106,42 @@ def test_config_sends_an_adapter_as_a_file_at_a_rank_vllm_serves(tiny_model_dir,
     assert [engine_lora_rank(r) for r in (1, 2, 8, 9, 100)] == [1, 8, 8, 16, 128]
     assert transport_name("auto", torch.device("cuda"), adapter=True) == "shm"
     assert transport_name("auto", torch.device("cuda")) == "collective"
+
+
+class FakeLoraEngine:
+    """A FAKE engine: records the adapter directory it is handed and what it held then."""
+
+    def __init__(self):
+        self.version, self.loaded = 0, []
+
+    async def load_adapter(self, directory, version: int) -> float:
+        self.loaded.append((directory, sorted(os.listdir(directory))))
+        self.version = version
+        return 0.0
+
+
+async def test_an_adapter_over_the_object_store_reaches_the_engine_as_a_peft_dir(tiny_model_dir, tmp_path):
+    from meshrl.transport.weights.update import WeightsUpdater
+
+    model = trained_adapter(tiny_model_dir)
+    source = tmp_path / "pushed.safetensors"  # what the learner put into the bucket
+    digest, size = write_safetensors(adapter_state_dict(model), source, adapter_metadata(adapter_config_json(model)),
+                                     digest="sha256")
+    fetched = []
+
+    async def fetch(name, dest):  # a FAKE bus fetch: the object's bytes land at dest
+        fetched.append(dest)
+        dest.write_bytes(source.read_bytes())
+
+    engine, cache = FakeLoraEngine(), tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    updater = WeightsUpdater(engine, run_id="r", replica_id="rollout-0", fetch_object=fetch, cache_dir=cache)
+    notice = pb.WeightsNotice(run_id="r", version=1, transport="objectstore", location="weights-v0000000001",
+                              sha256=digest, size_bytes=size, format=ADAPTER_FORMAT, step=1)
+    report = await updater.apply(notice)
+    assert report.ok, report.error
+    (directory, files), = engine.loaded
+    assert engine.version == 1 and files == ["adapter_config.json", "adapter_model.safetensors"]
+    assert not fetched[0].exists() and directory.exists()  # the download is gone, the PEFT dir kept for vLLM
+    updater.close()
+    assert not directory.exists()
