@@ -17,6 +17,7 @@ from pathlib import Path
 from meshrl.cli.plan import describe_plan
 from meshrl.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
+from meshrl.inputs.models.lora import adapter_push_warning
 from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.private_files import keep_new_files_private
@@ -58,8 +59,9 @@ def dry_run(cfg) -> int:
     print(describe_plan(cfg))
     for problem in missing_inputs(cfg):
         print(f"warning: {problem}", file=sys.stderr)
-    if moe := moe_ratio_warning(cfg):
-        print(f"warning: {moe}", file=sys.stderr)
+    for warning in (moe_ratio_warning(cfg), adapter_push_warning(cfg)):
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

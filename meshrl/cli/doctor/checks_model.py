@@ -13,6 +13,7 @@ from pathlib import Path
 
 from meshrl.cli.doctor.check import Check, failed, passed, skipped, warned
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
+from meshrl.inputs.models.lora import adapter_push_warning
 from meshrl.inputs.models.moe import moe_ratio_warning
 
 NAME = "model"
@@ -77,6 +78,9 @@ def check_model(ctx) -> Check:
     found = passed(
         NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
     )
+    rows = [found]
     if moe := moe_ratio_warning(cfg):
-        return [found, warned("moe ratio", moe.split(":")[0], moe)]
-    return found
+        rows.append(warned("moe ratio", moe.split(":")[0], moe))
+    if lora := adapter_push_warning(cfg):
+        rows.append(warned("lora push", lora.split(":")[0], lora))
+    return rows if len(rows) > 1 else found
