@@ -3,10 +3,11 @@
 Runs examples/agent_tool_smollm2.yaml with `meshrl train`'s launcher (embedded NATS, the
 learner, the rollout on vLLM, the reward service, the built-in `tool_arith` environment as
 its own replica) from nothing: fetches the model, writes the tool task's prompts (products of
-two 3-digit numbers, one worked example of a call first), trains, then prints per step the
-reward (the environment's: 1 for the right number), the share of episodes whose first turn
-made a well-formed tool call, and the held-out accuracy (greedy episodes, 32 prompts) before
-the first step and after the last.
+two 3-digit numbers; training prompts with two or one worked examples of a call first, held-out
+prompts with one), trains, then prints per step the
+reward (the environment's: 1 for the right number), the share of logged episodes whose first
+turn made a well-formed tool call, and the held-out accuracy (greedy episodes, 32 prompts)
+before the first step and at each evaluation (`eval.every`).
 
     .venv/bin/python -m benchmarks.agent_tool [--run-dir runs/agent-tool-bench] [key=value ...]
 
@@ -34,7 +35,10 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent_tool_smollm2
 def write_data(root: Path) -> dict[str, str]:
     root.mkdir(parents=True, exist_ok=True)
     train, held_out = root / "tool_train.jsonl", root / "tool_eval.jsonl"
-    write_problems(train, n=512, digits=3, ops="*", seed=0, tool=True, tool_shots=1)
+    halves = [root / "tool_train2.jsonl", root / "tool_train1.jsonl"]
+    write_problems(halves[0], n=256, digits=3, ops="*", seed=0, tool=True, tool_shots=2)
+    write_problems(halves[1], n=256, digits=3, ops="*", seed=2, tool=True, tool_shots=1)
+    train.write_text("".join(half.read_text() for half in halves))  # the example's `cat`
     write_problems(held_out, n=32, digits=3, ops="*", seed=1, tool=True, tool_shots=1)
     return {"data.train": str(train), "data.eval": str(held_out)}
 
@@ -51,8 +55,9 @@ def report(run_dir: Path, seconds: float) -> None:
     for m in metrics:
         train = [s for s in samples if s["split"] == "train" and s["step"] == m["step"]]
         well = sum(map(called_well, train))
+        held_out = f"  held-out accuracy {m['eval/accuracy']:.3f}" if "eval/accuracy" in m else ""
         print(f"step {m['step']:>2}  reward {m['reward']:.3f}  step {m['time/step']:.0f} s  "
-              f"well-formed first-turn calls in logged samples {well}/{len(train)}")
+              f"well-formed first-turn calls in logged samples {well}/{len(train)}{held_out}")
     first, last = metrics[0], metrics[-1]
     print(f"held-out accuracy: before {first.get('eval_start/accuracy')}  after {last.get('eval/accuracy')} "
           f"(n={last.get('eval/n')})")
