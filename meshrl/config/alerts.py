@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.algorithm import Strict
 from meshrl.config.secrets import check_env_name, check_no_credentials
+from meshrl.config.values import check_url_port
 
 Severity = Literal["info", "warning", "critical"]
 Action = Literal["none", "pause", "stop"]
@@ -177,7 +178,7 @@ class WebhookConfig(Strict):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"alerts.webhook.url must be an http(s) URL, got {url!r}")
-        return check_no_credentials(url, "alerts.webhook.url")
+        return check_url_port("alerts.webhook.url", check_no_credentials(url, "alerts.webhook.url"))
 
     @field_validator("token_env")
     @classmethod

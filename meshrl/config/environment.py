@@ -24,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name
 from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 
@@ -45,7 +46,7 @@ class SandboxConfig(Strict):
 
 
 class EnvironmentConfig(Strict):
-    name: str = Field(min_length=1, max_length=256)
+    name: Name
     builtin: str | None = None
     address: str | None = None
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
@@ -62,6 +63,11 @@ class EnvironmentConfig(Strict):
     @classmethod
     def _env_name(cls, name: str | None) -> str | None:
         return check_env_name(name, "environment.token_env")
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, address: str | None) -> str | None:
+        return check_address("environment.address", address)
 
     @model_validator(mode="after")
     def _one_source(self) -> "EnvironmentConfig":

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from meshrl.errors import ConfigError
 from meshrl.config.schema import RunConfig
+from meshrl.config.yaml_text import load_yaml
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -25,7 +26,7 @@ def load_preset(name: str) -> dict:
     path = PRESETS_DIR / f"{name}.yaml"
     if not path.exists():
         raise ConfigError(f"algorithm.preset={name!r} is unknown; presets: {', '.join(available_presets())}")
-    return yaml.safe_load(path.read_text()) or {}
+    return load_yaml(path.read_text(), f"preset {name}") or {}
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -41,7 +42,7 @@ def parse_overrides(items: list[str]) -> dict:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"override {item!r}: {part!r} is set both as a value and as a section")
-        node[leaf] = yaml.safe_load(raw) if raw.strip() else ""
+        node[leaf] = load_yaml(raw, f"override {key.strip()}=") if raw.strip() else ""
     return tree
 
 
@@ -107,11 +108,12 @@ def error_message(e: dict) -> str:
 
 
 def format_validation_error(err: ValidationError) -> str:
-    lines = ["invalid config:"]
+    """One line (the CLI prints errors as one line): 'invalid config: a.b: why; c: why'."""
+    problems = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        lines.append(f"  {key}: {error_message(e)}")
-    return "\n".join(lines)
+        key = ".".join(str(p) for p in e["loc"])
+        problems.append(f"{key}: {error_message(e)}" if key else error_message(e))
+    return "invalid config: " + "; ".join(problems)
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None) -> RunConfig:
@@ -121,10 +123,17 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         path = Path(path)
         if not path.exists():
             raise ConfigError(f"config file {path} does not exist")
+        if path.is_dir():
+            raise ConfigError(f"config file {path} is a directory; name the YAML file in it")
         try:
-            tree = deep_merge(tree, yaml.safe_load(path.read_text()) or {})
-        except yaml.YAMLError as err:
-            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(f"config file {path} cannot be read: {err}") from None
+        document = load_yaml(text, f"config file {path}") or {}
+        if not isinstance(document, dict):
+            raise ConfigError(f"config file {path} holds a {type(document).__name__}, not a mapping of "
+                              f"sections (model:, data:, ...)")
+        tree = deep_merge(tree, document)
     tree = deep_merge(tree, parse_overrides(overrides or []))
     return validate(resolve_tree(tree))
 

@@ -77,9 +77,26 @@ def logprob_temperature(cfg: "RunConfig") -> float:
 def sampling_problems(cfg: "RunConfig") -> list[str]:
     """Sampling settings that would train nothing, each naming the keys and the fix."""
     s = cfg.rollout.sampling
-    if cfg.algorithm.offline or s.temperature != 0.0 or s.group_size == 1:
+    if cfg.algorithm.offline:
         return []
-    return [f"rollout.sampling.temperature=0 samples greedily, so the "
-            f"rollout.sampling.group_size={s.group_size} samples of a prompt are identical and "
-            f"their group-relative advantages are 0; set temperature > 0 (e.g. 1.0) or "
-            f"group_size=1"]
+    problems = context_problems(cfg)
+    if s.temperature == 0.0 and s.group_size != 1:
+        problems.append(f"rollout.sampling.temperature=0 samples greedily, so the "
+                        f"rollout.sampling.group_size={s.group_size} samples of a prompt are identical and "
+                        f"their group-relative advantages are 0; set temperature > 0 (e.g. 1.0) or "
+                        f"group_size=1")
+    return problems
+
+
+def context_problems(cfg: "RunConfig") -> list[str]:
+    """An answer of max_tokens must leave room for a prompt in the engine's context
+    (rollout.max_model_len): else every request is refused mid-run. The model's own context is
+    checked at start, where its config.json is read (meshrl.launch.inputs); a prompt longer
+    than what is left is dropped with the reason prompt_too_long."""
+    limit = cfg.rollout.max_model_len
+    asked = [("rollout.sampling.max_tokens", cfg.rollout.sampling.max_tokens)]
+    if cfg.eval.max_tokens is not None:
+        asked.append(("eval.max_tokens", cfg.eval.max_tokens))
+    return [f"{key}={tokens} leaves no room for a prompt in rollout.max_model_len={limit} (the "
+            f"engine's context holds prompt + answer); lower {key} or raise rollout.max_model_len"
+            for key, tokens in asked if tokens >= limit]

@@ -10,7 +10,8 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name, check_no_credentials
-from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.limits import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
+from meshrl.config.values import Name, Port, check_address, check_url_port
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
@@ -21,6 +22,7 @@ from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailureP
                                           TlsConfig)
 from meshrl.config.environment import EnvironmentConfig
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
+from meshrl.config.reward_rules import check_rule_params
 from meshrl.config.sampling import sampling_problems
 from meshrl.config.launch import LaunchConfig, yaml_switch
 from meshrl.config.lora import ENGINE_LORA_RANKS, LoraSettings
@@ -73,7 +75,7 @@ class RolloutConfig(Strict):
     kv_cache_gb: float = Field(1.0, gt=0.0)  # GiB, fractions allowed (vLLM kv_cache_memory_bytes)
     enforce_eager: bool = True
     max_model_len: int = Field(512, ge=16)
-    grpc_port: int = 0  # 0 = pick a free port
+    grpc_port: Port = 0  # 0 = pick a free port
     # A replica silent this long (dead, frozen, partitioned; a live one sends in-progress acks
     # every third of it, however long its generation) loses its prompt tasks to the other
     # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
@@ -81,7 +83,7 @@ class RolloutConfig(Strict):
     ack_wait_s: float = Field(30.0, gt=0.0)
     # vLLM workers one replica's engine spans (tensor parallelism; must divide the model's
     # attention heads, checked when the replica starts: meshrl/plan/parallel.py)
-    tensor_parallel_size: int = Field(1, ge=1)
+    tensor_parallel_size: int = Field(1, ge=1, le=MAX_TENSOR_PARALLEL)
     agent: AgentConfig = AgentConfig()  # multi-turn episodes (tasks with an environment): config/agent.py
 
 
@@ -89,7 +91,7 @@ class RewardComponentConfig(Strict):
     """One reward term. `kind` picks a built-in rule, `external` (a gRPC service) or
     `reward_model` (the run's learned reward model: config/reward_model.py)."""
 
-    name: str
+    name: Name
     kind: str
     weight: float = 1.0
     params: dict = {}
@@ -111,6 +113,11 @@ class RewardComponentConfig(Strict):
     def _env_name(cls, name: str | None, info) -> str | None:
         return check_env_name(name, f"reward component {info.data.get('name', '?')!r}: token_env")
 
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, address: str | None, info) -> str | None:
+        return check_address(f"reward component {info.data.get('name', '?')!r}: address", address)
+
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, kind: str) -> str:
@@ -130,6 +137,7 @@ class RewardComponentConfig(Strict):
         if self.kind == REWARD_MODEL_KIND and self.params:
             raise ValueError(f"reward component {self.name!r} (kind reward_model) takes no params: "
                              f"the model's settings go in the reward_model section")
+        check_rule_params(self.kind, self.name, self.params)  # a built-in rule's: now, not at service start
         # Compared with the defaults, not model_fields_set: a resolved config.yaml lists every field.
         stray = [] if external else sorted(f for f in EXTERNAL_ONLY
                                            if getattr(self, f) != type(self).model_fields[f].default)
@@ -164,8 +172,13 @@ class ReferenceConfig(Strict):
     enabled: Literal["auto", "on", "off"] = "auto"
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     micro_batch_size: int = Field(8, ge=1)
-    grpc_port: int = 0
+    grpc_port: Port = 0
     address: str | None = None  # host:port the learner calls (DPO); default 127.0.0.1:grpc_port
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, address: str | None) -> str | None:
+        return check_address("reference.address", address)
 
     @field_validator("enabled", mode="before")
     @classmethod
@@ -198,16 +211,16 @@ class LearnerConfig(Strict):
     checkpoint_every: int = Field(10, ge=0)
     keep_checkpoints: int = Field(3, ge=1)  # the newest K are kept, plus every tagged one
     stop_grace_s: float = Field(300.0, gt=0.0)  # on stop: time the learner gets to checkpoint
-    grpc_port: int = 0
+    grpc_port: Port = 0
     # torchrun ranks of the learner (FSDP2; services/learner/ranks.py); the launcher runs torchrun when > 1
     ranks: int = 1
 
     @field_validator("ranks", mode="before")
     @classmethod
     def _whole_ranks(cls, value):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANKS:
             raise ValueError(f"learner.ranks={value!r}: the number of learner processes (torchrun ranks) "
-                             f"must be a whole number ≥ 1, e.g. `learner.ranks: 2`")
+                             f"must be a whole number 1..{MAX_RANKS}, e.g. `learner.ranks: 2`")
         return value
 
     @model_validator(mode="before")
@@ -233,7 +246,7 @@ class NatsConfig(Strict):
     connect_timeout_s: float = Field(5.0, gt=0.0)
     # JetStream copies of every stream, the run KV and the weights store: 3 on a three-node
     # cluster survives the loss of a node; must not exceed the cluster's size.
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_NATS_REPLICAS)
     # How long a service started before its run's learner waits for the run's streams.
     run_wait_s: float = Field(600.0, gt=0.0)
     # Embedded server only: "on" serves TLS with a run CA the launcher makes in RUN_DIR/secrets;
@@ -243,7 +256,7 @@ class NatsConfig(Strict):
     @field_validator("url")
     @classmethod
     def _no_credentials(cls, url: str) -> str:
-        return check_no_credentials(url, "nats.url")
+        return check_url_port("nats.url", check_no_credentials(url, "nats.url"))
 
     @field_validator("tls", mode="before")
     @classmethod
@@ -272,7 +285,7 @@ class TelemetryConfig(Strict):
     @field_validator("otlp_endpoint")
     @classmethod
     def _no_credentials(cls, url: str | None) -> str | None:
-        return check_no_credentials(url, "telemetry.otlp_endpoint")
+        return check_url_port("telemetry.otlp_endpoint", check_no_credentials(url, "telemetry.otlp_endpoint"))
 
     @property
     def tracker_names(self) -> list[str]:
@@ -282,7 +295,7 @@ class TelemetryConfig(Strict):
 
 
 class RunSection(Strict):
-    name: str = "run"
+    name: Name = "run"
     dir: str = "runs/${run.name}"
     seed: int = 0
 

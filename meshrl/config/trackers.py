@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
+from meshrl.config.values import check_url_port
 from meshrl.errors import ConfigError
 
 TRACKERS = ("tensorboard", "mlflow", "wandb")
@@ -40,6 +41,7 @@ class MlflowConfig(Strict):
     @field_validator("tracking_uri")
     @classmethod
     def _no_password_in_uri(cls, value: str | None) -> str | None:
+        check_url_port("telemetry.mlflow.tracking_uri", value)
         if value is not None and urlsplit(value).password is not None:
             raise ConfigError("telemetry.mlflow.tracking_uri carries a password: remove it and set "
                               "MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (or "

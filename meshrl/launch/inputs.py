@@ -1,7 +1,9 @@
-"""Check that the files a run reads exist before any process starts, with a fix in the message."""
+"""Check the files a run reads before any process starts, with a fix in the message: the model
+(and that rollout.max_model_len fits its context), the tokenizer, and data files that are files."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from meshrl.config.schema import RunConfig
@@ -24,7 +26,8 @@ def missing_inputs(cfg: RunConfig) -> list[str]:
         )
     else:
         try:
-            resolve_model_source(cfg.model.path, cfg.model.gguf_file)
+            folder, gguf = resolve_model_source(cfg.model.path, cfg.model.gguf_file)
+            problems += context_problems(cfg, folder) if gguf is None else []
         except ModelLoadError as err:
             problems.append(f"model.path: {err}")
     if cfg.model.tokenizer and not expand(cfg.model.tokenizer).exists():
@@ -33,7 +36,26 @@ def missing_inputs(cfg: RunConfig) -> list[str]:
     for key, value in (("data.train", cfg.data.train), ("data.eval", cfg.data.eval)):
         if value and not expand(value).exists():
             problems.append(f"{key}={value} does not exist; make one with `meshrl data {kind} --out {value} --n 512`")
+        elif value and not expand(value).is_file():
+            problems.append(f"{key}={value} is not a file (a directory?); name the .jsonl or .parquet file itself")
     return problems
+
+
+def context_problems(cfg: RunConfig, model_dir: Path) -> list[str]:
+    """rollout.max_model_len beyond the model's context (config.json's max_position_embeddings):
+    vLLM refuses to start such an engine, after NATS and the other services have started."""
+    try:
+        model_config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return [f"model.path: {model_dir / 'config.json'} cannot be read as JSON ({err})"]
+    context = model_config.get("max_position_embeddings") if isinstance(model_config, dict) else None
+    if cfg.algorithm.offline or not isinstance(context, int) or cfg.rollout.max_model_len <= context:
+        return []
+    return [
+        f"rollout.max_model_len={cfg.rollout.max_model_len} exceeds the model's context "
+        f"(max_position_embeddings={context} in {model_dir / 'config.json'}); set "
+        f"rollout.max_model_len to {context} or less"
+    ]
 
 
 def check_inputs(cfg: RunConfig) -> None:

@@ -4,7 +4,8 @@
     def exact_match(items: list[RewardItem], params: ExactMatchParams) -> list[float | ItemScore]: ...
 
 `params` is a pydantic model (unknown keys forbidden) built from the component's
-`params:` mapping in the run config, so a typo fails at start-up naming the key. A rule
+`params:` mapping in the run config; the built-in rules' models live in
+meshrl/config/reward_rules.py, so a typo fails when the config loads, naming the key. A rule
 returns one float (meaning OK) or `ItemScore` per item, in order.
 A new rule is a new file in rules/; the config reads its decorator from there at load time,
 without importing this service (meshrl.config.parts).
@@ -12,18 +13,13 @@ without importing this service (meshrl.config.parts).
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
 from meshrl.config import ConfigError
+from meshrl.config.reward_rules import RuleParams, parse_rule_params
 from meshrl.services.reward.types import ItemScore, RewardItem
 
 RuleFn = Callable[[list[RewardItem], BaseModel], list[float | ItemScore]]
-
-
-class RuleParams(BaseModel):
-    """Base for every rule's params: unknown keys and NaN or ±inf numbers are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as meshrl.config
 
 
 @dataclass(frozen=True)
@@ -34,16 +30,9 @@ class Rule:
 
     def parse_params(self, raw: dict, component: str) -> RuleParams:
         try:
-            return self.params_model.model_validate(raw or {})
-        except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or '(params)'}: {e['msg']}" for e in err.errors()
-            )
-            fields = ", ".join(self.params_model.model_fields) or "(none)"
-            raise ConfigError(
-                f"reward.components[{component}].params for kind {self.kind!r} are invalid: "
-                f"{problems}. Allowed params: {fields}"
-            ) from None
+            return parse_rule_params(self.params_model, self.kind, component, raw)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
 
 RULES: dict[str, Rule] = {}

@@ -13,20 +13,14 @@ optimal_token_baseline) credit a turn's reward to that turn and the ones before 
 `episode` as one reward at the episode's end, like any other component. Estimators of one
 score per episode (grpo, rloo, ...) see the same sum either way. docs/trajectories.md.
 """
-from typing import Literal
-
-from meshrl.config.parts import ENVIRONMENT_CREDITS
-from meshrl.services.reward.registry import RuleParams, register_reward
+from meshrl.config.reward_rules import EnvironmentParams
+from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed, ok
 
 NO_ENV_REWARD = ("the episode carries no environment reward (Sample.has_env_reward is false): "
                  "the task ran in no environment, or its environment rewarded no turn; remove "
                  "the environment component, have the environment reward the episode, or set "
                  "its on_failure: {value: X}")
-
-
-class EnvironmentParams(RuleParams):
-    credit: Literal[ENVIRONMENT_CREDITS] = "turn"
 
 
 @register_reward("environment", params=EnvironmentParams)

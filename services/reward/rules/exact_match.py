@@ -5,15 +5,9 @@ of inner whitespace collapsed to one space.
 """
 import re
 
-from meshrl.services.reward.registry import RuleParams, register_reward
+from meshrl.config.reward_rules import ExactMatchParams
+from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import RewardItem
-
-
-class ExactMatchParams(RuleParams):
-    case_sensitive: bool = False
-    strip: bool = True
-    match: float = 1.0
-    no_match: float = 0.0
 
 
 def normalize(text: str, params: ExactMatchParams) -> str:

@@ -11,29 +11,11 @@ Two modes (set exactly one of `max_len` or `target`):
 `unit: tokens` needs the response's token count, which groups from rollout carry; items
 scored through the gRPC API have none, and get status ERROR rather than a wrong length.
 """
-from typing import Literal
-
 import numpy as np
-from pydantic import Field, model_validator
 
-from meshrl.services.reward.registry import RuleParams, register_reward
+from meshrl.config.reward_rules import LengthPenaltyParams
+from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed, ok
-
-
-class LengthPenaltyParams(RuleParams):
-    unit: Literal["chars", "tokens"] = "chars"
-    max_len: int | None = Field(None, ge=1)
-    buffer: int | None = Field(None, ge=1)
-    target: int | None = Field(None, ge=1)
-    penalty: float = Field(1.0, ge=0.0)
-
-    @model_validator(mode="after")
-    def _one_mode(self) -> "LengthPenaltyParams":
-        if (self.max_len is None) == (self.target is None):
-            raise ValueError("set exactly one of max_len (cap mode) or target (target mode)")
-        if self.buffer is not None and (self.max_len is None or self.buffer > self.max_len):
-            raise ValueError("buffer needs max_len and must be <= max_len")
-        return self
 
 
 def penalties(lengths: np.ndarray, p: LengthPenaltyParams) -> np.ndarray:

@@ -11,19 +11,11 @@ Every item runs in a spawned worker process with math-verify's own (signal-based
 timeouts off and our per-item deadline on (see verify_pool): a hung item is TIMEOUT, a
 crashed one ERROR. A response with no answer in it is a legitimate 0.0.
 """
-from pydantic import Field
-
-from meshrl.services.reward.registry import RuleParams, register_reward
+from meshrl.config.reward_rules import MathVerifyParams
+from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.rules.verify_pool import shared_pool
 from meshrl.services.reward.types import ItemScore, RewardItem, ok
 from meshrl.services.reward.verify_worker import verify_answer
-
-
-class MathVerifyParams(RuleParams):
-    timeout_s: float = Field(5.0, gt=0.0)  # per item, our own deadline
-    workers: int = Field(2, ge=1)  # verifier processes (shared by all math_verify components)
-    correct: float = 1.0
-    incorrect: float = 0.0
 
 
 def to_score(result, params: MathVerifyParams) -> ItemScore:

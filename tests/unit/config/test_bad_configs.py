@@ -80,7 +80,7 @@ CASES = [
      ["'judge' has kind 'external' but no address", "host:port"]),
     ("address-on-a-rule", ["reward.components=[{name: m, kind: regex, address: 'h:1'}]"],
      ["(kind 'regex') ignores address='h:1'", "kind: external"]),
-    ("duplicate-component", ["reward.components=[{name: m, kind: regex}, {name: m, kind: math_verify}]"],
+    ("duplicate-component", ["reward.components=[{name: m, kind: regex, params: {pattern: a}}, {name: m, kind: math_verify}]"],
      ["reward.components names must be unique", "['m']"]),
     ("greedy-group", ["rollout.sampling.temperature=0"],
      ["rollout.sampling.temperature=0", "group_size=8", "set temperature > 0"]),

@@ -39,7 +39,7 @@ def test_an_external_address_launches_nothing():
     ({"name": "x", "address": "h:1", "token_env": "A", "token_file": "/t"}, "token_env or token_file, not both"),
     ({"name": "x", "builtin": "python", "replicas": 2, "grpc_port": 50090}, "each replica needs its own port"),
     ({"name": "x", "builtin": "python", "tls": {"ca_file": "ca.pem"}}, "launch.grpc_tls"),
-    ({"name": "", "builtin": "python"}, "at least 1 character"),
+    ({"name": "", "builtin": "python"}, "a name must not be empty"),
     ({"name": "x", "builtin": "python", "replicas": 0}, "greater than or equal to 1"),
     ({"name": "x", "builtin": "python", "sandbox": {"cpu": 3}}, "cpu"),
 ])

@@ -104,6 +104,6 @@ async def test_an_episode_without_environment_reward_is_an_error_not_zero():
 
 
 def test_environment_credit_must_be_turn_or_episode():
-    from meshrl.config import ConfigError
-    with pytest.raises(ConfigError, match="credit: Input should be 'turn' or 'episode'"):
+    # refused when the config is built (meshrl/config/reward_rules.py), before any service starts
+    with pytest.raises(ValueError, match="credit: Input should be 'turn' or 'episode'"):
         build_components([C(name="env", kind="environment", params={"credit": "step"})])

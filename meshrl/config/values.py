@@ -1,0 +1,81 @@
+"""Checks on single values that many config sections share: ports, host:port addresses, URLs,
+names, and text free of NUL. Each raises ValueError naming the key, the value and the fix,
+which the config error prints as its line (meshrl.config.load).
+
+    grpc_port: Port = 0                                  # 0..65535, 0 = a free port
+    name: Name                                           # 1-128 printable characters
+    check_address("reference.address", "ref:50053")    # host:port, a,b lists, dns:///host:port
+    check_url_port("nats.url", "nats://n:4222")          # a URL's port, when it names one
+"""
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field
+
+MAX_PORT = 65535
+MAX_NAME_CHARS = 128
+Port = Annotated[int, Field(ge=0, le=MAX_PORT)]  # 0 = a free port the process (or launcher) picks
+
+
+def check_printable_name(name: str) -> str:
+    """A name that ends up in paths, subjects, metric labels and one-line logs: printable
+    characters only (no NUL, newline or other control character)."""
+    bad = next((c for c in name if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{name!r} holds the control character {bad!r}: a name goes into file names, "
+                         f"log lines and metric labels; use printable characters only")
+    if not name.strip():
+        raise ValueError("a name must not be empty or blank; give it one, e.g. `name: my-run`")
+    return name
+
+
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(check_printable_name)]
+
+
+def check_no_nul(value, where: str = ""):
+    """ValueError when a string anywhere in `value` (lists and mappings too) holds a NUL: no
+    path, URL or text of a config means anything with one, and the OS refuses it mid-run."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError(f"{where + ' ' if where else ''}holds a NUL character (\\x00); remove it")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            check_no_nul(item, where)
+    if isinstance(value, dict):
+        for k, item in value.items():
+            check_no_nul(k, f"{where}.{k}".lstrip("."))
+            check_no_nul(item, f"{where}.{k}".lstrip("."))
+    return value
+
+
+def port_of(key: str, where: str, text: str) -> int | None:
+    """The port in `text` (host:port or a URL), checked to be 1..65535; None when none is given."""
+    try:
+        port = urlsplit(text if "://" in text else f"tcp://{text}").port
+    except ValueError:
+        port = -1
+    if port == -1 or port == 0:
+        raise ValueError(f"{key}={where!r}: the port must be a number 1..{MAX_PORT}")
+    return port
+
+
+def check_address(key: str, value: str | None) -> str | None:
+    """host:port (or comma-separated replicas, or gRPC's dns:///host:port), every port 1..65535."""
+    if value is None or value == "":
+        return value
+    for part in value.split(","):
+        text = part.strip().removeprefix("dns:///")
+        host, sep, _ = text.rpartition(":")
+        if not sep or not host.strip("[]") or port_of(key, value, text) is None:
+            raise ValueError(f"{key}={value!r}: expected host:port (e.g. reward.internal:50051), each "
+                             f"port 1..{MAX_PORT}")
+    return value
+
+
+def check_url_port(key: str, value: str | None) -> str | None:
+    """A URL (or comma-separated list) whose ports, where given, are 1..65535."""
+    for part in (value or "").split(","):
+        if part.strip():
+            port_of(key, value, part.strip())
+    return value

@@ -1,0 +1,81 @@
+"""YAML that people hand meshrl (a run config, an override's value, the gateway's tokens file),
+parsed safely and within limits, every problem a ConfigError of one line.
+
+    tree = load_yaml(path.read_text(), f"config file {path}")
+
+PyYAML's safe loader builds no objects, but an alias is a reference: nine levels of nine
+aliases ("billion laughs") are a few hundred bytes that expand to 9^9 values once the config
+is validated or dumped. So a document is refused when it is over MAX_YAML_BYTES, uses more
+than MAX_ALIASES aliases, or expands to more than MAX_VALUES values (counted as walked,
+stopping at the limit). No real config comes near any of them (the largest example has
+under 200 values and no alias).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from meshrl.errors import ConfigError
+
+MAX_YAML_BYTES = 1 << 20  # 1 MiB: the gateway's request cap too
+MAX_ALIASES = 64
+MAX_VALUES = 100_000
+
+
+class _CountingLoader(yaml.SafeLoader):
+    """SafeLoader that counts the aliases it resolves and stops past MAX_ALIASES."""
+
+    def __init__(self, stream, source: str):
+        super().__init__(stream)
+        self.source, self.aliases = source, 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise ConfigError(f"{self.source} uses more than {MAX_ALIASES} YAML aliases (*name); "
+                                  f"write the values out instead")
+        return super().compose_node(parent, index)
+
+
+def _one_line(err: yaml.YAMLError) -> str:
+    """A YAML error as 'problem (line L, column C)'."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
+
+
+def _check_size(tree: Any, source: str) -> None:
+    """ConfigError once walking `tree` (aliases expanded) passes MAX_VALUES values."""
+    stack, seen = [tree], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ConfigError(f"{source} expands to more than {MAX_VALUES:,} values (aliases of aliases?); "
+                              f"write a smaller config")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """The document in `text`; ConfigError naming `source` and the rule it broke."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+        raise ConfigError(f"{source} is over {MAX_YAML_BYTES >> 20} MiB; a config is a few KiB, "
+                          f"keep data in the data files")
+    try:
+        loader = _CountingLoader(text, source)  # the reader refuses control characters here
+        try:
+            tree = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{source} is not valid YAML: {_one_line(err)}") from None
+    _check_size(tree, source)
+    return tree
+
+
+__all__ = ["MAX_ALIASES", "MAX_VALUES", "MAX_YAML_BYTES", "load_yaml"]
