@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-import yaml
 
+from meshrl.config.values import check_printable_name
+from meshrl.config.yaml_text import load_yaml
+from meshrl.errors import ConfigError
 from meshrl.gateway.errors import GatewayError
 
 ENV_VAR = "MESHRL_GATEWAY_TOKENS_FILE"
@@ -40,13 +42,32 @@ class Principal:
 def _entry(i: int, item, path: Path) -> Principal:
     if not isinstance(item, dict) or not {"name", "role", "token"} <= set(item):
         raise ValueError(f"{path}: tokens[{i}] needs name, role and token")
+    if extra := sorted(map(str, set(item) - {"name", "role", "token"})):
+        raise ValueError(f"{path}: tokens[{i}] has unknown keys {extra}; an entry is {{name, role, token}}")
+    try:
+        check_printable_name(str(item["name"]))
+    except ValueError as err:
+        raise ValueError(f"{path}: tokens[{i}].name: {err}") from None
     if item["role"] not in ROLES:
         raise ValueError(f"{path}: tokens[{i}] ({item['name']}) has role {item['role']!r}; "
                          f"use one of {', '.join(ROLES)}")
     if len(str(item["token"])) < MIN_TOKEN_CHARS:
         raise ValueError(f"{path}: tokens[{i}] ({item['name']}) is shorter than {MIN_TOKEN_CHARS} "
                          "characters; make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+    if any(c.isspace() or not c.isprintable() for c in str(item["token"])):
+        raise ValueError(f"{path}: tokens[{i}] ({item['name']}) holds spaces or control characters; "
+                         "a token travels in an HTTP header: use letters, digits, '-' and '_'")
     return Principal(str(item["name"]), item["role"], str(item["token"]))
+
+
+def _unique(principals: list[Principal], path: Path) -> list[Principal]:
+    """The same token twice would log every call as the first name: refused."""
+    seen: dict[str, str] = {}
+    for p in principals:
+        if p.token in seen:
+            raise ValueError(f"{path}: {p.name} and {seen[p.token]} have the same token; give each its own")
+        seen[p.token] = p.name
+    return principals
 
 
 def load_tokens(path: str | Path | None = None) -> list[Principal]:
@@ -57,13 +78,19 @@ def load_tokens(path: str | Path | None = None) -> list[Principal]:
                          "tokens: [{name: ..., role: viewer|operator|admin, token: ...}]")
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ValueError(f"cannot read the tokens file {path} ({ENV_VAR}): {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"the tokens file {path} ({ENV_VAR}) is not UTF-8 text") from None
+    try:
+        data = load_yaml(text, f"the tokens file {path}") or {}
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
     items = data.get("tokens") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise ValueError(f"{path} has no 'tokens:' list of {{name, role, token}}")
-    return [_entry(i, item, path) for i, item in enumerate(items)]
+    return _unique([_entry(i, item, path) for i, item in enumerate(items)], path)
 
 
 class TokenAuth:

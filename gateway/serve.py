@@ -15,6 +15,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from meshrl.errors import LaunchError
+
 from meshrl.gateway.app import make_app
 from meshrl.gateway.auth import TokenAuth, load_tokens
 from meshrl.gateway.dispatch import STREAMS, Dispatcher
@@ -50,15 +52,24 @@ async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.
     runner = web.AppRunner(make_app(dispatcher), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, http_port)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:  # the HTTP port is taken: the gRPC server started above goes too
+        await runner.cleanup()
+        await stop_server(server, grace=0)
+        raise
     port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
     return Gateway(runner, server, port, bound)
 
 
 async def serve_forever(args) -> None:
     tenants = TenantPolicy(roots=list(args.tenant_root), hosts=list(args.tenant_host), env_names=list(args.tenant_env))
-    gateway = await start_gateway(args.runs_root, TokenAuth(load_tokens()), host=args.host,
-                                  http_port=args.port, grpc_port=args.grpc_port, tenants=tenants)
+    try:
+        gateway = await start_gateway(args.runs_root, TokenAuth(load_tokens()), host=args.host,
+                                      http_port=args.port, grpc_port=args.grpc_port, tenants=tenants)
+    except (OSError, RuntimeError) as err:  # a port taken, an address not this host's (grpc: RuntimeError)
+        raise LaunchError(f"gateway serve cannot listen on {args.host} (--port {args.port}, --grpc-port "
+                          f"{args.grpc_port}): {err}; pick free ports (0 picks one) or another --host") from None
     print(f"gateway: http://{args.host}:{gateway.http_port}/  grpc {args.host}:{gateway.grpc_port}  "
           f"runs {Path(args.runs_root).resolve()}", flush=True)
     stop = asyncio.Event()

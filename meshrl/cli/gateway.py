@@ -9,18 +9,59 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+
 from meshrl.cli import about
+from meshrl.config.secrets import check_env_name
+from meshrl.config.values import MAX_PORT
+from meshrl.errors import ConfigError
 
 ENV_VAR = "MESHRL_GATEWAY_TOKENS_FILE"
 
 
-def run(args) -> int:
+def check_start(args) -> None:
+    """Every start-up problem as one ConfigError (main prints it on one line, exit 2): ports,
+    the runs root, the tokens file, the tenant roots, hosts and variables."""
     from meshrl.gateway.auth import load_tokens
     from meshrl.gateway.runs import RunsRoot
+
+    for flag, port in (("--port", args.port), ("--grpc-port", args.grpc_port)):
+        if not 0 <= port <= MAX_PORT:
+            raise ConfigError(f"gateway serve {flag}={port}: a port is 0..{MAX_PORT} (0 picks a free one)")
+    if args.port == args.grpc_port != 0:
+        raise ConfigError(f"gateway serve --port and --grpc-port are both {args.port}; give each its own")
+    try:
+        RunsRoot(args.runs_root)
+        load_tokens()
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    check_tenants(args)
+
+
+def check_tenants(args) -> None:
+    """--tenant-root folders that exist, --tenant-host HOST[:PORT], --tenant-env NAME."""
+    for root in args.tenant_root:
+        if not root.is_dir():
+            raise ConfigError(f"gateway serve --tenant-root {root}: not a directory; name an existing folder")
+    for host in args.tenant_host:
+        name, _, port = host.rpartition(":") if ":" in host else (host, "", "")
+        if (
+            not name
+            or not name.isprintable()
+            or any(c in name for c in "/@ ")
+            or (port and not (port.isdigit() and 1 <= int(port) <= MAX_PORT))
+        ):
+            raise ConfigError(f"gateway serve --tenant-host {host!r}: expected HOST or HOST:PORT (port 1..{MAX_PORT})")
+    for name in args.tenant_env:
+        try:
+            check_env_name(name, "--tenant-env")
+        except ValueError as err:
+            raise ConfigError(f"gateway serve {err}") from None
+
+
+def run(args) -> int:
     from meshrl.gateway.serve import serve_forever
 
-    RunsRoot(args.runs_root)  # a ValueError names what is wrong (main prints it, exit 2)
-    load_tokens()
+    check_start(args)
     asyncio.run(serve_forever(args))
     return 0
 
