@@ -49,7 +49,7 @@ def test_good_config_passes_file_and_nats_checks(tmp_path, tiny_model_dir, nats_
     assert results["model"].detail.endswith(f"llama, {TINY_PARAMS / 1e6:.2f}M parameters")  # 0.16M
     # (3 kept + 1 being written) × 155_968 params × 12 B = 7_486_464 B
     assert "3+1 checkpoints × 0.00187 GB = 0.00749 GB needed" in results["disk for checkpoints"].detail
-    assert results["data"].detail.endswith("first row (line 1) is a valid prompt row")
+    assert results["data"].detail.endswith("train.jsonl: all 1 rows are valid prompt rows")
     assert results["nats + jetstream"].detail.startswith(f"{nats_url}: JetStream on")
     assert results["external rewards"].status == "skip"
     assert [results[k].status for k in ("accelerators", "gloo all-reduce (2 ranks)", "vllm importable")] == ["skip"] * 3
@@ -68,6 +68,11 @@ def test_missing_model_path_fails_with_fix(tmp_path, tiny_model_dir):
     ('{"prompt": "x", "reward_model": \n', "line 1: not valid JSON"),
     ([{"prompt": "3+4?"}], "field 'reward_model.ground_truth' is missing"),
     ("", "has no rows"),
+    # every row is checked, not the first: a bad row 3 of 4 and another at 4 (issue 23)
+    ([GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}, {"reward_model": {"ground_truth": "7"}}],
+     "2 of 4 rows are not valid prompt rows; the first: "),
+    ([GOOD_ROW, GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}], "line 4: field 'reward_model.ground_truth' is missing"),
+    (json.dumps(GOOD_ROW) + "\n" * 3 + '{"prompt": \n', "line 4: not valid JSON"),
 ])
 def test_bad_data_fails_with_file_line_and_fix(tmp_path, tiny_model_dir, rows, expected):
     data = by_name(run_doctor(write_config(tmp_path, tiny_model_dir, train_rows=rows), skip=HEAVY + ["nats"]))["data"]
