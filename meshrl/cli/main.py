@@ -39,6 +39,15 @@ from meshrl.errors import ConfigError, LaunchError, RunFailed, StopRequested
 USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's usage errors as one line on stderr, exit 2 (argparse prints the whole usage
+    first): 'meshrl gateway serve: error: argument --port: invalid int value: 'x' (see --help)'.
+    Subcommand parsers are made of the same class (add_subparsers' default)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def command_of(argv: list[str]) -> str | None:
     """The command named in `argv` (its first word that is no option), if it is one."""
     words = [a for a in argv if not a.startswith("-")]
@@ -48,7 +57,7 @@ def command_of(argv: list[str]) -> str | None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: the full parser of its command, whose module is imported now,
     and a one-line entry for every other command (their modules stay unimported)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="meshrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

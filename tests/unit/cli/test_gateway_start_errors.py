@@ -104,3 +104,19 @@ def test_the_console_entry_point_prints_no_traceback(tmp_path):
                                                                "PATH": "/usr/bin:/bin"}, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("meshrl: error: the tokens file") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["gateway", "serve", "--runs-root", ".", "--port", "x"], "meshrl gateway serve: error: argument --port: invalid int value: 'x'"),
+    (["gateway", "serve"], "meshrl gateway serve: error: the following arguments are required: --runs-root"),
+    (["gateway", "serve", "--runs-root", ".", "--tls"], "meshrl: error: unrecognized arguments: --tls"),
+    (["gateway"], "meshrl gateway: error: the following arguments are required: ACTION"),
+    (["gateway", "start"], "meshrl gateway: error: argument ACTION: invalid choice: 'start'"),
+    (["nosuch"], "meshrl: error: argument COMMAND: invalid choice: 'nosuch'"),
+])
+def test_a_usage_error_is_one_line_too(capsys, argv, expected):
+    """argparse printed its whole usage before the error; now one line, still exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and err.startswith(expected), err
