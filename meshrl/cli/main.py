@@ -57,9 +57,7 @@ def command_of(argv: list[str]) -> str | None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: the full parser of its command, whose module is imported now,
     and a one-line entry for every other command (their modules stay unimported)."""
-    parser = OneLineParser(
-        prog="meshrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = OneLineParser(prog="meshrl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = command_of(sys.argv[1:] if argv is None else argv)
     owner = COMMANDS[chosen].module if chosen else None
