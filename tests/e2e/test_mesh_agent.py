@@ -51,5 +51,9 @@ def test_multi_turn_episodes_train_through_the_mesh_and_are_evaluated(tiny_long_
         assert not first["done"] and not last["done"] and s["response"] == last["text"]
         # the observation between the turns is the template's delta, ending in the next turn's header
         assert first["observation"].endswith("\n<|im_start|>assistant\n") and last["observation"] == ""
+        # what the learner trained on: a loss mask with a hole where the observation is
+        (start, end, obs_end), (start2, end2, obs_end2) = first["tokens"], last["tokens"]
+        assert start == 0 < end < obs_end == start2 < end2 == obs_end2 == s["response_tokens"]
+        assert s["num_tokens"] == (end - start) + (end2 - start2) < s["response_tokens"]
     assert all(0.0 <= m["reward"] <= 1.0 for m in metrics)
     assert "eval/accuracy" in metrics[-1] and metrics[-1]["eval/n"] == 4  # held-out episodes, scored
