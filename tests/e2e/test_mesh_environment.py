@@ -52,7 +52,10 @@ def test_a_run_plays_episodes_on_launched_environment_replicas(tiny_long_model_d
     assert "started environment-1" in stderr
     # Every task was an episode of tool_arith, rewarded by the environment.
     samples = rows(run_dir / "samples.jsonl")
-    assert samples and all(s["environment"] == "tool_arith" and s["turns"] and "env_reward" in s for s in samples)
+    assert samples and all(s["environment"] == "tool_arith" and s["turns"] for s in samples)
+    # the environment's reward reached the learner: each trained episode's reward is it (weight 1)
+    assert all(s["env_reward"] in (0.0, 1.0) and s["reward"] == s["env_reward"] for s in samples)
+    assert all(s["components"]["env"] == {"value": s["env_reward"], "status": "OK"} for s in samples)
     assert all(s["turns"][-1]["done"] or s["turns"][-1]["finish_reason"] for s in samples)
     assert [m["step"] for m in rows(run_dir / "metrics.jsonl")] == list(range(STEPS))
     assert served_steps(run_dir, "environment-0") and served_steps(run_dir, "environment-1")
