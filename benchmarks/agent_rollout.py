@@ -17,6 +17,7 @@ Simplifications: the tiny random model (a long-context build: the calculator's t
 ~830 one-character tokens); the engine in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0);
 one run per figure on a shared 2-core host: the load average is printed with them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,21 +48,35 @@ MAX_MODEL_LEN = 1200
 
 def start_replica() -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.services.environment", "--port", str(port),
-                             "--environments", "calculator"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshrl.services.environment", "--port", str(port), "--environments", "calculator"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, f"127.0.0.1:{port}"
 
 
 def task(i: int, args) -> pb.PromptTask:
-    return pb.PromptTask(run_id="bench", group_id=f"g{i}", environment="calculator", prompt_text="What is 2+2?",
-                         sampling=pb.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, seed=i + 1))
+    return pb.PromptTask(
+        run_id="bench",
+        group_id=f"g{i}",
+        environment="calculator",
+        prompt_text="What is 2+2?",
+        sampling=pb.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.max_tokens, seed=i + 1),
+    )
 
 
 def rollout_for(engine, addresses: list[str], args) -> AgentRollout:
     client = EnvironmentClient(EnvClientSettings(addresses=tuple(addresses), timeout_s=10.0))
     chat = ChatFormat(engine.tokenizer, get_tool_parser("hermes"), 16)
-    return AgentRollout(EpisodeContext(engine, client, chat, EpisodeLimits(
-        max_turns=args.turns, max_episode_tokens=400, max_model_len=MAX_MODEL_LEN)))
+    return AgentRollout(
+        EpisodeContext(
+            engine,
+            client,
+            chat,
+            EpisodeLimits(max_turns=args.turns, max_episode_tokens=400, max_model_len=MAX_MODEL_LEN),
+        )
+    )
 
 
 async def throughput(engine, addresses: list[str], args) -> dict:
@@ -73,10 +88,17 @@ async def throughput(engine, addresses: list[str], args) -> dict:
     await rollout.aclose()
     samples = [s for g in groups for s in g.samples]
     hops = np.array([t.env_latency_s for s in samples for t in s.turns]) * 1000
-    return {"env_replicas": len(addresses), "episodes": len(samples), "dropped_groups": sum(bool(g.drop_reason) for g in groups),
-            "seconds": round(seconds, 1), "episodes_per_s": round(len(samples) / seconds, 2),
-            "turns_per_s": round(hops.size / seconds, 2), "env_hop_ms_p50": round(float(np.percentile(hops, 50)), 2),
-            "env_hop_ms_p99": round(float(np.percentile(hops, 99)), 2), "load_avg": round(os.getloadavg()[0], 1)}
+    return {
+        "env_replicas": len(addresses),
+        "episodes": len(samples),
+        "dropped_groups": sum(bool(g.drop_reason) for g in groups),
+        "seconds": round(seconds, 1),
+        "episodes_per_s": round(len(samples) / seconds, 2),
+        "turns_per_s": round(hops.size / seconds, 2),
+        "env_hop_ms_p50": round(float(np.percentile(hops, 50)), 2),
+        "env_hop_ms_p99": round(float(np.percentile(hops, 99)), 2),
+        "load_avg": round(os.getloadavg()[0], 1),
+    }
 
 
 async def killed_replica(engine, args) -> dict:
@@ -90,7 +112,9 @@ async def killed_replica(engine, args) -> dict:
         async def keep_starting(until: float) -> None:
             i = 0
             while time.perf_counter() < until:
-                started.append((time.perf_counter(), asyncio.create_task(rollout.generate_group(task(20_000 + i, args)))))
+                started.append(
+                    (time.perf_counter(), asyncio.create_task(rollout.generate_group(task(20_000 + i, args))))
+                )
                 i += 1
                 await asyncio.sleep(0.2)
 
@@ -107,10 +131,16 @@ async def killed_replica(engine, args) -> dict:
             proc.wait(10)
     dropped = [g for _, g, _ in results if g.drop_reason]
     whole_after = [t0 for t0, g, _ in results if t0 > killed_at and not g.drop_reason]
-    return {"groups": len(results), "groups_dropped": len(dropped), "episodes_dropped": len(dropped) * args.n,
-            "drop_reasons": sorted({g.drop_reason.split(":")[0] for g in dropped}),
-            "seconds_to_first_whole_group_started_after_kill": round(min(whole_after) - killed_at, 2) if whole_after else None,
-            "load_avg": round(os.getloadavg()[0], 1)}
+    return {
+        "groups": len(results),
+        "groups_dropped": len(dropped),
+        "episodes_dropped": len(dropped) * args.n,
+        "drop_reasons": sorted({g.drop_reason.split(":")[0] for g in dropped}),
+        "seconds_to_first_whole_group_started_after_kill": round(min(whole_after) - killed_at, 2)
+        if whole_after
+        else None,
+        "load_avg": round(os.getloadavg()[0], 1),
+    }
 
 
 async def measure(args) -> None:

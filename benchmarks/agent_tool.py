@@ -15,6 +15,7 @@ Simplifications: one run, one seed; a 2-core host shared with other work (the lo
 printed with the figures); the training samples are read from samples.jsonl (its
 `eval.samples_per_step` rows per step, not every episode).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,11 +57,15 @@ def report(run_dir: Path, seconds: float) -> None:
         train = [s for s in samples if s["split"] == "train" and s["step"] == m["step"]]
         well = sum(map(called_well, train))
         held_out = f"  held-out accuracy {m['eval/accuracy']:.3f}" if "eval/accuracy" in m else ""
-        print(f"step {m['step']:>2}  reward {m['reward']:.3f}  step {m['time/step']:.0f} s  "
-              f"well-formed first-turn calls in logged samples {well}/{len(train)}{held_out}")
+        print(
+            f"step {m['step']:>2}  reward {m['reward']:.3f}  step {m['time/step']:.0f} s  "
+            f"well-formed first-turn calls in logged samples {well}/{len(train)}{held_out}"
+        )
     first, last = metrics[0], metrics[-1]
-    print(f"held-out accuracy: before {first.get('eval_start/accuracy')}  after {last.get('eval/accuracy')} "
-          f"(n={last.get('eval/n')})")
+    print(
+        f"held-out accuracy: before {first.get('eval_start/accuracy')}  after {last.get('eval/accuracy')} "
+        f"(n={last.get('eval/n')})"
+    )
 
 
 def main() -> None:
@@ -72,8 +77,13 @@ def main() -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
     data = write_data(run_dir.parent / "agent-tool-data")
     model = fetch_smollm2()
-    overrides = [f"model.path={model}", f"run.dir={run_dir}", *(f"{k}={v}" for k, v in data.items()),
-                 "eval.samples_per_step=8", *args.overrides]
+    overrides = [
+        f"model.path={model}",
+        f"run.dir={run_dir}",
+        *(f"{k}={v}" for k, v in data.items()),
+        "eval.samples_per_step=8",
+        *args.overrides,
+    ]
     cfg = load_config(EXAMPLE, overrides=overrides)
     began = time.perf_counter()
     run_local(cfg, run_dir, progress=True)

@@ -23,6 +23,7 @@ Designs (the system message; the rollout appends the Hermes tools block to it):
 Simplifications: one seed, greedy-free sampling at temperature 1; few prompts (the machine
 has 2 cores); the figures are for the model and settings printed with them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,19 +50,29 @@ from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.transport.rpc import wait_healthy
 
 RULE = TOOL_RULE
-EXAMPLE = (RULE + "\n\nExample:\nuser: What is 12*34?\nassistant: <tool_call>\n"
-           '{"name": "calculator", "arguments": {"expression": "12*34"}}\n</tool_call>\n'
-           "tool: 408\nassistant: 12*34 = 408")
+EXAMPLE = (
+    RULE + "\n\nExample:\nuser: What is 12*34?\nassistant: <tool_call>\n"
+    '{"name": "calculator", "arguments": {"expression": "12*34"}}\n</tool_call>\n'
+    "tool: 408\nassistant: 12*34 = 408"
+)
 DESIGNS = {"bare": "", "rule": RULE, "example": EXAMPLE, "fewshot": RULE, "fewshot1": RULE, "fewshot2": RULE}
 # `fewshot`: the worked example as earlier turns of the conversation instead of text
-FEWSHOT = [{"role": "user", "content": "What is 12*34? You may use the calculator tool. Answer with a number."},
-           {"role": "assistant", "content": '<tool_call>\n{"name": "calculator", "arguments": {"expression": "12*34"}}\n</tool_call>'},
-           {"role": "tool", "content": "408"},
-           {"role": "assistant", "content": "408"}]
+FEWSHOT = [
+    {"role": "user", "content": "What is 12*34? You may use the calculator tool. Answer with a number."},
+    {
+        "role": "assistant",
+        "content": '<tool_call>\n{"name": "calculator", "arguments": {"expression": "12*34"}}\n</tool_call>',
+    },
+    {"role": "tool", "content": "408"},
+    {"role": "assistant", "content": "408"},
+]
 
 # `fewshot1` / `fewshot2`: what `meshrl data arithmetic --tool --tool-shots 1|2` writes
-SHOTS = {"fewshot": FEWSHOT, "fewshot1": tool_shot(*TOOL_SHOTS[0]),
-         "fewshot2": tool_shot(*TOOL_SHOTS[0]) + tool_shot(*TOOL_SHOTS[1])}
+SHOTS = {
+    "fewshot": FEWSHOT,
+    "fewshot1": tool_shot(*TOOL_SHOTS[0]),
+    "fewshot2": tool_shot(*TOOL_SHOTS[0]) + tool_shot(*TOOL_SHOTS[1]),
+}
 
 
 def free_port() -> int:
@@ -71,8 +82,11 @@ def free_port() -> int:
 
 
 def start_environment(port: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "meshrl.services.environment", "--port", str(port),
-                             "--environments", "tool_arith"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "meshrl.services.environment", "--port", str(port), "--environments", "tool_arith"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def tasks(rows: list[dict], design: str, group: int, seed: int, temperature: float) -> list[pb.PromptTask]:
@@ -80,10 +94,18 @@ def tasks(rows: list[dict], design: str, group: int, seed: int, temperature: flo
     for i, row in enumerate(rows):
         shots = SHOTS.get(design, [])
         messages = ([pb.ChatMessage(role="system", content=DESIGNS[design])] if DESIGNS[design] else []) + [
-            pb.ChatMessage(role=m["role"], content=m["content"]) for m in shots + row["prompt"]]
-        out.append(pb.PromptTask(run_id="bench", group_id=f"{design}-{i}", environment="tool_arith",
-                                 prompt_messages=messages, ground_truth_json=json.dumps(row["reward_model"]["ground_truth"]),
-                                 sampling=pb.SamplingParams(n=group, temperature=temperature, max_tokens=64, seed=seed + i)))
+            pb.ChatMessage(role=m["role"], content=m["content"]) for m in shots + row["prompt"]
+        ]
+        out.append(
+            pb.PromptTask(
+                run_id="bench",
+                group_id=f"{design}-{i}",
+                environment="tool_arith",
+                prompt_messages=messages,
+                ground_truth_json=json.dumps(row["reward_model"]["ground_truth"]),
+                sampling=pb.SamplingParams(n=group, temperature=temperature, max_tokens=64, seed=seed + i),
+            )
+        )
     return out
 
 
@@ -92,13 +114,17 @@ def summarize(groups: list[pb.Group]) -> dict:
     first = [s.turns[0] for s in samples if s.turns]
     calls = [c for s in samples for t in s.turns for c in t.tool_calls]
     rewards = [np.array([s.env_reward for s in g.samples]) for g in groups if g.samples]
-    return {"episodes": len(samples), "dropped_groups": sum(1 for g in groups if g.drop_reason),
-            "first_turn_calls": sum(1 for t in first if t.tool_calls) / max(1, len(first)),
-            "calls": len(calls), "well_formed": sum(1 for c in calls if not c.error) / max(1, len(calls)),
-            "accuracy": float(np.mean([s.env_reward for s in samples])) if samples else 0.0,
-            "mixed_groups": sum(1 for r in rewards if r.min() != r.max()) / max(1, len(rewards)),
-            "turns": float(np.mean([len(s.turns) for s in samples])) if samples else 0.0,
-            "errors": Counter(c.error.split(" (")[0].split(";")[0][:60] for c in calls if c.error).most_common(3)}
+    return {
+        "episodes": len(samples),
+        "dropped_groups": sum(1 for g in groups if g.drop_reason),
+        "first_turn_calls": sum(1 for t in first if t.tool_calls) / max(1, len(first)),
+        "calls": len(calls),
+        "well_formed": sum(1 for c in calls if not c.error) / max(1, len(calls)),
+        "accuracy": float(np.mean([s.env_reward for s in samples])) if samples else 0.0,
+        "mixed_groups": sum(1 for r in rewards if r.min() != r.max()) / max(1, len(rewards)),
+        "turns": float(np.mean([len(s.turns) for s in samples])) if samples else 0.0,
+        "errors": Counter(c.error.split(" (")[0].split(";")[0][:60] for c in calls if c.error).most_common(3),
+    }
 
 
 async def measure(args) -> None:
@@ -111,19 +137,25 @@ async def measure(args) -> None:
         engine = await RolloutEngine.start(EngineConfig(model=model, max_model_len=1024, kv_cache_gb=1.0))
         client = EnvironmentClient(EnvClientSettings(addresses=(f"127.0.0.1:{port}",), timeout_s=30))
         chat = ChatFormat(engine.tokenizer, get_tool_parser("hermes"), 64)
-        rollout = AgentRollout(EpisodeContext(engine, client, chat, EpisodeLimits(
-            max_turns=3, max_episode_tokens=256, max_model_len=1024)))
-        rows = arithmetic_rows(args.prompts, digits=args.digits, ops=args.ops, seed=args.seed,
-                               template=TOOL_TEMPLATE)
-        print(f"model {model}; {args.prompts} prompts ({args.digits}-digit, ops {args.ops!r}) x {args.group} episodes, "
-              f"T={args.temperature:g}, max 3 turns of 64 tokens")
+        rollout = AgentRollout(
+            EpisodeContext(engine, client, chat, EpisodeLimits(max_turns=3, max_episode_tokens=256, max_model_len=1024))
+        )
+        rows = arithmetic_rows(args.prompts, digits=args.digits, ops=args.ops, seed=args.seed, template=TOOL_TEMPLATE)
+        print(
+            f"model {model}; {args.prompts} prompts ({args.digits}-digit, ops {args.ops!r}) x {args.group} episodes, "
+            f"T={args.temperature:g}, max 3 turns of 64 tokens"
+        )
         for design in args.designs.split(","):
             began = time.perf_counter()
-            groups = await asyncio.gather(*(rollout.generate_group(t) for t in tasks(rows, design, args.group, args.seed, args.temperature)))
+            groups = await asyncio.gather(
+                *(rollout.generate_group(t) for t in tasks(rows, design, args.group, args.seed, args.temperature))
+            )
             report = summarize(groups)
             for sample in [s for g in groups for s in g.samples][: args.show]:
                 print(f"  [{design}] " + " | ".join(repr(t.text[:120]) for t in sample.turns), flush=True)
-            print(json.dumps({"design": design, **report, "seconds": round(time.perf_counter() - began, 1)}), flush=True)
+            print(
+                json.dumps({"design": design, **report, "seconds": round(time.perf_counter() - began, 1)}), flush=True
+            )
         await client.aclose()
     finally:
         if engine is not None:

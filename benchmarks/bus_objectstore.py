@@ -7,6 +7,7 @@ it back with get_file (sha256 and size verified) and get_bytes, and prints MB/s 
     .venv/bin/python benchmarks/bus_objectstore.py            # 538 MB (SmolLM2-135M fp32)
     .venv/bin/python benchmarks/bus_objectstore.py --mb 64
 """
+
 import argparse
 import asyncio
 import os

@@ -21,6 +21,7 @@ from it with that checkout first on PYTHONPATH (see docs/benchmarks.md, "House")
 Simplified: only the CLI process (the services it starts run elsewhere); a place called
 again later (in the launcher's loop) does not lengthen the path.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,15 +94,15 @@ def make_inputs(root: Path, steps: int) -> dict:
     from meshrl.inputs.data.load import write_rows
     from meshrl.inputs.models.tiny import build_tiny_model_dir
 
-    return {"model": {"path": str(build_tiny_model_dir(root / "model"))},
-            "data": {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(64, seed=0))),
-                     "max_prompt_tokens": 128},
-            "algorithm": {"preset": "grpo"},
-            "rollout": {"sampling": {"group_size": 4, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
-            "reward": {"components": [{"name": "vowel", "kind": "regex", "weight": 1.0,
-                                       "params": {"pattern": "[aeiou]"}}]},
-            "learner": {"steps": steps, "prompts_per_step": 2},
-            "trainer": {"micro_batch_size": 8}}
+    return {
+        "model": {"path": str(build_tiny_model_dir(root / "model"))},
+        "data": {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(64, seed=0))), "max_prompt_tokens": 128},
+        "algorithm": {"preset": "grpo"},
+        "rollout": {"sampling": {"group_size": 4, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
+        "reward": {"components": [{"name": "vowel", "kind": "regex", "weight": 1.0, "params": {"pattern": "[aeiou]"}}]},
+        "learner": {"steps": steps, "prompts_per_step": 2},
+        "trainer": {"micro_batch_size": 8},
+    }
 
 
 def write_config(root: Path, base: dict, name: str, steps: int) -> tuple[Path, Path]:
@@ -136,9 +137,18 @@ def profile_train(root: Path, base: dict, steps: int) -> list:
 
 def profile_status(root: Path, base: dict) -> list:
     config, run_dir = write_config(root, base, "live", 200)
-    live = subprocess.Popen([sys.executable, "-c", "import sys; from benchmarks.call_paths import cli_main; "
-                             "sys.exit(cli_main()(sys.argv[1:]))", "train", str(config)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    live = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from benchmarks.call_paths import cli_main; sys.exit(cli_main()(sys.argv[1:]))",
+            "train",
+            str(config),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_steps(run_dir / "metrics.jsonl", 1, timeout_s=600)
         return profile(["status", str(run_dir)], root / "status-path.json")

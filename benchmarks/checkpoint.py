@@ -14,6 +14,7 @@ the figure least disturbed by other processes; the load average is printed besid
     .venv/bin/python benchmarks/checkpoint.py                 # in a temp dir under /tmp
     .venv/bin/python benchmarks/checkpoint.py --dir /dev/shm  # memory-backed filesystem
 """
+
 import argparse
 import os
 import shutil
@@ -30,9 +31,16 @@ from meshrl.inputs.checkpoint import load_checkpoint, save_checkpoint, verify_ch
 def smollm2_135m():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
-                         num_key_value_heads=3, intermediate_size=1536, vocab_size=49152,
-                         tie_word_embeddings=True, max_position_embeddings=2048)
+    config = LlamaConfig(
+        hidden_size=576,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        intermediate_size=1536,
+        vocab_size=49152,
+        tie_word_embeddings=True,
+        max_position_embeddings=2048,
+    )
     torch.manual_seed(0)
     return LlamaForCausalLM(config).to(torch.float32)
 
@@ -70,21 +78,34 @@ def best(fn, repeat: int) -> float:
 def measure(model, optimizer, scheduler, tmp: Path, repeat: int) -> dict:
     run = Path(tmp) / "run"
     steps = iter(range(1, repeat + 1))
-    t_save = best(lambda: save_checkpoint(run, next(steps), model=model, optimizer=optimizer,
-                                          scheduler=scheduler, state={"cursor": 1},
-                                          config_hash="bench"), repeat)
+    t_save = best(
+        lambda: save_checkpoint(
+            run,
+            next(steps),
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            state={"cursor": 1},
+            config_hash="bench",
+        ),
+        repeat,
+    )
     ckpt = run / "checkpoints" / "step_1"
     copies = iter(range(repeat))
     t_copy = best(lambda: copy_all(ckpt, Path(tmp) / f"copy{next(copies)}"), repeat)
     t_verify = best(lambda: verify_checkpoint(ckpt), repeat)
     fresh = smollm2_135m()
     f_opt, f_sched = with_adamw_state(fresh)
-    t_load = best(lambda: load_checkpoint(ckpt, model=fresh, optimizer=f_opt,
-                                          scheduler=f_sched), repeat)
+    t_load = best(lambda: load_checkpoint(ckpt, model=fresh, optimizer=f_opt, scheduler=f_sched), repeat)
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), fresh.parameters()))
     size = sum(p.stat().st_size for p in ckpt.rglob("*") if p.is_file())
-    return {"size": size, "save_checkpoint": t_save, "load_checkpoint (verify+read)": t_load,
-            "verify_checkpoint (sha256)": t_verify, "shutil.copyfile (same files)": t_copy}
+    return {
+        "size": size,
+        "save_checkpoint": t_save,
+        "load_checkpoint (verify+read)": t_load,
+        "verify_checkpoint (sha256)": t_verify,
+        "shutil.copyfile (same files)": t_copy,
+    }
 
 
 def main() -> None:
@@ -98,9 +119,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         figures = measure(model, optimizer, scheduler, Path(tmp), args.repeat)
     size = figures.pop("size")
-    print(f"SmolLM2-135M shape: {params / 1e6:.1f} M params, checkpoint {size / 1e6:.0f} MB "
-          f"(weights + AdamW exp_avg, exp_avg_sq, fp32); best of {args.repeat}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"SmolLM2-135M shape: {params / 1e6:.1f} M params, checkpoint {size / 1e6:.0f} MB "
+        f"(weights + AdamW exp_avg, exp_avg_sq, fp32); best of {args.repeat}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     for name, seconds in figures.items():
         print(line(name, seconds, size))
 

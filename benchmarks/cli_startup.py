@@ -7,6 +7,7 @@ on PYTHONPATH, to measure another checkout with this venv) and prints the fastes
 median wall time, and the modules the process imported (all, and meshrl's own). The fastest
 run is the least disturbed by other work on the machine; compare trees in one run of this.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,10 @@ def main() -> None:
         seconds, modules = once(args.repo.resolve())
         times.append(seconds)
     total, own = modules.split()
-    print(f"meshrl --help ({args.repo}): fastest {min(times):.3f} s, median {statistics.median(times):.3f} s "
-          f"over {args.runs} runs; {total} modules imported, {own} of them meshrl's")
+    print(
+        f"meshrl --help ({args.repo}): fastest {min(times):.3f} s, median {statistics.median(times):.3f} s "
+        f"over {args.runs} runs; {total} modules imported, {own} of them meshrl's"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ has no "across" row.
     sudo .venv/bin/python benchmarks/deploy_join.py                # both; 538 MB (SmolLM2-135M fp32)
     sudo .venv/bin/python benchmarks/deploy_join.py --only push --mb 64
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,19 @@ from meshrl.transport.bus.server import find_nats_server  # noqa: E402
 from meshrl.addresses import free_port  # noqa: E402
 from tests.deploy import netns  # noqa: E402
 from tests.deploy.test_multihost_drill import (  # noqa: E402
-    HOSTS, Mesh, drill_config, nats_argv, nats_users, steps_done, wait_for)
+    HOSTS,
+    Mesh,
+    drill_config,
+    nats_argv,
+    nats_users,
+    steps_done,
+    wait_for,
+)
 
-MEASURE = ("import asyncio, sys; from pathlib import Path; from benchmarks.bus_objectstore import measure; "
-           "asyncio.run(measure(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])))")
+MEASURE = (
+    "import asyncio, sys; from pathlib import Path; from benchmarks.bus_objectstore import measure; "
+    "asyncio.run(measure(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])))"
+)
 
 
 def make_hosts(numbers: dict[str, int]):
@@ -59,15 +69,25 @@ def make_hosts(numbers: dict[str, int]):
 
 
 def start_nats(hosts, host: str, store: Path, port: int) -> subprocess.Popen:
-    return hosts.popen(host, [str(find_nats_server()), "-js", "-sd", str(store), "-a", "0.0.0.0", "-p", str(port)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return hosts.popen(
+        host,
+        [str(find_nats_server()), "-js", "-sd", str(store), "-a", "0.0.0.0", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def measure_push(hosts, client: str, url: str, src: Path, work: Path, size: int) -> str:
     """benchmarks/bus_objectstore.measure run by a process on `client`; its output lines."""
     work.mkdir(exist_ok=True)
-    proc = hosts.popen(client, [sys.executable, "-c", MEASURE, url, str(src), str(work), str(size)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT, text=True)
+    proc = hosts.popen(
+        client,
+        [sys.executable, "-c", MEASURE, url, str(src), str(work), str(size)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        text=True,
+    )
     out, _ = proc.communicate(timeout=600)
     return out.strip()
 
@@ -87,8 +107,12 @@ def push_figures(tmp: Path, mb: int) -> None:
             try:
                 time.sleep(1.0)  # nats-server listens within milliseconds; JetStream needs a moment
                 print(f"  {label} (client {'learner host' if where is hosts else 'this host'} → nats {ip}:{port})")
-                print("    " + measure_push(where, "learner", f"nats://{ip}:{port}", tmp / "src",
-                                          tmp / f"work-{port}", size).replace("\n", "\n    "))
+                print(
+                    "    "
+                    + measure_push(
+                        where, "learner", f"nats://{ip}:{port}", tmp / "src", tmp / f"work-{port}", size
+                    ).replace("\n", "\n    ")
+                )
             finally:
                 server.terminate()
                 server.wait(10)
@@ -121,8 +145,11 @@ def watch_join(mesh: Mesh, address: str, t0: float, timeout_s: float = 900.0) ->
     return seen
 
 
-LOADED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*rollout-b: loaded weights v(\d+) "
-                    r"\(([\d.]+) MB, objectstore\) in ([\d.]+) s", re.M)
+LOADED = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*rollout-b: loaded weights v(\d+) "
+    r"\(([\d.]+) MB, objectstore\) in ([\d.]+) s",
+    re.M,
+)
 
 
 def first_load(log: str, t0_wall: float) -> str:

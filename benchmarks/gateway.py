@@ -20,6 +20,7 @@ server-sent events and ask every run's status every 2 s. Printed:
 
 Simplified: one machine, loopback HTTP, clients and writer in this process's event loop.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,13 @@ def presence(live_run: Path | None) -> dict:
     if live_run:
         info = json.loads((live_run / "launcher.json").read_text())
         return {**info, "pid": os.getpid()}
-    return {"pid": os.getpid(), "run_id": "bench", "nats_url": f"nats://127.0.0.1:{free_port()}",
-            "learner_grpc": f"127.0.0.1:{free_port()}", "replicas": {}}
+    return {
+        "pid": os.getpid(),
+        "run_id": "bench",
+        "nats_url": f"nats://127.0.0.1:{free_port()}",
+        "learner_grpc": f"127.0.0.1:{free_port()}",
+        "replicas": {},
+    }
 
 
 def make_root(root: Path, live_run: Path | None) -> list[str]:
@@ -91,7 +97,7 @@ async def follow(session, name: str, delays: list[float], stop: asyncio.Event) -
         async for line in r.content:
             if stop.is_set():
                 return
-            if line.startswith(b"data: {\"index"):
+            if line.startswith(b'data: {"index'):
                 written = json.loads(line[6:])["row"].get("bench_written")
                 if written:
                     delays.append(time.time() - written)
@@ -138,9 +144,24 @@ async def clients(port: int, root: Path, names: list[str], seconds: float, live_
 
 def start_gateway(root: Path, tokens: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "gateway", "serve", "--runs-root", str(root),
-                             "--port", str(port), "--grpc-port", str(free_port())], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.cli.main",
+            "gateway",
+            "serve",
+            "--runs-root",
+            str(root),
+            "--port",
+            str(port),
+            "--grpc-port",
+            str(free_port()),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)},
+    )
     assert proc.stdout.readline().startswith("gateway: "), "the gateway did not start"
     return proc, port
 
@@ -148,14 +169,20 @@ def start_gateway(root: Path, tokens: Path) -> tuple[subprocess.Popen, int]:
 def report(delays, times, rss_start, rss_end) -> None:
     direct = times["direct"]
     print(f"gateway with {RUNS} runs, {CLIENTS} clients (each: {RUNS} metric streams + status of every run / 2 s)")
-    print(f"metric stream delay (write → client): p50 {pct(delays, 50) * 1e3:.0f} ms  p95 {pct(delays, 95) * 1e3:.0f} ms  "
-          f"max {max(delays) * 1e3:.0f} ms  ({len(delays)} rows received)")
-    print(f"status, synthetic runs over HTTP: p50 {pct(times['synthetic'], 50) * 1e3:.1f} ms  "
-          f"p95 {pct(times['synthetic'], 95) * 1e3:.1f} ms ({len(times['synthetic'])} calls)")
+    print(
+        f"metric stream delay (write → client): p50 {pct(delays, 50) * 1e3:.0f} ms  p95 {pct(delays, 95) * 1e3:.0f} ms  "
+        f"max {max(delays) * 1e3:.0f} ms  ({len(delays)} rows received)"
+    )
+    print(
+        f"status, synthetic runs over HTTP: p50 {pct(times['synthetic'], 50) * 1e3:.1f} ms  "
+        f"p95 {pct(times['synthetic'], 95) * 1e3:.1f} ms ({len(times['synthetic'])} calls)"
+    )
     if direct:
         live, base = pct(times["live"], 50), pct(direct, 50)
-        print(f"status, live run over HTTP: p50 {live * 1e3:.1f} ms  p95 {pct(times['live'], 95) * 1e3:.1f} ms "
-              f"({len(times['live'])} calls); gathered directly: p50 {base * 1e3:.1f} ms → gateway adds {(live - base) * 1e3:.1f} ms")
+        print(
+            f"status, live run over HTTP: p50 {live * 1e3:.1f} ms  p95 {pct(times['live'], 95) * 1e3:.1f} ms "
+            f"({len(times['live'])} calls); gathered directly: p50 {base * 1e3:.1f} ms → gateway adds {(live - base) * 1e3:.1f} ms"
+        )
     print(f"gateway resident memory: {rss_start / 2**20:.0f} MiB at start, {rss_end / 2**20:.0f} MiB at the end")
 
 

@@ -46,6 +46,7 @@ docs/benchmarks.md, "The learner on a GPU". Here:
         --variants meshrl --push-steps 3                                  # CPU, step ± push
     python -m benchmarks.gpu_train_step --json gpu.json                   # a GPU: everything
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,22 +62,53 @@ import numpy as np
 import torch
 
 SHAPES = {
-    "qwen2.5-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                         num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
-                         rope_theta=1e6, max_position_embeddings=32768),
-    "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                         num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
-                         rope_theta=1e5, max_position_embeddings=2048),
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=512, rope_theta=1e4, max_position_embeddings=256),
+    "qwen2.5-1.5b": dict(
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        rope_theta=1e6,
+        max_position_embeddings=32768,
+    ),
+    "smollm2-135m": dict(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=49152,
+        rope_theta=1e5,
+        max_position_embeddings=2048,
+    ),
+    "tiny": dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=512,
+        rope_theta=1e4,
+        max_position_embeddings=256,
+    ),
 }
 BATCHES = {  # groups, samples per group, prompt tokens, (shortest, longest) response
     "issue": (16, 8, 256, (35, 768)),
     "small": (2, 8, 64, (16, 64)),
     "tiny": (2, 4, 16, (4, 24)),
 }
-PEAK_TFLOPS = {"H200": 989.4, "H100": 989.4, "H800": 989.4, "A100": 312.0, "A800": 312.0,
-               "L40S": 362.1, "L4": 121.0, "A10": 125.0, "4090": 165.2}
+PEAK_TFLOPS = {
+    "H200": 989.4,
+    "H100": 989.4,
+    "H800": 989.4,
+    "A100": 312.0,
+    "A800": 312.0,
+    "L40S": 362.1,
+    "L4": 121.0,
+    "A10": 125.0,
+    "4090": 165.2,
+}
 LEVERS = {
     "meshrl": {},
     "old_chunk": {"lm_head_chunk": 1 << 22},
@@ -113,9 +145,14 @@ def build_batch(kind: str, vocab: int):
     prompts = [p for p in (rng.integers(1, vocab, prompt_len) for _ in range(groups)) for _ in range(size)]
     responses = [rng.integers(1, vocab, rng.integers(low, high + 1)) for _ in range(groups * size)]
     behaviour = [-5.0 - rng.random(len(r)) for r in responses]
-    return RolloutBatch.from_sequences(prompts, responses, rewards=rng.random(groups * size),
-                                       group_ids=np.arange(groups * size) // size, pad_id=0,
-                                       behaviour_logprobs=behaviour)
+    return RolloutBatch.from_sequences(
+        prompts,
+        responses,
+        rewards=rng.random(groups * size),
+        group_ids=np.arange(groups * size) // size,
+        pad_id=0,
+        behaviour_logprobs=behaviour,
+    )
 
 
 def useful_flops(shape: str, batch) -> float:
@@ -126,8 +163,7 @@ def useful_flops(shape: str, batch) -> float:
     per_layer = 2 * h * h + 2 * h * kv + 3 * h * s["intermediate_size"]
     lengths = (batch.prompt_mask.sum(1) + batch.response_mask.sum(1)).double()
     tokens, responses = float(lengths.sum()), float(batch.response_mask.sum())
-    return 6 * per_layer * layers * tokens + 6 * vocab * h * responses + \
-        6 * layers * h * float((lengths ** 2).sum())
+    return 6 * per_layer * layers * tokens + 6 * vocab * h * responses + 6 * layers * h * float((lengths**2).sum())
 
 
 def peak_flops(device: torch.device, given: float | None) -> float | None:
@@ -165,8 +201,9 @@ def timed(run_step, device: torch.device, warmup: int, steps: int) -> tuple[floa
         metrics = run_step() or {}
         sync(device)
         times.append(time.perf_counter() - start)
-    split = {k.removeprefix("time/"): round(v, 4) for k, v in metrics.items()
-             if k.startswith("time/") and k != "time/step"}
+    split = {
+        k.removeprefix("time/"): round(v, 4) for k, v in metrics.items() if k.startswith("time/") and k != "time/step"
+    }
     return statistics.median(times), split
 
 
@@ -198,20 +235,19 @@ def run_floor(args, device, batch, pure_bf16: bool) -> Result:
     model = build_model(args.shape, device, torch.bfloat16 if pure_bf16 else torch.float32)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.type == "cuda" or None)
-    micros = [tuple(t.to(device) if torch.is_tensor(t) else t for t in m)
-              for m in micro_batches(batch, args.micro)]
+    micros = [tuple(t.to(device) if torch.is_tensor(t) else t for t in m) for m in micro_batches(batch, args.micro)]
     total = float(batch.response_mask.sum())
     autocast = args.precision == "bf16" and not pure_bf16
-    seconds, _ = timed(lambda: floor_step(model, optimizer, micros, total, autocast, device),
-                       device, args.warmup, args.steps)
+    seconds, _ = timed(
+        lambda: floor_step(model, optimizer, micros, total, autocast, device), device, args.warmup, args.steps
+    )
     return Result("floor_bf16" if pure_bf16 else "floor", seconds)
 
 
 def trainer_config(args, lever: dict):
     from meshrl.config.algorithm import TrainerConfig
 
-    base = {"micro_batch_size": args.micro, "precision": args.precision,
-            "optim": {"lr": 1e-6, "max_grad_norm": 1.0}}
+    base = {"micro_batch_size": args.micro, "precision": args.precision, "optim": {"lr": 1e-6, "max_grad_norm": 1.0}}
     optim = {**base["optim"], **lever.get("optim", {})}
     return TrainerConfig(**{**base, **lever, "optim": optim})
 
@@ -223,10 +259,14 @@ def train_step_for(args, device, lever: dict):
     from meshrl.services.learner.train.step import TrainStep
 
     trainer = trainer_config(args, lever)
-    policy = build_policy(build_model(args.shape, device), trainer, total_steps=1000,
-                          dist=DistContext(device=device), bf16=args.precision == "bf16")
-    algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.0,
-                           entropy_coeff=0.0)
+    policy = build_policy(
+        build_model(args.shape, device),
+        trainer,
+        total_steps=1000,
+        dist=DistContext(device=device),
+        bf16=args.precision == "bf16",
+    )
+    algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.0, entropy_coeff=0.0)
     return TrainStep(policy, algo, trainer, dist=DistContext(device=device), max_staleness=0)
 
 
@@ -237,7 +277,7 @@ def run_lever(args, device, batch, name: str) -> Result:
         step = train_step_for(args, device, LEVERS[name])
     except ValueError as err:  # a lever that cannot run here says why (liger on CPU, ...)
         return Result(name, skipped=str(err))
-    counter = iter(range(10 ** 6))
+    counter = iter(range(10**6))
     seconds, split = timed(lambda: step(batch, next(counter)), device, args.warmup, args.steps)
     return Result(name, seconds, split=split)
 
@@ -325,10 +365,15 @@ def push_step_times(args, device, batch) -> dict[str, float]:
     out = {}
     for mode in ("none", "foreground", "background"):
         transport = ShmTransport("bench", root=args.shm)
-        publisher = WeightsPublisher(SimpleNamespace(state=MemoryKV()), transport, "bench",
-                                     tied_embeddings=True, dtype=torch.bfloat16,
-                                     background=mode == "background")
-        versions = iter(range(1, 10 ** 6))
+        publisher = WeightsPublisher(
+            SimpleNamespace(state=MemoryKV()),
+            transport,
+            "bench",
+            tied_embeddings=True,
+            dtype=torch.bfloat16,
+            background=mode == "background",
+        )
+        versions = iter(range(1, 10**6))
 
         async def one_step(mode=mode, publisher=publisher, versions=versions):  # this iteration's
             step(batch, 0)
@@ -353,8 +398,7 @@ def report(results: list[Result], flops: float, peak: float | None) -> list[dict
     floor = next((r.seconds for r in results if r.variant == "floor" and r.seconds), None)
     rows = []
     for r in results:
-        row = {"variant": r.variant, "seconds": r.seconds, "peak_gb": r.peak_gb, "split": r.split,
-               "skipped": r.skipped}
+        row = {"variant": r.variant, "seconds": r.seconds, "peak_gb": r.peak_gb, "split": r.split, "skipped": r.skipped}
         if r.seconds:
             row["vs_floor"] = r.seconds / floor if floor else None
             row["mfu"] = flops / r.seconds / peak if peak else None
@@ -386,8 +430,12 @@ def parse(argv=None):
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--push-steps", type=int, default=None,
-                        help="also time steps with no / foreground / background push (--tiny: 1)")
+    parser.add_argument(
+        "--push-steps",
+        type=int,
+        default=None,
+        help="also time steps with no / foreground / background push (--tiny: 1)",
+    )
     parser.add_argument("--no-export", dest="export", action="store_false")
     parser.add_argument("--peak-tflops", type=float, default=None)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -411,14 +459,15 @@ def main(argv=None) -> dict:
     batch = build_batch(args.batch, SHAPES[args.shape]["vocab_size"])
     flops, peak = useful_flops(args.shape, batch), peak_flops(device, args.peak_tflops)
     tokens = int(batch.prompt_mask.sum() + batch.response_mask.sum())
-    print(f"{args.shape} on {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
-          f"{args.batch} batch: {batch.batch_size} rows, {tokens:,} real tokens "
-          f"({int(batch.response_mask.sum()):,} response), micro-batch {args.micro}, {args.precision}; "
-          f"{flops / 1e9:,.3g} GFLOP useful per step; device peak "
-          f"{f'{peak / 1e12:.0f} TFLOP/s' if peak else 'n/a (--peak-tflops)'}")
+    print(
+        f"{args.shape} on {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
+        f"{args.batch} batch: {batch.batch_size} rows, {tokens:,} real tokens "
+        f"({int(batch.response_mask.sum()):,} response), micro-batch {args.micro}, {args.precision}; "
+        f"{flops / 1e9:,.3g} GFLOP useful per step; device peak "
+        f"{f'{peak / 1e12:.0f} TFLOP/s' if peak else 'n/a (--peak-tflops)'}"
+    )
     results = [run_variant(args, device, batch, name) for name in args.variants.split(",")]
-    out = {"args": vars(args), "tokens": tokens, "useful_tflop": flops / 1e12,
-           "variants": report(results, flops, peak)}
+    out = {"args": vars(args), "tokens": tokens, "useful_tflop": flops / 1e12, "variants": report(results, flops, peak)}
     if args.export:
         try:
             out["export"] = export_times(args, device)

@@ -19,6 +19,7 @@ Each figure is the median over `--rounds` rounds, the three modes interleaved in
 (a shared host's load moves between rounds, not between modes).
 Simplified: one client at a time; the first 20 warm calls are not counted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,10 @@ from meshrl.transport.rpc.mesh_tls import CLIENT_AUTH_ENV, caller_env
 from meshrl.transport.rpc.server import registration, start_server, stop_server
 
 MODES = ("off", "on", "mutual")
-ITEMS = [reward_pb2.ScoreItem(id=f"i{i}", response=f"answer {i % 10}", ground_truth_json=f'"answer {i % 7}"')
-         for i in range(64)]
+ITEMS = [
+    reward_pb2.ScoreItem(id=f"i{i}", response=f"answer {i % 10}", ground_truth_json=f'"answer {i % 7}"')
+    for i in range(64)
+]
 
 
 def server_env(secrets: Path, kind: str, mode: str) -> dict[str, str]:
@@ -69,10 +72,16 @@ def environ(values: dict[str, str]):
 
 async def start_learner_control(secrets: Path, mode: str):
     with environ(server_env(secrets, "learner", mode)):
-        return await start_server([registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
-                                                LearnerControl(LearnerState(run_id="bench", total_steps=1)),
-                                                learner_pb2.DESCRIPTOR.services_by_name["LearnerControlService"])],
-                                  host="127.0.0.1")
+        return await start_server(
+            [
+                registration(
+                    learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                    LearnerControl(LearnerState(run_id="bench", total_steps=1)),
+                    learner_pb2.DESCRIPTOR.services_by_name["LearnerControlService"],
+                )
+            ],
+            host="127.0.0.1",
+        )
 
 
 async def server_start_ms(secrets: Path, mode: str, repeats: int = 20) -> float:
@@ -92,7 +101,8 @@ async def first_call_ms(address: str, secrets: Path, mode: str, channels: int) -
             start = time.perf_counter()
             async with open_channel(address, retries=False) as channel:
                 await learner_pb2_grpc.LearnerControlServiceStub(channel).GetStatus(
-                    learner_pb2.GetStatusRequest(), timeout=10)
+                    learner_pb2.GetStatusRequest(), timeout=10
+                )
             times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 
@@ -111,7 +121,8 @@ async def warm_calls_us(address: str, secrets: Path, mode: str, kind: str, calls
 
 def score(channel):
     return reward_pb2_grpc.RewardServiceStub(channel).Score(
-        reward_pb2.ScoreRequest(component="exact", items=ITEMS), timeout=10)
+        reward_pb2.ScoreRequest(component="exact", items=ITEMS), timeout=10
+    )
 
 
 def status(channel):
@@ -124,12 +135,16 @@ async def measure_mode(secrets: Path, mode: str, args) -> dict[str, float]:
     with environ(server_env(secrets, "reward", mode)):
         reward, reward_port = await start_reward_server(scorer, host="127.0.0.1")
     try:
-        row = {"server start ms": await server_start_ms(secrets, mode),
-               "first call ms": await first_call_ms(f"127.0.0.1:{learner_port}", secrets, mode, args.channels)}
+        row = {
+            "server start ms": await server_start_ms(secrets, mode),
+            "first call ms": await first_call_ms(f"127.0.0.1:{learner_port}", secrets, mode, args.channels),
+        }
         row["Score(64) µs median"], row["Score(64) µs mean"] = await warm_calls_us(
-            f"127.0.0.1:{reward_port}", secrets, mode, "learner", args.calls, score)
+            f"127.0.0.1:{reward_port}", secrets, mode, "learner", args.calls, score
+        )
         row["GetStatus µs median"], row["GetStatus µs mean"] = await warm_calls_us(
-            f"127.0.0.1:{learner_port}", secrets, mode, "admin", args.calls, status)
+            f"127.0.0.1:{learner_port}", secrets, mode, "admin", args.calls, status
+        )
         return row
     finally:
         await stop_server(learner, 0)

@@ -12,6 +12,7 @@ Printed, for the Python code of meshrl/, services/ and gateway/ (imported as mes
 Imports against the floors and lint findings come from their own tools (import-linter via
 scripts/lint_imports.py, ruff), so they are not repeated here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,9 @@ def imported(module: str, path: Path, modules: dict) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             names.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
     found = set()
     for name in names:
@@ -95,8 +98,10 @@ def report(repo: Path) -> None:
     total = sum(lines.values())
     print(f"biggest folder: {name}, {most} of {total} lines ({100 * most / total:.1f} %)")
     small = [p for p, n in lines.items() if n <= 40]
-    print(f"files of 40 lines or fewer: {len(small)} of {len(lines)} "
-          f"({len([p for p in small if p.name != '__init__.py'])} not counting __init__.py)")
+    print(
+        f"files of 40 lines or fewer: {len(small)} of {len(lines)} "
+        f"({len([p for p in small if p.name != '__init__.py'])} not counting __init__.py)"
+    )
     print(f"README lines: {len((repo / 'README.md').read_text().splitlines())}")
     lazy = sum(p.read_text().count("# lazy") for p in lines)
     print(f"'# lazy' import comments: {lazy}")

@@ -18,6 +18,7 @@ prints each run, the median of each side and the ratio of the medians.
     sudo .venv/bin/python benchmarks/image_steps.py --steps 30 --rounds 3   # builds the images if needed
     sudo .venv/bin/python benchmarks/image_steps.py --steps 30 --only venv
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,16 +65,16 @@ def venv_run(root: Path, model: Path, train: Path, steps: int, images: dict[str,
     cfg["learner"].pop("grpc_port")
     config = root / "venv.yaml"
     config.write_text(yaml.safe_dump(cfg))
-    subprocess.run([str(ROOT / ".venv" / "bin" / "meshrl"), "train", str(config)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "meshrl"), "train", str(config)], check=True, stdout=subprocess.DEVNULL
+    )
     return root / "run" / "metrics.jsonl"
 
 
 def launcher_threads(kind: str) -> dict[str, str]:
     """What meshrl's launcher gives `kind` on this host (reward keeps the mesh test's one thread)."""
     plan = plan_cores(usable_cores())
-    return {"rollout": plan.rollout_env(), "learner": plan.trainer_env(),
-            "reference": plan.trainer_env()}.get(kind, {})
+    return {"rollout": plan.rollout_env(), "learner": plan.trainer_env(), "reference": plan.trainer_env()}.get(kind, {})
 
 
 def image_run(root: Path, model: Path, train: Path, steps: int, images: dict[str, str]) -> Path:
@@ -95,8 +96,13 @@ def measure(side: str, root: Path, model: Path, train: Path, steps: int, images:
     load, start = os.getloadavg()[0], time.monotonic()
     metrics = {"venv": venv_run, "image": image_run}[side](root, model, train, steps, images)
     count, rate = steps_per_minute(metrics)
-    return {"side": side, "steps": count, "rate": rate, "wall": time.monotonic() - start,
-            "load": (load, os.getloadavg()[0])}
+    return {
+        "side": side,
+        "steps": count,
+        "rate": rate,
+        "wall": time.monotonic() - start,
+        "load": (load, os.getloadavg()[0]),
+    }
 
 
 def report(runs: list[dict]) -> None:
@@ -105,8 +111,10 @@ def report(runs: list[dict]) -> None:
         rates = [r["rate"] for r in runs if r["side"] == side]
         if rates:
             medians[side] = statistics.median(rates)
-            print(f"{side:6s} median {medians[side]:.2f} steps/min over {len(rates)} runs "
-                  f"(range {min(rates):.2f}-{max(rates):.2f})")
+            print(
+                f"{side:6s} median {medians[side]:.2f} steps/min over {len(rates)} runs "
+                f"(range {min(rates):.2f}-{max(rates):.2f})"
+            )
     if len(medians) == 2:
         print(f"image / venv = {medians['image'] / medians['venv']:.2f} (ratio of the medians)")
 
@@ -129,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
             for side in sides:
                 run = measure(side, root / f"{side}-{n}", model, train, args.steps, images)
                 runs.append(run)
-                print(f"{side:6s} round {n}: {run['steps']} steps, {run['rate']:.2f} steps/min after the first, "
-                      f"{run['wall']:.0f} s start to finish, load {run['load'][0]:.1f} -> {run['load'][1]:.1f}",
-                      flush=True)
+                print(
+                    f"{side:6s} round {n}: {run['steps']} steps, {run['rate']:.2f} steps/min after the first, "
+                    f"{run['wall']:.0f} s start to finish, load {run['load'][0]:.1f} -> {run['load'][1]:.1f}",
+                    flush=True,
+                )
     report(runs)
     return 0
 

@@ -21,6 +21,7 @@ CPU only.
 
 Run:  .venv/bin/python -m benchmarks.learner_ranks [--steps 3] [--configs 1x2,1x1,2x1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,17 +43,23 @@ from meshrl.addresses import free_port
 
 
 def config(world: int, run_dir: str):
-    return load_config(base={
-        "run": {"dir": run_dir}, "model": {"path": "unused"}, "data": {"train": "unused"},
-        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-        "rollout": {"sampling": {"group_size": 4, "max_tokens": 32}},
-        "learner": {"ranks": world, "prompts_per_step": 4},
-        "trainer": {"micro_batch_size": 8, "precision": "fp32", "optim": {"lr": 1e-6}}})
+    return load_config(
+        base={
+            "run": {"dir": run_dir},
+            "model": {"path": "unused"},
+            "data": {"train": "unused"},
+            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+            "rollout": {"sampling": {"group_size": 4, "max_tokens": 32}},
+            "learner": {"ranks": world, "prompts_per_step": 4},
+            "trainer": {"micro_batch_size": 8, "precision": "fp32", "optim": {"lr": 1e-6}},
+        }
+    )
 
 
 def run(rank: int, world: int, threads: int, port: int, steps: int, out_dir: str) -> None:
-    os.environ.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
     torch.set_num_threads(threads)
     cfg = config(world, out_dir)
     ctx = ranks.join(world)
@@ -78,8 +85,12 @@ def timed_steps(parts, steps: int) -> dict:
         parts.export_weights()
         export_s.append(time.perf_counter() - t1)
         step_s.append(t1 - t0)
-    return {"step_s": statistics.median(step_s), "export_s": statistics.median(export_s),
-            "cpu_s": (time.process_time() - cpu) / steps, "all_steps": step_s}
+    return {
+        "step_s": statistics.median(step_s),
+        "export_s": statistics.median(export_s),
+        "cpu_s": (time.process_time() - cpu) / steps,
+        "all_steps": step_s,
+    }
 
 
 def measure(world: int, threads: int, steps: int) -> dict:
@@ -94,15 +105,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--configs", default=f"1x{cpus},1x1,2x{max(1, cpus // 2)}", help="RANKSxTHREADS,...")
     args = parser.parse_args()
-    print(f"SmolLM2-135M shape, fp32, GRPO 4x4 rows x (44 + 8..32) tokens, median of {args.steps} "
-          f"steps after 1 warm-up, torch {torch.__version__}, {cpus} CPUs")
+    print(
+        f"SmolLM2-135M shape, fp32, GRPO 4x4 rows x (44 + 8..32) tokens, median of {args.steps} "
+        f"steps after 1 warm-up, torch {torch.__version__}, {cpus} CPUs"
+    )
     results = {}
     for name in args.configs.split(","):
         world, threads = map(int, name.split("x"))
         r = results[name] = measure(world, threads, args.steps)
-        print(f"{world} rank(s) x {threads} thread(s): step {r['step_s']:.2f} s wall (all "
-              f"{', '.join(f'{s:.2f}' for s in r['all_steps'])}), {r['cpu_s']:.1f} CPU-s on rank 0, "
-              f"export {r['export_s']:.3f} s | load avg {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"{world} rank(s) x {threads} thread(s): step {r['step_s']:.2f} s wall (all "
+            f"{', '.join(f'{s:.2f}' for s in r['all_steps'])}), {r['cpu_s']:.1f} CPU-s on rank 0, "
+            f"export {r['export_s']:.3f} s | load avg {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     two = [n for n in results if n.startswith("2x")]
     for name in (n for n in results if two and n.startswith("1x")):
         print(f"{two[0]} / {name}: step x{results[two[0]]['step_s'] / results[name]['step_s']:.2f}")

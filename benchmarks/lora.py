@@ -9,6 +9,7 @@ q/k/v/o, the median of `--steps` after one warm-up.
 
 Run:  .venv/bin/python -m benchmarks.lora [--steps 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,15 +25,31 @@ from safetensors.torch import save_file
 from benchmarks.plan_memory import synthetic_batch
 
 SHAPES = {
-    "tiny": dict(vocab_size=128, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, head_dim=32, tie_word_embeddings=True),
-    "smollm2-135m": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                         num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True),
+    "tiny": dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        tie_word_embeddings=True,
+    ),
+    "smollm2-135m": dict(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        tie_word_embeddings=True,
+    ),
 }
 
 
 def model_of(shape: dict):
     from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(0)
     return LlamaForCausalLM(LlamaConfig(**shape, pad_token_id=0))
 
@@ -53,6 +70,7 @@ def step_seconds(model, cfg, steps: int) -> float:
     from meshrl.services.learner.build import plain_train_step
     from meshrl.services.learner.train.fsdp import DistContext
     from meshrl.services.learner.train.policy import build_policy
+
     policy = build_policy(model, cfg.trainer, total_steps=100)
     step = plain_train_step(cfg, policy, None, DistContext())
     batch = synthetic_batch(8, 32, 32, model.config.vocab_size)
@@ -69,20 +87,34 @@ def measure(name: str, steps: int) -> dict:
     from meshrl.config import load_config
     from meshrl.config.lora import LoraSettings
     from meshrl.services.learner.lora import adapter_state_dict, apply_lora, merged_state_dict
-    cfg = load_config(base={"model": {"path": "unused"}, "data": {"train": "unused"},
-                            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-                            "trainer": {"micro_batch_size": 8, "precision": "fp32"}})
+
+    cfg = load_config(
+        base={
+            "model": {"path": "unused"},
+            "data": {"train": "unused"},
+            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+            "trainer": {"micro_batch_size": 8, "precision": "fp32"},
+        }
+    )
     full_bytes, full_s = timed_write(model_of(SHAPES[name]).state_dict())
-    lora = apply_lora(model_of(SHAPES[name]), LoraSettings(rank=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    lora = apply_lora(
+        model_of(SHAPES[name]), LoraSettings(rank=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    )
     adapter_bytes, adapter_s = timed_write(adapter_state_dict(lora))
     t0 = time.perf_counter()
     merged = merged_state_dict(lora)
     merge_s = time.perf_counter() - t0
-    return {"model": name, "full_push_bytes": full_bytes, "full_push_write_s": round(full_s, 4),
-            "adapter_push_bytes": adapter_bytes, "adapter_push_write_s": round(adapter_s, 4),
-            "merge_s": round(merge_s, 4), "merged_tensors": len(merged),
-            "step_full_s": round(step_seconds(model_of(SHAPES[name]), cfg, steps), 3),
-            "step_lora_s": round(step_seconds(lora, cfg, steps), 3)}
+    return {
+        "model": name,
+        "full_push_bytes": full_bytes,
+        "full_push_write_s": round(full_s, 4),
+        "adapter_push_bytes": adapter_bytes,
+        "adapter_push_write_s": round(adapter_s, 4),
+        "merge_s": round(merge_s, 4),
+        "merged_tensors": len(merged),
+        "step_full_s": round(step_seconds(model_of(SHAPES[name]), cfg, steps), 3),
+        "step_lora_s": round(step_seconds(lora, cfg, steps), 3),
+    }
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ Per model (the tiny test model, and SmolLM2-135M-Instruct when it is in ~/.cache
 
 Run:  .venv/bin/python -m benchmarks.lora_push [--engine] [--pushes 3] [--models tiny,smollm2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ def lora_model(model_dir: Path):
 
     from meshrl.config.lora import LoraSettings
     from meshrl.services.learner.lora import apply_lora
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32),
-                       LoraSettings(rank=RANK, alpha=2 * RANK, target_modules=TARGETS))
+
+    model = apply_lora(
+        AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32),
+        LoraSettings(rank=RANK, alpha=2 * RANK, target_modules=TARGETS),
+    )
     torch.manual_seed(0)
     for name, p in model.named_parameters():
         if "lora_B" in name:
@@ -47,28 +51,43 @@ def exporters(model):
     """name → (state dict function, publisher kwargs): what the learner pushes either way."""
     from meshrl.services.learner.build import checkpoint_format
     from meshrl.services.learner.lora import adapter_config_json, adapter_state_dict, merged_state_dict
+
     tied = bool(model.config.tie_word_embeddings)
-    return {"merged": (lambda: checkpoint_format(model.get_base_model(), merged_state_dict(model)),
-                       {"tied_embeddings": tied}),
-            "adapter": (lambda: adapter_state_dict(model), {"adapter_config": adapter_config_json(model)})}
+    return {
+        "merged": (
+            lambda: checkpoint_format(model.get_base_model(), merged_state_dict(model)),
+            {"tied_embeddings": tied},
+        ),
+        "adapter": (lambda: adapter_state_dict(model), {"adapter_config": adapter_config_json(model)}),
+    }
 
 
 async def push_once(export, publisher, version: int):
     """(notice, seconds) of one push as the learner does it, the KV announce aside."""
     from meshrl.transport.weights import weights_notice
+
     t0 = time.perf_counter()
     staged = publisher.stage(export())
     path = publisher.transport.staging_path(version)
     digest, size = publisher.write_staged(staged, path)
     location = await publisher.transport.put(version, path)
     seconds = time.perf_counter() - t0
-    return weights_notice(run_id="bench", version=version, transport="shm", location=location, size_bytes=size,
-                          step=version, blake3=digest, format=publisher.format), seconds
+    return weights_notice(
+        run_id="bench",
+        version=version,
+        transport="shm",
+        location=location,
+        size_bytes=size,
+        step=version,
+        blake3=digest,
+        format=publisher.format,
+    ), seconds
 
 
 async def learner_side(model, pushes: int) -> dict:
     from meshrl.services.learner.weights import WeightsPublisher
     from meshrl.transport.weights.send import ShmTransport
+
     figures, notices = {}, {}
     for kind, (export, kwargs) in exporters(model).items():
         transport = ShmTransport(f"bench-{kind}")
@@ -85,10 +104,16 @@ async def learner_side(model, pushes: int) -> dict:
 
 async def tokens_per_s(engine) -> float:
     from meshrl.api.common.v1 import common_pb2 as pb
-    tasks = [pb.PromptTask(run_id="bench", group_id=f"g{i}", prompt_token_ids=torch.arange(10 + i, 26 + i,
-                           dtype=torch.int32).numpy().tobytes(),
-                           sampling=pb.SamplingParams(n=4, temperature=1.0, top_p=1.0, max_tokens=32, seed=i + 1))
-             for i in range(8)]
+
+    tasks = [
+        pb.PromptTask(
+            run_id="bench",
+            group_id=f"g{i}",
+            prompt_token_ids=torch.arange(10 + i, 26 + i, dtype=torch.int32).numpy().tobytes(),
+            sampling=pb.SamplingParams(n=4, temperature=1.0, top_p=1.0, max_tokens=32, seed=i + 1),
+        )
+        for i in range(8)
+    ]
     await engine.generate_group(tasks[0])  # warm-up
     t0 = time.perf_counter()
     groups = await asyncio.gather(*(engine.generate_group(t) for t in tasks))
@@ -99,10 +124,17 @@ async def tokens_per_s(engine) -> float:
 async def rollout_side(model_dir: Path, kind: str, notices: dict, pushes: int) -> dict:
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
     from meshrl.transport.weights.update import WeightsUpdater
+
     notice, transport, publisher = notices[kind]
-    engine = await RolloutEngine.start(EngineConfig(model=str(model_dir), max_model_len=256, kv_cache_gb=0.5,
-                                                    replica_id=f"bench-{kind}",
-                                                    max_lora_rank=RANK if kind == "adapter" else 0))
+    engine = await RolloutEngine.start(
+        EngineConfig(
+            model=str(model_dir),
+            max_model_len=256,
+            kv_cache_gb=0.5,
+            replica_id=f"bench-{kind}",
+            max_lora_rank=RANK if kind == "adapter" else 0,
+        )
+    )
     try:
         with tempfile.TemporaryDirectory(dir="/dev/shm") as cache:
             updater = WeightsUpdater(engine, run_id="bench", replica_id=f"bench-{kind}", cache_dir=cache)
@@ -114,8 +146,10 @@ async def rollout_side(model_dir: Path, kind: str, notices: dict, pushes: int) -
                 report = await updater.apply(fresh)
                 assert report.ok, report.error
                 times.append(report.load_s)
-            figures = {f"{kind}_load_s": round(statistics.median(times), 4),
-                       f"{kind}_tokens_per_s": await tokens_per_s(engine)}
+            figures = {
+                f"{kind}_load_s": round(statistics.median(times), 4),
+                f"{kind}_tokens_per_s": await tokens_per_s(engine),
+            }
             updater.close()
     finally:
         engine.shutdown()
@@ -134,6 +168,7 @@ async def measure(name: str, model_dir: Path, pushes: int, engine: bool) -> dict
 
 def model_dirs(names: list[str], tmp: Path) -> dict[str, Path]:
     from meshrl.inputs.models.tiny import build_tiny_model_dir
+
     dirs = {}
     if "tiny" in names:
         dirs["tiny"] = build_tiny_model_dir(tmp / "tiny")

@@ -10,6 +10,7 @@ learner) every second until that process exits, then prints the peak, split by s
 Simplifications: sampled, so a spike shorter than a second can be missed; see
 benchmarks/process_memory.py for what PSS and RSS sums count.
 """
+
 from __future__ import annotations
 
 import argparse

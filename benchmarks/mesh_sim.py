@@ -25,6 +25,7 @@ Simplifications: no model, no training, no reference (generated → ready direct
 policy version; every process shares this machine's cores, so groups/min is what this
 machine sustains, not what a cluster would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,15 @@ import nats.js.errors
 import psutil
 
 from benchmarks.mesh_sim_fleet import Fleet
-from benchmarks.mesh_sim_report import (check_ledger, dead_group_ids, group_hops, nats_stats, percentiles,
-                                        saturated, sustained_per_min)
+from benchmarks.mesh_sim_report import (
+    check_ledger,
+    dead_group_ids,
+    group_hops,
+    nats_stats,
+    percentiles,
+    saturated,
+    sustained_per_min,
+)
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.learner.ledger import Ledger, read_ledger
 from meshrl.transport.bus import Bus, EmbeddedNats
@@ -66,11 +74,16 @@ class Sim:
         self.feeding = True
 
     def task(self, draw: int) -> pb.PromptTask:
-        return pb.PromptTask(run_id=self.bus.run_id, group_id=f"g{draw:08d}-{uuid.uuid4().hex[:6]}",
-                             prompt_text="what is six times seven?", prompt_token_ids=PROMPT_TOKENS,
-                             sampling=pb.SamplingParams(n=self.args.group_size, max_tokens=32),
-                             ground_truth="42" if draw % 2 == 0 else "41", dataset_index=draw,
-                             created_unix=time.time())
+        return pb.PromptTask(
+            run_id=self.bus.run_id,
+            group_id=f"g{draw:08d}-{uuid.uuid4().hex[:6]}",
+            prompt_text="what is six times seven?",
+            prompt_token_ids=PROMPT_TOKENS,
+            sampling=pb.SamplingParams(n=self.args.group_size, max_tokens=32),
+            ground_truth="42" if draw % 2 == 0 else "41",
+            dataset_index=draw,
+            created_unix=time.time(),
+        )
 
     async def publish_one(self) -> None:
         task = self.task(self.published)
@@ -128,8 +141,11 @@ async def watch(fleet: Fleet, sim: Sim, nats: EmbeddedNats, monitor_port: int, p
         stats = await asyncio.to_thread(nats_stats, nats._proc.pid, monitor_port)
         for key in ("rss_mib", "js_memory_mib", "js_storage_mib"):
             peak[key] = max(peak.get(key, 0.0), stats[key])
-        print(f"  t+{time.monotonic() - START:6.1f}s  published {sim.published}  gathered {sim.gathered}  "
-              f"nats rss {stats['rss_mib']:.0f} MiB  storage {stats['js_storage_mib']:.1f} MiB", flush=True)
+        print(
+            f"  t+{time.monotonic() - START:6.1f}s  published {sim.published}  gathered {sim.gathered}  "
+            f"nats rss {stats['rss_mib']:.0f} MiB  storage {stats['js_storage_mib']:.1f} MiB",
+            flush=True,
+        )
 
 
 async def drain(sim: Sim, dead, limit_s: float) -> float:
@@ -159,8 +175,10 @@ async def wait_ready(bus: Bus, args, fleet: Fleet, limit_s: float = 120.0) -> fl
     while time.monotonic() - t0 < limit_s:
         if fleet.dead_early():
             raise RuntimeError(f"replicas {fleet.dead_early()} exited at start-up: see their logs in {fleet.log_dir}")
-        if (await waiting_pulls(bus.js, bus.run_id, "prompts", "rollout") >= args.rollouts
-                and await waiting_pulls(bus.js, bus.run_id, "generated", "reward") >= args.rewards):
+        if (
+            await waiting_pulls(bus.js, bus.run_id, "prompts", "rollout") >= args.rollouts
+            and await waiting_pulls(bus.js, bus.run_id, "generated", "reward") >= args.rewards
+        ):
             return time.monotonic() - t0
         await asyncio.sleep(0.5)
     raise RuntimeError(f"the replicas did not all start consuming within {limit_s:.0f} s: see {fleet.log_dir}")
@@ -180,8 +198,9 @@ async def simulate(args) -> dict:
         fleet = Fleet(nats.url, run_id, args, out)
         fleet.start_all(args.rollouts, args.rewards)
         startup_s = await wait_ready(bus, args, fleet)
-        print(f"  {args.rollouts} rollout + {args.rewards} reward replicas consuming after {startup_s:.1f} s",
-              flush=True)
+        print(
+            f"  {args.rollouts} rollout + {args.rewards} reward replicas consuming after {startup_s:.1f} s", flush=True
+        )
         ledger = Ledger(out / "groups.jsonl")
         report = await _run(args, bus, nats, fleet, ledger, monitor_port)
         ledger.close()
@@ -199,8 +218,10 @@ async def _run(args, bus, nats, fleet, ledger, monitor_port) -> dict:
     global START
     sim, peak, seconds = Sim(bus, ledger, args), {}, args.minutes * 60
     START = time.monotonic()
-    tasks = [asyncio.create_task(c) for c in (sim.gather(), kill_loop(fleet, args.kill_every),
-                                               watch(fleet, sim, nats, monitor_port, peak))]
+    tasks = [
+        asyncio.create_task(c)
+        for c in (sim.gather(), kill_loop(fleet, args.kill_every), watch(fleet, sim, nats, monitor_port, peak))
+    ]
     await sim.feed(seconds)
     fed_s = time.monotonic() - START
     published_while_fed = sim.published
@@ -211,15 +232,24 @@ async def _run(args, bus, nats, fleet, ledger, monitor_port) -> dict:
     await asyncio.gather(*tasks, return_exceptions=True)
     fleet.sample()
     final = nats_stats(nats._proc.pid, monitor_port)
-    return {"fed_s": fed_s, "drain_s": drain_s, "published": sim.published, "gathered": sim.gathered,
-            "redelivered_to_gather": sim.redelivered,
-            "sustained_per_min": sustained_per_min(sim.gather_times, START + args.warmup_s, START + fed_s),
-            "fed_per_min": published_while_fed / fed_s * 60, "target_per_min": args.rate,
-            "saturated": saturated(sim.held_back, sim.ticks), "held_back_share": sim.held_back / max(sim.ticks, 1),
-            "warmup_s": args.warmup_s,
-            "latency": percentiles(sim.hops), "cpu_s": {**fleet.cpu_by_kind(), "nats-server": final["cpu_s"],
-                                                        "learner-side (feeder+gather)": _own_cpu()},
-            "nats": {**final, "peak": peak}, "killed": fleet.killed, "crashed": fleet.dead_early()}
+    return {
+        "fed_s": fed_s,
+        "drain_s": drain_s,
+        "published": sim.published,
+        "gathered": sim.gathered,
+        "redelivered_to_gather": sim.redelivered,
+        "sustained_per_min": sustained_per_min(sim.gather_times, START + args.warmup_s, START + fed_s),
+        "fed_per_min": published_while_fed / fed_s * 60,
+        "target_per_min": args.rate,
+        "saturated": saturated(sim.held_back, sim.ticks),
+        "held_back_share": sim.held_back / max(sim.ticks, 1),
+        "warmup_s": args.warmup_s,
+        "latency": percentiles(sim.hops),
+        "cpu_s": {**fleet.cpu_by_kind(), "nats-server": final["cpu_s"], "learner-side (feeder+gather)": _own_cpu()},
+        "nats": {**final, "peak": peak},
+        "killed": fleet.killed,
+        "crashed": fleet.dead_early(),
+    }
 
 
 def _own_cpu() -> float:
@@ -228,22 +258,28 @@ def _own_cpu() -> float:
 
 
 def print_report(r: dict) -> None:
-    verdict = (f"fed above capacity (the in-flight bound held the feed back on "
-               f"{r['held_back_share']:.0%} of the ticks): this is the capacity measured"
-               if r["saturated"] else
-               f"NOT a capacity: fed below it (held back on only {r['held_back_share']:.0%} of the "
-               f"ticks), the mesh kept up with the feed; rerun with a higher --rate (or --rate max)")
-    print(f"\nsustained: {r['sustained_per_min']:.0f} groups/min gathered after the {r['warmup_s']:.0f} s "
-          f"warm-up, fed {r['fed_per_min']:.0f}/min (target {r['target_per_min']:.0f}) over {r['fed_s']:.0f} s; "
-          f"{verdict}")
+    verdict = (
+        f"fed above capacity (the in-flight bound held the feed back on "
+        f"{r['held_back_share']:.0%} of the ticks): this is the capacity measured"
+        if r["saturated"]
+        else f"NOT a capacity: fed below it (held back on only {r['held_back_share']:.0%} of the "
+        f"ticks), the mesh kept up with the feed; rerun with a higher --rate (or --rate max)"
+    )
+    print(
+        f"\nsustained: {r['sustained_per_min']:.0f} groups/min gathered after the {r['warmup_s']:.0f} s "
+        f"warm-up, fed {r['fed_per_min']:.0f}/min (target {r['target_per_min']:.0f}) over {r['fed_s']:.0f} s; "
+        f"{verdict}"
+    )
     print(f"published {r['published']}, gathered {r['gathered']}, drain {r['drain_s']:.1f} s")
     for hop, p in r["latency"].items():
         print(f"  {hop:20s} p50 {p['p50_ms']:9.1f} ms   p99 {p['p99_ms']:9.1f} ms   max {p['max_ms']:9.1f} ms")
     print("CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_s"].items()))
     n = r["nats"]
-    print(f"NATS: rss {n['rss_mib']:.0f} MiB (peak {n['peak'].get('rss_mib', 0):.0f}), JetStream memory "
-          f"{n['js_memory_mib']:.1f} MiB, storage {n['js_storage_mib']:.1f} MiB (peak "
-          f"{n['peak'].get('js_storage_mib', 0):.1f})")
+    print(
+        f"NATS: rss {n['rss_mib']:.0f} MiB (peak {n['peak'].get('rss_mib', 0):.0f}), JetStream memory "
+        f"{n['js_memory_mib']:.1f} MiB, storage {n['js_storage_mib']:.1f} MiB (peak "
+        f"{n['peak'].get('js_storage_mib', 0):.1f})"
+    )
     print(f"killed {len(r['killed'])} replicas; crashed on their own: {r['crashed'] or 'none'}")
     print("ledger: " + json.dumps(r["ledger"]))
 
@@ -253,10 +289,18 @@ def parse_args(argv=None):
     p.add_argument("--minutes", type=float, default=10.0, help="how long the feeder publishes")
     p.add_argument("--rollouts", type=int, default=16)
     p.add_argument("--rewards", type=int, default=4)
-    p.add_argument("--rate", type=rate, default="max",
-                   help="groups per minute to feed; max (default): as fast as the in-flight bound allows")
-    p.add_argument("--warmup-s", type=float, default=None,
-                   help="s excluded from the sustained rate (default: 10 %% of the feed, at most 30 s)")
+    p.add_argument(
+        "--rate",
+        type=rate,
+        default="max",
+        help="groups per minute to feed; max (default): as fast as the in-flight bound allows",
+    )
+    p.add_argument(
+        "--warmup-s",
+        type=float,
+        default=None,
+        help="s excluded from the sustained rate (default: 10 %% of the feed, at most 30 s)",
+    )
     p.add_argument("--kill-every", type=float, default=30.0, help="s between SIGKILLs of a random replica; 0 = none")
     p.add_argument("--gen-ms", type=float, default=50.0, help="FakeEngine time per group")
     p.add_argument("--group-size", type=int, default=4, help="samples per group")

@@ -6,6 +6,7 @@ in-flight messages come back after ack_wait) and starts a replacement under a ne
 CPU seconds per kind are sampled with psutil every `sample()`; a killed process keeps
 its last sample (up to one sample period of its CPU is not counted).
 """
+
 from __future__ import annotations
 
 import random
@@ -31,8 +32,19 @@ class Fleet:
     def start(self, kind: str) -> str:
         replica_id = f"{kind}-{self.started[kind]}"
         self.started[kind] += 1
-        cmd = [sys.executable, "-m", "benchmarks.mesh_sim_replica", kind, self.url, self.run_id, replica_id,
-               "--gen-ms", str(self.args.gen_ms), "--ack-wait", str(self.args.ack_wait)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.mesh_sim_replica",
+            kind,
+            self.url,
+            self.run_id,
+            replica_id,
+            "--gen-ms",
+            str(self.args.gen_ms),
+            "--ack-wait",
+            str(self.args.ack_wait),
+        ]
         log = open(self.log_dir / f"{replica_id}.log", "wb")
         self.logs.append(log)
         self.procs[replica_id] = (kind, subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))

@@ -10,6 +10,7 @@ for vLLM, named so and used only in this benchmark, that returns canned token id
 replica is the real RewardWorker with the real `exact_match` rule (generated → ready; no
 reference in the simulation). Each runs until killed (mesh_sim kills them with SIGKILL).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,19 +43,31 @@ class FakeEngine:
         self.config, self.gen_s, self.version = FakeConfig(replica_id), gen_s, 0
 
     def _sample(self, index: int) -> pb.Sample:
-        return pb.Sample(index=index, response_token_ids=pack_int32(CANNED_TOKENS),
-                         behaviour_logprobs=pack_float32([-0.5] * len(CANNED_TOKENS)),
-                         response_text=CANNED_ANSWER, finish_reason=pb.FINISH_REASON_STOP,
-                         policy_version=self.version)
+        return pb.Sample(
+            index=index,
+            response_token_ids=pack_int32(CANNED_TOKENS),
+            behaviour_logprobs=pack_float32([-0.5] * len(CANNED_TOKENS)),
+            response_text=CANNED_ANSWER,
+            finish_reason=pb.FINISH_REASON_STOP,
+            policy_version=self.version,
+        )
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         start = time.time()
         await asyncio.sleep(self.gen_s)  # the "engine" at its set rate
         samples = [self._sample(i) for i in range(task.sampling.n or 1)]
-        timing = pb.StageTiming(stage="generate", service=self.config.replica_id, start_unix=start,
-                                end_unix=time.time())
-        return pb.Group(run_id=task.run_id, group_id=task.group_id, task=task, samples=samples,
-                        policy_version=self.version, rollout_replica=self.config.replica_id, timings=[timing])
+        timing = pb.StageTiming(
+            stage="generate", service=self.config.replica_id, start_unix=start, end_unix=time.time()
+        )
+        return pb.Group(
+            run_id=task.run_id,
+            group_id=task.group_id,
+            task=task,
+            samples=samples,
+            policy_version=self.version,
+            rollout_replica=self.config.replica_id,
+            timings=[timing],
+        )
 
 
 async def run_rollout(bus: Bus, replica_id: str, args) -> None:
@@ -65,8 +78,16 @@ async def run_rollout(bus: Bus, replica_id: str, args) -> None:
 async def run_reward(bus: Bus, replica_id: str, args) -> None:
     scorer = GroupScorer(build_components([RewardComponentConfig(name="exact", kind="exact_match")]))
     worker = RewardWorker(bus, scorer, reference_enabled=False, replica_id=replica_id)
-    await bus.worker(REWARD_IN, REWARD_DURABLE, worker.handle, batch=args.concurrency,
-                     concurrency=args.concurrency, ack_wait=args.ack_wait, max_deliver=10, backoff=(1.0,))
+    await bus.worker(
+        REWARD_IN,
+        REWARD_DURABLE,
+        worker.handle,
+        batch=args.concurrency,
+        concurrency=args.concurrency,
+        ack_wait=args.ack_wait,
+        max_deliver=10,
+        backoff=(1.0,),
+    )
 
 
 async def main(args) -> None:

@@ -10,6 +10,7 @@
   after the warm-up, and whether the feed was above it (the feeder held back by its
   in-flight bound on most ticks: the mesh, not the feed, set the rate).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,16 @@ def check_ledger(events: list[dict], dead_ids: set[str]) -> dict:
     trained = Counter(e["group_id"] for e in events if e["event"] == "trained")
     lost = published - set(trained) - dead_ids
     twice = sorted(gid for gid, n in trained.items() if n > 1)
-    return {"published": len(published), "trained": len(trained), "dead_lettered": len(dead_ids & published),
-            "lost": len(lost), "twice": len(twice), "ok": not lost and not twice,
-            "lost_ids": sorted(lost)[:10], "twice_ids": twice[:10]}
+    return {
+        "published": len(published),
+        "trained": len(trained),
+        "dead_lettered": len(dead_ids & published),
+        "lost": len(lost),
+        "twice": len(twice),
+        "ok": not lost and not twice,
+        "lost_ids": sorted(lost)[:10],
+        "twice_ids": twice[:10],
+    }
 
 
 def group_hops(group, received_unix: float) -> dict[str, float]:
@@ -41,17 +49,23 @@ def group_hops(group, received_unix: float) -> dict[str, float]:
         ends.setdefault(timing.stage, timing.end_unix)
     created = group.task.created_unix
     gen, rew = ends.get("generate", created), ends.get("reward", created)
-    return {"prompts->generated": gen - created, "generated->ready": rew - gen,
-            "ready->gathered": received_unix - rew, "end-to-end": received_unix - created}
+    return {
+        "prompts->generated": gen - created,
+        "generated->ready": rew - gen,
+        "ready->gathered": received_unix - rew,
+        "end-to-end": received_unix - created,
+    }
 
 
 def percentiles(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     out = {}
     for hop in HOPS:
         values = np.asarray(samples.get(hop) or [float("nan")])
-        out[hop] = {"p50_ms": float(np.percentile(values, 50) * 1000),
-                    "p99_ms": float(np.percentile(values, 99) * 1000),
-                    "max_ms": float(values.max() * 1000)}  # the max shows the groups a killed replica held
+        out[hop] = {
+            "p50_ms": float(np.percentile(values, 50) * 1000),
+            "p99_ms": float(np.percentile(values, 99) * 1000),
+            "max_ms": float(values.max() * 1000),
+        }  # the max shows the groups a killed replica held
     return out
 
 
@@ -66,9 +80,13 @@ def nats_stats(pid: int, monitor_port: int) -> dict:
         rss = psutil.Process(pid).memory_info().rss
     except psutil.Error:
         rss = 0
-    return {"rss_mib": rss / 2**20, "varz_mem_mib": varz.get("mem", 0) / 2**20,
-            "js_memory_mib": jsz.get("memory", 0) / 2**20, "js_storage_mib": jsz.get("storage", 0) / 2**20,
-            "cpu_s": _cpu_seconds(pid)}
+    return {
+        "rss_mib": rss / 2**20,
+        "varz_mem_mib": varz.get("mem", 0) / 2**20,
+        "js_memory_mib": jsz.get("memory", 0) / 2**20,
+        "js_storage_mib": jsz.get("storage", 0) / 2**20,
+        "cpu_s": _cpu_seconds(pid),
+    }
 
 
 def _cpu_seconds(pid: int) -> float:

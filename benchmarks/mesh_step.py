@@ -16,6 +16,7 @@ reference, learner) every second, then reads the run's metrics.jsonl and prints,
 
 Simplification: memory is sampled each second, so a shorter spike can be missed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,12 @@ import numpy as np
 
 from benchmarks.process_memory import PeakSampler
 
-PARTS = [("generation", "time/generate_busy"), ("reward", "time/reward_busy"),
-         ("reference", "time/reference_busy"), ("training", "time/train")]
+PARTS = [
+    ("generation", "time/generate_busy"),
+    ("reward", "time/reward_busy"),
+    ("reference", "time/reference_busy"),
+    ("training", "time/train"),
+]
 
 
 def run_and_sample(cmd: list[str]) -> tuple[int, PeakSampler]:
@@ -64,8 +69,10 @@ def print_summary(s: dict, memory: PeakSampler | None) -> None:
     for name in ["generation", "reward", "reference", "training", "weight push", "waiting", "step"]:
         share = 100 * s[name] / s["step"] if s["step"] else 0.0
         print(f"  {name:<12} {s[name]:8.2f} s   {share:5.1f} %")
-    print(f"  mesh overhead share (everything but generation/reward/reference/training): "
-          f"{100 * s['mesh overhead share']:.1f} %")
+    print(
+        f"  mesh overhead share (everything but generation/reward/reference/training): "
+        f"{100 * s['mesh overhead share']:.1f} %"
+    )
     print(f"  reward: step 0 {s['reward first→last'][0]}, last step {s['reward first→last'][1]}")
     if memory is not None:
         print(memory.report())
@@ -80,8 +87,7 @@ def main() -> None:
     if args.run_dir:
         return print_summary(summarise(Path(args.run_dir)), None)
     run_dir = Path(f"/tmp/meshrl-bench-{int(time.time())}")
-    cmd = [str(Path(sys.executable).with_name("meshrl")), "train", args.config, *args.overrides,
-           f"run.dir={run_dir}"]
+    cmd = [str(Path(sys.executable).with_name("meshrl")), "train", args.config, *args.overrides, f"run.dir={run_dir}"]
     rc, memory = run_and_sample(cmd)
     if rc != 0:
         sys.exit(f"the run failed (exit {rc}); see {run_dir}/logs")

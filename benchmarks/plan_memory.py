@@ -12,6 +12,7 @@ the measured peak is an upper bound of what the tensors held.
 
 Run:  .venv/bin/python benchmarks/plan_memory.py [--cases small,smollm2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,37 +23,89 @@ import tempfile
 import psutil
 
 CASES = {
-    "small": dict(model=dict(vocab_size=8192, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                             num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True),
-                  rows=8, prompt=64, response=64),
-    "small_ckpt": dict(model=dict(vocab_size=8192, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                                  num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True),
-                       rows=8, prompt=64, response=64, checkpointing=True),
-    "smollm2": dict(model=dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                               num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True),
-                    rows=4, prompt=64, response=64),
+    "small": dict(
+        model=dict(
+            vocab_size=8192,
+            hidden_size=256,
+            intermediate_size=688,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+        ),
+        rows=8,
+        prompt=64,
+        response=64,
+    ),
+    "small_ckpt": dict(
+        model=dict(
+            vocab_size=8192,
+            hidden_size=256,
+            intermediate_size=688,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+        ),
+        rows=8,
+        prompt=64,
+        response=64,
+        checkpointing=True,
+    ),
+    "smollm2": dict(
+        model=dict(
+            vocab_size=49152,
+            hidden_size=576,
+            intermediate_size=1536,
+            num_hidden_layers=30,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            tie_word_embeddings=True,
+        ),
+        rows=4,
+        prompt=64,
+        response=64,
+    ),
 }
 
 
 def run_config(case: dict, model_dir: str):
     from meshrl.config import load_config
-    return load_config(base={
-        "model": {"path": model_dir}, "data": {"train": "unused.jsonl", "max_prompt_tokens": case["prompt"]},
-        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-        "rollout": {"sampling": {"group_size": case["rows"], "max_tokens": case["response"]}},
-        "learner": {"prompts_per_step": 1},
-        "trainer": {"micro_batch_size": case["rows"], "precision": "fp32",
-                    "gradient_checkpointing": case.get("checkpointing", False)}})
+
+    return load_config(
+        base={
+            "model": {"path": model_dir},
+            "data": {"train": "unused.jsonl", "max_prompt_tokens": case["prompt"]},
+            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+            "rollout": {"sampling": {"group_size": case["rows"], "max_tokens": case["response"]}},
+            "learner": {"prompts_per_step": 1},
+            "trainer": {
+                "micro_batch_size": case["rows"],
+                "precision": "fp32",
+                "gradient_checkpointing": case.get("checkpointing", False),
+            },
+        }
+    )
 
 
 def synthetic_batch(rows: int, prompt: int, response: int, vocab: int):
     import torch
     from meshrl.algos.batch import RolloutBatch
+
     g = torch.Generator().manual_seed(0)
-    prompts, responses = torch.randint(1, vocab, (rows, prompt), generator=g), torch.randint(1, vocab, (rows, response), generator=g)
-    return RolloutBatch(prompt_ids=prompts, prompt_mask=torch.ones_like(prompts), response_ids=responses,
-                        response_mask=torch.ones(rows, response), rewards=torch.rand(rows, generator=g),
-                        group_ids=torch.zeros(rows, dtype=torch.long), behaviour_logprobs=-10.0 - torch.rand(rows, response, generator=g))
+    prompts, responses = (
+        torch.randint(1, vocab, (rows, prompt), generator=g),
+        torch.randint(1, vocab, (rows, response), generator=g),
+    )
+    return RolloutBatch(
+        prompt_ids=prompts,
+        prompt_mask=torch.ones_like(prompts),
+        response_ids=responses,
+        response_mask=torch.ones(rows, response),
+        rewards=torch.rand(rows, generator=g),
+        group_ids=torch.zeros(rows, dtype=torch.long),
+        behaviour_logprobs=-10.0 - torch.rand(rows, response, generator=g),
+    )
 
 
 def _measure(case: dict, model_dir: str, out) -> None:
@@ -60,6 +113,7 @@ def _measure(case: dict, model_dir: str, out) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM
     from meshrl.services.learner.train.policy import build_policy
     from meshrl.services.learner.train.step import TrainStep
+
     cfg = run_config(case, model_dir)
     batch = synthetic_batch(case["rows"], case["prompt"], case["response"], case["model"]["vocab_size"])
     before = psutil.Process().memory_info().rss
@@ -87,6 +141,7 @@ def measure_case(case: dict) -> dict:
     from transformers import LlamaConfig
     from meshrl.plan.memory import learner_memory
     from meshrl.plan.shapes import hf_config, model_shape
+
     with tempfile.TemporaryDirectory() as model_dir:
         LlamaConfig(**case["model"], pad_token_id=0).save_pretrained(model_dir)
         estimate = learner_memory(run_config(case, model_dir), model_shape(hf_config(model_dir)))
@@ -103,10 +158,18 @@ def main() -> None:
     parser.add_argument("--cases", default="small,small_ckpt,smollm2")
     for name in parser.parse_args().cases.split(","):
         result = measure_case(CASES[name])
-        mib = {k: round(v / 2 ** 20, 1) for k, v in result["items"].items()}
-        print(json.dumps({"case": name, "estimate_mib": round(result["estimate"] / 2 ** 20, 1),
-                          "measured_peak_mib": round(result["measured"] / 2 ** 20, 1),
-                          "ratio": round(result["measured"] / result["estimate"], 3), "items_mib": mib}))
+        mib = {k: round(v / 2**20, 1) for k, v in result["items"].items()}
+        print(
+            json.dumps(
+                {
+                    "case": name,
+                    "estimate_mib": round(result["estimate"] / 2**20, 1),
+                    "measured_peak_mib": round(result["measured"] / 2**20, 1),
+                    "ratio": round(result["measured"] / result["estimate"], 3),
+                    "items_mib": mib,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ the backward pass is ~30x slower. Run this before turning it on.
 Prints the learner's own step split (TrainStep metrics) for 2 steps and a plain Hugging Face
 forward/backward of the same batch for comparison. Batch: 8 × 64 tokens (see train_step.py).
 """
+
 import sys
 import time
 

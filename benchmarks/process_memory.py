@@ -18,6 +18,7 @@ Each process is labelled by the service it belongs to: the `-m meshrl.services.<
 reward), else `nats` or `launcher`. A sample is taken every `every` seconds; a spike
 shorter than that can be missed.
 """
+
 from __future__ import annotations
 
 import threading
@@ -135,13 +136,17 @@ class PeakSampler:
             time.sleep(self.every)
 
     def report(self) -> str:
-        gib = 2 ** 30
+        gib = 2**30
         p, r = self.peak_pss, self.peak_rss
-        lines = [f"  peak memory of all mesh processes: PSS {p.pss_total / gib:.2f} GiB "
-                 f"({p.pss_total / 1e9:.2f} GB); RSS sum {r.rss_total / gib:.2f} GiB "
-                 f"({r.rss_total / 1e9:.2f} GB, shared pages counted per process)",
-                 "  at the PSS peak, per service (GiB)   [own peak]"]
+        lines = [
+            f"  peak memory of all mesh processes: PSS {p.pss_total / gib:.2f} GiB "
+            f"({p.pss_total / 1e9:.2f} GB); RSS sum {r.rss_total / gib:.2f} GiB "
+            f"({r.rss_total / 1e9:.2f} GB, shared pages counted per process)",
+            "  at the PSS peak, per service (GiB)   [own peak]",
+        ]
         for label in sorted(p.pss, key=p.pss.get, reverse=True):
-            lines.append(f"    {label:<10} PSS {p.pss[label] / gib:6.2f}   RSS {p.rss[label] / gib:6.2f}"
-                         f"   [{self.per_service_peak_pss.get(label, 0) / gib:.2f}]")
+            lines.append(
+                f"    {label:<10} PSS {p.pss[label] / gib:6.2f}   RSS {p.rss[label] / gib:6.2f}"
+                f"   [{self.per_service_peak_pss.get(label, 0) / gib:.2f}]"
+            )
         return "\n".join(lines)

@@ -27,6 +27,7 @@ groups/min moves in steps of two groups.
     .venv/bin/python -m benchmarks.recovery
     .venv/bin/python -m benchmarks.recovery --faults reward,nats-node --skip-throughput
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,10 @@ AFTER_GROUPS = 100
 
 def prepare(root: Path) -> tuple[Path, dict[str, str]]:
     """The tiny model and the arithmetic prompts, as the chaos suite's fixtures make them."""
-    data = {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(128, seed=0))),
-            "eval": str(write_rows(root / "eval.jsonl", arithmetic_rows(16, seed=1)))}
+    data = {
+        "train": str(write_rows(root / "train.jsonl", arithmetic_rows(128, seed=0))),
+        "eval": str(write_rows(root / "eval.jsonl", arithmetic_rows(16, seed=1))),
+    }
     return build_tiny_model_dir(root / "tiny_model"), data
 
 
@@ -82,8 +85,11 @@ def recovery_table(names: list[str], model_dir: Path, data: dict, root: Path) ->
 
 def gathered(run_dir: Path, replica: str | None = None, after: float = 0.0) -> list[float]:
     """When the learner gathered each group (by `replica`) after `after`."""
-    return [e["time"] for e in rows(run_dir / "groups.jsonl")
-            if e["event"] == "trained" and e["time"] > after and replica in (None, e.get("replica"))]
+    return [
+        e["time"]
+        for e in rows(run_dir / "groups.jsonl")
+        if e["event"] == "trained" and e["time"] > after and replica in (None, e.get("replica"))
+    ]
 
 
 def started_after(proc: subprocess.Popen, replica: str, after: float) -> float | None:
@@ -98,8 +104,11 @@ def started_after(proc: subprocess.Popen, replica: str, after: float) -> float |
 
 
 def loaded_at(run_dir: Path, replica: str, after: float) -> float | None:
-    times = [e["time"] for e in rows(run_dir / "groups.jsonl")
-             if e["event"] == "weights_loaded" and e.get("replica") == replica and e["time"] > after]
+    times = [
+        e["time"]
+        for e in rows(run_dir / "groups.jsonl")
+        if e["event"] == "weights_loaded" and e.get("replica") == replica and e["time"] > after
+    ]
     return min(times, default=None)
 
 
@@ -151,21 +160,30 @@ def per_minute(times: list[float], start: float | None, end: float | None) -> st
 def throughput_table(model_dir: Path, data: dict, root: Path) -> list[str]:
     timeline = Timeline()
     fault = Fault("kill -9 rollout-1 (of 2)", "rollout-1", seed=1, step=FAULT_STEP)
-    result = run_scenario(fault, model_dir, data, workdir(root, "throughput"), *THROUGHPUT_CONFIG,
-                          steps=THROUGHPUT_STEPS, during=timeline.during)
+    result = run_scenario(
+        fault,
+        model_dir,
+        data,
+        workdir(root, "throughput"),
+        *THROUGHPUT_CONFIG,
+        steps=THROUGHPUT_STEPS,
+        during=timeline.during,
+    )
     times = gathered(result.run_dir)
     t = timeline
     since = lambda a, b: "-" if a is None or b is None else f"{b - a:.1f}"  # noqa: E731
-    return [f"run: {' '.join(THROUGHPUT_CONFIG)}; {len(result.metrics)} steps, then SIGTERM; "
-            f"exit {result.returncode}; {result.proof.trained} of {result.proof.published} published groups trained",
-            f"groups/min before the kill     : {per_minute(times, times[0], t.fault)}",
-            f"groups/min rollout-1 down      : {per_minute(times, t.fault, t.rejoined)}",
-            f"groups/min after it rejoined   : {per_minute(times, t.rejoined, t.scaled)}",
-            f"rollout-1 restart: process start {since(t.fault, t.restarted)} s after the kill, "
-            f"first group gathered {since(t.restarted, t.rejoined)} s after its start",
-            f"rollout-2 (meshrl scale rollout=3): process start {since(t.scaled, t.new_started)} s after the "
-            f"request; weights loaded {since(t.new_started, t.new_loaded)} s and first group gathered "
-            f"{since(t.new_started, t.new_first)} s after its start"]
+    return [
+        f"run: {' '.join(THROUGHPUT_CONFIG)}; {len(result.metrics)} steps, then SIGTERM; "
+        f"exit {result.returncode}; {result.proof.trained} of {result.proof.published} published groups trained",
+        f"groups/min before the kill     : {per_minute(times, times[0], t.fault)}",
+        f"groups/min rollout-1 down      : {per_minute(times, t.fault, t.rejoined)}",
+        f"groups/min after it rejoined   : {per_minute(times, t.rejoined, t.scaled)}",
+        f"rollout-1 restart: process start {since(t.fault, t.restarted)} s after the kill, "
+        f"first group gathered {since(t.restarted, t.rejoined)} s after its start",
+        f"rollout-2 (meshrl scale rollout=3): process start {since(t.scaled, t.new_started)} s after the "
+        f"request; weights loaded {since(t.new_started, t.new_loaded)} s and first group gathered "
+        f"{since(t.new_started, t.new_first)} s after its start",
+    ]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -185,7 +203,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     names = args.faults
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs", flush=True
+    )
     with tempfile.TemporaryDirectory(prefix="meshrl-recovery-") as tmp:
         root = Path(tmp) if args.keep is None else args.keep
         root.mkdir(parents=True, exist_ok=True)

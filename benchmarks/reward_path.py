@@ -20,6 +20,7 @@ keyword + length score) and measures, from this process:
 Simplification: client and service share the machine's cores, so items/s is a lower bound
 of what a separate service host gives; figures vary with the machine's other load.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,10 @@ def items(n: int, tag: str) -> list[RewardItem]:
 
 
 def component(address: str, **cfg) -> ExternalComponent:
-    return ExternalComponent.from_config(RewardComponentConfig(
-        name="judge", kind="external", address=address, **{"timeout_s": 30.0, **cfg}), run_id="bench")
+    return ExternalComponent.from_config(
+        RewardComponentConfig(name="judge", kind="external", address=address, **{"timeout_s": 30.0, **cfg}),
+        run_id="bench",
+    )
 
 
 async def throughput(address: str, batches: int) -> tuple[float, float]:
@@ -83,6 +86,7 @@ async def throughput(address: str, batches: int) -> tuple[float, float]:
             request = reward_pb2.ScoreRequest(component="judge", items=[to_score_item(i) for i in items(1000, f"s{b}")])
             async with limit:
                 await stub.Score(request, timeout=30.0)
+
         t0 = time.perf_counter()
         await asyncio.gather(*(one(b) for b in range(batches)))
         bare = batches * 1000 / (time.perf_counter() - t0)
@@ -91,8 +95,9 @@ async def throughput(address: str, batches: int) -> tuple[float, float]:
 
 def group(i: int) -> common_pb2.Group:
     task = common_pb2.PromptTask(group_id=f"g{i}", prompt_text="What is 3+4?", ground_truth="7")
-    return common_pb2.Group(group_id=f"g{i}", task=task,
-                            samples=[common_pb2.Sample(index=k, response_text=RESPONSE) for k in range(8)])
+    return common_pb2.Group(
+        group_id=f"g{i}", task=task, samples=[common_pb2.Sample(index=k, response_text=RESPONSE) for k in range(8)]
+    )
 
 
 async def group_latency(address: str, groups: int) -> tuple[list[float], list[float]]:
@@ -122,7 +127,9 @@ async def first_ok(score, stop_at: float) -> float | None:
     return None
 
 
-async def recovery(port: int, proc: subprocess.Popen, outage_s: float) -> tuple[subprocess.Popen, float | None, float | None]:
+async def recovery(
+    port: int, proc: subprocess.Popen, outage_s: float
+) -> tuple[subprocess.Popen, float | None, float | None]:
     """Seconds from the service's return to the first OK score: (ExternalComponent, plain stub)."""
     address = f"127.0.0.1:{port}"
     comp = component(address, timeout_s=2.0)
@@ -139,6 +146,7 @@ async def recovery(port: int, proc: subprocess.Popen, outage_s: float) -> tuple[
             return True
         except Exception:  # noqa: BLE001 - any failure means "not yet"
             return False
+
     assert await via_component() and await via_plain()
     proc.kill()
     proc.wait()
@@ -167,16 +175,22 @@ async def main(args) -> None:
         address = f"127.0.0.1:{port}"
         await check_reachable(component(address), within_s=30.0)
         via_component, bare = await throughput(address, args.batches)
-        print(f"items/s, 1,000-item batches ×{args.batches}, 4 in flight: ExternalComponent {via_component:,.0f}, "
-              f"bare stub {bare:,.0f} (call-path overhead {100 * (1 - via_component / bare):.1f} %)")
+        print(
+            f"items/s, 1,000-item batches ×{args.batches}, 4 in flight: ExternalComponent {via_component:,.0f}, "
+            f"bare stub {bare:,.0f} (call-path overhead {100 * (1 - via_component / bare):.1f} %)"
+        )
         rule_only, with_ext = await group_latency(address, args.groups)
-        print(f"group of 8, score_group p50/p95: rule alone {ms(rule_only, 50):.2f}/{ms(rule_only, 95):.2f} ms, "
-              f"+ external {ms(with_ext, 50):.2f}/{ms(with_ext, 95):.2f} ms "
-              f"(added p50 {ms(with_ext, 50) - ms(rule_only, 50):.2f} ms)")
+        print(
+            f"group of 8, score_group p50/p95: rule alone {ms(rule_only, 50):.2f}/{ms(rule_only, 95):.2f} ms, "
+            f"+ external {ms(with_ext, 50):.2f}/{ms(with_ext, 95):.2f} ms "
+            f"(added p50 {ms(with_ext, 50) - ms(rule_only, 50):.2f} ms)"
+        )
         proc, comp_s, plain_s = await recovery(port, proc, args.outage_s)
         fmt = lambda s: "none within 60 s" if s is None else f"{s:.2f} s"  # noqa: E731
-        print(f"after a {args.outage_s:g} s outage (SIGKILL, restart on the same port), return → first OK score: "
-              f"ExternalComponent {fmt(comp_s)}, plain open_channel stub {fmt(plain_s)}")
+        print(
+            f"after a {args.outage_s:g} s outage (SIGKILL, restart on the same port), return → first OK score: "
+            f"ExternalComponent {fmt(comp_s)}, plain open_channel stub {fmt(plain_s)}"
+        )
     finally:
         proc.kill()
         proc.wait()

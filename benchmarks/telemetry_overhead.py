@@ -8,6 +8,7 @@ endpoint; the time to encode and write a 50-span batch as one OTLP JSON line, pe
 the size of a full /metrics scrape of a learner endpoint after one real-shaped step.
 Simplified: single thread, no HTTP in the timed parts, the best of 5 repeats.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -41,8 +42,22 @@ def histogram_figures() -> None:
     with start_metrics("bench", "0", "bench-run") as handle:
         print(f"record_rpc, metrics on:    {per_call_us(rpc):6.2f} µs/call")
         print(f"timed_stage, metrics on:   {per_call_us(stage_block):6.2f} µs/block")
-        handle.set_values({k: 0.5 for k in ("reward", "kl", "entropy", "loss", "grad_norm", "time/step",
-                                            "time/forward", "time/backward", "groups/trained_total")})
+        handle.set_values(
+            {
+                k: 0.5
+                for k in (
+                    "reward",
+                    "kl",
+                    "entropy",
+                    "loss",
+                    "grad_norm",
+                    "time/step",
+                    "time/forward",
+                    "time/backward",
+                    "groups/trained_total",
+                )
+            }
+        )
         print(f"/metrics scrape after one step: {len(handle.scrape().encode()) / 1024:.1f} KiB")
 
 
@@ -64,8 +79,10 @@ def otlp_figures() -> None:
     for _ in range(100):
         line = otlp_json_line(spans)
     per_span = (time.perf_counter() - start) / 100 / len(spans) * 1e6
-    print(f"OTLP JSON encode, 50-span batch: {per_span:.1f} µs/span, {len(line) / len(spans):.0f} bytes/span; "
-          f"a 1-span batch: {len(otlp_json_line(spans[:1]))} bytes")
+    print(
+        f"OTLP JSON encode, 50-span batch: {per_span:.1f} µs/span, {len(line) / len(spans):.0f} bytes/span; "
+        f"a 1-span batch: {len(otlp_json_line(spans[:1]))} bytes"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ layers, hidden 768, 12 heads / 4 KV heads: ≈104M parameters, where the matmuls
 
 Run:  .venv/bin/python -m benchmarks.tensor_parallel [--models tiny,mid] [--rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,13 @@ def tasks(args):
 
     def one(i: int):
         ids = np.arange(10 + i, 26 + i, dtype=np.int32)
-        return pb.PromptTask(run_id="bench", group_id=f"g{i}", prompt_token_ids=ids.tobytes(),
-                             sampling=pb.SamplingParams(n=args.samples, temperature=1.0, top_p=1.0,
-                                                        max_tokens=args.tokens, seed=i + 1))
+        return pb.PromptTask(
+            run_id="bench",
+            group_id=f"g{i}",
+            prompt_token_ids=ids.tobytes(),
+            sampling=pb.SamplingParams(n=args.samples, temperature=1.0, top_p=1.0, max_tokens=args.tokens, seed=i + 1),
+        )
+
     return [one(i) for i in range(args.prompts)]
 
 
@@ -64,8 +69,9 @@ async def measure_one(args) -> dict:
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 
     t0 = time.perf_counter()
-    engine = await RolloutEngine.start(EngineConfig(model=args.model_dir, max_model_len=256, kv_cache_gb=1.0,
-                                                    tensor_parallel_size=args.tp))
+    engine = await RolloutEngine.start(
+        EngineConfig(model=args.model_dir, max_model_len=256, kv_cache_gb=1.0, tensor_parallel_size=args.tp)
+    )
     started = time.perf_counter() - t0
     try:
         work = tasks(args)
@@ -77,16 +83,36 @@ async def measure_one(args) -> dict:
         load1 = os.getloadavg()[0]
     finally:
         engine.shutdown()
-    return {"tp": args.tp, "tokens": tokens, "wall_s": round(wall, 2), "tokens_per_s": round(tokens / wall, 1),
-            "startup_s": round(started, 1), "load1_before": load0, "load1_after": load1,
-            "cores_used": round(cpu / wall, 2)}  # CPU seconds of the engine's processes per wall second
+    return {
+        "tp": args.tp,
+        "tokens": tokens,
+        "wall_s": round(wall, 2),
+        "tokens_per_s": round(tokens / wall, 1),
+        "startup_s": round(started, 1),
+        "load1_before": load0,
+        "load1_after": load1,
+        "cores_used": round(cpu / wall, 2),
+    }  # CPU seconds of the engine's processes per wall second
 
 
 def run_child(model: str, model_dir: Path, tp: int, args) -> dict:
     env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": BINDING[tp], "OMP_NUM_THREADS": str(3 - tp)}
-    cmd = [sys.executable, "-m", "benchmarks.tensor_parallel", "--child", "--tp", str(tp), "--model-dir",
-           str(model_dir), "--prompts", str(args.prompts), "--samples", str(args.samples),
-           "--tokens", str(args.tokens)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.tensor_parallel",
+        "--child",
+        "--tp",
+        str(tp),
+        "--model-dir",
+        str(model_dir),
+        "--prompts",
+        str(args.prompts),
+        "--samples",
+        str(args.samples),
+        "--tokens",
+        str(args.tokens),
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     rows = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode or not rows:

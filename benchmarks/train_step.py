@@ -33,6 +33,7 @@ Run:  .venv/bin/python benchmarks/train_step.py [--steps 2] [--configs fp32-1,bf
       .venv/bin/python benchmarks/train_step.py --shortcuts [--variants baseline,skip_old,...]
       .venv/bin/python benchmarks/train_step.py --forwards 3   # the three forward paths only
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,10 +54,18 @@ ROWS, PROMPT, RESPONSE = 8, 32, 32
 def smollm2_135m_shape():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536,
-                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-                         max_position_embeddings=2048, rope_theta=100000.0,
-                         tie_word_embeddings=True, pad_token_id=0)
+    config = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=2048,
+        rope_theta=100000.0,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+    )
     torch.manual_seed(0)
     return LlamaForCausalLM(config)
 
@@ -68,11 +77,16 @@ def synthetic_batch():
     prompts = torch.randint(1, 49152, (ROWS, PROMPT), generator=g)
     responses = torch.randint(1, 49152, (ROWS, RESPONSE), generator=g)
     logps = -10.0 - torch.rand(ROWS, RESPONSE, generator=g)
-    return RolloutBatch(prompt_ids=prompts, prompt_mask=torch.ones_like(prompts),
-                        response_ids=responses, response_mask=torch.ones(ROWS, RESPONSE),
-                        rewards=torch.rand(ROWS, generator=g),
-                        group_ids=torch.arange(ROWS) // 4, behaviour_logprobs=logps,
-                        ref_logprobs=logps + 0.01)
+    return RolloutBatch(
+        prompt_ids=prompts,
+        prompt_mask=torch.ones_like(prompts),
+        response_ids=responses,
+        response_mask=torch.ones(ROWS, RESPONSE),
+        rewards=torch.rand(ROWS, generator=g),
+        group_ids=torch.arange(ROWS) // 4,
+        behaviour_logprobs=logps,
+        ref_logprobs=logps + 0.01,
+    )
 
 
 def held_bytes(policy) -> int:
@@ -81,12 +95,15 @@ def held_bytes(policy) -> int:
     Gradients are counted as one more copy of the parameters: they exist from the first
     backward until `zero_grad(set_to_none=True)` after the optimizer step.
     """
+
     def nbytes(t):
         t = t.to_local() if hasattr(t, "to_local") else t
         return t.numel() * t.element_size()
+
     params = sum(nbytes(p) for p in policy.model.parameters())
-    state = sum(nbytes(v) for s in policy.optimizer.state.values() for v in s.values()
-                if torch.is_tensor(v) and v.dim() > 0)
+    state = sum(
+        nbytes(v) for s in policy.optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0
+    )
     return 2 * params + state
 
 
@@ -131,18 +148,23 @@ def report(name: str, ranks: list[dict]) -> None:
     parts = ["old_logprobs", "forward", "backward", "optimizer", "algo"]
     split = "  ".join(f"{p} {r0.get('time/' + p, 0.0):.2f}s" for p in parts)
     algo_share = 100.0 * r0.get("time/algo", 0.0) / step
-    print(f"{name:8s} step {step:6.2f}s wall, {r0['cpu_s']:.1f} CPU-s (rank 0) | {split} | "
-          f"algo {algo_share:.2f}% of step | load avg {os.getloadavg()[0]:.1f}")
+    print(
+        f"{name:8s} step {step:6.2f}s wall, {r0['cpu_s']:.1f} CPU-s (rank 0) | {split} | "
+        f"algo {algo_share:.2f}% of step | load avg {os.getloadavg()[0]:.1f}"
+    )
     for rank, r in enumerate(ranks):
-        print(f"{'':8s} rank {rank}: params+grads+AdamW held {r['held_gb']:.3f} GB, "
-              f"peak RSS {r['peak_rss_gb']:.2f} GB")
+        print(f"{'':8s} rank {rank}: params+grads+AdamW held {r['held_gb']:.3f} GB, peak RSS {r['peak_rss_gb']:.2f} GB")
 
 
 SHORTCUTS = {  # variant: (old_logprobs, forward, bf16)
-    "baseline": ("recompute", "padded", False), "skip_old": ("auto", "padded", False),
-    "shared_prefix": ("auto", "shared_prefix", False), "packed": ("auto", "packed", False),
-    "baseline_bf16": ("recompute", "padded", True), "skip_old_bf16": ("auto", "padded", True),
-    "shared_prefix_bf16": ("auto", "shared_prefix", True), "packed_bf16": ("auto", "packed", True),
+    "baseline": ("recompute", "padded", False),
+    "skip_old": ("auto", "padded", False),
+    "shared_prefix": ("auto", "shared_prefix", False),
+    "packed": ("auto", "packed", False),
+    "baseline_bf16": ("recompute", "padded", True),
+    "skip_old_bf16": ("auto", "padded", True),
+    "shared_prefix_bf16": ("auto", "shared_prefix", True),
+    "packed_bf16": ("auto", "packed", True),
 }
 
 
@@ -154,9 +176,14 @@ def grpo_batch(groups: int = 4, size: int = 4, prompt: int = 44, max_response: i
     rng = np.random.default_rng(0)
     prompts = [p for p in (rng.integers(1, 49152, prompt) for _ in range(groups)) for _ in range(size)]
     responses = [rng.integers(1, 49152, rng.integers(8, max_response + 1)) for _ in prompts]
-    return RolloutBatch.from_sequences(prompts, responses, rewards=rng.random(len(prompts)),
-                                       group_ids=np.arange(len(prompts)) // size, pad_id=0,
-                                       behaviour_logprobs=[-10.0 + 0 * r for r in responses])
+    return RolloutBatch.from_sequences(
+        prompts,
+        responses,
+        rewards=rng.random(len(prompts)),
+        group_ids=np.arange(len(prompts)) // size,
+        pad_id=0,
+        behaviour_logprobs=[-10.0 + 0 * r for r in responses],
+    )
 
 
 def time_shortcut(name: str, steps: int) -> None:
@@ -193,9 +220,11 @@ def time_forwards(rounds: int) -> None:
             results.setdefault(forward, []).append((time.perf_counter() - wall, time.process_time() - cpu))
     for forward, runs in results.items():
         runs = sorted(runs[1:])
-        print(f"{forward:14s} forward+backward {runs[len(runs) // 2][0]:.2f}s wall "
-              f"(all {', '.join(f'{w:.1f}' for w, _ in runs)}), "
-              f"{sorted(c for _, c in runs)[len(runs) // 2]:.1f} CPU-s | load avg {os.getloadavg()[0]:.1f}")
+        print(
+            f"{forward:14s} forward+backward {runs[len(runs) // 2][0]:.2f}s wall "
+            f"(all {', '.join(f'{w:.1f}' for w, _ in runs)}), "
+            f"{sorted(c for _, c in runs)[len(runs) // 2]:.1f} CPU-s | load avg {os.getloadavg()[0]:.1f}"
+        )
 
 
 def main() -> None:
@@ -204,8 +233,13 @@ def main() -> None:
     parser.add_argument("--configs", default="fp32-1,bf16-1,fp32-2,bf16-2")
     parser.add_argument("--shortcuts", action="store_true", help="time the learner's shortcuts")
     parser.add_argument("--variants", default=",".join(SHORTCUTS))
-    parser.add_argument("--forwards", type=int, default=0, metavar="ROUNDS",
-                        help="time padded / shared_prefix / packed forward+backward, interleaved")
+    parser.add_argument(
+        "--forwards",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="time padded / shared_prefix / packed forward+backward, interleaved",
+    )
     args = parser.parse_args()
     if args.forwards:
         torch.set_num_threads(os.cpu_count() or 2)
@@ -213,13 +247,17 @@ def main() -> None:
         return
     if args.shortcuts:
         torch.set_num_threads(os.cpu_count() or 2)
-        print(f"SmolLM2-135M shape, GRPO 4x4 rows x (44 + 8..32) tokens, 1 process, median of "
-              f"{args.steps} steps after 1 warm-up, torch {torch.__version__}")
+        print(
+            f"SmolLM2-135M shape, GRPO 4x4 rows x (44 + 8..32) tokens, 1 process, median of "
+            f"{args.steps} steps after 1 warm-up, torch {torch.__version__}"
+        )
         for name in args.variants.split(","):
             time_shortcut(name, args.steps)
         return
-    print(f"SmolLM2-135M shape, batch {ROWS} x {PROMPT + RESPONSE} tokens, GRPO, "
-          f"{args.steps} timed steps after 1 warm-up, torch {torch.__version__}")
+    print(
+        f"SmolLM2-135M shape, batch {ROWS} x {PROMPT + RESPONSE} tokens, GRPO, "
+        f"{args.steps} timed steps after 1 warm-up, torch {torch.__version__}"
+    )
     for name in args.configs.split(","):
         precision, world = name.split("-")
         report(name, measure(int(world), precision == "bf16", args.steps))

@@ -45,6 +45,7 @@ checks its argument and result parsing).
     .venv/bin/python -m benchmarks.vs_trl --steps 6 --skip-trl --max-staleness 1 --cores split
     .venv/bin/python -m benchmarks.vs_trl --device cuda --model /models/Qwen2.5-1.5B-Instruct --precision bf16
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,7 @@ TRL_PIN, TORCH_PIN = "trl==1.16.0", "torch==2.13.0"
 PROMPTS_PER_STEP, SAMPLES, MAX_TOKENS, LR = 4, 4, 32, 1e-6
 HERE = Path(__file__).resolve().parent
 
-TRL_RUNNER = r'''
+TRL_RUNNER = r"""
 import json, re, sys, time
 from datasets import Dataset
 from transformers import TrainerCallback
@@ -96,7 +97,7 @@ trainer.train()
 logged = [h for h in trainer.state.log_history if "reward" in h]
 json.dump({"step_s": clock.steps, "reward": [h["reward"] for h in logged],
            "mean_length": [h.get("completions/mean_length") for h in logged]}, open(a["result"], "w"))
-'''
+"""
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -106,13 +107,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--skip-trl", action="store_true", help="run meshrl (and raw vLLM) only")
     ap.add_argument("--skip-vllm", action="store_true", help="do not measure raw vLLM")
     ap.add_argument("--max-staleness", type=int, default=0, help="meshrl's learner.max_staleness")
-    ap.add_argument("--cores", choices=["auto", "shared", "split"], default="auto",
-                    help="meshrl's launch.cores (meshrl/launch/cores.py)")
-    ap.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
-                    help="both frameworks' training precision (bf16: autocast on fp32 master weights)")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                    help="where both frameworks train and generate (auto: cuda when torch sees a GPU)")
-    ap.add_argument("--model", type=Path, help="a local HF model dir (default: SmolLM2-135M-Instruct from its PyPI package)")
+    ap.add_argument(
+        "--cores",
+        choices=["auto", "shared", "split"],
+        default="auto",
+        help="meshrl's launch.cores (meshrl/launch/cores.py)",
+    )
+    ap.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        default="fp32",
+        help="both frameworks' training precision (bf16: autocast on fp32 master weights)",
+    )
+    ap.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where both frameworks train and generate (auto: cuda when torch sees a GPU)",
+    )
+    ap.add_argument(
+        "--model", type=Path, help="a local HF model dir (default: SmolLM2-135M-Instruct from its PyPI package)"
+    )
     ap.add_argument("--cache", type=Path, default=Path("~/.cache/meshrl-bench").expanduser())
     ap.add_argument("--raw-vllm-worker", help=argparse.SUPPRESS)  # internal: JSON args of step 5
     args = ap.parse_args(argv)
@@ -122,9 +137,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(f"--runs={args.runs}: use at least 1 (3 or more give a spread)")
     if args.device == "auto" and not args.raw_vllm_worker:
         import torch
+
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.precision == "auto" and not args.raw_vllm_worker:
         from meshrl.inputs.models.precision import probe_host
+
         args.precision = probe_host().dtype
     return args
 
@@ -132,9 +149,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 def prompt_rows(n: int = 256, seed: int = 0) -> list[dict]:
     """verl rows "What is a+b?" with a, b in 1..50."""
     a, b = np.random.default_rng(seed).integers(1, 51, size=(2, n))
-    return [{"prompt": [{"role": "user", "content": f"What is {x}+{y}?"}],
-             "reward_model": {"style": "rule", "ground_truth": str(x + y)}, "data_source": "sums",
-             "extra_info": {"index": i}} for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))]
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"What is {x}+{y}?"}],
+            "reward_model": {"style": "rule", "ground_truth": str(x + y)},
+            "data_source": "sums",
+            "extra_info": {"index": i},
+        }
+        for i, (x, y) in enumerate(zip(a.tolist(), b.tolist()))
+    ]
 
 
 def ensure_trl_venv(cache: Path) -> Path:
@@ -160,35 +183,70 @@ def ensure_model() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def run_trl(python: Path, model: Path, data: Path, steps: int, work: Path, precision: str = "fp32",
-            device: str = "cpu") -> dict:
+def run_trl(
+    python: Path, model: Path, data: Path, steps: int, work: Path, precision: str = "fp32", device: str = "cpu"
+) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     script, result = work / "trl_runner.py", work / "trl_result.json"
     script.write_text(TRL_RUNNER)
-    spec = {"model": str(model), "data": str(data), "steps": steps, "out": str(work / "trl-out"),
-            "result": str(result), "batch": PROMPTS_PER_STEP * SAMPLES, "samples": SAMPLES,
-            "max_tokens": MAX_TOKENS, "lr": LR, "bf16": precision == "bf16", "use_cpu": device == "cpu"}
+    spec = {
+        "model": str(model),
+        "data": str(data),
+        "steps": steps,
+        "out": str(work / "trl-out"),
+        "result": str(result),
+        "batch": PROMPTS_PER_STEP * SAMPLES,
+        "samples": SAMPLES,
+        "max_tokens": MAX_TOKENS,
+        "lr": LR,
+        "bf16": precision == "bf16",
+        "use_cpu": device == "cpu",
+    }
     env = {**os.environ, "OMP_NUM_THREADS": str(os.cpu_count() or 1), "TOKENIZERS_PARALLELISM": "false"}
     with open(work / "trl.log", "w") as log:
-        subprocess.run([str(python), str(script), json.dumps(spec)], check=True, env=env,
-                       stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(
+            [str(python), str(script), json.dumps(spec)], check=True, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     return json.loads(result.read_text())
 
 
-def meshrl_config(model: Path, data: Path, steps: int, max_staleness: int, cores: str = "auto",
-                  precision: str = "fp32", device: str = "cpu") -> dict:
-    trainer = {"mini_batches": 1, "micro_batch_size": PROMPTS_PER_STEP * SAMPLES, "optim": {"lr": LR},
-               "precision": precision}
-    return {"run": {"name": "vs-trl", "seed": 0}, "model": {"path": str(model), "dtype": vllm_dtype(precision)},
-            "data": {"train": str(data), "max_prompt_tokens": 128},
-            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-            "rollout": {"sampling": {"group_size": SAMPLES, "temperature": 1.0, "max_tokens": MAX_TOKENS},
-                        "kv_cache_gb": kv_cache_gb(device), "enforce_eager": device == "cpu"},
-            "reward": {"components": [{"name": "correct", "kind": "math_verify", "weight": 1.0}]},
-            "learner": {"steps": steps, "prompts_per_step": PROMPTS_PER_STEP, "max_staleness": max_staleness,
-                        "push_every": 1, "checkpoint_every": 0,
-                        "weights_transport": "collective" if device == "cuda" else "shm"},
-            "trainer": trainer, "launch": {"cores": cores}}
+def meshrl_config(
+    model: Path,
+    data: Path,
+    steps: int,
+    max_staleness: int,
+    cores: str = "auto",
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> dict:
+    trainer = {
+        "mini_batches": 1,
+        "micro_batch_size": PROMPTS_PER_STEP * SAMPLES,
+        "optim": {"lr": LR},
+        "precision": precision,
+    }
+    return {
+        "run": {"name": "vs-trl", "seed": 0},
+        "model": {"path": str(model), "dtype": vllm_dtype(precision)},
+        "data": {"train": str(data), "max_prompt_tokens": 128},
+        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+        "rollout": {
+            "sampling": {"group_size": SAMPLES, "temperature": 1.0, "max_tokens": MAX_TOKENS},
+            "kv_cache_gb": kv_cache_gb(device),
+            "enforce_eager": device == "cpu",
+        },
+        "reward": {"components": [{"name": "correct", "kind": "math_verify", "weight": 1.0}]},
+        "learner": {
+            "steps": steps,
+            "prompts_per_step": PROMPTS_PER_STEP,
+            "max_staleness": max_staleness,
+            "push_every": 1,
+            "checkpoint_every": 0,
+            "weights_transport": "collective" if device == "cuda" else "shm",
+        },
+        "trainer": trainer,
+        "launch": {"cores": cores},
+    }
 
 
 def kv_cache_gb(device: str) -> float:
@@ -200,8 +258,16 @@ def vllm_dtype(precision: str) -> str:
     return "bfloat16" if precision == "bf16" else "float32"
 
 
-def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Path, cores: str = "auto",
-               precision: str = "fp32", device: str = "cpu") -> dict:
+def run_meshrl(
+    model: Path,
+    data: Path,
+    steps: int,
+    max_staleness: int,
+    work: Path,
+    cores: str = "auto",
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> dict:
     """`meshrl train`; the time from launch to the first metrics row is its start-up."""
     work.mkdir(parents=True, exist_ok=True)
     run_dir = work / f"meshrl-run-{int(time.time())}"
@@ -210,16 +276,21 @@ def run_meshrl(model: Path, data: Path, steps: int, max_staleness: int, work: Pa
     meshrl = Path(sys.executable).with_name("meshrl")
     began, first = time.perf_counter(), None
     with open(work / "meshrl.log", "w") as log:
-        child = subprocess.Popen([str(meshrl), "train", str(config), f"run.dir={run_dir}"],
-                                 stdout=log, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [str(meshrl), "train", str(config), f"run.dir={run_dir}"], stdout=log, stderr=subprocess.STDOUT
+        )
         while child.poll() is None:
             if first is None and (run_dir / "metrics.jsonl").is_file() and (run_dir / "metrics.jsonl").stat().st_size:
                 first = time.perf_counter() - began
             time.sleep(0.2)
     if child.returncode != 0:
         sys.exit(f"meshrl train failed (exit {child.returncode}); see {work / 'meshrl.log'} and {run_dir}/logs")
-    return {"run_dir": str(run_dir), "startup_s": first, "rows": read_rows(run_dir / "metrics.jsonl"),
-            "ledger": read_rows(run_dir / "groups.jsonl")}
+    return {
+        "run_dir": str(run_dir),
+        "startup_s": first,
+        "rows": read_rows(run_dir / "metrics.jsonl"),
+        "ledger": read_rows(run_dir / "groups.jsonl"),
+    }
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -261,16 +332,24 @@ def raw_vllm_worker(spec: dict) -> dict:
     from vllm.inputs import TokensPrompt
 
     tok = AutoTokenizer.from_pretrained(spec["model"])
-    texts = tok.apply_chat_template([r["prompt"] for r in prompt_rows()], add_generation_prompt=True,
-                                    tokenize=False)  # as meshrl's dataset renders them
+    texts = tok.apply_chat_template(
+        [r["prompt"] for r in prompt_rows()], add_generation_prompt=True, tokenize=False
+    )  # as meshrl's dataset renders them
     prompts = [TokensPrompt(prompt_token_ids=ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
     device = spec.get("device", "cpu")
-    llm = LLM(model=spec["model"], dtype=spec.get("dtype", "float32"), enforce_eager=device == "cpu", max_model_len=512,
-              seed=0, enable_chunked_prefill=False, kv_cache_memory_bytes=int(kv_cache_gb(device) * (1 << 30)))
+    llm = LLM(
+        model=spec["model"],
+        dtype=spec.get("dtype", "float32"),
+        enforce_eager=device == "cpu",
+        max_model_len=512,
+        seed=0,
+        enable_chunked_prefill=False,
+        kv_cache_memory_bytes=int(kv_cache_gb(device) * (1 << 30)),
+    )
     params = SamplingParams(n=SAMPLES, temperature=1.0, max_tokens=MAX_TOKENS, logprobs=0)
     tokens, seconds = 0, 0.0
     for i in range(spec["batches"] + 1):
-        batch = prompts[i * PROMPTS_PER_STEP:(i + 1) * PROMPTS_PER_STEP]
+        batch = prompts[i * PROMPTS_PER_STEP : (i + 1) * PROMPTS_PER_STEP]
         began = time.perf_counter()
         outputs = llm.generate(batch, params, use_tqdm=False)
         if i:  # the first batch warms up
@@ -279,17 +358,37 @@ def raw_vllm_worker(spec: dict) -> dict:
     return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
 
 
-def run_raw_vllm(model: Path, max_staleness: int, work: Path, batches: int = 6, cores: str = "auto",
-                 precision: str = "fp32", device: str = "cpu") -> dict:
+def run_raw_vllm(
+    model: Path,
+    max_staleness: int,
+    work: Path,
+    batches: int = 6,
+    cores: str = "auto",
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> dict:
     """Raw vLLM bound to the cores meshrl's launcher gives its rollout in this mode."""
     from meshrl.launch.cores import plan_cores, usable_cores
 
     env = {**os.environ, **plan_cores(usable_cores(), mode=cores, max_staleness=max_staleness).rollout_env()}
-    spec = json.dumps({"model": str(model), "batches": batches, "result": str(work / "vllm_result.json"),
-                       "dtype": vllm_dtype(precision), "device": device})
+    spec = json.dumps(
+        {
+            "model": str(model),
+            "batches": batches,
+            "result": str(work / "vllm_result.json"),
+            "dtype": vllm_dtype(precision),
+            "device": device,
+        }
+    )
     with open(work / "vllm.log", "w") as log:
-        subprocess.run([sys.executable, "-m", "benchmarks.vs_trl", "--raw-vllm-worker", spec], check=True,
-                       env=env, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.vs_trl", "--raw-vllm-worker", spec],
+            check=True,
+            env=env,
+            cwd=HERE.parent,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     bind = env["VLLM_CPU_OMP_THREADS_BIND"] if device == "cpu" else "cuda"
     return {**json.loads((work / "vllm_result.json").read_text()), "bind": bind}
 
@@ -340,8 +439,10 @@ def pairs_report(figures: list[dict]) -> list[str]:
         lines.append(" ".join(parts))
     ratios = [f["ratio"] for f in figures if "ratio" in f]
     if ratios:
-        lines += [f"ratio meshrl / TRL over {len(ratios)} runs: median {spread(ratios)}",
-                  f"TRL {TRL_PIN.split('==')[1]} step: median {spread([f['trl_s'] for f in figures], ' s')}"]
+        lines += [
+            f"ratio meshrl / TRL over {len(ratios)} runs: median {spread(ratios)}",
+            f"TRL {TRL_PIN.split('==')[1]} step: median {spread([f['trl_s'] for f in figures], ' s')}",
+        ]
     lines.append(f"meshrl step: median {spread([f['meshrl_s'] for f in figures], ' s')}")
     return lines
 
@@ -349,10 +450,12 @@ def pairs_report(figures: list[dict]) -> list[str]:
 def report(args, pairs: list[dict], vllm: dict | None) -> str:
     last = pairs[-1]
     mesh, trl = last["meshrl"], last.get("trl")
-    lines = [f"steps: {args.steps} each (median over steps 2..{args.steps}), {len(pairs)} run(s) alternating "
-             f"which goes first; batch {PROMPTS_PER_STEP} prompts × {SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, "
-             f"β = 0, {args.precision} on {args.device}, TRL: HF generate, gradient checkpointing off; "
-             f"meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"]
+    lines = [
+        f"steps: {args.steps} each (median over steps 2..{args.steps}), {len(pairs)} run(s) alternating "
+        f"which goes first; batch {PROMPTS_PER_STEP} prompts × {SAMPLES} samples, ≤ {MAX_TOKENS} new tokens, "
+        f"β = 0, {args.precision} on {args.device}, TRL: HF generate, gradient checkpointing off; "
+        f"meshrl max_staleness={args.max_staleness}, launch.cores={args.cores}"
+    ]
     lines += pairs_report([pair_figures(p) for p in pairs])
     lines.append(f"meshrl start-up to the first finished step (last run): {mesh['startup_s']:.1f} s")
     lines.append("meshrl step split (last run, mean of steady steps, s):")
@@ -364,8 +467,10 @@ def report(args, pairs: list[dict], vllm: dict | None) -> str:
     lines.append(f"reward meshrl (last run): {curve([r.get('reward', float('nan')) for r in mesh['rows']])}")
     mesh_tps = generation_tokens_per_s(mesh["rows"])
     if vllm is not None:
-        lines += [f"rollout tokens/s: meshrl {mesh_tps:.1f}, raw vLLM LLM.generate {vllm['tokens_per_s']:.1f} "
-                  f"({where_vllm_ran(vllm['bind'])}), ratio {mesh_tps / vllm['tokens_per_s']:.2f}"]
+        lines += [
+            f"rollout tokens/s: meshrl {mesh_tps:.1f}, raw vLLM LLM.generate {vllm['tokens_per_s']:.1f} "
+            f"({where_vllm_ran(vllm['bind'])}), ratio {mesh_tps / vllm['tokens_per_s']:.2f}"
+        ]
     else:
         lines.append(f"rollout tokens/s: meshrl {mesh_tps:.1f}")
     return "\n".join(lines)
@@ -382,8 +487,9 @@ def run_pairs(args, model: Path, data: Path, work: Path) -> list[dict]:
             if side == "trl" and python is not None:
                 pair["trl"] = run_trl(python, model, data, args.steps, where, args.precision, args.device)
             elif side == "meshrl":
-                pair["meshrl"] = run_meshrl(model, data, args.steps, args.max_staleness, where, args.cores,
-                                            args.precision, args.device)
+                pair["meshrl"] = run_meshrl(
+                    model, data, args.steps, args.max_staleness, where, args.cores, args.precision, args.device
+                )
         pairs.append(pair)
         print("\n".join(pairs_report([pair_figures(pair)])[:1]), flush=True)
     return pairs
@@ -401,8 +507,13 @@ def main(argv=None) -> None:
     data = work / "sums.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in prompt_rows()))
     pairs = run_pairs(args, model, data, work)
-    vllm = None if args.skip_vllm else run_raw_vllm(model, args.max_staleness, work, cores=args.cores,
-                                                    precision=args.precision, device=args.device)
+    vllm = (
+        None
+        if args.skip_vllm
+        else run_raw_vllm(
+            model, args.max_staleness, work, cores=args.cores, precision=args.precision, device=args.device
+        )
+    )
     print(report(args, pairs, vllm))
     print(f"(logs and results: {work})")
 

@@ -16,6 +16,7 @@ and prints MB/s for each. The in-place reload is what DESIGN.md measured at ≈0
 
     .venv/bin/python benchmarks/weights_push.py [--layers 30] [--keep-dir DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,19 @@ import tempfile
 import time
 from pathlib import Path
 
-SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                    num_attention_heads=9, num_key_value_heads=3, head_dim=64,
-                    vocab_size=49152, max_position_embeddings=2048, rms_norm_eps=1e-5,
-                    rope_theta=100000.0, tie_word_embeddings=True)
+SMOLLM2_135M = dict(
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    head_dim=64,
+    vocab_size=49152,
+    max_position_embeddings=2048,
+    rms_norm_eps=1e-5,
+    rope_theta=100000.0,
+    tie_word_embeddings=True,
+)
 
 
 def build_model_dir(out: Path, layers: int) -> Path:
@@ -40,8 +50,12 @@ def build_model_dir(out: Path, layers: int) -> Path:
     from meshrl.inputs.models.tiny import build_tokenizer
 
     tokenizer = build_tokenizer()
-    config = LlamaConfig(**{**SMOLLM2_135M, "num_hidden_layers": layers}, dtype="float32",
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = LlamaConfig(
+        **{**SMOLLM2_135M, "num_hidden_layers": layers},
+        dtype="float32",
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).to(torch.float32).save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
@@ -73,9 +87,15 @@ def line(name: str, size: int, seconds: float) -> str:
 def notice(version: int, transport: str, location: str, data: bytes):
     from meshrl.api.common.v1 import common_pb2 as pb
 
-    return pb.WeightsNotice(run_id="bench", version=version, transport=transport, location=location,
-                            sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
-                            format="safetensors")
+    return pb.WeightsNotice(
+        run_id="bench",
+        version=version,
+        transport=transport,
+        location=location,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        format="safetensors",
+    )
 
 
 async def learner_push(bus, data: bytes) -> float:
@@ -109,8 +129,7 @@ async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
     bus = await Bus.connect(nats_url, "bench", name="bench")
     try:
         await bus.ensure_streams()
-        updater = WeightsUpdater(engine, run_id="bench", replica_id="bench",
-                                 fetch_object=bus.weights.fetch_verified)
+        updater = WeightsUpdater(engine, run_id="bench", replica_id="bench", fetch_object=bus.weights.fetch_verified)
         shm = Path("/dev/shm") / f"meshrl-bench-{os.getpid()}.safetensors"
         out.append(line("shm write", size, timed_write(shm, data)))
         report = await updater.apply(notice(1, "shm", str(shm), data))

@@ -10,6 +10,7 @@ on a local run, and audits them itself.
     rollback                      meshrl.inputs.checkpoint.retention.rollback, on a stopped run
     export                        meshrl.inputs.checkpoint.export.export_hf into RUN_DIR/exports/
 """
+
 from __future__ import annotations
 
 import os
@@ -39,34 +40,46 @@ async def learner_call(info: LauncherInfo, verb: str, reason: str = "", who: str
     from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
     from meshrl.transport.rpc.channel import open_channel
 
-    requests = {"Pause": learner_pb2.PauseRequest(reason=reason), "Resume": learner_pb2.ResumeRequest(),
-                "Checkpoint": learner_pb2.CheckpointRequest(tag=reason)}
+    requests = {
+        "Pause": learner_pb2.PauseRequest(reason=reason),
+        "Resume": learner_pb2.ResumeRequest(),
+        "Checkpoint": learner_pb2.CheckpointRequest(tag=reason),
+    }
     async with open_channel(info.learner_grpc, retries=False) as channel:
         stub = learner_pb2_grpc.LearnerControlServiceStub(channel)
         try:
             # the learner audits the call too, naming our user beside our certificate
-            return await getattr(stub, verb)(requests[verb], timeout=CONTROL_TIMEOUT_S,
-                                             metadata=((ON_BEHALF_OF, who),) if who else None)
+            return await getattr(stub, verb)(
+                requests[verb], timeout=CONTROL_TIMEOUT_S, metadata=((ON_BEHALF_OF, who),) if who else None
+            )
         except grpc.aio.AioRpcError as err:
-            raise GatewayError(grpc.StatusCode.UNAVAILABLE,
-                               f"the learner at {info.learner_grpc} did not {verb.lower()}: "
-                               f"{err.code().name} {err.details()}") from None
+            raise GatewayError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"the learner at {info.learner_grpc} did not {verb.lower()}: {err.code().name} {err.details()}",
+            ) from None
 
 
 def status_dict(status) -> dict:
     from meshrl.api.common.v1 import common_pb2
 
-    return {"grpc": "", "state": common_pb2.RunState.Name(status.state).removeprefix("RUN_STATE_"),
-            "step": status.step, "total_steps": status.total_steps, "policy_version": status.policy_version,
-            "groups_trained": status.groups_trained, "groups_in_flight": status.groups_in_flight,
-            "message": status.message}
+    return {
+        "grpc": "",
+        "state": common_pb2.RunState.Name(status.state).removeprefix("RUN_STATE_"),
+        "step": status.step,
+        "total_steps": status.total_steps,
+        "policy_version": status.policy_version,
+        "groups_trained": status.groups_trained,
+        "groups_in_flight": status.groups_in_flight,
+        "message": status.message,
+    }
 
 
 async def pause_or_resume(info: LauncherInfo, verb: str, reason: str, who: str = "") -> gateway_pb2.RunActionResponse:
     reply = await learner_call(info, verb, reason, who)
     learner = learner_message({**status_dict(reply.status), "grpc": info.learner_grpc})
-    return gateway_pb2.RunActionResponse(message=f"learner {learner.state.lower()} at step {learner.step}",
-                                         learner=learner)
+    return gateway_pb2.RunActionResponse(
+        message=f"learner {learner.state.lower()} at step {learner.step}", learner=learner
+    )
 
 
 async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2.RunActionResponse:
@@ -79,16 +92,19 @@ async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2
     except CheckpointError as err:
         raise invalid(f"reason: {err} (a checkpoint's reason becomes its tag)") from None
     reply = await learner_call(info, "Checkpoint", tag, who)
-    return gateway_pb2.RunActionResponse(message=f"checkpoint of step {reply.step} written to {reply.path}",
-                                         checkpoint_step=reply.step, path=reply.path)
+    return gateway_pb2.RunActionResponse(
+        message=f"checkpoint of step {reply.step} written to {reply.path}", checkpoint_step=reply.step, path=reply.path
+    )
 
 
 def stop(info: LauncherInfo, run_dir: Path) -> gateway_pb2.RunActionResponse:
     """SIGTERM to the run's launcher: the pid launcher.json names, once the kernel confirms it
     holds this run's launch lock (that file is the run's to rewrite: launch_lock.py)."""
     if not holds_launch_lock(info.pid, run_dir):
-        raise precondition(f"launcher.json of {run_dir.name} names pid {info.pid}, which does not hold the run's "
-                           "launch lock: not this run's launcher; nothing was signalled")
+        raise precondition(
+            f"launcher.json of {run_dir.name} names pid {info.pid}, which does not hold the run's "
+            "launch lock: not this run's launcher; nothing was signalled"
+        )
     os.kill(info.pid, signal.SIGTERM)
     return gateway_pb2.RunActionResponse(message=f"asked the launcher (pid {info.pid}) to stop the run")
 
@@ -97,17 +113,22 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
     from meshrl.run.scale import write_request
 
     if service not in info.replicas:
-        raise invalid(f"the run has no scalable {service!r} service; it runs "
-                      f"{', '.join(f'{k} ×{v}' for k, v in info.replicas.items()) or 'only the learner'}")
+        raise invalid(
+            f"the run has no scalable {service!r} service; it runs "
+            f"{', '.join(f'{k} ×{v}' for k, v in info.replicas.items()) or 'only the learner'}"
+        )
     if replicas < 1:
         raise invalid(f"replicas must be at least 1 (asked {replicas}); stop the run with StopRun instead")
     if replicas > MAX_REPLICAS:
-        raise invalid(f"replicas={replicas}: allowed 1..{MAX_REPLICAS} replicas of one service "
-                      "(meshrl.config.limits, the same cap as `meshrl scale` and the run config)")
+        raise invalid(
+            f"replicas={replicas}: allowed 1..{MAX_REPLICAS} replicas of one service "
+            "(meshrl.config.limits, the same cap as `meshrl scale` and the run config)"
+        )
     write_request(run_dir, {service: replicas})
     changes = {service: {"from": info.replicas[service], "to": replicas}}
     return gateway_pb2.RunActionResponse(
-        message=f"asked the launcher: {service} ×{info.replicas[service]} → ×{replicas}"), changes
+        message=f"asked the launcher: {service} ×{info.replicas[service]} → ×{replicas}"
+    ), changes
 
 
 def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenants: TenantPolicy) -> int:
@@ -130,9 +151,14 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenant
         config.unlink()
         raise
     log = private_open_append(folder / f"{name}.log")
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root,
-                            env=tenants.child_env(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=root,
+        env=tenants.child_env(os.environ),
+    )
     return proc.pid
 
 
@@ -141,14 +167,15 @@ def rollback(run_dir: Path, live: bool, to_step: int) -> gateway_pb2.RunActionRe
     from meshrl.inputs.checkpoint.retention import rollback as do_rollback
 
     if live:
-        raise precondition("roll back a stopped run only: stop it first (StopRun), then resume it from "
-                           "the rolled-back checkpoint with `meshrl train --resume`")
+        raise precondition(
+            "roll back a stopped run only: stop it first (StopRun), then resume it from "
+            "the rolled-back checkpoint with `meshrl train --resume`"
+        )
     try:
         path = do_rollback(run_dir, to_step)
     except CheckpointError as err:
         raise invalid(str(err)) from None
-    return gateway_pb2.RunActionResponse(message=f"current checkpoint is now {path.name}",
-                                         checkpoint_step=to_step)
+    return gateway_pb2.RunActionResponse(message=f"current checkpoint is now {path.name}", checkpoint_step=to_step)
 
 
 def export(run_dir: Path, step: int | None) -> gateway_pb2.RunActionResponse:
@@ -163,5 +190,6 @@ def export(run_dir: Path, step: int | None) -> gateway_pb2.RunActionResponse:
         out = export_hf(ckpt, run_dir / "exports" / ckpt.name)
     except CheckpointError as err:
         raise invalid(str(err)) from None
-    return gateway_pb2.RunActionResponse(message=f"exported {ckpt.name} to {out}", path=str(out),
-                                         checkpoint_step=int(ckpt.name.removeprefix("step_")))
+    return gateway_pb2.RunActionResponse(
+        message=f"exported {ckpt.name} to {out}", path=str(out), checkpoint_step=int(ckpt.name.removeprefix("step_"))
+    )

@@ -2,6 +2,7 @@
 the dashboard's static files (static/: plain HTML, JS and CSS, no build step). Requests are
 at most limits.MAX_REQUEST_BYTES; a cookie-authorised change must come from the gateway's
 own pages (same_origin.py)."""
+
 from __future__ import annotations
 
 from aiohttp import web
@@ -16,6 +17,7 @@ from meshrl.gateway.same_origin import refuse_cross_origin
 def page(name: str):
     async def handle(request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+
     return handle
 
 
@@ -23,6 +25,7 @@ def make_app(dispatcher: Dispatcher) -> web.Application:
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[refuse_cross_origin])
     app.add_routes([web.route(method, path, endpoint(dispatcher, rpc)) for method, path, rpc in ROUTES])
     app.add_routes(session_routes(dispatcher.auth))
-    app.add_routes([web.get("/", page("index.html")), web.get("/runs/{run}", page("run.html")),
-                    web.static("/static", STATIC)])
+    app.add_routes(
+        [web.get("/", page("index.html")), web.get("/runs/{run}", page("run.html")), web.static("/static", STATIC)]
+    )
     return app

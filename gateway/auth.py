@@ -10,6 +10,7 @@ A viewer reads everything; an operator also pauses, resumes, checkpoints, stops 
 an admin also submits runs and rolls back. `name` is who the audit log records. Tokens are
 compared in constant time and never logged or echoed.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -49,14 +50,19 @@ def _entry(i: int, item, path: Path) -> Principal:
     except ValueError as err:
         raise ValueError(f"{path}: tokens[{i}].name: {err}") from None
     if item["role"] not in ROLES:
-        raise ValueError(f"{path}: tokens[{i}] ({item['name']}) has role {item['role']!r}; "
-                         f"use one of {', '.join(ROLES)}")
+        raise ValueError(
+            f"{path}: tokens[{i}] ({item['name']}) has role {item['role']!r}; use one of {', '.join(ROLES)}"
+        )
     if len(str(item["token"])) < MIN_TOKEN_CHARS:
-        raise ValueError(f"{path}: tokens[{i}] ({item['name']}) is shorter than {MIN_TOKEN_CHARS} "
-                         "characters; make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+        raise ValueError(
+            f"{path}: tokens[{i}] ({item['name']}) is shorter than {MIN_TOKEN_CHARS} "
+            "characters; make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
     if any(c.isspace() or not c.isprintable() for c in str(item["token"])):
-        raise ValueError(f"{path}: tokens[{i}] ({item['name']}) holds spaces or control characters; "
-                         "a token travels in an HTTP header: use letters, digits, '-' and '_'")
+        raise ValueError(
+            f"{path}: tokens[{i}] ({item['name']}) holds spaces or control characters; "
+            "a token travels in an HTTP header: use letters, digits, '-' and '_'"
+        )
     return Principal(str(item["name"]), item["role"], str(item["token"]))
 
 
@@ -74,8 +80,10 @@ def load_tokens(path: str | Path | None = None) -> list[Principal]:
     """The principals of the tokens file ($MESHRL_GATEWAY_TOKENS_FILE when `path` is None)."""
     path = path or os.environ.get(ENV_VAR)
     if not path:
-        raise ValueError(f"no tokens file: set {ENV_VAR} to a YAML file with "
-                         "tokens: [{name: ..., role: viewer|operator|admin, token: ...}]")
+        raise ValueError(
+            f"no tokens file: set {ENV_VAR} to a YAML file with "
+            "tokens: [{name: ..., role: viewer|operator|admin, token: ...}]"
+        )
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -101,15 +109,18 @@ class TokenAuth:
         for p in self.principals:  # no early exit on a match length: compare_digest each
             if token and hmac.compare_digest(p.token.encode(), token.encode()):
                 return p
-        raise GatewayError(grpc.StatusCode.UNAUTHENTICATED,
-                           "missing or unknown bearer token: send 'authorization: Bearer TOKEN' "
-                           "with a token from the gateway's tokens file")
+        raise GatewayError(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "missing or unknown bearer token: send 'authorization: Bearer TOKEN' "
+            "with a token from the gateway's tokens file",
+        )
 
     def authorize(self, token: str | None, role: str, action: str) -> Principal:
         who = self.authenticate(token)
         if not who.may(role):
-            raise GatewayError(grpc.StatusCode.PERMISSION_DENIED,
-                               f"{action} needs the {role} role; {who.name} is a {who.role}")
+            raise GatewayError(
+                grpc.StatusCode.PERMISSION_DENIED, f"{action} needs the {role} role; {who.name} is a {who.role}"
+            )
         return who
 
 

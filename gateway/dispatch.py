@@ -5,6 +5,7 @@
 
 Both transports (grpc_server.py, http_app.py) go through here, so a rule holds for both.
 """
+
 from __future__ import annotations
 
 import contextlib

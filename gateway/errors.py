@@ -3,6 +3,7 @@
 Handlers raise it; grpc_server.py aborts the call with `code`, http_app.py answers
 `http_status` with {"error": message}. The message tells the caller what to fix.
 """
+
 from __future__ import annotations
 
 import grpc

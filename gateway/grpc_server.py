@@ -1,6 +1,7 @@
 """GatewayService over gRPC: a servicer whose every method hands the request and the
 `authorization: Bearer TOKEN` metadata to the Dispatcher, and turns a GatewayError into
 the call's status (UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, ...)."""
+
 from __future__ import annotations
 
 from grpc import aio
@@ -24,6 +25,7 @@ def unary_method(dispatcher: Dispatcher, rpc: str):
             return await dispatcher.call(rpc, request, token_of(context))
         except GatewayError as err:
             await context.abort(err.code, err.message)
+
     return method
 
 
@@ -34,6 +36,7 @@ def stream_method(dispatcher: Dispatcher, rpc: str):
                 yield item
         except GatewayError as err:
             await context.abort(err.code, err.message)
+
     return method
 
 

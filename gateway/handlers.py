@@ -8,6 +8,7 @@ run's events subject (meshrl.run.audit).
 Simplification: samples pages re-read samples.jsonl on each call (it grows by a few rows
 per step; a run of 10k steps is a few MB).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,16 @@ from meshrl.transport.rpc.mesh_tls import caller_env
 from meshrl.run.layout import RunDir
 from meshrl.run import layout
 
-VIEW = ("ListRuns", "GetRunStatus", "ListCheckpoints", "ListSamples", "GetGroupTrace",
-        "StreamMetrics", "StreamAlerts", "StreamEvents")
+VIEW = (
+    "ListRuns",
+    "GetRunStatus",
+    "ListCheckpoints",
+    "ListSamples",
+    "GetGroupTrace",
+    "StreamMetrics",
+    "StreamAlerts",
+    "StreamEvents",
+)
 OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService", "ExportRun")
 ADMIN = ("SubmitRun", "RollbackRun")
 ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
@@ -53,8 +62,10 @@ class Handlers:
     def live(self, name: str):
         info = self.root.launcher(name)
         if info is None:
-            raise precondition(f"run {name!r} is not running (no live launcher); resume it with "
-                               f"`meshrl train --resume {self.root.path(name)}`")
+            raise precondition(
+                f"run {name!r} is not running (no live launcher); resume it with "
+                f"`meshrl train --resume {self.root.path(name)}`"
+            )
         return info
 
     def grpc_tls(self, name: str):
@@ -64,8 +75,9 @@ class Handlers:
 
     async def audit(self, name: str, who: Principal, action: str, **what) -> None:
         """audit.jsonl, and the run's events subject while it is live (meshrl.run.audit)."""
-        await record_and_announce(self.root.path(name), self.root.launcher(name), action,
-                                  who=who.name, role=who.role, via="gateway", **what)
+        await record_and_announce(
+            self.root.path(name), self.root.launcher(name), action, who=who.name, role=who.role, via="gateway", **what
+        )
 
     async def ListRuns(self, req: pb.ListRunsRequest, who: Principal) -> pb.ListRunsResponse:
         return pb.ListRunsResponse(runs=self.root.summaries())
@@ -81,9 +93,19 @@ class Handlers:
         from meshrl.inputs.checkpoint.scan import list_checkpoints
 
         rows = list_checkpoints(self.root.path(req.run), full=False)
-        return pb.ListCheckpointsResponse(checkpoints=[
-            pb.Checkpoint(step=r.step, status=r.status, created=r.created or "", size_bytes=r.size,
-                          tags=r.tags, reason=r.reason or "") for r in rows])
+        return pb.ListCheckpointsResponse(
+            checkpoints=[
+                pb.Checkpoint(
+                    step=r.step,
+                    status=r.status,
+                    created=r.created or "",
+                    size_bytes=r.size,
+                    tags=r.tags,
+                    reason=r.reason or "",
+                )
+                for r in rows
+            ]
+        )
 
     async def ListSamples(self, req: pb.ListSamplesRequest, who: Principal) -> pb.ListSamplesResponse:
         if req.split not in ("", "train", "eval"):
@@ -96,8 +118,11 @@ class Handlers:
         except ValueError:
             raise invalid(f"page_token {req.page_token!r} is not one this API gave out") from None
         end = start + size
-        return pb.ListSamplesResponse(samples=[struct(r) for r in rows[start:end]], total=len(rows),
-                                      next_page_token=str(end) if end < len(rows) else "")
+        return pb.ListSamplesResponse(
+            samples=[struct(r) for r in rows[start:end]],
+            total=len(rows),
+            next_page_token=str(end) if end < len(rows) else "",
+        )
 
     async def GetGroupTrace(self, req: pb.GetGroupTraceRequest, who: Principal) -> pb.GetGroupTraceResponse:
         from meshrl.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group
@@ -128,8 +153,9 @@ class Handlers:
 
     async def PauseRun(self, req: pb.RunActionRequest, who: Principal) -> pb.RunActionResponse:
         with self.grpc_tls(req.run):
-            out = await actions.pause_or_resume(self.live(req.run), "Pause", req.reason or f"paused by {who.name}",
-                                                who.name)
+            out = await actions.pause_or_resume(
+                self.live(req.run), "Pause", req.reason or f"paused by {who.name}", who.name
+            )
         await self.audit(req.run, who, "pause", reason=req.reason, step=out.learner.step)
         return out
 
@@ -167,8 +193,16 @@ class Handlers:
         name = check_name(req.name)
         pid = actions.submit(self.root.root, name, req.config_yaml, list(req.overrides), self.tenants)
         # The run dir is the launcher's to make: the submission is audited beside its config.
-        record_action(self.root.root / ".submitted", "submit", run=name, who=who.name, role=who.role, via="gateway",
-                      overrides=list(req.overrides), launcher_pid=pid)
+        record_action(
+            self.root.root / ".submitted",
+            "submit",
+            run=name,
+            who=who.name,
+            role=who.role,
+            via="gateway",
+            overrides=list(req.overrides),
+            launcher_pid=pid,
+        )
         return pb.SubmitRunResponse(run=name, launcher_pid=pid)
 
     async def RollbackRun(self, req: pb.RollbackRunRequest, who: Principal) -> pb.RunActionResponse:

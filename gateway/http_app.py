@@ -19,6 +19,7 @@ proto field names. The token comes as `Authorization: Bearer TOKEN` or the sessi
 (a browser's EventSource cannot send a header); the cookie is SameSite=Strict, so another
 site cannot make a browser use it.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ SERVICE = pb.DESCRIPTOR.services_by_name["GatewayService"]
 
 
 def to_json(message) -> dict:
-    return json_format.MessageToDict(message, preserving_proto_field_name=True,
-                                     always_print_fields_with_no_presence=True)
+    return json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
 
 
 def token_of(request: web.Request) -> str | None:
@@ -121,4 +123,5 @@ def endpoint(dispatcher: Dispatcher, rpc: str):
             return web.json_response(to_json(await dispatcher.call(rpc, message, token_of(request))))
         except GatewayError as err:
             return error_response(err)
+
     return handle

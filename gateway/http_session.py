@@ -1,6 +1,7 @@
 """The dashboard's login: POST /api/session {"token"} checks the token and sets it as an
 HttpOnly, SameSite=Strict cookie (scripts on the page never see it; EventSource sends it);
 GET /api/session says who is logged in (name, role); DELETE /api/session logs out."""
+
 from __future__ import annotations
 
 from aiohttp import web

@@ -7,6 +7,7 @@
   until the run ends: at most MAX_FOLLOWS_PER_USER per token holder and MAX_FOLLOWS in all;
   one more is refused with RESOURCE_EXHAUSTED (HTTP 429) saying how many are open.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,9 +32,11 @@ class FollowSlots:
     @contextlib.contextmanager
     def taken(self, user: str) -> Iterator[None]:
         if self.open[user] >= self.per_user or sum(self.open.values()) >= self.total:
-            raise GatewayError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"{user} has {self.open[user]} live streams open (at most {self.per_user} per "
-                               f"user, {self.total} in all): close one (another tab or client) and retry")
+            raise GatewayError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{user} has {self.open[user]} live streams open (at most {self.per_user} per "
+                f"user, {self.total} in all): close one (another tab or client) and retry",
+            )
         self.open[user] += 1
         try:
             yield

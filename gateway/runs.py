@@ -5,6 +5,7 @@ directory name. Names are one path component, so a request can never reach outsi
     root.path("grpo-0412")     # runs/grpo-0412, or GatewayError NOT_FOUND / INVALID_ARGUMENT
     root.summaries()           # [RunSummary(name=..., live=..., last_step=...)]
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ RUN_MARKERS = (layout.CONFIG, layout.METRICS, layout.PRESENCE)
 
 def check_name(name: str) -> str:
     if not NAME.fullmatch(name or ""):
-        raise invalid(f"run name {name!r} is not a run dir name: letters, digits, '.', '_', '-', "
-                      "starting with a letter or digit")
+        raise invalid(
+            f"run name {name!r} is not a run dir name: letters, digits, '.', '_', '-', starting with a letter or digit"
+        )
     return name
 
 
@@ -68,13 +70,15 @@ class RunsRoot:
         return info
 
     def names(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir()
-                      if p.is_dir() and NAME.fullmatch(p.name) and any((p / m).exists() for m in RUN_MARKERS))
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.is_dir() and NAME.fullmatch(p.name) and any((p / m).exists() for m in RUN_MARKERS)
+        )
 
     def summary(self, name: str) -> gateway_pb2.RunSummary:
         path, launcher = self.path(name), self.launcher(name)
-        out = gateway_pb2.RunSummary(name=name, live=launcher is not None,
-                                     run_id=launcher.run_id if launcher else "")
+        out = gateway_pb2.RunSummary(name=name, live=launcher is not None, run_id=launcher.run_id if launcher else "")
         metrics = RunDir(path).metrics
         if metrics.is_file():
             out.updated_unix = metrics.stat().st_mtime

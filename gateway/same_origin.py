@@ -9,6 +9,7 @@ changes something (any method but GET/HEAD/OPTIONS) and carries no `Authorizatio
 (or, without one, its `Referer`) must name this host. Clients with a bearer header (CLI,
 scripts) send no ambient credential and are not affected.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -27,7 +28,13 @@ def same_origin(request: web.Request) -> bool:
 async def refuse_cross_origin(request: web.Request, handler):
     if request.method in SAFE_METHODS or request.headers.get("Authorization") or same_origin(request):
         return await handler(request)
-    return web.json_response({"error": f"refused a {request.method} from origin "
-                                       f"{request.headers.get('Origin') or 'unknown'}: the gateway's cookie "
-                                       "acts only for its own pages; send 'Authorization: Bearer TOKEN' from "
-                                       "other clients", "code": "PERMISSION_DENIED"}, status=403)
+    return web.json_response(
+        {
+            "error": f"refused a {request.method} from origin "
+            f"{request.headers.get('Origin') or 'unknown'}: the gateway's cookie "
+            "acts only for its own pages; send 'Authorization: Bearer TOKEN' from "
+            "other clients",
+            "code": "PERMISSION_DENIED",
+        },
+        status=403,
+    )

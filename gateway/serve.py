@@ -6,6 +6,7 @@ Then open http://127.0.0.1:8080/ and log in with a token. `--host` defaults to 1
 put it behind a TLS-terminating proxy before serving beyond this machine (tokens travel in
 clear otherwise). Ports 0 pick free ones; the line `gateway: http://...  grpc ...` says which.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,12 +42,23 @@ class Gateway:
         await self.runner.cleanup()
 
 
-async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.0.1",
-                        http_port: int = 0, grpc_port: int = 0, tenants: TenantPolicy | None = None) -> Gateway:
+async def start_gateway(
+    runs_root: Path,
+    auth: TokenAuth,
+    *,
+    host: str = "127.0.0.1",
+    http_port: int = 0,
+    grpc_port: int = 0,
+    tenants: TenantPolicy | None = None,
+) -> Gateway:
     dispatcher = Dispatcher(Handlers(RunsRoot(runs_root), tenants), auth)
-    server, bound = await start_server([gateway_registration(dispatcher)], port=grpc_port, host=host,
-                                       interceptors=[TokenGate(auth, set(STREAMS))],
-                                       max_receive_bytes=MAX_REQUEST_BYTES)
+    server, bound = await start_server(
+        [gateway_registration(dispatcher)],
+        port=grpc_port,
+        host=host,
+        interceptors=[TokenGate(auth, set(STREAMS))],
+        max_receive_bytes=MAX_REQUEST_BYTES,
+    )
     # Open event streams (dashboards following a live run) never end by themselves: on stop,
     # give them a second, then close them.
     runner = web.AppRunner(make_app(dispatcher), access_log=None, shutdown_timeout=1.0)
@@ -65,13 +77,24 @@ async def start_gateway(runs_root: Path, auth: TokenAuth, *, host: str = "127.0.
 async def serve_forever(args) -> None:
     tenants = TenantPolicy(roots=list(args.tenant_root), hosts=list(args.tenant_host), env_names=list(args.tenant_env))
     try:
-        gateway = await start_gateway(args.runs_root, TokenAuth(load_tokens()), host=args.host,
-                                      http_port=args.port, grpc_port=args.grpc_port, tenants=tenants)
+        gateway = await start_gateway(
+            args.runs_root,
+            TokenAuth(load_tokens()),
+            host=args.host,
+            http_port=args.port,
+            grpc_port=args.grpc_port,
+            tenants=tenants,
+        )
     except (OSError, RuntimeError) as err:  # a port taken, an address not this host's (grpc: RuntimeError)
-        raise LaunchError(f"gateway serve cannot listen on {args.host} (--port {args.port}, --grpc-port "
-                          f"{args.grpc_port}): {err}; pick free ports (0 picks one) or another --host") from None
-    print(f"gateway: http://{args.host}:{gateway.http_port}/  grpc {args.host}:{gateway.grpc_port}  "
-          f"runs {Path(args.runs_root).resolve()}", flush=True)
+        raise LaunchError(
+            f"gateway serve cannot listen on {args.host} (--port {args.port}, --grpc-port "
+            f"{args.grpc_port}): {err}; pick free ports (0 picks one) or another --host"
+        ) from None
+    print(
+        f"gateway: http://{args.host}:{gateway.http_port}/  grpc {args.host}:{gateway.grpc_port}  "
+        f"runs {Path(args.runs_root).resolve()}",
+        flush=True,
+    )
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)

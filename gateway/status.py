@@ -7,6 +7,7 @@ consumer info over the run's NATS, logged in with the run's admin credential (an
 (passed explicitly, so concurrent calls for different runs never share an environment variable).
 Each call has a short deadline: what does not answer is reported, never waited for.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,9 +33,14 @@ async def health_of(address: str, timeout_s: float) -> str:
 
 
 def replica_message(row: dict, health: str) -> gateway_pb2.Replica:
-    out = gateway_pb2.Replica(service=row["service"], replica=row["replica"], grpc=row.get("grpc", ""),
-                              health=health, groups_generated=row.get("groups_generated", 0) or 0,
-                              error=row.get("error", ""))
+    out = gateway_pb2.Replica(
+        service=row["service"],
+        replica=row["replica"],
+        grpc=row.get("grpc", ""),
+        health=health,
+        groups_generated=row.get("groups_generated", 0) or 0,
+        error=row.get("error", ""),
+    )
     if row.get("weights_version") is not None:
         out.has_weights_version, out.weights_version = True, row["weights_version"]
     return out
@@ -49,8 +55,12 @@ async def queue_depths(js, run_id: str) -> list[gateway_pb2.QueueDepth]:
             consumers = await js.consumers_info(stage_stream(run_id, stage))
         except Exception:  # noqa: BLE001 - a stage this run does not use (no reference)
             continue
-        out += [gateway_pb2.QueueDepth(stream=stage, consumer=c.name, pending=c.num_pending or 0,
-                                       ack_pending=c.num_ack_pending or 0) for c in consumers]
+        out += [
+            gateway_pb2.QueueDepth(
+                stream=stage, consumer=c.name, pending=c.num_pending or 0, ack_pending=c.num_ack_pending or 0
+            )
+            for c in consumers
+        ]
     return out
 
 
@@ -60,8 +70,9 @@ async def bus_view(info: LauncherInfo, run_dir: Path, timeout_s: float):
     from meshrl.run.status import replica_rows
     from meshrl.transport.bus import Bus
 
-    async with await Bus.connect(info.nats_url, info.run_id, name="meshrl-gateway", timeout=timeout_s,
-                                 **admin_connect_args(run_dir)) as bus:
+    async with await Bus.connect(
+        info.nats_url, info.run_id, name="meshrl-gateway", timeout=timeout_s, **admin_connect_args(run_dir)
+    ) as bus:
         return await replica_rows(bus.state, timeout_s), await queue_depths(bus.js, info.run_id)
 
 
@@ -70,7 +81,9 @@ def learner_message(d: dict) -> gateway_pb2.Learner:
     return gateway_pb2.Learner(**fields)
 
 
-async def live_status(info: LauncherInfo, run_dir: Path, timeout_s: float = TIMEOUT_S) -> gateway_pb2.GetRunStatusResponse:
+async def live_status(
+    info: LauncherInfo, run_dir: Path, timeout_s: float = TIMEOUT_S
+) -> gateway_pb2.GetRunStatusResponse:
     from meshrl.run.status import learner_status
 
     learner = asyncio.ensure_future(learner_status(info.learner_grpc, timeout_s))
@@ -78,11 +91,13 @@ async def live_status(info: LauncherInfo, run_dir: Path, timeout_s: float = TIME
         rows, queues = await bus_view(info, run_dir, timeout_s)
     except Exception as err:  # noqa: BLE001 - NATS down: show the learner and the error
         rows, queues = [{"service": "nats", "replica": info.nats_url, "error": str(err)}], []
-    healths = await asyncio.gather(*(health_of(r["grpc"], timeout_s) if r.get("grpc") else _none()
-                                     for r in rows))
+    healths = await asyncio.gather(*(health_of(r["grpc"], timeout_s) if r.get("grpc") else _none() for r in rows))
     return gateway_pb2.GetRunStatusResponse(
-        learner=learner_message(await learner), wanted=info.replicas,
-        replicas=[replica_message(r, h) for r, h in zip(rows, healths)], queues=queues)
+        learner=learner_message(await learner),
+        wanted=info.replicas,
+        replicas=[replica_message(r, h) for r, h in zip(rows, healths)],
+        queues=queues,
+    )
 
 
 async def _none() -> str:

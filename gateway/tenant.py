@@ -25,6 +25,7 @@ variables plus those named by --tenant-env (never the gateway's tokens file or s
     policy.check(cfg, base=runs_root)      # GatewayError INVALID_ARGUMENT naming key and rule
     subprocess.Popen(..., cwd=runs_root, env=policy.child_env(os.environ))
 """
+
 from __future__ import annotations
 
 import re
@@ -54,9 +55,11 @@ class TenantPolicy:
             self._allowed_host(key, value)
         for key, name in _token_envs(cfg):
             if name not in self.env_names:
-                raise invalid(f"{key}: a submitted run sees only the variables the gateway passes to tenants "
-                              f"({', '.join(self.env_names) or 'none'}); `meshrl gateway serve --tenant-env {name}` "
-                              "passes this one")
+                raise invalid(
+                    f"{key}: a submitted run sees only the variables the gateway passes to tenants "
+                    f"({', '.join(self.env_names) or 'none'}); `meshrl gateway serve --tenant-env {name}` "
+                    "passes this one"
+                )
         _no_import_paths(cfg.model_dump(mode="json"))
 
     def child_env(self, environ) -> dict[str, str]:
@@ -66,22 +69,31 @@ class TenantPolicy:
     def _inside_roots(self, key: str, path: Path) -> None:
         resolved = path.resolve()
         if not any(resolved.is_relative_to(root.resolve()) for root in self.roots):
-            raise invalid(f"{key}: a submitted run's files must lie in the gateway's tenant roots "
-                          f"({', '.join(map(str, self.roots)) or 'none declared'}); this path resolves outside "
-                          "them. `meshrl gateway serve --tenant-root DIR` declares one")
+            raise invalid(
+                f"{key}: a submitted run's files must lie in the gateway's tenant roots "
+                f"({', '.join(map(str, self.roots)) or 'none declared'}); this path resolves outside "
+                "them. `meshrl gateway serve --tenant-root DIR` declares one"
+            )
 
     def _allowed_host(self, key: str, address: str) -> None:
         host, port = _host_port(address)
         if host is None or not ({host, f"{host}:{port}"} & set(self.hosts)):
-            raise invalid(f"{key}: a submitted run may reach only the gateway's allowed hosts "
-                          f"({', '.join(self.hosts) or 'none'}); {host or 'this address'} is not one. "
-                          "`meshrl gateway serve --tenant-host HOST[:PORT]` allows one")
+            raise invalid(
+                f"{key}: a submitted run may reach only the gateway's allowed hosts "
+                f"({', '.join(self.hosts) or 'none'}); {host or 'this address'} is not one. "
+                "`meshrl gateway serve --tenant-host HOST[:PORT]` allows one"
+            )
 
 
 def _files(cfg) -> list[tuple[str, str]]:
     """(key, path) of every file a config names."""
-    out = [("model.path", cfg.model.path), ("model.tokenizer", cfg.model.tokenizer), ("data.train", cfg.data.train),
-           ("data.eval", cfg.data.eval), ("alerts.webhook.token_file", cfg.alerts.webhook and cfg.alerts.webhook.token_file)]
+    out = [
+        ("model.path", cfg.model.path),
+        ("model.tokenizer", cfg.model.tokenizer),
+        ("data.train", cfg.data.train),
+        ("data.eval", cfg.data.eval),
+        ("alerts.webhook.token_file", cfg.alerts.webhook and cfg.alerts.webhook.token_file),
+    ]
     if cfg.model.gguf_file:
         out.append(("model.gguf_file", str(Path(cfg.model.path) / cfg.model.gguf_file)))
     if cfg.reward_model is not None:
@@ -97,9 +109,12 @@ def _files(cfg) -> list[tuple[str, str]]:
 def _addresses(cfg) -> list[tuple[str, str]]:
     out = [(f"reward.components[{i}].address", c.address) for i, c in enumerate(cfg.reward.components)]
     out += [("environment.address", e.address) for e in _environments(cfg)]
-    out += [("reference.address", cfg.reference.address), ("telemetry.otlp_endpoint", cfg.telemetry.otlp_endpoint),
-            ("telemetry.mlflow.tracking_uri", cfg.telemetry.mlflow.tracking_uri),
-            ("alerts.webhook.url", cfg.alerts.webhook and cfg.alerts.webhook.url)]
+    out += [
+        ("reference.address", cfg.reference.address),
+        ("telemetry.otlp_endpoint", cfg.telemetry.otlp_endpoint),
+        ("telemetry.mlflow.tracking_uri", cfg.telemetry.mlflow.tracking_uri),
+        ("alerts.webhook.url", cfg.alerts.webhook and cfg.alerts.webhook.url),
+    ]
     if cfg.nats.url != "embedded":
         out += [("nats.url", url) for url in cfg.nats.url.split(",")]
     if "wandb" in cfg.telemetry.tracker_names and cfg.telemetry.wandb.mode == "online":
@@ -136,5 +151,7 @@ def _no_import_paths(tree, key: str = "") -> None:
         for i, value in enumerate(tree):
             _no_import_paths(value, f"{key}[{i}]")
     elif isinstance(tree, str) and IMPORT_PATH.match(tree):
-        raise invalid(f"{key}: a submitted run may not name a part by import path (module:function): the "
-                      "learner would import and run that code as the gateway's user; use a built-in part")
+        raise invalid(
+            f"{key}: a submitted run may not name a part by import path (module:function): the "
+            "learner would import and run that code as the gateway's user; use a built-in part"
+        )

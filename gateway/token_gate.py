@@ -5,6 +5,7 @@ gateway's server also caps a message at gateway.limits.MAX_REQUEST_BYTES).
 Roles are still checked per method after the message is read (dispatch.py); this gate only
 asks "is this token one of ours". Health and reflection pass untouched.
 """
+
 from __future__ import annotations
 
 import grpc

@@ -9,5 +9,5 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 bash scripts/gen_protos.sh --check
 .venv/bin/ruff check .            # lint ([tool.ruff] in pyproject.toml)
-.venv/bin/ruff format --check .   # format, in the folders formatted so far ([tool.ruff.format])
+.venv/bin/ruff format --check .   # format ([tool.ruff.format])
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -5,6 +5,7 @@
 - `tiny_long_model_dir`: the same with 2,048 positions: a prompt with tools rendered in it (the
   tool environments' runs) is ~900 characters, hence tokens, past the 512 of the first.
 """
+
 import pytest
 
 pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm", "tests.fixtures.local_user"]

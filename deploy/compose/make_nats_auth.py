@@ -13,6 +13,7 @@ run.name, as in compose.yaml). The meshrl image runs as uid 10001, hence the cho
 (root in its image) reads nats-auth.conf as it is. `nats-admin.json` is for an operator's
 tools (`MESHRL_NATS_CREDENTIALS_FILE=... meshrl status`); no container gets it.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -12,6 +12,7 @@ variable wins over a file, as in pip), or the file given with --from. --check-in
 index (index-url, default PyPI) for a page within 15 s and exits 2 with one line naming it when
 it cannot, instead of the build retrying for minutes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,9 @@ LINE = re.compile(r"^(?P<section>[^.]*)\.(?P<key>[^=]+)='(?P<value>.*)'$")
 
 def host_config() -> configparser.ConfigParser:
     """What the host's pip uses: `pip config list`, PIP_* variables (`:env:`) over files."""
-    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
-                            text=True, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
+    ).stdout
     config = configparser.ConfigParser(interpolation=None)
     entries = [m.groupdict() for m in map(LINE.match, listed.splitlines()) if m]
     for entry in sorted(entries, key=lambda e: e["section"] == ":env:"):  # variables last: they win
@@ -75,8 +77,10 @@ def check_index(config: configparser.ConfigParser) -> str | None:
         urllib.request.urlopen(f"{index}/pip/", timeout=15, context=context).close()
     except (urllib.error.URLError, OSError, ValueError) as err:
         reason = getattr(err, "reason", err)
-        return (f"the package index {index} cannot be reached ({reason}): set index-url in the pip "
-                "configuration (--pip-conf FILE) to one that answers, or fix the proxy")
+        return (
+            f"the package index {index} cannot be reached ({reason}): set index-url in the pip "
+            "configuration (--pip-conf FILE) to one that answers, or fix the proxy"
+        )
     return None
 
 

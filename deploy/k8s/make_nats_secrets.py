@@ -11,6 +11,7 @@ passwords. Printed as YAML for kubectl: it holds the passwords, pipe it, never s
 The run id must be the pods' MESHRL_RUN_ID (default: the run config's run.name, as in base/).
 New passwords: run it again, then restart NATS and every meshrl pod (`kubectl rollout restart`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,13 @@ CREDENTIALS_KEY = "credentials.json"
 
 
 def secret(name: str, namespace: str, files: dict[str, bytes]) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "meshrl"}},
-            "data": {k: base64.b64encode(v).decode() for k, v in files.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "meshrl"}},
+        "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
+    }
 
 
 def run_config(path: Path):
@@ -52,10 +57,14 @@ def make_secrets(namespace: str, run_id: str | None = None, config: Path = BASE_
 
     cfg = run_config(config)
     with tempfile.TemporaryDirectory() as tmp:
-        files = write_auth_files(Path(tmp) / "nats-auth", run_id or cfg.run.name, reference_enabled=cfg.reference_enabled)
+        files = write_auth_files(
+            Path(tmp) / "nats-auth", run_id or cfg.run.name, reference_enabled=cfg.reference_enabled
+        )
         out = [secret("nats-auth", namespace, {files.server.name: files.server.read_bytes()})]
-        out += [secret(user_secret_name(user), namespace, {CREDENTIALS_KEY: path.read_bytes()})
-                for user, path in files.users.items()]
+        out += [
+            secret(user_secret_name(user), namespace, {CREDENTIALS_KEY: path.read_bytes()})
+            for user, path in files.users.items()
+        ]
     return out
 
 
@@ -63,8 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--namespace", required=True, help="the overlay's namespace (meshrl for overlays/gpu)")
     p.add_argument("--run-id", help="the pods' MESHRL_RUN_ID (default: the run config's run.name)")
-    p.add_argument("--config", type=Path, default=BASE_RUN_CONFIG,
-                   help="the run config, or the ConfigMap holding it (default: base/run-config.yaml)")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=BASE_RUN_CONFIG,
+        help="the run config, or the ConfigMap holding it (default: base/run-config.yaml)",
+    )
     args = p.parse_args(argv)
     yaml.safe_dump_all(make_secrets(args.namespace, args.run_id, args.config), sys.stdout, sort_keys=False)
     return 0

@@ -18,6 +18,7 @@ Case-insensitive substring match. Point a run at it with:
 Run:    python examples/external_reward/server.py --port 50070 --keywords answer,because --max-chars 400
 Check:  meshrl reward check localhost:50070
 """
+
 import argparse
 import functools
 import logging

@@ -16,6 +16,7 @@ Each turn also stops at `rollout.sampling.max_tokens` and the context at
 `rollout.max_model_len`; an episode that reaches any limit ends as truncated. Used only for
 tasks with an environment (`PromptTask.environment`); single-turn tasks ignore it.
 """
+
 from __future__ import annotations
 
 from pydantic import Field, field_validator

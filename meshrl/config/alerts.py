@@ -10,6 +10,7 @@ run, except non-finite loss or grad norm, which pause it: continuing would only 
 garbage. Secrets never live in config: `webhook.token_env` names the environment variable
 that holds the bearer token.
 """
+
 from __future__ import annotations
 
 from typing import Literal

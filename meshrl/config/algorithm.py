@@ -5,12 +5,21 @@ Option names follow TRL and verl where those exist (`epsilon`, `epsilon_high`,
 who run those can read a meshrl config at a glance. `name` is a label for humans and
 metrics; the training loop never branches on it.
 """
+
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from meshrl.config.parts import (DEDICATED_OPTION_KEYS, OFFLINE_POLICY_LOSS, check_name,
-                                 kl_estimators, loss_agg_modes, part, policy_losses, preference_losses)
+from meshrl.config.parts import (
+    DEDICATED_OPTION_KEYS,
+    OFFLINE_POLICY_LOSS,
+    check_name,
+    kl_estimators,
+    loss_agg_modes,
+    part,
+    policy_losses,
+    preference_losses,
+)
 from meshrl.config.loss_terms import AdaptiveEntropyConfig, PfPpoConfig, check_loss_masks
 from meshrl.config.rollout_correction import RolloutCorrectionConfig
 from meshrl.config.strict import Strict
@@ -215,31 +224,41 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
         problems.append(
             f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
             f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
-            f"a {wanted}-level policy_loss ({losses})")
+            f"a {wanted}-level policy_loss ({losses})"
+        )
     problems += loss_option_problems(algo) + dpo_weighting_problems(algo)
     if algo.use_bias_correction_kl and (algo.kl_in != "loss" or algo.kl_coef == 0):
-        problems.append(f"algorithm.use_bias_correction_kl=true weights the KL term of the loss, but "
-                        f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=loss and kl_coef > 0, "
-                        f"or remove the key")
+        problems.append(
+            f"algorithm.use_bias_correction_kl=true weights the KL term of the loss, but "
+            f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=loss and kl_coef > 0, "
+            f"or remove the key"
+        )
     if algo.kl_ctrl == "adaptive" and (algo.kl_in != "reward" or algo.kl_coef == 0):
-        problems.append(f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
-                        f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
-                        f"initial kl_coef > 0, or kl_ctrl=fixed")
+        problems.append(
+            f"algorithm.kl_ctrl='adaptive' adapts the KL-in-reward coefficient, but "
+            f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
+            f"initial kl_coef > 0, or kl_ctrl=fixed"
+        )
     needs_values = part("algorithm.advantage_estimator", algo.advantage_estimator, "advantage estimator").needs_values
     if needs_values and not algo.critic.enabled and not algo.offline:
-        problems.append(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
-                        f"critic's values: set algorithm.critic.enabled=true (or algorithm.preset=ppo)")
+        problems.append(
+            f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
+            f"critic's values: set algorithm.critic.enabled=true (or algorithm.preset=ppo)"
+        )
     if algo.critic.enabled and not needs_values:
-        problems.append(f"algorithm.critic.enabled=true, but advantage_estimator "
-                        f"{algo.advantage_estimator!r} uses no values, so the critic would train "
-                        f"for nothing; set algorithm.critic.enabled=false or advantage_estimator=gae")
+        problems.append(
+            f"algorithm.critic.enabled=true, but advantage_estimator "
+            f"{algo.advantage_estimator!r} uses no values, so the critic would train "
+            f"for nothing; set algorithm.critic.enabled=false or advantage_estimator=gae"
+        )
     return problems
 
 
 def online_loss(algo: AlgorithmConfig):
     """The declaration of the policy loss, or None when it is a preference loss (or dpo)."""
-    return part("algorithm.policy_loss", algo.policy_loss, "policy loss",
-                extra=(OFFLINE_POLICY_LOSS, *preference_losses()))
+    return part(
+        "algorithm.policy_loss", algo.policy_loss, "policy loss", extra=(OFFLINE_POLICY_LOSS, *preference_losses())
+    )
 
 
 def loss_options(algo: AlgorithmConfig, name: str) -> tuple[str, ...]:
@@ -254,12 +273,15 @@ def loss_option_problems(algo: AlgorithmConfig) -> list[str]:
     problems = []
     for key in algo.loss_options:
         if key in DEDICATED_OPTION_KEYS:
-            problems.append(f"algorithm.loss_options sets {key!r}, which has its own key: set "
-                            f"{DEDICATED_OPTION_KEYS[key]}")
+            problems.append(
+                f"algorithm.loss_options sets {key!r}, which has its own key: set {DEDICATED_OPTION_KEYS[key]}"
+            )
         elif key not in known:
-            problems.append(f"algorithm.loss_options has {key!r}, which {', '.join(chosen)} does "
-                            f"not take; its options: {', '.join(known) or 'none'} (`meshrl algos` "
-                            f"lists every part's options)")
+            problems.append(
+                f"algorithm.loss_options has {key!r}, which {', '.join(chosen)} does "
+                f"not take; its options: {', '.join(known) or 'none'} (`meshrl algos` "
+                f"lists every part's options)"
+            )
     return problems
 
 
@@ -267,23 +289,32 @@ def dpo_weighting_problems(algo: AlgorithmConfig) -> list[str]:
     """LD-DPO / WPO / an f-divergence on the online path, or with losses that cannot take them."""
     turned_on = [k for k in ("dpo_ld_alpha", "dpo_use_weighting") if getattr(algo, k) not in (None, False)]
     if turned_on and not algo.offline:
-        return [f"algorithm.{turned_on[0]} weights the offline DPO path's log-probs; set "
-                f"algorithm.offline=true (or algorithm.preset=dpo), or remove it"]
+        return [
+            f"algorithm.{turned_on[0]} weights the offline DPO path's log-probs; set "
+            f"algorithm.offline=true (or algorithm.preset=dpo), or remove it"
+        ]
     if not algo.offline:
         return []
     declared = preference_losses()
     problems = []
     sorted_pairs = [n for n in algo.preference_losses if n in declared and not declared[n].per_pair]
     if algo.dpo_use_weighting and sorted_pairs:
-        problems.append(f"algorithm.dpo_use_weighting weights each pair's loss, but {sorted_pairs[0]} "
-                        f"pairs sorted log-ratios, not the input pairs (TRL refuses it too); remove one")
+        problems.append(
+            f"algorithm.dpo_use_weighting weights each pair's loss, but {sorted_pairs[0]} "
+            f"pairs sorted log-ratios, not the input pairs (TRL refuses it too); remove one"
+        )
     f_divergence = algo.loss_options.get("f_divergence", "reverse_kl")
-    ignoring = [n for n in algo.preference_losses if n in declared and declared[n].uses_reference
-                and "f_divergence" not in declared[n].options]
+    ignoring = [
+        n
+        for n in algo.preference_losses
+        if n in declared and declared[n].uses_reference and "f_divergence" not in declared[n].options
+    ]
     if f_divergence != "reverse_kl" and ignoring:
-        problems.append(f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} has "
-                        f"no f-divergence form and would ignore it; use reverse_kl with it, or losses "
-                        f"that take it ({', '.join(n for n, d in declared.items() if 'f_divergence' in d.options)})")
+        problems.append(
+            f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} has "
+            f"no f-divergence form and would ignore it; use reverse_kl with it, or losses "
+            f"that take it ({', '.join(n for n, d in declared.items() if 'f_divergence' in d.options)})"
+        )
     return problems
 
 
@@ -291,22 +322,33 @@ def offline_problems(algo: AlgorithmConfig) -> list[str]:
     """The offline (DPO) path trains only preference losses; anything else would be ignored."""
     preference = algo.policy_loss == OFFLINE_POLICY_LOSS or algo.policy_loss in preference_losses()
     if algo.offline and not preference:
-        return [f"algorithm.offline=true trains a preference loss, so policy_loss={algo.policy_loss!r} "
-                f"would be ignored; set algorithm.policy_loss to a preference loss "
-                f"({', '.join(preference_losses())}), or algorithm.policy_loss=dpo with dpo_loss_type "
-                f"(or algorithm.preset=dpo)"]
+        return [
+            f"algorithm.offline=true trains a preference loss, so policy_loss={algo.policy_loss!r} "
+            f"would be ignored; set algorithm.policy_loss to a preference loss "
+            f"({', '.join(preference_losses())}), or algorithm.policy_loss=dpo with dpo_loss_type "
+            f"(or algorithm.preset=dpo)"
+        ]
     if preference and not algo.offline:
-        return [f"algorithm.policy_loss={algo.policy_loss!r} trains on offline preference pairs: set "
-                "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
-                f"({', '.join(policy_losses())})"]
+        return [
+            f"algorithm.policy_loss={algo.policy_loss!r} trains on offline preference pairs: set "
+            "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
+            f"({', '.join(policy_losses())})"
+        ]
     problems = []
-    if algo.offline and algo.policy_loss != OFFLINE_POLICY_LOSS and \
-            algo.dpo_loss_type not in ("sigmoid", algo.policy_loss):  # sigmoid: the default
-        problems.append(f"algorithm.policy_loss={algo.policy_loss!r} is the preference loss, so "
-                        f"dpo_loss_type={algo.dpo_loss_type!r} would be ignored; remove one (use "
-                        f"policy_loss=dpo with dpo_loss_type for a weighted list)")
+    if (
+        algo.offline
+        and algo.policy_loss != OFFLINE_POLICY_LOSS
+        and algo.dpo_loss_type not in ("sigmoid", algo.policy_loss)
+    ):  # sigmoid: the default
+        problems.append(
+            f"algorithm.policy_loss={algo.policy_loss!r} is the preference loss, so "
+            f"dpo_loss_type={algo.dpo_loss_type!r} would be ignored; remove one (use "
+            f"policy_loss=dpo with dpo_loss_type for a weighted list)"
+        )
     weights, names = algo.dpo_loss_weights, algo.preference_losses
     if weights is not None and len(weights) != len(names):
-        problems.append(f"algorithm.dpo_loss_weights has {len(weights)} weights for {len(names)} "
-                        f"preference losses ({', '.join(names)}); give one weight per loss")
+        problems.append(
+            f"algorithm.dpo_loss_weights has {len(weights)} weights for {len(names)} "
+            f"preference losses ({', '.join(names)}); give one weight per loss"
+        )
     return problems

@@ -18,6 +18,7 @@ address, announced under the run KV key `services.environment.<replica>`); with
 built-in one started by `meshrl serve environment` (compose, Kubernetes), which serves
 `builtin`. The token itself never goes in the config: name an environment variable or a file.
 """
+
 from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
@@ -72,20 +73,28 @@ class EnvironmentConfig(Strict):
     @model_validator(mode="after")
     def _one_source(self) -> "EnvironmentConfig":
         if not self.builtin and not self.address:
-            raise ValueError(f"environment {self.name!r}: set builtin (one of {', '.join(BUILTIN_ENVIRONMENTS)}: "
-                             f"launched by meshrl) or address (host:port of your environment service), or both "
-                             f"(a built-in served elsewhere by `meshrl serve environment`)")
+            raise ValueError(
+                f"environment {self.name!r}: set builtin (one of {', '.join(BUILTIN_ENVIRONMENTS)}: "
+                f"launched by meshrl) or address (host:port of your environment service), or both "
+                f"(a built-in served elsewhere by `meshrl serve environment`)"
+            )
         if self.builtin and self.builtin not in BUILTIN_ENVIRONMENTS:
-            raise ValueError(f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
-                             f"of {', '.join(BUILTIN_ENVIRONMENTS)}, or address: host:port of your own")
+            raise ValueError(
+                f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
+                f"of {', '.join(BUILTIN_ENVIRONMENTS)}, or address: host:port of your own"
+            )
         if self.launched and self.tls is not None:
-            raise ValueError("environment.tls is for a service at an address; launched replicas serve the "
-                             "run's TLS when launch.grpc_tls is on: remove environment.tls")
+            raise ValueError(
+                "environment.tls is for a service at an address; launched replicas serve the "
+                "run's TLS when launch.grpc_tls is on: remove environment.tls"
+            )
         if self.token_env and self.token_file:
             raise ValueError("environment: set token_env or token_file, not both")
         if self.replicas > 1 and self.grpc_port:
-            raise ValueError(f"environment.replicas={self.replicas} with grpc_port={self.grpc_port}: each "
-                             f"replica needs its own port (an episode lives on one replica); set grpc_port: 0")
+            raise ValueError(
+                f"environment.replicas={self.replicas} with grpc_port={self.grpc_port}: each "
+                f"replica needs its own port (an episode lives on one replica); set grpc_port: 0"
+            )
         return self
 
     @property

@@ -20,6 +20,7 @@ failed (status ERROR/TIMEOUT, or the component missing) is incorrect and counted
 
 `meshrl eval CHECKPOINT_OR_EXPORT DATA` reads the same section (from the run's saved config).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -56,8 +57,10 @@ class EvalConfig(Strict):
     @model_validator(mode="after")
     def _n_covers_k(self) -> "EvalConfig":
         if self.pass_n is not None and self.pass_n < self.pass_k:
-            raise ValueError(f"eval.pass_n={self.pass_n} is below eval.pass_k={self.pass_k}: "
-                             f"pass@k needs at least k samples per prompt")
+            raise ValueError(
+                f"eval.pass_n={self.pass_n} is below eval.pass_k={self.pass_k}: "
+                f"pass@k needs at least k samples per prompt"
+            )
         return self
 
 
@@ -66,14 +69,17 @@ def eval_problems(cfg: "RunConfig") -> list[str]:
     problems = []
     asked = f"eval.every={cfg.eval.every}" if cfg.eval.every else "eval.at_start=true"
     if (cfg.eval.every or cfg.eval.at_start) and not cfg.data.eval:
-        problems.append(f"{asked} needs data.eval: name the held-out .jsonl or .parquet file "
-                        f"(or set eval.every=0)")
+        problems.append(f"{asked} needs data.eval: name the held-out .jsonl or .parquet file (or set eval.every=0)")
     if (cfg.eval.every or cfg.eval.at_start) and cfg.algorithm.offline:
-        problems.append(f"{asked} with an offline algorithm (algorithm.offline=true): offline "
-                        f"runs start no rollout to evaluate with; set eval.every=0 and use "
-                        f"`meshrl eval CHECKPOINT DATA`")
+        problems.append(
+            f"{asked} with an offline algorithm (algorithm.offline=true): offline "
+            f"runs start no rollout to evaluate with; set eval.every=0 and use "
+            f"`meshrl eval CHECKPOINT DATA`"
+        )
     names = [c.name for c in cfg.reward.components]
     if cfg.eval.correct_component is not None and cfg.eval.correct_component not in names:
-        problems.append(f"eval.correct_component={cfg.eval.correct_component!r} is not a reward "
-                        f"component; reward.components are {names} (or null = the total reward)")
+        problems.append(
+            f"eval.correct_component={cfg.eval.correct_component!r} is not a reward "
+            f"component; reward.components are {names} (or null = the total reward)"
+        )
     return problems

@@ -18,6 +18,7 @@
 `on_failure` applies to every component kind; the rest only to `kind: external`. The token
 itself never goes in the config: name an environment variable or a file that holds it.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,10 @@ class RetryConfig(Strict):
     @model_validator(mode="after")
     def _ordered(self) -> "RetryConfig":
         if self.max_backoff_s < self.initial_backoff_s:
-            raise ValueError(f"retry.max_backoff_s={self.max_backoff_s} is below retry.initial_backoff_s="
-                             f"{self.initial_backoff_s}: raise max_backoff_s or lower initial_backoff_s")
+            raise ValueError(
+                f"retry.max_backoff_s={self.max_backoff_s} is below retry.initial_backoff_s="
+                f"{self.initial_backoff_s}: raise max_backoff_s or lower initial_backoff_s"
+            )
         return self
 
 
@@ -64,8 +67,10 @@ class TlsConfig(Strict):
     @model_validator(mode="after")
     def _pair(self) -> "TlsConfig":
         if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("tls: mutual TLS needs both cert_file and key_file (the client certificate "
-                             "and its private key); set both, or neither for plain TLS")
+            raise ValueError(
+                "tls: mutual TLS needs both cert_file and key_file (the client certificate "
+                "and its private key); set both, or neither for plain TLS"
+            )
         return self
 
 
@@ -96,5 +101,6 @@ class FailureValue(Strict):
 FailurePolicy = Literal["drop", "stop"] | FailureValue
 
 # Fields that only mean something for `kind: external` (rules reject them, naming them).
-EXTERNAL_ONLY = frozenset({"max_concurrency", "batch_size", "retry", "breaker", "cache_size", "tls",
-                           "token_env", "token_file"})
+EXTERNAL_ONLY = frozenset(
+    {"max_concurrency", "batch_size", "retry", "breaker", "cache_size", "tls", "token_env", "token_file"}
+)

@@ -14,6 +14,7 @@ restarted after 1 s, 2 s, 4 s, ... (capped); the run stops only when one service
 than `restart_budget` restarts within `restart_window_s`. `restart_budget: 0` = no restarts
 (any dead service stops the run). Never imports torch.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -52,7 +53,9 @@ class LaunchConfig(Strict):
     @model_validator(mode="after")
     def _cap_above_start(self) -> "LaunchConfig":
         if self.backoff_max_s < self.backoff_initial_s:
-            raise ValueError(f"launch.backoff_max_s={self.backoff_max_s} is below "
-                             f"launch.backoff_initial_s={self.backoff_initial_s}: the cap must "
-                             f"be at least the first wait")
+            raise ValueError(
+                f"launch.backoff_max_s={self.backoff_max_s} is below "
+                f"launch.backoff_initial_s={self.backoff_initial_s}: the cap must "
+                f"be at least the first wait"
+            )
         return self

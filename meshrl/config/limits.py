@@ -5,6 +5,7 @@ gateway so each says the same number (a typo guard: `replicas: 2147483647` start
     check_count(...)                     # `meshrl scale rollout=N`
     actions.scale(...)                   # the gateway's ScaleService
 """
+
 MAX_REPLICAS = 64  # replicas of one service kind on one run: more processes than this on one machine is never meant
 MAX_RANKS = 64  # learner.ranks: torchrun processes of the learner on this machine
 MAX_TENSOR_PARALLEL = 64  # rollout.tensor_parallel_size: engine workers of one replica

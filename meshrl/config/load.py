@@ -4,6 +4,7 @@ Order, later wins: the preset named by `algorithm.preset` (from `meshrl/presets/
 user's YAML, then command-line overrides. Values in overrides are parsed as YAML, so
 `trainer.bf16=true`, `rollout.sampling.stop=["\\n"]` and `model.path=/x` all work.
 """
+
 import difflib
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,9 @@ def format_validation_error(err: ValidationError) -> str:
     return "invalid config: " + "; ".join(problems)
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None) -> RunConfig:
+def load_config(
+    path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None
+) -> RunConfig:
     """Load a run config from YAML (or `base`, a dict) plus overrides. Raises ConfigError."""
     tree: dict[str, Any] = dict(base or {})
     if path is not None:
@@ -131,8 +134,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raise ConfigError(f"config file {path} cannot be read: {err}") from None
         document = load_yaml(text, f"config file {path}") or {}
         if not isinstance(document, dict):
-            raise ConfigError(f"config file {path} holds a {type(document).__name__}, not a mapping of "
-                              f"sections (model:, data:, ...)")
+            raise ConfigError(
+                f"config file {path} holds a {type(document).__name__}, not a mapping of sections (model:, data:, ...)"
+            )
         tree = deep_merge(tree, document)
     tree = deep_merge(tree, parse_overrides(overrides or []))
     return validate(resolve_tree(tree))

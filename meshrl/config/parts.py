@@ -21,6 +21,7 @@ registered as another kind of part is refused with the fix. The learner imports 
 (meshrl.algos.registry). An undecorated function is taken as a part with the decorator's
 defaults (no critic, token level, token-mean).
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,18 +45,46 @@ FAMILIES = {
     "PF-PPO reweighting": ("register_reweighting", "algos/resampling"),
 }
 # inputs the loop fills in; a part's other keyword parameters with defaults are its options
-INPUTS = frozenset({"rewards", "response_mask", "group_ids", "values", "token_rewards", "step",
-                    "logprobs", "old_logprobs", "advantages", "policy_chosen", "policy_rejected",
-                    "ref_chosen", "ref_rejected", "chosen_lengths", "rejected_lengths", "beta",
-                    "state", "greedy_rewards", "importance_sampling_level", "reward_components",
-                    "reward_component_weights", "sum_pi_squared", "rollout_weights", "entropy",
-                    "behaviour_logprobs", "policy_chosen_full"})
+INPUTS = frozenset(
+    {
+        "rewards",
+        "response_mask",
+        "group_ids",
+        "values",
+        "token_rewards",
+        "step",
+        "logprobs",
+        "old_logprobs",
+        "advantages",
+        "policy_chosen",
+        "policy_rejected",
+        "ref_chosen",
+        "ref_rejected",
+        "chosen_lengths",
+        "rejected_lengths",
+        "beta",
+        "state",
+        "greedy_rewards",
+        "importance_sampling_level",
+        "reward_components",
+        "reward_component_weights",
+        "sum_pi_squared",
+        "rollout_weights",
+        "entropy",
+        "behaviour_logprobs",
+        "policy_chosen_full",
+    }
+)
 # options with a config key of their own: algorithm.loss_options must not set them a second way
 DEDICATED_OPTION_KEYS = {
-    "epsilon": "algorithm.epsilon", "epsilon_high": "algorithm.epsilon_high",
-    "dual_clip_c": "algorithm.dual_clip_c", "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
-    "eps": "algorithm.adv_epsilon", "scale_rewards": "algorithm.scale_rewards",
-    "normalize_advantages": "algorithm.normalize_advantages", "gamma": "algorithm.gamma",
+    "epsilon": "algorithm.epsilon",
+    "epsilon_high": "algorithm.epsilon_high",
+    "dual_clip_c": "algorithm.dual_clip_c",
+    "norm_by_std": "algorithm.norm_adv_by_std_in_grpo",
+    "eps": "algorithm.adv_epsilon",
+    "scale_rewards": "algorithm.scale_rewards",
+    "normalize_advantages": "algorithm.normalize_advantages",
+    "gamma": "algorithm.gamma",
     "lam": "algorithm.lam",
 }
 # the offline preference loss (`algorithm.offline: true`, kind from `algorithm.dpo_loss_type`):
@@ -74,8 +103,11 @@ ENVIRONMENT_CREDITS = ("turn", "episode")
 def turn_credited_components(components) -> tuple[str, ...]:
     """Names of the `environment` components whose turn rewards the learner credits per turn
     (`params.credit: turn`, the default)."""
-    return tuple(c.name for c in components if c.kind == ENVIRONMENT_REWARD_KIND
-                 and c.params.get("credit", "turn") == "turn")
+    return tuple(
+        c.name for c in components if c.kind == ENVIRONMENT_REWARD_KIND and c.params.get("credit", "turn") == "turn"
+    )
+
+
 # tool-call formats of multi-turn rollouts (`@register_tool_parser` in services/rollout/agent/parsers)
 TOOL_PARSERS = ("hermes",)
 
@@ -87,17 +119,17 @@ class Declared:
     family: str
     name: str
     options: tuple[str, ...] = ()  # keyword parameters with defaults, less inputs and dedicated keys
-    needs_values: bool = False     # advantage estimators: needs a critic's values
-    needs: tuple[str, ...] = ()    # advantage estimators: extra inputs the mesh delivers
-    level: str = "token"           # policy losses: where the importance ratio lives
-    two_sided: bool = False        # rejection criteria: bounded below and above (k1)
-    uses_reference: bool = True    # preference losses: reads the reference log-probs (not sft)
-    per_pair: bool = True          # preference losses: row i of the loss is pair i (not aot)
+    needs_values: bool = False  # advantage estimators: needs a critic's values
+    needs: tuple[str, ...] = ()  # advantage estimators: extra inputs the mesh delivers
+    level: str = "token"  # policy losses: where the importance ratio lives
+    two_sided: bool = False  # rejection criteria: bounded below and above (k1)
+    uses_reference: bool = True  # preference losses: reads the reference log-probs (not sft)
+    per_pair: bool = True  # preference losses: row i of the loss is pair i (not aot)
 
 
 def options_of(fn: ast.FunctionDef) -> tuple[str, ...]:
     args = fn.args
-    with_defaults = [a.arg for a in args.args[len(args.args) - len(args.defaults):]]
+    with_defaults = [a.arg for a in args.args[len(args.args) - len(args.defaults) :]]
     with_defaults += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
     return tuple(n for n in with_defaults if n not in INPUTS and n not in DEDICATED_OPTION_KEYS)
 
@@ -117,11 +149,17 @@ def literal(call: ast.Call, key: str, default):
 
 
 def declared_in(call: ast.Call, family: str, name: str, fn: ast.FunctionDef) -> Declared:
-    return Declared(family, name, options_of(fn), needs_values=bool(literal(call, "needs_values", False)),
-                    needs=tuple(literal(call, "needs", ())), level=literal(call, "level", "token"),
-                    two_sided=bool(literal(call, "two_sided", False)),
-                    uses_reference=bool(literal(call, "uses_reference", True)),
-                    per_pair=bool(literal(call, "per_pair", True)))
+    return Declared(
+        family,
+        name,
+        options_of(fn),
+        needs_values=bool(literal(call, "needs_values", False)),
+        needs=tuple(literal(call, "needs", ())),
+        level=literal(call, "level", "token"),
+        two_sided=bool(literal(call, "two_sided", False)),
+        uses_reference=bool(literal(call, "uses_reference", True)),
+        per_pair=bool(literal(call, "per_pair", True)),
+    )
 
 
 def functions(path: Path) -> dict[str, ast.FunctionDef]:
@@ -185,17 +223,22 @@ def imported_part(key: str, value: str, family: str) -> Declared:
     try:
         spec = importlib.util.find_spec(module) if module and attr else None
     except (ImportError, ValueError) as err:
-        raise ValueError(f"{where}: cannot find module {module!r} ({err}); install the package or add "
-                         f"its folder to PYTHONPATH") from None
+        raise ValueError(
+            f"{where}: cannot find module {module!r} ({err}); install the package or add its folder to PYTHONPATH"
+        ) from None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ValueError(f"{where}: no Python module {module!r} here (expected `package.module:function`); "
-                         f"install the package or add its folder to PYTHONPATH")
+        raise ValueError(
+            f"{where}: no Python module {module!r} here (expected `package.module:function`); "
+            f"install the package or add its folder to PYTHONPATH"
+        )
     defined = functions(Path(spec.origin))
     if attr not in defined:
         close = difflib.get_close_matches(attr, list(defined), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"{where}: {module} ({spec.origin}) defines no function {attr!r}{hint} "
-                         f"Functions there: {', '.join(sorted(defined)) or 'none'}")
+        raise ValueError(
+            f"{where}: {module} ({spec.origin}) defines no function {attr!r}{hint} "
+            f"Functions there: {', '.join(sorted(defined)) or 'none'}"
+        )
     return declared_for(where, family, value, defined[attr])
 
 
@@ -204,8 +247,9 @@ def declared_for(where: str, family: str, name: str, fn: ast.FunctionDef) -> Dec
     for other, (decorator, _) in FAMILIES.items():
         call = decorator_call(fn, decorator)
         if call is not None and other != family:
-            raise ValueError(f"{where} is registered with @{decorator} ({other}), not as a {family}: "
-                             f"name a {family} here")
+            raise ValueError(
+                f"{where} is registered with @{decorator} ({other}), not as a {family}: name a {family} here"
+            )
         if call is not None:
             return declared_in(call, family, name, fn)
     return Declared(family, name, options_of(fn))
@@ -221,8 +265,10 @@ def part(key: str, value: str, family: str, extra: Iterable[str] = ()) -> Declar
         return names[value]
     if value in extra:
         return None
-    raise ValueError(unknown_name(key, value, [*names, *extra], family) +
-                     " (or a function of your own package: `package.module:function`)")
+    raise ValueError(
+        unknown_name(key, value, [*names, *extra], family)
+        + " (or a function of your own package: `package.module:function`)"
+    )
 
 
 def advantage_estimators() -> dict[str, Declared]:
@@ -284,8 +330,9 @@ TABLES = {
     "ADVANTAGE_ESTIMATORS": lambda: {n: d.needs_values for n, d in advantage_estimators().items()},
     "ESTIMATOR_NEEDS": lambda: {n: d.needs for n, d in advantage_estimators().items() if d.needs},
     "POLICY_LOSSES": lambda: {n: d.level for n, d in policy_losses().items()},
-    "LOSS_OPTIONS": lambda: {n: d.options for family in (policy_losses, preference_losses)
-                             for n, d in family().items()},
+    "LOSS_OPTIONS": lambda: {
+        n: d.options for family in (policy_losses, preference_losses) for n, d in family().items()
+    },
     "DPO_LOSS_TYPES": lambda: tuple(preference_losses()),
     "KL_ESTIMATORS": kl_estimators,
     "LOSS_AGG_MODES": loss_agg_modes,

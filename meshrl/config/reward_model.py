@@ -21,6 +21,7 @@ and the reward service calls them with its own certificate (mesh_tls).
 
 Simplification: one reward model per run (one `kind: reward_model` component).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,12 @@ from meshrl.config.limits import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
 from meshrl.errors import ConfigError
 from meshrl.config.parts import REWARD_MODEL_KIND
-from meshrl.config.external_calls import (MESH_TLS_CA_ENV as CA_ENV, MESH_TLS_CERT_ENV as CERT_ENV,
-                                          MESH_TLS_KEY_ENV as KEY_ENV, TlsConfig)
+from meshrl.config.external_calls import (
+    MESH_TLS_CA_ENV as CA_ENV,
+    MESH_TLS_CERT_ENV as CERT_ENV,
+    MESH_TLS_KEY_ENV as KEY_ENV,
+    TlsConfig,
+)
 
 LOCAL_HOST = "127.0.0.1"
 
@@ -80,15 +85,18 @@ def reward_model_problems(cfg) -> list[str]:
     """Keys that must agree with the `reward_model` section, each problem naming them."""
     names = [c.name for c in cfg.reward.components if c.kind == REWARD_MODEL_KIND]
     if len(names) > 1:
-        return [f"reward.components {names} all have kind: reward_model; a run has one reward "
-                f"model: keep one of them"]
+        return [f"reward.components {names} all have kind: reward_model; a run has one reward model: keep one of them"]
     if names and cfg.reward_model is None:
-        return [f"reward component {names[0]!r} has kind: reward_model but the config has no "
-                f"reward_model section: add `reward_model: {{path: DIR}}` (a sequence-classification "
-                f"model dir with num_labels: 1)"]
+        return [
+            f"reward component {names[0]!r} has kind: reward_model but the config has no "
+            f"reward_model section: add `reward_model: {{path: DIR}}` (a sequence-classification "
+            f"model dir with num_labels: 1)"
+        ]
     if not names and cfg.reward_model is not None:
-        return ["reward_model is set but no reward component uses it: add "
-                "`{name: rm, kind: reward_model, weight: 1.0}` to reward.components, or remove reward_model"]
+        return [
+            "reward_model is set but no reward component uses it: add "
+            "`{name: rm, kind: reward_model, weight: 1.0}` to reward.components, or remove reward_model"
+        ]
     return []
 
 
@@ -99,9 +107,11 @@ def called_components(cfg) -> list:
     if component is None:
         return list(cfg.reward.components)
     if component.address is None and cfg.reward_model.grpc_port == 0:
-        raise ConfigError(f"reward component {component.name!r} (kind reward_model) has no address and "
-                         f"reward_model.grpc_port is 0: `meshrl train` picks the port; elsewhere set "
-                         f"the component's address (host:port of the reward-model service)")
+        raise ConfigError(
+            f"reward component {component.name!r} (kind reward_model) has no address and "
+            f"reward_model.grpc_port is 0: `meshrl train` picks the port; elsewhere set "
+            f"the component's address (host:port of the reward-model service)"
+        )
     update = {"kind": "external", "address": reward_model_address(cfg)}
     if component.address is None and cfg.launch.grpc_tls != "off" and component.tls is None:
         update["tls"] = mesh_tls()
@@ -113,8 +123,10 @@ def mesh_tls():
     """With launch.grpc_tls, the launched reward model serves TLS with the run's CA: the reward
     service calls it with its own mesh certificate (MESHRL_GRPC_TLS_*, set by the launcher)."""
     if not os.environ.get(CA_ENV):
-        raise ConfigError(f"launch.grpc_tls is on but {CA_ENV} is not set: the reward service calls the "
-                          f"reward model over the run's TLS; start the run with `meshrl train`")
+        raise ConfigError(
+            f"launch.grpc_tls is on but {CA_ENV} is not set: the reward service calls the "
+            f"reward model over the run's TLS; start the run with `meshrl train`"
+        )
     return TlsConfig(ca_file=os.environ[CA_ENV], cert_file=os.environ.get(CERT_ENV), key_file=os.environ.get(KEY_ENV))
 
 

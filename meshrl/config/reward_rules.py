@@ -10,6 +10,7 @@ The rules themselves (services/reward/rules/) register these classes with their 
 (`@register_reward("regex", params=RegexParams)`); a rule kind not listed in RULE_PARAMS
 has its params checked when the reward service starts. Never imports torch or a service.
 """
+
 from __future__ import annotations
 
 import re
@@ -96,8 +97,11 @@ class EnvironmentParams(RuleParams):
 
 
 RULE_PARAMS: dict[str, type[RuleParams]] = {
-    "exact_match": ExactMatchParams, "math_verify": MathVerifyParams, "regex": RegexParams,
-    "length_penalty": LengthPenaltyParams, "environment": EnvironmentParams,
+    "exact_match": ExactMatchParams,
+    "math_verify": MathVerifyParams,
+    "regex": RegexParams,
+    "length_penalty": LengthPenaltyParams,
+    "environment": EnvironmentParams,
 }
 
 
@@ -108,8 +112,9 @@ def parse_rule_params(model: type[RuleParams], kind: str, component: str, raw: d
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(params)'}: {e['msg']}" for e in err.errors())
         fields = ", ".join(model.model_fields) or "(none)"
-        raise ValueError(f"reward.components[{component}].params for kind {kind!r} are invalid: "
-                         f"{problems}. Allowed params: {fields}") from None
+        raise ValueError(
+            f"reward.components[{component}].params for kind {kind!r} are invalid: {problems}. Allowed params: {fields}"
+        ) from None
 
 
 def check_rule_params(kind: str, component: str, raw: dict | None) -> None:

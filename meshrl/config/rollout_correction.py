@@ -13,6 +13,7 @@
 Names are read from the decorators in meshrl/algos/correction/ (meshrl.config.parts), so a
 typo or a pair given to a one-sided criterion is refused at load, naming the fix.
 """
+
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import check_name, rejection_criteria, rollout_correction_modes
@@ -31,8 +32,9 @@ class RolloutCorrectionConfig(Strict):
     @field_validator("mode")
     @classmethod
     def _known_mode(cls, name: str) -> str:
-        return check_name("algorithm.rollout_correction.mode", name, rollout_correction_modes(),
-                          "rollout-correction mode")
+        return check_name(
+            "algorithm.rollout_correction.mode", name, rollout_correction_modes(), "rollout-correction mode"
+        )
 
     @field_validator("reject")
     @classmethod
@@ -43,8 +45,10 @@ class RolloutCorrectionConfig(Strict):
             check_name("algorithm.rollout_correction.reject", name, criteria, "rejection criterion")
             pair = isinstance(threshold, tuple)
             if pair and not criteria[name].two_sided:
-                raise ValueError(f"{key}={list(threshold)}: {name} is bounded above only; give one "
-                                 f"number (pairs [lower, upper] are for the k1 criteria)")
+                raise ValueError(
+                    f"{key}={list(threshold)}: {name} is bounded above only; give one "
+                    f"number (pairs [lower, upper] are for the k1 criteria)"
+                )
             low, high = threshold if pair else (None, threshold)
             if not high > 0 or (low is not None and not 0 < low <= high):
                 raise ValueError(f"{key}={threshold}: thresholds must be > 0 (and lower <= upper)")
@@ -56,10 +60,11 @@ class RolloutCorrectionConfig(Strict):
             return self
         if "lower" not in rollout_correction_modes()[self.mode].options:
             takers = [n for n, d in rollout_correction_modes().items() if "lower" in d.options]
-            raise ValueError(f"algorithm.rollout_correction.lower={self.lower} does nothing with "
-                             f"mode {self.mode!r}; remove it or use a mode that takes it "
-                             f"({', '.join(takers)})")
+            raise ValueError(
+                f"algorithm.rollout_correction.lower={self.lower} does nothing with "
+                f"mode {self.mode!r}; remove it or use a mode that takes it "
+                f"({', '.join(takers)})"
+            )
         if not self.lower < self.cap:
-            raise ValueError(f"algorithm.rollout_correction.lower={self.lower} must be below "
-                             f"cap={self.cap}")
+            raise ValueError(f"algorithm.rollout_correction.lower={self.lower} must be below cap={self.cap}")
         return self

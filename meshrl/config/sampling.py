@@ -12,6 +12,7 @@ Offline runs (DPO) sample nothing: their log-probs are the model's own, at tempe
 
 Evaluation answers greedily with the same rule (`greedy_sampling`). Never imports torch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,16 +45,25 @@ class Sampling:
         """`meshrl.common.v1.SamplingParams` (seed 0 = unseeded)."""
         from meshrl.api.common.v1 import common_pb2  # lazy: protobuf descriptors (~13 ms); loading a config needs none
 
-        return common_pb2.SamplingParams(n=self.n, temperature=self.temperature,
-                                         top_p=self.top_p, max_tokens=self.max_tokens,
-                                         stop=list(self.stop), seed=seed)
+        return common_pb2.SamplingParams(
+            n=self.n,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            stop=list(self.stop),
+            seed=seed,
+        )
 
 
-def make_sampling(n: int, temperature: float, top_p: float, max_tokens: int,
-                  stop=()) -> Sampling:
+def make_sampling(n: int, temperature: float, top_p: float, max_tokens: int, stop=()) -> Sampling:
     """A `Sampling`; greedy requests carry top_p 1 (argmax ignores the nucleus)."""
-    return Sampling(n=n, temperature=temperature, top_p=1.0 if temperature == 0.0 else top_p,
-                    max_tokens=max_tokens, stop=tuple(stop))
+    return Sampling(
+        n=n,
+        temperature=temperature,
+        top_p=1.0 if temperature == 0.0 else top_p,
+        max_tokens=max_tokens,
+        stop=tuple(stop),
+    )
 
 
 def rollout_sampling(cfg: "RunConfig") -> Sampling:
@@ -81,10 +91,12 @@ def sampling_problems(cfg: "RunConfig") -> list[str]:
         return []
     problems = context_problems(cfg)
     if s.temperature == 0.0 and s.group_size != 1:
-        problems.append(f"rollout.sampling.temperature=0 samples greedily, so the "
-                        f"rollout.sampling.group_size={s.group_size} samples of a prompt are identical and "
-                        f"their group-relative advantages are 0; set temperature > 0 (e.g. 1.0) or "
-                        f"group_size=1")
+        problems.append(
+            f"rollout.sampling.temperature=0 samples greedily, so the "
+            f"rollout.sampling.group_size={s.group_size} samples of a prompt are identical and "
+            f"their group-relative advantages are 0; set temperature > 0 (e.g. 1.0) or "
+            f"group_size=1"
+        )
     return problems
 
 
@@ -97,6 +109,9 @@ def context_problems(cfg: "RunConfig") -> list[str]:
     asked = [("rollout.sampling.max_tokens", cfg.rollout.sampling.max_tokens)]
     if cfg.eval.max_tokens is not None:
         asked.append(("eval.max_tokens", cfg.eval.max_tokens))
-    return [f"{key}={tokens} leaves no room for a prompt in rollout.max_model_len={limit} (the "
-            f"engine's context holds prompt + answer); lower {key} or raise rollout.max_model_len"
-            for key, tokens in asked if tokens >= limit]
+    return [
+        f"{key}={tokens} leaves no room for a prompt in rollout.max_model_len={limit} (the "
+        f"engine's context holds prompt + answer); lower {key} or raise rollout.max_model_len"
+        for key, tokens in asked
+        if tokens >= limit
+    ]

@@ -3,6 +3,7 @@
 Sections own one concern each; `meshrl train CONFIG.yaml a.b=c` fills them, and the run
 dir keeps the resolved result (`config.yaml`) so any run can be repeated exactly.
 """
+
 from typing import Literal
 
 import os
@@ -18,8 +19,7 @@ from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
 from meshrl.errors import ConfigError
 from meshrl.config.eval import EvalConfig, eval_problems
 from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, check_name, reward_rule_kinds
-from meshrl.config.external_calls import (EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig,
-                                          TlsConfig)
+from meshrl.config.external_calls import EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig, TlsConfig
 from meshrl.config.environment import EnvironmentConfig
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.reward_rules import check_rule_params
@@ -121,29 +121,43 @@ class RewardComponentConfig(Strict):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, kind: str) -> str:
-        return check_name("reward.components[].kind", kind,
-                          (*reward_rule_kinds(), EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
-                          "reward component kind")
+        return check_name(
+            "reward.components[].kind",
+            kind,
+            (*reward_rule_kinds(), EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
+            "reward component kind",
+        )
 
     @model_validator(mode="after")
     def _address_matches_kind(self) -> "RewardComponentConfig":
         external = self.kind in (EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND)  # both called over gRPC
         if self.kind == EXTERNAL_REWARD_KIND and not self.address:
-            raise ValueError(f"reward component {self.name!r} has kind 'external' but no address: "
-                             f"set address: host:port of its RewardService")
+            raise ValueError(
+                f"reward component {self.name!r} has kind 'external' but no address: "
+                f"set address: host:port of its RewardService"
+            )
         if self.address and not external:
-            raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores "
-                             f"address={self.address!r}: remove it, or set kind: external")
+            raise ValueError(
+                f"reward component {self.name!r} (kind {self.kind!r}) ignores "
+                f"address={self.address!r}: remove it, or set kind: external"
+            )
         if self.kind == REWARD_MODEL_KIND and self.params:
-            raise ValueError(f"reward component {self.name!r} (kind reward_model) takes no params: "
-                             f"the model's settings go in the reward_model section")
+            raise ValueError(
+                f"reward component {self.name!r} (kind reward_model) takes no params: "
+                f"the model's settings go in the reward_model section"
+            )
         check_rule_params(self.kind, self.name, self.params)  # a built-in rule's: now, not at service start
         # Compared with the defaults, not model_fields_set: a resolved config.yaml lists every field.
-        stray = [] if external else sorted(f for f in EXTERNAL_ONLY
-                                           if getattr(self, f) != type(self).model_fields[f].default)
+        stray = (
+            []
+            if external
+            else sorted(f for f in EXTERNAL_ONLY if getattr(self, f) != type(self).model_fields[f].default)
+        )
         if stray:
-            raise ValueError(f"reward component {self.name!r} (kind {self.kind!r}) ignores {stray}: "
-                             f"they only apply to kind: external; remove them")
+            raise ValueError(
+                f"reward component {self.name!r} (kind {self.kind!r}) ignores {stray}: "
+                f"they only apply to kind: external; remove them"
+            )
         if self.token_env and self.token_file:
             raise ValueError(f"reward component {self.name!r}: set token_env or token_file, not both")
         return self
@@ -151,9 +165,7 @@ class RewardComponentConfig(Strict):
 
 class RewardConfig(Strict):
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
-    components: list[RewardComponentConfig] = [
-        RewardComponentConfig(name="math", kind="math_verify", weight=1.0)
-    ]
+    components: list[RewardComponentConfig] = [RewardComponentConfig(name="math", kind="math_verify", weight=1.0)]
 
     @field_validator("components")
     @classmethod
@@ -161,8 +173,7 @@ class RewardConfig(Strict):
         names = [c.name for c in components]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:  # scores, metrics and eval.correct_component are keyed by name
-            raise ValueError(f"reward.components names must be unique; {twice} appear more than "
-                             f"once: rename one")
+            raise ValueError(f"reward.components names must be unique; {twice} appear more than once: rename one")
         return components
 
 
@@ -184,6 +195,7 @@ class ReferenceConfig(Strict):
     @classmethod
     def _yaml_booleans(cls, value):
         return yaml_switch(value)
+
     timeout_s: float = Field(120.0, gt=0.0)
 
     @property
@@ -219,8 +231,10 @@ class LearnerConfig(Strict):
     @classmethod
     def _whole_ranks(cls, value):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANKS:
-            raise ValueError(f"learner.ranks={value!r}: the number of learner processes (torchrun ranks) "
-                             f"must be a whole number 1..{MAX_RANKS}, e.g. `learner.ranks: 2`")
+            raise ValueError(
+                f"learner.ranks={value!r}: the number of learner processes (torchrun ranks) "
+                f"must be a whole number 1..{MAX_RANKS}, e.g. `learner.ranks: 2`"
+            )
         return value
 
     @model_validator(mode="before")
@@ -230,8 +244,10 @@ class LearnerConfig(Strict):
         if isinstance(data, dict) and data.get("eval_every", 0) in (0, None):
             data = {k: v for k, v in data.items() if k != "eval_every"}
         if isinstance(data, dict) and "eval_every" in data:
-            raise ValueError(f"learner.eval_every={data['eval_every']!r} moved to eval.every "
-                             f"(evaluation has its own section: see meshrl/config/eval.py)")
+            raise ValueError(
+                f"learner.eval_every={data['eval_every']!r} moved to eval.every "
+                f"(evaluation has its own section: see meshrl/config/eval.py)"
+            )
         return data
 
     @property
@@ -330,8 +346,13 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":
-        for problem in (batch_arithmetic_problems(self) + eval_problems(self) + sampling_problems(self)
-                        + reward_model_problems(self) + lora_problems(self)):
+        for problem in (
+            batch_arithmetic_problems(self)
+            + eval_problems(self)
+            + sampling_problems(self)
+            + reward_model_problems(self)
+            + lora_problems(self)
+        ):
             raise ConfigError(problem)
         return self
 
@@ -342,11 +363,15 @@ def lora_problems(cfg: "RunConfig") -> list[str]:
         return []
     problems = []
     if cfg.learner.ranks > 1:
-        problems.append(f"model.lora with learner.ranks={cfg.learner.ranks}: LoRA trains on one learner "
-                        f"process (its adapters are megabytes: no sharding needed); set learner.ranks=1")
+        problems.append(
+            f"model.lora with learner.ranks={cfg.learner.ranks}: LoRA trains on one learner "
+            f"process (its adapters are megabytes: no sharding needed); set learner.ranks=1"
+        )
     if cfg.algorithm.critic.enabled:
-        problems.append("model.lora with algorithm.critic.enabled: the critic would share the adapted "
-                        "base; train the critic without LoRA (remove model.lora) or use a critic-free preset")
+        problems.append(
+            "model.lora with algorithm.critic.enabled: the critic would share the adapted "
+            "base; train the critic without LoRA (remove model.lora) or use a critic-free preset"
+        )
     if cfg.model.lora.push == "adapter":
         problems += adapter_push_problems(cfg)
     return problems
@@ -357,11 +382,15 @@ def adapter_push_problems(cfg: "RunConfig") -> list[str]:
     and only at a rank vLLM serves."""
     problems = []
     if cfg.learner.weights_transport == "collective":
-        problems.append("model.lora.push=adapter with learner.weights_transport=collective: vLLM loads a "
-                        "LoRA adapter from files; use shm or objectstore (or auto), or model.lora.push=merged")
+        problems.append(
+            "model.lora.push=adapter with learner.weights_transport=collective: vLLM loads a "
+            "LoRA adapter from files; use shm or objectstore (or auto), or model.lora.push=merged"
+        )
     if cfg.model.lora.rank > ENGINE_LORA_RANKS[-1]:
-        problems.append(f"model.lora.rank={cfg.model.lora.rank}: vLLM serves LoRA adapters up to rank "
-                        f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged")
+        problems.append(
+            f"model.lora.rank={cfg.model.lora.rank}: vLLM serves LoRA adapters up to rank "
+            f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged"
+        )
     return problems
 
 
@@ -383,7 +412,8 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
         problems.append(
             f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} with "
             f"learner.weights_transport=collective: the collective transport is wired to one engine "
-            f"worker; use shm or objectstore (every worker reads its shard from the file)")
+            f"worker; use shm or objectstore (every worker reads its shard from the file)"
+        )
     if cfg.reference.enabled == "off" and cfg.algorithm.needs_reference:
         problems.append(
             f"reference.enabled=off, but algorithm.kl_coef={cfg.algorithm.kl_coef}"
@@ -394,15 +424,15 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
         problems.append(
             f"learner.ranks={cfg.learner.ranks} needs learner.prompts_per_step (now "
             f"{cfg.learner.prompts_per_step}) to be a multiple of it (each rank trains whole groups, as many "
-            f"as the others) and an online algorithm (offline preference training runs on one rank)")
-    if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
-        problems.append(
-            f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}"
+            f"as the others) and an online algorithm (offline preference training runs on one rank)"
         )
+    if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
+        problems.append(f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}")
     overlong = cfg.algorithm.overlong
     if overlong.enabled and overlong.buffer_len > cfg.rollout.sampling.max_tokens:
         problems.append(
             f"algorithm.overlong.buffer_len={overlong.buffer_len} exceeds "
             f"rollout.sampling.max_tokens={cfg.rollout.sampling.max_tokens}: the soft overlong "
-            f"penalty ramps over the last buffer_len tokens, so it must fit inside max_tokens")
+            f"penalty ramps over the last buffer_len tokens, so it must fit inside max_tokens"
+        )
     return problems

@@ -1,4 +1,5 @@
 """The base of every config section: unknown keys, NaN and ±inf, and NUL characters are errors."""
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from meshrl.config.values import check_no_nul

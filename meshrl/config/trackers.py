@@ -11,6 +11,7 @@ and the final model's path. Credentials never come from here: MLflow reads
 MLFLOW_TRACKING_TOKEN / MLFLOW_TRACKING_USERNAME+PASSWORD and W&B reads WANDB_API_KEY from
 the learner's environment, so a tracking URI that carries a password is refused.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -43,9 +44,11 @@ class MlflowConfig(Strict):
     def _no_password_in_uri(cls, value: str | None) -> str | None:
         check_url_port("telemetry.mlflow.tracking_uri", value)
         if value is not None and urlsplit(value).password is not None:
-            raise ConfigError("telemetry.mlflow.tracking_uri carries a password: remove it and set "
-                              "MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (or "
-                              "MLFLOW_TRACKING_TOKEN) in the learner's environment")
+            raise ConfigError(
+                "telemetry.mlflow.tracking_uri carries a password: remove it and set "
+                "MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (or "
+                "MLFLOW_TRACKING_TOKEN) in the learner's environment"
+            )
         return value
 
 

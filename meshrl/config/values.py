@@ -7,6 +7,7 @@ which the config error prints as its line (meshrl.config.load).
     check_address("reference.address", "ref:50053")    # host:port, a,b lists, dns:///host:port
     check_url_port("nats.url", "nats://n:4222")          # a URL's port, when it names one
 """
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -24,8 +25,10 @@ def check_printable_name(name: str) -> str:
     characters only (no NUL, newline or other control character)."""
     bad = next((c for c in name if not c.isprintable()), None)
     if bad is not None:
-        raise ValueError(f"{name!r} holds the control character {bad!r}: a name goes into file names, "
-                         f"log lines and metric labels; use printable characters only")
+        raise ValueError(
+            f"{name!r} holds the control character {bad!r}: a name goes into file names, "
+            f"log lines and metric labels; use printable characters only"
+        )
     if not name.strip():
         raise ValueError("a name must not be empty or blank; give it one, e.g. `name: my-run`")
     return name
@@ -68,8 +71,9 @@ def check_address(key: str, value: str | None) -> str | None:
         text = part.strip().removeprefix("dns:///")
         host, sep, _ = text.rpartition(":")
         if not sep or not host.strip("[]") or port_of(key, value, text) is None:
-            raise ValueError(f"{key}={value!r}: expected host:port (e.g. reward.internal:50051), each "
-                             f"port 1..{MAX_PORT}")
+            raise ValueError(
+                f"{key}={value!r}: expected host:port (e.g. reward.internal:50051), each port 1..{MAX_PORT}"
+            )
     return value
 
 

@@ -10,6 +10,7 @@ than MAX_ALIASES aliases, or expands to more than MAX_VALUES values (counted as 
 stopping at the limit). No real config comes near any of them (the largest example has
 under 200 values and no alias).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,9 @@ class _CountingLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:
-                raise ConfigError(f"{self.source} uses more than {MAX_ALIASES} YAML aliases (*name); "
-                                  f"write the values out instead")
+                raise ConfigError(
+                    f"{self.source} uses more than {MAX_ALIASES} YAML aliases (*name); write the values out instead"
+                )
         return super().compose_node(parent, index)
 
 
@@ -53,8 +55,9 @@ def _check_size(tree: Any, source: str) -> None:
         node = stack.pop()
         seen += 1
         if seen > MAX_VALUES:
-            raise ConfigError(f"{source} expands to more than {MAX_VALUES:,} values (aliases of aliases?); "
-                              f"write a smaller config")
+            raise ConfigError(
+                f"{source} expands to more than {MAX_VALUES:,} values (aliases of aliases?); write a smaller config"
+            )
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):
@@ -64,8 +67,9 @@ def _check_size(tree: Any, source: str) -> None:
 def load_yaml(text: str, source: str) -> Any:
     """The document in `text`; ConfigError naming `source` and the rule it broke."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
-        raise ConfigError(f"{source} is over {MAX_YAML_BYTES >> 20} MiB; a config is a few KiB, "
-                          f"keep data in the data files")
+        raise ConfigError(
+            f"{source} is over {MAX_YAML_BYTES >> 20} MiB; a config is a few KiB, keep data in the data files"
+        )
     try:
         loader = _CountingLoader(text, source)  # the reader refuses control characters here
         try:

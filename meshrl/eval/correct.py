@@ -5,6 +5,7 @@ With `correct_component` set, that reward component's raw value (before its weig
 be. A sample without that value (its score failed, or the component is missing) is not
 correct and counts as a score error. See meshrl/config/eval.py for the config keys.
 """
+
 from __future__ import annotations
 
 import math

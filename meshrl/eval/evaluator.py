@@ -17,6 +17,7 @@ the replicas first: `RolloutPool.wait_for_version`).
 Simplification: a failed batch fails the whole evaluation (no retry on another replica
 beyond gRPC's own retries on UNAVAILABLE).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -63,36 +64,53 @@ class Evaluator:
 
     def task(self, item: PromptItem, name: str, sampling: common_pb2.SamplingParams) -> common_pb2.PromptTask:
         return common_pb2.PromptTask(
-            run_id=self.run_id, group_id=f"{self.run_id}-eval-{name}", prompt_text=item.text,
-            prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
-            **task_fields(item.row), metadata={"split": "eval"}, dataset_index=item.row.ref.index, created_unix=time.time(),
-            environment=self.plan.environment)
+            run_id=self.run_id,
+            group_id=f"{self.run_id}-eval-{name}",
+            prompt_text=item.text,
+            prompt_token_ids=pack_int32(item.prompt_ids),
+            sampling=sampling,
+            **task_fields(item.row),
+            metadata={"split": "eval"},
+            dataset_index=item.row.ref.index,
+            created_unix=time.time(),
+            environment=self.plan.environment,
+        )
 
-    async def run(self, items: Sequence[PromptItem], *, tag: str = "eval", min_version: int = 0,
-                  on_progress: Callable[[int], None] | None = None) -> EvalResult:
+    async def run(
+        self,
+        items: Sequence[PromptItem],
+        *,
+        tag: str = "eval",
+        min_version: int = 0,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> EvalResult:
         """Evaluate `items` (the first `plan.max_prompts`); `on_progress(prompts done)` per batch."""
         items = list(items)[: self.plan.max_prompts]
         started = time.perf_counter()
         requests = self.tasks(items, tag)
         size = self.plan.batch_size * (2 if self.plan.pass_n else 1)  # both modes of a prompt together
-        batches = [requests[i:i + size] for i in range(0, len(requests), size)]
+        batches = [requests[i : i + size] for i in range(0, len(requests), size)]
         gate = asyncio.Semaphore(BATCHES_PER_REPLICA * len(self.rollout.replicas))
         done = await asyncio.gather(*(self._batch(b, gate, min_version, on_progress) for b in batches))
-        samples = sorted((s for batch in done for s in batch),
-                         key=lambda s: (s.prompt_index, s.mode != "greedy", s.sample_index))
+        samples = sorted(
+            (s for batch in done for s in batch), key=lambda s: (s.prompt_index, s.mode != "greedy", s.sample_index)
+        )
         errors = judge(samples, self.plan.correct_component, self.plan.correct_threshold)
         metrics = summarize(samples, k=self.plan.pass_k, score_errors=errors)
         metrics["eval/time_s"] = time.perf_counter() - started
         return EvalResult(metrics, samples)
 
-    async def _batch(self, batch, gate: asyncio.Semaphore, min_version: int,
-                     on_progress: Callable[[int], None] | None) -> list[EvalSample]:
+    async def _batch(
+        self, batch, gate: asyncio.Semaphore, min_version: int, on_progress: Callable[[int], None] | None
+    ) -> list[EvalSample]:
         """Generate one batch, check its version, score it."""
         async with gate:
             reply = await self.rollout.generate([t for _, _, t in batch], timeout_s=self.plan.timeout_s)
         if reply.policy_version < min_version:
-            raise EvalUnavailable(f"a rollout replica answered with weights version "
-                                  f"{reply.policy_version}, older than the {min_version} to evaluate")
+            raise EvalUnavailable(
+                f"a rollout replica answered with weights version "
+                f"{reply.policy_version}, older than the {min_version} to evaluate"
+            )
         by_id = {g.group_id: g for g in reply.groups}
         if missing := [t.group_id for _, _, t in batch if t.group_id not in by_id]:
             raise EvalUnavailable(f"a rollout replica answered without groups {missing[:3]}")

@@ -14,6 +14,7 @@ Sampled (only with eval.pass_k > 1; n = eval.pass_n samples per prompt):
 Both:
     eval/score_errors            samples the rule could not judge (their score failed)
 """
+
 from __future__ import annotations
 
 import math
@@ -33,10 +34,12 @@ def finite_mean(values: list[float]) -> float | None:
 def greedy_metrics(greedy: list[EvalSample]) -> dict[str, float]:
     if not greedy:
         return {"eval/n": 0.0}
-    out = {"eval/n": float(len(greedy)),
-           "eval/accuracy": float(np.mean([s.correct for s in greedy])),
-           "eval/response_length_mean": float(np.mean([s.num_tokens for s in greedy])),
-           "eval/clipped_ratio": float(np.mean([s.finish_reason == "length" for s in greedy]))}
+    out = {
+        "eval/n": float(len(greedy)),
+        "eval/accuracy": float(np.mean([s.correct for s in greedy])),
+        "eval/response_length_mean": float(np.mean([s.num_tokens for s in greedy])),
+        "eval/clipped_ratio": float(np.mean([s.finish_reason == "length" for s in greedy])),
+    }
     if (reward := finite_mean([s.reward for s in greedy])) is not None:
         out["eval/reward_mean"] = reward
     by_source = defaultdict(list)
@@ -54,8 +57,10 @@ def sampled_metrics(sampled: list[EvalSample], k: int) -> dict[str, float]:
     for s in sampled:
         per_prompt[s.prompt_index].append(s.correct)
     counts = [(len(v), sum(v)) for _, v in sorted(per_prompt.items())]
-    out = {f"eval/pass@{k}": mean_pass_at_k(counts, k),
-           "eval/sampled_accuracy": float(np.mean([c / n for n, c in counts]))}
+    out = {
+        f"eval/pass@{k}": mean_pass_at_k(counts, k),
+        "eval/sampled_accuracy": float(np.mean([c / n for n, c in counts])),
+    }
     if (reward := finite_mean([s.reward for s in sampled])) is not None:
         out["eval/sampled_reward_mean"] = reward
     return out
@@ -64,5 +69,4 @@ def sampled_metrics(sampled: list[EvalSample], k: int) -> dict[str, float]:
 def summarize(samples: list[EvalSample], *, k: int, score_errors: int) -> dict[str, float]:
     greedy = [s for s in samples if s.mode == "greedy"]
     sampled = [s for s in samples if s.mode == "sampled"]
-    return {**greedy_metrics(greedy), **sampled_metrics(sampled, k),
-            "eval/score_errors": float(score_errors)}
+    return {**greedy_metrics(greedy), **sampled_metrics(sampled, k), "eval/score_errors": float(score_errors)}

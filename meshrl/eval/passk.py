@@ -9,6 +9,7 @@ samples of a prompt, count the c correct ones, then
 averaged over prompts. Computed as the stable product 1 − Π_{i=n−c+1..n} (1 − k / i), as in
 the paper's numpy snippet, so large n never overflows.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ k) at `eval.k_temperature` / `eval.k_top_p`, seeded per prompt from `run.seed` s
 evaluations of the same weights draw the same samples. The accuracy rule is documented in
 `meshrl/config/eval.py` and implemented in `correct.py`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,20 +39,28 @@ class EvalPlan:
     @classmethod
     def from_run_config(cls, cfg: RunConfig) -> "EvalPlan":
         e, s = cfg.eval, cfg.rollout.sampling
-        return cls(max_tokens=e.max_tokens or s.max_tokens, stop=tuple(s.stop), pass_k=e.pass_k,
-                   pass_n=e.samples_per_prompt, k_temperature=e.k_temperature, k_top_p=e.k_top_p,
-                   correct_component=e.correct_component, correct_threshold=e.correct_threshold,
-                   component_names=tuple(c.name for c in cfg.reward.components),
-                   batch_size=e.batch_size, timeout_s=e.timeout_s, seed=cfg.run.seed,
-                   max_prompts=e.max_prompts, environment=cfg.environment.name if cfg.environment else "",
-                   environment_components=tuple(c.name for c in cfg.reward.components
-                                                if c.kind == ENVIRONMENT_REWARD_KIND))
+        return cls(
+            max_tokens=e.max_tokens or s.max_tokens,
+            stop=tuple(s.stop),
+            pass_k=e.pass_k,
+            pass_n=e.samples_per_prompt,
+            k_temperature=e.k_temperature,
+            k_top_p=e.k_top_p,
+            correct_component=e.correct_component,
+            correct_threshold=e.correct_threshold,
+            component_names=tuple(c.name for c in cfg.reward.components),
+            batch_size=e.batch_size,
+            timeout_s=e.timeout_s,
+            seed=cfg.run.seed,
+            max_prompts=e.max_prompts,
+            environment=cfg.environment.name if cfg.environment else "",
+            environment_components=tuple(c.name for c in cfg.reward.components if c.kind == ENVIRONMENT_REWARD_KIND),
+        )
 
     def greedy_sampling(self) -> common_pb2.SamplingParams:
         return greedy_sampling(self.max_tokens, self.stop).to_proto()
 
     def k_sampling(self, prompt_index: int) -> common_pb2.SamplingParams:
         """pass@k sampling for one prompt; the seed is never 0 (0 means unseeded)."""
-        sampling = make_sampling(self.pass_n, self.k_temperature, self.k_top_p, self.max_tokens,
-                                 self.stop)
+        sampling = make_sampling(self.pass_n, self.k_temperature, self.k_top_p, self.max_tokens, self.stop)
         return sampling.to_proto(seed=self.seed * 1_000_003 + prompt_index + 1)

@@ -7,6 +7,7 @@ environment reward: `with_environment_reward` makes it the value of the run's `e
 components (the reward service, scoring an evaluated text, has no episode to read it from). `finish_reason` is "stop", "length", "abort"
 or "unspecified". A failed score keeps `reward` NaN (never 0); `as_json()` writes it null.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,13 +58,23 @@ class EvalSample:
 
 def from_group(group: common_pb2.Group, prompt_index: int, mode: str) -> list[EvalSample]:
     task = group.task
-    return [EvalSample(prompt_index=prompt_index, mode=mode, group_id=group.group_id,
-                       sample_index=s.index, prompt=task.prompt_text, response=s.response_text,
-                       ground_truth=task.ground_truth, data_source=task.data_source,
-                       num_tokens=len(s.response_token_ids) // INT32_BYTES,
-                       finish_reason=finish_reason_name(s.finish_reason),
-                       policy_version=s.policy_version, env_reward=s.env_reward if s.has_env_reward else None)
-            for s in group.samples]
+    return [
+        EvalSample(
+            prompt_index=prompt_index,
+            mode=mode,
+            group_id=group.group_id,
+            sample_index=s.index,
+            prompt=task.prompt_text,
+            response=s.response_text,
+            ground_truth=task.ground_truth,
+            data_source=task.data_source,
+            num_tokens=len(s.response_token_ids) // INT32_BYTES,
+            finish_reason=finish_reason_name(s.finish_reason),
+            policy_version=s.policy_version,
+            env_reward=s.env_reward if s.has_env_reward else None,
+        )
+        for s in group.samples
+    ]
 
 
 def with_environment_reward(samples: list[EvalSample], names: tuple[str, ...]) -> None:

@@ -8,6 +8,7 @@
 The JSON holds what was evaluated (source, step, data file, model dir), the metrics, the
 eval and reward config used, and every sample (greedy and sampled) with its score.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,19 @@ def metrics_table(metrics: dict[str, float]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
-def result_document(result: EvalResult, cfg: RunConfig, *, source: str, step: int | None,
-                    data: str, model_dir: str) -> dict:
-    return {"source": source, "step": step, "data": data, "model_dir": model_dir,
-            "metrics": result.metrics, "eval": cfg.eval.model_dump(mode="json"),
-            "reward_components": [c.model_dump(mode="json") for c in cfg.reward.components],
-            "samples": [s.as_json() for s in result.samples]}
+def result_document(
+    result: EvalResult, cfg: RunConfig, *, source: str, step: int | None, data: str, model_dir: str
+) -> dict:
+    return {
+        "source": source,
+        "step": step,
+        "data": data,
+        "model_dir": model_dir,
+        "metrics": result.metrics,
+        "eval": cfg.eval.model_dump(mode="json"),
+        "reward_components": [c.model_dump(mode="json") for c in cfg.reward.components],
+        "samples": [s.as_json() for s in result.samples],
+    }
 
 
 def write_result(path: str | Path, document: dict) -> Path:

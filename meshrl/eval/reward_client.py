@@ -7,6 +7,7 @@ scored OK). Calls rotate over the reward replicas. A sample's `components` becom
 when it is in `details`, else "ERROR" with value None. A service that reports no details
 at all (an external RewardService) leaves `components` empty.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,8 +25,13 @@ from meshrl.transport.rpc import open_channel
 
 def score_item(s: EvalSample) -> reward_pb2.ScoreItem:
     # The sample keeps the rules' text of the ground truth; sent as a JSON string.
-    return reward_pb2.ScoreItem(id=s.score_id, prompt=s.prompt, response=s.response,
-                                ground_truth_json=json.dumps(s.ground_truth), data_source=s.data_source)
+    return reward_pb2.ScoreItem(
+        id=s.score_id,
+        prompt=s.prompt,
+        response=s.response,
+        ground_truth_json=json.dumps(s.ground_truth),
+        data_source=s.data_source,
+    )
 
 
 def apply_result(s: EvalSample, result: reward_pb2.ScoreResult, names: tuple[str, ...]) -> None:
@@ -34,18 +40,23 @@ def apply_result(s: EvalSample, result: reward_pb2.ScoreResult, names: tuple[str
     s.score_error = result.error
     details = dict(result.details)
     if details:
-        s.components = {n: {"value": details.get(n), "status": "OK" if n in details else "ERROR"}
-                        for n in dict.fromkeys([*names, *details])}
+        s.components = {
+            n: {"value": details.get(n), "status": "OK" if n in details else "ERROR"}
+            for n in dict.fromkeys([*names, *details])
+        }
 
 
 class RewardClient:
     def __init__(self, addresses: list[str], component_names: tuple[str, ...] = (), run_id: str = ""):
         if not addresses:
-            raise EvalUnavailable("no reward service to score the evaluation with: none is "
-                                  "announced in the run KV (services/reward/*); is it running?")
+            raise EvalUnavailable(
+                "no reward service to score the evaluation with: none is "
+                "announced in the run KV (services/reward/*); is it running?"
+            )
         self.channels = [open_channel(a) for a in addresses]
-        self.targets = itertools.cycle(list(zip(addresses, (reward_pb2_grpc.RewardServiceStub(c)
-                                                             for c in self.channels))))
+        self.targets = itertools.cycle(
+            list(zip(addresses, (reward_pb2_grpc.RewardServiceStub(c) for c in self.channels)))
+        )
         self.names, self.run_id = component_names, run_id
 
     async def score(self, samples: list[EvalSample], *, timeout_s: float) -> None:
@@ -57,8 +68,9 @@ class RewardClient:
         try:
             reply = await stub.Score(request, timeout=timeout_s)
         except grpc.aio.AioRpcError as err:
-            raise EvalUnavailable(f"reward service at {address}: Score failed with "
-                                  f"{err.code().name}: {err.details()}") from err
+            raise EvalUnavailable(
+                f"reward service at {address}: Score failed with {err.code().name}: {err.details()}"
+            ) from err
         by_id = {r.id: r for r in reply.results}
         for s in samples:
             if s.score_id in by_id:

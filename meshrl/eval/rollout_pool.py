@@ -9,6 +9,7 @@ gRPC failures become `EvalUnavailable` naming the replica's address.
     reply = await pool.generate(tasks, timeout_s=600)    # GenerateResponse
     await pool.close()
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,10 @@ class Replica:
 class RolloutPool:
     def __init__(self, addresses: list[str]):
         if not addresses:
-            raise EvalUnavailable("no rollout replica to evaluate with: none is announced in the "
-                                  "run KV (services/rollout/*); is the rollout service running?")
+            raise EvalUnavailable(
+                "no rollout replica to evaluate with: none is announced in the "
+                "run KV (services/rollout/*); is the rollout service running?"
+            )
         self.replicas = []
         for address in addresses:
             channel = open_channel(address)
@@ -49,27 +52,30 @@ class RolloutPool:
         replica.last_used = next(self._ticks)
         return replica
 
-    async def generate(self, tasks: list[common_pb2.PromptTask], *,
-                       timeout_s: float) -> rollout_pb2.GenerateResponse:
+    async def generate(self, tasks: list[common_pb2.PromptTask], *, timeout_s: float) -> rollout_pb2.GenerateResponse:
         replica = self.pick()
         replica.in_flight += 1
         try:
             return await replica.stub.Generate(rollout_pb2.GenerateRequest(tasks=tasks), timeout=timeout_s)
         except grpc.aio.AioRpcError as err:
-            raise EvalUnavailable(f"rollout replica at {replica.address}: Generate failed with "
-                                  f"{err.code().name}: {err.details()}") from err
+            raise EvalUnavailable(
+                f"rollout replica at {replica.address}: Generate failed with {err.code().name}: {err.details()}"
+            ) from err
         finally:
             replica.in_flight -= 1
 
     async def versions(self, timeout_s: float = 10.0) -> dict[str, int]:
         """address → the weights version the replica holds now."""
+
         async def one(r: Replica) -> int:
             try:
                 status = await r.stub.GetStatus(rollout_pb2.GetStatusRequest(), timeout=timeout_s)
             except grpc.aio.AioRpcError as err:
-                raise EvalUnavailable(f"rollout replica at {r.address}: GetStatus failed with "
-                                      f"{err.code().name}: {err.details()}") from err
+                raise EvalUnavailable(
+                    f"rollout replica at {r.address}: GetStatus failed with {err.code().name}: {err.details()}"
+                ) from err
             return status.policy_version
+
         found = await asyncio.gather(*(one(r) for r in self.replicas))
         return {r.address: v for r, v in zip(self.replicas, found)}
 
@@ -84,7 +90,8 @@ class RolloutPool:
                 raise EvalUnavailable(
                     f"rollout replicas still hold older weights than version {version} after "
                     f"{timeout_s:g} s ({', '.join(f'{a}: v{v}' for a, v in behind.items())}); "
-                    f"raise eval.wait_for_version_s or check the rollout logs")
+                    f"raise eval.wait_for_version_s or check the rollout logs"
+                )
             await asyncio.sleep(poll_s)
 
     async def close(self) -> None:

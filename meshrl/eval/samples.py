@@ -25,6 +25,7 @@ reward (its score failed) is written as null. The response text is the sample's
 
 Simplification: the file grows without rotation (k rows per step).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,44 +54,71 @@ def sample_row(step: int, group: common_pb2.Group, s: common_pb2.Sample, tokeniz
     text = s.response_text
     if not text and s.response_token_ids and tokenizer is not None:
         text = tokenizer.decode(unpack_int32(s.response_token_ids).tolist(), skip_special_tokens=True)
-    row = {"step": step, "split": "train", "group_id": group.group_id, "sample_index": s.index,
-           "prompt": group.task.prompt_text, "response": text,
-           "ground_truth": group.task.ground_truth, "reward": finite_or_none(s.reward),
-           "components": {c.name: {"value": finite_or_none(c.value), "status": status_name(c.status)}
-                          for c in s.reward_components},
-           "finish_reason": finish_reason_name(s.finish_reason),
-           "num_tokens": model_token_count(s), "policy_version": s.policy_version}
+    row = {
+        "step": step,
+        "split": "train",
+        "group_id": group.group_id,
+        "sample_index": s.index,
+        "prompt": group.task.prompt_text,
+        "response": text,
+        "ground_truth": group.task.ground_truth,
+        "reward": finite_or_none(s.reward),
+        "components": {
+            c.name: {"value": finite_or_none(c.value), "status": status_name(c.status)} for c in s.reward_components
+        },
+        "finish_reason": finish_reason_name(s.finish_reason),
+        "num_tokens": model_token_count(s),
+        "policy_version": s.policy_version,
+    }
     return row | episode_fields(group, s) if s.turns else row
 
 
 def episode_fields(group: common_pb2.Group, s: common_pb2.Sample) -> dict:
     """A multi-turn sample's environment, environment reward and turns (the dashboard's
     episode view): each turn's text, tool calls, observation and reward."""
-    return {"environment": group.task.environment,
-            "env_reward": finite_or_none(s.env_reward) if s.has_env_reward else None,
-            "response_tokens": len(s.response_token_ids) // INT32_BYTES,  # num_tokens + the observations'
-            "turns": [turn_row(t) for t in s.turns]}
+    return {
+        "environment": group.task.environment,
+        "env_reward": finite_or_none(s.env_reward) if s.has_env_reward else None,
+        "response_tokens": len(s.response_token_ids) // INT32_BYTES,  # num_tokens + the observations'
+        "turns": [turn_row(t) for t in s.turns],
+    }
 
 
 def turn_row(t: common_pb2.Turn) -> dict:
     """`tokens`: [start, end, observation end) in the response: the model wrote [start, end),
     the observation is [end, observation end) (loss mask 0; empty when there is none)."""
-    return {"index": t.index, "text": t.text, "tokens": [t.token_start, t.token_end, max(t.observation_end, t.token_end)],
-            "tool_calls": [{"name": c.name, "arguments": c.arguments_json, "error": c.error}
-                           for c in t.tool_calls],
-            "observation": t.observation_text, "observation_truncated": t.observation_truncated,
-            "reward": finite_or_none(t.reward) if t.HasField("reward") else None,
-            "finish_reason": finish_reason_name(t.finish_reason), "done": t.done,
-            "env_latency_s": t.env_latency_s}
+    return {
+        "index": t.index,
+        "text": t.text,
+        "tokens": [t.token_start, t.token_end, max(t.observation_end, t.token_end)],
+        "tool_calls": [{"name": c.name, "arguments": c.arguments_json, "error": c.error} for c in t.tool_calls],
+        "observation": t.observation_text,
+        "observation_truncated": t.observation_truncated,
+        "reward": finite_or_none(t.reward) if t.HasField("reward") else None,
+        "finish_reason": finish_reason_name(t.finish_reason),
+        "done": t.done,
+        "env_latency_s": t.env_latency_s,
+    }
 
 
 def eval_row(step: int, s: EvalSample) -> dict:
     """The samples.jsonl row of one evaluated sample."""
-    return {"step": step, "split": "eval", "mode": s.mode, "group_id": s.group_id,
-            "sample_index": s.sample_index, "prompt": s.prompt, "response": s.response,
-            "ground_truth": s.ground_truth, "reward": finite_or_none(s.reward),
-            "components": s.components, "finish_reason": s.finish_reason,
-            "num_tokens": s.num_tokens, "policy_version": s.policy_version, "correct": s.correct}
+    return {
+        "step": step,
+        "split": "eval",
+        "mode": s.mode,
+        "group_id": s.group_id,
+        "sample_index": s.sample_index,
+        "prompt": s.prompt,
+        "response": s.response,
+        "ground_truth": s.ground_truth,
+        "reward": finite_or_none(s.reward),
+        "components": s.components,
+        "finish_reason": s.finish_reason,
+        "num_tokens": s.num_tokens,
+        "policy_version": s.policy_version,
+        "correct": s.correct,
+    }
 
 
 class SampleWriter:

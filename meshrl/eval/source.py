@@ -12,6 +12,7 @@ Errors name the path and what to pass instead: a missing path or an unknown step
 the steps that exist) raise LaunchError / CheckpointError; a corrupt checkpoint
 CheckpointError (from the checkpoint library).
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,10 @@ def resolve_source(arg: str | Path) -> EvalSource:
     if not path.exists():
         if STEP_RE.match(path.name) and path.parent.name == CHECKPOINTS:
             find_step(path.parent.parent, int(STEP_RE.match(path.name).group(1)))  # lists steps
-        raise LaunchError(f"{path} does not exist; pass RUN_DIR, RUN_DIR/checkpoints/step_N or "
-                          f"a Hugging Face model dir (`meshrl export` writes one)")
+        raise LaunchError(
+            f"{path} does not exist; pass RUN_DIR, RUN_DIR/checkpoints/step_N or "
+            f"a Hugging Face model dir (`meshrl export` writes one)"
+        )
     if is_hf_dir(path):
         return export_source(path)
     return checkpoint_source(path)
@@ -69,8 +72,9 @@ def checkpoint_source(path: Path) -> EvalSource:
     return EvalSource("checkpoint", ckpt, read_config(ckpt), step_of(ckpt))
 
 
-def model_dir_for(source: EvalSource, work_dir: Path, *, base_model: str | None = None,
-                  tokenizer: str | None = None) -> Path:
+def model_dir_for(
+    source: EvalSource, work_dir: Path, *, base_model: str | None = None, tokenizer: str | None = None
+) -> Path:
     """The HF dir to serve: the export itself, or the checkpoint exported into WORK_DIR/model."""
     if source.kind == "export":
         return source.path

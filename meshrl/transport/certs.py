@@ -10,6 +10,7 @@ EC P-256 keys (fast to make). Keys are written mode 0600 from the start, never i
 Simplification: no revocation, no rotation; a run's CA lives `days` (default 30) and a new
 one is made at every launcher start, so a certificate never outlives its run for long.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,8 +49,9 @@ class Issued:
         stem = Path(stem)
         cert_path = stem.with_name(stem.name + ".pem")
         cert_path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
-        key_pem = self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                         serialization.NoEncryption())
+        key_pem = self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         return cert_path, write_private_file(stem.with_name(stem.name + ".key"), key_pem)
 
 
@@ -66,18 +68,20 @@ class CertificateAuthority:
         path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
         return path
 
-    def issue(self, subject: str, *, hosts: Iterable[str] = (), server: bool = True,
-              client: bool = False) -> Issued:
+    def issue(self, subject: str, *, hosts: Iterable[str] = (), server: bool = True, client: bool = False) -> Issued:
         """A certificate for `subject`; `hosts` (IPs or DNS names) go in its SAN. `server` and
         `client` pick the extended key usages (both: one identity serving and calling)."""
-        usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + \
-                 ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
+        usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
+            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
+        )
         if not usages:
             raise ValueError(f"certificate {subject!r}: pick server=True and/or client=True")
         key = ec.generate_private_key(ec.SECP256R1())
-        builder = _builder(subject, key, self.name, self.days).add_extension(
-            x509.BasicConstraints(ca=False, path_length=None), critical=True).add_extension(
-            x509.ExtendedKeyUsage(usages), critical=False)
+        builder = (
+            _builder(subject, key, self.name, self.days)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
         sans = list(dict.fromkeys(hosts))
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName([_san(h) for h in sans]), critical=False)
@@ -87,22 +91,40 @@ class CertificateAuthority:
 def _builder(subject: str, key, issuer: str, days: int) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.timezone.utc)
     # Five minutes back: a peer whose clock is a little behind still accepts it.
-    return (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days)))
+    return (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(_name(issuer))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+    )
 
 
 def new_ca(name: str, *, days: int = 30) -> CertificateAuthority:
     if days < 1:
         raise ValueError(f"days={days}: a CA must be valid for at least one day")
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (_builder(name, key, name, days)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        _builder(name, key, name, days)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
     return CertificateAuthority(name, cert, key, days)
 
 

@@ -16,6 +16,7 @@ first by them, as a directory they own, or as a link to somewhere else. So:
 Owner means this process's effective uid: on one host, every service of a run runs as the
 run's user.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,9 +40,11 @@ def _check_dir_stat(path: Path, st: os.stat_result) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafePath(f"{path} is not a directory")
     if st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise UnsafePath(f"{path} is not private to uid {os.geteuid()} ({_describe(st)}; needs this "
-                         f"user's own 0700 directory): another local user may have made or opened it; "
-                         f"remove it and restart")
+        raise UnsafePath(
+            f"{path} is not private to uid {os.geteuid()} ({_describe(st)}; needs this "
+            f"user's own 0700 directory): another local user may have made or opened it; "
+            f"remove it and restart"
+        )
 
 
 def check_private_dir(path: Path) -> int:
@@ -95,8 +98,7 @@ def open_private_file(path: Path) -> int:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
         os.close(fd)
-        raise UnsafePath(f"{path} is not a regular file of uid {os.geteuid()} that only it may write "
-                         f"({_describe(st)})")
+        raise UnsafePath(f"{path} is not a regular file of uid {os.geteuid()} that only it may write ({_describe(st)})")
     return fd
 
 

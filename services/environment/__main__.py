@@ -1,4 +1,5 @@
 """`python -m meshrl.services.environment --port PORT`: see main.py."""
+
 import sys
 
 from meshrl.services.environment.main import main

@@ -11,6 +11,7 @@ it is done: an expression of at most 200 characters, integers of at most 4096 bi
 whose result would be bigger refused without computing them; a result that is not finite is
 an error. Errors are ValueError with a message the model can read.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,12 +23,24 @@ MAX_CHARS = 200
 MAX_INT_BITS = 4096
 Number = int | float
 BINARY: dict[type, Callable[[Number, Number], Number]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 FUNCTIONS: dict[str, Callable[..., Number]] = {
-    "sqrt": math.sqrt, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
-    "log": math.log, "exp": math.exp}
+    "sqrt": math.sqrt,
+    "abs": abs,
+    "round": round,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "log": math.log,
+    "exp": math.exp,
+}
 CONSTANTS = {"pi": math.pi, "e": math.e}
 SYMBOLS = {"×": "*", "÷": "/", "−": "-", "^": "**"}  # ^ as text: it must bind like ** does
 
@@ -42,11 +55,16 @@ def _bounded(value: Number) -> Number:
 
 def _power(base: Number, exponent: Number) -> Number:
     """Refuse a power whose result is too big before computing it (9**9**9 would hang)."""
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1 \
-            and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS:
+    if (
+        isinstance(base, int)
+        and isinstance(exponent, int)
+        and exponent > 0
+        and abs(base) > 1
+        and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS
+    ):
         raise ValueError(f"{base}**{exponent} has more than {MAX_INT_BITS} bits; use smaller numbers")
     try:
-        return math.pow(base, exponent) if isinstance(base, float) or isinstance(exponent, float) else base ** exponent
+        return math.pow(base, exponent) if isinstance(base, float) or isinstance(exponent, float) else base**exponent
     except OverflowError:
         raise ValueError("the result is too large") from None
 
@@ -72,8 +90,10 @@ def _value(node: ast.AST) -> Number:
         return _bounded(BINARY[type(node.op)](left, right))
     if isinstance(node, ast.Call):
         return _bounded(_call(node))
-    raise ValueError(f"{ast.unparse(node)!r} is not arithmetic: use numbers, + - * / // % ** ^, "
-                     f"parentheses, pi, e and {', '.join(FUNCTIONS)}")
+    raise ValueError(
+        f"{ast.unparse(node)!r} is not arithmetic: use numbers, + - * / // % ** ^, "
+        f"parentheses, pi, e and {', '.join(FUNCTIONS)}"
+    )
 
 
 def evaluate(expression: str) -> Number:

@@ -17,6 +17,7 @@ token from MESHRL_ENV_TOKEN_FILE or MESHRL_ENV_TOKEN (env_sdk). Exit 2 with one 
 stderr for a bad flag, an unknown built-in, or a python tool this host cannot sandbox.
 Point a run at it with `environment: {name: tool_arith, address: "host:50090"}`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +45,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sandbox-memory-mb", type=int, default=1024)
     parser.add_argument("--sandbox-isolation", choices=["auto", "root", "userns"], default="auto")
     parser.add_argument("--hide", action="append", default=[], help="a path the python sandbox must not see")
-    parser.add_argument("--check", action="store_true",
-                        help="build the environments (the python tool: its sandbox) and exit: 0 and what was built, "
-                             "or 2 and why not (meshrl doctor runs this)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="build the environments (the python tool: its sandbox) and exit: 0 and what was built, "
+        "or 2 and why not (meshrl doctor runs this)",
+    )
     return parser.parse_args(argv)
 
 
 def built(args: argparse.Namespace) -> tuple[dict, Builtins]:
-    limits = SandboxLimits(cpu_s=args.sandbox_cpu_s, wall_s=args.sandbox_wall_s,
-                           memory_bytes=args.sandbox_memory_mb << 20)
+    limits = SandboxLimits(
+        cpu_s=args.sandbox_cpu_s, wall_s=args.sandbox_wall_s, memory_bytes=args.sandbox_memory_mb << 20
+    )
     ctx = Builtins(limits=limits, isolation_mode=args.sandbox_isolation, hide=args.hide)
     return environments([n.strip() for n in args.environments.split(",") if n.strip()], ctx), ctx
 

@@ -18,6 +18,7 @@ Run by the shared service runner, like the other services:
      every open episode.
 The python sandbox never sees the run dir or any file named by a *_FILE variable (secrets).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,9 +40,11 @@ def settings_of(cfg):
     """The run's environment section when it names a built-in; a ConfigError otherwise."""
     settings = cfg.environment
     if settings is None or not settings.builtin:
-        raise ConfigError("the run config has no `environment: {name: ..., builtin: ...}` section: the "
-                          "environment service serves meshrl's built-in environments (an "
-                          "environment.address without builtin is a service of its own)")
+        raise ConfigError(
+            "the run config has no `environment: {name: ..., builtin: ...}` section: the "
+            "environment service serves meshrl's built-in environments (an "
+            "environment.address without builtin is a service of its own)"
+        )
     return settings
 
 
@@ -52,8 +55,14 @@ def secret_paths(environ=os.environ) -> list[str]:
 
 def builtins_for(settings, run_dir: Path) -> Builtins:
     box = settings.sandbox
-    limits = SandboxLimits(cpu_s=box.cpu_s, wall_s=box.wall_s, memory_bytes=box.memory_mb << 20,
-                           processes=box.processes, output_bytes=box.output_bytes, concurrent=box.concurrent)
+    limits = SandboxLimits(
+        cpu_s=box.cpu_s,
+        wall_s=box.wall_s,
+        memory_bytes=box.memory_mb << 20,
+        processes=box.processes,
+        output_bytes=box.output_bytes,
+        concurrent=box.concurrent,
+    )
     return Builtins(limits=limits, hide=[str(run_dir), *secret_paths()])
 
 
@@ -61,8 +70,12 @@ class EnvironmentProcess(ServiceProcess):
     name = "environment"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--grpc-port", type=int, default=None,
-                            help="EnvironmentService port (default: environment.grpc_port; 0 = any free port)")
+        parser.add_argument(
+            "--grpc-port",
+            type=int,
+            default=None,
+            help="EnvironmentService port (default: environment.grpc_port; 0 = any free port)",
+        )
 
     async def prepare(self, ctx: ServiceContext) -> None:
         settings = settings_of(ctx.cfg)
@@ -80,10 +93,16 @@ class EnvironmentProcess(ServiceProcess):
         ctx.on_stop(stop_env_server, server)
         if ctx.metrics is not None:  # what HPA/KEDA and the chaos tests read
             episodes = server.env_servicer.episodes
-            ctx.metrics.gauge("meshrl_env_open_episodes", lambda: len(episodes.open) + len(episodes.opening),
-                              "episodes open (reset, not closed) on this replica")
-            ctx.metrics.gauge("meshrl_env_max_episodes", lambda: episodes.max_episodes,
-                              "open episodes this replica takes before RESOURCE_EXHAUSTED")
+            ctx.metrics.gauge(
+                "meshrl_env_open_episodes",
+                lambda: len(episodes.open) + len(episodes.opening),
+                "episodes open (reset, not closed) on this replica",
+            )
+            ctx.metrics.gauge(
+                "meshrl_env_max_episodes",
+                lambda: episodes.max_episodes,
+                "open episodes this replica takes before RESOURCE_EXHAUSTED",
+            )
         log.info("%s: EnvironmentService on port %d", ctx.replica, bound)
         await ctx.announce_grpc(bound)
 

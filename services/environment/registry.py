@@ -7,6 +7,7 @@
 `environments(["tool_arith", "calc=calculator"], ctx)` gives {served name: class}: a name
 may be served under an alias (the run config's environment.name) with `alias=builtin`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ BUILTINS: dict[str, Factory] = {}
 @dataclass
 class Builtins:
     """What built-ins may need from the service: the python sandbox, made on first use."""
+
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     isolation_mode: str = "auto"
     hide: Sequence[str] = ()  # paths the sandbox must not see (run dir, secret files)
@@ -42,6 +44,7 @@ def register_builtin(name: str) -> Callable[[Factory], Factory]:
             raise ValueError(f"built-in environment {name!r} is registered twice")
         BUILTINS[name] = factory
         return factory
+
     return add
 
 

@@ -10,6 +10,7 @@ The final answer is the number in the last \\boxed{...}, else the last number in
 (thousands separators allowed: 12,345). info says what was read, whether it was right, and
 how many tool calls and tool errors the episode had. Data: `meshrl data tool_arith`.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,7 @@ def _truth(value) -> float:
     except ValueError:
         truth = math.nan
     if not math.isfinite(truth):
-        raise EnvError.invalid(f"tool_arith needs each row's reward_model.ground_truth to be a number, "
-                               f"got {value!r}")
+        raise EnvError.invalid(f"tool_arith needs each row's reward_model.ground_truth to be a number, got {value!r}")
     return truth
 
 
@@ -55,9 +55,11 @@ class ToolArith(Environment):
             return Step(self.call_tools(turn), info={"tool_calls": self.calls, "tool_errors": self.tool_errors})
         given = final_number(turn.text)
         correct = given is not None and math.isclose(given, self.truth, rel_tol=1e-6, abs_tol=1e-9)
-        return Step(done=True, reward=1.0 if correct else 0.0,
-                    info={"answer": given, "correct": correct, "tool_calls": self.calls,
-                          "tool_errors": self.tool_errors})
+        return Step(
+            done=True,
+            reward=1.0 if correct else 0.0,
+            info={"answer": given, "correct": correct, "tool_calls": self.calls, "tool_errors": self.tool_errors},
+        )
 
 
 @register_builtin("tool_arith")

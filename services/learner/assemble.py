@@ -6,6 +6,7 @@ names a run dir or a checkpoint, the online loop is restored from it before it s
 (see `checkpointing.py`). Kept apart from `main.py`, which owns the process: arguments,
 servers, signals.
 """
+
 from __future__ import annotations
 
 import json
@@ -98,8 +99,8 @@ def alert_engine(cfg: RunConfig, bus, run_id: str) -> AlertEngine:
     subject = names.events_subject(run_id)
 
     async def publish(alert: dict) -> None:
-        await publish_with_retry(bus.js, subject, json.dumps(alert).encode(),
-                                 headers={"Meshrl-Event": "alert"})
+        await publish_with_retry(bus.js, subject, json.dumps(alert).encode(), headers={"Meshrl-Event": "alert"})
+
     return AlertEngine.from_config(cfg.alerts, cfg.run.dir, publish=publish, run_id=run_id)
 
 
@@ -133,8 +134,7 @@ def resume_loop(loop: Learner | OfflineLearner, resume: str | None) -> None:
         log.info("metrics.jsonl: %d rows of steps ≥ %d dropped (trained again after the resume)", again, loop.step)
 
 
-async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
-                 resume: str | None = None) -> Built:
+async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *, resume: str | None = None) -> Built:
     logger = logger_for(cfg, run_id)  # first: a tracker that cannot start fails before the model loads
     dist = ranks.join(cfg.learner.ranks)  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
@@ -147,17 +147,25 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     alerts = alert_engine(cfg, bus, run_id)
     tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
     adapter = adapter_config_json(policy.model) if pushes_adapter(cfg) else None  # pushed with the adapter
-    publisher, transport = publisher_for(cfg, bus, run_id, device=dist.device, tied_embeddings=tied,
-                                         adapter_config=adapter)
+    publisher, transport = publisher_for(
+        cfg, bus, run_id, device=dist.device, tied_embeddings=tied, adapter_config=adapter
+    )
     loop = Learner(
-        cfg=cfg, feeder=feeder, gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts,
-                                                  vocab_size=policy.model.config.vocab_size),
+        cfg=cfg,
+        feeder=feeder,
+        gatherer=Gatherer(bus, feeder, cfg, ledger=ledger, alerts=alerts, vocab_size=policy.model.config.vocab_size),
         train_step=with_router_stats(trainer.train_step, policy.model),  # + moe/* for an MoE model
         publisher=publisher,
-        export_weights=trainer.export_weights, checkpoints=trainer.checkpoints, alerts=alerts,
+        export_weights=trainer.export_weights,
+        checkpoints=trainer.checkpoints,
+        alerts=alerts,
         evaluation=build_learner_eval(cfg, bus, tokenizer, cfg.run.dir),
         health=HealthWatch(bus.state, alerts, interval_s=cfg.alerts.service_down.probe_interval_s),
-        logger=logger, state=state, pad_id=pad_id_of(tokenizer), need_ref=cfg.reference_enabled)
+        logger=logger,
+        state=state,
+        pad_id=pad_id_of(tokenizer),
+        need_ref=cfg.reference_enabled,
+    )
     state.feeder = feeder.state
     await in_trainer_thread(resume_loop, loop, resume)
     if resume is not None:
@@ -165,18 +173,21 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
     return Built(loop, policy, tokenizer, dist, ledger, alerts, transport, ranks=trainer)
 
 
-async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *,
-                  resume: str | None = None) -> Built:
+async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *, resume: str | None = None) -> Built:
     logger = logger_for(cfg, run_id)
     dist = ranks.join(cfg.learner.ranks)  # one process (the config refuses more for offline runs)
     tokenizer = build.build_tokenizer(cfg)
     pairs = build.build_pairs(cfg, tokenizer)
     policy, _ = await in_trainer_thread(build.build_policy_model, cfg, dist)
     loop = OfflineLearner(
-        cfg=cfg, pairs=pairs, dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist,
-                                                     temperature=logprob_temperature(cfg)),
+        cfg=cfg,
+        pairs=pairs,
+        dpo_step=DPOStep(policy, cfg.algorithm, cfg.trainer, dist=dist, temperature=logprob_temperature(cfg)),
         reference=ReferenceClient(cfg.reference.resolved_address, timeout_s=cfg.reference.timeout_s),
-        logger=logger, state=state, pad_id=pad_id_of(tokenizer),
-        checkpoints=LearnerCheckpoints(cfg, policy))
+        logger=logger,
+        state=state,
+        pad_id=pad_id_of(tokenizer),
+        checkpoints=LearnerCheckpoints(cfg, policy),
+    )
     await in_trainer_thread(resume_loop, loop, resume)
     return Built(loop, policy, tokenizer, dist, Ledger(None), AlertEngine(AlertsConfig(enabled=False)))

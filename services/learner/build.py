@@ -3,6 +3,7 @@
 Kept apart from `main.py` (process concerns) and `loop.py` (the loop itself), so tests
 and the DPO path can build the same parts.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 from meshrl.inputs.models.precision import resolve_precision
-from meshrl.services.learner.lora import (BaseReference, adapter_state_dict, apply_lora, is_lora, lora_summary,
-                                          merged_state_dict)
+from meshrl.services.learner.lora import (
+    BaseReference,
+    adapter_state_dict,
+    apply_lora,
+    is_lora,
+    lora_summary,
+    merged_state_dict,
+)
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
@@ -42,8 +49,9 @@ def build_dataset(cfg: RunConfig, tokenizer) -> PromptDataset:
 
 def build_pairs(cfg: RunConfig, tokenizer) -> PreferenceDataset:
     """DPO pairs (prompt, chosen, rejected), validated and tokenized before training."""
-    pairs = PreferenceDataset.from_file(cfg.data.train, tokenizer, max_prompt_tokens=cfg.data.max_prompt_tokens,
-                                        seed=cfg.run.seed)
+    pairs = PreferenceDataset.from_file(
+        cfg.data.train, tokenizer, max_prompt_tokens=cfg.data.max_prompt_tokens, seed=cfg.run.seed
+    )
     log.info("preference dataset report:\n%s", pairs.report())
     return pairs
 
@@ -52,17 +60,21 @@ def build_policy_model(cfg: RunConfig, dist: DistContext) -> tuple[TrainedModel,
     model = load_causal_lm(cfg.model.path, gguf_file=cfg.model.gguf_file, dtype="float32")
     precision = resolve_precision(cfg.trainer.precision, bf16=cfg.trainer.bf16, device=dist.device)
     precision = broadcast_from_main(precision)  # torchrun ranks: rank 0's choice (`auto` times a probe)
-    log.info("training precision %s (fp32 master weights and AdamW state): %s",
-             precision.dtype, precision.reason)
+    log.info("training precision %s (fp32 master weights and AdamW state): %s", precision.dtype, precision.reason)
     critic = None
     if cfg.algorithm.critic.enabled:
-        critic = build_critic(ValueModel.from_causal_lm(model), cfg.algorithm.critic, cfg.trainer,
-                              total_steps=cfg.learner.steps, dist=dist, bf16=precision.bf16)
+        critic = build_critic(
+            ValueModel.from_causal_lm(model),
+            cfg.algorithm.critic,
+            cfg.trainer,
+            total_steps=cfg.learner.steps,
+            dist=dist,
+            bf16=precision.bf16,
+        )
     if cfg.model.lora is not None:
         model = apply_lora(model, cfg.model.lora)  # base frozen: AdamW holds the adapters only
         log.info("LoRA: %s", lora_summary(model))
-    policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist,
-                          bf16=precision.bf16)
+    policy = build_policy(model, cfg.trainer, total_steps=cfg.learner.steps, dist=dist, bf16=precision.bf16)
     return policy, critic
 
 
@@ -83,10 +95,16 @@ def build_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistCon
 
 
 def plain_train_step(cfg: RunConfig, policy: TrainedModel, critic, dist: DistContext) -> TrainStep:
-    return TrainStep(policy, cfg.algorithm, cfg.trainer, critic=critic, dist=dist,
-                     temperature=logprob_temperature(cfg),
-                     max_response_len=response_token_limit(cfg),
-                     max_staleness=cfg.learner.max_staleness)
+    return TrainStep(
+        policy,
+        cfg.algorithm,
+        cfg.trainer,
+        critic=critic,
+        dist=dist,
+        temperature=logprob_temperature(cfg),
+        max_response_len=response_token_limit(cfg),
+        max_staleness=cfg.learner.max_staleness,
+    )
 
 
 def rollout_weights(policy: TrainedModel, dist: DistContext, *, adapter_only: bool = False):
@@ -101,7 +119,9 @@ def rollout_weights(policy: TrainedModel, dist: DistContext, *, adapter_only: bo
     if is_lora(policy.model):  # one process (config/schema.py: lora_problems)
         return lambda: checkpoint_format(policy.model.get_base_model(), merged_state_dict(policy.model))
     if not dist.distributed:
-        return lambda: checkpoint_format(policy.model, {name: t.detach() for name, t in policy.model.state_dict().items()})
+        return lambda: checkpoint_format(
+            policy.model, {name: t.detach() for name, t in policy.model.state_dict().items()}
+        )
     return lambda: checkpoint_format(policy.model, full_state_dict(policy.model, dist))
 
 
@@ -112,7 +132,10 @@ def checkpoint_format(model, state: dict) -> dict:
     vLLM loads checkpoint names. A dense Llama has no conversions: `state` itself comes back."""
     if not state:
         return state  # a follower rank's empty dict
-    from transformers.core_model_loading import revert_weight_conversion  # lazy: transformers' loading internals, at the first push
+    from transformers.core_model_loading import (
+        revert_weight_conversion,
+    )  # lazy: transformers' loading internals, at the first push
+
     return revert_weight_conversion(model, state)
 
 

@@ -12,6 +12,7 @@ differing keys named.
 `restore(source)` accepts a run dir (its newest intact checkpoint; a corrupt newer one is
 reported and skipped) or a `step_N` folder.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,9 +41,18 @@ class LearnerCheckpoints:
     def save(self, step: int, state: dict, tag: str | None = None) -> Path:
         """Write `step_N` (blocking; run it in a thread), then prune beyond the newest K."""
         p = self.policy
-        path = save_checkpoint(self.run_dir, step, model=p.model, optimizer=p.optimizer,
-                               scheduler=p.scheduler, extra_modules=self._extras(), state=state,
-                               config_hash=hash_config(self.config), config=self.config, tag=tag)
+        path = save_checkpoint(
+            self.run_dir,
+            step,
+            model=p.model,
+            optimizer=p.optimizer,
+            scheduler=p.scheduler,
+            extra_modules=self._extras(),
+            state=state,
+            config_hash=hash_config(self.config),
+            config=self.config,
+            tag=tag,
+        )
         for gone in prune(self.run_dir, keep_last=self.keep) if dist.rank() == 0 else ():  # once, not per rank
             log.info("pruned checkpoint %s (keeping the newest %d and tagged ones)", gone, self.keep)
         log.info("checkpoint step %d written to %s", step, path)
@@ -51,10 +61,21 @@ class LearnerCheckpoints:
     def restore(self, source: str | Path) -> dict:
         """Load weights, optimizer, schedules and RNG from `source`; return the loop's state."""
         p = self.policy
-        state = load_checkpoint(source, model=p.model, optimizer=p.optimizer, scheduler=p.scheduler,
-                                extra_modules=self._extras(), new_config=self.config)
-        log.info("resumed from %s: step %d, policy version %d, %d groups trained",
-                 source, state["step"], state["policy_version"], len(state["trained_group_ids"]))
+        state = load_checkpoint(
+            source,
+            model=p.model,
+            optimizer=p.optimizer,
+            scheduler=p.scheduler,
+            extra_modules=self._extras(),
+            new_config=self.config,
+        )
+        log.info(
+            "resumed from %s: step %d, policy version %d, %d groups trained",
+            source,
+            state["step"],
+            state["policy_version"],
+            len(state["trained_group_ids"]),
+        )
         return state
 
     def restore_if_any(self, source: str | Path) -> dict | None:

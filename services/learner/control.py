@@ -4,6 +4,7 @@ The servicer only flips flags and reads counters; the training loop acts on them
 steps, so a control call never interrupts an update half-way. The same flags serve the
 alert rules (pause / stop after a checkpoint) and preemption (SIGTERM = request_stop).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,10 +45,17 @@ class LearnerState:
     def to_proto(self) -> common_pb2.RunStatus:
         metrics = {k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float))}
         return common_pb2.RunStatus(
-            run_id=self.run_id, state=self.state, step=self.step, total_steps=self.total_steps,
-            policy_version=self.policy_version, groups_trained=self.groups_trained,
-            groups_in_flight=self.in_flight, groups_dropped_stale=self.groups_dropped_stale,
-            last_metrics=metrics, message=self.message or self.waiting_message())
+            run_id=self.run_id,
+            state=self.state,
+            step=self.step,
+            total_steps=self.total_steps,
+            policy_version=self.policy_version,
+            groups_trained=self.groups_trained,
+            groups_in_flight=self.in_flight,
+            groups_dropped_stale=self.groups_dropped_stale,
+            last_metrics=metrics,
+            message=self.message or self.waiting_message(),
+        )
 
     def waiting_message(self) -> str:
         waiting = self.feeder.waiting_for if self.feeder is not None else ""

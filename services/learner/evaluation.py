@@ -21,6 +21,7 @@ failure) is skipped with a warning naming the reason, and returns {}: a diagnost
 stops a training run. Simplification: the loop waits for the evaluation (its time is
 `eval/time_s`); it is not overlapped with training.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,8 +61,7 @@ class NoEval:
 
 
 class LearnerEval(NoEval):
-    def __init__(self, cfg: RunConfig, state, items: Sequence[PromptItem], samples: SampleWriter,
-                 run_id: str):
+    def __init__(self, cfg: RunConfig, state, items: Sequence[PromptItem], samples: SampleWriter, run_id: str):
         super().__init__(samples)
         self.cfg, self.state, self.items, self.run_id = cfg, state, list(items), run_id
         self.plan = EvalPlan.from_run_config(cfg)
@@ -91,16 +91,17 @@ class LearnerEval(NoEval):
             try:
                 await pool.wait_for_version(version, timeout_s=self.cfg.eval.wait_for_version_s)
                 result = await Evaluator(self.plan, pool, reward, self.run_id).run(
-                    self.items, tag=f"step{step}", min_version=version)
+                    self.items, tag=f"step{step}", min_version=version
+                )
             finally:
                 await reward.close()
         finally:
             await pool.close()
         self.samples.write_eval(step, result.greedy())
-        log.info("step %d: eval on v%d: %s", step, version,
-                 ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items()))
+        log.info(
+            "step %d: eval on v%d: %s", step, version, ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items())
+        )
         return result.metrics
-
 
     async def announced(self, kind: str) -> list[str]:
         """The replicas of `kind` in the run KV, waiting for the first one to appear (at the
@@ -116,11 +117,9 @@ def build_learner_eval(cfg: RunConfig, bus, tokenizer, run_dir: str | Path) -> N
 
     Reads and tokenizes `data.eval` now, so a bad eval file fails at start-up (DatasetError).
     """
-    samples = SampleWriter.for_run(run_dir, cfg.eval.samples_per_step, seed=cfg.run.seed,
-                                   tokenizer=tokenizer)
+    samples = SampleWriter.for_run(run_dir, cfg.eval.samples_per_step, seed=cfg.run.seed, tokenizer=tokenizer)
     if not (cfg.eval.every or cfg.eval.at_start):
         return NoEval(samples)
     dataset = PromptDataset.from_config(cfg.data, tokenizer, seed=cfg.run.seed, split="eval")
-    log.info("eval split: %d prompts from %s (%s used)", len(dataset), cfg.data.eval,
-             cfg.eval.max_prompts or "all")
+    log.info("eval split: %d prompts from %s (%s used)", len(dataset), cfg.data.eval, cfg.eval.max_prompts or "all")
     return LearnerEval(cfg, bus.state, dataset.items, samples, bus.run_id)

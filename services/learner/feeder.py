@@ -17,6 +17,7 @@ reproduce the uninterrupted one: `state_dict()` saves the dataset cursor, the dr
 and the draws still in flight (published, not yet trained or dropped); after
 `load_state_dict()` those are re-issued first, under new group ids, with their old seeds.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -126,19 +127,29 @@ class PromptFeeder:
         # an estimator that declares greedy_rewards (ReMax) gets a greedy response per prompt
         sampling.greedy_baseline = "greedy_rewards" in estimator_needs(self.cfg.algorithm.advantage_estimator)
         return common_pb2.PromptTask(
-            run_id=self.run_id, group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
-            prompt_text=item.text, prompt_token_ids=pack_int32(item.prompt_ids), sampling=sampling,
+            run_id=self.run_id,
+            group_id=f"{self.run_id}-{uuid.uuid4().hex[:16]}",
+            prompt_text=item.text,
+            prompt_token_ids=pack_int32(item.prompt_ids),
+            sampling=sampling,
             **task_fields(item.row),  # ground truth (text and JSON), data source, extras, messages
             environment=self.cfg.environment.name if self.cfg.environment else "",  # "" = single turn
             min_policy_version=self.min_version(),
-            dataset_index=item.row.ref.index, created_unix=time.time())
+            dataset_index=item.row.ref.index,
+            created_unix=time.time(),
+        )
 
     def min_version(self) -> int:
         """The version the next prompt asks for: the oldest still accepted when trained."""
         learner = self.cfg.learner
-        return min_policy_version(version=self.policy_version, trained=self.trained,
-                                  ahead=self.state.in_flight, prompts_per_step=learner.prompts_per_step,
-                                  push_every=learner.push_every, max_staleness=learner.max_staleness)
+        return min_policy_version(
+            version=self.policy_version,
+            trained=self.trained,
+            ahead=self.state.in_flight,
+            prompts_per_step=learner.prompts_per_step,
+            push_every=learner.push_every,
+            max_staleness=learner.max_staleness,
+        )
 
     async def publish_next(self) -> None:
         draw = self.take_draw()
@@ -176,8 +187,11 @@ class PromptFeeder:
 
     def state_dict(self) -> dict:
         pending = sorted([*self.outstanding.values(), *self.replay], key=lambda d: d.number)
-        return {"cursor": self.dataset.state_dict(), "next_draw": self.next_draw,
-                "pending": [[d.number, d.dataset_index] for d in pending]}
+        return {
+            "cursor": self.dataset.state_dict(),
+            "next_draw": self.next_draw,
+            "pending": [[d.number, d.dataset_index] for d in pending],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.dataset.load_state_dict(state["cursor"])

@@ -19,6 +19,7 @@ loop turns into a checkpoint and a stop. An environment outage (every group drop
 up with `GroupsKeepDropping`, naming the top reasons and how to fix them — else such a run
 would republish prompts forever and never finish a step.
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,8 +73,17 @@ class StepGroups:
 
 
 class Gatherer:
-    def __init__(self, bus, feeder, cfg: RunConfig, *, ledger: Ledger | None = None,
-                 stall_timeout_s: float = 600.0, alerts=None, vocab_size: int | None = None):
+    def __init__(
+        self,
+        bus,
+        feeder,
+        cfg: RunConfig,
+        *,
+        ledger: Ledger | None = None,
+        stall_timeout_s: float = 600.0,
+        alerts=None,
+        vocab_size: int | None = None,
+    ):
         self.bus, self.feeder, self.cfg = bus, feeder, cfg
         self.vocab_size = vocab_size  # token ids at or above it mark a group malformed
         self.ledger = ledger or Ledger(None)
@@ -110,8 +120,9 @@ class Gatherer:
         while len(out.groups) < needed:
             msgs = await self.bus.pull("ready", durable="learner", max_msgs=needed - len(out.groups), timeout=1.0)
             if not msgs and time.monotonic() - last > self.stall_timeout_s:
-                raise RolloutStalled(f"no ready group for {self.stall_timeout_s:.0f} s; "
-                                     f"check the rollout/reward/reference logs")
+                raise RolloutStalled(
+                    f"no ready group for {self.stall_timeout_s:.0f} s; check the rollout/reward/reference logs"
+                )
             for msg in msgs:
                 last = time.monotonic()
                 await self._consider(msg, out, version=version, budget=budget)
@@ -124,8 +135,10 @@ class Gatherer:
         """Throttle the feeder to probes while nothing scores or no environment answers; give
         up after each outage's max_wait_s, or after too many groups dropped in a row."""
         now, waiting = time.monotonic(), []
-        outages = ((self.outage, self.cfg.alerts.reward_outage, "reward scoring", ScoringUnavailable),
-                   (self.env_outage, self.cfg.alerts.env_outage, "the environment", EnvironmentUnavailable))
+        outages = (
+            (self.outage, self.cfg.alerts.reward_outage, "reward scoring", ScoringUnavailable),
+            (self.env_outage, self.cfg.alerts.env_outage, "the environment", EnvironmentUnavailable),
+        )
         for clock, limits, what, gave_up in outages:
             down = clock.down_for(now)
             if down >= limits.max_wait_s:
@@ -170,8 +183,9 @@ class Gatherer:
 
     async def _consider(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
         # The last hop of the group's trace: the learner receives it (kept or dropped).
-        with group_span("learner.gather", msg.message.group_id, headers=msg.headers,
-                        policy_version=msg.message.policy_version):
+        with group_span(
+            "learner.gather", msg.message.group_id, headers=msg.headers, policy_version=msg.message.policy_version
+        ):
             await self._judge(msg, out, version=version, budget=budget)
 
     async def _judge(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
@@ -182,8 +196,13 @@ class Gatherer:
         self.seen.add(group.group_id)
         if self.feeder.after_restart and group.group_id not in self.feeder.outstanding:
             return await self._drop_orphan(msg)
-        verdict = check_group(group, current_version=version, max_staleness=self.cfg.learner.max_staleness,
-                              vocab_size=self.vocab_size, need_ref=self.cfg.reference_enabled)
+        verdict = check_group(
+            group,
+            current_version=version,
+            max_staleness=self.cfg.learner.max_staleness,
+            vocab_size=self.vocab_size,
+            need_ref=self.cfg.reference_enabled,
+        )
         if verdict.detail:
             log.warning("group %s dropped (%s): %s", group.group_id, verdict.reason, verdict.detail)
         self._environment(group, verdict.reason)

@@ -19,6 +19,7 @@ against the model before anything is decoded into a batch:
 `malformed(group, ...)` returns the first problem as text (logged, and the ledger's reason
 is "malformed"), or "" when the group is sound.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,16 +61,22 @@ def _mask_problem(mask: np.ndarray, tokens: int, behaviour: np.ndarray) -> str:
     if mask.size == 0:
         return ""
     if mask.size != tokens:
-        return (f"loss_mask has {mask.size} values for {tokens} response tokens; give one per "
-                f"response token (or none for a single-turn sample)")
+        return (
+            f"loss_mask has {mask.size} values for {tokens} response tokens; give one per "
+            f"response token (or none for a single-turn sample)"
+        )
     if (bad := np.flatnonzero(mask > 1)).size:
-        return (f"loss_mask holds {int(mask[bad[0]])} at token {int(bad[0])}; only 0 (observation) "
-                f"and 1 (model token) are allowed")
+        return (
+            f"loss_mask holds {int(mask[bad[0]])} at token {int(bad[0])}; only 0 (observation) "
+            f"and 1 (model token) are allowed"
+        )
     if not mask.any():
         return "loss_mask is all 0: the episode has no model token to train on"
     if (bad := np.flatnonzero((mask == 0) & (behaviour != 0))).size:
-        return (f"behaviour_logprobs is {float(behaviour[bad[0]]):g} at observation token "
-                f"{int(bad[0])} (loss_mask 0), not 0: mask and log-probs are misaligned")
+        return (
+            f"behaviour_logprobs is {float(behaviour[bad[0]]):g} at observation token "
+            f"{int(bad[0])} (loss_mask 0), not 0: mask and log-probs are misaligned"
+        )
     return ""
 
 
@@ -83,9 +90,11 @@ def _turns_problem(turns, mask: np.ndarray) -> str:
         if turn.index != position:
             return f"{where} has index {turn.index}; turns must be numbered 0, 1, ... in order"
         if not previous_end <= start <= end <= obs_end <= mask.size:
-            return (f"{where} spans tokens [{start}, {end}) and its observation [{end}, {obs_end}), "
-                    f"outside the response's {mask.size} tokens or before the previous turn's "
-                    f"end {previous_end}")
+            return (
+                f"{where} spans tokens [{start}, {end}) and its observation [{end}, {obs_end}), "
+                f"outside the response's {mask.size} tokens or before the previous turn's "
+                f"end {previous_end}"
+            )
         if (bad := np.flatnonzero(mask[start:end] == 0)).size:
             return f"{where}'s tokens [{start}, {end}) include observation token {start + int(bad[0])} (loss_mask 0)"
         if (bad := np.flatnonzero(mask[end:obs_end] == 1)).size:
@@ -96,7 +105,9 @@ def _turns_problem(turns, mask: np.ndarray) -> str:
 
 def _ids_problem(what: str, ids: np.ndarray, vocab_size: int | None) -> str:
     if ids.size and (ids.min() < 0 or (vocab_size is not None and ids.max() >= vocab_size)):
-        return f"{what} token id {int(ids.min() if ids.min() < 0 else ids.max())} outside the vocabulary [0, {vocab_size})"
+        return (
+            f"{what} token id {int(ids.min() if ids.min() < 0 else ids.max())} outside the vocabulary [0, {vocab_size})"
+        )
     return ""
 
 

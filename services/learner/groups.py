@@ -9,6 +9,7 @@ from packed little-endian arrays without re-tokenizing anything. A multi-turn ep
 A group the rollout could not finish (`Group.drop_reason`, e.g. an environment that timed
 out) is never trained: its reason is a short code made from the text (`rollout_drop_reason`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,15 +54,24 @@ def rollout_drop_reason(drop_reason: str) -> str:
     return "rollout"
 
 
-def check_group(group: common_pb2.Group, *, current_version: int, max_staleness: int,
-                vocab_size: int | None = None, need_ref: bool = False) -> Verdict:
+def check_group(
+    group: common_pb2.Group,
+    *,
+    current_version: int,
+    max_staleness: int,
+    vocab_size: int | None = None,
+    need_ref: bool = False,
+) -> Verdict:
     """Rollout-dropped, stale, future-versioned, malformed and failed-score groups are
     dropped (and counted), never trained on; `detail` says what was wrong."""
     if group.drop_reason:
         return Verdict(False, rollout_drop_reason(group.drop_reason), group.drop_reason)
     if group.policy_version > current_version:
-        return Verdict(False, "future_version", f"policy_version {group.policy_version} is newer than "
-                                                f"the learner's {current_version}: never published")
+        return Verdict(
+            False,
+            "future_version",
+            f"policy_version {group.policy_version} is newer than the learner's {current_version}: never published",
+        )
     if current_version - group.policy_version > max_staleness:
         return Verdict(False, "stale")
     if not group.samples:
@@ -92,8 +102,9 @@ def has_signal(group: common_pb2.Group) -> bool:
     return bool(rewards.size) and not np.all(rewards == rewards[0])
 
 
-def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool,
-                    turn_credit: tuple[str, ...] = ()) -> RolloutBatch:
+def groups_to_batch(
+    groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool, turn_credit: tuple[str, ...] = ()
+) -> RolloutBatch:
     """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given.
     `turn_credit`: the environment components whose turn rewards go to their turns
     (`turn_credit.py`; the batch's `turn_rewards`)."""
@@ -112,14 +123,21 @@ def groups_to_batch(groups: list[common_pb2.Group], *, pad_id: int, need_ref: bo
             gids.append(gi)
             versions.append(sample.policy_version or group.policy_version)
     batch = RolloutBatch.from_sequences(
-        prompts, responses, rewards=torch.tensor(rewards, dtype=torch.float32, device="cpu"),  # host batch
-        group_ids=torch.tensor(gids, dtype=torch.int64, device="cpu"), pad_id=pad_id,
-        behaviour_logprobs=behaviour, ref_logprobs=ref if need_ref else None,
+        prompts,
+        responses,
+        rewards=torch.tensor(rewards, dtype=torch.float32, device="cpu"),  # host batch
+        group_ids=torch.tensor(gids, dtype=torch.int64, device="cpu"),
+        pad_id=pad_id,
+        behaviour_logprobs=behaviour,
+        ref_logprobs=ref if need_ref else None,
         policy_versions=torch.tensor(versions, dtype=torch.int64, device="cpu"),
         loss_masks=loss_masks if any(m.size for m in loss_masks) else None,
     )
-    batch = dataclasses.replace(batch, greedy_rewards=greedy_reward_column(groups),
-                                turn_rewards=turn_reward_matrix(groups, turn_credit, batch.response_len))
+    batch = dataclasses.replace(
+        batch,
+        greedy_rewards=greedy_reward_column(groups),
+        turn_rewards=turn_reward_matrix(groups, turn_credit, batch.response_len),
+    )
     table = reward_component_table(groups)
     if table is None:
         return batch
@@ -131,15 +149,13 @@ def greedy_reward_column(groups: list[common_pb2.Group]) -> torch.Tensor | None:
     group carries a greedy sample (tasks ask for one when the estimator needs it)."""
     if not groups or not all(g.HasField("greedy_sample") for g in groups):
         return None
-    return torch.tensor([g.greedy_sample.reward for g in groups for _ in g.samples],
-                        dtype=torch.float32, device="cpu")
+    return torch.tensor([g.greedy_sample.reward for g in groups for _ in g.samples], dtype=torch.float32, device="cpu")
 
 
 def reward_component_table(groups: list[common_pb2.Group]):
     """([B, K] component values, [B, K] weights), columns in name order, for multi-reward
     estimators (gdpo); None unless every sample carries the same named components."""
-    rows = [{c.name: (c.value, c.weight) for c in s.reward_components}
-            for g in groups for s in g.samples]
+    rows = [{c.name: (c.value, c.weight) for c in s.reward_components} for g in groups for s in g.samples]
     names = sorted(rows[0]) if rows else []
     if not names or any(sorted(r) != names for r in rows):
         return None

@@ -11,6 +11,7 @@ from the KV and is not.
 Simplification: the KV is the only source of replicas, so a replica that never started
 is not seen here (the launcher reports that one).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,16 +25,16 @@ KINDS = ("rollout", "reward", "reference", "environment")
 
 
 class HealthWatch:
-    def __init__(self, kv, alerts, *, interval_s: float = 10.0, timeout_s: float = 2.0,
-                 kinds: tuple[str, ...] = KINDS):
+    def __init__(self, kv, alerts, *, interval_s: float = 10.0, timeout_s: float = 2.0, kinds: tuple[str, ...] = KINDS):
         self.kv, self.alerts = kv, alerts
         self.interval_s, self.timeout_s, self.kinds = interval_s, timeout_s, kinds
         self.last: dict[str, bool] = {}
 
     async def probe(self) -> dict[str, bool]:
         """{kind/replica: serving} for every announced replica."""
-        targets = [(f"{kind}/{e['replica']}", e["grpc"]) for kind in self.kinds
-                   for e in await service_entries(self.kv, kind)]
+        targets = [
+            (f"{kind}/{e['replica']}", e["grpc"]) for kind in self.kinds for e in await service_entries(self.kv, kind)
+        ]
         answers = await asyncio.gather(*(self._serving(address) for _, address in targets))
         return {name: ok for (name, _), ok in zip(targets, answers)}
 

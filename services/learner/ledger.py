@@ -4,6 +4,7 @@
 lost, nothing trained twice) and see which policy version and replica made each trained
 group. Also records the rollout replicas' "loaded version N" acknowledgements.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ class Ledger:
         self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version, **extra)
 
     def trained(self, group, step: int) -> None:
-        self._write("trained", group_id=group.group_id, step=step,
-                    policy_version=group.policy_version, replica=group.rollout_replica)
+        self._write(
+            "trained",
+            group_id=group.group_id,
+            step=step,
+            policy_version=group.policy_version,
+            replica=group.rollout_replica,
+        )
 
     def resumed(self, step: int, policy_version: int) -> None:
         """A learner restarted from its checkpoint of `step`: steps from there on are trained
@@ -38,8 +44,9 @@ class Ledger:
         self._write("resumed", step=step, policy_version=policy_version)
 
     def weights_loaded(self, ack) -> None:
-        self._write("weights_loaded", replica=ack.replica_id, version=ack.version, ok=ack.ok,
-                    error=ack.error, load_s=ack.load_s)
+        self._write(
+            "weights_loaded", replica=ack.replica_id, version=ack.version, ok=ack.ok, error=ack.error, load_s=ack.load_s
+        )
 
     def close(self) -> None:
         if self._file is not None:
@@ -53,5 +60,8 @@ def read_ledger(path: str | Path) -> list[dict]:
 def unsettled_groups(events: list[dict]) -> list[tuple[str, int]]:
     """(group id, min version) of every group published and neither trained nor dropped."""
     settled = {e["group_id"] for e in events if e["event"] in ("trained", "dropped")}
-    return [(e["group_id"], e.get("min_version", 0)) for e in events
-            if e["event"] == "published" and e["group_id"] not in settled]
+    return [
+        (e["group_id"], e.get("min_version", 0))
+        for e in events
+        if e["event"] == "published" and e["group_id"] not in settled
+    ]

@@ -20,6 +20,7 @@
 
 The loop never looks at the algorithm's name; all of that lives in the step.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,15 @@ from meshrl.services.learner.gather import Gatherer, GatherGaveUp, StepGroups
 from meshrl.config.parts import turn_credited_components
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
-from meshrl.services.learner.parts import (AlertJudge, CheckpointStore, HealthProbe, StepEvaluation, TrainStep,
-                                           WeightsExport, WeightsPush)
+from meshrl.services.learner.parts import (
+    AlertJudge,
+    CheckpointStore,
+    HealthProbe,
+    StepEvaluation,
+    TrainStep,
+    WeightsExport,
+    WeightsPush,
+)
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
 from meshrl.telemetry.tracing import set_policy_version, step_span
@@ -104,8 +112,12 @@ class Learner:
         gathered = await self.gather_unless_stopped()
         if gathered is None:
             return None
-        batch = groups_to_batch(gathered.groups, pad_id=self.pad_id, need_ref=self.need_ref,
-                                turn_credit=turn_credited_components(self.cfg.reward.components))
+        batch = groups_to_batch(
+            gathered.groups,
+            pad_id=self.pad_id,
+            need_ref=self.need_ref,
+            turn_credit=turn_credited_components(self.cfg.reward.components),
+        )
         t_train = time.perf_counter()
         with step_span(step, [m.headers for m in gathered.messages]):  # links to each group's trace
             metrics = await in_trainer_thread(self.train_step, batch, step)
@@ -123,8 +135,7 @@ class Learner:
     async def gather_unless_stopped(self) -> StepGroups | None:
         """The step's groups, or None when a stop request comes first (nothing trained yet;
         the groups in flight are saved as pending draws and re-issued on resume)."""
-        collect = asyncio.ensure_future(
-            self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version))
+        collect = asyncio.ensure_future(self.gatherer.collect(self.cfg.learner.prompts_per_step, version=self.version))
         stop = asyncio.ensure_future(self.state.stopping.wait())
         await asyncio.wait({collect, stop}, return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
@@ -172,9 +183,15 @@ class Learner:
         reason = "; ".join(f"{a.rule}: {a.message}" for a in alerts if a.action == action)
         await self.save(why=f"alert ({action})")
         # audit.jsonl and the events subject: who = "alert:<rule>", what = the action and its checkpoint
-        await audit_alert_actions(self.cfg.run.dir, self.gatherer.bus.js, self.state.run_id, action,
-                                  [a for a in alerts if a.action == action],
-                                  step=self.step, checkpoint_step=self.saved_step)
+        await audit_alert_actions(
+            self.cfg.run.dir,
+            self.gatherer.bus.js,
+            self.state.run_id,
+            action,
+            [a for a in alerts if a.action == action],
+            step=self.step,
+            checkpoint_step=self.saved_step,
+        )
         if action == "pause":
             self.state.pause(f"alert: {reason}")
         else:
@@ -203,10 +220,15 @@ class Learner:
 
     def snapshot(self) -> dict:
         """The loop's part of a checkpoint (JSON): enough to continue without loss or repeat."""
-        return {"step": self.step, "policy_version": self.version, "feeder": self.feeder.state_dict(),
-                "trained_group_ids": list(self.trained_ids), "dropped": dict(self.gatherer.totals),
-                "rollout_dropped": self.gatherer.rollout_dropped,
-                **controller_state(self.train_step)}  # the adaptive KL and entropy coefficients
+        return {
+            "step": self.step,
+            "policy_version": self.version,
+            "feeder": self.feeder.state_dict(),
+            "trained_group_ids": list(self.trained_ids),
+            "dropped": dict(self.gatherer.totals),
+            "rollout_dropped": self.gatherer.rollout_dropped,
+            **controller_state(self.train_step),
+        }  # the adaptive KL and entropy coefficients
 
     def restore(self, saved: dict) -> None:
         self.step, self.version = int(saved["step"]), int(saved["policy_version"])
@@ -226,8 +248,11 @@ class Learner:
         if self.step == 0:
             return None
         if self.step == self.saved_step:
-            return await in_trainer_thread(self.checkpoints.tag, self.step, tag) if tag else \
-                self.checkpoints.path_of(self.step)
+            return (
+                await in_trainer_thread(self.checkpoints.tag, self.step, tag)
+                if tag
+                else self.checkpoints.path_of(self.step)
+            )
         log.info("checkpoint at step %d (%s)", self.step, why)
         path = await in_trainer_thread(self.checkpoints.save, self.step, self.snapshot(), tag)
         self.saved_step = self.step

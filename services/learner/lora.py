@@ -19,6 +19,7 @@ copy of the model (config/schema.py: reference_enabled is off for online LoRA ru
 learner pushes to rollout with `model.lora.push: adapter` (the default), and what `export`
 writes beside the merged model.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,9 +51,11 @@ def matched_layers(model: nn.Module, settings: LoraSettings) -> dict[str, nn.Lin
         hits = {n: m for n, m in linears.items() if n == target or n.endswith(f".{target}")}
         if not hits:
             names = sorted({n.rsplit(".", 1)[-1] for n in linears})
-            raise ConfigError(f"model.lora.target_modules entry {target!r} matches no linear layer of "
-                              f"{type(model).__name__}; its linear layers are: {', '.join(names)} "
-                              f"(or use target_modules: all-linear)")
+            raise ConfigError(
+                f"model.lora.target_modules entry {target!r} matches no linear layer of "
+                f"{type(model).__name__}; its linear layers are: {', '.join(names)} "
+                f"(or use target_modules: all-linear)"
+            )
         matched.update(hits)
     return matched
 
@@ -61,9 +64,11 @@ def check_rank(settings: LoraSettings, layers: dict[str, nn.Linear]) -> None:
     name, layer = min(layers.items(), key=lambda kv: min(kv[1].in_features, kv[1].out_features))
     smallest = min(layer.in_features, layer.out_features)
     if settings.rank >= smallest:
-        raise ConfigError(f"model.lora.rank={settings.rank} is not below the smaller side of {name} "
-                          f"({layer.in_features} → {layer.out_features}): the adapter would be as large as "
-                          f"the layer; choose rank < {smallest} (typically 8–64)")
+        raise ConfigError(
+            f"model.lora.rank={settings.rank} is not below the smaller side of {name} "
+            f"({layer.in_features} → {layer.out_features}): the adapter would be as large as "
+            f"the layer; choose rank < {smallest} (typically 8–64)"
+        )
 
 
 def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
@@ -79,9 +84,11 @@ def is_lora(model: nn.Module) -> bool:
 @torch.no_grad()
 def merged_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """The base model's state dict with each adapter folded in (module docstring)."""
-    deltas = {f"{name}.base_layer.weight": module.get_delta_weight(module.active_adapters[0])
-              for name, module in model.named_modules()
-              if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer") and module.merged is False}
+    deltas = {
+        f"{name}.base_layer.weight": module.get_delta_weight(module.active_adapters[0])
+        for name, module in model.named_modules()
+        if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer") and module.merged is False
+    }
     merged = {}
     for name, tensor in model.state_dict().items():
         if ".lora_" in name:
@@ -95,6 +102,7 @@ def merged_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     from peft import get_peft_model_state_dict  # lazy: with apply_lora
+
     return {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
 
 

@@ -29,6 +29,7 @@ the model and follow rank 0's commands (`ranks.py`).
 Simplifications: offline algorithms (DPO) run `offline.py` instead of the online loop
 (checkpoints and resume too; no sampling, so no alerts or evaluation), on one rank.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,12 @@ class LearnerProcess(ServiceProcess):
     state: LearnerState | None = None  # set once the loop is built: signals then stop gracefully
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--resume", default=None, metavar="RUN_DIR_OR_CHECKPOINT",
-                            help="continue from the newest good checkpoint of RUN_DIR (or from step_N)")
+        parser.add_argument(
+            "--resume",
+            default=None,
+            metavar="RUN_DIR_OR_CHECKPOINT",
+            help="continue from the newest good checkpoint of RUN_DIR (or from step_N)",
+        )
 
     async def start(self, ctx: ServiceContext) -> None:
         """Streams, data, model (resumed if asked), the control server, the weights-ack ledger."""
@@ -75,9 +80,15 @@ class LearnerProcess(ServiceProcess):
         ctx.on_stop(self.built.close)
         self.built.loop.logger = with_prometheus(self.built.loop.logger, ctx.metrics)  # each step's numbers as gauges
         server, port = await start_server(
-            [registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
-                          LearnerControl(state, audit=control_auditor(cfg.run.dir, ctx.bus.js, ctx.run_id)),
-                          "meshrl.learner.v1.LearnerControlService")], port=cfg.learner.grpc_port)
+            [
+                registration(
+                    learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                    LearnerControl(state, audit=control_auditor(cfg.run.dir, ctx.bus.js, ctx.run_id)),
+                    "meshrl.learner.v1.LearnerControlService",
+                )
+            ],
+            port=cfg.learner.grpc_port,
+        )
         ctx.on_stop(stop_server, server, 1.0)
         acks = await follow_weights_acks(ctx.bus, ctx.run_id, self.built.ledger)
         ctx.on_stop(acks.unsubscribe)
@@ -88,8 +99,11 @@ class LearnerProcess(ServiceProcess):
         """The loop for learner.steps steps, then the final policy (not when stopped early)."""
         await self.built.loop.run()
         if self.state.stopping.is_set():
-            log.warning("stopped before the last step (%s); resume with "
-                        "`meshrl train --resume %s`", self.state.message, ctx.cfg.run.dir)
+            log.warning(
+                "stopped before the last step (%s); resume with `meshrl train --resume %s`",
+                self.state.message,
+                ctx.cfg.run.dir,
+            )
             return
         final = await in_trainer_thread(self.built.save_final, RunDir(ctx.cfg.run.dir).final)
         self.built.loop.logger.log_final_model(final)  # its path to the experiment trackers
@@ -107,12 +121,14 @@ class LearnerProcess(ServiceProcess):
 
 async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
     """Record every rollout replica's "loaded version N" in the group ledger."""
+
     async def on_ack(msg):
         ack = common_pb2.WeightsLoaded()
         ack.ParseFromString(msg.data)
         ledger.weights_loaded(ack)
         if not ack.ok:
             log.error("replica %s failed to load weights v%d: %s", ack.replica_id, ack.version, ack.error)
+
     return await bus.nc.subscribe(names.weights_loaded_subject(run_id), cb=on_ack)
 
 

@@ -8,6 +8,7 @@ numbers as gauges on the learner's /metrics endpoint (`MultiLogger` fans out to 
 RUN_DIR/tensorboard for `tensorboard --logdir RUN_DIR/tensorboard`; MLflow and W&B are in
 `trackers/`. Each logger also hears the final model's path (`log_final_model`).
 """
+
 from __future__ import annotations
 
 import json
@@ -154,10 +155,14 @@ class TensorBoardLogger:
 
     def __init__(self, log_dir: str | Path):
         try:
-            from torch.utils.tensorboard import SummaryWriter  # lazy: tensorboard is an optional extra, only when the tensorboard logger is on
+            from torch.utils.tensorboard import (
+                SummaryWriter,
+            )  # lazy: tensorboard is an optional extra, only when the tensorboard logger is on
         except ImportError as err:  # torch's writer needs the tensorboard package
-            raise RuntimeError("telemetry.tensorboard=true needs the tensorboard package: "
-                               "pip install 'meshrl[tensorboard]' (or set it to false)") from err
+            raise RuntimeError(
+                "telemetry.tensorboard=true needs the tensorboard package: "
+                "pip install 'meshrl[tensorboard]' (or set it to false)"
+            ) from err
         self.writer = SummaryWriter(log_dir=str(log_dir))
 
     def log(self, step: int, metrics: dict[str, float]) -> None:

@@ -10,6 +10,7 @@
 
 Same metric logger, control service and final export as the online loop.
 """
+
 from __future__ import annotations
 
 import time
@@ -63,10 +64,14 @@ class OfflineLearner:
 
     async def save(self) -> None:
         if self.step > self.saved_step:
-            state = {"step": self.step, "policy_version": 0, "pairs_cursor": self.pairs.state_dict(),
-                     "trained_group_ids": [],
-                     # what a preference loss keeps across steps (bco_pair's running mean)
-                     "preference_loss_state": dict(self.dpo_step.loss_state)}
+            state = {
+                "step": self.step,
+                "policy_version": 0,
+                "pairs_cursor": self.pairs.state_dict(),
+                "trained_group_ids": [],
+                # what a preference loss keeps across steps (bco_pair's running mean)
+                "preference_loss_state": dict(self.dpo_step.loss_state),
+            }
             await in_trainer_thread(self.checkpoints.save, self.step, state)
             self.saved_step = self.step
 
@@ -93,6 +98,10 @@ class OfflineLearner:
         responses = [it.chosen_ids for it in items] + [it.rejected_ids for it in items]
         sums = await self.reference_sums(prompts, responses)
         return PreferenceBatch.from_sequences(
-            [it.prompt_ids for it in items], [it.chosen_ids for it in items],
-            [it.rejected_ids for it in items], self.pad_id,
-            ref_chosen_logps=sums[:len(items)], ref_rejected_logps=sums[len(items):])
+            [it.prompt_ids for it in items],
+            [it.chosen_ids for it in items],
+            [it.rejected_ids for it in items],
+            self.pad_id,
+            ref_chosen_logps=sums[: len(items)],
+            ref_rejected_logps=sums[len(items) :],
+        )

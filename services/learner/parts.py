@@ -16,6 +16,7 @@ and the offline (DPO) loop (offline.py), which also takes a CheckpointStore:
     PreferencePairs  inputs/data PreferenceDataset      next_batch(k), a resumable cursor
     PreferenceStep   train/dpo.py DPOStep               (PreferenceBatch, step) -> metrics
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

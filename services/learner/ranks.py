@@ -36,6 +36,7 @@ mini-batches a rank's mini-batch holds other rows than one process's would; one
 mini-batch matches one process to 1e-5: tests/unit/services/learner/train/test_fsdp.py); online algorithms
 only (the config refuses `ranks` > 1 for offline DPO).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -79,8 +80,10 @@ def join(ranks: int) -> DistContext:
     `learner.ranks`: torchrun must have started exactly that many."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world != ranks:
-        raise ConfigError(f"learner.ranks={ranks}, but torchrun started {world} rank(s) (WORLD_SIZE={world}): "
-                          f"set learner.ranks: {world} in the run config, or start {ranks} rank(s)")
+        raise ConfigError(
+            f"learner.ranks={ranks}, but torchrun started {world} rank(s) (WORLD_SIZE={world}): "
+            f"set learner.ranks: {world} in the run config, or start {ranks} rank(s)"
+        )
     if not under_torchrun():
         return DistContext()
     die_with_parent()
@@ -138,8 +141,13 @@ class TrainerParts:
 
 
 def rank_work(cfg, policy, critic, tokenizer, ctx: DistContext) -> RankWork:
-    return RankWork(build.build_train_step(cfg, policy, critic, ctx), LearnerCheckpoints(cfg, policy, critic),
-                    policy, tokenizer, ctx)
+    return RankWork(
+        build.build_train_step(cfg, policy, critic, ctx),
+        LearnerCheckpoints(cfg, policy, critic),
+        policy,
+        tokenizer,
+        ctx,
+    )
 
 
 def trainer_parts(cfg, policy, critic, tokenizer, ctx: DistContext) -> TrainerParts:
@@ -159,9 +167,11 @@ def rank_shares(batch, ranks: int) -> list:
     rows, share = batch.batch_size, batch.batch_size // ranks
     ends = set(torch.cumsum(sizes, 0).tolist())
     if rows % ranks or len(ids) != len(set(ids.tolist())) or any(share * r not in ends for r in range(1, ranks)):
-        raise ValueError(f"cannot split a batch of {rows} rows in groups of {sizes.tolist()} rows into "
-                         f"{ranks} ranks of whole groups with equal rows: set learner.prompts_per_step to "
-                         f"a multiple of learner.ranks, with groups of one size (rollout.sampling.group_size)")
+        raise ValueError(
+            f"cannot split a batch of {rows} rows in groups of {sizes.tolist()} rows into "
+            f"{ranks} ranks of whole groups with equal rows: set learner.prompts_per_step to "
+            f"a multiple of learner.ranks, with groups of one size (rollout.sampling.group_size)"
+        )
     return [batch.select(slice(r * share, (r + 1) * share)) for r in range(ranks)]
 
 
@@ -248,8 +258,13 @@ def follow(work: RankWork) -> None:
     """Ranks > 0: do what rank 0 sends until it says stop."""
     for sig in (signal.SIGTERM, signal.SIGINT):  # rank 0 leads the stop (step, checkpoint, "stop")
         signal.signal(sig, signal.SIG_IGN)
-    handlers = {"step": work.step, "export": work.export, "restore": work.restore, "final": work.final,
-                "save": lambda step, tag: work.save(step, {}, tag)}  # rank 0 writes the loop's state
+    handlers = {
+        "step": work.step,
+        "export": work.export,
+        "restore": work.restore,
+        "final": work.final,
+        "save": lambda step, tag: work.save(step, {}, tag),
+    }  # rank 0 writes the loop's state
     while True:
         box = [None]
         dist.scatter_object_list(box, None, src=0, group=_COMMANDS["group"])

@@ -8,6 +8,7 @@ fails: torchrun exits 1 whatever the rank's code, and the launcher's restart pol
 up at once only on 2 (a restart would fail the same way), so a rank's 2 stays 2. The local
 launcher starts the learner with this when `learner.ranks` > 1.
 """
+
 from __future__ import annotations
 
 import sys

@@ -5,6 +5,7 @@ One call per step carries every chosen and rejected sequence (ids travel packed)
 deadline; results are matched back by id, and a missing id or a non-finite sum is an error
 naming the pair, never a silent zero.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,16 +44,20 @@ class ReferenceClient:
         tokens = [unpack_float32(r.logprobs) for r in results]
         short = [i for i, (t, y) in enumerate(zip(tokens, responses)) if len(t) != len(y)]
         if short:
-            raise ReferenceError(f"reference at {self.address} returned a log-prob count other than "
-                                 f"the response length for sequences {short}")
+            raise ReferenceError(
+                f"reference at {self.address} returned a log-prob count other than "
+                f"the response length for sequences {short}"
+            )
         return tokens
 
     async def _results(self, prompts, responses) -> list:
         """The reply's results in request order; a missing id or a non-finite sum is an error."""
-        request = reference_pb2.ComputeLogprobsRequest(sequences=[
-            reference_pb2.TokenSequence(id=str(i), prompt_token_ids=pack_int32(p),
-                                        response_token_ids=pack_int32(r))
-            for i, (p, r) in enumerate(zip(prompts, responses))])
+        request = reference_pb2.ComputeLogprobsRequest(
+            sequences=[
+                reference_pb2.TokenSequence(id=str(i), prompt_token_ids=pack_int32(p), response_token_ids=pack_int32(r))
+                for i, (p, r) in enumerate(zip(prompts, responses))
+            ]
+        )
         reply = await self.stub.ComputeLogprobs(request, timeout=self.timeout_s)
         by_id = {res.id: res for res in reply.results}
         missing = [i for i in range(len(prompts)) if str(i) not in by_id]

@@ -13,6 +13,7 @@ the share of the top-k slots) and its mean router probability (P_i). Logged per 
 Padding tokens are counted too (they pass the router like any token). Logged, not added to
 the loss: the policy loss is what is trained. A dense model has no routers: nothing logged.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,8 +21,11 @@ from torch import nn
 
 
 def routers_of(model: nn.Module) -> list[nn.Module]:
-    return [m for m in model.modules() if hasattr(m, "top_k") and hasattr(m, "num_experts")
-            and isinstance(getattr(m, "weight", None), torch.Tensor)]
+    return [
+        m
+        for m in model.modules()
+        if hasattr(m, "top_k") and hasattr(m, "num_experts") and isinstance(getattr(m, "weight", None), torch.Tensor)
+    ]
 
 
 class RouterStats:
@@ -50,9 +54,11 @@ class RouterStats:
             return {}
         share = self.picks / self.picks.sum()
         mean_prob = self.probs / self.tokens
-        metrics = {"moe/aux_loss": float(self.experts * (share * mean_prob).sum()),
-                   "moe/load_max": float(self.experts * share.max()),
-                   "moe/load_min": float(self.experts * share.min())}
+        metrics = {
+            "moe/aux_loss": float(self.experts * (share * mean_prob).sum()),
+            "moe/load_max": float(self.experts * share.max()),
+            "moe/load_min": float(self.experts * share.min()),
+        }
         self.reset()
         return metrics
 
@@ -69,4 +75,5 @@ def with_router_stats(train_step, model: nn.Module):
         metrics = train_step(batch, step_index)
         metrics.update(stats.take())
         return metrics
+
     return step

@@ -6,6 +6,7 @@ queue depths and the learner's memory.
 The trainer's metrics (loss, KL, entropy, clip fractions, grad norm, lr...) come from the
 learner core; these complete the metrics.jsonl row.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,11 +31,16 @@ def rollout_metrics(groups, *, version: int, trained_total: int) -> dict[str, fl
         "reward/min": float(rewards.min(initial=np.inf)) if samples else 0.0,
         "reward/max": float(rewards.max(initial=-np.inf)) if samples else 0.0,
         "completions/max_length": float(lengths.max(initial=0)),
-        "completions/clipped_ratio": float(np.mean([s.finish_reason == common_pb2.FINISH_REASON_LENGTH
-                                                    for s in samples])) if samples else 0.0,
+        "completions/clipped_ratio": float(
+            np.mean([s.finish_reason == common_pb2.FINISH_REASON_LENGTH for s in samples])
+        )
+        if samples
+        else 0.0,
         # every token the learner's forward reads, observations included
-        "perf/tokens": float(sum(unpack_int32(s.response_token_ids).size for s in samples)
-                             + sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples) for g in groups)),
+        "perf/tokens": float(
+            sum(unpack_int32(s.response_token_ids).size for s in samples)
+            + sum(unpack_int32(g.task.prompt_token_ids).size * len(g.samples) for g in groups)
+        ),
         "groups/trained_total": float(trained_total),
     }
     out.update(component_metrics(samples))
@@ -64,8 +70,11 @@ async def queue_depths(bus) -> dict[str, float]:
 
 
 def step_times(gathered, *, step_s: float, dropped) -> dict[str, float]:
-    out = {"time/step": step_s, "time/wait_for_batch": gathered.wait_s,
-           "memory/rss_bytes": float(psutil.Process().memory_info().rss)}
+    out = {
+        "time/step": step_s,
+        "time/wait_for_batch": gathered.wait_s,
+        "memory/rss_bytes": float(psutil.Process().memory_info().rss),
+    }
     out.update({f"groups/dropped_{k}": float(v) for k, v in dropped.items()})
     out.update(stage_times(gathered.groups))
     return out

@@ -22,6 +22,7 @@ thread while the next step trains (services/learner/weights.py).
 
 The event loop stays free for NATS, gRPC and the health watch while the thread computes.
 """
+
 from __future__ import annotations
 
 import asyncio

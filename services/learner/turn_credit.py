@@ -14,6 +14,7 @@ reinforce_plus_plus, remax, optimal_token_baseline) credit each turn's reward to
 tokens and those before it, never to later turns. A component that failed its score (even
 if `on_failure` gave it a value) is left at the episode's end.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ def credited_weight(sample: common_pb2.Sample, credited: tuple[str, ...]) -> flo
 def turn_end_token(mask: np.ndarray, turn: common_pb2.Turn) -> int:
     """The turn's last model token (the last 1 of the mask before its end; the episode's
     first model token for a turn without any)."""
-    before = np.flatnonzero(mask[:turn.token_end])
+    before = np.flatnonzero(mask[: turn.token_end])
     return int(before[-1]) if before.size else int(np.flatnonzero(mask)[0])
 
 
@@ -52,13 +53,11 @@ def turn_reward_row(sample: common_pb2.Sample, credited: tuple[str, ...], tokens
     return row
 
 
-def turn_reward_matrix(groups: list[common_pb2.Group], credited: tuple[str, ...],
-                       width: int) -> torch.Tensor | None:
+def turn_reward_matrix(groups: list[common_pb2.Group], credited: tuple[str, ...], width: int) -> torch.Tensor | None:
     """[B, width] turn rewards of every sample in batch order; None when none was credited."""
     if not credited:
         return None
-    rows = [turn_reward_row(s, credited, len(s.response_token_ids) // 4)
-            for g in groups for s in g.samples]
+    rows = [turn_reward_row(s, credited, len(s.response_token_ids) // 4) for g in groups for s in g.samples]
     if not any(row.any() for row in rows):
         return None
     return torch.from_numpy(pad_right(rows, 0.0, np.float32, width)[0])

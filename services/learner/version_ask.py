@@ -19,6 +19,7 @@ The answer never exceeds the version the learner holds: no replica can have a ne
     min_policy_version(version=3, trained=12, ahead=4, prompts_per_step=4,
                        push_every=1, max_staleness=1) == 3
 """
+
 from __future__ import annotations
 
 
@@ -33,8 +34,9 @@ def pushes_between(step_now: int, step_then: int, push_every: int) -> int:
     return step_then // push_every - step_now // push_every
 
 
-def min_policy_version(*, version: int, trained: int, ahead: int, prompts_per_step: int,
-                       push_every: int, max_staleness: int) -> int:
+def min_policy_version(
+    *, version: int, trained: int, ahead: int, prompts_per_step: int, push_every: int, max_staleness: int
+) -> int:
     """The oldest version a replica may sample this prompt with so that the learner, at the
     step expected to train it, still accepts it; within [0, version]."""
     step_now = trained // prompts_per_step

@@ -25,6 +25,7 @@ With `weights_transport: collective` (the default on a CUDA learner: `auto`) no 
 written: `CollectivePublisher` keeps an on-device copy of each version and serves it to the
 replicas that ask, over NCCL or gloo.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,9 @@ from meshrl.transport.weights.signature import sign_notice
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:
     """What the engines load. With tied embeddings `lm_head.weight` is the embedding itself:
     it is stored once and the engine re-ties it."""
-    return {name: tensor for name, tensor in state_dict.items()
-            if not (tied_embeddings and name.endswith("lm_head.weight"))}
+    return {
+        name: tensor for name, tensor in state_dict.items() if not (tied_embeddings and name.endswith("lm_head.weight"))
+    }
 
 
 def rollout_dtype(model_dtype: str) -> torch.dtype | None:
@@ -73,9 +75,18 @@ class WeightsPublisher:
     """Stage → (background) file + digest → transport → notice in the run KV (rollout
     replicas watch that key); module docstring."""
 
-    def __init__(self, bus, transport: Transport, run_id: str, *, tied_embeddings: bool = False,
-                 dtype: torch.dtype | None = None, background: bool = True, signer=None,
-                 adapter_config: str | None = None):
+    def __init__(
+        self,
+        bus,
+        transport: Transport,
+        run_id: str,
+        *,
+        tied_embeddings: bool = False,
+        dtype: torch.dtype | None = None,
+        background: bool = True,
+        signer=None,
+        adapter_config: str | None = None,
+    ):
         self.bus, self.transport, self.run_id = bus, transport, run_id
         # a LoRA adapter's PEFT config (JSON): the file carries it, the notice says so
         self.metadata = {"format": "pt"} if adapter_config is None else adapter_metadata(adapter_config)
@@ -114,8 +125,9 @@ class WeightsPublisher:
         if not self.background:
             exported = await self.export(staged, version, step, in_trainer_thread)
             return {**figures, **exported}
-        self.pending = asyncio.create_task(self.export(staged, version, step, in_export_thread),
-                                           name=f"weights-export-v{version}")
+        self.pending = asyncio.create_task(
+            self.export(staged, version, step, in_export_thread), name=f"weights-export-v{version}"
+        )
         return figures
 
     async def export(self, staged: Staged, version: int, step: int, run_in) -> dict[str, float]:
@@ -124,13 +136,19 @@ class WeightsPublisher:
         digest, size = await run_in(self.write_staged, staged, path)
         t1 = time.perf_counter()
         location = await self.transport.put(version, path)
-        notice = weights_notice(run_id=self.run_id, version=version, transport=self.transport.name,
-                                location=location, size_bytes=size, step=step, format=self.format,
-                                **{self.digest: digest})
+        notice = weights_notice(
+            run_id=self.run_id,
+            version=version,
+            transport=self.transport.name,
+            location=location,
+            size_bytes=size,
+            step=step,
+            format=self.format,
+            **{self.digest: digest},
+        )
         await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
         t2 = time.perf_counter()
-        return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1,
-                "weights/bytes": float(size)}
+        return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1, "weights/bytes": float(size)}
 
     async def drain(self) -> dict[str, float]:
         """The push in flight, awaited: its figures ({} when none); its error if it failed."""
@@ -143,8 +161,17 @@ class CollectivePublisher:
     the replicas receive straight into their engines, no file on any disk. `close()` stops
     the server at the learner's exit, like a file transport's."""
 
-    def __init__(self, bus, run_id: str, *, port: int = 0, device: torch.device = torch.device("cpu"),
-                 tied_embeddings: bool = False, dtype: torch.dtype | None = None, signer=None):
+    def __init__(
+        self,
+        bus,
+        run_id: str,
+        *,
+        port: int = 0,
+        device: torch.device = torch.device("cpu"),
+        tied_embeddings: bool = False,
+        dtype: torch.dtype | None = None,
+        signer=None,
+    ):
         self.bus, self.run_id, self.device = bus, run_id, device
         self.tied_embeddings, self.dtype, self.signer = tied_embeddings, dtype, signer
         self.server = WeightsServer(bind_host(), port)
@@ -161,12 +188,22 @@ class CollectivePublisher:
         manifest = self.server.offer(version, await in_trainer_thread(self.copy, state_dict))
         t1 = time.perf_counter()
         size = manifest.nbytes()
-        notice = weights_notice(run_id=self.run_id, version=version, transport="collective",
-                                location=self.location, sha256=manifest.digest(),
-                                size_bytes=size, step=step, format="tensors")
+        notice = weights_notice(
+            run_id=self.run_id,
+            version=version,
+            transport="collective",
+            location=self.location,
+            sha256=manifest.digest(),
+            size_bytes=size,
+            step=step,
+            format="tensors",
+        )
         await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
-        return {"time/weights_serialise": t1 - t0, "time/weights_push": time.perf_counter() - t1,
-                "weights/bytes": float(size)}
+        return {
+            "time/weights_serialise": t1 - t0,
+            "time/weights_push": time.perf_counter() - t1,
+            "weights/bytes": float(size),
+        }
 
     async def drain(self) -> dict[str, float]:
         """Nothing in flight: `publish` returns once the copy is served."""
@@ -184,17 +221,32 @@ def transport_name(setting: str, device: torch.device, *, adapter: bool = False)
     return "collective" if torch.device(device).type == "cuda" and not adapter else "shm"
 
 
-def publisher_for(cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool,
-                  adapter_config: str | None = None):
+def publisher_for(
+    cfg, bus, run_id: str, *, device: torch.device, tied_embeddings: bool, adapter_config: str | None = None
+):
     """(publisher, what to close at exit) for `learner.weights_transport`; `adapter_config`:
     the PEFT config of the LoRA adapter pushed alone (model.lora.push=adapter)."""
     dtype, signer = rollout_dtype(cfg.model.dtype), signer_from_env()  # the run's key: the learner's alone
     kind = transport_name(cfg.learner.weights_transport, device, adapter=adapter_config is not None)
     if kind == "collective":
-        publisher = CollectivePublisher(bus, run_id, port=cfg.learner.weights_port, device=device,
-                                        tied_embeddings=tied_embeddings, dtype=dtype, signer=signer)
+        publisher = CollectivePublisher(
+            bus,
+            run_id,
+            port=cfg.learner.weights_port,
+            device=device,
+            tied_embeddings=tied_embeddings,
+            dtype=dtype,
+            signer=signer,
+        )
         return publisher, publisher
     transport = transport_for(kind, bus, run_id)
-    return WeightsPublisher(bus, transport, run_id, tied_embeddings=tied_embeddings, dtype=dtype,
-                            background=cfg.learner.push_in_background, signer=signer,
-                            adapter_config=adapter_config), transport
+    return WeightsPublisher(
+        bus,
+        transport,
+        run_id,
+        tied_embeddings=tied_embeddings,
+        dtype=dtype,
+        background=cfg.learner.push_in_background,
+        signer=signer,
+        adapter_config=adapter_config,
+    ), transport

@@ -18,6 +18,7 @@ than writing and hashing the file, which then run on the export thread (weights.
 The caller must not stage again before the previous staged copy has been written (the
 buffers are reused); the learner awaits the previous push first.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """`python -m meshrl.services.reference --nats URL --run-id RUN --config RUN_DIR/config.yaml`."""
+
 import sys
 
 from meshrl.services.reference.main import main

@@ -3,6 +3,7 @@
 The worker takes the callback (default: nothing) instead of importing telemetry, so tests
 that build a worker directly need no metrics endpoint.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -26,4 +27,5 @@ def reference_instruments(handle) -> GroupCallback:
     def on_group(group: common_pb2.Group) -> None:
         groups.add(1)
         sequences.add(len(group.samples))
+
     return on_group

@@ -21,6 +21,7 @@ withdraw the KV entries, stop the server, close the bus. Exit 0 on a clean stop,
 config, model or NATS error (`reference service: <error>` on stderr); a consumer that dies
 raises, exit 1.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,25 +49,42 @@ class ReferenceProcess(ServiceProcess):
     name = "reference"
 
     async def prepare(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reference.scorer import ReferenceScorer  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
+        from meshrl.services.reference.scorer import (
+            ReferenceScorer,
+        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         resolve_model_source(ctx.cfg.model.path, ctx.cfg.model.gguf_file)  # a wrong path fails before torch loads
         self.scorer = await asyncio.to_thread(ReferenceScorer.from_config, ctx.cfg)
 
     async def start(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reference.server import start_reference_server  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
-        from meshrl.services.reference.worker import STAGE, ReferenceWorker  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
+        from meshrl.services.reference.server import (
+            start_reference_server,
+        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
+        from meshrl.services.reference.worker import (
+            STAGE,
+            ReferenceWorker,
+        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         server, port = await start_reference_server(self.scorer, grpc_port(ctx.cfg.reference.grpc_port, ctx.replica))
         ctx.on_stop(stop_server, server, 2)
         self.worker = ReferenceWorker(ctx.bus, self.scorer, ctx.replica, reference_instruments(ctx.metrics))
-        log.info("%s: ReferenceService on port %d; model %s, T=%g, micro-batch %d; %s → ready", ctx.replica,
-                 port, ctx.cfg.model.path, self.scorer.temperature, self.scorer.micro_batch_size, STAGE)
+        log.info(
+            "%s: ReferenceService on port %d; model %s, T=%g, micro-batch %d; %s → ready",
+            ctx.replica,
+            port,
+            ctx.cfg.model.path,
+            self.scorer.temperature,
+            self.scorer.micro_batch_size,
+            STAGE,
+        )
         await ctx.announce_grpc(port)
 
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `scored` until cancelled; the consumer loop only ends by failing."""
-        from meshrl.services.reference.worker import DURABLE, STAGE  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
+        from meshrl.services.reference.worker import (
+            DURABLE,
+            STAGE,
+        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
 
         try:
             await ctx.bus.worker(STAGE, DURABLE, self.worker.handle, auto_in_progress=True)

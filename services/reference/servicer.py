@@ -6,6 +6,7 @@ what DPO's loss needs. Bad input (ids outside the vocab, an empty prompt, bytes 
 int32) is INVALID_ARGUMENT with the reason; the forward runs in a worker thread so the
 event loop keeps serving health checks meanwhile.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,20 +19,26 @@ from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
 from meshrl.services.reference.scorer import ReferenceScorer
 
 
-def to_results(request: reference_pb2.ComputeLogprobsRequest,
-               logprobs: list[np.ndarray]) -> reference_pb2.ComputeLogprobsResponse:
-    return reference_pb2.ComputeLogprobsResponse(results=[
-        reference_pb2.SequenceLogprobs(id=seq.id, logprobs=pack_float32(lp),
-                                       sum_logprob=float(lp.sum(dtype=np.float64)))
-        for seq, lp in zip(request.sequences, logprobs)])
+def to_results(
+    request: reference_pb2.ComputeLogprobsRequest, logprobs: list[np.ndarray]
+) -> reference_pb2.ComputeLogprobsResponse:
+    return reference_pb2.ComputeLogprobsResponse(
+        results=[
+            reference_pb2.SequenceLogprobs(
+                id=seq.id, logprobs=pack_float32(lp), sum_logprob=float(lp.sum(dtype=np.float64))
+            )
+            for seq, lp in zip(request.sequences, logprobs)
+        ]
+    )
 
 
 class ReferenceServicer(reference_pb2_grpc.ReferenceServiceServicer):
     def __init__(self, scorer: ReferenceScorer):
         self.scorer = scorer
 
-    async def ComputeLogprobs(self, request: reference_pb2.ComputeLogprobsRequest,
-                              context) -> reference_pb2.ComputeLogprobsResponse:
+    async def ComputeLogprobs(
+        self, request: reference_pb2.ComputeLogprobsRequest, context
+    ) -> reference_pb2.ComputeLogprobsResponse:
         try:
             prompts = [unpack_int32(s.prompt_token_ids) for s in request.sequences]
             responses = [unpack_int32(s.response_token_ids) for s in request.sequences]

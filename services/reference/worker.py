@@ -9,6 +9,7 @@ between redelivers, never loses. A group the rollout dropped (`Group.drop_reason
 passed on without log-probs: the learner records it as dropped. `on_group(group)` is
 called after each publish (metrics; see instruments.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,8 +45,12 @@ class ReferenceWorker:
         self.groups_done = 0
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
-        with group_span("reference.logprobs", group.group_id, headers=ctx.headers if ctx else None,
-                        policy_version=group.policy_version):
+        with group_span(
+            "reference.logprobs",
+            group.group_id,
+            headers=ctx.headers if ctx else None,
+            policy_version=group.policy_version,
+        ):
             if not group.drop_reason:  # the rollout gave up on it: passed on as it is
                 await asyncio.to_thread(add_ref_logprobs, self.scorer, group, self.replica_id)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())

@@ -1,4 +1,5 @@
 """`python -m meshrl.services.reward --nats URL --run-id RUN --config RUN_DIR/config.yaml`."""
+
 import sys
 
 from meshrl.services.reward.main import main

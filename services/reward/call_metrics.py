@@ -11,6 +11,7 @@ service="reward", the meshrl service that makes the call). `code` is the gRPC st
 or BREAKER_OPEN for a call the circuit breaker refused without making it. Without a metrics
 handle every method is a no-op.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -24,15 +25,19 @@ class CallMetrics:
         self.on = handle is not None
         if not self.on:
             return
-        self.latency = handle.histogram("meshrl_reward_external_call_seconds",
-                                        "wall time of one Score call to an external reward service",
-                                        unit="s", buckets=LATENCY_BUCKETS)
-        self.errors = handle.counter("meshrl_reward_external_errors_total",
-                                     "Score calls that failed after their retries, by gRPC code")
-        self.timeouts = handle.counter("meshrl_reward_external_timeouts_total",
-                                       "Score calls that hit their deadline")
-        self.retries = handle.counter("meshrl_reward_external_retries_total",
-                                      "Score attempts retried, by the code that caused the retry")
+        self.latency = handle.histogram(
+            "meshrl_reward_external_call_seconds",
+            "wall time of one Score call to an external reward service",
+            unit="s",
+            buckets=LATENCY_BUCKETS,
+        )
+        self.errors = handle.counter(
+            "meshrl_reward_external_errors_total", "Score calls that failed after their retries, by gRPC code"
+        )
+        self.timeouts = handle.counter("meshrl_reward_external_timeouts_total", "Score calls that hit their deadline")
+        self.retries = handle.counter(
+            "meshrl_reward_external_retries_total", "Score attempts retried, by the code that caused the retry"
+        )
         self.handle = handle
 
     def watch_breaker(self, state: Callable[[], int]) -> None:
@@ -42,9 +47,11 @@ class CallMetrics:
             return
         watched = self.handle.__dict__.setdefault("_reward_breakers", [])
         if not watched:
-            self.handle.gauge("meshrl_reward_external_breaker_state",
-                              lambda: [(float(read()), labels) for labels, read in watched],
-                              "circuit breaker per external reward service: 0 closed, 1 half-open, 2 open")
+            self.handle.gauge(
+                "meshrl_reward_external_breaker_state",
+                lambda: [(float(read()), labels) for labels, read in watched],
+                "circuit breaker per external reward service: 0 closed, 1 half-open, 2 open",
+            )
         watched.append((self.labels, state))
 
     def call(self, seconds: float) -> None:
@@ -60,4 +67,3 @@ class CallMetrics:
     def retry(self, code: str) -> None:
         if self.on:
             self.retries.add(1, {**self.labels, "code": code})
-

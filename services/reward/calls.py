@@ -26,6 +26,7 @@ the protocol; this file decides when and how often a `Score` call is made.
 - **Telemetry**: CallMetrics (call_metrics.py); a span `reward.external <component>` with
   the service address around each call (the gRPC client span nests under it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,8 +45,9 @@ from meshrl.services.reward.types import ItemScore, RewardItem
 from meshrl.transport.rpc.breaker import BreakerOpen, CircuitBreaker
 from meshrl.transport.rpc.tls import channel_credentials, open_external_channel, read_token
 
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                       grpc.StatusCode.DEADLINE_EXCEEDED})
+RETRYABLE = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
+)
 ScoreBatch = Callable[[list[RewardItem]], Awaitable[list[ItemScore]]]
 
 
@@ -58,8 +60,9 @@ class ExternalCalls:
         self.cfg, self.who = cfg, who
         self.metrics = metrics or CallMetrics()
         self.limit = asyncio.Semaphore(cfg.max_concurrency)
-        self.breaker = CircuitBreaker(cfg.breaker.failures, cfg.breaker.cooldown_s, name=who,
-                                      on_half_open=self.drop_channel)
+        self.breaker = CircuitBreaker(
+            cfg.breaker.failures, cfg.breaker.cooldown_s, name=who, on_half_open=self.drop_channel
+        )
         self.cache = ScoreCache(cfg.cache_size) if cfg.cache_size else None
         self.channel: grpc.aio.Channel | None = None
         self.closing: set[asyncio.Task] = set()  # old channels, closed once their calls end
@@ -75,8 +78,9 @@ class ExternalCalls:
             tls = self.cfg.tls
             creds = channel_credentials(tls.ca_file, tls.cert_file, tls.key_file, who=self.who) if tls else None
             token = read_token(self.cfg.token_env, self.cfg.token_file, who=self.who)
-            self.channel = open_external_channel(self.cfg.address, credentials=creds, token=token,
-                                                 server_name=tls.server_name if tls else None)
+            self.channel = open_external_channel(
+                self.cfg.address, credentials=creds, token=token, server_name=tls.server_name if tls else None
+            )
         return self.channel
 
     def drop_channel(self) -> None:
@@ -115,8 +119,9 @@ class ExternalCalls:
         try:
             async with self.limit:
                 with current_tracer().otel.start_as_current_span(
-                        f"reward.external {self.cfg.name}",
-                        attributes={"meshrl.reward.component": self.cfg.name, "server.address": self.cfg.address}):
+                    f"reward.external {self.cfg.name}",
+                    attributes={"meshrl.reward.component": self.cfg.name, "server.address": self.cfg.address},
+                ):
                     result = await self.with_retries(rpc)
         except grpc.aio.AioRpcError as err:
             self.breaker.record(ok=False)
@@ -127,9 +132,12 @@ class ExternalCalls:
 
     async def with_retries(self, rpc):
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.cfg.retry.attempts), reraise=True, retry=retry_if_exception(retryable),
+            stop=stop_after_attempt(self.cfg.retry.attempts),
+            reraise=True,
+            retry=retry_if_exception(retryable),
             wait=wait_random_exponential(multiplier=self.cfg.retry.initial_backoff_s, max=self.cfg.retry.max_backoff_s),
-            before_sleep=lambda state: self.metrics.retry(state.outcome.exception().code().name))
+            before_sleep=lambda state: self.metrics.retry(state.outcome.exception().code().name),
+        )
         async for attempt in retrying:
             with attempt:
                 t0 = time.perf_counter()
@@ -144,7 +152,7 @@ class ExternalCalls:
         cached = [self.cache.get(it) if self.cache else None for it in items]
         todo = [it for it, hit in zip(items, cached) if hit is None]
         size = self.cfg.batch_size
-        batches = await asyncio.gather(*(score_batch(todo[i:i + size]) for i in range(0, len(todo), size)))
+        batches = await asyncio.gather(*(score_batch(todo[i : i + size]) for i in range(0, len(todo), size)))
         fresh = iter([s for batch in batches for s in batch])
         out = [hit if hit is not None else next(fresh) for hit in cached]
         if self.cache:

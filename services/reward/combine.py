@@ -14,6 +14,7 @@ What the learner must do: treat a NaN `Sample.reward` as "no score" (drop the sa
 group, or mask the sample), never as 0; `reward_components[*].status` says which
 component failed and `error` why. `failed_components(sample)` lists them.
 """
+
 import math
 
 import numpy as np
@@ -27,8 +28,9 @@ def combine(rows: list[list[ComponentScore]]) -> np.ndarray:
     if not rows or not rows[0]:
         return np.full(len(rows), np.nan)
     # A failed score is NaN unless its on_failure policy gave it a value (failure_policy.py).
-    values = np.array([[c.score.value if c.score.ok or math.isfinite(c.score.value) else np.nan
-                        for c in row] for row in rows])
+    values = np.array(
+        [[c.score.value if c.score.ok or math.isfinite(c.score.value) else np.nan for c in row] for row in rows]
+    )
     weights = np.array([c.weight for c in rows[0]])
     usable = np.isfinite(values)
     required = weights != 0.0

@@ -5,6 +5,7 @@ latency recorded for each item is the batch's wall time for that component. What
 goes wrong inside a component (an exception, a wrong number of results, a non-finite
 value) becomes ERROR for the affected items, never an exception out of `score`.
 """
+
 import asyncio
 import math
 import time
@@ -56,7 +57,6 @@ class RuleComponent:
 def build_component(cfg: RewardComponentConfig, run_id: str = "") -> Component:
     """Validate one config entry into a component. Raises ConfigError naming the problem."""
     if cfg.kind == "external":
-
         return ExternalComponent.from_config(cfg, run_id)
     rule = get_rule(cfg.kind)
     return RuleComponent(cfg.name, cfg.weight, rule, rule.parse_params(cfg.params, cfg.name))

@@ -13,6 +13,7 @@ Results are matched to items by id, in any order. Mapping failures to statuses:
   status UNSPECIFIED with a finite score is taken as OK (a service that forgot the field);
 - a non-finite score → ERROR.
 """
+
 import asyncio
 import json
 import math
@@ -38,10 +39,16 @@ def to_score_item(it: RewardItem) -> reward_pb2.ScoreItem:
     # An item made without the row's JSON (a test, an older task) still sends valid JSON.
     truth = it.ground_truth_json or (json.dumps(it.ground_truth) if it.ground_truth else "")
     return reward_pb2.ScoreItem(
-        id=it.id, prompt=it.prompt, response=it.episode_text or it.response, ground_truth_json=truth,
-        data_source=it.data_source, extra_json=it.extra_json or "{}",
+        id=it.id,
+        prompt=it.prompt,
+        response=it.episode_text or it.response,
+        ground_truth_json=truth,
+        data_source=it.data_source,
+        extra_json=it.extra_json or "{}",
         prompt_messages=[reward_pb2.ChatMessage(role=r, content=c) for r, c in it.prompt_messages],
-        response_tokens=it.num_tokens, finish_reason=it.finish_reason, truncated=it.truncated,
+        response_tokens=it.num_tokens,
+        finish_reason=it.finish_reason,
+        truncated=it.truncated,
         episode=[reward_pb2.ChatMessage(role=r, content=c) for r, c in it.episode],
     )
 
@@ -93,8 +100,9 @@ class ExternalComponent:
 
     def __post_init__(self) -> None:
         if self.cfg is None:
-            self.cfg = RewardComponentConfig(name=self.name, kind="external", weight=self.weight,
-                                             address=self.address, timeout_s=self.timeout_s)
+            self.cfg = RewardComponentConfig(
+                name=self.name, kind="external", weight=self.weight, address=self.address, timeout_s=self.timeout_s
+            )
         self.calls = ExternalCalls(self.cfg, self.who)
 
     @classmethod
@@ -102,7 +110,9 @@ class ExternalComponent:
         if not cfg.address:
             raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' needs address: host:port")
         if cfg.params:
-            raise ConfigError(f"reward.components[{cfg.name}]: kind 'external' takes no params (got {sorted(cfg.params)})")
+            raise ConfigError(
+                f"reward.components[{cfg.name}]: kind 'external' takes no params (got {sorted(cfg.params)})"
+            )
         return cls(cfg.name, cfg.weight, cfg.address, cfg.timeout_s, run_id, cfg)
 
     @property
@@ -114,14 +124,19 @@ class ExternalComponent:
 
     async def score_batch(self, items: list[RewardItem]) -> list[ItemScore]:
         """One Score call for `items` (retried, behind the breaker: calls.py)."""
-        request = reward_pb2.ScoreRequest(run_id=self.run_id, component=self.name, items=[to_score_item(it) for it in items])
+        request = reward_pb2.ScoreRequest(
+            run_id=self.run_id, component=self.name, items=[to_score_item(it) for it in items]
+        )
         try:
             response = await self.calls.call(
-                lambda channel, timeout: reward_pb2_grpc.RewardServiceStub(channel).Score(request, timeout=timeout))
+                lambda channel, timeout: reward_pb2_grpc.RewardServiceStub(channel).Score(request, timeout=timeout)
+            )
         except grpc.aio.AioRpcError as err:
             return [rpc_failure(err, self.who, self.timeout_s)] * len(items)
         except (BreakerOpen, ConfigError) as err:  # ConfigError: a TLS / token file gone since start-up
-            return [failed(Status.ERROR, f"{self.who}: {err}" if isinstance(err, ConfigError) else str(err))] * len(items)
+            return [failed(Status.ERROR, f"{self.who}: {err}" if isinstance(err, ConfigError) else str(err))] * len(
+                items
+            )
         return match_results(items, response.results, self.who)
 
     async def close(self) -> None:

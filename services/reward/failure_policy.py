@@ -11,6 +11,7 @@
 Applied on the run path only (GroupScorer.score_group); direct RewardService calls (the
 learner's evaluation, `meshrl eval`) see the raw statuses.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,11 +34,15 @@ def apply_policy(score: ComponentScore, policy: FailurePolicy) -> ComponentScore
     if score.score.ok or policy == "drop":
         return score
     if policy == "stop":
-        raise StopRun(f"component {score.name!r} failed ({score.score.status.name}: "
-                      f"{score.score.error}) and its on_failure is stop: the run stops. Fix the "
-                      f"component, then resume the run (its group will be scored again)")
+        raise StopRun(
+            f"component {score.name!r} failed ({score.score.status.name}: "
+            f"{score.score.error}) and its on_failure is stop: the run stops. Fix the "
+            f"component, then resume the run (its group will be scored again)"
+        )
     assert isinstance(policy, FailureValue) and math.isfinite(policy.value)
-    kept = replace(score.score, value=policy.value, error=f"{score.score.error} (on_failure: counted as {policy.value:g})")
+    kept = replace(
+        score.score, value=policy.value, error=f"{score.score.error} (on_failure: counted as {policy.value:g})"
+    )
     return replace(score, score=kept)
 
 

@@ -5,6 +5,7 @@ status (ok / error / timeout), so a dashboard shows both the failure count and t
 rate of each component. The worker takes the callback (default: nothing) instead of
 importing telemetry.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -28,12 +29,14 @@ def reward_instruments(handle) -> GroupCallback:
     if handle is None:
         return no_op
     groups = handle.counter("meshrl_groups_scored_total", "groups scored and published")
-    results = handle.counter("meshrl_reward_component_scores_total",
-                             "component results per sample, by component and status")
+    results = handle.counter(
+        "meshrl_reward_component_scores_total", "component results per sample, by component and status"
+    )
 
     def on_group(group: common_pb2.Group) -> None:
         groups.add(1)
         for sample in group.samples:
             for comp in sample.reward_components:
                 results.add(1, {"component": comp.name, "status": status_label(comp.status)})
+
     return on_group

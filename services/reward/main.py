@@ -27,6 +27,7 @@ failed (failure_policy.py); a consumer that dies (e.g. NATS gone for good) raise
 
 Simplification: reward.grpc_port is not in the config yet, hence --grpc-port.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,16 +69,31 @@ class RewardProcess(ServiceProcess):
     async def start(self, ctx: ServiceContext) -> None:
         server, port = await start_reward_server(self.scorer, ctx.args.grpc_port)
         ctx.on_stop(stop_server, server, 2)
-        self.worker = RewardWorker(ctx.bus, self.scorer, ctx.cfg.reference_enabled, ctx.replica,
-                                   reward_instruments(ctx.metrics))
-        log.info("%s: RewardService on port %d; components %s; %s → %s", ctx.replica, port,
-                 [c.name for c in self.scorer.components], IN_STAGE, self.worker.out_stage)
+        self.worker = RewardWorker(
+            ctx.bus, self.scorer, ctx.cfg.reference_enabled, ctx.replica, reward_instruments(ctx.metrics)
+        )
+        log.info(
+            "%s: RewardService on port %d; components %s; %s → %s",
+            ctx.replica,
+            port,
+            [c.name for c in self.scorer.components],
+            IN_STAGE,
+            self.worker.out_stage,
+        )
         await ctx.announce_grpc(port)
 
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `generated` until cancelled; the consumer loop only ends by failing."""
-        consumer = asyncio.create_task(ctx.bus.worker(IN_STAGE, DURABLE, self.worker.handle, batch=CONCURRENT_GROUPS,
-                                                      ack_wait=ACK_WAIT_S, auto_in_progress=True))
+        consumer = asyncio.create_task(
+            ctx.bus.worker(
+                IN_STAGE,
+                DURABLE,
+                self.worker.handle,
+                batch=CONCURRENT_GROUPS,
+                ack_wait=ACK_WAIT_S,
+                auto_in_progress=True,
+            )
+        )
         stop = asyncio.create_task(self.worker.stop_requested.wait())
         try:
             await asyncio.wait([consumer, stop], return_when=asyncio.FIRST_COMPLETED)

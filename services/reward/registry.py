@@ -10,6 +10,7 @@ returns one float (meaning OK) or `ItemScore` per item, in order.
 A new rule is a new file in rules/; the config reads its decorator from there at load time,
 without importing this service (meshrl.config.parts).
 """
+
 from collections.abc import Callable
 from dataclasses import dataclass
 

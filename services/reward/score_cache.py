@@ -5,6 +5,7 @@ hash, so two items never collide; the size bound is in entries. GRPO groups repe
 with different responses, so hits come from identical responses (short answers, re-scored
 redeliveries, evaluation repeats).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict

@@ -7,12 +7,14 @@ each sample has `reward` and `reward_components` (see combine), and `group.score
 even when some components failed — failures are visible per component and as a NaN reward,
 not by leaving the group unscored.
 """
+
 from meshrl.api.common.v1 import common_pb2
 from meshrl.episodes import episode_messages, final_text, model_token_count, rendered_episode
 from meshrl.services.reward.combine import fill_samples
 from meshrl.services.reward.components import Component, score_all
 from meshrl.services.reward.failure_policy import apply_policies
 from meshrl.services.reward.types import ComponentScore, RewardItem
+
 
 def scored_samples(group: common_pb2.Group) -> list[common_pb2.Sample]:
     """The group's samples, then its greedy sample when the rollout made one (ReMax's

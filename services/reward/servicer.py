@@ -6,6 +6,7 @@
 - "" (empty): the run's combined reward; `details` holds each component's raw value,
   and the status is ERROR naming the failed components when a required one failed.
 """
+
 import json
 import math
 
@@ -32,8 +33,10 @@ def rules_text(item: reward_pb2.ScoreItem) -> str:
     try:
         value = json.loads(item.ground_truth_json)
     except ValueError as err:
-        raise BadItem(f"item {item.id!r}: ground_truth_json is not JSON ({err}); send e.g. "
-                      f"'\"7\"' for the string 7 or '[1, 2]' for a list") from None
+        raise BadItem(
+            f"item {item.id!r}: ground_truth_json is not JSON ({err}); send e.g. "
+            f"'\"7\"' for the string 7 or '[1, 2]' for a list"
+        ) from None
     return value if isinstance(value, str) else item.ground_truth_json
 
 
@@ -45,17 +48,26 @@ def final_turn(item: reward_pb2.ScoreItem) -> str:
 
 def from_score_item(item: reward_pb2.ScoreItem) -> RewardItem:
     return RewardItem(
-        id=item.id, response=final_turn(item), ground_truth=rules_text(item), prompt=item.prompt,
-        data_source=item.data_source, num_tokens=item.response_tokens, truncated=item.truncated,
-        ground_truth_json=item.ground_truth_json, finish_reason=item.finish_reason,
+        id=item.id,
+        response=final_turn(item),
+        ground_truth=rules_text(item),
+        prompt=item.prompt,
+        data_source=item.data_source,
+        num_tokens=item.response_tokens,
+        truncated=item.truncated,
+        ground_truth_json=item.ground_truth_json,
+        finish_reason=item.finish_reason,
         prompt_messages=tuple((m.role, m.content) for m in item.prompt_messages),
-        extra_json=item.extra_json, episode=tuple((m.role, m.content) for m in item.episode),
-        episode_text=item.response if item.episode else "")
+        extra_json=item.extra_json,
+        episode=tuple((m.role, m.content) for m in item.episode),
+        episode_text=item.response if item.episode else "",
+    )
 
 
 def to_result(id: str, s: ItemScore) -> reward_pb2.ScoreResult:
-    return reward_pb2.ScoreResult(id=id, score=s.value if s.ok else 0.0, status=int(s.status),
-                                  error=s.error, details=s.details)
+    return reward_pb2.ScoreResult(
+        id=id, score=s.value if s.ok else 0.0, status=int(s.status), error=s.error, details=s.details
+    )
 
 
 def combined_result(id: str, row: list[ComponentScore], reward: float) -> reward_pb2.ScoreResult:

@@ -6,6 +6,7 @@
 - the math-verify process pools are started and warmed (imports paid once, not by the
   first item's deadline).
 """
+
 import asyncio
 
 from meshrl.services.reward.call_metrics import CallMetrics
@@ -16,8 +17,9 @@ from meshrl.services.reward.rules.verify_pool import shared_pool
 EXTERNAL_CHECK_S = 5.0
 
 
-async def check_externals(components: list[Component], within_s: float = EXTERNAL_CHECK_S,
-                          waits: dict[str, float] | None = None) -> None:
+async def check_externals(
+    components: list[Component], within_s: float = EXTERNAL_CHECK_S, waits: dict[str, float] | None = None
+) -> None:
     """`waits`: component name → its own wait (the reward model, still loading), else within_s."""
     externals = [c for c in components if isinstance(c, ExternalComponent)]
     await asyncio.gather(*(check_reachable(c, (waits or {}).get(c.name, within_s)) for c in externals))

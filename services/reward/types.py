@@ -3,6 +3,7 @@
 A rule scores a batch of `RewardItem`s and returns one `ItemScore` (or a plain float,
 meaning OK) per item, in order. A failed score carries a status, never a silent 0.
 """
+
 import enum
 import math
 from dataclasses import dataclass, field

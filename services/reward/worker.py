@@ -13,6 +13,7 @@ and forwards to `ready`), else straight to `ready`. `on_group(group)` is called 
 publish (metrics; see instruments.py). A component with `on_failure: stop` that fails sets
 `stop_requested` (the service's work loop then exits 2: failure_policy.py).
 """
+
 import asyncio
 import logging
 import math
@@ -35,8 +36,7 @@ def next_stage(reference_enabled: bool) -> str:
 
 
 class RewardWorker:
-    def __init__(self, bus, scorer: GroupScorer, reference_enabled: bool, replica_id: str,
-                 on_group=no_op):
+    def __init__(self, bus, scorer: GroupScorer, reference_enabled: bool, replica_id: str, on_group=no_op):
         self.bus, self.scorer, self.replica_id, self.on_group = bus, scorer, replica_id, on_group
         self.out_stage = next_stage(reference_enabled)
         self.groups_done = 0
@@ -44,8 +44,9 @@ class RewardWorker:
         self.stop_requested = asyncio.Event()
 
     async def handle(self, group: common_pb2.Group, ctx=None) -> None:
-        with group_span("reward.score", group.group_id, headers=ctx.headers if ctx else None,
-                        policy_version=group.policy_version):
+        with group_span(
+            "reward.score", group.group_id, headers=ctx.headers if ctx else None, policy_version=group.policy_version
+        ):
             start = time.time()
             try:
                 if not group.drop_reason:  # the rollout gave up on it: passed on unscored
@@ -63,5 +64,10 @@ class RewardWorker:
     def warn_failures(self, group: common_pb2.Group) -> None:
         failed = [s for s in group.samples if math.isnan(s.reward)]
         if failed:
-            log.warning("group %s: %d/%d samples unscored (reward NaN): %s", group.group_id, len(failed),
-                        len(group.samples), "; ".join(failed_components(failed[0])))
+            log.warning(
+                "group %s: %d/%d samples unscored (reward NaN): %s",
+                group.group_id,
+                len(failed),
+                len(group.samples),
+                "; ".join(failed_components(failed[0])),
+            )

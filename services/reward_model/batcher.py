@@ -7,6 +7,7 @@ go through the model in one forward pass of up to `max_batch` texts.
 The first waiting text starts a batch; texts queued within `max_wait_s` join it. The model
 runs in a thread (the event loop keeps serving). `sizes` records each batch's size.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -24,6 +24,7 @@ the model's score, normalised (normalize.py: running mean/std, clip); the raw sc
 the result's details as `raw_score`. Exit 2 with one line on stderr when the model cannot
 be loaded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,7 @@ from meshrl.services.reward_model.normalize import RewardNormalizer
 
 def reward_fn(model, normalizer, *, max_batch: int = 32):
     """An async per-item function for the SDK; items meet in the MicroBatcher."""
+
     def score_texts(texts: list[str]) -> list[tuple[float, float]]:
         raw = model.score(texts)
         return list(zip(normalizer(raw), raw))
@@ -68,13 +70,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """The mesh's contract (`--config`: process.py, what `meshrl train` starts) or standalone."""
     if "--config" in (sys.argv[1:] if argv is None else argv):
-
         return run_service(RewardModelProcess(), argv, description=process_doc.splitlines()[0])
     return main_standalone(argv)
 
 
 def main_standalone(argv: list[str] | None = None) -> int:
-    from meshrl.services.reward_model.model import RewardModel  # lazy: torch/transformers (seconds): config errors fail fast first
+    from meshrl.services.reward_model.model import (
+        RewardModel,
+    )  # lazy: torch/transformers (seconds): config errors fail fast first
 
     args = parse_args(argv)
     try:
@@ -83,6 +86,5 @@ def main_standalone(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"reward_model service: {err}", file=sys.stderr)
         return 2
-    serve(reward_fn(model, normalizer, max_batch=args.batch_size), port=args.port, host=args.host,
-          name="reward-model")
+    serve(reward_fn(model, normalizer, max_batch=args.batch_size), port=args.port, host=args.host, name="reward-model")
     return 0

@@ -11,6 +11,7 @@ the item carries messages, else the rendered prompt followed by the response.
 Simplification: one model per process, fp32 on CPU / the model's dtype on GPU; no
 tensor parallelism (scale by running more replicas behind one address).
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,8 +28,10 @@ class RewardModel:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForSequenceClassification.from_pretrained(path).eval().to(self.device)
         if self.model.config.num_labels != 1:
-            raise ValueError(f"reward model {path!r} has num_labels={self.model.config.num_labels}: a reward "
-                             f"model needs one output (num_labels: 1); use a model with a scalar reward head")
+            raise ValueError(
+                f"reward model {path!r} has num_labels={self.model.config.num_labels}: a reward "
+                f"model needs one output (num_labels: 1); use a model with a scalar reward head"
+            )
         if self.tokenizer.pad_token is None:  # decoder-only models: pad with EOS (left as masked)
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.config.pad_token_id = self.tokenizer.pad_token_id
@@ -43,7 +46,6 @@ class RewardModel:
     def score(self, texts: list[str]) -> list[float]:
         # numpy, then onto the model's device: the tokenizer's own "pt" tensors are made on
         # torch's default device, which need not be the model's
-        encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="np")
+        encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
         batch = {k: torch.from_numpy(v).to(self.device) for k, v in encoded.items()}
         return self.model(**batch).logits[:, 0].float().cpu().tolist()

@@ -9,6 +9,7 @@ the statistics before it is normalised, so the first batch is centred on itself.
 bounds the result to [-clip, clip] (after normalising, or on raw scores with mode none).
 Simplification: statistics are not persisted; a restarted replica starts them afresh.
 """
+
 from __future__ import annotations
 
 import math

@@ -14,6 +14,7 @@ Run by the shared service runner (meshrl.service), like the other services:
   4. serve until SIGTERM/SIGINT: NOT_SERVING first (callers drain away), then stop.
 The reward service calls it as its `kind: reward_model` component.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,14 +33,18 @@ log = logging.getLogger("meshrl.services.reward_model")
 def settings_of(cfg):
     """The run's reward_model section; a ConfigError when the config has none."""
     if cfg.reward_model is None:
-        raise ConfigError("the run config has no reward_model section: the reward-model service needs "
-                          "`reward_model: {path: DIR}` (and a reward component with kind: reward_model)")
+        raise ConfigError(
+            "the run config has no reward_model section: the reward-model service needs "
+            "`reward_model: {path: DIR}` (and a reward component with kind: reward_model)"
+        )
     return cfg.reward_model
 
 
 def load_model(settings):
     """The model and its normaliser; a bad head or option becomes a ConfigError (exit 2)."""
-    from meshrl.services.reward_model.model import RewardModel  # lazy: torch/transformers (seconds): config errors fail fast first
+    from meshrl.services.reward_model.model import (
+        RewardModel,
+    )  # lazy: torch/transformers (seconds): config errors fail fast first
 
     try:
         normalizer = RewardNormalizer(settings.normalize, settings.clip)
@@ -52,18 +57,31 @@ class RewardModelProcess(ServiceProcess):
     name = "reward_model"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--grpc-port", type=int, default=None,
-                            help="RewardService port (default: reward_model.grpc_port; 0 = any free port)")
+        parser.add_argument(
+            "--grpc-port",
+            type=int,
+            default=None,
+            help="RewardService port (default: reward_model.grpc_port; 0 = any free port)",
+        )
 
     async def prepare(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reward_model.main import reward_fn  # lazy: breaks the cycle with main.py, which imports this module
+        from meshrl.services.reward_model.main import (
+            reward_fn,
+        )  # lazy: breaks the cycle with main.py, which imports this module
 
         settings = settings_of(ctx.cfg)
         model, normalizer = await asyncio.to_thread(load_model, settings)
         self.fn = reward_fn(model, normalizer, max_batch=settings.batch_size)
         ctx.on_stop(self.fn.batcher.close)
-        log.info("%s: model %s on %s (batch %d, normalize %s, clip %s)", ctx.replica, settings.path,
-                 model.device, settings.batch_size, settings.normalize, settings.clip)
+        log.info(
+            "%s: model %s on %s (batch %d, normalize %s, clip %s)",
+            ctx.replica,
+            settings.path,
+            model.device,
+            settings.batch_size,
+            settings.normalize,
+            settings.clip,
+        )
 
     async def start(self, ctx: ServiceContext) -> None:
         port = ctx.cfg.reward_model.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port

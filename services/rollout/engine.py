@@ -55,6 +55,7 @@ Simplifications: one engine per process. Construct it in a service process or un
 `if __name__ == "__main__":` (vLLM spawns its engine-core and worker processes). Start-up
 ≈25–35 s on CPU with `enforce_eager=True`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -86,8 +87,7 @@ CPU_BATCHED_TOKENS = 8192  # tokens per engine step when prefills are not chunke
 # with) and adapters vLLM keeps loaded (meshrl.transport.weights.adapter keeps as many dirs)
 BATCH_LORAS, CPU_LORAS = 2, 3
 ADAPTER_PREFIX = "policy-v"
-FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
-                  "abort": pb.FINISH_REASON_ABORT}
+FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH, "abort": pb.FINISH_REASON_ABORT}
 
 
 @dataclass(frozen=True)
@@ -114,49 +114,74 @@ class EngineConfig:
         if cfg.model.gguf_file:
             raise ModelLoadError(
                 f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
-                f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)")
-        from meshrl.inputs.models.precision import resolve_model_dtype  # lazy: torch: the config half is used without it
+                f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)"
+            )
+        from meshrl.inputs.models.precision import (
+            resolve_model_dtype,
+        )  # lazy: torch: the config half is used without it
 
         if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
             raise ConfigError(problem)
         dtype, why = resolve_model_dtype(cfg.model.dtype)
         log.info("rollout dtype %s: %s", dtype, why)
-        return cls(model=cfg.model.path, tokenizer=cfg.model.tokenizer,
-                   max_model_len=cfg.rollout.max_model_len, kv_cache_gb=cfg.rollout.kv_cache_gb,
-                   enforce_eager=cfg.rollout.enforce_eager, dtype=dtype,
-                   seed=cfg.run.seed, replica_id=replica_id,
-                   tensor_parallel_size=cfg.rollout.tensor_parallel_size,
-                   max_lora_rank=engine_lora_rank(cfg.model.lora.rank) if pushes_adapter(cfg) else 0)
+        return cls(
+            model=cfg.model.path,
+            tokenizer=cfg.model.tokenizer,
+            max_model_len=cfg.rollout.max_model_len,
+            kv_cache_gb=cfg.rollout.kv_cache_gb,
+            enforce_eager=cfg.rollout.enforce_eager,
+            dtype=dtype,
+            seed=cfg.run.seed,
+            replica_id=replica_id,
+            tensor_parallel_size=cfg.rollout.tensor_parallel_size,
+            max_lora_rank=engine_lora_rank(cfg.model.lora.rank) if pushes_adapter(cfg) else 0,
+        )
 
 
 def engine_args(config: EngineConfig):
     """vLLM `AsyncEngineArgs` for `config` (KV cache sized in bytes, our worker extension)."""
-    from vllm.engine.arg_utils import AsyncEngineArgs  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+    from vllm.engine.arg_utils import (
+        AsyncEngineArgs,
+    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not Path(config.model, "config.json").exists():
-        raise FileNotFoundError(f"model dir {config.model} has no config.json; "
-                                f"point model.path at a Hugging Face model dir")
+        raise FileNotFoundError(
+            f"model dir {config.model} has no config.json; point model.path at a Hugging Face model dir"
+        )
     if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         log.warning(
             "VLLM_CPU_KVCACHE_SPACE=%s is set: on CPU vLLM uses it instead of rollout.kv_cache_gb="
-            "%g; unset it to size the KV cache from the config", os.environ["VLLM_CPU_KVCACHE_SPACE"],
-            config.kv_cache_gb)
+            "%g; unset it to size the KV cache from the config",
+            os.environ["VLLM_CPU_KVCACHE_SPACE"],
+            config.kv_cache_gb,
+        )
     return AsyncEngineArgs(
-        model=config.model, tokenizer=config.tokenizer or config.model, dtype=config.dtype,
-        max_model_len=config.max_model_len, enforce_eager=config.enforce_eager,
-        seed=config.seed, kv_cache_memory_bytes=int(config.kv_cache_gb * GiB),
-        logprobs_mode=config.logprobs_mode, max_num_seqs=config.max_num_seqs,
-        worker_extension_cls=WORKER_EXTENSION, disable_log_stats=True,
+        model=config.model,
+        tokenizer=config.tokenizer or config.model,
+        dtype=config.dtype,
+        max_model_len=config.max_model_len,
+        enforce_eager=config.enforce_eager,
+        seed=config.seed,
+        kv_cache_memory_bytes=int(config.kv_cache_gb * GiB),
+        logprobs_mode=config.logprobs_mode,
+        max_num_seqs=config.max_num_seqs,
+        worker_extension_cls=WORKER_EXTENSION,
+        disable_log_stats=True,
         tensor_parallel_size=config.tensor_parallel_size,  # >1: one worker process per shard
-        **{**lora_args(config), **platform_scheduling(config), **config.extra_engine_args})
+        **{**lora_args(config), **platform_scheduling(config), **config.extra_engine_args},
+    )
 
 
 def lora_args(config: EngineConfig) -> dict:
     """vLLM's LoRA support when the run pushes adapters (module docstring), else nothing."""
     if not config.max_lora_rank:
         return {}
-    return {"enable_lora": True, "max_lora_rank": config.max_lora_rank, "max_loras": BATCH_LORAS,
-            "max_cpu_loras": CPU_LORAS}
+    return {
+        "enable_lora": True,
+        "max_lora_rank": config.max_lora_rank,
+        "max_loras": BATCH_LORAS,
+        "max_cpu_loras": CPU_LORAS,
+    }
 
 
 def platform_scheduling(config: EngineConfig) -> dict:
@@ -168,12 +193,13 @@ def platform_scheduling(config: EngineConfig) -> dict:
     does not use offset") as soon as a large batch forces a chunk — measured with 64 groups
     of 200-token prompts. GPU generators have offsets, so GPUs keep chunked prefill.
     """
-    from vllm.platforms import current_platform  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+    from vllm.platforms import (
+        current_platform,
+    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not current_platform.is_cpu():
         return {}
-    return {"enable_chunked_prefill": False,
-            "max_num_batched_tokens": max(config.max_model_len, CPU_BATCHED_TOKENS)}
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(config.max_model_len, CPU_BATCHED_TOKENS)}
 
 
 def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
@@ -181,17 +207,33 @@ def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
 
     `greedy`: the task's greedy-baseline request instead — one response at temperature 0
     with the same max_tokens and stop (ReMax's baseline)."""
-    from vllm import SamplingParams  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
-    from vllm.sampling_params import RequestOutputKind  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+    from vllm import (
+        SamplingParams,
+    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+    from vllm.sampling_params import (
+        RequestOutputKind,
+    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if sampling.max_tokens < 1:
         raise ValueError(f"sampling.max_tokens={sampling.max_tokens}: set it to at least 1")
-    shape = (dict(n=1, temperature=0.0, top_p=1.0, seed=None) if greedy else
-             dict(n=max(1, sampling.n), temperature=sampling.temperature,
-                  top_p=sampling.top_p or 1.0, seed=sampling.seed or None))
+    shape = (
+        dict(n=1, temperature=0.0, top_p=1.0, seed=None)
+        if greedy
+        else dict(
+            n=max(1, sampling.n),
+            temperature=sampling.temperature,
+            top_p=sampling.top_p or 1.0,
+            seed=sampling.seed or None,
+        )
+    )
     return SamplingParams(
-        **shape, max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None,
-        logprobs=0, flat_logprobs=True, output_kind=RequestOutputKind.FINAL_ONLY)
+        **shape,
+        max_tokens=sampling.max_tokens,
+        stop=list(sampling.stop) or None,
+        logprobs=0,
+        flat_logprobs=True,
+        output_kind=RequestOutputKind.FINAL_ONLY,
+    )
 
 
 def oldest_version(spans, fallback: int) -> int:
@@ -222,14 +264,18 @@ def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
     flat = completion.logprobs
     if flat is None or len(flat.logprobs) != len(token_ids):
         got = None if flat is None else len(flat.logprobs)
-        raise RuntimeError(f"vLLM returned {got} log-probs for {len(token_ids)} tokens; the "
-                           f"request must use logprobs=0 with flat_logprobs=True")
+        raise RuntimeError(
+            f"vLLM returned {got} log-probs for {len(token_ids)} tokens; the "
+            f"request must use logprobs=0 with flat_logprobs=True"
+        )
     return pb.Sample(
-        index=completion.index, response_token_ids=pack_int32(token_ids),
+        index=completion.index,
+        response_token_ids=pack_int32(token_ids),
         behaviour_logprobs=pack_float32(np.asarray(flat.logprobs, dtype=np.float32)),
         response_text=completion.text,
         finish_reason=FINISH_REASONS.get(completion.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
-        policy_version=completion_version(completion, fallback_version))
+        policy_version=completion_version(completion, fallback_version),
+    )
 
 
 class RolloutEngine:
@@ -248,7 +294,9 @@ class RolloutEngine:
     @classmethod
     async def start(cls, config: EngineConfig, version: int = 0) -> "RolloutEngine":
         """Construct the AsyncLLM (spawns vLLM's processes; blocks ≈30 s) and tag its version."""
-        from vllm.v1.engine.async_llm import AsyncLLM  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+        from vllm.v1.engine.async_llm import (
+            AsyncLLM,
+        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         llm = AsyncLLM.from_engine_args(engine_args(config))
         engine = cls(llm, config, version)
@@ -267,41 +315,46 @@ class RolloutEngine:
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         """Sample `task.sampling.n` responses to `task.prompt_token_ids` with the current weights."""
-        from vllm.inputs import TokensPrompt  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
-
+        from vllm.inputs import (
+            TokensPrompt,
+        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         prompt_ids = unpack_int32(task.prompt_token_ids)
         if prompt_ids.size == 0:
-            raise ValueError(f"group {task.group_id!r} has empty prompt_token_ids; the learner "
-                             f"must tokenise the prompt before publishing it")
+            raise ValueError(
+                f"group {task.group_id!r} has empty prompt_token_ids; the learner "
+                f"must tokenise the prompt before publishing it"
+            )
         start, version_at_start = time.time(), self.version
         prompt = TokensPrompt(prompt_token_ids=prompt_ids.tolist())
         requests = [self._final_output(prompt, sampling_params(task.sampling), task.group_id)]
         if task.sampling.greedy_baseline:  # batched with the group by vLLM, not after it
-            requests.append(self._final_output(prompt, sampling_params(task.sampling, greedy=True),
-                                               f"{task.group_id}-greedy"))
+            requests.append(
+                self._final_output(prompt, sampling_params(task.sampling, greedy=True), f"{task.group_id}-greedy")
+            )
         final, *greedy = await asyncio.gather(*requests)
-        samples = [sample_from_completion(c, version_at_start)
-                   for c in sorted(final.outputs, key=lambda c: c.index)]
+        samples = [sample_from_completion(c, version_at_start) for c in sorted(final.outputs, key=lambda c: c.index)]
         group = self._group(task, samples, start)
         if greedy:
             group.greedy_sample.CopyFrom(sample_from_completion(greedy[0].outputs[0], version_at_start))
             group.greedy_sample.index = len(samples)  # an id of its own for reward item ids
         return group
 
-    async def generate_turn(self, prompt_ids: list[int], sampling: pb.SamplingParams, *, max_tokens: int,
-                            seed: int, name: str):
+    async def generate_turn(
+        self, prompt_ids: list[int], sampling: pb.SamplingParams, *, max_tokens: int, seed: int, name: str
+    ):
         """One completion of `prompt_ids` (a turn of an episode: `agent/episode.py`) with the
         task's sampling but n=1, `max_tokens` and `seed` (0 = unseeded): vLLM's
         `CompletionOutput` (token ids, flat log-probs, text, finish reason, weight versions).
         Turns of many episodes run at once; AsyncLLM batches them like groups."""
-        from vllm.inputs import TokensPrompt  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
+        from vllm.inputs import (
+            TokensPrompt,
+        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         turn = pb.SamplingParams()
         turn.CopyFrom(sampling)
         turn.n, turn.max_tokens, turn.seed, turn.greedy_baseline = 1, max_tokens, seed, False
-        final = await self._final_output(TokensPrompt(prompt_token_ids=list(prompt_ids)),
-                                         sampling_params(turn), name)
+        final = await self._final_output(TokensPrompt(prompt_token_ids=list(prompt_ids)), sampling_params(turn), name)
         self.tokens_generated += len(final.outputs[0].token_ids)
         return final.outputs[0]
 
@@ -321,11 +374,18 @@ class RolloutEngine:
     def _group(self, task: pb.PromptTask, samples: list[pb.Sample], start: float) -> pb.Group:
         self.groups_generated += 1
         self.tokens_generated += sum(len(s.response_token_ids) // 4 for s in samples)
-        timing = pb.StageTiming(stage="generate", service=self.config.replica_id,
-                                start_unix=start, end_unix=time.time())
-        return pb.Group(run_id=task.run_id, group_id=task.group_id, task=task, samples=samples,
-                        policy_version=min(s.policy_version for s in samples),
-                        rollout_replica=self.config.replica_id, timings=[timing])
+        timing = pb.StageTiming(
+            stage="generate", service=self.config.replica_id, start_unix=start, end_unix=time.time()
+        )
+        return pb.Group(
+            run_id=task.run_id,
+            group_id=task.group_id,
+            task=task,
+            samples=samples,
+            policy_version=min(s.policy_version for s in samples),
+            rollout_replica=self.config.replica_id,
+            timings=[timing],
+        )
 
     async def load_weights(self, path: str | Path, version: int) -> float:
         """Reload the weights in place from a checkpoint-format safetensors file; return seconds.
@@ -335,10 +395,15 @@ class RolloutEngine:
         unreadable or has no tensors; the version is then left unchanged.
         """
         if not Path(path).is_file():
-            raise FileNotFoundError(f"weights file {path} does not exist; the notice must name "
-                                    f"a safetensors file readable on this host")
-        return await self._reload("meshrl_reload_safetensors", (str(path),), version,
-                                  empty=f"weights file {path} holds no tensors; the learner must write a full state dict")
+            raise FileNotFoundError(
+                f"weights file {path} does not exist; the notice must name a safetensors file readable on this host"
+            )
+        return await self._reload(
+            "meshrl_reload_safetensors",
+            (str(path),),
+            version,
+            empty=f"weights file {path} holds no tensors; the learner must write a full state dict",
+        )
 
     async def load_adapter(self, directory: str | Path, version: int) -> float:
         """Serve the LoRA adapter in `directory` (PEFT's format) as `version` from the next
@@ -346,9 +411,11 @@ class RolloutEngine:
         from vllm.lora.request import LoRARequest  # lazy: vllm (seconds), only when an engine starts
 
         if not self.config.max_lora_rank:
-            raise RuntimeError(f"weights v{version} are a LoRA adapter, but this engine was started "
-                               f"without LoRA; start the replica with the run's config "
-                               f"(model.lora with push: adapter)")
+            raise RuntimeError(
+                f"weights v{version} are a LoRA adapter, but this engine was started "
+                f"without LoRA; start the replica with the run's config "
+                f"(model.lora with push: adapter)"
+            )
         async with self._update_lock:
             began = time.perf_counter()
             serial = self._adapters_added + 1
@@ -361,8 +428,12 @@ class RolloutEngine:
     async def receive_weights(self, address: str, ticket: int, manifest_json: str, version: int) -> float:
         """Reload the weights in place from the learner's collective transfer `ticket`
         (meshrl.transport.weights.collective); the same pause → reload → resume as a file."""
-        return await self._reload("meshrl_receive_collective", (address, ticket, manifest_json), version,
-                                  empty=f"the transfer from {address} carried no tensors")
+        return await self._reload(
+            "meshrl_receive_collective",
+            (address, ticket, manifest_json),
+            version,
+            empty=f"the transfer from {address} carried no tensors",
+        )
 
     async def _reload(self, method: str, args: tuple, version: int, *, empty: str) -> float:
         async with self._update_lock:

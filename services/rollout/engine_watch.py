@@ -16,6 +16,7 @@ its processes share memory with the dead one, and a new process is the runtime's
 Tested with a real engine whose engine-core process is SIGKILLed:
 tests/services/rollout/test_engine_death.py.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,12 @@ async def watch_engine(engine, server, every_s: float = 1.0) -> None:
     """Return never while the engine lives; on its death: NOT_SERVING, then EngineDied."""
     while engine.alive:
         await asyncio.sleep(every_s)
-    log.error("%s: the vLLM engine died; reporting NOT_SERVING and exiting so the replica is restarted",
-              engine.config.replica_id)
+    log.error(
+        "%s: the vLLM engine died; reporting NOT_SERVING and exiting so the replica is restarted",
+        engine.config.replica_id,
+    )
     await stop_serving(server)
-    raise EngineDied(f"rollout replica {engine.config.replica_id}: its vLLM engine died (the engine-core "
-                     f"process exited); the process exits so that its supervisor restarts it")
+    raise EngineDied(
+        f"rollout replica {engine.config.replica_id}: its vLLM engine died (the engine-core "
+        f"process exited); the process exits so that its supervisor restarts it"
+    )

@@ -16,6 +16,7 @@ The patch wraps `SpinCondition.wait` (looked up at call time, so rings created b
 module was imported are covered too). It is applied where our worker extension is
 imported, i.e. only inside vLLM's worker process.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,7 +43,9 @@ def idle_spin_s() -> float:
 def shorten_idle_spin(limit_s: float | None = None) -> bool:
     """Cap vLLM's shared-memory reader spin at `limit_s`; False where vLLM has no such ring."""
     try:
-        from vllm.distributed.device_communicators.shm_broadcast import SpinCondition  # lazy: only in vLLM's worker process; a vLLM without it is handled below
+        from vllm.distributed.device_communicators.shm_broadcast import (
+            SpinCondition,
+        )  # lazy: only in vLLM's worker process; a vLLM without it is handled below
     except ImportError:
         return False
     if getattr(SpinCondition.wait, "_meshrl_capped", False):

@@ -27,6 +27,7 @@ SIGTERM/SIGINT: stop consuming (in-flight tasks are nak'ed so another replica ta
 stop the watch, withdraw the KV entries, stop the server, shut vLLM down, close the bus;
 exit 0. Exit 2 on a start-up error (config, NATS, model), with `rollout service: <error>`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,9 @@ class RolloutProcess(ServiceProcess):
     name = "rollout"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--grpc-port", type=int, default=None,
-                            help="default: rollout.grpc_port (0 = any free port)")
+        parser.add_argument(
+            "--grpc-port", type=int, default=None, help="default: rollout.grpc_port (0 = any free port)"
+        )
         parser.add_argument("--concurrency", type=int, default=16, help="groups generated at once from the queue")
 
     async def start(self, ctx: ServiceContext) -> None:
@@ -66,22 +68,33 @@ class RolloutProcess(ServiceProcess):
             ctx.on_stop(self.agent.aclose)
         self.follower = await self.follow_weights(ctx)
         port = ctx.cfg.rollout.grpc_port if ctx.args.grpc_port is None else ctx.args.grpc_port
-        server, bound = await start_rollout_server(self.engine, port, ready=self.follower.ready.is_set, agent=self.agent)
+        server, bound = await start_rollout_server(
+            self.engine, port, ready=self.follower.ready.is_set, agent=self.agent
+        )
         self.server = server
         ctx.on_stop(stop_server, server, 2)
-        address = await ctx.announce_grpc(bound, workers=ctx.cfg.rollout.tensor_parallel_size,  # placement for `meshrl status`
-                                          cores=os.environ.get("VLLM_CPU_OMP_THREADS_BIND", ""))
+        address = await ctx.announce_grpc(
+            bound,
+            workers=ctx.cfg.rollout.tensor_parallel_size,  # placement for `meshrl status`
+            cores=os.environ.get("VLLM_CPU_OMP_THREADS_BIND", ""),
+        )
         print(f"READY grpc={address} replica={ctx.replica} version={self.engine.version}", flush=True)
 
     async def follow_weights(self, ctx: ServiceContext):
         """A follower that has loaded the run's current weights (if any) into the engine."""
-        from meshrl.transport.weights.update import WeightsUpdater  # lazy: torch (seconds): the metrics port and NATS fail fast first
+        from meshrl.transport.weights.update import (
+            WeightsUpdater,
+        )  # lazy: torch (seconds): the metrics port and NATS fail fast first
 
         bus, subject = ctx.bus, names.weights_loaded_subject(ctx.run_id)
-        updater = WeightsUpdater(self.engine, run_id=ctx.run_id, replica_id=ctx.replica,
-                                 fetch_object=bus.weights.fetch_verified,
-                                 publish_loaded=lambda report: bus.publish_event(subject, report),
-                                 verifier=verifier_from_env())
+        updater = WeightsUpdater(
+            self.engine,
+            run_id=ctx.run_id,
+            replica_id=ctx.replica,
+            fetch_object=bus.weights.fetch_verified,
+            publish_loaded=lambda report: bus.publish_event(subject, report),
+            verifier=verifier_from_env(),
+        )
         ctx.on_stop(updater.close)  # its LoRA adapter directories, if any
         follower = WeightsFollower(bus.state, updater)
         await follower.start()
@@ -90,8 +103,9 @@ class RolloutProcess(ServiceProcess):
     async def work(self, ctx: ServiceContext) -> None:
         """Follow weights notices and consume prompts while the engine lives (engine_watch.py:
         a dead engine is NOT_SERVING and ends the service, exit 1); whichever ends first ends it."""
-        worker = RolloutWorker(ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine),
-                               agent=self.agent)
+        worker = RolloutWorker(
+            ctx.bus, self.engine, on_group=rollout_instruments(ctx.metrics, self.engine), agent=self.agent
+        )
         background = [self.agent.background()] if self.agent is not None else []
         consume = consume_when_ready(self.follower, worker, ctx.args.concurrency, ack_wait=ctx.cfg.rollout.ack_wait_s)
         await first_to_end(watch_engine(self.engine, self.server), self.follower.run(), *background, consume)

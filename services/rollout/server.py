@@ -10,6 +10,7 @@ message limits (a batch of eval groups can exceed gRPC's 4 MiB default).
 
 `start_rollout_server(engine, port, ready=...)` → (server, bound port); port 0 picks a free one.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,14 +43,22 @@ class RolloutServicer(rollout_pb2_grpc.RolloutServiceServicer):
     async def GetStatus(self, request, context) -> rollout_pb2.GetStatusResponse:
         engine = self.engine
         return rollout_pb2.GetStatusResponse(
-            replica_id=engine.config.replica_id, policy_version=engine.version, ready=self.ready(),
-            groups_generated=engine.groups_generated, tokens_generated=engine.tokens_generated,
-            model=engine.config.model)
+            replica_id=engine.config.replica_id,
+            policy_version=engine.version,
+            ready=self.ready(),
+            groups_generated=engine.groups_generated,
+            tokens_generated=engine.tokens_generated,
+            model=engine.config.model,
+        )
 
 
-async def start_rollout_server(engine, port: int = 0, *, host: str | None = None,
-                               ready: Callable[[], bool] = lambda: True, agent=None) -> tuple[grpc.aio.Server, int]:
+async def start_rollout_server(
+    engine, port: int = 0, *, host: str | None = None, ready: Callable[[], bool] = lambda: True, agent=None
+) -> tuple[grpc.aio.Server, int]:
     """Serve RolloutService with health + reflection (meshrl.transport.rpc); returns (server, bound port)."""
     servicer = RolloutServicer(engine, ready, agent)
-    return await start_server([registration(rollout_pb2_grpc.add_RolloutServiceServicer_to_server,
-                                             servicer, SERVICE_NAME)], port=port, host=host)
+    return await start_server(
+        [registration(rollout_pb2_grpc.add_RolloutServiceServicer_to_server, servicer, SERVICE_NAME)],
+        port=port,
+        host=host,
+    )

@@ -20,6 +20,7 @@ every `ack_wait / 3` s while the handler runs, so a slow group is not redelivere
 Groups run concurrently (`concurrency`), which is what lets vLLM batch them.
 `on_group(group)` is called after each publish (metrics; see instruments.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -49,9 +50,11 @@ async def generate_group(engine, agent, task: pb.PromptTask) -> pb.Group:
     if not task.environment:
         return await engine.generate_group(task)
     if agent is None:
-        raise NoEnvironment(f"group {task.group_id!r} is a task of environment {task.environment!r}, but "
-                            f"replica {engine.config.replica_id} has no `environment` section in its "
-                            f"run config: start it with the run's config")
+        raise NoEnvironment(
+            f"group {task.group_id!r} is a task of environment {task.environment!r}, but "
+            f"replica {engine.config.replica_id} has no `environment` section in its "
+            f"run config: start it with the run's config"
+        )
     return await agent.generate_group(task)
 
 
@@ -63,8 +66,9 @@ class RolloutWorker:
 
     async def handle(self, task: pb.PromptTask, ctx=None) -> None:
         await self.wait_for_version(task.min_policy_version, task.group_id)
-        with group_span("rollout.generate", task.group_id, headers=ctx.headers if ctx else None,
-                        policy_version=self.engine.version):
+        with group_span(
+            "rollout.generate", task.group_id, headers=ctx.headers if ctx else None, policy_version=self.engine.version
+        ):
             group = await self.generate(task)
             await self.bus.publish(OUT_STAGE, group, msg_id=group.group_id, headers=inject_headers())
         self.on_group(group)
@@ -81,13 +85,23 @@ class RolloutWorker:
                 raise VersionBehind(
                     f"group {group_id!r} needs policy version >= {needed}, replica "
                     f"{self.engine.config.replica_id} holds {self.engine.version} after waiting "
-                    f"{self.version_wait_s:g} s; it is handed back to the queue")
+                    f"{self.version_wait_s:g} s; it is handed back to the queue"
+                )
             await asyncio.sleep(VERSION_POLL_S)
 
-    async def run(self, *, concurrency: int = 16, ack_wait: float = 120.0,
-                  max_deliver: int = 10, backoff=(2.0, 5.0, 10.0)) -> None:
+    async def run(
+        self, *, concurrency: int = 16, ack_wait: float = 120.0, max_deliver: int = 10, backoff=(2.0, 5.0, 10.0)
+    ) -> None:
         """Consume `prompts` until cancelled (in-flight tasks are nak'ed for another replica)."""
         self.consumer = self.bus.make_worker(
-            IN_STAGE, DURABLE, self.handle, batch=concurrency, concurrency=concurrency,
-            ack_wait=ack_wait, max_deliver=max_deliver, backoff=backoff, auto_in_progress=True)
+            IN_STAGE,
+            DURABLE,
+            self.handle,
+            batch=concurrency,
+            concurrency=concurrency,
+            ack_wait=ack_wait,
+            max_deliver=max_deliver,
+            backoff=backoff,
+            auto_in_progress=True,
+        )
         await self.consumer.run()

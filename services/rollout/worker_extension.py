@@ -15,6 +15,7 @@ tensor-parallel engines use the file transports.
 Used by `RolloutEngine` as `worker_extension_cls="meshrl.services.rollout.worker_extension.WeightsFileExtension"`;
 never imported by the front end itself.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,7 +51,10 @@ class WeightsFileExtension:
     def meshrl_receive_collective(self, address: str, ticket: int, manifest_json: str) -> int:
         """Receive the learner's tensors for `ticket` over the pair group
         (meshrl.transport.weights.collective) and load them as a file's would be."""
-        from meshrl.transport.weights.collective import Manifest, receive  # lazy: only in vLLM's worker process, and only for the collective transport (nats)
+        from meshrl.transport.weights.collective import (
+            Manifest,
+            receive,
+        )  # lazy: only in vLLM's worker process, and only for the collective transport (nats)
 
         device = next(self.model_runner.get_model().parameters()).device
         return self._meshrl_load(receive(address, ticket, Manifest.from_json(manifest_json), device))

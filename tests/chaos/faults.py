@@ -3,6 +3,7 @@ recovery benchmark (benchmarks/recovery.py): what is hit, how, at which seeded m
 the config the run needs for it (two rollout replicas to lose one of them, a short ack wait
 for a frozen one, checkpoints for a killed learner, a NATS cluster for a lost node).
 """
+
 from __future__ import annotations
 
 import re
@@ -21,9 +22,14 @@ FROZEN_S = 3 * ACK_WAIT_S  # SIGSTOP this long, then SIGCONT
 
 # A run whose every task is an episode of the built-in tool_arith, on two launched replicas
 # (the tiny_long_model_dir fixture: a prompt with the calculator rendered is ~900 tokens).
-TWO_ENVIRONMENTS = ("environment.name=tool_arith", "environment.builtin=tool_arith", "environment.replicas=2",
-                    "reward.components=[{name: env, kind: environment, weight: 1.0}]",
-                    "rollout.max_model_len=2048", "data.max_prompt_tokens=1536")
+TWO_ENVIRONMENTS = (
+    "environment.name=tool_arith",
+    "environment.builtin=tool_arith",
+    "environment.replicas=2",
+    "reward.components=[{name: env, kind: environment, weight: 1.0}]",
+    "rollout.max_model_len=2048",
+    "data.max_prompt_tokens=1536",
+)
 
 
 def open_episodes(run_dir: Path, replica: str) -> float:
@@ -53,9 +59,17 @@ CASES = {
     "rollout": Case(Fault("kill -9 rollout-1 (of 2)", "rollout-1", seed=1), (TWO_ROLLOUTS,)),
     # Frozen just after its step's prompts go out, while it likely holds one: a step that
     # finishes before SIGCONT needed no frozen replica (its tasks came back after the ack wait).
-    "sigstop": Case(Fault(f"SIGSTOP rollout-0 {FROZEN_S} s", "rollout-0", sig=signal.SIGSTOP,
-                          resume_after_s=FROZEN_S, seed=2, max_delay_s=0.5),
-                    (TWO_ROLLOUTS, f"rollout.ack_wait_s={ACK_WAIT_S}")),
+    "sigstop": Case(
+        Fault(
+            f"SIGSTOP rollout-0 {FROZEN_S} s",
+            "rollout-0",
+            sig=signal.SIGSTOP,
+            resume_after_s=FROZEN_S,
+            seed=2,
+            max_delay_s=0.5,
+        ),
+        (TWO_ROLLOUTS, f"rollout.ack_wait_s={ACK_WAIT_S}"),
+    ),
     "reward": Case(Fault("kill -9 reward", "reward-0", seed=3)),
     "reference": Case(Fault("kill -9 reference", "reference-0", seed=4)),
     # A checkpoint every 2 steps: the resume trains again what came after the newest one.
@@ -65,8 +79,10 @@ CASES = {
     # step would prove nothing).
     "nats-node": Case(Fault("kill -9 NATS node (1 of 3)", NATS_NODE, seed=7, step=1, max_delay_s=0.0), cluster_nodes=3),
     # Mid-episode: struck once environment-0 holds an open episode (between its Reset and Close).
-    "environment": Case(Fault("kill -9 environment-0 (of 2) mid-episode", "environment-0", seed=8,
-                              when=holds_an_episode), TWO_ENVIRONMENTS),
+    "environment": Case(
+        Fault("kill -9 environment-0 (of 2) mid-episode", "environment-0", seed=8, when=holds_an_episode),
+        TWO_ENVIRONMENTS,
+    ),
 }
 
 
@@ -76,5 +92,6 @@ def run_case(case: Case, model_dir, data, tmp_path: Path, *overrides: str, **opt
         return run_scenario(case.fault, model_dir, data, tmp_path, *case.overrides, *overrides, **options)
     # Started here from the same nats-server binary; the launcher only gets its URLs.
     with NatsCluster(tmp_path / "nats", size=case.cluster_nodes) as cluster:
-        return run_scenario(case.fault, model_dir, data, tmp_path, *case.overrides, *overrides,
-                            cluster=cluster, **options)
+        return run_scenario(
+            case.fault, model_dir, data, tmp_path, *case.overrides, *overrides, cluster=cluster, **options
+        )

@@ -15,6 +15,7 @@ Events about ids never published are problems too (a group from nowhere).
 
 A learner's resume is the ledger's `resumed` event (services/learner/ledger.py).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -33,8 +34,10 @@ class LedgerReport:
 def versions_at_step(metrics: list[dict], push_every: int = 1) -> dict[int, int]:
     """The learner's policy version while it gathered each step: metrics log the version
     after the step's push, which a pushing step has just raised by one."""
-    return {int(m["step"]): int(m["weights_version"]) - (1 if (int(m["step"]) + 1) % push_every == 0 else 0)
-            for m in metrics}
+    return {
+        int(m["step"]): int(m["weights_version"]) - (1 if (int(m["step"]) + 1) % push_every == 0 else 0)
+        for m in metrics
+    }
 
 
 def superseded_trainings(events: list[dict]) -> tuple[list[dict], list[int]]:
@@ -75,8 +78,11 @@ def settled_once(published: dict[str, dict], trained: list[dict], dropped: list[
         if times_trained[group_id] and group_id in drop_ids:
             problems.append(f"{group_id} was both trained and dropped")
     problems += [f"{g} trained {n} times" for g, n in times_trained.items() if n > 1]
-    problems += [f"{e['event']} {e['group_id']} was never published" for e in [*trained, *dropped]
-                 if e["group_id"] not in published]
+    problems += [
+        f"{e['event']} {e['group_id']} was never published"
+        for e in [*trained, *dropped]
+        if e["group_id"] not in published
+    ]
     problems += [f"{e['group_id']} dropped without a reason" for e in dropped if not e.get("reason")]
     return problems
 
@@ -91,8 +97,10 @@ def within_staleness(published: dict[str, dict], trained: list[dict], version_at
         if learner_version is None:
             problems.append(f"{e['group_id']} trained at step {e['step']}, which has no metrics row")
         elif not task["min_version"] <= e["policy_version"] <= learner_version:
-            problems.append(f"{e['group_id']} trained at step {e['step']} with policy version "
-                            f"{e['policy_version']} outside [{task['min_version']}, {learner_version}]")
+            problems.append(
+                f"{e['group_id']} trained at step {e['step']} with policy version "
+                f"{e['policy_version']} outside [{task['min_version']}, {learner_version}]"
+            )
     return problems
 
 
@@ -102,4 +110,6 @@ def draws_once(surviving: list[dict], published: dict[str, dict]) -> list[str]:
         draw = published.get(e["group_id"], {}).get("draw")
         if draw is not None:
             by_draw[draw].append(f"{e['group_id']}@step{e['step']}")
-    return [f"draw {d} trained {len(ids)} times: {', '.join(ids)}" for d, ids in sorted(by_draw.items()) if len(ids) > 1]
+    return [
+        f"draw {d} trained {len(ids)} times: {', '.join(ids)}" for d, ids in sorted(by_draw.items()) if len(ids) > 1
+    ]

@@ -5,6 +5,7 @@ Columns: fault; recover s (from the fault to the next finished step); steps lost
 again after a learner resume); redelivered (repeat deliveries over every stage's consumers);
 dropped (groups, by reason); restarts (the launcher's, by service).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -18,12 +19,14 @@ def record(result) -> dict:
     """Add a finished scenario's row (tests.chaos.scenario.ScenarioResult); returns it."""
     recovery = result.recovery_s()
     restarts = Counter(r["service"] for r in result.restarts if r["event"] == "restart")
-    row = {"fault": result.fault.name,
-           "recover s": "-" if recovery is None else f"{recovery:.1f}",
-           "steps lost": ",".join(map(str, result.proof.steps_lost)) or "0",
-           "redelivered": str(sum(result.redelivered.values())),
-           "dropped": ", ".join(f"{r}={n}" for r, n in sorted(result.proof.dropped.items())) or "0",
-           "restarts": ", ".join(f"{s}×{n}" for s, n in sorted(restarts.items())) or "0"}
+    row = {
+        "fault": result.fault.name,
+        "recover s": "-" if recovery is None else f"{recovery:.1f}",
+        "steps lost": ",".join(map(str, result.proof.steps_lost)) or "0",
+        "redelivered": str(sum(result.redelivered.values())),
+        "dropped": ", ".join(f"{r}={n}" for r, n in sorted(result.proof.dropped.items())) or "0",
+        "restarts": ", ".join(f"{s}×{n}" for s, n in sorted(restarts.items())) or "0",
+    }
     ROWS.append(row)
     return row
 

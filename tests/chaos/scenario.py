@@ -16,6 +16,7 @@ While the run goes, a watcher reads each stage's consumers from NATS once a seco
 `delivered.consumer_seq - delivered.stream_seq` is how many deliveries were repeats
 (JetStream counts every delivery, the stream each message once).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,9 +51,14 @@ MAX_DELAY_S = 0.5
 RUN_TIMEOUT_S = 600
 # `meshrl train`, through its own subcommand module (cli/train.py: the launcher, as users run
 # it) rather than the whole CLI, whose other subcommands are not what these tests judge.
-MESHRL_TRAIN = [sys.executable, "-c", "import argparse, sys; from meshrl.cli import train; "
-                 "p = argparse.ArgumentParser(); train.add_parser(p.add_subparsers(dest='command')); "
-                 "sys.exit(train.run(p.parse_args(sys.argv[1:])))", "train"]
+MESHRL_TRAIN = [
+    sys.executable,
+    "-c",
+    "import argparse, sys; from meshrl.cli import train; "
+    "p = argparse.ArgumentParser(); train.add_parser(p.add_subparsers(dest='command')); "
+    "sys.exit(train.run(p.parse_args(sys.argv[1:])))",
+    "train",
+]
 NATS_NODE = "nats node of the learner"  # Fault.target: the cluster node the learner is connected to
 
 
@@ -85,8 +91,13 @@ class ScenarioResult:
     victim: str = ""  # what the fault hit: the target, or the cluster node (and what it led)
 
     def trained_after_fault(self, replica: str | None = None) -> list[dict]:
-        return [e for e in self.ledger if e["event"] == "trained" and e["time"] > self.fault_time
-                and (replica is None or e.get("replica") == replica)]
+        return [
+            e
+            for e in self.ledger
+            if e["event"] == "trained"
+            and e["time"] > self.fault_time
+            and (replica is None or e.get("replica") == replica)
+        ]
 
     def recovery_s(self) -> float | None:
         """From the fault to the first step finished after it."""
@@ -131,8 +142,13 @@ class RedeliveryWatch:
         async def quiet(_err: Exception) -> None:  # NATS down is a fault under test, not news
             pass
 
-        nc = await nats.connect(server_urls(self.url), max_reconnect_attempts=-1, reconnect_time_wait=0.5,
-                                error_cb=quiet, **(self.admin_login() if self.embedded else {}))
+        nc = await nats.connect(
+            server_urls(self.url),
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            error_cb=quiet,
+            **(self.admin_login() if self.embedded else {}),
+        )
         js = nc.jetstream()
         while not self._stop.is_set():
             for stage in STAGES:
@@ -177,7 +193,9 @@ def strike(proc: subprocess.Popen, fault: Fault) -> float:
     at = time.time()
     victim.send_signal(fault.sig)
     if fault.resume_after_s is not None:
-        threading.Timer(fault.resume_after_s, lambda: victim.is_running() and victim.send_signal(signal.SIGCONT)).start()
+        threading.Timer(
+            fault.resume_after_s, lambda: victim.is_running() and victim.send_signal(signal.SIGCONT)
+        ).start()
     return at
 
 
@@ -204,8 +222,11 @@ async def lead_from(url: str, streams: list[str], node: str, timeout_s: float = 
         for stream in streams:
             while (await js.stream_info(stream)).cluster.leader != node:
                 assert time.monotonic() < deadline, f"{node} did not become the leader of {stream}"
-                await nc.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}",
-                                 json.dumps({"placement": {"preferred": node}}).encode(), timeout=5)
+                await nc.request(
+                    f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}",
+                    json.dumps({"placement": {"preferred": node}}).encode(),
+                    timeout=5,
+                )
                 await asyncio.sleep(0.5)
     finally:
         await nc.close()
@@ -239,17 +260,32 @@ def moment(fault: Fault, steps: int = STEPS) -> tuple[int, float]:
     return step, delay
 
 
-def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str, steps: int = STEPS,
-                 cluster: NatsCluster | None = None,
-                 during: Callable[[subprocess.Popen, Path, float], None] | None = None) -> ScenarioResult:
+def run_scenario(
+    fault: Fault,
+    model_dir,
+    data,
+    tmp_path: Path,
+    *overrides: str,
+    steps: int = STEPS,
+    cluster: NatsCluster | None = None,
+    during: Callable[[subprocess.Popen, Path, float], None] | None = None,
+) -> ScenarioResult:
     """Run `meshrl train` for `steps` steps with `fault`; on `cluster` (every stream and bucket
     replicated on each node) instead of the embedded nats-server when given. `during(proc,
     run_dir, fault_time)`, when given, runs after the fault while the run goes on (a benchmark's
     further measures)."""
     run_dir = tmp_path / "run"
     on_cluster = () if cluster is None else (f"nats.url={cluster.url}", f"nats.replicas={len(cluster.specs)}")
-    cfg = mesh_config(model_dir, data, run_dir, f"learner.steps={steps}", "learner.prompts_per_step=2",
-                      "launch.backoff_initial_s=1", *on_cluster, *overrides)
+    cfg = mesh_config(
+        model_dir,
+        data,
+        run_dir,
+        f"learner.steps={steps}",
+        "learner.prompts_per_step=2",
+        "launch.backoff_initial_s=1",
+        *on_cluster,
+        *overrides,
+    )
     (tmp_path / "config.yaml").write_text(dump_config(cfg))
     step, delay = moment(fault, steps)
     # Output to files, not pipes: a pipe nobody reads while `during` runs would block the launcher.
@@ -276,7 +312,16 @@ def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str,
         proc.kill()
     metrics, ledger = rows(run_dir / "metrics.jsonl"), rows(run_dir / "groups.jsonl")
     stderr = (tmp_path / "train.err").read_text(errors="replace")
-    return ScenarioResult(fault, proc.returncode, stderr, run_dir, fault_time, metrics, ledger,
-                          rows(run_dir / "restarts.jsonl"),
-                          prove_ledger(ledger, versions_at_step(metrics, cfg.learner.push_every)), redelivered,
-                          victim)
+    return ScenarioResult(
+        fault,
+        proc.returncode,
+        stderr,
+        run_dir,
+        fault_time,
+        metrics,
+        ledger,
+        rows(run_dir / "restarts.jsonl"),
+        prove_ledger(ledger, versions_at_step(metrics, cfg.learner.push_every)),
+        redelivered,
+        victim,
+    )

@@ -14,6 +14,7 @@ dropped with a reason, none twice, each within the staleness bound
 Run one: timeout 900 .venv/bin/python -m pytest -q -m slow tests/chaos/test_faults.py -k reward
 Replay a moment: MESHRL_CHAOS_SEED=7 ... (the seed of each fault is printed with -s)
 """
+
 import pytest
 
 from tests.chaos.faults import CASES, FROZEN_S, run_case
@@ -50,7 +51,9 @@ def test_sigstop_a_rollout_replica_hands_its_work_to_the_other(tiny_model_dir, e
     assert_recovered(result)
     while_frozen = [e for e in result.trained_after_fault() if e["time"] < result.fault_time + FROZEN_S]
     assert while_frozen, "no step finished while rollout-0 was frozen: the run waited for it"
-    published_after = {e["group_id"] for e in result.ledger if e["event"] == "published" and e["time"] > result.fault_time}
+    published_after = {
+        e["group_id"] for e in result.ledger if e["event"] == "published" and e["time"] > result.fault_time
+    }
     assert {e["replica"] for e in while_frozen if e["group_id"] in published_after} <= {"rollout-1"}
     assert result.restarts == []  # a frozen process is not dead: nothing to restart
 

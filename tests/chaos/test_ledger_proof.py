@@ -4,6 +4,7 @@ a learner resume's re-trained steps count as steps lost, not as double training.
 
 Run: .venv/bin/python -m pytest -q tests/chaos/test_ledger_proof.py
 """
+
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
 
 
@@ -12,8 +13,12 @@ def published(group_id, draw, min_version=0):
 
 
 def trained(group_id, step, version=None):
-    return {"event": "trained", "group_id": group_id, "step": step,
-            "policy_version": step if version is None else version}
+    return {
+        "event": "trained",
+        "group_id": group_id,
+        "step": step,
+        "policy_version": step if version is None else version,
+    }
 
 
 def dropped(group_id, reason="stale"):
@@ -24,9 +29,18 @@ VERSIONS = {0: 0, 1: 1, 2: 2}  # on-policy: the learner holds version N while it
 
 
 def sound_ledger():
-    return [published("a", 0), published("b", 1), trained("a", 0), trained("b", 0),
-            published("c", 2, min_version=1), published("d", 3, min_version=1),
-            dropped("c", "failed_reward"), published("e", 4, min_version=1), trained("d", 1), trained("e", 1)]
+    return [
+        published("a", 0),
+        published("b", 1),
+        trained("a", 0),
+        trained("b", 0),
+        published("c", 2, min_version=1),
+        published("d", 3, min_version=1),
+        dropped("c", "failed_reward"),
+        published("e", 4, min_version=1),
+        trained("d", 1),
+        trained("e", 1),
+    ]
 
 
 def test_a_sound_ledger_has_no_problem_and_counts_what_happened():
@@ -47,11 +61,16 @@ def test_a_lost_group_is_caught():
 
 
 def test_a_group_outside_the_staleness_bound_is_caught():
-    ledger = [published("a", 0, min_version=1), trained("a", 1, version=0),
-              published("b", 1), trained("b", 1, version=2)]
+    ledger = [
+        published("a", 0, min_version=1),
+        trained("a", 1, version=0),
+        published("b", 1),
+        trained("b", 1, version=2),
+    ]
     assert prove_ledger(ledger, VERSIONS).problems == [
         "a trained at step 1 with policy version 0 outside [1, 1]",
-        "b trained at step 1 with policy version 2 outside [0, 1]"]
+        "b trained at step 1 with policy version 2 outside [0, 1]",
+    ]
 
 
 def test_a_draw_trained_again_without_a_resume_is_caught():
@@ -62,9 +81,16 @@ def test_a_draw_trained_again_without_a_resume_is_caught():
 def test_steps_redone_after_a_resume_are_steps_lost_not_double_training():
     # Trained steps 0 and 1, died, resumed from the checkpoint of step 1: step 1's draws
     # go out again under new ids, and the dead learner's late group is dropped.
-    ledger = [*sound_ledger(), published("late", 5, min_version=2), {"event": "resumed", "step": 1, "policy_version": 1},
-              published("d2", 3, min_version=1), published("e2", 4, min_version=1),
-              dropped("late", "future_version"), trained("d2", 1), trained("e2", 1)]
+    ledger = [
+        *sound_ledger(),
+        published("late", 5, min_version=2),
+        {"event": "resumed", "step": 1, "policy_version": 1},
+        published("d2", 3, min_version=1),
+        published("e2", 4, min_version=1),
+        dropped("late", "future_version"),
+        trained("d2", 1),
+        trained("e2", 1),
+    ]
     report = prove_ledger(ledger, VERSIONS)
     assert report.problems == []
     assert report.steps_lost == [1]

@@ -8,6 +8,7 @@
 No systemd here, so podman cannot schedule HEALTHCHECKs by itself: `health` runs the check the
 image (or --health-cmd) declares, as the timer would (`podman healthcheck run`).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,16 @@ class Containers:
     def name(self, short: str) -> str:
         return f"{self.label}-{short}"
 
-    def run(self, short: str, image: str, command: list[str], *, env: dict[str, str] | None = None,
-            mounts: list[str] = (), options: list[str] = ()) -> str:
+    def run(
+        self,
+        short: str,
+        image: str,
+        command: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        mounts: list[str] = (),
+        options: list[str] = (),
+    ) -> str:
         """podman run -d: `mounts` are --volume specs, `options` any other podman run flags."""
         name = self.name(short)
         args = ["run", "-d", "--name", name, "--label", f"meshrl-test={self.label}", "--hostname", short]
@@ -43,8 +52,7 @@ class Containers:
         return json.loads(podman("inspect", "--type", "container", self.name(short)).stdout)[0]["State"]
 
     def restarts(self, short: str) -> int:
-        return int(podman("inspect", "--type", "container", "--format", "{{.RestartCount}}",
-                          self.name(short)).stdout)
+        return int(podman("inspect", "--type", "container", "--format", "{{.RestartCount}}", self.name(short)).stdout)
 
     def logs(self, short: str, tail: int = 60) -> str:
         done = podman("logs", "--tail", str(tail), self.name(short), check=False)
@@ -54,14 +62,21 @@ class Containers:
         return podman("exec", self.name(short), *argv, check=False, timeout=60)
 
     def health(self, short: str, retries: int = 3) -> str:
-        """"healthy" when one of `retries` checks in a row passes: a runtime calls a container
+        """ "healthy" when one of `retries` checks in a row passes: a runtime calls a container
         unhealthy only after the image's HEALTHCHECK --retries (3) failures in a row, and one
         check can time out on a loaded host. Otherwise why the last one failed."""
         for _ in range(retries):
             if podman("healthcheck", "run", self.name(short), check=False, timeout=60).returncode == 0:
                 return "healthy"
-        probe = podman("exec", self.name(short), "sh", "-c", 'meshrl health "$MESHRL_HEALTH_ADDRESS" --timeout 4',
-                       check=False, timeout=60)
+        probe = podman(
+            "exec",
+            self.name(short),
+            "sh",
+            "-c",
+            'meshrl health "$MESHRL_HEALTH_ADDRESS" --timeout 4',
+            check=False,
+            timeout=60,
+        )
         return f"unhealthy: {probe.stdout}{probe.stderr}".strip()
 
     def kill_process(self, short: str) -> int:
@@ -77,11 +92,13 @@ class Containers:
             for short in show:
                 status = self.state(short)
                 if status["Status"] == "exited" and not status.get("Restarting"):
-                    raise AssertionError(f"{short} exited ({status['ExitCode']}) while waiting for {what}:\n"
-                                         f"{self.logs(short)}")
+                    raise AssertionError(
+                        f"{short} exited ({status['ExitCode']}) while waiting for {what}:\n{self.logs(short)}"
+                    )
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}\n" +
-                                     "\n".join(f"--- {s}\n{self.logs(s, 30)}" for s in show))
+                raise AssertionError(
+                    f"timed out waiting for {what}\n" + "\n".join(f"--- {s}\n{self.logs(s, 30)}" for s in show)
+                )
             time.sleep(1)
 
     def remove_all(self) -> None:

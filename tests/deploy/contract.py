@@ -7,6 +7,7 @@ for tests/deploy/test_compose.py and tests/deploy/test_k8s.py, not a test):
   returns the parsed flags.
 - `grpc_port(service, flags, cfg, replica_id)`: the port that service will listen on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,11 @@ ENTRYPOINT_ENV = ("MESHRL_NATS_URL", "MESHRL_RUN_ID", "MESHRL_CONFIG")
 
 def service_process(service: str) -> ServiceProcess:
     module = importlib.import_module(f"meshrl.services.{service}.main")
-    kinds = [v for v in vars(module).values()
-             if isinstance(v, type) and issubclass(v, ServiceProcess) and v is not ServiceProcess]
+    kinds = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, ServiceProcess) and v is not ServiceProcess
+    ]
     assert len(kinds) == 1, f"meshrl.services.{service}.main defines {kinds}"
     return kinds[0]()
 
@@ -46,7 +50,10 @@ def serve_argv(args: list[str]) -> tuple[str, argparse.Namespace]:
 
 def grpc_port(service: str, flags: argparse.Namespace, cfg, replica_id: str) -> int:
     """Where `service` serves gRPC with these flags, this RunConfig and this replica id."""
-    if service in ("rollout", "reward", "reward_model", "environment") and getattr(flags, "grpc_port", None) is not None:
+    if (
+        service in ("rollout", "reward", "reward_model", "environment")
+        and getattr(flags, "grpc_port", None) is not None
+    ):
         return flags.grpc_port
     if service == "environment" and cfg.environment.grpc_port:
         return cfg.environment.grpc_port
@@ -56,6 +63,7 @@ def grpc_port(service: str, flags: argparse.Namespace, cfg, replica_id: str) -> 
         return cfg.rollout.grpc_port
     if service == "reference":
         from meshrl.services.reference.main import grpc_port as reference_port
+
         return reference_port(cfg.reference.grpc_port, replica_id)
     if service == "learner":
         return cfg.learner.grpc_port

@@ -41,6 +41,7 @@ which NATS and the learner are. Measured here (podman 4.3.1), and done instead:
   a cluster's medium Memory is a tmpfs).
 Left as podman does them: resources.limits become cgroup limits.
 """
+
 from __future__ import annotations
 
 import base64
@@ -53,8 +54,15 @@ from pathlib import Path
 import yaml
 
 PLAYED = {"Pod", "Deployment", "PersistentVolumeClaim", "ConfigMap"}
-IGNORED = {"Namespace", "Service", "NetworkPolicy", "HorizontalPodAutoscaler", "PodDisruptionBudget",
-           "ScaledObject", "StatefulSet"}  # podman 4.3 skips these kinds without a word
+IGNORED = {
+    "Namespace",
+    "Service",
+    "NetworkPolicy",
+    "HorizontalPodAutoscaler",
+    "PodDisruptionBudget",
+    "ScaledObject",
+    "StatefulSet",
+}  # podman 4.3 skips these kinds without a word
 OWN_ADDRESS = "@ip"  # MESHRL_ADVERTISE_HOST's "the address of this container"
 VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -62,9 +70,9 @@ VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 @dataclass
 class Workload:
     name: str
-    doc: dict               # a Deployment podman 4.3 plays
+    doc: dict  # a Deployment podman 4.3 plays
     config_maps: list[dict]  # the ConfigMaps its volumes name (played with it)
-    aliases: list[str]      # the DNS names cluster Services give its pod
+    aliases: list[str]  # the DNS names cluster Services give its pod
     claims: list[str] = field(default_factory=list)  # PersistentVolumeClaims it mounts
 
     @property
@@ -81,8 +89,9 @@ class KubePlay:
         kinds = {doc["kind"] for doc in docs}
         unknown = kinds - PLAYED - IGNORED - {"Secret"}
         assert not unknown, f"a kind this plan does not know: {unknown}"
-        self.ignored = {kind: sorted(d["metadata"]["name"] for d in docs if d["kind"] == kind)
-                        for kind in sorted(kinds & IGNORED)}
+        self.ignored = {
+            kind: sorted(d["metadata"]["name"] for d in docs if d["kind"] == kind) for kind in sorted(kinds & IGNORED)
+        }
         self.secrets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Secret"}
         self.config_maps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
         self.services = [d for d in docs if d["kind"] == "Service"]
@@ -102,8 +111,11 @@ class KubePlay:
             container["env"] = expand_env(container.get("env", []), f"{name}-pod-0", template["metadata"]["labels"])
             container.pop("ports", None)
         used = [v["configMap"]["name"] for v in spec.get("volumes", []) if "configMap" in v]
-        claim_names += [v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes", [])
-                        if "persistentVolumeClaim" in v and v["persistentVolumeClaim"]["claimName"] not in claim_names]
+        claim_names += [
+            v["persistentVolumeClaim"]["claimName"]
+            for v in spec.get("volumes", [])
+            if "persistentVolumeClaim" in v and v["persistentVolumeClaim"]["claimName"] not in claim_names
+        ]
         return Workload(name, doc, [self.config_maps[c] for c in used], self.aliases(doc, template), claim_names)
 
     @staticmethod
@@ -117,7 +129,8 @@ class KubePlay:
         for claim in spec.pop("volumeClaimTemplates", []):
             claims.append(f"{claim['metadata']['name']}-{name}-0")
             spec["template"]["spec"].setdefault("volumes", []).append(
-                {"name": claim["metadata"]["name"], "persistentVolumeClaim": {"claimName": claims[-1]}})
+                {"name": claim["metadata"]["name"], "persistentVolumeClaim": {"claimName": claims[-1]}}
+            )
         for key in ("serviceName", "podManagementPolicy", "updateStrategy"):
             spec.pop(key, None)
         return claims
@@ -154,8 +167,9 @@ class KubePlay:
                 folder.chmod(0o1777)
                 volume["hostPath"] = {"path": str(folder), "type": "Directory"}
             if "secret" in volume or "projected" in volume:
-                sources = ([{"secret": volume.pop("secret")}] if "secret" in volume
-                           else volume.pop("projected")["sources"])
+                sources = (
+                    [{"secret": volume.pop("secret")}] if "secret" in volume else volume.pop("projected")["sources"]
+                )
                 folder = self.files_dir / workload / volume["name"]
                 folder.mkdir(parents=True)
                 for source in sources:
@@ -174,8 +188,9 @@ class KubePlay:
         if secret is None:
             assert ref.get("optional"), f"Secret {ref} is missing and not optional"
             return {}
-        return {k: base64.b64decode(v) for k, v in secret.get("data", {}).items()} | \
-               {k: v.encode() for k, v in secret.get("stringData", {}).items()}
+        return {k: base64.b64decode(v) for k, v in secret.get("data", {}).items()} | {
+            k: v.encode() for k, v in secret.get("stringData", {}).items()
+        }
 
 
 def expand_env(env: list[dict], pod_name: str, labels: dict) -> list[dict]:

@@ -7,6 +7,7 @@ path (made relative here: kustomize refuses absolute ones).
 
 Where kubectl is not installed the k8s tests are skipped (`requires_kubectl`), naming why.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ import pytest
 import yaml
 
 KUBECTL = shutil.which("kubectl")
-requires_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: its kustomize renders "
-                                                               "deploy/k8s (apt-get install kubectl)")
+requires_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: its kustomize renders deploy/k8s (apt-get install kubectl)"
+)
 
 
 def kustomization(root: Path, **spec) -> Path:
@@ -27,8 +29,9 @@ def kustomization(root: Path, **spec) -> Path:
     for key in ("resources", "components"):
         if key in spec:
             spec[key] = [os.path.relpath(p, root) for p in spec[key]]
-    (root / "kustomization.yaml").write_text(yaml.safe_dump(
-        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **spec}))
+    (root / "kustomization.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **spec})
+    )
     return root
 
 

@@ -15,6 +15,7 @@ requests hang, NATS pings and JetStream acks go unanswered, its pending messages
 redelivered after their ack wait. What differs: the kernel still accepts TCP connections to
 its ports, and nothing is reset when it thaws.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,12 @@ class LoopbackHosts:
     def service_env(self, name: str, env: dict[str, str]) -> dict[str, str]:
         """`env` (compose's) for a service on host `name`: its own address, NATS's by address."""
         url = env.get("MESHRL_NATS_URL", "").replace("://nats:", f"://{self.ip('nats')}:")
-        return {**env, "MESHRL_NATS_URL": url, "MESHRL_BIND_HOST": self.ip(name),
-                "MESHRL_ADVERTISE_HOST": self.ip(name)}
+        return {
+            **env,
+            "MESHRL_NATS_URL": url,
+            "MESHRL_BIND_HOST": self.ip(name),
+            "MESHRL_ADVERTISE_HOST": self.ip(name),
+        }
 
     def popen(self, name: str, argv: list[str], **kw) -> subprocess.Popen:
         proc = subprocess.Popen(argv, **kw)
@@ -51,8 +56,10 @@ class LoopbackHosts:
     def _groups(self, name: str) -> set[int]:
         groups = {os.getpgid(p.pid) for p in self.procs[name] if p.poll() is None}
         if os.getpgrp() in groups:
-            raise RuntimeError(f"{name}'s processes share this test's process group: "
-                               f"start them with start_new_session=True to freeze them")
+            raise RuntimeError(
+                f"{name}'s processes share this test's process group: "
+                f"start them with start_new_session=True to freeze them"
+            )
         return groups
 
     def cut(self, name: str, wait_s: float = 5.0) -> None:

@@ -14,6 +14,7 @@ MESHRL_ADVERTISE_HOST=@ip reads). Needs root and iproute2; `available()` says wh
 `Loopback` is the benchmark's stand-in where they cannot be made: every host is this one
 (127.0.0.1), no names, no cuts; the drill's is loopback_hosts.LoopbackHosts (127.0.0.x each).
 """
+
 from __future__ import annotations
 
 import os

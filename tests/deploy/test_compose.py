@@ -5,6 +5,7 @@ command, environment, config mount and health check agree with the real CLI and 
     .venv/bin/python -m pytest -q tests/deploy/test_compose.py
 check-jsonschema comes from the test extra (pyproject.toml).
 """
+
 import copy
 import shutil
 import subprocess
@@ -26,8 +27,9 @@ IN_OVERRIDES = {"reward_model", "environment"}  # reward-model.yaml, environment
 def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
     tool = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent)) or shutil.which("check-jsonschema")
     assert tool, "check-jsonschema is missing: `bash scripts/setup.sh` installs it (test extra)"
-    return subprocess.run([tool, "--builtin-schema", "vendor.compose-spec", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [tool, "--builtin-schema", "vendor.compose-spec", str(path)], capture_output=True, text=True, timeout=120
+    )
 
 
 def merged_service(base: dict, override: dict) -> dict:

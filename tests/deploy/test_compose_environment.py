@@ -6,6 +6,7 @@ service reads that config; Prometheus scrapes it.
 
     .venv/bin/python -m pytest -q tests/deploy/test_compose_environment.py
 """
+
 import pytest
 import yaml
 
@@ -60,7 +61,9 @@ def test_it_connects_as_its_own_nats_user(compose, services):
 
 def test_every_meshrl_service_reads_the_environment_config(services):
     for name in ("learner", "rollout", "reward", "reference", "environment"):
-        mounts = [v for v in services[name]["volumes"] if v.split(":")[1] == services[name]["environment"]["MESHRL_CONFIG"]]
+        mounts = [
+            v for v in services[name]["volumes"] if v.split(":")[1] == services[name]["environment"]["MESHRL_CONFIG"]
+        ]
         assert mounts == [f"./{CONFIG.name}:/etc/meshrl/config.yaml:ro"], name
 
 

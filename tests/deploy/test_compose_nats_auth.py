@@ -7,6 +7,7 @@ learner and rollout users do their jobs.
 
     .venv/bin/python -m pytest -q tests/deploy/test_compose_nats_auth.py
 """
+
 import asyncio
 import contextlib
 import subprocess
@@ -77,7 +78,9 @@ def test_compose_mounts_the_generated_files_as_secrets(compose, auth_dir):
         assert svc["environment"][ENV_VAR] == f"/run/secrets/nats-{kind}", kind
         assert read_credentials(secret_file(compose, f"nats-{kind}", auth_dir.parent)).user == kind
     for name, svc in compose["services"].items():  # a secret's path travels, never its value
-        secrets = [k for k in svc.get("environment", {}) if ("PASSWORD" in k or "TOKEN" in k) and not k.endswith("_FILE")]
+        secrets = [
+            k for k in svc.get("environment", {}) if ("PASSWORD" in k or "TOKEN" in k) and not k.endswith("_FILE")
+        ]
         assert not secrets, name
 
 
@@ -110,8 +113,9 @@ def compose_nats(compose: dict, auth_dir: Path, store: Path):
 
 
 async def connect(url: str, auth_dir: Path, user: str) -> Bus:
-    return await Bus.connect(url, RUN_ID, name=f"t-{user}", timeout=3,
-                             credentials=read_credentials(auth_dir / f"nats-{user}.json"))
+    return await Bus.connect(
+        url, RUN_ID, name=f"t-{user}", timeout=3, credentials=read_credentials(auth_dir / f"nats-{user}.json")
+    )
 
 
 async def exercise(url: str, auth_dir: Path) -> None:

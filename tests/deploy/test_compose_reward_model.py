@@ -6,6 +6,7 @@ NATS user; every meshrl service reads that config.
 
     .venv/bin/python -m pytest -q tests/deploy/test_compose_reward_model.py
 """
+
 import pytest
 
 from meshrl.config import load_config
@@ -57,10 +58,13 @@ def test_it_connects_as_its_own_nats_user(compose, services):
     assert svc["environment"][ENV_VAR] == "/run/secrets/nats-reward_model"
     assert override["secrets"]["nats-reward_model"]["file"] == "./nats-auth/nats-reward_model.json"
     assert {k: v for k, v in svc["environment"].items() if k != ENV_VAR and "HEALTH" not in k} == {
-        k: v for k, v in base["x-meshrl"]["environment"].items()}  # the same mesh settings as the others
+        k: v for k, v in base["x-meshrl"]["environment"].items()
+    }  # the same mesh settings as the others
 
 
 def test_every_meshrl_service_reads_the_reward_model_config(services):
     for name in ("learner", "rollout", "reward", "reference", "reward-model"):
-        mounts = [v for v in services[name]["volumes"] if v.split(":")[1] == services[name]["environment"]["MESHRL_CONFIG"]]
+        mounts = [
+            v for v in services[name]["volumes"] if v.split(":")[1] == services[name]["environment"]["MESHRL_CONFIG"]
+        ]
         assert mounts == [f"./{CONFIG.name}:/etc/meshrl/config.yaml:ro"], name

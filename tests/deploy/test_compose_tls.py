@@ -6,6 +6,7 @@ paths moved into a temp dir) takes a service's certificate and refuses a client 
 
     .venv/bin/python -m pytest -q tests/deploy/test_compose_tls.py
 """
+
 import asyncio
 import subprocess
 import time
@@ -55,7 +56,9 @@ def test_override_is_valid_against_the_compose_spec():
 
 
 def test_every_service_reads_its_own_certificate_files(override, files):
-    assert set(override["services"]) == {"nats", *MESHRL} and set(MESHRL) <= set(yaml.safe_load(COMPOSE.read_text())["services"])
+    assert set(override["services"]) == {"nats", *MESHRL} and set(MESHRL) <= set(
+        yaml.safe_load(COMPOSE.read_text())["services"]
+    )
     for name in MESHRL:
         service = override["services"][name]
         env = service["environment"]
@@ -75,8 +78,12 @@ def nats_command(override: dict, files: Path, auth_dir: Path, store: Path, port:
     nats = override["services"]["nats"]
     tls_dir = mounts(nats, files.parent)["/tls"]
     base = yaml.safe_load(COMPOSE.read_text())
-    args = [str(secret_file(base, a.removeprefix("/run/secrets/"), auth_dir.parent)) if a.startswith("/run/secrets/")
-            else a.replace("/tls/", f"{tls_dir}/") for a in nats["command"]]
+    args = [
+        str(secret_file(base, a.removeprefix("/run/secrets/"), auth_dir.parent))
+        if a.startswith("/run/secrets/")
+        else a.replace("/tls/", f"{tls_dir}/")
+        for a in nats["command"]
+    ]
     args[args.index("--store_dir") + 1] = str(store)
     args[args.index("--http_port") + 1] = str(free_port())
     return [str(find_nats_server()), *args, "--port", str(port), "--addr", "127.0.0.1"]
@@ -88,19 +95,29 @@ def test_nats_with_the_override_command_requires_client_certificates(override, f
     from meshrl.transport.bus.tls import TlsFiles
 
     port = free_port()
-    server = subprocess.Popen(nats_command(override, files, auth_dir, tmp_path / "store", port),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        nats_command(override, files, auth_dir, tmp_path / "store", port),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = files / "meshrl-tls-rollout"
 
     async def connect(tls, attempts=1):
         for _ in range(attempts):
             try:
-                async with await Bus.connect(f"nats://localhost:{port}", "r", name="t", timeout=3, tls=tls,
-                                             credentials=read_credentials(auth_dir / "nats-rollout.json")):
+                async with await Bus.connect(
+                    f"nats://localhost:{port}",
+                    "r",
+                    name="t",
+                    timeout=3,
+                    tls=tls,
+                    credentials=read_credentials(auth_dir / "nats-rollout.json"),
+                ):
                     return "connected"
             except BusUnavailable:
                 time.sleep(0.5)  # the server may still be starting
         return "refused"
+
     try:
         mutual = TlsFiles(str(client / "ca.crt"), str(client / "tls.crt"), str(client / "tls.key"))
         assert asyncio.run(connect(mutual, attempts=20)) == "connected"

@@ -19,6 +19,7 @@ container's own check every few seconds, as the timer would. Grafana is not star
 
     MESHRL_IMAGE_TESTS=all .venv/bin/python -m pytest -q -s tests/deploy/test_compose_up.py   # root; not in CI
 """
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,8 @@ def prometheus_image() -> str:
     shutil.copy(shutil.which("prometheus"), context / "prometheus")
     (context / "Containerfile").write_text(
         f"FROM {BASE}\nCOPY prometheus /bin/prometheus\n"
-        "RUN mkdir /prometheus && chown 65534:65534 /prometheus\nUSER 65534\nENTRYPOINT [\"/bin/prometheus\"]\n")
+        'RUN mkdir /prometheus && chown 65534:65534 /prometheus\nUSER 65534\nENTRYPOINT ["/bin/prometheus"]\n'
+    )
     try:
         podman("build", "--network", "none", "-t", tag, str(context), timeout=300)
     finally:
@@ -90,14 +92,25 @@ class Project:
         tokens.write_text(yaml.safe_dump({"tokens": [{"name": "ci", "role": "viewer", "token": uuid.uuid4().hex}]}))
         tokens.chmod(0o600)
         os.chown(tokens, UID, UID)
-        self.env = {**os.environ, "MESHRL_IMAGE": images["cpu"], "MESHRL_NATS_IMAGE": images["none"],
-                    "MESHRL_PROMETHEUS_IMAGE": images["prometheus"], "MESHRL_DATA_DIR": str(data),
-                    "MESHRL_RUN_ID": self.name}
+        self.env = {
+            **os.environ,
+            "MESHRL_IMAGE": images["cpu"],
+            "MESHRL_NATS_IMAGE": images["none"],
+            "MESHRL_PROMETHEUS_IMAGE": images["prometheus"],
+            "MESHRL_DATA_DIR": str(data),
+            "MESHRL_RUN_ID": self.name,
+        }
 
     def compose(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         tool = shutil.which("podman-compose", path=str(Path(sys.executable).parent)) or "podman-compose"
-        done = subprocess.run([tool, "-p", self.name, "-f", str(self.dir / "compose.yaml"), *args],
-                              capture_output=True, text=True, env=self.env, timeout=timeout, cwd=self.dir)
+        done = subprocess.run(
+            [tool, "-p", self.name, "-f", str(self.dir / "compose.yaml"), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            cwd=self.dir,
+        )
         assert done.returncode == 0, f"podman-compose {' '.join(args)}: {done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
 
@@ -121,15 +134,19 @@ class Project:
         return json.loads(podman(*args).stdout or "[]")
 
     def healthy(self, service: str) -> int:
-        return sum(1 for c in self.containers(service) if "healthy" in c.get("Status", "") and
-                   "unhealthy" not in c.get("Status", ""))
+        return sum(
+            1
+            for c in self.containers(service)
+            if "healthy" in c.get("Status", "") and "unhealthy" not in c.get("Status", "")
+        )
 
     def volume_path(self, volume: str) -> Path:
         return Path(podman("volume", "inspect", "--format", "{{.Mountpoint}}", f"{self.name}_{volume}").stdout.strip())
 
     def logs(self, service: str) -> str:
-        return "\n".join(podman("logs", "--tail", "30", c["Names"][0], check=False).stderr
-                         for c in self.containers(service))
+        return "\n".join(
+            podman("logs", "--tail", "30", c["Names"][0], check=False).stderr for c in self.containers(service)
+        )
 
 
 class HealthTicker(threading.Thread):
@@ -186,17 +203,34 @@ def test_compose_trains_scales_and_is_scraped(tiny_model_dir, e2e_data, tmp_path
         wait_for(lambda: project.healthy("rollout") == 2, 900, "the second rollout replica", project, "rollout")
         project.compose("up", "-d", "--no-build", "reward", "gateway")
         project.compose("--profile", "observability", "up", "-d", "--no-build", "prometheus")
-        wait_for(lambda: {t["labels"].get("service") for t in targets() if t["health"] == "up"}
-                 >= {"learner", "rollout", "reward", "reference"}, 180, "Prometheus to scrape every service", project)
+        wait_for(
+            lambda: (
+                {t["labels"].get("service") for t in targets() if t["health"] == "up"}
+                >= {"learner", "rollout", "reward", "reference"}
+            ),
+            180,
+            "Prometheus to scrape every service",
+            project,
+        )
         scraped = targets()
-        nats_ports, prometheus_ports = published("meshrl-nats"), published(project.containers("prometheus")[0]["Names"][0])
-        rollout_mounts = podman("inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}",
-                                project.containers("rollout")[0]["Names"][0]).stdout.split()
+        nats_ports, prometheus_ports = (
+            published("meshrl-nats"),
+            published(project.containers("prometheus")[0]["Names"][0]),
+        )
+        rollout_mounts = podman(
+            "inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", project.containers("rollout")[0]["Names"][0]
+        ).stdout.split()
         run_dir = project.volume_path("runs") / project.name
-        wait_for(lambda: [c["State"] for c in project.containers("learner")] == ["exited"], 1200,
-                 "the learner to finish its steps", project)
+        wait_for(
+            lambda: [c["State"] for c in project.containers("learner")] == ["exited"],
+            1200,
+            "the learner to finish its steps",
+            project,
+        )
         learner = json.loads(podman("inspect", project.containers("learner")[0]["Names"][0]).stdout)[0]["State"]
-        rollout_traces = sorted(p.name for p in (project.volume_path("rollout-runs") / project.name / "traces").iterdir())
+        rollout_traces = sorted(
+            p.name for p in (project.volume_path("rollout-runs") / project.name / "traces").iterdir()
+        )
         metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
         ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
     finally:

@@ -5,6 +5,7 @@ missing variable.
 
     .venv/bin/python -m pytest -q tests/deploy/test_entrypoint.py
 """
+
 import json
 import subprocess
 from pathlib import Path
@@ -17,8 +18,7 @@ FAKE = """#!/bin/sh
 # FAKE {name} for tests/deploy/test_entrypoint.py: records its argv, runs nothing.
 python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' {name} "$@" >> "$FAKE_ARGV_LOG"
 """
-ENV = {"MESHRL_NATS_URL": "nats://nats:4222", "MESHRL_RUN_ID": "grpo-1",
-       "MESHRL_CONFIG": "/etc/meshrl/config.yaml"}
+ENV = {"MESHRL_NATS_URL": "nats://nats:4222", "MESHRL_RUN_ID": "grpo-1", "MESHRL_CONFIG": "/etc/meshrl/config.yaml"}
 
 
 @pytest.fixture
@@ -42,9 +42,23 @@ def run(fakes, args, env):
 def test_service_and_flags_become_meshrl_serve(fakes):
     done, calls = run(fakes, ["rollout", "--grpc-port", "50051"], {**ENV, "MESHRL_REPLICA_ID": "rollout-3"})
     assert done.returncode == 0, done.stderr
-    assert calls == [["meshrl", "serve", "rollout", "--nats", "nats://nats:4222", "--run-id", "grpo-1",
-                      "--config", "/etc/meshrl/config.yaml", "--replica-id", "rollout-3",
-                      "--grpc-port", "50051"]]
+    assert calls == [
+        [
+            "meshrl",
+            "serve",
+            "rollout",
+            "--nats",
+            "nats://nats:4222",
+            "--run-id",
+            "grpo-1",
+            "--config",
+            "/etc/meshrl/config.yaml",
+            "--replica-id",
+            "rollout-3",
+            "--grpc-port",
+            "50051",
+        ]
+    ]
 
 
 def test_replica_id_defaults_to_the_hostname(fakes):
@@ -92,14 +106,33 @@ def test_any_other_command_runs_as_given(fakes):
 
 def test_learner_under_torchrun(fakes):
     torchrun = "--nnodes=2 --nproc-per-node=1 --node-rank=1 --master-addr=learner-0.learner --master-port=29500"
-    done, calls = run(fakes, ["learner"], {**ENV, "MESHRL_REPLICA_ID": "learner-1",
-                                            "MESHRL_TORCHRUN_ARGS": torchrun})
+    done, calls = run(fakes, ["learner"], {**ENV, "MESHRL_REPLICA_ID": "learner-1", "MESHRL_TORCHRUN_ARGS": torchrun})
     assert done.returncode == 0, done.stderr
-    assert calls == [["torchrun", *torchrun.split(), "-m", "meshrl.cli.main", "serve", "learner",
-                      "--nats", "nats://nats:4222", "--run-id", "grpo-1", "--config", "/etc/meshrl/config.yaml",
-                      "--replica-id", "learner-1"]]
+    assert calls == [
+        [
+            "torchrun",
+            *torchrun.split(),
+            "-m",
+            "meshrl.cli.main",
+            "serve",
+            "learner",
+            "--nats",
+            "nats://nats:4222",
+            "--run-id",
+            "grpo-1",
+            "--config",
+            "/etc/meshrl/config.yaml",
+            "--replica-id",
+            "learner-1",
+        ]
+    ]
     # the module torchrun runs is the real CLI, and it parses what follows as `serve learner`
     from meshrl.cli.main import parse
-    args = parse(calls[0][calls[0].index("serve"):])
-    assert (args.service, args.nats, args.run_id, args.extra) == ("learner", "nats://nats:4222", "grpo-1",
-                                                                  ["--replica-id", "learner-1"])
+
+    args = parse(calls[0][calls[0].index("serve") :])
+    assert (args.service, args.nats, args.run_id, args.extra) == (
+        "learner",
+        "nats://nats:4222",
+        "grpo-1",
+        ["--replica-id", "learner-1"],
+    )

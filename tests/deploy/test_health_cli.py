@@ -3,6 +3,7 @@ unknown service, 2 when nothing listens (the container health check of deploy/).
 
     .venv/bin/python -m pytest -q tests/deploy/test_health_cli.py
 """
+
 import asyncio
 import subprocess
 import sys
@@ -33,7 +34,11 @@ async def test_serving_not_serving_and_unknown_service():
 
 def test_nothing_listening_exits_2_through_the_cli():
     port = free_port()
-    done = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "health", f"127.0.0.1:{port}",
-                           "--timeout", "0.5"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "meshrl.cli.main", "health", f"127.0.0.1:{port}", "--timeout", "0.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2, done
     assert f"127.0.0.1:{port}: no answer within 0.5 s" in done.stderr

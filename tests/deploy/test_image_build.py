@@ -17,6 +17,7 @@ password file exits 2 without printing the password.
     .venv/bin/python -m pytest -q tests/deploy/test_image_build.py -m "not slow"
     .venv/bin/python -m pytest -q -s tests/deploy/test_image_build.py      # root; the layer; MESHRL_IMAGE_TESTS=1: builds once
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,15 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.containers import Containers
-from tests.fixtures.images import (BASE, IMAGE_DIR, ROOT, meshrl_image, podman, podman_unavailable,  # noqa: F401
-                                   require_image_tests)
+from tests.fixtures.images import (  # noqa: F401 (pytest fixtures, used by name)
+    BASE,
+    IMAGE_DIR,
+    ROOT,
+    meshrl_image,
+    podman,
+    podman_unavailable,
+    require_image_tests,
+)
 
 BUILD = IMAGE_DIR / "build.sh"
 sys.path.insert(0, str(IMAGE_DIR))
@@ -83,8 +91,10 @@ def test_the_build_mounts_what_the_pip_configuration_names(tmp_path):
     (tmp_path / "wheels").mkdir()
     (tmp_path / "ca.pem").write_text("")
     conf = tmp_path / "pip.conf"
-    conf.write_text(f"[global]\nextra-index-url = file://{tmp_path}/pypi/simple https://example.org/simple\n"
-                    f"find-links = {tmp_path}/wheels {tmp_path}/absent\ncert = {tmp_path}/ca.pem\n")
+    conf.write_text(
+        f"[global]\nextra-index-url = file://{tmp_path}/pypi/simple https://example.org/simple\n"
+        f"find-links = {tmp_path}/wheels {tmp_path}/absent\ncert = {tmp_path}/ca.pem\n"
+    )
     out = tmp_path / "out.conf"
     assert pip_build_config.main(["--from", str(conf), "--out", str(out)]) == 0
     # the index's parent (its pages link ../../files/), the wheel dir, the CA; not what is absent
@@ -94,14 +104,17 @@ def test_the_build_mounts_what_the_pip_configuration_names(tmp_path):
 
 # ---- the built image (slow) ----
 
+
 @pytest.mark.slow
 def test_the_image_runs_meshrl_as_10001_and_keeps_no_build_inputs(meshrl_image):
     image = meshrl_image("none")
-    script = ("id -u; cd / && meshrl --help >/dev/null && echo cli-ok; "
-              "ls -A /opt/wheels /opt/pypi 2>/dev/null | grep -v ':$' | grep -c . ; "
-              "ls /run/secrets/pip.conf /etc/pip.conf /tmp/meshrl-src 2>&1 | grep -c 'No such file'; "
-              "pip config list | grep -v '^:env:' | grep -c . ; "
-              "python -c 'import meshrl, sys; print(meshrl.__file__)'")
+    script = (
+        "id -u; cd / && meshrl --help >/dev/null && echo cli-ok; "
+        "ls -A /opt/wheels /opt/pypi 2>/dev/null | grep -v ':$' | grep -c . ; "
+        "ls /run/secrets/pip.conf /etc/pip.conf /tmp/meshrl-src 2>&1 | grep -c 'No such file'; "
+        "pip config list | grep -v '^:env:' | grep -c . ; "
+        "python -c 'import meshrl, sys; print(meshrl.__file__)'"
+    )
     done = podman("run", "--rm", "--network", "none", "--read-only", image, "sh", "-c", script)
     uid, cli, wheels_left, absent, config_lines, where = done.stdout.split()
     assert (uid, cli) == ("10001", "cli-ok")
@@ -136,9 +149,11 @@ def stale_sources(installed: dict[str, str]) -> list[str]:
 def test_the_image_holds_this_trees_code(meshrl_image):
     """Every source file as it is now: a code change reaches the image (buildah < 1.38 kept a
     bind-mounted RUN's cached layer whatever the files held, buildah#5400)."""
-    script = ("import hashlib, pathlib, json, meshrl; root = pathlib.Path(meshrl.__file__).parent.parent; "
-              "print(json.dumps({str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() "
-              "for p in (root / 'meshrl').rglob('*.py')}))")
+    script = (
+        "import hashlib, pathlib, json, meshrl; root = pathlib.Path(meshrl.__file__).parent.parent; "
+        "print(json.dumps({str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() "
+        "for p in (root / 'meshrl').rglob('*.py')}))"
+    )
     done = podman("run", "--rm", "--network", "none", "--entrypoint", "python3", meshrl_image("none"), "-c", script)
     stale = stale_sources(json.loads(done.stdout))
     assert not stale, f"the image holds other versions of (or lacks, or adds) {stale[:10]}"
@@ -151,8 +166,9 @@ LAYER_TAG = "localhost/meshrl:test-layer"
 
 def build_layer() -> tuple[float, str]:
     start = time.monotonic()
-    done = build("--variant", "none", "--make-base", "--base", BASE, "--target", "meshrl-build",
-                 "--tag", LAYER_TAG, timeout=900)
+    done = build(
+        "--variant", "none", "--make-base", "--base", BASE, "--target", "meshrl-build", "--tag", LAYER_TAG, timeout=900
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return time.monotonic() - start, done.stdout
 
@@ -171,8 +187,11 @@ def installed_prefix(tmp_path: Path) -> Path:
 def uncached_steps(log: str) -> list[str]:
     """The build's RUN and COPY steps that ran instead of coming from the cache."""
     steps = log.split("STEP ")[1:]
-    return [step.splitlines()[0] for step in steps
-            if step.split(":", 1)[1].split()[0] in ("RUN", "COPY") and "Using cache" not in step]
+    return [
+        step.splitlines()[0]
+        for step in steps
+        if step.split(":", 1)[1].split()[0] in ("RUN", "COPY") and "Using cache" not in step
+    ]
 
 
 @pytest.mark.slow
@@ -187,19 +206,28 @@ def test_meshrl_layer_builds_and_its_package_imports_outside_a_source_tree(tmp_p
     assert "STEP" in log and not uncached_steps(log), uncached_steps(log)
 
     site = installed_prefix(tmp_path) / "lib" / "python3.11" / "site-packages"
-    installed = {str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest()
-                 for p in (site / "meshrl").rglob("*.py")}
+    installed = {
+        str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest() for p in (site / "meshrl").rglob("*.py")
+    }
     assert not stale_sources(installed), stale_sources(installed)[:10]
     # this venv's dependencies, the layer's package first on the path, run from / (no source tree)
-    script = ("import meshrl, meshrl.services.learner, meshrl.services.reward, meshrl.services.reference, "
-              "meshrl.services.rollout, meshrl.gateway, meshrl.cli.main; "
-              "print(meshrl.__file__, meshrl.services.__file__, meshrl.gateway.__file__)")
+    script = (
+        "import meshrl, meshrl.services.learner, meshrl.services.reward, meshrl.services.reference, "
+        "meshrl.services.rollout, meshrl.gateway, meshrl.cli.main; "
+        "print(meshrl.__file__, meshrl.services.__file__, meshrl.gateway.__file__)"
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-c", script], cwd="/", env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert all(path.startswith(str(site)) for path in done.stdout.split()), done.stdout
-    cli = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "--help"], cwd="/", env=env,
-                         capture_output=True, text=True, timeout=300)
+    cli = subprocess.run(
+        [sys.executable, "-m", "meshrl.cli.main", "--help"],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0 and "train" in cli.stdout, cli.stderr[-2000:]
 
 
@@ -208,11 +236,27 @@ def test_a_dockerfile_build_without_variant_stops_with_one_line(meshrl_image, tm
     meshrl_image("none")  # the base exists and the first stage is cached
     # buildah 1.28 prunes stages by --build-arg values alone, so it reaches engine-unnamed
     # only when no stage is pruned (BuildKit finds it through the default; see the Dockerfile)
-    done = subprocess.run(["podman", "build", "--skip-unused-stages=false", "--network", "none",
-                           "-f", str(IMAGE_DIR / "Dockerfile"),
-                           "--ignorefile", str(IMAGE_DIR / "Dockerfile.dockerignore"),
-                           "--build-arg", f"BASE={BASE}", "-t", "localhost/meshrl:unnamed", str(ROOT)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            "podman",
+            "build",
+            "--skip-unused-stages=false",
+            "--network",
+            "none",
+            "-f",
+            str(IMAGE_DIR / "Dockerfile"),
+            "--ignorefile",
+            str(IMAGE_DIR / "Dockerfile.dockerignore"),
+            "--build-arg",
+            f"BASE={BASE}",
+            "-t",
+            "localhost/meshrl:unnamed",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode != 0
     assert "no engine variant named: pass --build-arg VARIANT=cpu|cuda|none" in done.stderr
 
@@ -234,18 +278,46 @@ def test_a_container_without_its_environment_or_with_a_wrong_secret_exits_2(mesh
     wrong.write_text(json.dumps({"user": "reward", "password": password}))
     with Containers(f"imgbad-{uuid.uuid4().hex[:6]}") as box:
         from tests.deploy.test_multihost_drill import nats_users
+
         users = nats_users(tmp_path / "users", "grpo-smollm2", config)
         for path in (users / "nats-auth.conf", wrong):
             subprocess.run(["chown", "10001:10001", str(path)], check=True)
         port = 14000 + uuid.uuid4().int % 1000
-        box.run("nats", image, ["nats-server", "--config", "/run/a.conf", "-a", "127.0.0.1", "-p", str(port)],
-                mounts=[f"{users / 'nats-auth.conf'}:/run/a.conf:ro"], options=["--network", "host", "--no-healthcheck"])
+        box.run(
+            "nats",
+            image,
+            ["nats-server", "--config", "/run/a.conf", "-a", "127.0.0.1", "-p", str(port)],
+            mounts=[f"{users / 'nats-auth.conf'}:/run/a.conf:ro"],
+            options=["--network", "host", "--no-healthcheck"],
+        )
         time.sleep(2)
-        done = podman("run", "--rm", "--network", "host", "--read-only", "-v", f"{own(tmp_path / 'runs')}:/runs",
-                      "-e", f"MESHRL_NATS_URL=nats://127.0.0.1:{port}", "-e", "MESHRL_RUN_ID=grpo-smollm2",
-                      "-e", "MESHRL_CONFIG=/etc/meshrl/config.yaml", "-e", "MESHRL_NATS_CREDENTIALS_FILE=/run/s/nats.json",
-                      "-v", f"{config}:/etc/meshrl/config.yaml:ro", "-v", f"{wrong}:/run/s/nats.json:ro",
-                      image, "reward", "--grpc-port", "0", check=False, timeout=300)
+        done = podman(
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            "--read-only",
+            "-v",
+            f"{own(tmp_path / 'runs')}:/runs",
+            "-e",
+            f"MESHRL_NATS_URL=nats://127.0.0.1:{port}",
+            "-e",
+            "MESHRL_RUN_ID=grpo-smollm2",
+            "-e",
+            "MESHRL_CONFIG=/etc/meshrl/config.yaml",
+            "-e",
+            "MESHRL_NATS_CREDENTIALS_FILE=/run/s/nats.json",
+            "-v",
+            f"{config}:/etc/meshrl/config.yaml:ro",
+            "-v",
+            f"{wrong}:/run/s/nats.json:ro",
+            image,
+            "reward",
+            "--grpc-port",
+            "0",
+            check=False,
+            timeout=300,
+        )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "refused user 'reward'" in done.stderr
     assert password not in done.stdout + done.stderr

@@ -15,6 +15,7 @@ block b random per run) binding and announcing it (MESHRL_BIND_HOST / _ADVERTISE
 loopback mode of the multi-host drill: no bridge state is left on the host. -s prints each
 service's start-to-READY seconds (docs/benchmarks.md).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -75,15 +76,18 @@ def tiny_run(cfg: dict, steps: int, prompts: int = PROMPTS) -> dict:
 
 
 def mesh_config(addresses: dict[str, str], run_dir: str, steps: int = STEPS) -> dict:
-    return tiny_run({
-        "run": {"name": "imagemesh", "dir": run_dir},
-        "algorithm": {"preset": "grpo"},  # kl_coef 0.04: the reference service is used
-        "reference": {"grpc_port": PORTS["reference"], "address": f"{addresses['reference']}:{PORTS['reference']}"},
-        "rollout": {"grpc_port": PORTS["rollout"]},
-        "learner": {"grpc_port": PORTS["learner"], "weights_transport": "objectstore"},
-        "nats": {"url": f"nats://{addresses['nats']}:4222"},
-        "telemetry": {"metrics_port": 9464},
-    }, steps)
+    return tiny_run(
+        {
+            "run": {"name": "imagemesh", "dir": run_dir},
+            "algorithm": {"preset": "grpo"},  # kl_coef 0.04: the reference service is used
+            "reference": {"grpc_port": PORTS["reference"], "address": f"{addresses['reference']}:{PORTS['reference']}"},
+            "rollout": {"grpc_port": PORTS["rollout"]},
+            "learner": {"grpc_port": PORTS["learner"], "weights_transport": "objectstore"},
+            "nats": {"url": f"nats://{addresses['nats']}:4222"},
+            "telemetry": {"metrics_port": 9464},
+        },
+        steps,
+    )
 
 
 class ImageMesh:
@@ -111,34 +115,74 @@ class ImageMesh:
         self.started: dict[str, float] = {}
 
     def common(self) -> list[str]:
-        return ["--network", "host", "--read-only", "--user", f"{UID}:{UID}", "--shm-size", "1g",
-                "--cap-drop", "all", "--security-opt", "no-new-privileges"]
+        return [
+            "--network",
+            "host",
+            "--read-only",
+            "--user",
+            f"{UID}:{UID}",
+            "--shm-size",
+            "1g",
+            "--cap-drop",
+            "all",
+            "--security-opt",
+            "no-new-privileges",
+        ]
 
     def start_nats(self, image: str) -> None:
-        self.box.run("nats", image, ["nats-server", "--config", "/run/secrets/nats-auth.conf", "--jetstream",
-                                     "--store_dir", "/nats", "-a", self.ip["nats"], "-p", "4222",
-                                     "--http_port", "8222", "--server_name", "nats-0"],
-                     mounts=[f"{self.secrets / 'nats-auth.conf'}:/run/secrets/nats-auth.conf:ro",
-                             f"{self.nats_store}:/nats"],
-                     options=[*self.common(), "--no-healthcheck"])
+        self.box.run(
+            "nats",
+            image,
+            [
+                "nats-server",
+                "--config",
+                "/run/secrets/nats-auth.conf",
+                "--jetstream",
+                "--store_dir",
+                "/nats",
+                "-a",
+                self.ip["nats"],
+                "-p",
+                "4222",
+                "--http_port",
+                "8222",
+                "--server_name",
+                "nats-0",
+            ],
+            mounts=[f"{self.secrets / 'nats-auth.conf'}:/run/secrets/nats-auth.conf:ro", f"{self.nats_store}:/nats"],
+            options=[*self.common(), "--no-healthcheck"],
+        )
         self.started["nats"] = time.monotonic()
 
     def start_service(self, kind: str, image: str, threads: dict[str, str] | None = None) -> None:
         """`threads`: OpenMP/vLLM binding variables in place of one thread each (a benchmark's)."""
         ip, port = self.ip[kind], PORTS[kind]
-        env = {"MESHRL_NATS_URL": f"nats://{self.ip['nats']}:4222", "MESHRL_RUN_ID": self.run_id,
-               "MESHRL_CONFIG": "/etc/meshrl/config.yaml", "MESHRL_BIND_HOST": ip, "MESHRL_ADVERTISE_HOST": ip,
-               "MESHRL_HEALTH_ADDRESS": f"{ip}:{port}",  # every gRPC server binds MESHRL_BIND_HOST
-               ENV_VAR: "/run/secrets/nats.json",
-               "MESHRL_REPLICA_ID": f"{kind}-0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-               **(threads or {})}
-        run_mount = (f"{self.runs}:/runs" if kind == "learner"
-                     else f"{self.traces}:/runs/imagemesh/traces")  # least privilege: traces alone
-        mounts = [f"{self.config}:/etc/meshrl/config.yaml:ro", f"{self.data}:/data:ro",
-                  f"{self.secrets / f'nats-{kind}.json'}:/run/secrets/nats.json:ro", run_mount]
+        env = {
+            "MESHRL_NATS_URL": f"nats://{self.ip['nats']}:4222",
+            "MESHRL_RUN_ID": self.run_id,
+            "MESHRL_CONFIG": "/etc/meshrl/config.yaml",
+            "MESHRL_BIND_HOST": ip,
+            "MESHRL_ADVERTISE_HOST": ip,
+            "MESHRL_HEALTH_ADDRESS": f"{ip}:{port}",  # every gRPC server binds MESHRL_BIND_HOST
+            ENV_VAR: "/run/secrets/nats.json",
+            "MESHRL_REPLICA_ID": f"{kind}-0",
+            "OMP_NUM_THREADS": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            **(threads or {}),
+        }
+        run_mount = (
+            f"{self.runs}:/runs" if kind == "learner" else f"{self.traces}:/runs/imagemesh/traces"
+        )  # least privilege: traces alone
+        mounts = [
+            f"{self.config}:/etc/meshrl/config.yaml:ro",
+            f"{self.data}:/data:ro",
+            f"{self.secrets / f'nats-{kind}.json'}:/run/secrets/nats.json:ro",
+            run_mount,
+        ]
         command = [kind] if kind in ("learner", "reference") else [kind, "--grpc-port", str(port)]
-        self.box.run(kind, image, command, env=env, mounts=mounts,
-                     options=[*self.common(), "--restart", "on-failure:3"])
+        self.box.run(
+            kind, image, command, env=env, mounts=mounts, options=[*self.common(), "--restart", "on-failure:3"]
+        )
         self.started[kind] = time.monotonic()
 
     def steps_done(self) -> int:
@@ -169,23 +213,26 @@ def ready_seconds(mesh: ImageMesh, kinds: list[str]) -> dict[str, float]:
             if last[kind] == "healthy":
                 ready[kind] = round(time.monotonic() - mesh.started[kind], 1)
             elif mesh.box.state(kind)["Status"] == "exited":
-                raise AssertionError(f"{kind} exited before its health check passed ({last[kind]}):\n"
-                                     f"{mesh.box.logs(kind)}")
-        assert time.monotonic() < deadline, f"not READY in 900 s: {({k: last[k] for k in set(kinds) - set(ready)})}"
+                raise AssertionError(
+                    f"{kind} exited before its health check passed ({last[kind]}):\n{mesh.box.logs(kind)}"
+                )
+        assert time.monotonic() < deadline, f"not READY in 900 s: { ({k: last[k] for k in set(kinds) - set(ready)}) }"
         time.sleep(2)
     return ready
 
 
-def test_the_mesh_trains_from_its_image_and_survives_a_killed_container(meshrl_image, tiny_model_dir, e2e_data,
-                                                                       tmp_path, monkeypatch):
+def test_the_mesh_trains_from_its_image_and_survives_a_killed_container(
+    meshrl_image, tiny_model_dir, e2e_data, tmp_path, monkeypatch
+):
     none, cpu = meshrl_image("none"), meshrl_image("cpu")
     monkeypatch.setenv(ENV_VAR, "")
     with Containers(f"imgmesh-{uuid.uuid4().hex[:6]}") as box:
         mesh = ImageMesh(box, tmp_path, Path(tiny_model_dir), Path(e2e_data["train"]))
         mesh.start_nats(none)
         url = f"nats://{mesh.ip['nats']}:4222"
-        box.wait_for(lambda: asyncio.run(nats_answers(url, mesh.secrets / "nats-admin.json")), 60, "NATS",
-                     show=("nats",))
+        box.wait_for(
+            lambda: asyncio.run(nats_answers(url, mesh.secrets / "nats-admin.json")), 60, "NATS", show=("nats",)
+        )
         mesh.started["nats_ready"] = round(time.monotonic() - mesh.started["nats"], 1)
         for kind, image in (("learner", none), ("rollout", cpu), ("reference", none), ("reward", none)):
             mesh.start_service(kind, image)
@@ -196,14 +243,16 @@ def test_the_mesh_trains_from_its_image_and_survives_a_killed_container(meshrl_i
         killed = box.kill_process("reward")
         steps_at_kill = mesh.steps_done()
         box.wait_for(lambda: box.restarts("reward") >= 1, 120, "the runtime to restart reward", show=("rollout",))
-        box.wait_for(lambda: box.health("reward") == "healthy", 300, "the restarted reward to be healthy",
-                     show=("rollout",))
+        box.wait_for(
+            lambda: box.health("reward") == "healthy", 300, "the restarted reward to be healthy", show=("rollout",)
+        )
         # the learner was healthy at READY; once scoring resumes it may finish its steps at once
         health = {kind: box.health(kind) for kind in ("rollout", "reference", "reward")}
         whoami = box.exec("reward", ["id", "-u"]).stdout.strip()
         write = box.exec("reward", ["touch", "/opt/meshrl/planted"])
-        box.wait_for(lambda: box.state("learner")["Status"] == "exited", 900, "the learner to finish",
-                     show=("rollout", "reward"))
+        box.wait_for(
+            lambda: box.state("learner")["Status"] == "exited", 900, "the learner to finish", show=("rollout", "reward")
+        )
         learner = box.state("learner")
         assert learner["ExitCode"] == 0, box.logs("learner")
 

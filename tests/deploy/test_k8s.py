@@ -7,6 +7,7 @@ names, NetworkPolicies with exactly the data flow.
     .venv/bin/python -m pytest -q tests/deploy/test_k8s.py
 kubernetes-validate comes from the test extra (pyproject.toml).
 """
+
 import importlib
 import json
 import re
@@ -31,8 +32,11 @@ make_secrets = importlib.import_module("make_secrets").make_secrets
 pytestmark = requires_kubectl
 OVERLAYS = {"cpu-dev": ("meshrl-dev", "meshrl:cpu"), "gpu": ("meshrl", "meshrl:cuda")}
 COMPONENTS = ["components/reward-external-egress"]
-WORKER_MODULES = {"rollout": "meshrl.services.rollout.worker", "reward": "meshrl.services.reward.worker",
-                  "reference": "meshrl.services.reference.worker"}
+WORKER_MODULES = {
+    "rollout": "meshrl.services.rollout.worker",
+    "reward": "meshrl.services.reward.worker",
+    "reference": "meshrl.services.reference.worker",
+}
 SAMPLE_POD = "{name}-5f7b9c6d4-x2k94"  # a Deployment pod's name: random suffix, digits at the end
 
 
@@ -64,8 +68,10 @@ def run_config(docs):
 def env_of(container, pod_name):
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
     env["POD_NAME"] = pod_name
-    return {k: re.sub(r"\$\((\w+)\)", lambda m: str(env.get(m.group(1))), v) if isinstance(v, str) else v
-            for k, v in env.items()}
+    return {
+        k: re.sub(r"\$\((\w+)\)", lambda m: str(env.get(m.group(1))), v) if isinstance(v, str) else v
+        for k, v in env.items()
+    }
 
 
 def probe_port(probe) -> int:
@@ -78,7 +84,9 @@ def probe_port(probe) -> int:
 
 
 def test_every_overlay_and_component_validates_strictly(tmp_path):
-    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which("kubernetes-validate")
+    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which(
+        "kubernetes-validate"
+    )
     assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
     files = []
     for name in [*(f"overlays/{o}" for o in OVERLAYS), *COMPONENTS]:
@@ -207,8 +215,9 @@ def test_keda_scales_each_worker_on_its_own_stream_and_consumer():
 
 def test_autoscalers_target_real_deployments_and_never_two_on_one(overlay):
     _, docs = overlay
-    targets = [d["spec"]["scaleTargetRef"]["name"] for d in docs
-               if d["kind"] in ("HorizontalPodAutoscaler", "ScaledObject")]
+    targets = [
+        d["spec"]["scaleTargetRef"]["name"] for d in docs if d["kind"] in ("HorizontalPodAutoscaler", "ScaledObject")
+    ]
     assert sorted(targets) == ["reference", "reward", "rollout"]
     assert set(targets) <= set(by_kind(docs, "Deployment"))
 
@@ -244,9 +253,13 @@ def test_disruption_budgets_select_real_pods_and_secrets_are_files(overlay):
 
 def allowed_flows(docs):
     """{(from, to, port)} between the workloads' pods that the NetworkPolicies allow."""
-    pods = {n: (w["spec"]["template"]["metadata"]["labels"],
-                {p["containerPort"] for c in w["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])})
-            for n, w in workloads(docs).items()}
+    pods = {
+        n: (
+            w["spec"]["template"]["metadata"]["labels"],
+            {p["containerPort"] for c in w["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])},
+        )
+        for n, w in workloads(docs).items()
+    }
     policies = list(by_kind(docs, "NetworkPolicy").values())
 
     def selects(selector, labels):
@@ -260,26 +273,41 @@ def allowed_flows(docs):
                 peers = rule.get(peer_key)
                 in_peers = peers is None or any(
                     "podSelector" in p and "namespaceSelector" not in p and selects(p["podSelector"], pods[peer][0])
-                    for p in peers)
+                    for p in peers
+                )
                 ports = rule.get("ports")
                 if in_peers and (ports is None or any(p["port"] == port for p in ports)):
                     return True
         return False
 
-    return {(a, b, port) for a in pods for b in pods for port in pods[b][1]
-            if permits("egress", "to", a, b, port) and permits("ingress", "from", b, a, port)}
+    return {
+        (a, b, port)
+        for a in pods
+        for b in pods
+        for port in pods[b][1]
+        if permits("egress", "to", a, b, port) and permits("ingress", "from", b, a, port)
+    }
 
 
 def test_network_policies_allow_exactly_the_data_flow(overlay):
     _, docs = overlay
     cfg = run_config(docs)
-    learner_ports = {p["containerPort"] for p in workloads(docs)["learner"]["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    learner_ports = {
+        p["containerPort"] for p in workloads(docs)["learner"]["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
     expected = {(s, "nats", 4222) for s in ("learner", "rollout", "reward", "reference")}
-    expected |= {("nats", "nats", 6222), ("learner", "reference", cfg.reference.grpc_port),
-                 ("learner", "rollout", cfg.rollout.grpc_port), ("learner", "reward", 50052)}
+    expected |= {
+        ("nats", "nats", 6222),
+        ("learner", "reference", cfg.reference.grpc_port),
+        ("learner", "rollout", cfg.rollout.grpc_port),
+        ("learner", "reward", 50052),
+    }
     expected |= {("learner", "learner", p) for p in learner_ports}
     assert allowed_flows(docs) == expected
-    assert by_kind(docs, "NetworkPolicy")["default-deny"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    assert by_kind(docs, "NetworkPolicy")["default-deny"]["spec"] == {
+        "podSelector": {},
+        "policyTypes": ["Ingress", "Egress"],
+    }
     assert "reward-external-egress" not in by_kind(docs, "NetworkPolicy")  # only where configured
 
 

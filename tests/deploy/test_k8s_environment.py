@@ -7,6 +7,7 @@ and scale the environment Deployment.
 
     .venv/bin/python -m pytest -q tests/deploy/test_k8s_environment.py
 """
+
 import json
 import shutil
 import subprocess
@@ -28,9 +29,15 @@ COMPONENTS = K8S / "components"
 
 def with_components(tmp_path_factory, overlay: str, *names: str) -> list[dict]:
     root = tmp_path_factory.mktemp("overlay")
-    return render(kustomization(root, namespace="meshrl-dev", resources=[K8S / "overlays" / overlay],
-                                components=[COMPONENTS / n for n in names],
-                                images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]))
+    return render(
+        kustomization(
+            root,
+            namespace="meshrl-dev",
+            resources=[K8S / "overlays" / overlay],
+            components=[COMPONENTS / n for n in names],
+            images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}],
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +46,9 @@ def docs(tmp_path_factory) -> list[dict]:
 
 
 def test_validates_strictly(docs, tmp_path):
-    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which("kubernetes-validate")
+    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which(
+        "kubernetes-validate"
+    )
     assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
     path = tmp_path / "environment.yaml"
     path.write_text(yaml.safe_dump_all(docs))
@@ -67,8 +76,10 @@ def test_args_probes_service_and_config_agree(docs):
 def test_network_policies_add_exactly_rollout_to_environment(docs):
     overlay = render(K8S / "overlays" / "cpu-dev")
     port = int(run_config(docs).environment.address.rsplit(":", 1)[1])
-    assert allowed_flows(docs) - allowed_flows(overlay) == {("rollout", "environment", port),
-                                                           ("environment", "nats", 4222)}
+    assert allowed_flows(docs) - allowed_flows(overlay) == {
+        ("rollout", "environment", port),
+        ("environment", "nats", 4222),
+    }
 
 
 def test_the_hpa_scales_the_environment(docs):

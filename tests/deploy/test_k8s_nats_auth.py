@@ -8,6 +8,7 @@ ready stream, while the learner and rollout users do their jobs.
 
     .venv/bin/python -m pytest -q tests/deploy/test_k8s_nats_auth.py
 """
+
 import asyncio
 import base64
 import json
@@ -46,20 +47,26 @@ def docs(request):
 
 
 def test_made_secrets_validate_strictly(tmp_path):
-    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which("kubernetes-validate")
+    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which(
+        "kubernetes-validate"
+    )
     assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
     for name in MADE:  # DNS-1123 (the schema does not check it; the API server does)
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
     (tmp_path / "secrets.yaml").write_text(yaml.safe_dump_all(list(MADE.values())))
-    done = subprocess.run([tool, "--strict", "--quiet", str(tmp_path / "secrets.yaml")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [tool, "--strict", "--quiet", str(tmp_path / "secrets.yaml")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def with_reward_model(tmp_path: Path) -> list[dict]:
     """cpu-dev plus components/reward-model (whose pods are NATS clients too)."""
-    return render(kustomization(tmp_path, resources=[K8S / "overlays" / "cpu-dev"],
-                                components=[K8S / "components" / "reward-model"]))
+    return render(
+        kustomization(
+            tmp_path, resources=[K8S / "overlays" / "cpu-dev"], components=[K8S / "components" / "reward-model"]
+        )
+    )
 
 
 def test_every_service_reads_its_own_user_from_its_secret(docs):
@@ -111,8 +118,17 @@ def test_made_users_work_on_a_real_nats_server_with_the_rendered_config(tmp_path
     conf = single_node_conf(render(K8S / "overlays" / "cpu-dev"), tmp_path)
     assert "cluster" not in conf.read_text() and "include" in conf.read_text()
     port, log = free_port(), tmp_path / "nats.log"
-    cmd = [str(find_nats_server()), "-c", str(conf), "-a", "127.0.0.1", "-p", str(port),
-           "--http_port", str(free_port())]
+    cmd = [
+        str(find_nats_server()),
+        "-c",
+        str(conf),
+        "-a",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "--http_port",
+        str(free_port()),
+    ]
     with log.open("wb") as out:
         server = subprocess.Popen(cmd, stdout=out, stderr=out, env={**os.environ, "POD_NAME": "nats-0"})
     try:

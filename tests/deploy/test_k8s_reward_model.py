@@ -5,6 +5,7 @@ reward -> reward-model on that port (plus the reward model's own NATS access).
 
     .venv/bin/python -m pytest -q tests/deploy/test_k8s_reward_model.py
 """
+
 import shutil
 import subprocess
 import sys
@@ -27,12 +28,21 @@ COMPONENT = K8S / "components" / "reward-model"
 def docs(tmp_path_factory) -> list[dict]:
     """The cpu-dev overlay with the component, as an overlay would include it."""
     root = tmp_path_factory.mktemp("overlay")
-    return render(kustomization(root, namespace="meshrl-dev", resources=[K8S / "overlays" / "cpu-dev"],
-                                components=[COMPONENT], images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}]))
+    return render(
+        kustomization(
+            root,
+            namespace="meshrl-dev",
+            resources=[K8S / "overlays" / "cpu-dev"],
+            components=[COMPONENT],
+            images=[{"name": "meshrl", "newName": "meshrl", "newTag": "cpu"}],
+        )
+    )
 
 
 def test_validates_strictly(docs, tmp_path):
-    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which("kubernetes-validate")
+    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which(
+        "kubernetes-validate"
+    )
     assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
     path = tmp_path / "reward-model.yaml"
     path.write_text(yaml.safe_dump_all(d for d in docs if d["apiVersion"] != "keda.sh/v1alpha1"))
@@ -59,5 +69,7 @@ def test_args_probes_service_and_config_agree(docs):
 def test_network_policies_add_exactly_reward_to_reward_model(docs):
     overlay = render(K8S / "overlays" / "cpu-dev")
     port = run_config(docs).reward_model.grpc_port
-    assert allowed_flows(docs) - allowed_flows(overlay) == {("reward", "reward-model", port),
-                                                           ("reward-model", "nats", 4222)}
+    assert allowed_flows(docs) - allowed_flows(overlay) == {
+        ("reward", "reward-model", port),
+        ("reward-model", "nats", 4222),
+    }

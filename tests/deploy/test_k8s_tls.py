@@ -9,6 +9,7 @@ refuses plaintext.
 
     .venv/bin/python -m pytest -q tests/deploy/test_k8s_tls.py
 """
+
 import asyncio
 import base64
 import re
@@ -35,8 +36,9 @@ def gpu():
 
 def secret_volumes(workload) -> dict[str, str]:
     """{mount path: Secret name} of the pod's Secret volumes."""
-    volumes = {v["name"]: v["secret"]["secretName"] for v in workload["spec"]["template"]["spec"]["volumes"]
-               if "secret" in v}
+    volumes = {
+        v["name"]: v["secret"]["secretName"] for v in workload["spec"]["template"]["spec"]["volumes"] if "secret" in v
+    }
     containers = workload["spec"]["template"]["spec"]["containers"]
     return {m["mountPath"]: volumes[m["name"]] for c in containers for m in c["volumeMounts"] if m["name"] in volumes}
 
@@ -88,12 +90,14 @@ def test_made_secrets_work_on_a_real_nats_server(gpu, tmp_path):
     block = nats_tls_block(gpu).replace("/etc/nats-tls", str(server_dir))
     server = EmbeddedNats(tmp_path / "nats", tls=block)
     try:
+
         async def connect(files):
             try:
                 async with await Bus.connect(server.url, "r", name="t", timeout=3, tls=files):
                     return "connected"
             except BusUnavailable:
                 return "refused"
+
         mutual = TlsFiles(str(client / "ca.crt"), str(client / "tls.crt"), str(client / "tls.key"))
         assert asyncio.run(connect(mutual)) == "connected"
         assert asyncio.run(connect(TlsFiles(str(client / "ca.crt")))) == "refused"

@@ -15,6 +15,7 @@ tests/deploy/test_k8s*.py.
 
     MESHRL_IMAGE_TESTS=all .venv/bin/python -m pytest -q -s tests/deploy/test_kube_play.py   # root; not in CI
 """
+
 from __future__ import annotations
 
 import json
@@ -69,22 +70,50 @@ def kube_overlay(root: Path, images: dict[str, str]) -> Path:
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump(tiny_run_config()))
     (root / "secrets.yaml").write_text(yaml.safe_dump_all(make_secrets(NAMESPACE, RUN_ID, config)))
-    (root / "run-config.yaml").write_text(yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "meshrl-run-config"},
-         "data": {"config.yaml": config.read_text()}}))
-    (root / "nats-config.yaml").write_text(yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nats-config"},
-         "data": {"nats.conf": ONE_NODE_NATS}}))
-    (root / "one-nats.yaml").write_text(yaml.safe_dump(  # one node, as the meshrl image's user
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "nats"},
-         "spec": {"replicas": 1, "template": {"spec": {"securityContext": {
-             "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID}}}}}))
+    (root / "run-config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "meshrl-run-config"},
+                "data": {"config.yaml": config.read_text()},
+            }
+        )
+    )
+    (root / "nats-config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "nats-config"},
+                "data": {"nats.conf": ONE_NODE_NATS},
+            }
+        )
+    )
+    (root / "one-nats.yaml").write_text(
+        yaml.safe_dump(  # one node, as the meshrl image's user
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "nats"},
+                "spec": {
+                    "replicas": 1,
+                    "template": {"spec": {"securityContext": {"runAsUser": UID, "runAsGroup": UID, "fsGroup": UID}}},
+                },
+            }
+        )
+    )
     name, tag = images["cpu"].rsplit(":", 1)
     nats_name, nats_tag = images["none"].rsplit(":", 1)
-    return kustomization(root, resources=[K8S / "overlays" / "cpu-dev", root / "secrets.yaml"],
-                         images=[{"name": "meshrl", "newName": name, "newTag": tag},
-                                 {"name": "nats", "newName": nats_name, "newTag": nats_tag}],
-                         patches=[{"path": p} for p in ("run-config.yaml", "nats-config.yaml", "one-nats.yaml")])
+    return kustomization(
+        root,
+        resources=[K8S / "overlays" / "cpu-dev", root / "secrets.yaml"],
+        images=[
+            {"name": "meshrl", "newName": name, "newTag": tag},
+            {"name": "nats", "newName": nats_name, "newTag": nats_tag},
+        ],
+        patches=[{"path": p} for p in ("run-config.yaml", "nats-config.yaml", "one-nats.yaml")],
+    )
 
 
 class Cluster:
@@ -135,8 +164,9 @@ class Cluster:
 def health(container: str) -> str:
     """What the pod's probe would get: `meshrl health` on its MESHRL_HEALTH_ADDRESS."""
     try:
-        done = podman("exec", container, "sh", "-c", 'meshrl health "$MESHRL_HEALTH_ADDRESS" --timeout 4',
-                      check=False, timeout=60)
+        done = podman(
+            "exec", container, "sh", "-c", 'meshrl health "$MESHRL_HEALTH_ADDRESS" --timeout 4', check=False, timeout=60
+        )
     except subprocess.TimeoutExpired:
         return "podman exec took over 60 s"  # a loaded host; the probe is asked again
     return "SERVING" if done.returncode == 0 else (done.stdout + done.stderr).strip()
@@ -175,13 +205,18 @@ def test_the_overlay_trains_under_podman_kube_play(tiny_model_dir, e2e_data, tmp
 
         cluster.play(by_name["nats"])
         nats = cluster.container(by_name["nats"])
-        wait_for(lambda: podman("logs", nats, check=False).stderr.count("Server is ready") > 0, 120, "NATS",
-                 lambda: podman("logs", "--tail", "30", nats, check=False).stderr)
+        wait_for(
+            lambda: podman("logs", nats, check=False).stderr.count("Server is ready") > 0,
+            120,
+            "NATS",
+            lambda: podman("logs", "--tail", "30", nats, check=False).stderr,
+        )
         for name in ("learner", "reference", "reward", "rollout"):
             cluster.play(by_name[name])
         containers = {name: cluster.container(by_name[name]) for name in ("learner", "reference", "reward", "rollout")}
-        logs = lambda: "\n".join(f"--- {n}\n" + podman("logs", "--tail", "25", c, check=False).stderr  # noqa: E731
-                                 for n, c in containers.items())
+        logs = lambda: "\n".join(  # noqa: E731
+            f"--- {n}\n" + podman("logs", "--tail", "25", c, check=False).stderr for n, c in containers.items()
+        )
         probes: dict[str, str] = {}
 
         def all_serving() -> bool:
@@ -190,15 +225,25 @@ def test_the_overlay_trains_under_podman_kube_play(tiny_model_dir, e2e_data, tmp
 
         wait_for(all_serving, 900, "every service to answer its probe", logs)
         metrics = runs / RUN_ID / "metrics.jsonl"
-        wait_for(lambda: metrics.exists() and len(metrics.read_text().splitlines()) >= STEPS, 1200,
-                 f"{STEPS} training steps", logs)
+        wait_for(
+            lambda: metrics.exists() and len(metrics.read_text().splitlines()) >= STEPS,
+            1200,
+            f"{STEPS} training steps",
+            logs,
+        )
         wait_for(lambda: (runs / RUN_ID / "final").exists(), 300, "the final policy", logs)
         rows = [json.loads(x) for x in metrics.read_text().splitlines()]
         ledger = [json.loads(x) for x in (runs / RUN_ID / "groups.jsonl").read_text().splitlines()]
         advertised = podman("exec", containers["reward"], "printenv", "MESHRL_ADVERTISE_HOST").stdout.strip()
 
-    assert plan.ignored.keys() == {"Namespace", "Service", "NetworkPolicy", "HorizontalPodAutoscaler",
-                                   "PodDisruptionBudget", "StatefulSet"}, plan.ignored
+    assert plan.ignored.keys() == {
+        "Namespace",
+        "Service",
+        "NetworkPolicy",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "StatefulSet",
+    }, plan.ignored
     assert plan.ignored["StatefulSet"] == ["learner", "nats"]
     assert "does not contain any supported kube kind" in skipped, skipped
     assert len(rows) == STEPS

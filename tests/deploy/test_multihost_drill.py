@@ -31,6 +31,7 @@ Two modes, one drill body (test ids `[netns]` and `[loopback]`); exactly one run
     .venv/bin/python -m pytest -q tests/deploy/test_multihost_drill.py
     MESHRL_DRILL_LOOPBACK=1 .venv/bin/python -m pytest -q -s tests/deploy/test_multihost_drill.py
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -65,8 +66,9 @@ LOOPBACK_ENV = "MESHRL_DRILL_LOOPBACK"  # =1: the loopback mode even where names
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def compose_service(name: str, substitutions: dict[str, str],
-                    secrets: Path | None = None) -> tuple[list[str], dict[str, str]]:
+def compose_service(
+    name: str, substitutions: dict[str, str], secrets: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
     """(command, environment) of a compose service, `${VAR:-default}` expanded; with `secrets`
     (the folder make_nats_auth.py wrote), /run/secrets/NAME becomes that secret's file there."""
     compose = yaml.safe_load(COMPOSE.read_text())
@@ -103,8 +105,7 @@ def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
         "reference": {"enabled": "off"},
         "rollout": {"sampling": {"group_size": 8, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
         "reward": {"components": VOWEL_REWARD},
-        "learner": {"steps": STEPS, "prompts_per_step": 4, "weights_transport": "objectstore",
-                    "checkpoint_every": 0},
+        "learner": {"steps": STEPS, "prompts_per_step": 4, "weights_transport": "objectstore", "checkpoint_every": 0},
         "trainer": {"micro_batch_size": 32, "optim": {"lr": 1e-3}},
     }
 
@@ -112,8 +113,15 @@ def drill_config(model_dir: str, data: dict, run_dir: Path) -> dict:
 class Mesh:
     """The processes of the drill, each logging to RUN_DIR/../logs/<host>.log."""
 
-    def __init__(self, hosts: Hosts, logs: Path, run_id: str, config: Path, env: dict[str, str] | None = None,
-                 secrets: Path | None = None):
+    def __init__(
+        self,
+        hosts: Hosts,
+        logs: Path,
+        run_id: str,
+        config: Path,
+        env: dict[str, str] | None = None,
+        secrets: Path | None = None,
+    ):
         self.hosts, self.logs, self.procs = hosts, logs, {}
         self.substitutions = {"MESHRL_RUN_ID": run_id}
         self.config = config
@@ -122,8 +130,9 @@ class Mesh:
 
     def start(self, host: str, argv: list[str], env: dict[str, str]) -> None:
         log = (self.logs / f"{host}.log").open("ab")
-        self.procs[host] = self.hosts.popen(host, argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        self.procs[host] = self.hosts.popen(
+            host, argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def start_service(self, host: str, compose_name: str, grpc_port: int | None = None) -> None:
         """`grpc_port`: over the command's --grpc-port (several replicas on one address)."""
@@ -131,8 +140,14 @@ class Mesh:
         if grpc_port is not None:
             command[command.index("--grpc-port") + 1] = str(grpc_port)
         env = self.hosts.service_env(host, env)  # loopback: its own 127.0.0.x, NATS by address
-        env.update(MESHRL_CONFIG=str(self.config), HOSTNAME=host, TOKENIZERS_PARALLELISM="false",
-                   OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **self.env)
+        env.update(
+            MESHRL_CONFIG=str(self.config),
+            HOSTNAME=host,
+            TOKENIZERS_PARALLELISM="false",
+            OMP_NUM_THREADS="1",
+            PYTHONUNBUFFERED="1",
+            **self.env,
+        )
         full = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
         self.start(host, ["sh", str(ENTRYPOINT), *command], full)
 
@@ -171,8 +186,9 @@ async def announced(nats_url: str, run_id: str) -> dict[str, str]:
     from meshrl.transport.bus.registry import service_entries
 
     async with await Bus.connect(nats_url, run_id, name="drill-check", timeout=5) as bus:
-        return {e["replica"]: e["grpc"] for kind in ("rollout", "reward")
-                for e in await service_entries(bus.state, kind)}
+        return {
+            e["replica"]: e["grpc"] for kind in ("rollout", "reward") for e in await service_entries(bus.state, kind)
+        }
 
 
 async def announced_so_far(nats_url: str, run_id: str) -> dict[str, str]:
@@ -202,9 +218,11 @@ def hosts(request):
     reason = skip_reason(request.param)
     if reason:
         pytest.skip(reason)
-    with (Hosts(HOSTS) if request.param == "netns" else LoopbackHosts(HOSTS)) as made:
-        print(f"multi-host drill, {request.param} mode: hosts {[made.ip(h) for h in HOSTS]}; "
-              f"the cut of rollout-b: {made.cut_means}")
+    with Hosts(HOSTS) if request.param == "netns" else LoopbackHosts(HOSTS) as made:
+        print(
+            f"multi-host drill, {request.param} mode: hosts {[made.ip(h) for h in HOSTS]}; "
+            f"the cut of rollout-b: {made.cut_means}"
+        )
         yield made
 
 
@@ -237,9 +255,11 @@ def test_the_mesh_trains_across_hosts_and_survives_a_cut_link(hosts, tiny_model_
     finally:
         mesh.stop_all()
 
-    assert addresses == {"rollout-a": f"{hosts.ip('rollout-a')}:50051",
-                         "rollout-b": f"{hosts.ip('rollout-b')}:50051",
-                         "reward": f"{hosts.ip('reward')}:50052"}
+    assert addresses == {
+        "rollout-a": f"{hosts.ip('rollout-a')}:50051",
+        "rollout-b": f"{hosts.ip('rollout-b')}:50051",
+        "reward": f"{hosts.ip('reward')}:50052",
+    }
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == STEPS
     ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]

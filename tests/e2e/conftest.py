@@ -1,5 +1,6 @@
 """End-to-end fixtures: the whole mesh (embedded NATS + every service as its own process)
 on the tiny model, driven through `meshrl.launch.local.run_local` — what `meshrl train` runs."""
+
 import json
 
 import pytest
@@ -18,28 +19,33 @@ VOWEL_REWARD = [{"name": "vowel", "kind": "regex", "weight": 1.0, "params": {"pa
 @pytest.fixture(scope="session")
 def e2e_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e_data")
-    return {"train": str(write_rows(root / "train.jsonl", arithmetic_rows(128, seed=0))),
-            "eval": str(write_rows(root / "eval.jsonl", arithmetic_rows(16, seed=1))),
-            "pairs": str(write_rows(root / "pairs.jsonl", preference_pairs(64, seed=0)))}
+    return {
+        "train": str(write_rows(root / "train.jsonl", arithmetic_rows(128, seed=0))),
+        "eval": str(write_rows(root / "eval.jsonl", arithmetic_rows(16, seed=1))),
+        "pairs": str(write_rows(root / "pairs.jsonl", preference_pairs(64, seed=0))),
+    }
 
 
 def mesh_config(model_dir, data, run_dir, *overrides, preset="grpo", train_key="train"):
-    return load_config(base={
-        "run": {"name": f"e2e-{preset}", "dir": str(run_dir)},
-        "model": {"path": str(model_dir)},
-        "data": {"train": data[train_key], "eval": data["eval"], "max_prompt_tokens": 128},
-        "algorithm": {"preset": preset},
-        "rollout": {"sampling": {"group_size": 8, "max_tokens": 8}, "kv_cache_gb": 1.0,
-                    "max_model_len": 256},
-        "reward": {"components": VOWEL_REWARD},
-        "learner": {"steps": 3, "prompts_per_step": 4},
-        "trainer": {"micro_batch_size": 32, "optim": {"lr": 1e-3}},
-    }, overrides=list(overrides))
+    return load_config(
+        base={
+            "run": {"name": f"e2e-{preset}", "dir": str(run_dir)},
+            "model": {"path": str(model_dir)},
+            "data": {"train": data[train_key], "eval": data["eval"], "max_prompt_tokens": 128},
+            "algorithm": {"preset": preset},
+            "rollout": {"sampling": {"group_size": 8, "max_tokens": 8}, "kv_cache_gb": 1.0, "max_model_len": 256},
+            "reward": {"components": VOWEL_REWARD},
+            "learner": {"steps": 3, "prompts_per_step": 4},
+            "trainer": {"micro_batch_size": 32, "optim": {"lr": 1e-3}},
+        },
+        overrides=list(overrides),
+    )
 
 
 @pytest.fixture
 def run_mesh(tiny_model_dir, e2e_data, tmp_path):
     """run_mesh(*overrides, preset=...) → (result, metrics rows, ledger events)."""
+
     def run(*overrides, preset="grpo", train_key="train"):
         run_dir = tmp_path / "run"
         cfg = mesh_config(tiny_model_dir, e2e_data, run_dir, *overrides, preset=preset, train_key=train_key)
@@ -48,4 +54,5 @@ def run_mesh(tiny_model_dir, e2e_data, tmp_path):
         ledger_path = run_dir / "groups.jsonl"
         ledger = [json.loads(x) for x in ledger_path.read_text().splitlines()] if ledger_path.exists() else []
         return result, metrics, ledger
+
     return run

@@ -18,6 +18,7 @@ Screenshots go to the test's tmp dir (the path is printed).
 
 Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_gateway_browser.py
 """
+
 import json
 import os
 import shutil
@@ -41,11 +42,24 @@ OPERATOR, VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab"
 STEPS = 2000  # never reached: the run is stopped when the tests are done
 # Held-out eval every 3 steps on 4 prompts (the Held-out eval chart), and a reward_flat rule
 # that fires at step 2 (std of 2 step rewards < 1e6 always; action none): the alerts feed.
-RUN_OVERRIDES = [f"learner.steps={STEPS}", "eval.every=3", "eval.max_prompts=4",
-                 "alerts.reward_flat.window=2", "alerts.reward_flat.min_std=1000000"]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1400,1800"]
+RUN_OVERRIDES = [
+    f"learner.steps={STEPS}",
+    "eval.every=3",
+    "eval.max_prompts=4",
+    "alerts.reward_flat.window=2",
+    "alerts.reward_flat.min_std=1000000",
+]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1800",
+]
 
 
 def stop(proc: subprocess.Popen, grace_s: float = 60) -> None:
@@ -58,8 +72,12 @@ def stop(proc: subprocess.Popen, grace_s: float = 60) -> None:
 
 
 def api(base: str, path: str, token: str, method: str = "GET") -> tuple[int, dict]:
-    request = urllib.request.Request(base + path, method=method, data=b"{}" if method == "POST" else None,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + path,
+        method=method,
+        data=b"{}" if method == "POST" else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=130) as r:
             return r.status, json.loads(r.read())
@@ -87,19 +105,30 @@ def live_run(tiny_model_dir, e2e_data, runs_root):
     config = root.parent / "browser-run.yaml"
     config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", *RUN_OVERRIDES)))
     tokens = root.parent / "tokens.yaml"
-    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
-                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n")
-    train = subprocess.Popen([*CLI, "train", str(config)], stdout=subprocess.DEVNULL,
-                             stderr=open(root.parent / "train.log", "w"))
+    tokens.write_text(
+        f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+        f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
+    )
+    train = subprocess.Popen(
+        [*CLI, "train", str(config)], stdout=subprocess.DEVNULL, stderr=open(root.parent / "train.log", "w")
+    )
     port = free_port()
-    gateway = subprocess.Popen([*CLI, "gateway", "serve", "--runs-root", str(root), "--port", str(port),
-                                "--grpc-port", str(free_port())], stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)})
+    gateway = subprocess.Popen(
+        [*CLI, "gateway", "serve", "--runs-root", str(root), "--port", str(port), "--grpc-port", str(free_port())],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)},
+    )
     try:
         assert gateway.stdout.readline().startswith("gateway: http://"), "meshrl gateway serve did not start"
         base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: train.poll() is None and api(base, "/api/runs/tiny/status", VIEWER)[1]
-                   .get("learner", {}).get("state") == "RUNNING", "the run's learner RUNNING")
+        wait_until(
+            lambda: (
+                train.poll() is None
+                and api(base, "/api/runs/tiny/status", VIEWER)[1].get("learner", {}).get("state") == "RUNNING"
+            ),
+            "the run's learner RUNNING",
+        )
         yield base, "tiny", train
     finally:
         stop(gateway, 10)
@@ -112,7 +141,9 @@ def browser(tmp_path_factory):
     from selenium.webdriver.chrome.service import Service
 
     for tool in ("chromium", "chromedriver"):
-        assert shutil.which(tool), f"{tool} is missing: run `bash scripts/setup.sh` (apt-installs chromium chromium-driver)"
+        assert shutil.which(tool), (
+            f"{tool} is missing: run `bash scripts/setup.sh` (apt-installs chromium chromium-driver)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
     for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
@@ -138,8 +169,8 @@ def chart_attributes(driver, title: str) -> dict:
     """A chart's data attributes, read in one script call: a chart is replaced by a new one
     when a series first appears, so an element found before may be gone when read."""
     return driver.execute_script(
-        "const c = document.querySelector(`.chart[data-title=\"${arguments[0]}\"]`);"
-        "return c ? {...c.dataset} : {}", title)
+        'const c = document.querySelector(`.chart[data-title="${arguments[0]}"]`);return c ? {...c.dataset} : {}', title
+    )
 
 
 def chart_points(driver, title: str) -> int:
@@ -153,8 +184,12 @@ def chart_data(driver, title: str) -> tuple[set[str], int]:
 
 
 # Charts the tiny GRPO run feeds every step, and a key each must draw.
-STEP_CHARTS = {"Truncation": "completions/clipped_ratio", "Clip fractions": "clip_ratio/low",
-               "Throughput": "perf/throughput", "Staleness": "staleness/mean"}
+STEP_CHARTS = {
+    "Truncation": "completions/clipped_ratio",
+    "Clip fractions": "clip_ratio/low",
+    "Throughput": "perf/throughput",
+    "Staleness": "staleness/mean",
+}
 
 
 def test_curves_appear_and_grow(live_run, browser, tmp_path):
@@ -198,8 +233,14 @@ def test_the_status_shows_each_replica_its_weights_version_health_and_the_queues
     held = min(int(r["weights_version"]) for r in rollouts)
     assert 1 <= held <= int(live_status(base, run)["learner"]["policy_version"])
     # the version each replica holds follows the learner's pushes
-    wait_until(lambda: min(int(r["weights_version"]) for r in live_status(base, run)["replicas"]
-                           if r["service"] == "rollout") > held, "the rollouts' weights version rising", 120)
+    wait_until(
+        lambda: (
+            min(int(r["weights_version"]) for r in live_status(base, run)["replicas"] if r["service"] == "rollout")
+            > held
+        ),
+        "the rollouts' weights version rising",
+        120,
+    )
     assert {"prompts", "generated", "scored"} <= {q["stream"] for q in body["queues"]}, body["queues"]
     assert all(q["consumer"] for q in body["queues"])
     # work in flight: some queue holds a message waiting or being worked on while the run runs
@@ -211,7 +252,8 @@ def service_map(driver) -> dict[str, list[str]]:
     script call: the map is redrawn every 2 s, and an element read across a redraw is stale."""
     return driver.execute_script(
         "return Object.fromEntries([...document.querySelectorAll('#services tbody tr')].map(r =>"
-        " [r.dataset.replica, [...[...r.children].map(td => td.textContent), r.children[3].className]]))")
+        " [r.dataset.replica, [...[...r.children].map(td => td.textContent), r.children[3].className]]))"
+    )
 
 
 def shows(row: list[str], replica: dict) -> bool:
@@ -220,8 +262,11 @@ def shows(row: list[str], replica: dict) -> bool:
     service, name, weights, health = row[:4]
     if replica["service"] != "rollout":
         return (service, name, weights, health) == (replica["service"], replica["replica"], "-", "SERVING")
-    return ((service, name, health) == ("rollout", replica["replica"], "SERVING") and weights.startswith("v")
-            and int(weights[1:]) >= int(replica["weights_version"]))
+    return (
+        (service, name, health) == ("rollout", replica["replica"], "SERVING")
+        and weights.startswith("v")
+        and int(weights[1:]) >= int(replica["weights_version"])
+    )
 
 
 def map_agrees(shown: dict[str, list[str]], replicas: list[dict]) -> bool:
@@ -231,11 +276,13 @@ def map_agrees(shown: dict[str, list[str]], replicas: list[dict]) -> bool:
 def test_the_service_map_shows_each_replica_its_weights_version_and_health(live_run, browser):
     base, run, _ = live_run
     replicas = live_status(base, run)["replicas"]
-    shown = wait_until(lambda: map_agrees(m := service_map(browser), replicas) and m,
-                       f"the service map showing {replicas}", 30)
+    shown = wait_until(
+        lambda: map_agrees(m := service_map(browser), replicas) and m, f"the service map showing {replicas}", 30
+    )
     assert all(row[-1] == "ok" for row in shown.values()), shown  # health shown in green
     queues = browser.execute_script(
-        "return [...document.querySelectorAll('#queues tbody tr')].map(r => r.children[0].textContent)")
+        "return [...document.querySelectorAll('#queues tbody tr')].map(r => r.children[0].textContent)"
+    )
     assert set(queues) >= {"prompts", "generated", "scored"}, queues
 
 
@@ -258,7 +305,9 @@ def samples_total(driver) -> int:
 
 def splits_shown(driver) -> list[str]:
     """The split of each sample row shown, read in one go (the first page is redrawn every 3 s)."""
-    return driver.execute_script("return [...document.querySelectorAll('tr.sample')].map(r => r.children[1].textContent)")
+    return driver.execute_script(
+        "return [...document.querySelectorAll('tr.sample')].map(r => r.children[1].textContent)"
+    )
 
 
 def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path):
@@ -279,8 +328,11 @@ def test_a_click_on_a_sample_opens_its_groups_trace(live_run, browser, tmp_path)
     def spans_shown() -> set[str]:
         sample.click()  # (re)opens the trace: it reads the span files again, then redraws
         time.sleep(1)
-        return set(browser.execute_script(
-            "return [...document.querySelectorAll('#waterfall .span-row')].map(r => r.dataset.span)"))
+        return set(
+            browser.execute_script(
+                "return [...document.querySelectorAll('#waterfall .span-row')].map(r => r.dataset.span)"
+            )
+        )
 
     # learner.step: the learner's step span that trained the group, linked to its trace
     wanted = {"learner.publish_prompt", "rollout.generate", "reward.score", "learner.step"}
@@ -326,7 +378,8 @@ def test_a_viewer_cannot_pause(live_run, browser):
     assert not browser.find_element(By.ID, "pause").is_enabled()
     status = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        f"fetch('/api/runs/{run}/pause', {{method: 'POST', body: '{{}}'}}).then(r => done(r.status));")
+        f"fetch('/api/runs/{run}/pause', {{method: 'POST', body: '{{}}'}}).then(r => done(r.status));"
+    )
     assert status == 403
     assert api(base, f"/api/runs/{run}/status", VIEWER)[1]["learner"]["state"] == "RUNNING"
 
@@ -337,8 +390,10 @@ def test_checkpoint_now_writes_a_checkpoint(live_run, browser):
     base, run, _ = live_run
     log_in(browser, base, run, OPERATOR)
     click_when_enabled(browser, "checkpoint")
-    shown = wait_until(lambda: "written to" in (t := browser.find_element(By.ID, "action-result").text) and t,
-                       "the checkpoint answer shown")
+    shown = wait_until(
+        lambda: "written to" in (t := browser.find_element(By.ID, "action-result").text) and t,
+        "the checkpoint answer shown",
+    )
     step = int(shown.split("checkpoint of step ")[1].split()[0])
     steps = [int(c["step"]) for c in api(base, f"/api/runs/{run}/checkpoints", VIEWER)[1]["checkpoints"]]
     assert step in steps, (step, steps)
@@ -362,7 +417,8 @@ def controls(driver) -> dict:
     """The run's state and each action button's enabled state and tooltip, read at once."""
     return driver.execute_script(
         "return {state: document.getElementById('state').textContent, buttons: Object.fromEntries("
-        "[...document.querySelectorAll('#controls button')].map(b => [b.id, [!b.disabled, b.title]]))}")
+        "[...document.querySelectorAll('#controls button')].map(b => [b.id, [!b.disabled, b.title]]))}"
+    )
 
 
 def test_the_ended_run_says_so_and_its_actions_are_disabled(live_run, browser):
@@ -373,9 +429,17 @@ def test_the_ended_run_says_so_and_its_actions_are_disabled(live_run, browser):
 
 # A finished agents run beside the live one: the learner's writers, constructed episodes.
 AGENTS = "agents-done"
-TIMES = {"time/wait_for_batch": 4.0, "time/forward": 1.5, "time/backward": 2.0, "time/algo": 0.25,
-         "time/optimizer": 0.5, "time/weights_push": 0.75, "time/step": 10.0,  # the rest: 1.0 other
-         "time/generate": 3.0, "time/train": 4.5}
+TIMES = {
+    "time/wait_for_batch": 4.0,
+    "time/forward": 1.5,
+    "time/backward": 2.0,
+    "time/algo": 0.25,
+    "time/optimizer": 0.5,
+    "time/weights_push": 0.75,
+    "time/step": 10.0,  # the rest: 1.0 other
+    "time/generate": 3.0,
+    "time/train": 4.5,
+}
 
 
 @pytest.fixture(scope="session")
@@ -400,8 +464,13 @@ def chart_view(driver, title: str) -> dict | None:
     found = chart_attributes(driver, title)
     if not found.get("ranges"):
         return None
-    return {"keys": found["keys"].split(), "axes": json.loads(found["axes"]), "stacked": found["stacked"],
-            "ranges": json.loads(found["ranges"]), "top": found.get("top")}
+    return {
+        "keys": found["keys"].split(),
+        "axes": json.loads(found["axes"]),
+        "stacked": found["stacked"],
+        "ranges": json.loads(found["ranges"]),
+        "top": found.get("top"),
+    }
 
 
 def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(live_run, agents_run, browser):
@@ -417,8 +486,15 @@ def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(live_run
 def test_the_step_time_is_a_stack_whose_height_is_the_step_time(live_run, agents_run, browser):
     chart = wait_until(lambda: chart_view(browser, "Step time split (s)"), "the step-time chart", 30)
     assert chart["stacked"] == "1"
-    assert chart["keys"] == ["time/wait_for_batch", "time/forward", "time/backward", "time/algo",
-                             "time/optimizer", "time/weights_push", "time/other"]
+    assert chart["keys"] == [
+        "time/wait_for_batch",
+        "time/forward",
+        "time/backward",
+        "time/algo",
+        "time/optimizer",
+        "time/weights_push",
+        "time/other",
+    ]
     assert float(chart["top"]) == pytest.approx(10.0)  # the stack's height: time/step
     low, high = chart["ranges"]["y"]
     assert low == 0 and 10.0 <= high < 12  # the stack stands on 0 and fits the chart
@@ -429,24 +505,38 @@ def test_the_step_time_is_a_stack_whose_height_is_the_step_time(live_run, agents
 def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_run, agents_run, browser, tmp_path):
     from tests.fixtures.episodes import TURNS
 
-    wait_until(lambda: browser.execute_script(
-        "const row = [...document.querySelectorAll('tr.sample')].find(r => r.children[8].textContent === '3');"
-        "if (row) row.click(); return Boolean(row);"), "the 3-turn episode in the samples", 30)
-    episode = wait_until(lambda: browser.execute_script(
-        "const e = document.getElementById('episode');"
-        "return e && {head: e.querySelector('h3').textContent, turns: [...e.querySelectorAll('li.turn')].map(t => ({"
-        " reward: t.dataset.reward, head: t.querySelector('.turn-head').textContent,"
-        " text: t.querySelector('.turn-text').textContent,"
-        " calls: [...t.querySelectorAll('.tool-call')].map(c => [c.textContent, c.className]),"
-        " observation: t.querySelector('.observation')?.textContent ?? null}))}"), "the episode view", 30)
+    wait_until(
+        lambda: browser.execute_script(
+            "const row = [...document.querySelectorAll('tr.sample')].find(r => r.children[8].textContent === '3');"
+            "if (row) row.click(); return Boolean(row);"
+        ),
+        "the 3-turn episode in the samples",
+        30,
+    )
+    episode = wait_until(
+        lambda: browser.execute_script(
+            "const e = document.getElementById('episode');"
+            "return e && {head: e.querySelector('h3').textContent, turns: [...e.querySelectorAll('li.turn')].map(t => ({"
+            " reward: t.dataset.reward, head: t.querySelector('.turn-head').textContent,"
+            " text: t.querySelector('.turn-text').textContent,"
+            " calls: [...t.querySelectorAll('.tool-call')].map(c => [c.textContent, c.className]),"
+            " observation: t.querySelector('.observation')?.textContent ?? null}))}"
+        ),
+        "the episode view",
+        30,
+    )
     assert episode["head"] == "Episode in tool_arith · 3 turns · environment reward 1"
     shown = episode["turns"]
-    assert [t["head"] for t in shown] == ["turn 0 · reward 0 · stop", "turn 1 · reward 0.2500 · stop",
-                                          "turn 2 · reward 0.7500 · stop · done"]
+    assert [t["head"] for t in shown] == [
+        "turn 0 · reward 0 · stop",
+        "turn 1 · reward 0.2500 · stop",
+        "turn 2 · reward 0.7500 · stop · done",
+    ]
     assert [t["text"] for t in shown] == [text for text, *_ in TURNS]
     assert [t["observation"] for t in shown] == ["error: arguments are not valid JSON", "42", None]
-    assert shown[0]["calls"] == [['calculator({"expression": 6*7}) — arguments are not valid JSON: Expecting value',
-                                  "tool-call bad"]]
+    assert shown[0]["calls"] == [
+        ['calculator({"expression": 6*7}) — arguments are not valid JSON: Expecting value', "tool-call bad"]
+    ]
     assert shown[1]["calls"] == [['calculator({"expression": "6*7"})', "tool-call"]] and shown[2]["calls"] == []
     assert [t["reward"] for t in shown] == ["0", "0.25", "0.75"]
     browser.save_screenshot(str(tmp_path / "episode.png"))

@@ -9,6 +9,7 @@ trained through the learner. The learnable vowel reward scores
 the final turn. A few steps prove the plumbing; learning a tool is the SmolLM2 benchmark's job
 (benchmarks/agent_tool.py).
 """
+
 import json
 
 import pytest
@@ -31,10 +32,21 @@ def test_multi_turn_episodes_train_through_the_mesh_and_are_evaluated(tiny_long_
     and scales its replicas; this one covers observations between turns and evaluation.)"""
     steps = 2
     result, metrics, ledger = run(
-        tiny_long_model_dir, e2e_data, tmp_path / "run", f"learner.steps={steps}", "rollout.max_model_len=1024",
-        "environment.name=calc", "environment.builtin=calculator",
-        "rollout.agent.max_turns=2", "rollout.agent.max_episode_tokens=64", "rollout.agent.max_observation_tokens=16",
-        "eval.every=2", "eval.correct_component=vowel", "eval.samples_per_step=2", "eval.max_prompts=4")
+        tiny_long_model_dir,
+        e2e_data,
+        tmp_path / "run",
+        f"learner.steps={steps}",
+        "rollout.max_model_len=1024",
+        "environment.name=calc",
+        "environment.builtin=calculator",
+        "rollout.agent.max_turns=2",
+        "rollout.agent.max_episode_tokens=64",
+        "rollout.agent.max_observation_tokens=16",
+        "eval.every=2",
+        "eval.correct_component=vowel",
+        "eval.samples_per_step=2",
+        "eval.max_prompts=4",
+    )
     assert result.steps == steps and len(metrics) == steps
 
     trained = [e for e in ledger if e["event"] == "trained"]

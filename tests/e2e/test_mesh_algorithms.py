@@ -1,4 +1,5 @@
 """The same mesh and loop run DAPO, GSPO, PPO (critic) and DPO (reference) by config alone."""
+
 import json
 import math
 
@@ -11,14 +12,17 @@ def finite(rows, key):
     return [r[key] for r in rows if r.get(key) is not None and math.isfinite(r[key])]
 
 
-@pytest.mark.parametrize("preset, signature_metric, extra", [
-    # clip-higher, overlong; weights from the learner's memory into the engine over a gloo
-    # pair group (the collective transport; NCCL on GPUs)
-    ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4", "learner.weights_transport=collective"]),
-    # sequence-level ratio; weights through the JetStream object store instead of /dev/shm
-    ("gspo", "ratio/mean", ["learner.weights_transport=objectstore"]),
-    ("ppo", "critic/values", []),      # the critic ran (GAE needs values)
-])
+@pytest.mark.parametrize(
+    "preset, signature_metric, extra",
+    [
+        # clip-higher, overlong; weights from the learner's memory into the engine over a gloo
+        # pair group (the collective transport; NCCL on GPUs)
+        ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4", "learner.weights_transport=collective"]),
+        # sequence-level ratio; weights through the JetStream object store instead of /dev/shm
+        ("gspo", "ratio/mean", ["learner.weights_transport=objectstore"]),
+        ("ppo", "critic/values", []),  # the critic ran (GAE needs values)
+    ],
+)
 def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, extra):
     result, metrics, ledger = run_mesh("learner.steps=2", *extra, preset=preset)
     assert len(metrics) == 2
@@ -37,9 +41,14 @@ def test_ppo_uses_the_reference_for_a_kl_reward_penalty(run_mesh):
 
 
 def test_dpo_runs_offline_with_the_reference_service(run_mesh):
-    result, metrics, _ = run_mesh("learner.steps=4", "learner.prompts_per_step=16",
-                                  "algorithm.beta=0.5", "trainer.optim.lr=3e-3",
-                                  preset="dpo", train_key="pairs")
+    result, metrics, _ = run_mesh(
+        "learner.steps=4",
+        "learner.prompts_per_step=16",
+        "algorithm.beta=0.5",
+        "trainer.optim.lr=3e-3",
+        preset="dpo",
+        train_key="pairs",
+    )
     assert len(metrics) == 4
     assert abs(metrics[0]["rewards/margins"]) < 1e-3  # policy == reference before the update
     assert metrics[-1]["rewards/margins"] > metrics[0]["rewards/margins"]
@@ -56,8 +65,7 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
     group_id = next(e["group_id"] for e in ledger if e["event"] == "trained")
     spans = trace_for_group(run_dir, group_id)
     by_name = {s["name"]: s for s in spans}
-    chain = ["learner.publish_prompt", "rollout.generate", "reward.score", "reference.logprobs",
-             "learner.gather"]
+    chain = ["learner.publish_prompt", "rollout.generate", "reward.score", "reference.logprobs", "learner.gather"]
     assert set(chain) <= set(by_name), sorted(by_name)
     assert len({s["trace_id"] for s in spans}) == 1
     for parent, child in zip(chain, chain[1:]):
@@ -68,8 +76,10 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
         assert "meshrl.policy_version" in by_name[name]["attributes"]
         # component, replica and the NATS server the message went through, on the span itself
         attrs = by_name[name]["attributes"]
-        assert (attrs["meshrl.component"], attrs["meshrl.replica"]) == (by_name[name]["service"],
-                                                                        by_name[name]["replica"])
+        assert (attrs["meshrl.component"], attrs["meshrl.replica"]) == (
+            by_name[name]["service"],
+            by_name[name]["replica"],
+        )
         assert attrs["messaging.system"] == "nats" and attrs["server.address"] in ("127.0.0.1", "localhost")
     # the files are OTLP JSON (one ExportTraceServiceRequest per line), importable by Jaeger/Tempo
     first = json.loads(next((run_dir / "traces").glob("*.jsonl")).read_text().splitlines()[0])
@@ -79,13 +89,11 @@ def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_pat
     assert "rollout.generate" in render_waterfall(spans)
 
 
-
 def test_remax_trains_on_greedy_baselines_through_the_mesh(run_mesh):
     """The rollout decodes a greedy response per prompt beside the sampled one, the reward
     service scores it, the learner subtracts its reward (one step: the path, not learning;
     the optimal-token baseline's Σπ² stays inside the learner and is tested there)."""
-    result, metrics, ledger = run_mesh("learner.steps=1", "rollout.sampling.group_size=1",
-                                       preset="remax")
+    result, metrics, ledger = run_mesh("learner.steps=1", "rollout.sampling.group_size=1", preset="remax")
     assert len(finite(metrics, "loss")) == 1 and len(finite(metrics, "reward_greedy")) == 1
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
     assert len(trained) == len(set(trained)) == 4

@@ -3,6 +3,7 @@
 Prompts ask for the version the learner will still accept when their group is trained
 (services/learner/version_ask.py), so few groups are dropped as stale, and groups sampled
 by the previous version are trained while the next ones are generated (issue 15.4)."""
+
 import pytest
 
 pytestmark = pytest.mark.slow

@@ -7,6 +7,7 @@ with every group trained once or dropped with a reason.
 
 Run: timeout 1200 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_mesh_environment.py
 """
+
 import subprocess
 import sys
 
@@ -18,9 +19,13 @@ from tests.e2e.test_mesh_scale import cli, replica, rows, status, wait_for
 
 STEPS = 6
 CLI = [sys.executable, "-m", "meshrl.cli.main"]
-ENVIRONMENT = ("environment.name=tool_arith", "environment.builtin=tool_arith",
-               "reward.components=[{name: env, kind: environment, weight: 1.0}]",
-               "rollout.max_model_len=2048", "data.max_prompt_tokens=1536")
+ENVIRONMENT = (
+    "environment.name=tool_arith",
+    "environment.builtin=tool_arith",
+    "reward.components=[{name: env, kind: environment, weight: 1.0}]",
+    "rollout.max_model_len=2048",
+    "data.max_prompt_tokens=1536",
+)
 
 
 def served_steps(run_dir, replica_id: str) -> int:
@@ -33,8 +38,15 @@ def served_steps(run_dir, replica_id: str) -> int:
 def test_a_run_plays_episodes_on_launched_environment_replicas(tiny_long_model_dir, e2e_data, tmp_path):
     run_dir = tmp_path / "run"
     config = tmp_path / "config.yaml"
-    cfg = mesh_config(tiny_long_model_dir, e2e_data, run_dir, f"learner.steps={STEPS}", "learner.prompts_per_step=2",
-                      "rollout.sampling.group_size=4", *ENVIRONMENT)
+    cfg = mesh_config(
+        tiny_long_model_dir,
+        e2e_data,
+        run_dir,
+        f"learner.steps={STEPS}",
+        "learner.prompts_per_step=2",
+        "rollout.sampling.group_size=4",
+        *ENVIRONMENT,
+    )
     config.write_text(dump_config(cfg))
     proc = subprocess.Popen([*CLI, "train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

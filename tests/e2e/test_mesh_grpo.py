@@ -1,6 +1,7 @@
 """The main loop end to end: real NATS, real vLLM rollout ×2, reward, learner processes,
 with the held-out evaluation (through the rollout and reward gRPC services), samples.jsonl, and
 the run in MLflow (local store) and W&B (offline), read back with their own readers."""
+
 import json
 
 import numpy as np
@@ -15,19 +16,29 @@ def assert_private(run_dir):
     """The run dir is 0700 and what the services wrote (logs, checkpoints, metrics) is 0600:
     it holds the run's credentials and weights."""
     assert run_dir.stat().st_mode & 0o777 == 0o700
-    written = [run_dir / "metrics.jsonl", run_dir / "logs" / "learner-0.log",
-               *(run_dir / "checkpoints").glob("step_*/*")]
-    assert len(written) > 3 and {p.name: p.stat().st_mode & 0o077 for p in written if p.is_file()} == \
-        {p.name: 0 for p in written if p.is_file()}
+    written = [
+        run_dir / "metrics.jsonl",
+        run_dir / "logs" / "learner-0.log",
+        *(run_dir / "checkpoints").glob("step_*/*"),
+    ]
+    assert len(written) > 3 and {p.name: p.stat().st_mode & 0o077 for p in written if p.is_file()} == {
+        p.name: 0 for p in written if p.is_file()
+    }
 
 
 def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     steps = 12
-    result, metrics, ledger = run_mesh(f"learner.steps={steps}", "rollout.replicas=2",
-                                       "trainer.optim.lr=3e-3", "trainer.mini_batches=2",
-                                       "eval.every=6", "eval.at_start=true",
-                                       "eval.correct_component=vowel", "eval.samples_per_step=2",
-                                       "telemetry.trackers=[mlflow,wandb]")
+    result, metrics, ledger = run_mesh(
+        f"learner.steps={steps}",
+        "rollout.replicas=2",
+        "trainer.optim.lr=3e-3",
+        "trainer.mini_batches=2",
+        "eval.every=6",
+        "eval.at_start=true",
+        "eval.correct_component=vowel",
+        "eval.samples_per_step=2",
+        "telemetry.trackers=[mlflow,wandb]",
+    )
     assert result.steps == steps and len(metrics) == steps
     assert_private(result.run_dir)
     rewards = [m["reward"] for m in metrics]
@@ -77,8 +88,9 @@ def assert_trackers_hold_the_run(run_dir, metrics, samples):
     client = MlflowClient(f"sqlite:///{run_dir / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("e2e-grpo").experiment_id])
     assert run.info.status == "FINISHED" and run.data.tags["meshrl.final_model"] == str((run_dir / "final").resolve())
-    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "reward")] == \
-        [(m["step"], m["reward"]) for m in metrics]
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "reward")] == [
+        (m["step"], m["reward"]) for m in metrics
+    ]
     assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/accuracy")] == [5, 11]
     table = json.loads(open(client.download_artifacts(run.info.run_id, "samples.json", str(run_dir / "dl"))).read())
     assert len(table["data"]) == len(samples)

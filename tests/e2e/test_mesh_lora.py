@@ -2,6 +2,7 @@
 takes the KL's reference log-probs from its own base with the adapter off (no reference
 service runs), pushes only the adapter (model.lora.push: adapter, the default) that every
 rollout replica serves with vLLM's LoRA support, and exports the merged model and the adapter."""
+
 import math
 
 import pytest
@@ -12,8 +13,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_grpo_with_lora_trains_adapters_through_the_mesh(run_mesh, tiny_model_dir):
-    result, metrics, ledger = run_mesh("learner.steps=3", "model.lora.rank=8", "model.lora.alpha=16",
-                                       "model.lora.target_modules=[q_proj,v_proj,o_proj]", "trainer.optim.lr=0.01")
+    result, metrics, ledger = run_mesh(
+        "learner.steps=3",
+        "model.lora.rank=8",
+        "model.lora.alpha=16",
+        "model.lora.target_modules=[q_proj,v_proj,o_proj]",
+        "trainer.optim.lr=0.01",
+    )
     run_dir = result.run_dir
     assert len(metrics) == 3 and all(math.isfinite(m["loss"]) for m in metrics)
     # GRPO's KL term ran against the base (adapter off): 0 at the first step, then positive

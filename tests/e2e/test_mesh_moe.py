@@ -2,6 +2,7 @@
 with GSPO: real vLLM rollout of the MoE (CPU), weights pushed in the checkpoint's per-expert
 names and loaded by every replica, the router's load balance and aux loss logged per step,
 and the train/rollout log-prob mismatch measured."""
+
 import json
 import math
 

@@ -12,6 +12,7 @@ prompt of the run) is trained exactly once, so nothing in flight at the stop was
 trained twice; the resumed run pushed the checkpoint's weights first (version continuity)
 and ends with a final checkpoint and the final model dir.
 """
+
 import json
 import signal
 import subprocess
@@ -44,8 +45,12 @@ def test_sigterm_checkpoints_and_resume_finishes_without_loss_or_repeat(tiny_mod
     cfg = mesh_config(tiny_model_dir, e2e_data, run_dir, f"learner.steps={STEPS}", "learner.prompts_per_step=2")
     config = tmp_path / "config.yaml"
     config.write_text(dump_config(cfg))
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.cli.main", "train", str(config)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshrl.cli.main", "train", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_steps(proc, run_dir / "metrics.jsonl", 2)
         proc.send_signal(signal.SIGTERM)

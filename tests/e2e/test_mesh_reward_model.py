@@ -2,6 +2,7 @@
 tiny sequence-classification reward model built in code: the launcher starts the
 reward-model service beside the others, the reward service mixes its scores with the math
 rule, and PPO trains on them for 3 steps. One run (the CI's e2e budget)."""
+
 import json
 import math
 import subprocess
@@ -20,10 +21,20 @@ STEPS = 3
 
 def tiny_overrides(model_dir, data, rm_dir, run_dir) -> list[str]:
     """The example's settings for the tiny model (as tests/e2e/conftest.py's mesh_config)."""
-    return [f"model.path={model_dir}", f"data.train={data['train']}", "data.max_prompt_tokens=128",
-            f"reward_model.path={rm_dir}", "reward_model.device=cpu", f"run.dir={run_dir}",
-            "rollout.sampling.max_tokens=8", "rollout.kv_cache_gb=1.0", "rollout.max_model_len=256",
-            f"learner.steps={STEPS}", "learner.prompts_per_step=4", "trainer.optim.lr=1e-3"]
+    return [
+        f"model.path={model_dir}",
+        f"data.train={data['train']}",
+        "data.max_prompt_tokens=128",
+        f"reward_model.path={rm_dir}",
+        "reward_model.device=cpu",
+        f"run.dir={run_dir}",
+        "rollout.sampling.max_tokens=8",
+        "rollout.kv_cache_gb=1.0",
+        "rollout.max_model_len=256",
+        f"learner.steps={STEPS}",
+        "learner.prompts_per_step=4",
+        "trainer.optim.lr=1e-3",
+    ]
 
 
 def rows(path: Path) -> list[dict]:
@@ -33,9 +44,19 @@ def rows(path: Path) -> list[dict]:
 def test_ppo_example_trains_on_reward_model_scores_mixed_with_a_rule(tiny_model_dir, e2e_data, tmp_path):
     rm_dir = build_tiny_reward_model(tmp_path / "rm")
     run_dir = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "train", str(EXAMPLE),
-                           *tiny_overrides(tiny_model_dir, e2e_data, rm_dir, run_dir)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.cli.main",
+            "train",
+            str(EXAMPLE),
+            *tiny_overrides(tiny_model_dir, e2e_data, rm_dir, run_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"done: {STEPS} steps" in done.stdout + done.stderr
     resolved = yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -9,6 +9,7 @@ to the new replica's announcement and to its first trained group.
 
 Run: timeout 900 .venv/bin/python -m pytest -q -s -m slow tests/e2e/test_mesh_scale.py
 """
+
 import json
 import subprocess
 import sys
@@ -68,8 +69,10 @@ def test_a_rollout_replica_joins_and_leaves_a_running_run(tiny_model_dir, e2e_da
         joined = wait_for(lambda: replica(run_dir, "rollout-1"), proc, "rollout-1 in the run KV", poll_s=2)
         announced_s = time.monotonic() - t0
         first = wait_for(lambda: trained_by(run_dir, "rollout-1"), proc, "a group from rollout-1")[0]
-        print(f"\nscale → rollout-1 announced: {announced_s:.1f} s; → its first trained group: "
-              f"{first['time'] - t0_unix:.1f} s (step {first['step']} of {STEPS})")
+        print(
+            f"\nscale → rollout-1 announced: {announced_s:.1f} s; → its first trained group: "
+            f"{first['time'] - t0_unix:.1f} s (step {first['step']} of {STEPS})"
+        )
         learner_step = status(run_dir)["learner"]["step"]
         assert "rollout ×2 → ×1" in cli("scale", run_dir, "rollout=1")
         wait_for(lambda: replica(run_dir, "rollout-1") is None, proc, "rollout-1 withdrawn", poll_s=2)

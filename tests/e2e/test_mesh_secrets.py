@@ -3,6 +3,7 @@ and the alert webhook's, both from environment variables) and the run's own NATS
 and gRPC TLS keys (made for RUN_DIR/secrets) appear in no file of the run dir outside
 secrets/, no log and no span. The run has `launch.grpc_tls: mutual`: it trains over mutual
 TLS (learner→reference, eval, control), and the learner's port refuses a plaintext client."""
+
 import asyncio
 import os
 import subprocess
@@ -43,8 +44,9 @@ def record_new_passwords(monkeypatch) -> list[str]:
 
 async def health(address: str, credentials) -> str:
     """One grpc.health.v1 check over TLS (`credentials`) or plaintext (None): its status or error code."""
-    channel = (grpc.aio.secure_channel(address, credentials) if credentials is not None
-               else grpc.aio.insecure_channel(address))
+    channel = (
+        grpc.aio.secure_channel(address, credentials) if credentials is not None else grpc.aio.insecure_channel(address)
+    )
     async with channel:
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
@@ -78,8 +80,9 @@ def leaks(run_dir: Path, secrets: list[str]) -> list[str]:
 
 def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monkeypatch):
     port = free_port()
-    judge = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port), "--keywords", "a"],
-                             stderr=subprocess.DEVNULL)
+    judge = subprocess.Popen(
+        [sys.executable, str(EXAMPLE), "--port", str(port), "--keywords", "a"], stderr=subprocess.DEVNULL
+    )
     monkeypatch.setenv("MESHRL_TEST_REWARD_TOKEN", REWARD_TOKEN)
     monkeypatch.setenv("MESHRL_TEST_HOOK_TOKEN", HOOK_TOKEN)
     passwords = record_new_passwords(monkeypatch)
@@ -88,12 +91,17 @@ def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monke
     prober.start()
     try:
         time.sleep(2)  # the example binds its port; the reward service's health check waits too
-        components = ('[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
-                      f'{{name: judge, kind: external, address: "127.0.0.1:{port}", weight: 0.5, '
-                      'token_env: MESHRL_TEST_REWARD_TOKEN}]')
-        result, metrics, _ = run_mesh("learner.steps=1", "launch.grpc_tls=mutual", f"reward.components={components}",
-                                      f"alerts.webhook={{url: 'http://127.0.0.1:{free_port()}/hook', "
-                                      "token_env: MESHRL_TEST_HOOK_TOKEN}")
+        components = (
+            '[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
+            f'{{name: judge, kind: external, address: "127.0.0.1:{port}", weight: 0.5, '
+            "token_env: MESHRL_TEST_REWARD_TOKEN}]"
+        )
+        result, metrics, _ = run_mesh(
+            "learner.steps=1",
+            "launch.grpc_tls=mutual",
+            f"reward.components={components}",
+            f"alerts.webhook={{url: 'http://127.0.0.1:{free_port()}/hook', token_env: MESHRL_TEST_HOOK_TOKEN}}",
+        )
     finally:
         done.set()
         judge.terminate()

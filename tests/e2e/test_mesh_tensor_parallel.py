@@ -1,6 +1,7 @@
 """A rollout replica whose vLLM engine spans two tensor-parallel workers (CPU backend, one
 core group each) runs end to end: it generates, and every weights push reaches both workers'
 shards (the replica verifies and loads each version; on-policy steps train on it)."""
+
 import math
 
 import pytest

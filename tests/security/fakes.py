@@ -1,5 +1,6 @@
 """Fakes for the attack tests, named as such: they stand in for a component that is not the
 one under attack (vLLM's engine, when the attack is on what reaches it)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -12,6 +12,7 @@ attack with a service kind's own credentials:
 
 Run: .venv/bin/python -m pytest tests/security/test_bus_attacks.py -q
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,8 +44,12 @@ async def learner(secured):
 
 
 def push_consumer(stream: str, deliver_to: str, **config) -> bytes:
-    return json.dumps({"stream_name": stream, "config": {"deliver_subject": deliver_to, "ack_policy": "none",
-                                                         "deliver_policy": "all", **config}}).encode()
+    return json.dumps(
+        {
+            "stream_name": stream,
+            "config": {"deliver_subject": deliver_to, "ack_policy": "none", "deliver_policy": "all", **config},
+        }
+    ).encode()
 
 
 async def refused(bus: Bus, subject: str, payload: bytes) -> bool:
@@ -71,8 +76,11 @@ async def test_reward_cannot_deliver_a_forged_weights_ack_to_the_learner(secured
     async with await connect(secured, "reward") as reward:
         await reward.state.put("services.reward.forged", forged)  # its own key: allowed
         subject = f"$KV.{names.kv_bucket(run_id)}.services.reward.forged"
-        denied = await refused(reward, f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}", push_consumer(
-            kv_stream(run_id), names.weights_loaded_subject(run_id), filter_subject=subject))
+        denied = await refused(
+            reward,
+            f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}",
+            push_consumer(kv_stream(run_id), names.weights_loaded_subject(run_id), filter_subject=subject),
+        )
     assert await nothing_arrives(acks), "the learner received the reward's forged WeightsLoaded"
     assert denied
     await acks.close()
@@ -82,8 +90,9 @@ async def test_reward_cannot_deliver_a_forged_weights_ack_to_the_learner(secured
 async def test_no_service_can_push_a_stream_into_ready(secured, learner, kind):
     run_id, ready = secured[1], names.stage_subject(secured[1], "ready")
     async with await connect(secured, kind) as bus:
-        denied = await refused(bus, f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}",
-                               push_consumer(kv_stream(run_id), ready))
+        denied = await refused(
+            bus, f"$JS.API.CONSUMER.CREATE.{kv_stream(run_id)}", push_consumer(kv_stream(run_id), ready)
+        )
     await asyncio.sleep(QUIET_S)
     assert await learner.pending("ready") == 0 and denied
 
@@ -92,8 +101,11 @@ async def test_no_service_can_push_a_stream_into_ready(secured, learner, kind):
 async def test_a_service_cannot_turn_its_durable_into_a_push_consumer(secured, learner, kind, stage):
     stream, ready = names.stage_stream(secured[1], stage), names.stage_subject(secured[1], "ready")
     async with await connect(secured, kind) as bus:
-        denied = await refused(bus, f"$JS.API.CONSUMER.CREATE.{stream}.{kind}",
-                               push_consumer(stream, ready, durable_name=kind, ack_policy="explicit"))
+        denied = await refused(
+            bus,
+            f"$JS.API.CONSUMER.CREATE.{stream}.{kind}",
+            push_consumer(stream, ready, durable_name=kind, ack_policy="explicit"),
+        )
         assert (await bus.js.consumer_info(stream, kind)).config.deliver_subject is None  # still a pull consumer
         assert denied
 
@@ -103,15 +115,20 @@ async def test_a_pull_reply_into_ready_is_refused_by_the_learner(secured, learne
     async with await connect(secured, "rollout") as rollout:
         await rollout.publish("generated", common_pb2.Group(group_id="unscored"), msg_id="unscored")
     async with await connect(secured, "reward") as reward:  # its own input, redirected past the reference
-        await reward.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{names.stage_stream(run_id, 'generated')}.reward",
-                                json.dumps({"batch": 1}).encode(), reply=names.stage_subject(run_id, "ready"))
+        await reward.nc.publish(
+            f"$JS.API.CONSUMER.MSG.NEXT.{names.stage_stream(run_id, 'generated')}.reward",
+            json.dumps({"batch": 1}).encode(),
+            reply=names.stage_subject(run_id, "ready"),
+        )
         await reward.nc.flush()
     assert await learner.pull("ready", "learner", max_msgs=1, timeout=QUIET_S) == []
     async with await connect(secured, "admin") as admin:  # the operator reads the dead letters
         letter = await admin.js.get_last_msg(names.dead_stream(run_id), names.dead_subject(run_id))
     assert common_pb2.Group.FromString(letter.data).group_id == "unscored"
-    assert letter.headers["Meshrl-Error"].startswith("Misrouted: a message on meshrl.") and \
-        f"was published to {names.stage_subject(run_id, 'generated')}" in letter.headers["Meshrl-Error"]
+    assert (
+        letter.headers["Meshrl-Error"].startswith("Misrouted: a message on meshrl.")
+        and f"was published to {names.stage_subject(run_id, 'generated')}" in letter.headers["Meshrl-Error"]
+    )
 
 
 async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner):
@@ -122,8 +139,10 @@ async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner
         await reward.nc.flush()
     async with await connect(secured, "rollout") as rollout:
         await asyncio.sleep(0.5)  # the answer first, then the rollout's real ack
-        await rollout.publish_event(names.weights_loaded_subject(run_id),
-                                    common_pb2.WeightsLoaded(run_id=run_id, replica_id="rollout-0", version=1, ok=True))
+        await rollout.publish_event(
+            names.weights_loaded_subject(run_id),
+            common_pb2.WeightsLoaded(run_id=run_id, replica_id="rollout-0", version=1, ok=True),
+        )
     first = await acks.next(timeout=5)
     assert (first.replica_id, first.version, first.ok) == ("rollout-0", 1, True)
     await acks.close()

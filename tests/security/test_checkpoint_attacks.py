@@ -13,6 +13,7 @@ ExportRun use it):
 
 Run: .venv/bin/python -m pytest tests/security/test_checkpoint_attacks.py -q
 """
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,9 @@ def load_for_resume(ckpt: Path) -> None:
     load_checkpoint(ckpt, model=model, optimizer=optimizer, scheduler=scheduler)
 
 
-@pytest.mark.parametrize("load,craft", [("resume", evil_metadata), ("export", evil_metadata),
-                                        ("resume", evil_optimizer_value)])  # export reads no optimizer value
+@pytest.mark.parametrize(
+    "load,craft", [("resume", evil_metadata), ("export", evil_metadata), ("resume", evil_optimizer_value)]
+)  # export reads no optimizer value
 def test_a_crafted_checkpoint_runs_no_code(tmp_path, craft, load):
     ckpt, marker = saved(tmp_path / "run"), tmp_path / "attacker-was-here"
     craft(ckpt, marker)
@@ -120,5 +122,8 @@ def test_a_value_that_is_plain_data_still_loads(tmp_path):
     model = tiny_model(seed=1)
     optimizer, scheduler = trainer(model)
     load_checkpoint(ckpt, model=model, optimizer=optimizer, scheduler=scheduler)
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 / 3) and \
-        optimizer.param_groups[0]["betas"] == (0.9, 0.999) and torch.is_tensor(model.lm_head.weight)
+    assert (
+        optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 / 3)
+        and optimizer.param_groups[0]["betas"] == (0.9, 0.999)
+        and torch.is_tensor(model.lm_head.weight)
+    )

@@ -9,6 +9,7 @@ client (the run's token) receives every tensor.
 
 Run: .venv/bin/python -m pytest tests/security/test_collective_attack.py -q
 """
+
 import multiprocessing as mp
 
 import pytest
@@ -23,8 +24,12 @@ TOKEN = b"the-run-weights-token-0123456789abcdef"
 def client(address: str, token, out) -> None:
     try:
         ticket, manifest = ask_for(address, "someone", 3, timeout_s=30, token=token)
-        out.put({name: t.tolist() for name, t in receive(address, ticket, manifest, torch.device("cpu"),
-                                                         timeout_s=30, token=token)})
+        out.put(
+            {
+                name: t.tolist()
+                for name, t in receive(address, ticket, manifest, torch.device("cpu"), timeout_s=30, token=token)
+            }
+        )
     except RuntimeError as err:
         out.put(str(err))
 

@@ -9,6 +9,7 @@ the certificate that called, in audit.jsonl and on the run's events subject.
 
 Run: .venv/bin/python -m pytest tests/security/test_control_audit.py -q
 """
+
 import json
 
 import pytest
@@ -39,11 +40,13 @@ async def test_a_pause_that_says_it_was_audited_elsewhere_is_audited(tmp_path, n
         with caller_env(grpc_user_env(run_dir / "secrets", "admin")):
             async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
                 await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
-                    learner_pb2.PauseRequest(reason="unseen"), timeout=10, metadata=SKIP_HEADERS)
+                    learner_pb2.PauseRequest(reason="unseen"), timeout=10, metadata=SKIP_HEADERS
+                )
         event = json.loads((await sub.next_msg(timeout=10)).data)
         await learner.stop(None)
     assert state.message == "paused: unseen"  # the call itself went through
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["action"], r["reason"], r["on_behalf_of"]) for r in rows] == [
-        ("cert:meshrl-admin", "pause", "unseen", "nobody")]
+        ("cert:meshrl-admin", "pause", "unseen", "nobody")
+    ]
     assert event == rows[0]

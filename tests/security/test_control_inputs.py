@@ -9,6 +9,7 @@ the loop.
 
 Run: .venv/bin/python -m pytest tests/security/test_control_inputs.py -q
 """
+
 import grpc
 import pytest
 
@@ -35,12 +36,15 @@ async def test_a_free_text_checkpoint_tag_is_refused_not_queued(tmp_path, nats_u
             async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
                 with pytest.raises(grpc.aio.AioRpcError) as direct:
                     await learner_pb2_grpc.LearnerControlServiceStub(channel).Checkpoint(
-                        learner_pb2.CheckpointRequest(tag=FREE_TEXT), timeout=10)
+                        learner_pb2.CheckpointRequest(tag=FREE_TEXT), timeout=10
+                    )
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as via_gateway:
                 await gateway_pb2_grpc.GatewayServiceStub(channel).CheckpointRun(
-                    pb.RunActionRequest(run="live", reason=FREE_TEXT), timeout=10,
-                    metadata=(("authorization", f"Bearer {OPERATOR}"),))
+                    pb.RunActionRequest(run="live", reason=FREE_TEXT),
+                    timeout=10,
+                    metadata=(("authorization", f"Bearer {OPERATOR}"),),
+                )
     finally:
         await gw.stop()
         await learner.stop(None)

@@ -9,6 +9,7 @@
 
 Run: .venv/bin/python -m pytest tests/security/test_gateway_attacks.py -q
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,12 +41,21 @@ async def gateway(tmp_path_factory):
     (run_dir / "config.yaml").write_text("run: {name: live}\n")
     (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 0, "reward": 0.1}) + "\n")
     nats, learner = listener(), listener()  # this process is the run's launcher: its ports are its own
-    write_presence(run_dir, LauncherInfo(os.getpid(), "live-1", f"nats://127.0.0.1:{nats.getsockname()[1]}",
-                                         f"127.0.0.1:{learner.getsockname()[1]}", {"rollout": 1}))
+    write_presence(
+        run_dir,
+        LauncherInfo(
+            os.getpid(),
+            "live-1",
+            f"nats://127.0.0.1:{nats.getsockname()[1]}",
+            f"127.0.0.1:{learner.getsockname()[1]}",
+            {"rollout": 1},
+        ),
+    )
     lock = launch_lock(run_dir)
     lock.__enter__()
-    gw = await gateway_for(root, root.parent, olga=("operator", OPERATOR), vic=("viewer", VIEWER),
-                           val=("viewer", OTHER_VIEWER))
+    gw = await gateway_for(
+        root, root.parent, olga=("operator", OPERATOR), vic=("viewer", VIEWER), val=("viewer", OTHER_VIEWER)
+    )
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
     async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as http:
         yield gw, gateway_pb2_grpc.GatewayServiceStub(channel), http, run_dir
@@ -73,8 +83,11 @@ async def test_an_anonymous_call_is_refused_before_its_message_is_read(gateway):
             await raw(b"\xff" * 1000, metadata=bearer("not-a-token-of-ours"), timeout=10)
     assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED  # not a parse error: never parsed
     with pytest.raises(grpc.aio.AioRpcError) as too_big:
-        await stub.ScaleService(pb.ScaleServiceRequest(run="live", service="x" * (2 << 20), replicas=1),
-                                metadata=bearer(OPERATOR), timeout=10)
+        await stub.ScaleService(
+            pb.ScaleServiceRequest(run="live", service="x" * (2 << 20), replicas=1),
+            metadata=bearer(OPERATOR),
+            timeout=10,
+        )
     assert too_big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
@@ -82,8 +95,9 @@ async def test_a_cookie_post_from_another_origin_is_refused(gateway):
     gw, _, http, run_dir = gateway
     jar = aiohttp.CookieJar(unsafe=True)  # keeps cookies of an IP host, as a browser does
     async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}", cookie_jar=jar) as browser:
-        async with browser.post("/api/session", json={"token": OPERATOR},
-                                headers={"Origin": f"http://127.0.0.1:{gw.http_port}"}) as r:
+        async with browser.post(
+            "/api/session", json={"token": OPERATOR}, headers={"Origin": f"http://127.0.0.1:{gw.http_port}"}
+        ) as r:
             assert r.status == 200  # the operator logged in on the dashboard: the cookie is set
         evil = {"Origin": "http://127.0.0.1:9999"}  # another app on this host: same site, other origin
         async with browser.post("/api/runs/live/scale", json={"service": "rollout", "replicas": 5}, headers=evil) as r:
@@ -98,8 +112,11 @@ async def test_a_cookie_post_from_another_origin_is_refused(gateway):
 async def test_scale_asks_for_at_most_the_cap(gateway):
     _, stub, _, _ = gateway
     with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await stub.ScaleService(pb.ScaleServiceRequest(run="live", service="rollout", replicas=2_147_483_647),
-                                metadata=bearer(OPERATOR), timeout=10)
+        await stub.ScaleService(
+            pb.ScaleServiceRequest(run="live", service="rollout", replicas=2_147_483_647),
+            metadata=bearer(OPERATOR),
+            timeout=10,
+        )
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "replicas=2147483647: allowed 1..64" in refused.value.details()
 
@@ -109,12 +126,15 @@ async def test_one_viewer_cannot_hold_streams_without_end(gateway):
     opened = []
     try:
         for _ in range(MAX_FOLLOWS_PER_USER):
-            opened.append(await http.get("/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}))
+            opened.append(
+                await http.get("/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"})
+            )
             assert opened[-1].status == 200
         async with http.get("/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}) as r:
             assert r.status == 429 and f"vic has {MAX_FOLLOWS_PER_USER} live streams open" in (await r.json())["error"]
-        async with http.get("/api/runs/live/metrics?follow=1",
-                            headers={"Authorization": f"Bearer {OTHER_VIEWER}"}) as r:
+        async with http.get(
+            "/api/runs/live/metrics?follow=1", headers={"Authorization": f"Bearer {OTHER_VIEWER}"}
+        ) as r:
             assert r.status == 200  # another viewer is not starved
     finally:
         for response in opened:

@@ -12,6 +12,7 @@ and checkpointed the learner and used every service. Here:
 
 Run: .venv/bin/python -m pytest tests/security/test_grpc_authz.py -q
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,9 +48,16 @@ async def mesh(tmp_path_factory):
     create_grpc_tls(secrets)
     state = LearnerState(run_id="r", total_steps=10)
     with server_env(secrets, "learner"):
-        learner, learner_port = await start_server([registration(
-            learner_pb2_grpc.add_LearnerControlServiceServicer_to_server, LearnerControl(state),
-            learner_pb2.DESCRIPTOR.services_by_name["LearnerControlService"])], host="127.0.0.1")
+        learner, learner_port = await start_server(
+            [
+                registration(
+                    learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                    LearnerControl(state),
+                    learner_pb2.DESCRIPTOR.services_by_name["LearnerControlService"],
+                )
+            ],
+            host="127.0.0.1",
+        )
     scorer = GroupScorer(build_components([RewardComponentConfig(name="exact", kind="exact_match")], "r"), {})
     with server_env(secrets, "reward"):
         reward, reward_port = await start_reward_server(scorer, host="127.0.0.1")
@@ -70,7 +78,8 @@ async def pause_as(secrets, address: str, kind: str):
     with caller_env(grpc_user_env(secrets, kind)):
         async with open_channel(address, retries=False) as channel:
             return await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
-                learner_pb2.PauseRequest(reason=f"by {kind}"), timeout=10)
+                learner_pb2.PauseRequest(reason=f"by {kind}"), timeout=10
+            )
 
 
 @pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "environment"])
@@ -79,8 +88,9 @@ async def test_a_service_kind_cannot_pause_the_learner(mesh, kind):
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await pause_as(secrets, learner, kind)
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    assert refused.value.details() == (f"/meshrl.learner.v1.LearnerControlService/Pause on the learner is not for {kind}"
-                                       " (allowed: admin)")
+    assert refused.value.details() == (
+        f"/meshrl.learner.v1.LearnerControlService/Pause on the learner is not for {kind} (allowed: admin)"
+    )
     assert state.resumed.is_set() and "paused" not in state.message
 
 
@@ -93,8 +103,9 @@ async def test_the_operator_can_pause_the_learner(mesh):
 
 async def test_score_answers_the_learner_not_the_rollout(mesh):
     secrets, _, _, reward = mesh
-    request = reward_pb2.ScoreRequest(component="exact", items=[reward_pb2.ScoreItem(
-        id="a", response="7", ground_truth_json='"7"')])
+    request = reward_pb2.ScoreRequest(
+        component="exact", items=[reward_pb2.ScoreItem(id="a", response="7", ground_truth_json='"7"')]
+    )
     for kind, allowed in (("rollout", False), ("learner", True)):
         with caller_env(grpc_user_env(secrets, kind)):
             async with open_channel(reward, retries=False) as channel:

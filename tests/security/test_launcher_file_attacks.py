@@ -10,6 +10,7 @@ launch lock and serves its NATS and learner ports, as `meshrl train` does):
 
 Run: .venv/bin/python -m pytest tests/security/test_launcher_file_attacks.py -q
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -83,11 +84,14 @@ async def test_a_rewritten_pid_is_not_signalled(tmp_path):
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await gateway_pb2_grpc.GatewayServiceStub(channel).StopRun(
-                    pb.RunActionRequest(run="tenant"), metadata=(("authorization", f"Bearer {OPERATOR}"),))
+                    pb.RunActionRequest(run="tenant"), metadata=(("authorization", f"Bearer {OPERATOR}"),)
+                )
         await gw.stop()
         await asyncio.sleep(0.5)
         assert victim.poll() is None, "the gateway signalled a process that is not the run's launcher"
-        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "is not running" in refused.value.details()
+        assert (
+            refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "is not running" in refused.value.details()
+        )
     finally:
         for proc in (victim, launcher):
             proc.kill()
@@ -104,11 +108,14 @@ async def test_a_rewritten_nats_url_is_not_sent_the_admin_password(tmp_path):
         gw = await gateway_for(tmp_path, tmp_path.parent, vic=("viewer", VIEWER))
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             status = await gateway_pb2_grpc.GatewayServiceStub(channel).GetRunStatus(
-                pb.GetRunStatusRequest(run="tenant"), metadata=(("authorization", f"Bearer {VIEWER}"),), timeout=30)
+                pb.GetRunStatusRequest(run="tenant"), metadata=(("authorization", f"Bearer {VIEWER}"),), timeout=30
+            )
         await gw.stop()
     finally:
         launcher.kill()
         launcher.wait()
     await asyncio.sleep(0.5)
-    assert password.encode() not in evil.received, "the gateway sent the run's NATS admin password to launcher.json's URL"
+    assert password.encode() not in evil.received, (
+        "the gateway sent the run's NATS admin password to launcher.json's URL"
+    )
     assert not status.run.live and not status.replicas

@@ -10,6 +10,7 @@ by the caller's kind, tests/security/test_grpc_authz.py.)
 
 Run: .venv/bin/python -m pytest tests/security/test_loopback_only.py -q
 """
+
 from __future__ import annotations
 
 import socket
@@ -23,8 +24,12 @@ from meshrl.transport.rpc.server import start_server, stop_server
 
 
 def other_addresses() -> list[str]:
-    found = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
-             if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    found = [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
     assert found, "this host has no non-loopback IPv4 address to try"
     return found
 

@@ -10,6 +10,7 @@ not stop a replica.
 
 Run: .venv/bin/python -m pytest tests/security/test_notice_attacks.py -q
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,11 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_ambient_cred
 def keys(tmp_path_factory):
     """(the learner's signer, the replicas' verifier, another run's signer)."""
     ours, theirs = (create_run_keys(tmp_path_factory.mktemp(name)) for name in ("ours", "theirs"))
-    return (signer_from_env({"MESHRL_RUN_SIGNING_KEY_FILE": str(ours.private)}), load_verifier(ours.public),
-            signer_from_env({"MESHRL_RUN_SIGNING_KEY_FILE": str(theirs.private)}))
+    return (
+        signer_from_env({"MESHRL_RUN_SIGNING_KEY_FILE": str(ours.private)}),
+        load_verifier(ours.public),
+        signer_from_env({"MESHRL_RUN_SIGNING_KEY_FILE": str(theirs.private)}),
+    )
 
 
 def pushed(tmp_path, version: int, data: bytes = b"weights") -> pb.WeightsNotice:
@@ -44,8 +48,15 @@ def pushed(tmp_path, version: int, data: bytes = b"weights") -> pb.WeightsNotice
     folder = tmp_path / f"push{version}"
     folder.mkdir(mode=0o700)
     (folder / "w.safetensors").write_bytes(data)
-    return weights_notice(run_id="r", version=version, transport="shm", location=str(folder / "w.safetensors"),
-                          sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data), step=version)
+    return weights_notice(
+        run_id="r",
+        version=version,
+        transport="shm",
+        location=str(folder / "w.safetensors"),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        step=version,
+    )
 
 
 @pytest.mark.parametrize("forgery", ["unsigned", "another_key", "location_changed"])
@@ -75,8 +86,10 @@ async def test_junk_under_the_notice_key_does_not_stop_a_replica(tmp_path, secur
 
         async def report(loaded):
             reports.append(loaded)
-        follower = WeightsFollower(rollout.state, WeightsUpdater(engine, run_id="r", replica_id="r0",
-                                                                 publish_loaded=report, verifier=verifier))
+
+        follower = WeightsFollower(
+            rollout.state, WeightsUpdater(engine, run_id="r", replica_id="r0", publish_loaded=report, verifier=verifier)
+        )
         await follower.start()
         watching = asyncio.create_task(follower.run())
         await announce(learner.state, sign_notice(pushed(tmp_path, 1, b"v1"), learner_key))

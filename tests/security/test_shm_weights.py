@@ -12,6 +12,7 @@ the rollout's, with the real object store on a real nats-server):
 
 Run: .venv/bin/python -m pytest tests/security/test_shm_weights.py -q
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,15 @@ FORGED_BYTES = b"the attacker's weights" * 1000
 
 
 def notice_for(location: str, data: bytes, run_id: str, transport: str = "shm") -> pb.WeightsNotice:
-    return weights_notice(run_id=run_id, version=1, transport=transport, location=location,
-                          sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data), step=1)
+    return weights_notice(
+        run_id=run_id,
+        version=1,
+        transport=transport,
+        location=location,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        step=1,
+    )
 
 
 async def publish_shm(run_id: str) -> str:
@@ -94,8 +102,9 @@ def test_a_notice_into_a_place_another_user_controls_is_refused(local_attacker, 
         os.symlink(location, real)
         location = str(real)
     engine = RecordingEngine()
-    report = asyncio.run(WeightsUpdater(engine, run_id=run_id, replica_id="r0").apply(
-        notice_for(location, FORGED_BYTES, run_id)))
+    report = asyncio.run(
+        WeightsUpdater(engine, run_id=run_id, replica_id="r0").apply(notice_for(location, FORGED_BYTES, run_id))
+    )
     assert not report.ok and engine.loaded == [] and engine.version == 0
     expected = "not private to uid 0" if trap == "foreign_dir" else "without following links"
     assert expected in report.error, report.error
@@ -110,8 +119,9 @@ def test_a_file_swapped_after_the_check_is_not_the_one_loaded(run_id):
         os.replace(forged, location)
 
     engine = RecordingEngine(before_read=swap)
-    report = asyncio.run(WeightsUpdater(engine, run_id=run_id, replica_id="r0").apply(
-        notice_for(location, LEARNER_BYTES, run_id)))
+    report = asyncio.run(
+        WeightsUpdater(engine, run_id=run_id, replica_id="r0").apply(notice_for(location, LEARNER_BYTES, run_id))
+    )
     assert report.ok, report.error
     assert engine.loaded == [LEARNER_BYTES]  # the checked bytes, not the name's new ones
 
@@ -127,5 +137,6 @@ async def test_the_object_store_fetch_never_follows_a_planted_link(local_attacke
     report = await updater.apply(notice_for("weights-v1", LEARNER_BYTES, run_id, transport="objectstore"))
     assert report.ok, report.error
     assert engine.loaded == [LEARNER_BYTES] and victim.read_bytes() == b"root's own data"
-    assert sorted(p.name for p in Path("/dev/shm").glob(f"{names.shm_prefix(run_id)}*")) == \
-        sorted([predictable.name, predictable.name + ".partial"])  # the fetch's own dir is gone
+    assert sorted(p.name for p in Path("/dev/shm").glob(f"{names.shm_prefix(run_id)}*")) == sorted(
+        [predictable.name, predictable.name + ".partial"]
+    )  # the fetch's own dir is gone

@@ -11,6 +11,7 @@ secret, only what the policy passes.
 
 Run: .venv/bin/python -m pytest tests/security/test_tenant_submissions.py -q
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,9 @@ async def gateway(tmp_path_factory):
     runs, data, own = top / "runs", top / "tenant-data", top / "gateway"
     for folder in (runs, data / "model", own):
         folder.mkdir(parents=True)
-    (data / "train.jsonl").write_text('{"prompt": [{"role": "user", "content": "1+1?"}], '
-                                      '"reward_model": {"ground_truth": "2"}}\n')
+    (data / "train.jsonl").write_text(
+        '{"prompt": [{"role": "user", "content": "1+1?"}], "reward_model": {"ground_truth": "2"}}\n'
+    )
     (data / "innocent.jsonl").symlink_to(own / "tokens.yaml")  # a link out of the root
     policy = TenantPolicy(roots=[data], hosts=[ALLOWED_HOST], env_names=["JUDGE_TOKEN"])
     gw = await gateway_for(runs, own, tenants=policy, ada=("admin", ADMIN))  # its tokens: gateway/tokens.yaml
@@ -47,8 +49,10 @@ async def gateway(tmp_path_factory):
 
 
 def config_yaml(data) -> str:
-    return (f"model: {{path: {data / 'model'}}}\ndata: {{train: {data / 'train.jsonl'}}}\n"
-            "reward: {components: [{name: correct, kind: math_verify}]}\n")
+    return (
+        f"model: {{path: {data / 'model'}}}\ndata: {{train: {data / 'train.jsonl'}}}\n"
+        "reward: {components: [{name: correct, kind: math_verify}]}\n"
+    )
 
 
 async def submit(http, name: str, yaml_text: str, overrides: list[str]):
@@ -66,26 +70,56 @@ HOSTILE = [  # (override list, given paths: data root D, gateway's tokens T), th
     (["data.eval=/proc/self/environ"], "data.eval", OUT_OF_ROOTS),
     (["model.path=/"], "model.path", OUT_OF_ROOTS),
     (["model.tokenizer=/root"], "model.tokenizer", OUT_OF_ROOTS),
-    (["alerts.webhook={url: 'https://judge.tenant.example/h', token_file: '{T}'}"], "alerts.webhook.token_file",
-     OUT_OF_ROOTS),
+    (
+        ["alerts.webhook={url: 'https://judge.tenant.example/h', token_file: '{T}'}"],
+        "alerts.webhook.token_file",
+        OUT_OF_ROOTS,
+    ),
     (["alerts.webhook={url: 'https://attacker.example/hook'}"], "alerts.webhook.url", NOT_ALLOWED_HOST),
-    (["alerts.webhook={url: 'https://judge.tenant.example/h', token_env: MESHRL_GATEWAY_TOKENS_FILE}"],
-     "alerts.webhook.token_env", "a submitted run sees only the variables the gateway passes"),
-    (["reward.components=[{name: correct, kind: external, address: 'attacker.example:50051'}]"],
-     "reward.components[0].address", NOT_ALLOWED_HOST),
-    (["reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', "
-      "token_file: /proc/self/environ}]"], "reward.components[0].token_file", OUT_OF_ROOTS),
-    (["reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', token_env: HOME}]"],
-     "reward.components[0].token_env", "a submitted run sees only the variables"),
-    (["reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', "
-      "tls: {ca_file: '{T}'}}]"], "reward.components[0].tls.ca_file", OUT_OF_ROOTS),
-    (["reward.components=[{name: correct, kind: external, address: '127.0.0.1:8081'}]"],
-     "reward.components[0].address", NOT_ALLOWED_HOST),
+    (
+        ["alerts.webhook={url: 'https://judge.tenant.example/h', token_env: MESHRL_GATEWAY_TOKENS_FILE}"],
+        "alerts.webhook.token_env",
+        "a submitted run sees only the variables the gateway passes",
+    ),
+    (
+        ["reward.components=[{name: correct, kind: external, address: 'attacker.example:50051'}]"],
+        "reward.components[0].address",
+        NOT_ALLOWED_HOST,
+    ),
+    (
+        [
+            "reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', "
+            "token_file: /proc/self/environ}]"
+        ],
+        "reward.components[0].token_file",
+        OUT_OF_ROOTS,
+    ),
+    (
+        ["reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', token_env: HOME}]"],
+        "reward.components[0].token_env",
+        "a submitted run sees only the variables",
+    ),
+    (
+        [
+            "reward.components=[{name: correct, kind: external, address: 'judge.tenant.example:443', "
+            "tls: {ca_file: '{T}'}}]"
+        ],
+        "reward.components[0].tls.ca_file",
+        OUT_OF_ROOTS,
+    ),
+    (
+        ["reward.components=[{name: correct, kind: external, address: '127.0.0.1:8081'}]"],
+        "reward.components[0].address",
+        NOT_ALLOWED_HOST,
+    ),
     (["reference.address=127.0.0.1:8081"], "reference.address", NOT_ALLOWED_HOST),
     (["telemetry.otlp_endpoint=http://attacker.example:4317"], "telemetry.otlp_endpoint", NOT_ALLOWED_HOST),
     (["nats.url=nats://attacker.example:4222"], "nats.url", NOT_ALLOWED_HOST),
-    (["telemetry.trackers=[mlflow]", "telemetry.mlflow.tracking_uri=http://attacker.example:5000"],
-     "telemetry.mlflow.tracking_uri", NOT_ALLOWED_HOST),
+    (
+        ["telemetry.trackers=[mlflow]", "telemetry.mlflow.tracking_uri=http://attacker.example:5000"],
+        "telemetry.mlflow.tracking_uri",
+        NOT_ALLOWED_HOST,
+    ),
     (["telemetry.trackers=[wandb]", "telemetry.wandb.mode=online"], "telemetry.wandb.mode", NOT_ALLOWED_HOST),
     (["environment={name: tools, address: 'attacker.example:50070'}"], "environment.address", NOT_ALLOWED_HOST),
     (["algorithm.policy_loss=subprocess:run"], "algorithm.policy_loss", "may not name a part by import path"),
@@ -112,8 +146,9 @@ async def test_a_fair_submission_starts_with_a_clean_environment(gateway, monkey
     assert status == 200, body
     pid = int(body["launcher_pid"])
     try:
-        environ = dict(line.split("=", 1) for line in
-                       open(f"/proc/{pid}/environ", "rb").read().decode().split("\0") if "=" in line)
+        environ = dict(
+            line.split("=", 1) for line in open(f"/proc/{pid}/environ", "rb").read().decode().split("\0") if "=" in line
+        )
     finally:
         os.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)

@@ -1,6 +1,7 @@
 """Bind and advertise hosts come from MESHRL_BIND_HOST / MESHRL_ADVERTISE_HOST: a server bound
 to 127.0.0.2 answers there and not on 127.0.0.1 (both loopback on Linux, so this needs no
 network namespace)."""
+
 import socket
 
 import grpc

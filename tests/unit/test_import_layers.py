@@ -5,6 +5,7 @@ the middle floor.
 
     .venv/bin/python -m pytest -q tests/unit/test_import_layers.py
 """
+
 import importlib.util
 import re
 from pathlib import Path
@@ -29,15 +30,36 @@ def test_the_repository_keeps_every_contract(tree):
     assert (tree / "meshrl" / "services" / "learner" / "loop.py").is_file()  # the services are in the graph
 
 
-@pytest.mark.parametrize("importer, line, broken", [
-    ("services/learner/loop.py", "from meshrl.launch import keeper", "meshrl.services is not allowed to import meshrl.launch"),
-    ("services/reward/main.py", "from meshrl.services.rollout import engine",
-     "meshrl.services.reward is not allowed to import meshrl.services.rollout"),
-    ("gateway/handlers.py", "from meshrl.services.learner import control",
-     "meshrl.gateway is not allowed to import meshrl.services.learner"),
-    ("meshrl/transport/rpc/server.py", "from meshrl.run import audit", "meshrl.transport is not allowed to import meshrl.run"),
-    ("meshrl/config/schema.py", "from meshrl.telemetry import metrics", "meshrl.config is not allowed to import meshrl.telemetry"),
-])
+@pytest.mark.parametrize(
+    "importer, line, broken",
+    [
+        (
+            "services/learner/loop.py",
+            "from meshrl.launch import keeper",
+            "meshrl.services is not allowed to import meshrl.launch",
+        ),
+        (
+            "services/reward/main.py",
+            "from meshrl.services.rollout import engine",
+            "meshrl.services.reward is not allowed to import meshrl.services.rollout",
+        ),
+        (
+            "gateway/handlers.py",
+            "from meshrl.services.learner import control",
+            "meshrl.gateway is not allowed to import meshrl.services.learner",
+        ),
+        (
+            "meshrl/transport/rpc/server.py",
+            "from meshrl.run import audit",
+            "meshrl.transport is not allowed to import meshrl.run",
+        ),
+        (
+            "meshrl/config/schema.py",
+            "from meshrl.telemetry import metrics",
+            "meshrl.config is not allowed to import meshrl.telemetry",
+        ),
+    ],
+)
 def test_an_import_against_the_contracts_is_reported(tmp_path, importer, line, broken):
     tree = lint_imports.lay_out(REPO, tmp_path)
     target = tree / "meshrl" / importer.removeprefix("meshrl/")

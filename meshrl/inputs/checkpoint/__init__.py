@@ -8,17 +8,31 @@
 Layout and guarantees: see `meshrl.inputs.checkpoint.layout`, `.save`, `.retention`. The library
 never imports `meshrl.services`: it takes modules, optimizers, schedulers and dicts.
 """
+
 import importlib
 
 # Lazy: `meshrl --help` and the checkpoint CLI's parsers must not pay for importing torch.
 _HOMES = {
-    "DEFAULT_KEYS": "compat", "check_compatible": "compat",
-    "CheckpointError": "errors", "IncompatibleCheckpointError": "errors",
-    "hash_config": "hashing", "load_checkpoint": "load", "read_config": "load",
-    "resolve_checkpoint": "load", "read_manifest": "manifest", "verify_checkpoint": "manifest",
-    "Part": "parts", "prune": "retention", "rollback": "retention", "tag": "retention",
-    "untag": "retention", "save_checkpoint": "save", "CheckpointInfo": "scan",
-    "latest_good_checkpoint": "scan", "list_checkpoints": "scan", "export_hf": "export",
+    "DEFAULT_KEYS": "compat",
+    "check_compatible": "compat",
+    "CheckpointError": "errors",
+    "IncompatibleCheckpointError": "errors",
+    "hash_config": "hashing",
+    "load_checkpoint": "load",
+    "read_config": "load",
+    "resolve_checkpoint": "load",
+    "read_manifest": "manifest",
+    "verify_checkpoint": "manifest",
+    "Part": "parts",
+    "prune": "retention",
+    "rollback": "retention",
+    "tag": "retention",
+    "untag": "retention",
+    "save_checkpoint": "save",
+    "CheckpointInfo": "scan",
+    "latest_good_checkpoint": "scan",
+    "list_checkpoints": "scan",
+    "export_hf": "export",
 }
 
 
@@ -28,8 +42,25 @@ def __getattr__(name: str):
     return getattr(importlib.import_module(f"meshrl.inputs.checkpoint.{_HOMES[name]}"), name)
 
 
-__all__ = ["CheckpointError", "CheckpointInfo", "DEFAULT_KEYS", "IncompatibleCheckpointError",
-           "Part", "check_compatible", "export_hf", "hash_config", "latest_good_checkpoint",
-           "list_checkpoints", "load_checkpoint", "prune", "read_config", "read_manifest",
-           "resolve_checkpoint", "rollback", "save_checkpoint", "tag", "untag",
-           "verify_checkpoint"]
+__all__ = [
+    "CheckpointError",
+    "CheckpointInfo",
+    "DEFAULT_KEYS",
+    "IncompatibleCheckpointError",
+    "Part",
+    "check_compatible",
+    "export_hf",
+    "hash_config",
+    "latest_good_checkpoint",
+    "list_checkpoints",
+    "load_checkpoint",
+    "prune",
+    "read_config",
+    "read_manifest",
+    "resolve_checkpoint",
+    "rollback",
+    "save_checkpoint",
+    "tag",
+    "untag",
+    "verify_checkpoint",
+]

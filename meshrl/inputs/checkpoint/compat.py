@@ -5,12 +5,19 @@ loading or, worse, silently train something else. The keys compared are dotted p
 the resolved config dict (`model.path`, `algorithm.policy_loss`, ...); knobs such as the
 learning rate or `kl_coef` may change between a save and a resume.
 """
+
 from __future__ import annotations
 
 from meshrl.inputs.checkpoint.errors import IncompatibleCheckpointError
 
-DEFAULT_KEYS = ("model.path", "model.gguf_file", "algorithm.advantage_estimator",
-                "algorithm.policy_loss", "algorithm.critic.enabled", "algorithm.offline")
+DEFAULT_KEYS = (
+    "model.path",
+    "model.gguf_file",
+    "algorithm.advantage_estimator",
+    "algorithm.policy_loss",
+    "algorithm.critic.enabled",
+    "algorithm.offline",
+)
 ABSENT = "<absent>"
 
 
@@ -24,8 +31,7 @@ def lookup(config: dict, dotted: str):
     return node
 
 
-def check_compatible(checkpoint_config: dict, new_config: dict,
-                     keys: tuple[str, ...] = DEFAULT_KEYS) -> None:
+def check_compatible(checkpoint_config: dict, new_config: dict, keys: tuple[str, ...] = DEFAULT_KEYS) -> None:
     """Raise IncompatibleCheckpointError naming every differing key with both values."""
     diffs = [(k, lookup(checkpoint_config, k), lookup(new_config, k)) for k in keys]
     diffs = [d for d in diffs if d[1] != d[2]]
@@ -34,4 +40,5 @@ def check_compatible(checkpoint_config: dict, new_config: dict,
         raise IncompatibleCheckpointError(
             f"refusing to resume: the config differs from the checkpoint's in {detail}. "
             f"Resume with the checkpoint's values, or start a new run dir (a model or "
-            f"algorithm change is a new run)")
+            f"algorithm change is a new run)"
+        )

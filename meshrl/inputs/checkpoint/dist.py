@@ -3,6 +3,7 @@
 One code path serves a plain `python` process (no process group: DCP runs with
 `no_dist=True`) and torchrun ranks with FSDP2 (every rank writes its own shards).
 """
+
 from __future__ import annotations
 
 import torch.distributed as dist

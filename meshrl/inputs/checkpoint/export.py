@@ -19,6 +19,7 @@ or `model.path`. Written into a temporary sibling folder and renamed into place.
 
 Simplifications: one file (no sharding of the safetensors; fine up to a few GB).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,15 @@ log = logging.getLogger(__name__)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def export_hf(checkpoint_path: str | Path, out_dir: str | Path, *,
-              model_factory: Callable[[], torch.nn.Module] | None = None,
-              base_model_dir: str | Path | None = None, tokenizer_dir: str | Path | None = None,
-              dtype: str | None = None) -> Path:
+def export_hf(
+    checkpoint_path: str | Path,
+    out_dir: str | Path,
+    *,
+    model_factory: Callable[[], torch.nn.Module] | None = None,
+    base_model_dir: str | Path | None = None,
+    tokenizer_dir: str | Path | None = None,
+    dtype: str | None = None,
+) -> Path:
     """Write `out_dir` (module docstring) from a checkpoint (or a run dir's latest good one)."""
     ckpt = resolve_checkpoint(checkpoint_path)
     manifest = read_manifest(ckpt)
@@ -55,8 +61,7 @@ def export_hf(checkpoint_path: str | Path, out_dir: str | Path, *,
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         model = _merged_after_adapter(model, tmp)
-        _write_dir(tmp, model.to(cast) if cast else model, ckpt, manifest,
-                   base_model_dir, tokenizer_dir)
+        _write_dir(tmp, model.to(cast) if cast else model, ckpt, manifest, base_model_dir, tokenizer_dir)
         os.rename(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # only left when writing failed
@@ -69,19 +74,19 @@ def _write_dir(tmp: Path, model, ckpt: Path, manifest: dict, base_model_dir, tok
     tokenizer = _write_tokenizer(_tokenizer_source(ckpt, tokenizer_dir, base_model_dir), tmp)
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     if vocab is not None and len(tokenizer) > vocab:
-        raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocab_size "
-                              f"is {vocab}: it is not this model's tokenizer; pass the run's "
-                              f"tokenizer_dir=")
-    provenance = {"checkpoint": str(ckpt.resolve()), "step": manifest["step"],
-                  "config_hash": manifest["config_hash"]}
+        raise CheckpointError(
+            f"tokenizer has {len(tokenizer)} tokens but the model's vocab_size "
+            f"is {vocab}: it is not this model's tokenizer; pass the run's "
+            f"tokenizer_dir="
+        )
+    provenance = {"checkpoint": str(ckpt.resolve()), "step": manifest["step"], "config_hash": manifest["config_hash"]}
     (tmp / "meshrl_export.json").write_text(json.dumps(provenance, indent=2) + "\n")
 
 
 def _fresh_out_dir(out_dir) -> Path:
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CheckpointError(f"export target {out} already exists and is not empty; "
-                              f"pick a new OUT_DIR or remove it")
+        raise CheckpointError(f"export target {out} already exists and is not empty; pick a new OUT_DIR or remove it")
     if out.is_dir():
         out.rmdir()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -102,9 +107,11 @@ def _build_model(ckpt: Path, factory, base_model_dir) -> torch.nn.Module:
 
     source = Path(base_model_dir) if base_model_dir else ckpt / HF_CONFIG_DIR
     if not (source / "config.json").is_file():
-        raise CheckpointError(f"no config.json in {source}: the checkpoint saved no HF config "
-                              f"(its model was not a transformers model); pass model_factory= "
-                              f"or base_model_dir= (a HF dir with the same architecture)")
+        raise CheckpointError(
+            f"no config.json in {source}: the checkpoint saved no HF config "
+            f"(its model was not a transformers model); pass model_factory= "
+            f"or base_model_dir= (a HF dir with the same architecture)"
+        )
     config = AutoConfig.from_pretrained(source)
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
@@ -145,24 +152,26 @@ def _tokenizer_source(ckpt: Path, tokenizer_dir, base_model_dir) -> tuple[Path, 
     model_cfg = (read_config(ckpt) or {}).get("model", {})
     if model_cfg.get("tokenizer") or model_cfg.get("path"):
         return Path(model_cfg.get("tokenizer") or model_cfg["path"]), model_cfg.get("gguf_file")
-    raise CheckpointError(f"{ckpt}: no tokenizer to export: pass tokenizer_dir= (or "
-                          f"base_model_dir=); the checkpoint's config names no model.path")
+    raise CheckpointError(
+        f"{ckpt}: no tokenizer to export: pass tokenizer_dir= (or "
+        f"base_model_dir=); the checkpoint's config names no model.path"
+    )
 
 
 def _write_tokenizer(source: tuple[Path, str | None], tmp: Path):
     """Tokenizer files every reader understands, with the chat template in both places."""
     from transformers import AutoTokenizer  # lazy: transformers (seconds), only when exporting
 
-
     folder, gguf = source
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
     except Exception as err:  # transformers raises many types; name the folder and the fix
-        raise CheckpointError(f"could not load a tokenizer from {folder}: {type(err).__name__}: "
-                              f"{err}; pass tokenizer_dir= a HF dir with tokenizer.json") from err
+        raise CheckpointError(
+            f"could not load a tokenizer from {folder}: {type(err).__name__}: "
+            f"{err}; pass tokenizer_dir= a HF dir with tokenizer.json"
+        ) from err
     if not tokenizer.chat_template:
         log.warning("tokenizer from %s has no chat template; the export will have none", folder)
     tokenizer.save_pretrained(tmp)
-    write_portable_tokenizer_files(tmp, tokenizer, model_max_length=int(
-        min(tokenizer.model_max_length, 1 << 30)))
+    write_portable_tokenizer_files(tmp, tokenizer, model_max_length=int(min(tokenizer.model_max_length, 1 << 30)))
     return tokenizer

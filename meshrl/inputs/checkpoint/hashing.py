@@ -1,4 +1,5 @@
 """A stable hash of a resolved config dict (canonical JSON, sha256), for `config_hash=`."""
+
 from __future__ import annotations
 
 import hashlib

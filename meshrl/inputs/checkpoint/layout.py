@@ -8,6 +8,7 @@ Inside a checkpoint: `dcp/` (model + optimizer, torch.distributed.checkpoint), `
 `schedulers.pt`, `state.json`, `config.json`, `hf_config/` (the model's HF config),
 `manifest.json` (sha256 + size of every other file) and `tags.json` (mutable, not hashed).
 """
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,9 @@ def checkpoints_dir(run_dir: str | Path, *, must_exist: bool = True) -> Path:
     """RUN_DIR/checkpoints; with `must_exist`, a clear error when the run dir is missing."""
     run = Path(run_dir)
     if must_exist and not run.is_dir():
-        raise CheckpointError(f"run dir {run} does not exist; pass the run's directory "
-                              f"(the one holding config.yaml and checkpoints/)")
+        raise CheckpointError(
+            f"run dir {run} does not exist; pass the run's directory (the one holding config.yaml and checkpoints/)"
+        )
     return run / CHECKPOINTS
 
 
@@ -50,8 +52,7 @@ def step_dirs(run_dir: str | Path) -> list[tuple[int, Path]]:
     root = checkpoints_dir(run_dir)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir()
-             if p.is_dir() and (m := STEP_RE.match(p.name))]
+    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := STEP_RE.match(p.name))]
     return sorted(found)
 
 
@@ -60,8 +61,9 @@ def partial_dirs(run_dir: str | Path) -> list[tuple[int, int, Path]]:
     root = checkpoints_dir(run_dir)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), int(m.group(2)), p) for p in root.iterdir()
-             if p.is_dir() and (m := PARTIAL_RE.match(p.name))]
+    found = [
+        (int(m.group(1)), int(m.group(2)), p) for p in root.iterdir() if p.is_dir() and (m := PARTIAL_RE.match(p.name))
+    ]
     return sorted(found)
 
 
@@ -70,8 +72,7 @@ def find_step(run_dir: str | Path, step: int) -> Path:
     path = checkpoints_dir(run_dir) / step_name(step)
     if not path.is_dir():
         have = [s for s, _ in step_dirs(run_dir)]
-        raise CheckpointError(f"no checkpoint for step {step} in {path.parent}; "
-                              f"available steps: {have or 'none'}")
+        raise CheckpointError(f"no checkpoint for step {step} in {path.parent}; available steps: {have or 'none'}")
     return path
 
 

@@ -10,6 +10,7 @@ signed. `tags.json` is deliberately outside the manifest: tags change after the 
 Simplifications: files are hashed after they are written (a second read of the bytes);
 hashing runs on a thread pool (hashlib releases the GIL), one file per task.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,10 +58,16 @@ def _self_hash(body: dict) -> str:
 def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, signer=None) -> dict:
     """Hash every data file of `ckpt` and write `manifest.json` (fsynced), signed with
     `signer` (default: the run key the environment gives the learner, if any); return it."""
-    body = {"format": FORMAT, "step": int(step), "config_hash": config_hash,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "created_unix": time.time(), "meshrl_version": __version__, **extra,
-            "files": hash_files(ckpt, data_files(ckpt))}
+    body = {
+        "format": FORMAT,
+        "step": int(step),
+        "config_hash": config_hash,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created_unix": time.time(),
+        "meshrl_version": __version__,
+        **extra,
+        "files": hash_files(ckpt, data_files(ckpt)),
+    }
     body["manifest_sha256"] = _self_hash(body)
     from meshrl.security.run_key import signer_from_env  # lazy: cryptography, only when a checkpoint is written
 
@@ -84,16 +91,19 @@ def read_manifest(ckpt: str | Path) -> dict:
     ckpt = Path(ckpt)
     path = ckpt / MANIFEST
     if not path.is_file():
-        raise CheckpointError(f"{ckpt}: missing {MANIFEST} (the save did not finish, or the "
-                              f"file was removed); use an earlier checkpoint")
+        raise CheckpointError(
+            f"{ckpt}: missing {MANIFEST} (the save did not finish, or the file was removed); use an earlier checkpoint"
+        )
     try:
         body = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{path}: tampered manifest, not valid JSON ({err})") from err
     if not isinstance(body, dict) or body.get("manifest_sha256") != _self_hash(body):
-        raise CheckpointError(f"{path}: tampered manifest, its self-checksum (manifest_sha256) "
-                              f"does not match its content; it was edited after the save. "
-                              f"Restore it or use an earlier checkpoint")
+        raise CheckpointError(
+            f"{path}: tampered manifest, its self-checksum (manifest_sha256) "
+            f"does not match its content; it was edited after the save. "
+            f"Restore it or use an earlier checkpoint"
+        )
     _check_signature(ckpt, body)
     return body
 
@@ -111,9 +121,11 @@ def _check_signature(ckpt: Path, body: dict) -> None:
         signature = b""
     if not verifier.valid(str(body["manifest_sha256"]).encode(), signature):
         state = "is not signed" if not body.get("signature") else "has a signature the run's key does not verify"
-        raise CheckpointError(f"{ckpt / MANIFEST}: tampered or foreign checkpoint: its manifest {state} "
-                              f"({verifier.source}); only the run's learner signs its checkpoints. Use "
-                              f"another checkpoint")
+        raise CheckpointError(
+            f"{ckpt / MANIFEST}: tampered or foreign checkpoint: its manifest {state} "
+            f"({verifier.source}); only the run's learner signs its checkpoints. Use "
+            f"another checkpoint"
+        )
 
 
 def file_problems(ckpt: Path, manifest: dict, *, full: bool = True) -> list[str]:
@@ -128,12 +140,10 @@ def file_problems(ckpt: Path, manifest: dict, *, full: bool = True) -> list[str]
         if not path.is_file():
             problems.append(f"missing file {name}")
         elif path.stat().st_size != meta["size"]:
-            problems.append(f"size mismatch in {name}: {path.stat().st_size} bytes, "
-                            f"manifest says {meta['size']}")
+            problems.append(f"size mismatch in {name}: {path.stat().st_size} bytes, manifest says {meta['size']}")
         elif full and sha256_file(path) != meta["sha256"]:
             problems.append(f"checksum mismatch in {name}")
-    problems += [f"unexpected file {n} not in the manifest"
-                 for n in data_files(ckpt) if n not in listed]
+    problems += [f"unexpected file {n} not in the manifest" for n in data_files(ckpt) if n not in listed]
     return problems
 
 

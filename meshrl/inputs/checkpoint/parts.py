@@ -9,6 +9,7 @@ Model and optimizer state go through `torch.distributed.checkpoint.state_dict`
 indices, and tensors are DTensor shards under FSDP2, so a checkpoint written by N ranks
 loads on M ranks, or on one process unsharded.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,16 +38,19 @@ def as_part(name: str, value) -> Part:
         return Part(value)
     if isinstance(value, tuple) and 1 <= len(value) <= 3 and isinstance(value[0], nn.Module):
         return Part(*value)
-    raise CheckpointError(f"extra_modules[{name!r}] is a {type(value).__name__}; give an "
-                          f"nn.Module, (module, optimizer), (module, optimizer, scheduler) or a Part")
+    raise CheckpointError(
+        f"extra_modules[{name!r}] is a {type(value).__name__}; give an "
+        f"nn.Module, (module, optimizer), (module, optimizer, scheduler) or a Part"
+    )
 
 
 def collect_parts(model, optimizer, scheduler, extra_modules: Mapping | None) -> dict[str, Part]:
     """{"policy": Part(model, optimizer, scheduler), **extras}, checked."""
     extras = dict(extra_modules or {})
     if POLICY in extras:
-        raise CheckpointError(f"extra_modules may not use the name {POLICY!r}: it is the model "
-                              f"passed as model=; rename the extra part")
+        raise CheckpointError(
+            f"extra_modules may not use the name {POLICY!r}: it is the model passed as model=; rename the extra part"
+        )
     parts = {POLICY: Part(model, optimizer, scheduler)}
     parts.update({name: as_part(name, value) for name, value in extras.items()})
     return parts
@@ -54,7 +58,10 @@ def collect_parts(model, optimizer, scheduler, extra_modules: Mapping | None) ->
 
 def part_state(part: Part) -> dict:
     """{"model": ..., "optim": ...} of one part (FQN keys; DTensor shards under FSDP2)."""
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
+    from torch.distributed.checkpoint.state_dict import (
+        get_model_state_dict,
+        get_state_dict,
+    )  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
 
     if part.optimizer is None:
         return {"model": get_model_state_dict(part.module)}
@@ -64,13 +71,15 @@ def part_state(part: Part) -> dict:
 
 def apply_part_state(part: Part, state: dict) -> None:
     """Load what `part_state` produced (after DCP filled it in place) into module and optimizer."""
-    from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
+    from torch.distributed.checkpoint.state_dict import (
+        set_model_state_dict,
+        set_state_dict,
+    )  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when saving or loading
 
     if part.optimizer is None:
         set_model_state_dict(part.module, state["model"])
     else:
-        set_state_dict(part.module, part.optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optim"])
+        set_state_dict(part.module, part.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
 
 
 @contextlib.contextmanager

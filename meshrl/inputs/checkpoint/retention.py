@@ -14,6 +14,7 @@
 Deleting goes through a rename to `step_N.tmp-PID` first, so a crash mid-delete leaves a
 folder that readers already ignore instead of a half-empty `step_N`.
 """
+
 from __future__ import annotations
 
 import json

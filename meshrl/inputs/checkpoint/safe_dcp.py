@@ -15,6 +15,7 @@ checkpoint thereby ran code on resume, eval, export and the gateway's ExportRun.
 
 Tensors were already read with `weights_only=True` by DCP itself.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -28,8 +29,13 @@ from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from meshrl.inputs.checkpoint.errors import CheckpointError
 
 DCP_MODULES = ("torch.distributed.checkpoint.metadata",)
-ALLOWED = {("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"),
-           ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath"), ("collections", "OrderedDict")}
+ALLOWED = {
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("pathlib", "PosixPath"),
+    ("collections", "OrderedDict"),
+}
 
 
 class UnsafeCheckpoint(CheckpointError):
@@ -41,9 +47,11 @@ class _MetadataUnpickler(pickle.Unpickler):
         value = getattr(torch, name, None) if module == "torch" else None
         if (module, name) in ALLOWED or module in DCP_MODULES or isinstance(value, torch.dtype):
             return super().find_class(module, name)
-        raise UnsafeCheckpoint(f"the checkpoint's DCP metadata asks to load {module}.{name}, which is not one "
-                               "of the plain-data classes torch.distributed.checkpoint writes there; refusing "
-                               "to unpickle it (a crafted or foreign checkpoint)")
+        raise UnsafeCheckpoint(
+            f"the checkpoint's DCP metadata asks to load {module}.{name}, which is not one "
+            "of the plain-data classes torch.distributed.checkpoint writes there; refusing "
+            "to unpickle it (a crafted or foreign checkpoint)"
+        )
 
 
 class SafeReader(FileSystemReader):
@@ -68,8 +76,10 @@ class SafePlanner(DefaultLoadPlanner):
         try:
             loaded = torch.load(value, weights_only=True)
         except pickle.UnpicklingError as err:
-            raise UnsafeCheckpoint(f"the checkpoint's value {read_item.dest_index.fqn!r} is not plain data "
-                                   f"(weights_only refused it: {str(err).splitlines()[0]})") from None
+            raise UnsafeCheckpoint(
+                f"the checkpoint's value {read_item.dest_index.fqn!r} is not plain data "
+                f"(weights_only refused it: {str(err).splitlines()[0]})"
+            ) from None
         if self.flatten_state_dict:  # as DefaultLoadPlanner.load_bytes does with what it loaded
             set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
         else:

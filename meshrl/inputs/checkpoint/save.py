@@ -12,6 +12,7 @@ folder is moved to `checkpoints/rolled_back/replaced-<time>/`, never deleted.
 Simplifications: every rank must see the same run dir (one host, or a shared filesystem);
 the PID in the temporary name is rank 0's, broadcast to the others.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,17 @@ import torch
 
 from meshrl.inputs.checkpoint import dist
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import (CONFIG, DCP_DIR, HF_CONFIG_DIR, RNG_DIR, ROLLED_BACK,
-                                      SCHEDULERS, STATE, checkpoints_dir, step_name)
+from meshrl.inputs.checkpoint.layout import (
+    CONFIG,
+    DCP_DIR,
+    HF_CONFIG_DIR,
+    RNG_DIR,
+    ROLLED_BACK,
+    SCHEDULERS,
+    STATE,
+    checkpoints_dir,
+    step_name,
+)
 from meshrl.inputs.checkpoint.manifest import write_manifest, write_text_durable
 from meshrl.inputs.checkpoint.parts import POLICY, Part, collect_parts, part_state, quiet_single_process
 from meshrl.inputs.checkpoint.rng import save_rng
@@ -37,10 +47,19 @@ log = logging.getLogger(__name__)
 WRITER_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
-def save_checkpoint(run_dir: str | Path, step: int, *, model, optimizer, scheduler=None,
-                    extra_modules: Mapping | None = None, state: dict | None = None,
-                    config_hash: str, config: dict | None = None,
-                    tag: str | None = None) -> Path:
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    *,
+    model,
+    optimizer,
+    scheduler=None,
+    extra_modules: Mapping | None = None,
+    state: dict | None = None,
+    config_hash: str,
+    config: dict | None = None,
+    tag: str | None = None,
+) -> Path:
     """Save everything needed to resume at `step`; return `RUN_DIR/checkpoints/step_N`.
 
     `state` is anything JSON-able (dataset cursor, trained group ids, policy version...);
@@ -60,9 +79,12 @@ def save_checkpoint(run_dir: str | Path, step: int, *, model, optimizer, schedul
     dist.barrier()
     if dist.rank() == 0:
         _write_small_files(tmp, parts, state_text, config_text)
-        write_manifest(tmp, step=step, config_hash=config_hash,
-                       extra={"parts": sorted(parts), "world_size": dist.world_size(),
-                              "torch_version": torch.__version__})
+        write_manifest(
+            tmp,
+            step=step,
+            config_hash=config_hash,
+            extra={"parts": sorted(parts), "world_size": dist.world_size(), "torch_version": torch.__version__},
+        )
         _publish(tmp, final, tag)
     dist.barrier()
     return final
@@ -75,8 +97,9 @@ def _json_or_error(what: str, value) -> str | None:
     try:
         return json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n"
     except (TypeError, ValueError) as err:
-        raise CheckpointError(f"save_checkpoint({what}=...) must be JSON-able: {err}; convert "
-                              f"tensors with .tolist() and sets to lists") from err
+        raise CheckpointError(
+            f"save_checkpoint({what}=...) must be JSON-able: {err}; convert tensors with .tolist() and sets to lists"
+        ) from err
 
 
 def _write_shards(parts: dict[str, Part], tmp: Path) -> None:
@@ -89,8 +112,7 @@ def _write_shards(parts: dict[str, Part], tmp: Path) -> None:
         dcp.save(sd, storage_writer=writer, no_dist=not dist.active())
 
 
-def _write_small_files(tmp: Path, parts: dict[str, Part], state_text: str,
-                       config_text: str | None) -> None:
+def _write_small_files(tmp: Path, parts: dict[str, Part], state_text: str, config_text: str | None) -> None:
     schedulers = {n: p.scheduler.state_dict() for n, p in parts.items() if p.scheduler is not None}
     torch.save(schedulers, tmp / SCHEDULERS)
     write_text_durable(tmp / STATE, state_text)

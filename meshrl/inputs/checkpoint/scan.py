@@ -5,6 +5,7 @@ manifest is intact and whose files all match it, logging why each newer one was 
 (missing manifest, tampered manifest, checksum mismatch naming the file, a partial
 `.tmp-*` save).
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,17 +41,22 @@ def inspect_checkpoint(path: Path, step: int, *, full: bool = True) -> Checkpoin
         manifest = verify_checkpoint(path, full=full)
     except CheckpointError as err:
         return CheckpointInfo(step, path, "corrupt", str(err), size=size)
-    return CheckpointInfo(step, path, "ok", created=manifest.get("created", ""), size=size,
-                          tags=tags)
+    return CheckpointInfo(step, path, "ok", created=manifest.get("created", ""), size=size, tags=tags)
 
 
 def list_checkpoints(run_dir: str | Path, *, full: bool = True) -> list[CheckpointInfo]:
     """Every checkpoint of a run, finished or partial, oldest step first."""
     rows = [inspect_checkpoint(path, step, full=full) for step, path in step_dirs(run_dir)]
-    rows += [CheckpointInfo(step, path, "partial", f"unfinished save by process {pid} "
-                            f"({path.name}); ignored",
-                            size=sum(p.stat().st_size for p in path.rglob("*") if p.is_file()))
-             for step, pid, path in partial_dirs(run_dir)]
+    rows += [
+        CheckpointInfo(
+            step,
+            path,
+            "partial",
+            f"unfinished save by process {pid} ({path.name}); ignored",
+            size=sum(p.stat().st_size for p in path.rglob("*") if p.is_file()),
+        )
+        for step, pid, path in partial_dirs(run_dir)
+    ]
     return sorted(rows, key=lambda r: (r.step, r.status != "ok"))
 
 

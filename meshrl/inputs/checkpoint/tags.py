@@ -3,6 +3,7 @@
 Kept outside the manifest because tags change after the save; written atomically
 (temporary file + rename) so a crash never leaves a half-written list.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,16 +24,19 @@ def read_tags(ckpt: Path) -> list[str]:
     try:
         return list(json.loads(path.read_text())["tags"])
     except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{path} is not a tags file ({err}); expected "
-                              f'{{"tags": ["name", ...]}}; fix or delete it') from err
+        raise CheckpointError(
+            f'{path} is not a tags file ({err}); expected {{"tags": ["name", ...]}}; fix or delete it'
+        ) from err
 
 
 def check_tag(name: str) -> str:
     """`name` if it may be a tag; CheckpointError saying the rule otherwise (checked where a
     tag arrives, as the learner's Checkpoint call, so a bad one never reaches a save)."""
     if not TAG_RE.match(name):
-        raise CheckpointError(f"tag {name[:80]!r} is not allowed: use 1-64 letters, digits, "
-                              f"'.', '_' or '-', starting with a letter or digit")
+        raise CheckpointError(
+            f"tag {name[:80]!r} is not allowed: use 1-64 letters, digits, "
+            f"'.', '_' or '-', starting with a letter or digit"
+        )
     return name
 
 

@@ -7,6 +7,7 @@
 - `meshrl.inputs.data.cursor`: `EpochCursor` (epoch, index, seed: the resumable sampling position)
 - `meshrl.inputs.data.arithmetic`: arithmetic prompts with answers, and DPO preference pairs
 """
+
 from meshrl.inputs.data.rows import DatasetError
 
 __all__ = ["DatasetError"]

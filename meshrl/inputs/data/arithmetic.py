@@ -15,6 +15,7 @@ Run:
     python -m meshrl.inputs.data.arithmetic --out data/pairs.jsonl --n 256 --dpo
     python -m meshrl.inputs.data.arithmetic --out data/tool.jsonl --n 256 --digits 3 --ops "*" --tool [--tool-shots 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,12 @@ TOOL_SHOTS = [(123, 45), (678, 91)]
 def tool_shot(a: int, b: int) -> list[dict]:
     """One worked example as conversation turns: the question, the call, the tool's answer, the answer."""
     call = '<tool_call>{"name": "calculator", "arguments": {"expression": "%d*%d"}}</tool_call>' % (a, b)
-    return [{"role": "user", "content": TOOL_TEMPLATE.format(a=a, op="*", b=b)},
-            {"role": "assistant", "content": call}, {"role": "tool", "content": str(a * b)},
-            {"role": "assistant", "content": str(a * b)}]
+    return [
+        {"role": "user", "content": TOOL_TEMPLATE.format(a=a, op="*", b=b)},
+        {"role": "assistant", "content": call},
+        {"role": "tool", "content": str(a * b)},
+        {"role": "assistant", "content": str(a * b)},
+    ]
 
 
 def with_tool_shots(rows: list[dict], shots: int) -> list[dict]:
@@ -58,7 +62,7 @@ def operands(n: int, digits: int, ops: str, rng: np.random.Generator):
     if digits < 1 or any(op not in OPS for op in ops) or not ops:
         raise ValueError(f"digits={digits}, ops={ops!r}: need digits ≥ 1 and ops from {list(OPS)}")
     low = 0 if digits == 1 else 10 ** (digits - 1)
-    a, b = rng.integers(low, 10 ** digits, size=(2, n))
+    a, b = rng.integers(low, 10**digits, size=(2, n))
     op = rng.integers(0, len(ops), size=n)
     minus = np.array([ops[i] == "-" for i in range(len(ops))])[op]
     a, b = np.where(minus, np.maximum(a, b), a), np.where(minus, np.minimum(a, b), b)
@@ -68,15 +72,20 @@ def operands(n: int, digits: int, ops: str, rng: np.random.Generator):
     return a, b, op, answers
 
 
-def arithmetic_rows(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0,
-                    data_source: str = "arithmetic", template: str = TEMPLATE) -> list[dict]:
+def arithmetic_rows(
+    n: int, *, digits: int = 1, ops: str = "+", seed: int = 0, data_source: str = "arithmetic", template: str = TEMPLATE
+) -> list[dict]:
     """`n` verl-style rows asking for a op b, ground truth the answer as a string."""
     a, b, op, answers = operands(n, digits, ops, np.random.default_rng(seed))
-    return [{"prompt": [{"role": "user", "content": template.format(a=x, op=ops[o], b=y)}],
-             "reward_model": {"style": "rule", "ground_truth": str(ans)},
-             "data_source": data_source,
-             "extra_info": {"index": i, "a": int(x), "b": int(y), "op": ops[o]}}
-            for i, (x, y, o, ans) in enumerate(zip(a, b, op, answers))]
+    return [
+        {
+            "prompt": [{"role": "user", "content": template.format(a=x, op=ops[o], b=y)}],
+            "reward_model": {"style": "rule", "ground_truth": str(ans)},
+            "data_source": data_source,
+            "extra_info": {"index": i, "a": int(x), "b": int(y), "op": ops[o]},
+        }
+        for i, (x, y, o, ans) in enumerate(zip(a, b, op, answers))
+    ]
 
 
 def wrong_answers(answers: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -91,18 +100,28 @@ def preference_pairs(n: int, *, digits: int = 1, ops: str = "+", seed: int = 0) 
     rng = np.random.default_rng(seed)
     a, b, op, answers = operands(n, digits, ops, rng)
     wrong = wrong_answers(answers, rng)
-    return [{"prompt": [{"role": "user", "content": TEMPLATE.format(a=x, op=ops[o], b=y)}],
-             "chosen": [{"role": "assistant", "content": str(good)}],
-             "rejected": [{"role": "assistant", "content": str(bad)}]}
-            for x, y, o, good, bad in zip(a, b, op, answers, wrong)]
+    return [
+        {
+            "prompt": [{"role": "user", "content": TEMPLATE.format(a=x, op=ops[o], b=y)}],
+            "chosen": [{"role": "assistant", "content": str(good)}],
+            "rejected": [{"role": "assistant", "content": str(bad)}],
+        }
+        for x, y, o, good, bad in zip(a, b, op, answers, wrong)
+    ]
 
 
-def write_problems(out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0, tool: bool = False,
-                   tool_shots: int = 0) -> int:
+def write_problems(
+    out, *, n: int, digits: int = 1, ops: str = "+", seed: int = 0, tool: bool = False, tool_shots: int = 0
+) -> int:
     """Write `arithmetic_rows(...)` to `out` (.jsonl or .parquet); the number of rows. `tool`:
     the tool task's rows (TOOL_TEMPLATE, data_source "tool_arith"), `tool_shots` worked examples first."""
-    rows = arithmetic_rows(n, digits=digits, ops=ops, seed=seed, **(
-        {"template": TOOL_TEMPLATE, "data_source": "tool_arith"} if tool else {}))
+    rows = arithmetic_rows(
+        n,
+        digits=digits,
+        ops=ops,
+        seed=seed,
+        **({"template": TOOL_TEMPLATE, "data_source": "tool_arith"} if tool else {}),
+    )
     if tool_shots and not tool:
         raise ValueError("tool_shots needs tool=True (--tool): worked examples of the calculator tool")
     rows = with_tool_shots(rows, tool_shots)
@@ -131,8 +150,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.dpo:
         n = write_pairs(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed)
     else:
-        n = write_problems(args.out, n=args.n, digits=args.digits, ops=args.ops, seed=args.seed, tool=args.tool,
-                           tool_shots=args.tool_shots)
+        n = write_problems(
+            args.out,
+            n=args.n,
+            digits=args.digits,
+            ops=args.ops,
+            seed=args.seed,
+            tool=args.tool,
+            tool_shots=args.tool_shots,
+        )
     print(f"wrote {n} rows to {args.out}")
 
 

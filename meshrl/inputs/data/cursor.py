@@ -5,6 +5,7 @@ Epoch `e` visits the `n` rows in the order `permutation(n)` drawn from
 only on (seed, epoch): saving (epoch, index, seed, n) and restoring it yields exactly the
 same next rows, which is what a checkpoint needs.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -24,8 +25,9 @@ class EpochCursor:
 
     def __post_init__(self) -> None:
         if self.n < 1:
-            raise DatasetError("the dataset has no rows left to sample (n=0); check the file "
-                               "and the max_prompt_tokens filter")
+            raise DatasetError(
+                "the dataset has no rows left to sample (n=0); check the file and the max_prompt_tokens filter"
+            )
 
     def order(self, epoch: int) -> np.ndarray:
         """Row indices in the order epoch `epoch` visits them."""
@@ -37,7 +39,7 @@ class EpochCursor:
         """The next `k` row indices (crossing epoch boundaries), advancing the cursor."""
         parts, left = [], k
         while left > 0:  # one slice per epoch touched, not one step per row
-            chunk = self.order(self.epoch)[self.index:self.index + left]
+            chunk = self.order(self.epoch)[self.index : self.index + left]
             parts.append(chunk)
             left -= len(chunk)
             self.index += len(chunk)
@@ -51,7 +53,9 @@ class EpochCursor:
     def load_state_dict(self, state: dict) -> None:
         """Restore a saved position; refuses a state saved for a dataset of another size."""
         if state["n"] != self.n:
-            raise DatasetError(f"cursor was saved for {state['n']} rows but the dataset has "
-                               f"{self.n}; resume with the same data file and filters")
+            raise DatasetError(
+                f"cursor was saved for {state['n']} rows but the dataset has "
+                f"{self.n}; resume with the same data file and filters"
+            )
         self.seed, self.shuffle = int(state["seed"]), bool(state["shuffle"])
         self.epoch, self.index = int(state["epoch"]), int(state["index"])

@@ -7,6 +7,7 @@ line, parquet batch by batch with pyarrow). `load_rows(path, kind=...)` validate
 Usage:
     rows = load_rows("data/train.jsonl", kind="prompt")
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,10 @@ def _checked_path(path: str | Path) -> Path:
     if p.suffix not in FORMATS:
         raise DatasetError(f"{p}: unsupported file type {p.suffix!r}; use one of {list(FORMATS)}")
     if not p.is_file():
-        raise DatasetError(f"{p} does not exist; set data.train to a .jsonl or .parquet file "
-                           f"(`python -m meshrl.inputs.data.arithmetic --out FILE` makes one)")
+        raise DatasetError(
+            f"{p} does not exist; set data.train to a .jsonl or .parquet file "
+            f"(`python -m meshrl.inputs.data.arithmetic --out FILE` makes one)"
+        )
     return p
 
 
@@ -40,9 +43,10 @@ def _decoded(raw: bytes, ref: RowRef) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DatasetError(f"{ref}: byte 0x{raw[err.start]:02x} at column {err.start + 1} is not "
-                           f"UTF-8; save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 IN > OUT`)"
-                           ) from None
+        raise DatasetError(
+            f"{ref}: byte 0x{raw[err.start]:02x} at column {err.start + 1} is not "
+            f"UTF-8; save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 IN > OUT`)"
+        ) from None
 
 
 def _iter_jsonl(p: Path) -> Iterator[tuple[RowRef, dict]]:
@@ -55,8 +59,9 @@ def _iter_jsonl(p: Path) -> Iterator[tuple[RowRef, dict]]:
             try:
                 yield ref, json.loads(line)
             except json.JSONDecodeError as err:
-                raise DatasetError(f"{ref}: not valid JSON ({err.msg} at column {err.colno}); "
-                                   f"each line must be one JSON object") from None
+                raise DatasetError(
+                    f"{ref}: not valid JSON ({err.msg} at column {err.colno}); each line must be one JSON object"
+                ) from None
 
 
 def _iter_parquet(p: Path, batch_size: int = 1024) -> Iterator[tuple[RowRef, dict]]:

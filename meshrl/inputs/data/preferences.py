@@ -11,6 +11,7 @@ Usage:
     pairs = PreferenceDataset.from_file("data/pairs.jsonl", tokenizer, max_prompt_tokens=256)
     batch_items = pairs.next_batch(8)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,10 +48,12 @@ def response_texts(tokenizer, rows: list[PreferenceRow], prompts: list[str], sid
             texts.append(getattr(row, side) + eos)
             continue
         if not whole.startswith(prompt):
-            raise DatasetError(f"{row.ref}: the chat template does not render the prompt as a "
-                               f"prefix of prompt + {side}; give {side} as a plain string")
-        rest = whole[len(prompt):]
-        texts.append(rest[:rest.index(eos) + len(eos)] if eos in rest else rest + eos)
+            raise DatasetError(
+                f"{row.ref}: the chat template does not render the prompt as a "
+                f"prefix of prompt + {side}; give {side} as a plain string"
+            )
+        rest = whole[len(prompt) :]
+        texts.append(rest[: rest.index(eos) + len(eos)] if eos in rest else rest + eos)
     return texts
 
 
@@ -58,39 +61,65 @@ def tokenize_pairs(tokenizer, rows: list[PreferenceRow]):
     """Token id lists (prompt, chosen, rejected), each in one batched tokenizer call."""
     if not getattr(tokenizer, "chat_template", None):
         raise DatasetError("the tokenizer has no chat template; DPO rows need one to render")
-    prompts = tokenizer.apply_chat_template([as_chat(r.prompt, "user") for r in rows],
-                                            add_generation_prompt=True, tokenize=False)
+    prompts = tokenizer.apply_chat_template(
+        [as_chat(r.prompt, "user") for r in rows], add_generation_prompt=True, tokenize=False
+    )
 
     def encode(texts):
         return tokenizer(texts, add_special_tokens=False)["input_ids"]
 
-    return (encode(prompts), encode(response_texts(tokenizer, rows, prompts, "chosen")),
-            encode(response_texts(tokenizer, rows, prompts, "rejected")))
+    return (
+        encode(prompts),
+        encode(response_texts(tokenizer, rows, prompts, "chosen")),
+        encode(response_texts(tokenizer, rows, prompts, "rejected")),
+    )
 
 
 class PreferenceDataset:
     """Tokenized DPO pairs of one file, a report about them, and a resumable cursor."""
 
-    def __init__(self, rows: list[PreferenceRow], tokenizer, *, max_prompt_tokens: int = 256,
-                 max_response_tokens: int = 256, over_limit: str = "drop", shuffle: bool = True,
-                 seed: int = 0, source: str = "<rows>"):
+    def __init__(
+        self,
+        rows: list[PreferenceRow],
+        tokenizer,
+        *,
+        max_prompt_tokens: int = 256,
+        max_response_tokens: int = 256,
+        over_limit: str = "drop",
+        shuffle: bool = True,
+        seed: int = 0,
+        source: str = "<rows>",
+    ):
         prompt_ids, chosen_ids, rejected_ids = tokenize_pairs(tokenizer, rows) if rows else ([],) * 3
-        lens = {k: np.array([len(x) for x in v], dtype=np.int64) for k, v in
-                (("prompt", prompt_ids), ("chosen", chosen_ids), ("rejected", rejected_ids))}
-        over = (lens["prompt"] > max_prompt_tokens) | (lens["chosen"] > max_response_tokens) | \
-            (lens["rejected"] > max_response_tokens)
+        lens = {
+            k: np.array([len(x) for x in v], dtype=np.int64)
+            for k, v in (("prompt", prompt_ids), ("chosen", chosen_ids), ("rejected", rejected_ids))
+        }
+        over = (
+            (lens["prompt"] > max_prompt_tokens)
+            | (lens["chosen"] > max_response_tokens)
+            | (lens["rejected"] > max_response_tokens)
+        )
         examples = [str(rows[i].ref) for i in np.flatnonzero(over)[:5]]
         if over.any() and over_limit == "error":
-            raise DatasetError(f"{int(over.sum())} pairs exceed max_prompt_tokens="
-                               f"{max_prompt_tokens} or max_response_tokens={max_response_tokens} "
-                               f"(e.g. {examples}); raise the limits or shorten them")
-        self.items = [PreferenceItem(rows[i], prompt_ids[i], chosen_ids[i], rejected_ids[i])
-                      for i in np.flatnonzero(~over)]
+            raise DatasetError(
+                f"{int(over.sum())} pairs exceed max_prompt_tokens="
+                f"{max_prompt_tokens} or max_response_tokens={max_response_tokens} "
+                f"(e.g. {examples}); raise the limits or shorten them"
+            )
+        self.items = [
+            PreferenceItem(rows[i], prompt_ids[i], chosen_ids[i], rejected_ids[i]) for i in np.flatnonzero(~over)
+        ]
         self._report = DatasetReport(
-            file=source, rows=len(rows), kept=len(self.items), max_prompt_tokens=max_prompt_tokens,
-            over_limit=int(over.sum()), over_limit_examples=examples,
+            file=source,
+            rows=len(rows),
+            kept=len(self.items),
+            max_prompt_tokens=max_prompt_tokens,
+            over_limit=int(over.sum()),
+            over_limit_examples=examples,
             prompt_tokens=length_stats(lens["prompt"]),
-            response_tokens={k: length_stats(lens[k]) for k in ("chosen", "rejected")})
+            response_tokens={k: length_stats(lens[k]) for k in ("chosen", "rejected")},
+        )
         self.cursor = EpochCursor(len(self.items), seed=seed, shuffle=shuffle)
 
     @classmethod

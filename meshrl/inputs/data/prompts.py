@@ -7,6 +7,7 @@ tokens added: the template already has them), drops or refuses rows longer than
 `max_prompt_tokens`, and keeps a `DatasetReport`. `next_batch(k)` hands out rows in an
 epoch-shuffled order whose position (`state_dict()`) a checkpoint saves and restores.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,13 +35,13 @@ class PromptItem:
 def render_prompts(tokenizer, rows: list[PromptRow], apply_chat_template: bool) -> list[str]:
     """The text each prompt becomes before tokenization."""
     if not apply_chat_template:
-        return [r.prompt if isinstance(r.prompt, str) else "\n".join(m["content"] for m in r.prompt)
-                for r in rows]
+        return [r.prompt if isinstance(r.prompt, str) else "\n".join(m["content"] for m in r.prompt) for r in rows]
     if not getattr(tokenizer, "chat_template", None):
-        raise DatasetError("the tokenizer has no chat template; use an instruct model's "
-                           "tokenizer or set data.apply_chat_template=false")
-    chats = [[{"role": "user", "content": r.prompt}] if isinstance(r.prompt, str) else r.prompt
-             for r in rows]
+        raise DatasetError(
+            "the tokenizer has no chat template; use an instruct model's "
+            "tokenizer or set data.apply_chat_template=false"
+        )
+    chats = [[{"role": "user", "content": r.prompt}] if isinstance(r.prompt, str) else r.prompt for r in rows]
     return tokenizer.apply_chat_template(chats, add_generation_prompt=True, tokenize=False)
 
 
@@ -71,32 +72,49 @@ def read_prompt_rows(path, on_invalid: str) -> tuple[list[PromptRow], int, Count
 class PromptDataset:
     """Tokenized prompts of one file, a report about them, and a resumable cursor."""
 
-    def __init__(self, rows: list[PromptRow], tokenizer, *, max_prompt_tokens: int = 256,
-                 over_limit: Literal["drop", "error"] = "drop", apply_chat_template: bool = True,
-                 shuffle: bool = True, seed: int = 0, source: str = "<rows>",
-                 rows_read: int | None = None, invalid_fields: Counter | None = None):
+    def __init__(
+        self,
+        rows: list[PromptRow],
+        tokenizer,
+        *,
+        max_prompt_tokens: int = 256,
+        over_limit: Literal["drop", "error"] = "drop",
+        apply_chat_template: bool = True,
+        shuffle: bool = True,
+        seed: int = 0,
+        source: str = "<rows>",
+        rows_read: int | None = None,
+        invalid_fields: Counter | None = None,
+    ):
         texts, ids, lengths = tokenize_prompts(tokenizer, rows, apply_chat_template)
         over = np.flatnonzero(lengths > max_prompt_tokens)
         examples = [f"{rows[i].ref}: {lengths[i]} tokens" for i in over[:5]]
         if len(over) and over_limit == "error":
-            raise DatasetError(f"{len(over)} prompts exceed max_prompt_tokens={max_prompt_tokens} "
-                               f"(e.g. {examples}); raise data.max_prompt_tokens or shorten them")
-        self.items = [PromptItem(rows[i], texts[i], ids[i])
-                      for i in np.flatnonzero(lengths <= max_prompt_tokens)]
+            raise DatasetError(
+                f"{len(over)} prompts exceed max_prompt_tokens={max_prompt_tokens} "
+                f"(e.g. {examples}); raise data.max_prompt_tokens or shorten them"
+            )
+        self.items = [PromptItem(rows[i], texts[i], ids[i]) for i in np.flatnonzero(lengths <= max_prompt_tokens)]
         read = len(rows) if rows_read is None else rows_read
         self._report = DatasetReport(
-            file=source, rows=read, kept=len(self.items), max_prompt_tokens=max_prompt_tokens,
-            over_limit=len(over), over_limit_examples=examples, invalid=read - len(rows),
-            invalid_fields=dict(invalid_fields or {}), prompt_tokens=length_stats(lengths),
-            missing_optional=missing_optional_counts(rows))
+            file=source,
+            rows=read,
+            kept=len(self.items),
+            max_prompt_tokens=max_prompt_tokens,
+            over_limit=len(over),
+            over_limit_examples=examples,
+            invalid=read - len(rows),
+            invalid_fields=dict(invalid_fields or {}),
+            prompt_tokens=length_stats(lengths),
+            missing_optional=missing_optional_counts(rows),
+        )
         self.cursor = EpochCursor(len(self.items), seed=seed, shuffle=shuffle)
 
     @classmethod
     def from_file(cls, path: str | Path, tokenizer, *, on_invalid: str = "error", **kwargs):
         """Read, validate and tokenize a .jsonl/.parquet file (see the class for kwargs)."""
         rows, read, problems = read_prompt_rows(path, on_invalid)
-        return cls(rows, tokenizer, source=str(path), rows_read=read, invalid_fields=problems,
-                   **kwargs)
+        return cls(rows, tokenizer, source=str(path), rows_read=read, invalid_fields=problems, **kwargs)
 
     @classmethod
     def from_config(cls, data, tokenizer, *, seed: int = 0, split: str = "train"):
@@ -104,9 +122,14 @@ class PromptDataset:
         path = data.train if split == "train" else data.eval
         if path is None:
             raise DatasetError(f"data.{split} is not set; name a .jsonl or .parquet file")
-        return cls.from_file(path, tokenizer, max_prompt_tokens=data.max_prompt_tokens,
-                             apply_chat_template=data.apply_chat_template,
-                             shuffle=data.shuffle and split == "train", seed=seed)
+        return cls.from_file(
+            path,
+            tokenizer,
+            max_prompt_tokens=data.max_prompt_tokens,
+            apply_chat_template=data.apply_chat_template,
+            shuffle=data.shuffle and split == "train",
+            seed=seed,
+        )
 
     def __len__(self) -> int:
         return len(self.items)

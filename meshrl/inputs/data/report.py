@@ -3,6 +3,7 @@
 Printed by the learner at start-up so a bad file or a too-small `max_prompt_tokens` shows up
 in the first second of a run, not as a crash an hour later.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -30,13 +31,15 @@ class DatasetReport:
 
     def __str__(self) -> str:
         t = self.prompt_tokens
-        lines = [f"dataset {self.file}: {self.rows} rows, {self.kept} kept",
-                 f"  prompt tokens: min {t.get('min')} mean {t.get('mean')} "
-                 f"p95 {t.get('p95')} max {t.get('max')}",
-                 f"  over max_prompt_tokens={self.max_prompt_tokens}: {self.over_limit}"]
+        lines = [
+            f"dataset {self.file}: {self.rows} rows, {self.kept} kept",
+            f"  prompt tokens: min {t.get('min')} mean {t.get('mean')} p95 {t.get('p95')} max {t.get('max')}",
+            f"  over max_prompt_tokens={self.max_prompt_tokens}: {self.over_limit}",
+        ]
         for name, t in self.response_tokens.items():
-            lines.append(f"  {name} tokens: min {t.get('min')} mean {t.get('mean')} "
-                         f"p95 {t.get('p95')} max {t.get('max')}")
+            lines.append(
+                f"  {name} tokens: min {t.get('min')} mean {t.get('mean')} p95 {t.get('p95')} max {t.get('max')}"
+            )
         if self.invalid:
             lines.append(f"  invalid rows dropped: {self.invalid} {self.invalid_fields}")
         if any(self.missing_optional.values()):
@@ -48,8 +51,12 @@ def length_stats(lengths: np.ndarray) -> dict[str, float]:
     """min, mean, p95 (linear interpolation, numpy's default) and max of token lengths."""
     if lengths.size == 0:
         return {}
-    return {"min": int(lengths.min()), "mean": round(float(lengths.mean()), 2),
-            "p95": round(float(np.percentile(lengths, 95)), 2), "max": int(lengths.max())}
+    return {
+        "min": int(lengths.min()),
+        "mean": round(float(lengths.mean()), 2),
+        "p95": round(float(np.percentile(lengths, 95)), 2),
+        "max": int(lengths.max()),
+    }
 
 
 def missing_optional_counts(rows) -> dict[str, int]:

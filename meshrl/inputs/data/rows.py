@@ -9,6 +9,7 @@ DPO row (TRL):      {"prompt": ..., "chosen": ..., "rejected": ...}   # each str
 `validate_prompt_row` / `validate_dpo_row` raise `DatasetError` on the first one, naming the
 file, the line (jsonl, 1-based) or row index (parquet, 0-based), the field and the fix.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,8 +57,9 @@ def message_problems(value: Any, name: str) -> list[tuple[str, str]]:
     if isinstance(value, str):
         return [] if value else [(name, "is an empty string; give the text")]
     if not isinstance(value, list) or not value:
-        return [(name, f"must be a string or a non-empty list of {{role, content}} messages, "
-                       f"got {type(value).__name__}")]
+        return [
+            (name, f"must be a string or a non-empty list of {{role, content}} messages, got {type(value).__name__}")
+        ]
     problems = []
     for i, msg in enumerate(value):
         where = f"{name}[{i}]"
@@ -80,8 +82,7 @@ def prompt_row_problems(row: Any) -> list[tuple[str, str]]:
         problems = [("prompt", "is missing; add the chat messages (or a plain string) to answer")]
     reward = row.get("reward_model")
     if not isinstance(reward, dict) or reward.get("ground_truth") is None:
-        problems.append(("reward_model.ground_truth",
-                         'is missing; add "reward_model": {"ground_truth": "<answer>"}'))
+        problems.append(("reward_model.ground_truth", 'is missing; add "reward_model": {"ground_truth": "<answer>"}'))
     elif not isinstance(reward["ground_truth"], GROUND_TRUTH_TYPES):
         problems.append(("reward_model.ground_truth", "must be a string, number or list"))
     if row.get("data_source") is not None and not isinstance(row["data_source"], str):
@@ -114,12 +115,16 @@ def _raise_first(ref: RowRef, problems: list[tuple[str, str]]) -> None:
 def validate_prompt_row(row: Any, ref: RowRef) -> PromptRow:
     """A checked `PromptRow`, or `DatasetError` naming file, line, field and fix."""
     _raise_first(ref, prompt_row_problems(row))
-    return PromptRow(ref=ref, prompt=row["prompt"], ground_truth=row["reward_model"]["ground_truth"],
-                     data_source=row.get("data_source"), extra_info=row.get("extra_info") or {})
+    return PromptRow(
+        ref=ref,
+        prompt=row["prompt"],
+        ground_truth=row["reward_model"]["ground_truth"],
+        data_source=row.get("data_source"),
+        extra_info=row.get("extra_info") or {},
+    )
 
 
 def validate_dpo_row(row: Any, ref: RowRef) -> PreferenceRow:
     """A checked `PreferenceRow`, or `DatasetError` naming file, line, field and fix."""
     _raise_first(ref, dpo_row_problems(row))
-    return PreferenceRow(ref=ref, prompt=row["prompt"], chosen=row["chosen"],
-                         rejected=row["rejected"])
+    return PreferenceRow(ref=ref, prompt=row["prompt"], chosen=row["chosen"], rejected=row["rejected"])

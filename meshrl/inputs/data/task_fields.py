@@ -6,6 +6,7 @@ other type as JSON, never a Python repr), `ground_truth_json` (JSON, any type),
 `data_source`, `extra_json` (the row's `extra_info` object) and `prompt_messages` (the chat
 messages; a plain-string prompt becomes one user message). Used by the learner's feeder.
 """
+
 from __future__ import annotations
 
 import json

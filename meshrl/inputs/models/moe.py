@@ -7,6 +7,7 @@ noisy and get clipped at random; GSPO's sequence-level ratio (the geometric mean
 response's token ratios) averages that out (Zheng et al. 2025, "Group Sequence Policy
 Optimization", arXiv:2507.18071, written for Qwen3-MoE). Reads only config.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,9 @@ def moe_ratio_warning(cfg) -> str | None:
     if experts <= 1 or cfg.algorithm.offline or level != "token":
         return None
     sequence = ", ".join(name for name, lv in POLICY_LOSSES.items() if lv == "sequence")
-    return (f"model.path is a mixture-of-experts model ({experts} experts per layer) trained with a "
-            f"token-level importance ratio (algorithm.policy_loss={cfg.algorithm.policy_loss}): expert "
-            f"routing makes token ratios noisy; use algorithm.preset=gspo (or a sequence-level "
-            f"policy_loss: {sequence})")
+    return (
+        f"model.path is a mixture-of-experts model ({experts} experts per layer) trained with a "
+        f"token-level importance ratio (algorithm.policy_loss={cfg.algorithm.policy_loss}): expert "
+        f"routing makes token ratios noisy; use algorithm.preset=gspo (or a sequence-level "
+        f"policy_loss: {sequence})"
+    )

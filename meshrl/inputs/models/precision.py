@@ -14,6 +14,7 @@ Simplifications: the probe is ~0.3 s on one layer shape (SmolLM2's MLP: 576 -> 1
 busy machine can blur it, hence the margin. Run `python -m meshrl.inputs.models.precision`
 to see this host's choice.
 """
+
 from __future__ import annotations
 
 import functools
@@ -59,8 +60,7 @@ def _linear_pass_s(layer: torch.nn.Linear, x: torch.Tensor, bf16: bool) -> float
     return time.perf_counter() - start
 
 
-def probe_gflops(rows: int = 512, d_in: int = 576, d_out: int = 1536,
-                 repeats: int = 7) -> tuple[float, float]:
+def probe_gflops(rows: int = 512, d_in: int = 576, d_out: int = 1536, repeats: int = 7) -> tuple[float, float]:
     """(fp32, bf16-autocast) GFLOP/s of a Linear forward + backward, best of `repeats` each.
 
     The two are timed in alternation, round by round, so that a load that comes and goes
@@ -83,8 +83,9 @@ def choose(flags: list[str], fp32_gflops: float | None, bf16_gflops: float | Non
     if not flags:
         return PrecisionChoice("fp32", f"CPU reports none of {', '.join(BF16_FLAGS)}")
     speedup = bf16_gflops / fp32_gflops
-    figures = (f"probe fp32 {fp32_gflops:.0f} vs bf16 {bf16_gflops:.0f} GFLOP/s "
-               f"({speedup:.2f}x), flags {', '.join(flags)}")
+    figures = (
+        f"probe fp32 {fp32_gflops:.0f} vs bf16 {bf16_gflops:.0f} GFLOP/s ({speedup:.2f}x), flags {', '.join(flags)}"
+    )
     if speedup >= MIN_SPEEDUP:
         return PrecisionChoice("bf16", figures)
     return PrecisionChoice("fp32", f"{figures}: below the {MIN_SPEEDUP}x needed for bf16")
@@ -99,8 +100,7 @@ def probe_host() -> PrecisionChoice:
     return choose(flags, *probe_gflops())
 
 
-def resolve_precision(setting: str, *, bf16: bool = False,
-                      device: torch.device | str = "cpu") -> PrecisionChoice:
+def resolve_precision(setting: str, *, bf16: bool = False, device: torch.device | str = "cpu") -> PrecisionChoice:
     """`trainer.precision` (auto | fp32 | bf16; the legacy `trainer.bf16=true` forces bf16)."""
     if bf16 or setting == "bf16":
         return PrecisionChoice("bf16", "configured (trainer.precision=bf16 or trainer.bf16=true)")

@@ -13,6 +13,7 @@ decodes. vLLM's CPU attention supports only head sizes in `VLLM_CPU_HEAD_SIZES`,
 
 Run: python -m meshrl.inputs.models.tiny OUT_DIR
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,14 @@ def tiny_vocab(chars: str = DEFAULT_CHARS) -> dict[str, int]:
 
 def build_tokenizer(chars: str = DEFAULT_CHARS):
     """A PreTrainedTokenizerFast: BPE with no merges (= one token per char), Fuse decoder."""
-    from tokenizers import Tokenizer, decoders, models  # lazy: torch/tokenizers/transformers, only when a test model is built
-    from transformers import PreTrainedTokenizerFast  # lazy: torch/tokenizers/transformers, only when a test model is built
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+    )  # lazy: torch/tokenizers/transformers, only when a test model is built
+    from transformers import (
+        PreTrainedTokenizerFast,
+    )  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     vocab = tiny_vocab(chars)
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<pad>", fuse_unk=False))
@@ -68,29 +75,46 @@ def build_tokenizer(chars: str = DEFAULT_CHARS):
     )
 
 
-def tiny_config(tokenizer, *, hidden: int, layers: int, heads: int, kv_heads: int,
-                head_dim: int, max_positions: int):
+def tiny_config(tokenizer, *, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int, max_positions: int):
     """LlamaConfig sized for tests; tied embeddings like SmolLM2."""
     from transformers import LlamaConfig  # lazy: torch/tokenizers/transformers, only when a test model is built
 
     if head_dim not in VLLM_CPU_HEAD_SIZES:
-        raise ValueError(f"head_dim={head_dim}: vLLM's CPU attention supports only "
-                         f"{VLLM_CPU_HEAD_SIZES}; pick one of those")
+        raise ValueError(
+            f"head_dim={head_dim}: vLLM's CPU attention supports only {VLLM_CPU_HEAD_SIZES}; pick one of those"
+        )
     if heads % kv_heads:
         raise ValueError(f"heads={heads} must be a multiple of kv_heads={kv_heads}")
     return LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 4,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-        head_dim=head_dim, max_position_embeddings=max_positions, rms_norm_eps=1e-5,
-        tie_word_embeddings=True, torch_dtype="float32",
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 4,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        max_position_embeddings=max_positions,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        torch_dtype="float32",
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
 
 
-def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hidden: int = 64,
-                         layers: int = 2, heads: int = 4, kv_heads: int = 2, head_dim: int = 32,
-                         max_positions: int = 512, seed: int = 0) -> Path:
+def build_tiny_model_dir(
+    out_dir: str | Path,
+    *,
+    vocab: str = DEFAULT_CHARS,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    head_dim: int = 32,
+    max_positions: int = 512,
+    seed: int = 0,
+) -> Path:
     """Write a loadable HF model dir (float32 safetensors + tokenizer) to `out_dir`; return it.
 
     `vocab` is the character set; every other id is a special or reserved token.
@@ -101,8 +125,15 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(vocab)
-    config = tiny_config(tokenizer, hidden=hidden, layers=layers, heads=heads,
-                         kv_heads=kv_heads, head_dim=head_dim, max_positions=max_positions)
+    config = tiny_config(
+        tokenizer,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        max_positions=max_positions,
+    )
     torch.manual_seed(seed)
     return write_model_dir(out, LlamaForCausalLM(config).to(torch.float32), tokenizer, max_positions)
 
@@ -110,9 +141,10 @@ def build_tiny_model_dir(out_dir: str | Path, *, vocab: str = DEFAULT_CHARS, hid
 def write_model_dir(out: Path, model, tokenizer, max_positions: int) -> Path:
     """Save a built model + the tiny tokenizer as a complete HF model dir; return it."""
     from transformers import GenerationConfig  # lazy: as above
+
     model.generation_config = GenerationConfig(
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id)
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
+    )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     write_portable_tokenizer_files(out, tokenizer, model_max_length=max_positions)
@@ -122,12 +154,19 @@ def write_model_dir(out: Path, model, tokenizer, max_positions: int) -> Path:
 
 def _check_written(out: Path) -> None:
     """Fail loudly if a file transformers or vLLM needs did not land."""
-    needed = ["config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
-              "tokenizer_config.json", "special_tokens_map.json"]
+    needed = [
+        "config.json",
+        "model.safetensors",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    ]
     missing = [name for name in needed if not (out / name).exists()]
     if missing:
-        raise RuntimeError(f"tiny model dir {out} is missing {missing}; "
-                           f"check the transformers version's save_pretrained output")
+        raise RuntimeError(
+            f"tiny model dir {out} is missing {missing}; check the transformers version's save_pretrained output"
+        )
     json.loads((out / "config.json").read_text())
 
 

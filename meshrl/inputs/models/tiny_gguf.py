@@ -15,6 +15,7 @@ Simplification: F32 tensors only (no quantization): the test compares logits exa
 
 Run: python -m meshrl.inputs.models.tiny_gguf HF_DIR OUT.gguf
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,7 @@ def permute_rotary_rows(weight: np.ndarray, n_head: int) -> np.ndarray:
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable char table: printable bytes map to themselves, the other 68
     (space, control chars, ...) to chars from U+0100 on, in byte order."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     moved = [b for b in range(256) if b not in keep]
     return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(moved)}}
 
@@ -41,9 +41,11 @@ def bytes_to_unicode() -> dict[int, str]:
 def byte_level_tokens(tokenizer) -> tuple[list[str], list[int]]:
     """Tokens in id order, in GPT-2 byte-level spelling, with GGUF token types."""
     import gguf  # lazy: gguf/transformers, only when a test GGUF is built
+
     to_unicode = bytes_to_unicode()
-    special = set(tokenizer.all_special_tokens) | {t for t in tokenizer.get_vocab()
-                                                   if t.startswith("<|") or t in ("<s>", "</s>")}
+    special = set(tokenizer.all_special_tokens) | {
+        t for t in tokenizer.get_vocab() if t.startswith("<|") or t in ("<s>", "</s>")
+    }
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     tokens, types = [], []
     for tok, _ in vocab:
@@ -78,7 +80,10 @@ def write_metadata(writer, config, tokenizer) -> None:
 def build_tiny_gguf(hf_dir: str | Path, out_file: str | Path) -> Path:
     """Convert the HF Llama at `hf_dir` to an F32 GGUF at `out_file`; return its path."""
     import gguf  # lazy: gguf/transformers, only when a test GGUF is built
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: gguf/transformers, only when a test GGUF is built
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+    )  # lazy: gguf/transformers, only when a test GGUF is built
 
     model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(hf_dir)

@@ -9,6 +9,7 @@ attention.
 
 Run: python -m meshrl.inputs.models.tiny_moe OUT_DIR
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,22 +18,58 @@ from pathlib import Path
 from meshrl.inputs.models.tiny import DEFAULT_CHARS, build_tokenizer, write_model_dir
 
 
-def tiny_moe_config(tokenizer, *, hidden: int, layers: int, heads: int, kv_heads: int, experts: int,
-                    experts_per_token: int, expert_width: int, max_positions: int):
+def tiny_moe_config(
+    tokenizer,
+    *,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    experts: int,
+    experts_per_token: int,
+    expert_width: int,
+    max_positions: int,
+):
     from transformers import Qwen3MoeConfig  # lazy: transformers, only when a test model is built
+
     return Qwen3MoeConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 4,
-        moe_intermediate_size=expert_width, num_experts=experts, num_experts_per_tok=experts_per_token,
-        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], router_aux_loss_coef=0.001,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=32,
-        max_position_embeddings=max_positions, rms_norm_eps=1e-5, tie_word_embeddings=True,
-        torch_dtype="float32", bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id)
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 4,
+        moe_intermediate_size=expert_width,
+        num_experts=experts,
+        num_experts_per_tok=experts_per_token,
+        norm_topk_prob=True,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        router_aux_loss_coef=0.001,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=32,
+        max_position_embeddings=max_positions,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        torch_dtype="float32",
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
 
 
-def build_tiny_moe_model_dir(out_dir: str | Path, *, hidden: int = 64, layers: int = 2, heads: int = 4,
-                             kv_heads: int = 2, experts: int = 8, experts_per_token: int = 2,
-                             expert_width: int = 64, max_positions: int = 512, seed: int = 0) -> Path:
+def build_tiny_moe_model_dir(
+    out_dir: str | Path,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    experts: int = 8,
+    experts_per_token: int = 2,
+    expert_width: int = 64,
+    max_positions: int = 512,
+    seed: int = 0,
+) -> Path:
     """Write a loadable HF Qwen3-MoE model dir (float32 safetensors + tokenizer); return it."""
     import torch  # lazy: torch/transformers, only when a test model is built
     from transformers import Qwen3MoeForCausalLM  # lazy: as above
@@ -40,9 +77,17 @@ def build_tiny_moe_model_dir(out_dir: str | Path, *, hidden: int = 64, layers: i
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(DEFAULT_CHARS)
-    config = tiny_moe_config(tokenizer, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
-                             experts=experts, experts_per_token=experts_per_token,
-                             expert_width=expert_width, max_positions=max_positions)
+    config = tiny_moe_config(
+        tokenizer,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        expert_width=expert_width,
+        max_positions=max_positions,
+    )
     torch.manual_seed(seed)
     return write_model_dir(out, Qwen3MoeForCausalLM(config).to(torch.float32), tokenizer, max_positions)
 

@@ -6,6 +6,7 @@ fallbacks and other tools read `tokenizer_config.json["chat_template"]`,
 `PreTrainedTokenizerFast` and the special-tokens map. This rewrites the config after
 `tokenizer.save_pretrained(out)` so both kinds of reader work.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ def write_portable_tokenizer_files(out: str | Path, tokenizer, *, model_max_leng
     for key in ("is_local", "local_files_only"):  # load-time flags, not tokenizer facts
         config.pop(key, None)
     config_path.write_text(json.dumps(config, indent=2) + "\n")
-    special = {k: getattr(tokenizer, k) for k in ("bos_token", "eos_token", "pad_token",
-                                                    "unk_token") if getattr(tokenizer, k)}
+    special = {
+        k: getattr(tokenizer, k) for k in ("bos_token", "eos_token", "pad_token", "unk_token") if getattr(tokenizer, k)
+    }
     if extra:
         special["additional_special_tokens"] = extra
     (out / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")

@@ -8,23 +8,39 @@ The names below load on first use (PEP 562): importing a pure-Python submodule s
 `subjects`, `credentials`, `permissions`, `tls`, `errors` or `server` does not import nats
 (and aiohttp), so the CLI can import them at start-up.
 """
+
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
 
-_EXPORTS = {"Bus": "client", "Delivery": "context", "WorkContext": "context", "BusError": "errors",
-            "BusUnavailable": "errors", "ObjectIntegrityError": "errors", "ObjectMissing": "errors",
-            "PublishFailed": "errors", "StaleRevision": "errors", "NatsCluster": "cluster",
-            "EmbeddedNats": "server"}
+_EXPORTS = {
+    "Bus": "client",
+    "Delivery": "context",
+    "WorkContext": "context",
+    "BusError": "errors",
+    "BusUnavailable": "errors",
+    "ObjectIntegrityError": "errors",
+    "ObjectMissing": "errors",
+    "PublishFailed": "errors",
+    "StaleRevision": "errors",
+    "NatsCluster": "cluster",
+    "EmbeddedNats": "server",
+}
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
     from meshrl.transport.bus.client import Bus
     from meshrl.transport.bus.cluster import NatsCluster
     from meshrl.transport.bus.context import Delivery, WorkContext
-    from meshrl.transport.bus.errors import (BusError, BusUnavailable, ObjectIntegrityError, ObjectMissing,
-                                             PublishFailed, StaleRevision)
+    from meshrl.transport.bus.errors import (
+        BusError,
+        BusUnavailable,
+        ObjectIntegrityError,
+        ObjectMissing,
+        PublishFailed,
+        StaleRevision,
+    )
     from meshrl.transport.bus.server import EmbeddedNats
 
 

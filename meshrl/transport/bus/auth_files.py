@@ -10,6 +10,7 @@ of authconf.py, which refers to it (`password: $MESHRL_NATS_PASSWORD_ROLLOUT`), 
 needs nothing in its environment. Passwords are new at every call (restart NATS and every
 service after regenerating); every file is 0600 in a 0700 folder, and none is printed.
 """
+
 from __future__ import annotations
 
 import json

@@ -9,6 +9,7 @@ secret, and the server's environment is readable only by the same user (as are t
 credential files the clients read). Permissions use allow lists: anything not allowed is
 refused with a "Permissions Violation" error (deny is the default once `allow` is given).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,12 @@ def password_variable(user: str) -> str:
 
 def _user_entry(user: str, perms: Permissions) -> str:
     # JSON lists are valid NATS config; the password stays an unquoted $VARIABLE reference.
-    return (f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{\n"
-            f"      publish: {{allow: {json.dumps(list(perms.publish))}}}\n"
-            f"      subscribe: {{allow: {json.dumps(list(perms.subscribe))}}}\n"
-            "    }}")
+    return (
+        f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{\n"
+        f"      publish: {{allow: {json.dumps(list(perms.publish))}}}\n"
+        f"      subscribe: {{allow: {json.dumps(list(perms.subscribe))}}}\n"
+        "    }}"
+    )
 
 
 def server_auth(users: dict[str, tuple[Permissions, str]]) -> ServerAuth:

@@ -7,6 +7,7 @@ running after its task was cancelled, and whoever awaits that task hangs (a CI r
 15 minutes stopping a rollout replica). The task still counts the request
 (`Task.cancelling()`), so the loops call `raise_if_cancelled` after every fetch.
 """
+
 import asyncio
 
 

@@ -23,6 +23,7 @@ _KEY_FILE for mutual TLS) name (tls.py); a server that then does not require TLS
 
 Simplification: one connection per service; JetStream domain/prefix are not used.
 """
+
 import asyncio
 import logging
 from typing import Sequence
@@ -68,35 +69,49 @@ def server_urls(url: str | Sequence[str]) -> list[str]:
 def _auth_options(credentials: Credentials | None) -> dict:
     if credentials is None:
         return {}
-    return {"user": credentials.user, "password": credentials.password,
-            "inbox_prefix": inbox_prefix(credentials.user)}
+    return {"user": credentials.user, "password": credentials.password, "inbox_prefix": inbox_prefix(credentials.user)}
 
 
 def _refused(url, credentials: Credentials | None) -> BusUnavailable:
     who = f"user {credentials.user!r} (wrong or old password?)" if credentials else "a client without credentials"
-    return BusUnavailable(f"NATS at {url} refused {who}: set MESHRL_NATS_CREDENTIALS_FILE to the credential "
-                          "file the launcher wrote for this service kind (RUN_DIR/secrets/nats-<kind>.json)")
+    return BusUnavailable(
+        f"NATS at {url} refused {who}: set MESHRL_NATS_CREDENTIALS_FILE to the credential "
+        "file the launcher wrote for this service kind (RUN_DIR/secrets/nats-<kind>.json)"
+    )
 
 
 def _tls_options(tls: TlsFiles | None) -> dict:
     return {} if tls is None else {"tls": tls.context()}
 
 
-async def _open(url: str | Sequence[str], name: str, timeout: float, credentials: Credentials | None,
-                tls: TlsFiles | None = None) -> NATS:
+async def _open(
+    url: str | Sequence[str], name: str, timeout: float, credentials: Credentials | None, tls: TlsFiles | None = None
+) -> NATS:
     nc = GuardedNATS()
     try:
-        await asyncio.wait_for(nc.connect(
-            servers=server_urls(url), name=name, connect_timeout=min(timeout, 2.0), allow_reconnect=True,
-            max_reconnect_attempts=-1, reconnect_time_wait=0.5, error_cb=nc.denials.on_error,
-            pending_size=16 * 1024 * 1024, **_auth_options(credentials), **_tls_options(tls)), timeout)
+        await asyncio.wait_for(
+            nc.connect(
+                servers=server_urls(url),
+                name=name,
+                connect_timeout=min(timeout, 2.0),
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.5,
+                error_cb=nc.denials.on_error,
+                pending_size=16 * 1024 * 1024,
+                **_auth_options(credentials),
+                **_tls_options(tls),
+            ),
+            timeout,
+        )
     except (asyncio.TimeoutError, OSError, nats.errors.Error) as err:
         await _close_quietly(nc)
         if nc.denials.auth_refused or isinstance(err, nats.errors.AuthorizationError):
             raise _refused(url, credentials) from None
         hint = f" (TLS with CA {tls.ca_file}: does that CA sign the server's certificate?)" if tls else ""
-        raise BusUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is nats-server running? "
-                             f"{START_HINT}{hint} ({err!r})") from None
+        raise BusUnavailable(
+            f"cannot reach NATS at {url} within {timeout:g} s: is nats-server running? {START_HINT}{hint} ({err!r})"
+        ) from None
     await _require_tls(nc, url, tls)
     return nc
 
@@ -106,19 +121,26 @@ async def _require_tls(nc: NATS, url, tls: TlsFiles | None) -> None:
     # must not go on in plaintext with a server (or impostor) that does not.
     if tls is not None and not nc._server_info.get("tls_required"):
         await _close_quietly(nc)
-        raise BusUnavailable(f"NATS at {url} does not require TLS, but this client is configured for it "
-                             f"({tls.ca_file}): give the server a tls {{}} block, or unset MESHRL_NATS_TLS_*")
+        raise BusUnavailable(
+            f"NATS at {url} does not require TLS, but this client is configured for it "
+            f"({tls.ca_file}): give the server a tls {{}} block, or unset MESHRL_NATS_TLS_*"
+        )
 
 
 async def _check_jetstream(nc: NATS, url: str, timeout: float):
     js = nc.jetstream(timeout=timeout)
     try:
         await js.account_info()
-    except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError,
-            nats.errors.TimeoutError, nats.js.errors.APIError) as err:
+    except (
+        nats.errors.NoRespondersError,
+        nats.js.errors.ServiceUnavailableError,
+        nats.errors.TimeoutError,
+        nats.js.errors.APIError,
+    ) as err:
         await _close_quietly(nc)
-        raise BusUnavailable(f"NATS at {url} answers but JetStream is not enabled: restart nats-server with -js "
-                             f"({err!r})") from None
+        raise BusUnavailable(
+            f"NATS at {url} answers but JetStream is not enabled: restart nats-server with -js ({err!r})"
+        ) from None
     return js
 
 
@@ -132,8 +154,9 @@ async def _close_quietly(nc: NATS) -> None:
 class Bus:
     """Publish, consume, run state and weights for one run. Create with `Bus.connect`."""
 
-    def __init__(self, nc: NATS, js, url: str | Sequence[str], run_id: str, *, replicas: int = 1,
-                 creates_consumers: bool = True):
+    def __init__(
+        self, nc: NATS, js, url: str | Sequence[str], run_id: str, *, replicas: int = 1, creates_consumers: bool = True
+    ):
         if replicas < 1:
             raise ValueError(f"replicas={replicas}: the JetStream replica count must be >= 1 (3 on a 3-node cluster)")
         self.nc, self.js, self.url, self.run_id, self.replicas = nc, js, url, run_id, replicas
@@ -143,9 +166,17 @@ class Bus:
         self.weights = WeightsStore(js, names.object_bucket(run_id))
 
     @classmethod
-    async def connect(cls, url: str | Sequence[str], run_id: str, *, name: str, timeout: float = 5.0,
-                      replicas: int = 1, credentials: Credentials | None = None,
-                      tls: TlsFiles | None = None) -> "Bus":
+    async def connect(
+        cls,
+        url: str | Sequence[str],
+        run_id: str,
+        *,
+        name: str,
+        timeout: float = 5.0,
+        replicas: int = 1,
+        credentials: Credentials | None = None,
+        tls: TlsFiles | None = None,
+    ) -> "Bus":
         """Connect or raise BusUnavailable within `timeout` seconds; checks JetStream is on.
         `credentials` default to those MESHRL_NATS_CREDENTIALS_FILE names (none if unset),
         `tls` to the files MESHRL_NATS_TLS_* name (plaintext if unset)."""
@@ -153,8 +184,14 @@ class Bus:
         credentials = credentials or credentials_from_env()
         nc = await _open(url, name, timeout, credentials, tls or tls_from_env())
         js = await _check_jetstream(nc, url, timeout)
-        return cls(nc, js, url, run_id, replicas=replicas,
-                   creates_consumers=credentials is None or credentials.user in CONSUMER_CREATORS)
+        return cls(
+            nc,
+            js,
+            url,
+            run_id,
+            replicas=replicas,
+            creates_consumers=credentials is None or credentials.user in CONSUMER_CREATORS,
+        )
 
     async def close(self) -> None:
         await self._puller.close()
@@ -173,34 +210,85 @@ class Bus:
 
     # ---- work queues -------------------------------------------------------------------
 
-    async def publish(self, stage: str, message: Message, *, msg_id: str,
-                      headers: dict[str, str] | None = None) -> api.PubAck:
+    async def publish(
+        self, stage: str, message: Message, *, msg_id: str, headers: dict[str, str] | None = None
+    ) -> api.PubAck:
         """Publish a stage's message with Nats-Msg-Id = msg_id (the group id: dedup)."""
         check_type(stage, message)
         if not msg_id:
             raise ValueError(f"msg_id is empty for a {stage} message: pass the group id")
-        return await publish_with_retry(self.js, names.stage_subject(self.run_id, stage),
-                                        message.SerializeToString(), msg_id=msg_id, headers=headers)
+        return await publish_with_retry(
+            self.js,
+            names.stage_subject(self.run_id, stage),
+            message.SerializeToString(),
+            msg_id=msg_id,
+            headers=headers,
+        )
 
-    async def worker(self, stage: str, durable: str, handler: Handler, *, batch: int = 1,
-                     concurrency: int | None = None, ack_wait: float = 60.0, max_deliver: int = 5,
-                     backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False) -> None:
+    async def worker(
+        self,
+        stage: str,
+        durable: str,
+        handler: Handler,
+        *,
+        batch: int = 1,
+        concurrency: int | None = None,
+        ack_wait: float = 60.0,
+        max_deliver: int = 5,
+        backoff: Sequence[float] = (1.0, 5.0, 30.0),
+        auto_in_progress: bool = False,
+    ) -> None:
         """Run the consumer loop until cancelled (see meshrl.transport.bus.worker)."""
-        await self.make_worker(stage, durable, handler, batch=batch, concurrency=concurrency,
-                               ack_wait=ack_wait, max_deliver=max_deliver, backoff=backoff,
-                               auto_in_progress=auto_in_progress).run()
+        await self.make_worker(
+            stage,
+            durable,
+            handler,
+            batch=batch,
+            concurrency=concurrency,
+            ack_wait=ack_wait,
+            max_deliver=max_deliver,
+            backoff=backoff,
+            auto_in_progress=auto_in_progress,
+        ).run()
 
-    def make_worker(self, stage: str, durable: str, handler: Handler, *, batch: int = 1,
-                    concurrency: int | None = None, ack_wait: float = 60.0, max_deliver: int = 5,
-                    backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False) -> Worker:
+    def make_worker(
+        self,
+        stage: str,
+        durable: str,
+        handler: Handler,
+        *,
+        batch: int = 1,
+        concurrency: int | None = None,
+        ack_wait: float = 60.0,
+        max_deliver: int = 5,
+        backoff: Sequence[float] = (1.0, 5.0, 30.0),
+        auto_in_progress: bool = False,
+    ) -> Worker:
         """The Worker object itself (its `.counts` show acked / retried / dead)."""
         spec = ConsumerSpec(durable, ack_wait=ack_wait, max_deliver=max_deliver)
-        return Worker(self.js, self.run_id, names.check_stage(stage), spec, handler, batch=batch,
-                      concurrency=concurrency, backoff=backoff, auto_in_progress=auto_in_progress,
-                      may_create=self.creates_consumers)
+        return Worker(
+            self.js,
+            self.run_id,
+            names.check_stage(stage),
+            spec,
+            handler,
+            batch=batch,
+            concurrency=concurrency,
+            backoff=backoff,
+            auto_in_progress=auto_in_progress,
+            may_create=self.creates_consumers,
+        )
 
-    async def pull(self, stage: str, durable: str, max_msgs: int = 1, timeout: float = 1.0, *,
-                   ack_wait: float = 300.0, max_deliver: int = 5) -> list[Delivery]:
+    async def pull(
+        self,
+        stage: str,
+        durable: str,
+        max_msgs: int = 1,
+        timeout: float = 1.0,
+        *,
+        ack_wait: float = 300.0,
+        max_deliver: int = 5,
+    ) -> list[Delivery]:
         """Fetch up to max_msgs parsed messages; `await d.ack()` each one when done."""
         spec = ConsumerSpec(durable, ack_wait=ack_wait, max_deliver=max_deliver)
         return await self._puller.pull(names.check_stage(stage), spec, max_msgs, timeout)
@@ -217,11 +305,11 @@ class Bus:
 
     # ---- events ------------------------------------------------------------------------
 
-    async def publish_event(self, subject: str, message: Message, *, msg_id: str | None = None,
-                            headers: dict[str, str] | None = None) -> api.PubAck:
+    async def publish_event(
+        self, subject: str, message: Message, *, msg_id: str | None = None, headers: dict[str, str] | None = None
+    ) -> api.PubAck:
         """Publish to a non-queue subject (names.events_subject / weights_loaded_subject)."""
-        return await publish_with_retry(self.js, subject, message.SerializeToString(),
-                                        msg_id=msg_id, headers=headers)
+        return await publish_with_retry(self.js, subject, message.SerializeToString(), msg_id=msg_id, headers=headers)
 
     async def listen(self, subject: str, cls: type[Message]) -> Listener:
         """Subscribe now to `subject` (see meshrl.transport.bus.events); e.g. WeightsLoaded acks."""

@@ -12,6 +12,7 @@ The constructor returns once every node agrees on a JetStream meta leader (strea
 be created). Simplification: one host, no auth, no TLS; production clusters come from the
 official chart or a StatefulSet (deploy/k8s), never from this class.
 """
+
 import json
 import time
 import urllib.error
@@ -43,10 +44,12 @@ class NodeSpec:
 
     def config(self, cluster_name: str, peers: list["NodeSpec"]) -> str:
         routes = ", ".join(f'"nats-route://{HOST}:{p.route_port}"' for p in peers if p.name != self.name)
-        return (f'server_name: "{self.name}"\n'
-                f'http: "{HOST}:{self.http_port}"\n'
-                f'cluster {{\n  name: "{cluster_name}"\n  listen: "{HOST}:{self.route_port}"\n'
-                f'  routes: [{routes}]\n}}\n')
+        return (
+            f'server_name: "{self.name}"\n'
+            f'http: "{HOST}:{self.http_port}"\n'
+            f'cluster {{\n  name: "{cluster_name}"\n  listen: "{HOST}:{self.route_port}"\n'
+            f"  routes: [{routes}]\n}}\n"
+        )
 
 
 def _get_json(url: str) -> dict | None:
@@ -100,8 +103,9 @@ class NatsCluster:
     def start(self, node: str) -> None:
         """Start (or restart, on the same ports and store) one node."""
         spec = self.spec(node)
-        self.nodes[node] = EmbeddedNats(self.store_root / node, port=spec.client_port,
-                                        extra_config=spec.config(self.name, self.specs))
+        self.nodes[node] = EmbeddedNats(
+            self.store_root / node, port=spec.client_port, extra_config=spec.config(self.name, self.specs)
+        )
 
     def kill(self, node: str) -> None:
         """SIGKILL one node (a crash): its peers must elect new leaders without it."""
@@ -126,8 +130,10 @@ class NatsCluster:
                 return leader
             time.sleep(0.1)
         logs = "\n".join(f"--- {n}:\n{self.nodes[n]._server_output(tail=1500)}" for n in self.alive())
-        raise BusUnavailable(f"NATS cluster {self.name!r} ({self.url}) elected no JetStream meta leader within "
-                             f"{timeout:.0f} s; server output:\n{logs}")
+        raise BusUnavailable(
+            f"NATS cluster {self.name!r} ({self.url}) elected no JetStream meta leader within "
+            f"{timeout:.0f} s; server output:\n{logs}"
+        )
 
     def close(self) -> None:
         """Stop every node; safe to call twice."""

@@ -4,6 +4,7 @@ per-token 0/1 flags such as `Sample.loss_mask`).
 Encoding is `np.asarray(x, '<i4'/'<f4'/'u1').tobytes()`; decoding is `np.frombuffer`, a
 zero-copy read-only view (call `.copy()` to write into it). No Python loops.
 """
+
 import numpy as np
 
 _INT32 = np.dtype("<i4")

@@ -7,6 +7,7 @@ durable name resumes where the group left off, and unacked messages are redelive
 `ack_wait`. Backoff between failed attempts is applied client-side by `nak(delay)` (the
 server's `backoff` list would replace `ack_wait` for long handlers, so it is not used).
 """
+
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from meshrl.transport.bus import subjects as names
@@ -32,19 +33,24 @@ async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec, *, 
             await retry_transient(lambda: js.add_consumer(stream, config=spec.config()), attempts=12)
         else:  # ≈15 s of retries: rides out a server restart
             await retry_transient(lambda: js.consumer_info(stream, spec.durable), attempts=12)
-        return await js.pull_subscribe_bind(durable=spec.durable, stream=stream,
-                                            pending_bytes_limit=PENDING_BYTES_LIMIT)
+        return await js.pull_subscribe_bind(
+            durable=spec.durable, stream=stream, pending_bytes_limit=PENDING_BYTES_LIMIT
+        )
     except BadRequestError as err:
         if err.err_code not in NOT_UNIQUE:
             raise
-        raise BusError(f"stage {stage!r} of run {run_id!r} already has a consumer with another durable name than "
-                       f"{spec.durable!r}: a work queue allows one durable per stage, so every replica must use "
-                       "the same name") from err
+        raise BusError(
+            f"stage {stage!r} of run {run_id!r} already has a consumer with another durable name than "
+            f"{spec.durable!r}: a work queue allows one durable per stage, so every replica must use "
+            "the same name"
+        ) from err
     except NotFoundError as err:
         if err.err_code == CONSUMER_NOT_FOUND:
-            raise BusError(f"durable {spec.durable!r} on stream {stream} does not exist and this service's NATS "
-                           "user may not create it: the learner creates the run's consumers with its streams; "
-                           "start the learner first (services wait for the run KV)") from err
+            raise BusError(
+                f"durable {spec.durable!r} on stream {stream} does not exist and this service's NATS "
+                "user may not create it: the learner creates the run's consumers with its streams; "
+                "start the learner first (services wait for the run KV)"
+            ) from err
         raise missing_stream(stream) from err
     except APIError as err:
         if err.err_code != PUSH_TO_PULL:
@@ -53,9 +59,11 @@ async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec, *, 
 
 
 def push_durable(durable: str, stream: str) -> BusError:
-    return BusError(f"durable {durable!r} on {stream} is a push consumer: someone created it with a "
-                    "deliver_subject (only the learner and admin may create consumers: a push consumer makes "
-                    "the server publish where its creator may not); delete it as admin and restart the run")
+    return BusError(
+        f"durable {durable!r} on {stream} is a push consumer: someone created it with a "
+        "deliver_subject (only the learner and admin may create consumers: a push consumer makes "
+        "the server publish where its creator may not); delete it as admin and restart the run"
+    )
 
 
 async def server_spec(sub, spec: ConsumerSpec) -> ConsumerSpec:
@@ -64,9 +72,12 @@ async def server_spec(sub, spec: ConsumerSpec) -> ConsumerSpec:
         config = (await sub.consumer_info()).config
     except Exception:  # noqa: BLE001 - keep the caller's values rather than fail to start
         return spec
-    return ConsumerSpec(spec.durable, ack_wait=config.ack_wait or spec.ack_wait,
-                        max_deliver=config.max_deliver or spec.max_deliver,
-                        max_ack_pending=config.max_ack_pending or spec.max_ack_pending)
+    return ConsumerSpec(
+        spec.durable,
+        ack_wait=config.ack_wait or spec.ack_wait,
+        max_deliver=config.max_deliver or spec.max_deliver,
+        max_ack_pending=config.max_ack_pending or spec.max_ack_pending,
+    )
 
 
 def missing_stream(stream: str) -> BusError:

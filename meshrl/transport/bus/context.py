@@ -1,4 +1,5 @@
 """What a handler (worker) or the learner (pull) sees of one delivered message."""
+
 from dataclasses import dataclass
 
 from google.protobuf.message import Message

@@ -7,6 +7,7 @@ The file holds `{"user": ..., "password": ...}`. Only its path travels (environm
 never hold the password); the password never appears in a repr, a log or an error message.
 No variable set means no credentials: an external NATS without auth keeps working.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,7 @@ def read_credentials(path: str | Path) -> Credentials:
     except OSError as err:
         raise CredentialsError(f"cannot read NATS credentials {path} ({ENV_VAR}): {err.strerror}") from None
     except (ValueError, KeyError, TypeError):
-        raise CredentialsError(f"NATS credentials {path} ({ENV_VAR}) are not JSON with 'user' and "
-                               "'password'") from None
+        raise CredentialsError(f"NATS credentials {path} ({ENV_VAR}) are not JSON with 'user' and 'password'") from None
 
 
 def credentials_from_env(environ=None) -> Credentials | None:

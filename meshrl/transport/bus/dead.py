@@ -11,6 +11,7 @@ Headers on the copy: Meshrl-Error (`Type: text`, one line, ≤1000 chars), Meshr
 Meshrl-Subject, Meshrl-Deliveries, plus the original headers; its Nats-Msg-Id is
 `dead.<stage>.<original id>` so one message is dead-lettered once.
 """
+
 import json
 import logging
 
@@ -36,22 +37,39 @@ def max_deliveries_advisory(run_id: str, stage: str, durable: str) -> str:
     return f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{names.stage_stream(run_id, stage)}.{durable}"
 
 
-async def _publish_dead(js, run_id: str, stage: str, data: bytes, headers: dict | None, subject: str,
-                        deliveries: int, seq: int, err: BaseException | str) -> None:
+async def _publish_dead(
+    js,
+    run_id: str,
+    stage: str,
+    data: bytes,
+    headers: dict | None,
+    subject: str,
+    deliveries: int,
+    seq: int,
+    err: BaseException | str,
+) -> None:
     original = dict(headers or {})
     msg_id = original.pop(api.Header.MSG_ID, None) or f"seq{seq}"
-    original.update({ERROR_HEADER: error_text(err), "Meshrl-Stage": stage, "Meshrl-Subject": subject,
-                     "Meshrl-Deliveries": str(deliveries)})
+    original.update(
+        {
+            ERROR_HEADER: error_text(err),
+            "Meshrl-Stage": stage,
+            "Meshrl-Subject": subject,
+            "Meshrl-Deliveries": str(deliveries),
+        }
+    )
     log.error("dead-lettering %s message %s after %d deliveries: %s", stage, msg_id, deliveries, error_text(err))
-    await publish_with_retry(js, names.dead_subject(run_id), data or b"", msg_id=f"dead.{stage}.{msg_id}",
-                             headers=original)
+    await publish_with_retry(
+        js, names.dead_subject(run_id), data or b"", msg_id=f"dead.{stage}.{msg_id}", headers=original
+    )
 
 
 async def dead_letter(js, run_id: str, stage: str, msg: Msg, err: BaseException) -> None:
     """Publish the dead copy of a delivery, then term it (removes it from the work queue)."""
     meta = msg.metadata
-    await _publish_dead(js, run_id, stage, msg.data, msg.headers, msg.subject, meta.num_delivered,
-                        meta.sequence.stream, err)
+    await _publish_dead(
+        js, run_id, stage, msg.data, msg.headers, msg.subject, meta.num_delivered, meta.sequence.stream, err
+    )
     await msg.term()
 
 
@@ -63,8 +81,10 @@ async def dead_letter_exhausted(js, run_id: str, stage: str, advisory: bytes) ->
         raw = await js.get_msg(stream, seq)
     except NotFoundError:
         return  # already acked, or another replica dealt with it
-    reason = (f"DeliveriesExhausted: no ack within ack_wait on any of {deliveries} deliveries "
-              "(the handler hung or its process died each time)")
+    reason = (
+        f"DeliveriesExhausted: no ack within ack_wait on any of {deliveries} deliveries "
+        "(the handler hung or its process died each time)"
+    )
     await _publish_dead(js, run_id, stage, raw.data, raw.headers, raw.subject, deliveries, seq, reason)
     try:
         await js.delete_msg(stream, seq)

@@ -9,6 +9,7 @@ The reason is the error type (the text before the first ':' of the Meshrl-Error 
 so one kind of failure is one row whatever its details; `example` is the newest full text.
 Reads at most `limit` newest letters by sequence (direct gets, no consumer is created).
 """
+
 from collections import Counter
 
 from nats.js.errors import NotFoundError
@@ -46,6 +47,5 @@ async def dead_letter_summary(js, run_id: str, limit: int = 500) -> dict:
         counts[key] += 1
         examples.setdefault(key, error)  # newest first: the first seen is the newest
         by_stage[stage] += 1
-    reasons = [{"stage": s, "reason": r, "count": n, "example": examples[(s, r)]}
-               for (s, r), n in counts.most_common()]
+    reasons = [{"stage": s, "reason": r, "count": n, "example": examples[(s, r)]} for (s, r), n in counts.most_common()]
     return {"total": total, "by_stage": dict(by_stage), "reasons": reasons}

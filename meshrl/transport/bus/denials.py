@@ -10,6 +10,7 @@ permissions (nothing waits on those) are logged as errors.
 Simplifies: a violation is matched to requests by subject only, so two concurrent requests
 on one denied subject both fail, which is what they would do anyway.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -65,11 +66,13 @@ class GuardedNATS(NATS):
         super().__init__()
         self.denials = DenialWatch()
 
-    async def request(self, subject: str, payload: bytes = b"", timeout: float = 0.5,
-                      old_style: bool = False, headers=None):
+    async def request(
+        self, subject: str, payload: bytes = b"", timeout: float = 0.5, old_style: bool = False, headers=None
+    ):
         with self.denials.watching(subject) as denied:
-            call = asyncio.ensure_future(super().request(subject, payload, timeout=timeout,
-                                                         old_style=old_style, headers=headers))
+            call = asyncio.ensure_future(
+                super().request(subject, payload, timeout=timeout, old_style=old_style, headers=headers)
+            )
             try:
                 await asyncio.wait({call, denied}, return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
@@ -78,6 +81,8 @@ class GuardedNATS(NATS):
             if call.done():
                 return call.result()
             call.cancel()
-            raise PermissionDenied(f"NATS refused a publish to {subject!r}: this client's user "
-                                   f"({self.options.get('user') or 'anonymous'}) may not publish there "
-                                   f"(server said: {denied.result()})")
+            raise PermissionDenied(
+                f"NATS refused a publish to {subject!r}: this client's user "
+                f"({self.options.get('user') or 'anonymous'}) may not publish there "
+                f"(server said: {denied.result()})"
+            )

@@ -15,6 +15,7 @@ one (the server refuses), so an existing durable stays safe.
 
 ack_wait and max_deliver are the server's: a worker reads them back from its durable.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,9 +36,14 @@ class ConsumerSpec:
 
         if self.max_deliver < 1:
             raise ValueError(f"max_deliver={self.max_deliver}: must be >= 1 (the defaults redeliver forever)")
-        return api.ConsumerConfig(durable_name=self.durable, ack_policy=api.AckPolicy.EXPLICIT,
-                                  deliver_policy=api.DeliverPolicy.ALL, ack_wait=self.ack_wait,
-                                  max_deliver=self.max_deliver, max_ack_pending=self.max_ack_pending)
+        return api.ConsumerConfig(
+            durable_name=self.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_wait=self.ack_wait,
+            max_deliver=self.max_deliver,
+            max_ack_pending=self.max_ack_pending,
+        )
 
 
 def run_consumers(rollout_ack_wait_s: float = ROLLOUT_ACK_WAIT_S) -> dict[str, ConsumerSpec]:

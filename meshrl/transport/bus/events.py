@@ -10,6 +10,7 @@ event published after it returns is never missed. The events stream keeps a copy
 message that was not published to this subject (re-published here by the server as someone's
 reply subject: origin.py) is logged and skipped.
 """
+
 import asyncio
 import logging
 

@@ -11,6 +11,7 @@ get / put / cas / delete / keys ride out transient failures (a server restart, a
 electing a new leader for the bucket) for up to ELECTION_PATIENCE_S. A cas retried after a
 lost reply may find its own write and raise StaleRevision: re-read, as after any lost race.
 """
+
 import json
 from dataclasses import dataclass
 from typing import AsyncIterator
@@ -91,8 +92,8 @@ class RunState:
             return await _patiently(self._kv, lambda: self._kv.update(key, encode(value), last=revision))
         except nats.js.errors.KeyWrongLastSequenceError as err:
             raise StaleRevision(
-                f"key {key!r} changed since revision {revision}: re-read it with get() and retry "
-                f"({err.description})") from err
+                f"key {key!r} changed since revision {revision}: re-read it with get() and retry ({err.description})"
+            ) from err
 
     async def delete(self, key: str) -> None:
         await _patiently(self._kv, lambda: self._kv.delete(key))
@@ -109,13 +110,18 @@ class RunState:
         seq = 1
         while True:
             try:
-                msg = await _patiently(self._kv, lambda s=seq: js.get_msg(stream, seq=s, subject=f"{pre}{prefix}.>", next=True))
+                msg = await _patiently(
+                    self._kv, lambda s=seq: js.get_msg(stream, seq=s, subject=f"{pre}{prefix}.>", next=True)
+                )
             except nats.js.errors.NotFoundError:
                 break
-            latest[msg.subject[len(pre):]] = msg
+            latest[msg.subject[len(pre) :]] = msg
             seq = msg.seq + 1
-        return [Entry(key, m.data or b"", m.seq) for key, m in sorted(latest.items())
-                if (m.headers or {}).get("KV-Operation") not in ("DEL", "PURGE")]
+        return [
+            Entry(key, m.data or b"", m.seq)
+            for key, m in sorted(latest.items())
+            if (m.headers or {}).get("KV-Operation") not in ("DEL", "PURGE")
+        ]
 
     async def keys(self) -> list[str]:
         """Every live (not deleted) key of the bucket; [] when there is none."""

@@ -1,4 +1,5 @@
 """Which protobuf message each stage carries, and parsing with a clear error."""
+
 from google.protobuf.message import DecodeError, Message
 
 from meshrl.transport.bus.subjects import check_stage
@@ -26,7 +27,9 @@ def parse(stage: str, data: bytes) -> Message:
     try:
         msg.ParseFromString(data)
     except DecodeError as err:
-        raise BadPayload(f"{len(data)}-byte body on stage {stage!r} is not a {cls.DESCRIPTOR.full_name}: {err}") from err
+        raise BadPayload(
+            f"{len(data)}-byte body on stage {stage!r} is not a {cls.DESCRIPTOR.full_name}: {err}"
+        ) from err
     return msg
 
 

@@ -16,6 +16,7 @@ on 538 MB: `get()` quadratic, `get(writeinto=)` ≈60 MB/s), so:
   destination file; size and sha256 are checked against the object's info before the file
   is renamed into place.
 """
+
 import asyncio
 import base64
 import hashlib
@@ -116,7 +117,9 @@ class WeightsStore:
         try:
             return await (await self._obs()).get_info(name)
         except ObjectNotFoundError as err:
-            raise ObjectMissing(f"object {name!r} is not in bucket {self.bucket!r} (never put, deleted or pruned)") from err
+            raise ObjectMissing(
+                f"object {name!r} is not in bucket {self.bucket!r} (never put, deleted or pruned)"
+            ) from err
 
     # ---- put -------------------------------------------------------------------------
 
@@ -158,15 +161,25 @@ class WeightsStore:
         nuid = self._js._nc._nuid.next().decode()
         digest = asyncio.ensure_future(asyncio.to_thread(_sha256, view))
         try:
-            chunks = await self._publish_chunks(OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=self.bucket, obj=nuid),
-                                                view, chunk_size)
+            chunks = await self._publish_chunks(
+                OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=self.bucket, obj=nuid), view, chunk_size
+            )
             info = api.ObjectInfo(
-                name=name, bucket=self.bucket, nuid=nuid, size=len(view), chunks=chunks,
-                mtime=datetime.now(timezone.utc).isoformat(), digest=_digest_str(await digest),
-                options=api.ObjectMetaOptions(max_chunk_size=chunk_size))
-            await publish_with_retry(self._js, _meta_subject(self.bucket, name),
-                                     json.dumps(info.as_dict()).encode(),
-                                     headers={api.Header.ROLLUP: MSG_ROLLUP_SUBJECT})
+                name=name,
+                bucket=self.bucket,
+                nuid=nuid,
+                size=len(view),
+                chunks=chunks,
+                mtime=datetime.now(timezone.utc).isoformat(),
+                digest=_digest_str(await digest),
+                options=api.ObjectMetaOptions(max_chunk_size=chunk_size),
+            )
+            await publish_with_retry(
+                self._js,
+                _meta_subject(self.bucket, name),
+                json.dumps(info.as_dict()).encode(),
+                headers={api.Header.ROLLUP: MSG_ROLLUP_SUBJECT},
+            )
             return info
         except BaseException:
             await asyncio.gather(digest, return_exceptions=True)  # the thread still reads `view`
@@ -178,7 +191,7 @@ class WeightsStore:
         window: deque[asyncio.Future] = deque()
         try:
             for offset in range(0, len(view), chunk_size):
-                window.append(await self._js.publish_async(subject, view[offset:offset + chunk_size]))
+                window.append(await self._js.publish_async(subject, view[offset : offset + chunk_size]))
                 if len(window) >= PUT_WINDOW:
                     await asyncio.wait_for(window.popleft(), ACK_TIMEOUT_S)
             while window:
@@ -239,12 +252,14 @@ class WeightsStore:
         if received != info.size:
             raise ObjectIntegrityError(
                 f"object {info.name!r}: read {received} bytes, its info says {info.size}: "
-                "the object is corrupt or was replaced during the read; put it again")
+                "the object is corrupt or was replaced during the read; put it again"
+            )
         sha = await hasher.digest()
         if _digest_str(sha) != (info.digest or "").replace(OBJ_DIGEST_TYPE.upper(), OBJ_DIGEST_TYPE):
             raise ObjectIntegrityError(
                 f"object {info.name!r}: sha256 {_digest_str(sha)} does not match its info's {info.digest}: "
-                "the stored bytes are corrupt; put the object again")
+                "the stored bytes are corrupt; put the object again"
+            )
 
     async def _pull_chunks(self, info: api.ObjectInfo, view: memoryview, hasher: _ThreadedSha256) -> int:
         """Every chunk, in order, by batched direct gets: no consumer is created (a rollout's
@@ -256,8 +271,9 @@ class WeightsStore:
         try:
             while got < info.chunks:
                 request = {"seq": seq, "next_by_subj": subject, "batch": min(GET_BATCH, info.chunks - got)}
-                await nc.publish(f"$JS.API.DIRECT.GET.{self._stream}", json.dumps(request).encode(),
-                                 reply=inbox.subject)
+                await nc.publish(
+                    f"$JS.API.DIRECT.GET.{self._stream}", json.dumps(request).encode(), reply=inbox.subject
+                )
                 start = offset
                 async for data, chunk_seq in self._batch(inbox, info, got):
                     end = offset + len(data)
@@ -266,8 +282,9 @@ class WeightsStore:
                     view[offset:end] = data
                     offset, got, seq = end, got + 1, chunk_seq + 1
                 if offset == start:
-                    raise ObjectIntegrityError(f"object {info.name!r}: only {got} of {info.chunks} chunks "
-                                               "are stored: chunks are missing")
+                    raise ObjectIntegrityError(
+                        f"object {info.name!r}: only {got} of {info.chunks} chunks are stored: chunks are missing"
+                    )
                 await hasher.feed(view[start:offset])
         finally:
             await inbox.unsubscribe()
@@ -279,14 +296,17 @@ class WeightsStore:
             try:
                 msg = await inbox.next_msg(timeout=ACK_TIMEOUT_S)
             except nats.errors.TimeoutError as err:
-                raise ObjectIntegrityError(f"object {info.name!r}: no chunk after {got} of {info.chunks} "
-                                           f"within {ACK_TIMEOUT_S:g} s (server gone, or direct get refused)") from err
+                raise ObjectIntegrityError(
+                    f"object {info.name!r}: no chunk after {got} of {info.chunks} "
+                    f"within {ACK_TIMEOUT_S:g} s (server gone, or direct get refused)"
+                ) from err
             status = (msg.headers or {}).get("Status")
             if status == "204" or status == "404":  # end of batch / nothing (more) on the subject
                 return
             if status:
-                raise ObjectIntegrityError(f"object {info.name!r}: direct get answered {status} "
-                                           f"{(msg.headers or {}).get('Description', '')}")
+                raise ObjectIntegrityError(
+                    f"object {info.name!r}: direct get answered {status} {(msg.headers or {}).get('Description', '')}"
+                )
             yield msg.data, int(msg.headers["Nats-Sequence"])
 
     # ---- delete / list / prune -------------------------------------------------------

@@ -12,6 +12,7 @@ has none: a JSON API answer), so it does not say it was published where it arriv
     headers = stamp(subject, headers)                   # publish.py, for every publish
     check_origin(subject, msg.subject, msg.headers)     # events.py; worker.py and pull.py by parse_delivery
 """
+
 from __future__ import annotations
 
 from google.protobuf.message import Message
@@ -38,11 +39,15 @@ def check_origin(subject: str, msg_subject: str, headers: dict | None) -> None:
     if origin == msg_subject == subject:
         return
     if origin is None:
-        raise Misrouted(f"a message on {subject} carries no {ORIGIN_HEADER} header: no meshrl service published it "
-                        "there (a JetStream API answer that someone aimed at this subject as its reply subject)")
-    raise Misrouted(f"a message on {subject} was published to {origin if origin != subject else msg_subject}: the "
-                    "server re-published it here (a pull request or direct get with this subject as its reply "
-                    "subject, by a user who may not publish here)")
+        raise Misrouted(
+            f"a message on {subject} carries no {ORIGIN_HEADER} header: no meshrl service published it "
+            "there (a JetStream API answer that someone aimed at this subject as its reply subject)"
+        )
+    raise Misrouted(
+        f"a message on {subject} was published to {origin if origin != subject else msg_subject}: the "
+        "server re-published it here (a pull request or direct get with this subject as its reply "
+        "subject, by a user who may not publish here)"
+    )
 
 
 def parse_delivery(run_id: str, stage: str, msg) -> Message:

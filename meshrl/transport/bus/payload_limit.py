@@ -14,6 +14,7 @@ it holds is nak'ed, retried (sampling again may give a shorter group) and after
 `max_deliver` attempts dead-lettered with this message as its reason (`meshrl status` shows
 it); it is never acked as done.
 """
+
 from __future__ import annotations
 
 from meshrl.transport.bus.errors import BusError
@@ -38,9 +39,11 @@ def header_bytes(headers: dict | None) -> int:
     return len(HEADER_LINE) + lines + 2
 
 
-ADVICE = ("a group is one message: make groups smaller with fewer samples per group "
-          "(rollout.sampling.group_size) or shorter sequences (rollout.sampling.max_tokens, "
-          "data.max_prompt_tokens)")
+ADVICE = (
+    "a group is one message: make groups smaller with fewer samples per group "
+    "(rollout.sampling.group_size) or shorter sequences (rollout.sampling.max_tokens, "
+    "data.max_prompt_tokens)"
+)
 
 
 def check_payload_size(nc, subject: str, payload: bytes, headers: dict | None) -> None:
@@ -53,4 +56,5 @@ def check_payload_size(nc, subject: str, payload: bytes, headers: dict | None) -
         f"a message of {size:,} bytes for {subject!r} is over the NATS server's max_payload of "
         f"{limit:,} bytes ({size / limit:.1f}× the limit); {ADVICE}, or raise "
         f"max_payload in the nats-server config (the embedded server: MAX_PAYLOAD in "
-        f"meshrl/transport/bus/server.py; NATS allows up to 64 MB)")
+        f"meshrl/transport/bus/server.py; NATS allows up to 64 MB)"
+    )

@@ -33,6 +33,7 @@ origin.py.)
 Simplifies: the stage topology is written out here (the core package cannot import the
 services); tests/unit/transport/bus/test_permissions.py checks it against the services' constants.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +74,11 @@ def consumer_api(stream: str, durable: str) -> list[str]:
 def create_durable_api(stream: str, durable: str) -> list[str]:
     """Create (or update) the durable `durable` on `stream`: the learner's, for every stage."""
     api = "$JS.API.CONSUMER"
-    return [f"{api}.CREATE.{stream}.{durable}", f"{api}.CREATE.{stream}.{durable}.>",
-            f"{api}.DURABLE.CREATE.{stream}.{durable}"]
+    return [
+        f"{api}.CREATE.{stream}.{durable}",
+        f"{api}.CREATE.{stream}.{durable}.>",
+        f"{api}.DURABLE.CREATE.{stream}.{durable}",
+    ]
 
 
 def reader_api(stream: str) -> list[str]:
@@ -85,9 +89,15 @@ def reader_api(stream: str) -> list[str]:
 def consumer_reader_api(stream: str) -> list[str]:
     """Read with ephemeral ordered consumers (listing keys or objects): the learner only."""
     api = "$JS.API"
-    return [*reader_api(stream), f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>",
-            f"{api}.CONSUMER.INFO.{stream}.>", f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
-            f"{api}.CONSUMER.DELETE.{stream}.>", f"$JS.FC.{stream}.>"]
+    return [
+        *reader_api(stream),
+        f"{api}.CONSUMER.CREATE.{stream}",
+        f"{api}.CONSUMER.CREATE.{stream}.>",
+        f"{api}.CONSUMER.INFO.{stream}.>",
+        f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
+        f"{api}.CONSUMER.DELETE.{stream}.>",
+        f"$JS.FC.{stream}.>",
+    ]
 
 
 def kv_stream(run_id: str) -> str:
@@ -105,7 +115,8 @@ def _consumer(run_id: str, kind: str) -> Permissions:
     cleanup = [f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.STREAM.MSG.DELETE.{stream}"]
     return Permissions(
         publish=(*consumer_api(stream, durable), *cleanup, names.dead_subject(run_id)),
-        subscribe=(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}",))
+        subscribe=(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}",),
+    )
 
 
 def _common(run_id: str, kind: str) -> Permissions:
@@ -113,8 +124,10 @@ def _common(run_id: str, kind: str) -> Permissions:
     its subject), write its own KV keys."""
     bucket = names.kv_bucket(run_id)
     own_keys = [f"$KV.{bucket}.services.{kind}.>", f"$KV.{bucket}.metrics.{kind}.>"]
-    return Permissions(publish=("$JS.API.INFO", *reader_api(kv_stream(run_id)), *own_keys),
-                       subscribe=(f"{inbox_prefix(kind)}.>", f"$KV.{bucket}.>"))
+    return Permissions(
+        publish=("$JS.API.INFO", *reader_api(kv_stream(run_id)), *own_keys),
+        subscribe=(f"{inbox_prefix(kind)}.>", f"$KV.{bucket}.>"),
+    )
 
 
 def _learner_extra(run_id: str) -> Permissions:
@@ -123,31 +136,49 @@ def _learner_extra(run_id: str) -> Permissions:
     streams = [names.stage_stream(run_id, s) for s in names.STAGES]
     streams += [names.dead_stream(run_id), names.events_stream(run_id), kv_stream(run_id), object_stream(run_id)]
     manage = [f"$JS.API.STREAM.{op}.{s}" for s in streams for op in ("CREATE", "INFO")]
-    durables = [api for stage in names.STAGES
-                for api in create_durable_api(names.stage_stream(run_id, stage), durable_of(stage))]
+    durables = [
+        api
+        for stage in names.STAGES
+        for api in create_durable_api(names.stage_stream(run_id, stage), durable_of(stage))
+    ]
     # STREAM.NAMES: nats-py's object-store listing (the learner prunes old versions) looks
     # its stream up by subject; it reveals stream names, nothing of their contents.
-    objects = [*consumer_reader_api(object_stream(run_id)), f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
-               f"$O.{names.object_bucket(run_id)}.>", "$JS.API.STREAM.NAMES"]
-    return Permissions(publish=(*manage, *durables, *consumer_reader_api(kv_stream(run_id)), *objects,
-                                f"$KV.{names.kv_bucket(run_id)}.>", names.events_subject(run_id)),
-                       subscribe=(names.weights_loaded_subject(run_id),))
+    objects = [
+        *consumer_reader_api(object_stream(run_id)),
+        f"$JS.API.STREAM.PURGE.{object_stream(run_id)}",
+        f"$O.{names.object_bucket(run_id)}.>",
+        "$JS.API.STREAM.NAMES",
+    ]
+    return Permissions(
+        publish=(
+            *manage,
+            *durables,
+            *consumer_reader_api(kv_stream(run_id)),
+            *objects,
+            f"$KV.{names.kv_bucket(run_id)}.>",
+            names.events_subject(run_id),
+        ),
+        subscribe=(names.weights_loaded_subject(run_id),),
+    )
 
 
 def _rollout_extra(run_id: str) -> Permissions:
     """Only rollout: read the weights object store (info by message get, chunks by direct
     get), ack a load on `weights.loaded`."""
     stream = object_stream(run_id)
-    return Permissions(publish=(*reader_api(stream), f"$JS.API.DIRECT.GET.{stream}",
-                                names.weights_loaded_subject(run_id)),
-                       subscribe=())
+    return Permissions(
+        publish=(*reader_api(stream), f"$JS.API.DIRECT.GET.{stream}", names.weights_loaded_subject(run_id)),
+        subscribe=(),
+    )
 
 
 def _merge(*parts: Permissions) -> Permissions:
     def unique(items):
         return tuple(dict.fromkeys(items))
-    return Permissions(publish=unique(s for p in parts for s in p.publish),
-                       subscribe=unique(s for p in parts for s in p.subscribe))
+
+    return Permissions(
+        publish=unique(s for p in parts for s in p.publish), subscribe=unique(s for p in parts for s in p.subscribe)
+    )
 
 
 def kind_permissions(run_id: str, kind: str, *, reference_enabled: bool = True) -> Permissions:

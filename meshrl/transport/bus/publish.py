@@ -8,6 +8,7 @@ retried with exponential backoff, for at least `patience_s` (a cluster's leader 
 duplicate window. A message over the server's max_payload is refused before it is sent
 (MessageTooLarge, see meshrl.transport.bus.payload_limit), never retried.
 """
+
 import nats.js.errors
 from nats.js import api
 
@@ -17,9 +18,17 @@ from meshrl.transport.bus.payload_limit import check_payload_size
 from meshrl.transport.bus.retry import election_patience, is_transient, retry_transient
 
 
-async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | None = None,
-                             headers: dict | None = None, timeout: float = 5.0,
-                             attempts: int = 6, patience_s: float | None = None) -> api.PubAck:
+async def publish_with_retry(
+    js,
+    subject: str,
+    payload: bytes,
+    *,
+    msg_id: str | None = None,
+    headers: dict | None = None,
+    timeout: float = 5.0,
+    attempts: int = 6,
+    patience_s: float | None = None,
+) -> api.PubAck:
     """Publish and wait for the PubAck; `ack.duplicate` is True for a deduplicated copy.
     `patience_s` None: a cluster's election patience when connected to one, else none."""
     if patience_s is None:
@@ -29,11 +38,19 @@ async def publish_with_retry(js, subject: str, payload: bytes, *, msg_id: str | 
         hdrs[api.Header.MSG_ID] = msg_id
     check_payload_size(js._nc, subject, payload, hdrs)  # MessageTooLarge: size, limit and the fix
     try:
-        return await retry_transient(lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs),
-                                     attempts=attempts, patience_s=patience_s)
+        return await retry_transient(
+            lambda: js.publish(subject, payload, timeout=timeout, headers=hdrs),
+            attempts=attempts,
+            patience_s=patience_s,
+        )
     except Exception as err:
         if not is_transient(err):
             raise
-        hint = (" (no stream listens on it: call Bus.ensure_streams() first)"
-                if isinstance(err, nats.js.errors.NoStreamResponseError) else "")
-        raise PublishFailed(f"publish to {subject!r} not acknowledged after {attempts} attempts and {patience_s:g} s{hint}: {err!r}") from err
+        hint = (
+            " (no stream listens on it: call Bus.ensure_streams() first)"
+            if isinstance(err, nats.js.errors.NoStreamResponseError)
+            else ""
+        )
+        raise PublishFailed(
+            f"publish to {subject!r} not acknowledged after {attempts} attempts and {patience_s:g} s{hint}: {err!r}"
+        ) from err

@@ -7,6 +7,7 @@ Unparseable bodies are dead-lettered here and never returned. An empty list mean
 arrived within `timeout`, or the stream is between leaders (a cluster node died: the fetch
 answers 503 until the election ends); the caller simply pulls again.
 """
+
 import asyncio
 import logging
 

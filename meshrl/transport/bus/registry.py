@@ -14,6 +14,7 @@ server's permissions can let a kind write `services.<kind>.*` and nothing else (
 Simplification: an entry of a replica that was killed (no clean stop) stays until the run
 ends; a caller that cannot reach an address treats it as gone.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,10 @@ def service_key(kind: str, replica: str) -> str:
 async def announce_service(state: RunState, kind: str, replica: str, address: str, **placement) -> None:
     """Put this replica's gRPC address under `services.<kind>.<replica>`, with where it runs
     (`placement`: a rollout's tensor-parallel workers and their cores) for `meshrl status`."""
-    await state.put(service_key(kind, replica), {"grpc": address, "replica": replica, **placement,
-                                                 "pid": os.getpid(), "started_unix": time.time()})
+    await state.put(
+        service_key(kind, replica),
+        {"grpc": address, "replica": replica, **placement, "pid": os.getpid(), "started_unix": time.time()},
+    )
 
 
 async def withdraw_service(state: RunState, kind: str, replica: str) -> None:

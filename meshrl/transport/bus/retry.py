@@ -11,6 +11,7 @@ Only a connection that knows more than one server waits that long (`election_pat
 single server "no responders" means a missing stream or bucket, and 30 s per call would only
 hide that error (and slow every clean-up that meets it).
 """
+
 import asyncio
 import time
 from typing import Awaitable, Callable, TypeVar
@@ -21,8 +22,13 @@ import nats.js.errors
 T = TypeVar("T")
 RETRYABLE_CODES = {408, 429, 503}
 ELECTION_PATIENCE_S = 30.0
-TRANSIENT = (asyncio.TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError,
-             nats.js.errors.NoStreamResponseError, nats.js.errors.ServiceUnavailableError)
+TRANSIENT = (
+    asyncio.TimeoutError,
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.NoStreamResponseError,
+    nats.js.errors.ServiceUnavailableError,
+)
 
 
 def election_patience(nc) -> float:
@@ -38,8 +44,9 @@ def is_transient(err: BaseException) -> bool:
     return isinstance(err, nats.js.errors.APIError) and getattr(err, "code", None) in RETRYABLE_CODES
 
 
-async def retry_transient(call: Callable[[], Awaitable[T]], *, attempts: int = 8,
-                          base_delay: float = 0.05, patience_s: float = 0.0) -> T:
+async def retry_transient(
+    call: Callable[[], Awaitable[T]], *, attempts: int = 8, base_delay: float = 0.05, patience_s: float = 0.0
+) -> T:
     """Await `call()`; on a transient error wait and call again, at least `attempts` times and
     for at least `patience_s` seconds; then re-raise the last error."""
     started = time.monotonic()

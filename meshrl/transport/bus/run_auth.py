@@ -9,6 +9,7 @@ Users: one per service kind (permissions.py) plus `admin` (the launcher). Passwo
 at every start (a resumed run gets new ones); `remove_run_secrets` deletes the files when
 the server stops, since its passwords die with it.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -28,8 +29,7 @@ class RunAuth:
 
 def create_run_auth(secrets_dir: Path, run_id: str | None, *, reference_enabled: bool = True) -> RunAuth:
     """run_id None (a caller that does not know it yet): the admin user only."""
-    users = (run_permissions(run_id, reference_enabled=reference_enabled) if run_id
-             else {ADMIN: admin_permissions()})
+    users = run_permissions(run_id, reference_enabled=reference_enabled) if run_id else {ADMIN: admin_permissions()}
     passwords = {user: new_password() for user in users}
     files = {user: write_credentials(secrets_dir, Credentials(user, passwords[user])) for user in users}
     return RunAuth(server_auth({user: (users[user], passwords[user]) for user in users}), files)

@@ -12,6 +12,7 @@ permissions: its block goes in the config, its passwords only in the server's en
 Without it the server accepts any client (tests, clusters). `tls` (a `tls {}` block, see
 meshrl.transport.bus.tls.server_block) makes it require TLS, and with `verify` client certificates.
 """
+
 import os
 import shutil
 import socket
@@ -55,8 +56,9 @@ class EmbeddedNats:
 
     host = "127.0.0.1"
 
-    def __init__(self, store_dir, port: int = 0, *, extra_config: str = "", auth: ServerAuth | None = None,
-                 tls: str = ""):
+    def __init__(
+        self, store_dir, port: int = 0, *, extra_config: str = "", auth: ServerAuth | None = None, tls: str = ""
+    ):
         self.store_dir = Path(store_dir)
         self.tls = tls
         self.port = port or free_port(self.host)
@@ -75,8 +77,18 @@ class EmbeddedNats:
         conf = self.store_dir / "nats-server.conf"
         auth_block = self.auth.config if self.auth else ""
         conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{self.extra_config}\n{auth_block}\n{self.tls}")
-        cmd = [str(find_nats_server()), "-c", str(conf), "-js", "-sd", str(self.store_dir),
-               "-a", self.host, "-p", str(self.port)]
+        cmd = [
+            str(find_nats_server()),
+            "-c",
+            str(conf),
+            "-js",
+            "-sd",
+            str(self.store_dir),
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
+        ]
         # The passwords reach the server only through its environment (authconf.py).
         env = {**os.environ, **self.auth.env} if self.auth else None
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)

@@ -14,6 +14,7 @@ is refused by name (the server cannot turn it back into a pull consumer).
 a three-node cluster (the run survives the loss of one node); more than the cluster has
 nodes is refused with a message that says so.
 """
+
 from nats.js import api
 from nats.js.errors import APIError
 
@@ -56,8 +57,11 @@ def limits_stream_config(name: str, subjects: list[str], replicas: int = 1) -> a
 def run_stream_configs(run_id: str, replicas: int = 1) -> list[api.StreamConfig]:
     configs = [work_stream_config(run_id, stage, replicas) for stage in names.STAGES]
     configs.append(limits_stream_config(names.dead_stream(run_id), [names.dead_subject(run_id)], replicas))
-    configs.append(limits_stream_config(
-        names.events_stream(run_id), [names.events_subject(run_id), names.weights_loaded_subject(run_id)], replicas))
+    configs.append(
+        limits_stream_config(
+            names.events_stream(run_id), [names.events_subject(run_id), names.weights_loaded_subject(run_id)], replicas
+        )
+    )
     return configs
 
 
@@ -69,9 +73,11 @@ async def _keep_existing(create, what: str, replicas: int) -> None:
         if err.err_code == STREAM_IN_USE:
             return
         if replicas > 1 and err.err_code in TOO_FEW_NODES:
-            raise BusError(f"cannot create {what} with replicas={replicas}: the NATS server has fewer JetStream "
-                           f"nodes than that ({err.description}); use replicas=1 on a single server, or at most "
-                           "the number of nodes of the cluster") from err
+            raise BusError(
+                f"cannot create {what} with replicas={replicas}: the NATS server has fewer JetStream "
+                f"nodes than that ({err.description}); use replicas=1 on a single server, or at most "
+                "the number of nodes of the cluster"
+            ) from err
         raise
 
 
@@ -87,14 +93,15 @@ async def ensure_durables(js, run_id: str, consumers: dict[str, ConsumerSpec]) -
             raise push_durable(spec.durable, stream) from err
 
 
-async def ensure_run_streams(js, run_id: str, *, replicas: int = 1,
-                             consumers: dict[str, ConsumerSpec] | None = None) -> None:
+async def ensure_run_streams(
+    js, run_id: str, *, replicas: int = 1, consumers: dict[str, ConsumerSpec] | None = None
+) -> None:
     """All of a run's streams, its durables, the object store and the KV bucket exist after this."""
     for config in run_stream_configs(run_id, replicas):
         await _keep_existing(js.add_stream(config), f"stream {config.name}", replicas)
     await ensure_durables(js, run_id, run_consumers() if consumers is None else consumers)
     kv, objects = names.kv_bucket(run_id), names.object_bucket(run_id)
-    await _keep_existing(js.create_object_store(bucket=objects, replicas=replicas),
-                         f"object store {objects}", replicas)
-    await _keep_existing(js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas),
-                         f"KV bucket {kv}", replicas)
+    await _keep_existing(js.create_object_store(bucket=objects, replicas=replicas), f"object store {objects}", replicas)
+    await _keep_existing(
+        js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas), f"KV bucket {kv}", replicas
+    )

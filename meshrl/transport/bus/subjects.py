@@ -8,6 +8,7 @@ share a namespace; pick run ids that differ in letters or digits. Case is kept.
     meshrl.<run>.dead                                   dead letters
     meshrl.<run>.events, meshrl.<run>.weights.loaded    events (one stream)
 """
+
 import re
 
 STAGES = ("prompts", "generated", "scored", "ready")
@@ -77,4 +78,3 @@ def shm_prefix(run_id: str) -> str:
 def weights_object_name(version: int) -> str:
     """Object-store name of one weights version; zero-padded so names sort by version."""
     return f"weights-v{version:010d}.safetensors"
-

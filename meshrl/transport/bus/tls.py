@@ -12,6 +12,7 @@ local launcher writes the files into RUN_DIR/secrets (nats.tls: on | mutual); in
 or compose they are a Secret mounted as files. `server_block` is the nats-server `tls {}`
 config for the same files.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,10 @@ class TlsFiles:
 
     def __post_init__(self):
         if (self.cert_file is None) != (self.key_file is None):
-            raise TlsConfigError(f"NATS mutual TLS needs both {CERT_ENV} and {KEY_ENV} (the client "
-                                 f"certificate and its key); set both, or neither for plain TLS")
+            raise TlsConfigError(
+                f"NATS mutual TLS needs both {CERT_ENV} and {KEY_ENV} (the client "
+                f"certificate and its key); set both, or neither for plain TLS"
+            )
 
     def env(self) -> dict[str, str]:
         """The environment that makes a service's Bus.connect use these files."""
@@ -52,8 +55,10 @@ class TlsFiles:
         """A client context trusting only `ca_file`, presenting the client certificate if any."""
         for what, path in (("CA", self.ca_file), ("certificate", self.cert_file), ("key", self.key_file)):
             if path is not None and not os.access(path, os.R_OK):
-                raise TlsConfigError(f"cannot read the NATS TLS {what} file {path!r}: fix the path in "
-                                     f"{CA_ENV}/{CERT_ENV}/{KEY_ENV}, or mount the file there")
+                raise TlsConfigError(
+                    f"cannot read the NATS TLS {what} file {path!r}: fix the path in "
+                    f"{CA_ENV}/{CERT_ENV}/{KEY_ENV}, or mount the file there"
+                )
         ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca_file)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         if self.cert_file:
@@ -67,13 +72,17 @@ def tls_from_env(environ=None) -> TlsFiles | None:
     ca, cert, key = (env.get(name, "").strip() or None for name in (CA_ENV, CERT_ENV, KEY_ENV))
     if ca is None:
         if cert or key:
-            raise TlsConfigError(f"{CERT_ENV}/{KEY_ENV} are set but {CA_ENV} is not: set it to the CA "
-                                 "that signed the NATS server's certificate")
+            raise TlsConfigError(
+                f"{CERT_ENV}/{KEY_ENV} are set but {CA_ENV} is not: set it to the CA "
+                "that signed the NATS server's certificate"
+            )
         return None
     return TlsFiles(ca, cert, key)
 
 
 def server_block(cert_file: Path, key_file: Path, ca_file: Path, *, verify: bool) -> str:
     """nats-server's `tls {}` block; `verify`: every client must present a certificate the CA signed."""
-    return (f'tls {{\n  cert_file: "{cert_file}"\n  key_file: "{key_file}"\n  ca_file: "{ca_file}"\n'
-            f"  verify: {'true' if verify else 'false'}\n  timeout: 2\n}}\n")
+    return (
+        f'tls {{\n  cert_file: "{cert_file}"\n  key_file: "{key_file}"\n  ca_file: "{ca_file}"\n'
+        f"  verify: {'true' if verify else 'false'}\n  timeout: 2\n}}\n"
+    )

@@ -11,6 +11,7 @@ dead-lettered at once; a message whose every delivery timed out is dead-lettered
 server's MAX_DELIVERIES advisory (one replica of the durable handles each, by queue group). Up to `concurrency` handlers run at once (vLLM batches them).
 Cancel the task to stop: in-flight messages are nak'ed so another replica takes them now.
 """
+
 import asyncio
 import logging
 from typing import Awaitable, Callable, Sequence
@@ -31,10 +32,20 @@ FETCH_TIMEOUT_S = 1.0
 
 
 class Worker:
-    def __init__(self, js, run_id: str, stage: str, spec: ConsumerSpec, handler: Handler, *,
-                 batch: int = 1, concurrency: int | None = None,
-                 backoff: Sequence[float] = (1.0, 5.0, 30.0), auto_in_progress: bool = False,
-                 may_create: bool = True):
+    def __init__(
+        self,
+        js,
+        run_id: str,
+        stage: str,
+        spec: ConsumerSpec,
+        handler: Handler,
+        *,
+        batch: int = 1,
+        concurrency: int | None = None,
+        backoff: Sequence[float] = (1.0, 5.0, 30.0),
+        auto_in_progress: bool = False,
+        may_create: bool = True,
+    ):
         if batch < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError(f"batch={batch}, concurrency={concurrency}: both must be >= 1")
         self.js, self.run_id, self.stage, self.spec, self.handler = js, run_id, stage, spec, handler
@@ -49,7 +60,9 @@ class Worker:
         self.spec = await server_spec(sub, self.spec)  # heartbeats and retries follow the durable's own
         advisories = await self.js._nc.subscribe(
             max_deliveries_advisory(self.run_id, self.stage, self.spec.durable),
-            queue=f"meshrl-dead-{self.spec.durable}", cb=self._on_exhausted)
+            queue=f"meshrl-dead-{self.spec.durable}",
+            cb=self._on_exhausted,
+        )
         inflight: set[asyncio.Task] = set()
         try:
             while True:
@@ -120,8 +133,14 @@ class Worker:
             await self._dead(msg, err)
             return
         delay = self.backoff[min(attempt - 1, len(self.backoff) - 1)]
-        log.warning("%s handler failed (delivery %d/%d, retry in %.1f s): %r",
-                    self.stage, attempt, self.spec.max_deliver, delay, err)
+        log.warning(
+            "%s handler failed (delivery %d/%d, retry in %.1f s): %r",
+            self.stage,
+            attempt,
+            self.spec.max_deliver,
+            delay,
+            err,
+        )
         await msg.nak(delay=delay)
         self.counts["retried"] += 1
 

@@ -8,9 +8,20 @@
 Every client call in meshrl passes a deadline: `await stub.Score(req, timeout=5.0)`.
 Channels from open_channel reject a call without one (deadline.RequireDeadline).
 """
+
 from meshrl.transport.rpc.channel import ServiceUnhealthy, open_channel, wait_healthy
 from meshrl.transport.rpc.deadline import MissingDeadline, RequireDeadline
 from meshrl.transport.rpc.server import Registration, registration, start_server, stop_server, stop_serving
 
-__all__ = ["ServiceUnhealthy", "open_channel", "wait_healthy", "MissingDeadline", "RequireDeadline",
-           "Registration", "registration", "start_server", "stop_server", "stop_serving"]
+__all__ = [
+    "ServiceUnhealthy",
+    "open_channel",
+    "wait_healthy",
+    "MissingDeadline",
+    "RequireDeadline",
+    "Registration",
+    "registration",
+    "start_server",
+    "stop_server",
+    "stop_serving",
+]

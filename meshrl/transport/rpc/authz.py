@@ -18,6 +18,7 @@ Anything else is refused with PERMISSION_DENIED naming the method, the caller's 
 kinds allowed. Without client certificates (grpc_tls: on, or off) there is no kind to check:
 nothing is refused here (TLS "on" encrypts, "mutual" also authorises).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -70,9 +71,11 @@ def _guarded(handler, allowed: frozenset[str], method: str, server_kind: str):
     async def check(context) -> None:
         kind = caller_kind(context)
         if kind not in allowed:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                                f"{method} on the {server_kind} is not for {kind or 'a caller without a run certificate'}"
-                                f" (allowed: {', '.join(sorted(allowed))})")
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{method} on the {server_kind} is not for {kind or 'a caller without a run certificate'}"
+                f" (allowed: {', '.join(sorted(allowed))})",
+            )
 
     if handler.unary_unary is not None:
         return handler._replace(unary_unary=_unary(handler.unary_unary, check))
@@ -88,6 +91,7 @@ def _unary(behaviour, check):
         await check(context)
         result = behaviour(request, context)
         return await result if inspect.isawaitable(result) else result
+
     return guarded
 
 
@@ -103,4 +107,5 @@ def _streaming(behaviour, check):
         else:
             for item in results:
                 yield item
+
     return guarded

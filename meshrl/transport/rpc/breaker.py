@@ -15,6 +15,7 @@ back-off). Not thread-safe: one asyncio loop owns it.
 Simplification: a hand-written state machine (pybreaker is sync-only); the clock is
 injectable so tests step through the states without sleeping.
 """
+
 from __future__ import annotations
 
 import enum
@@ -35,11 +36,20 @@ class BreakerOpen(RuntimeError):
 
 
 class CircuitBreaker:
-    def __init__(self, failures: int, cooldown_s: float, *, name: str = "service",
-                 clock: Callable[[], float] = time.monotonic, on_half_open: Callable[[], None] = lambda: None):
+    def __init__(
+        self,
+        failures: int,
+        cooldown_s: float,
+        *,
+        name: str = "service",
+        clock: Callable[[], float] = time.monotonic,
+        on_half_open: Callable[[], None] = lambda: None,
+    ):
         if failures < 1 or cooldown_s <= 0:
-            raise ValueError(f"breaker for {name}: failures must be >= 1 and cooldown_s > 0 "
-                             f"(got failures={failures}, cooldown_s={cooldown_s})")
+            raise ValueError(
+                f"breaker for {name}: failures must be >= 1 and cooldown_s > 0 "
+                f"(got failures={failures}, cooldown_s={cooldown_s})"
+            )
         self.failures, self.cooldown_s, self.name = failures, cooldown_s, name
         self.clock, self.on_half_open = clock, on_half_open
         self.state = BreakerState.CLOSED
@@ -52,13 +62,17 @@ class CircuitBreaker:
         if self.state == BreakerState.OPEN:
             left = self.opened_at + self.cooldown_s - self.clock()
             if left > 0:
-                raise BreakerOpen(f"circuit breaker for {self.name} is open after {self.in_a_row} failed "
-                                  f"calls in a row; next probe in {left:.1f}s")
+                raise BreakerOpen(
+                    f"circuit breaker for {self.name} is open after {self.in_a_row} failed "
+                    f"calls in a row; next probe in {left:.1f}s"
+                )
             self.state = BreakerState.HALF_OPEN
         if self.state == BreakerState.HALF_OPEN:
             if self.probing:
-                raise BreakerOpen(f"circuit breaker for {self.name} is half-open: a probe call is "
-                                  f"in flight, others fail fast until it succeeds")
+                raise BreakerOpen(
+                    f"circuit breaker for {self.name} is half-open: a probe call is "
+                    f"in flight, others fail fast until it succeeds"
+                )
             self.probing = True
             self.on_half_open()
 

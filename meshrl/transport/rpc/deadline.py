@@ -3,6 +3,7 @@ sent), and a server answers before the caller's runs out (`answer_budget`).
 
 A call with no deadline can hang a service forever on a stuck peer; gRPC has no default.
 """
+
 from grpc import aio
 
 
@@ -23,8 +24,12 @@ def _check(details: aio.ClientCallDetails) -> None:
         raise MissingDeadline(f"gRPC call {method} has no deadline: pass timeout=SECONDS to the stub call")
 
 
-class RequireDeadline(aio.UnaryUnaryClientInterceptor, aio.UnaryStreamClientInterceptor,
-                      aio.StreamUnaryClientInterceptor, aio.StreamStreamClientInterceptor):
+class RequireDeadline(
+    aio.UnaryUnaryClientInterceptor,
+    aio.UnaryStreamClientInterceptor,
+    aio.StreamUnaryClientInterceptor,
+    aio.StreamStreamClientInterceptor,
+):
     async def intercept_unary_unary(self, continuation, client_call_details, request):
         _check(client_call_details)
         return await continuation(client_call_details, request)

@@ -1,4 +1,5 @@
 """Message limits shared by servers and channels (gRPC's default is 4 MiB)."""
+
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 

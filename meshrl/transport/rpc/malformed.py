@@ -5,6 +5,7 @@ grpc.aio parses a request before the handler runs and answers a parse failure wi
 INVALID_ARGUMENT naming the message type. This server interceptor takes over parsing of
 unary-request methods: the raw bytes reach it, it parses them, then calls the handler.
 """
+
 from __future__ import annotations
 
 import grpc
@@ -21,8 +22,10 @@ def _parsing(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
         try:
             request = parse(raw)
         except (DecodeError, ValueError) as err:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"the request to {method} is not a valid protobuf message of its type ({err})")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the request to {method} is not a valid protobuf message of its type ({err})",
+            )
         return await behaviour(request, context)
 
     make = grpc.unary_stream_rpc_method_handler if streaming else grpc.unary_unary_rpc_method_handler
@@ -32,7 +35,11 @@ def _parsing(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
 class MalformedRequests(aio.ServerInterceptor):
     async def intercept_service(self, continuation, details: grpc.HandlerCallDetails):
         handler = await continuation(details)
-        if handler is None or handler.request_streaming or handler.request_deserializer is None \
-                or handler.response_streaming:
+        if (
+            handler is None
+            or handler.request_streaming
+            or handler.request_deserializer is None
+            or handler.response_streaming
+        ):
             return handler
         return _parsing(handler, details.method)

@@ -17,6 +17,7 @@ A process that calls several runs, each with its own CA (the gateway; `launch.gr
 wraps each run's calls in `with caller_env(run_env):`: clients in that block (and tasks it
 starts) read `run_env` instead of os.environ; an empty one falls back to os.environ.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,9 +27,13 @@ from typing import Iterator, Mapping
 
 import grpc
 
-from meshrl.config.external_calls import (MESH_TLS_CA_ENV as CA_ENV, MESH_TLS_CERT_ENV as CERT_ENV,
-                                          MESH_TLS_CLIENT_AUTH_ENV as CLIENT_AUTH_ENV, MESH_TLS_KEY_ENV as KEY_ENV,
-                                          MESH_TLS_SERVER_NAME_ENV as SERVER_NAME_ENV)
+from meshrl.config.external_calls import (
+    MESH_TLS_CA_ENV as CA_ENV,
+    MESH_TLS_CERT_ENV as CERT_ENV,
+    MESH_TLS_CLIENT_AUTH_ENV as CLIENT_AUTH_ENV,
+    MESH_TLS_KEY_ENV as KEY_ENV,
+    MESH_TLS_SERVER_NAME_ENV as SERVER_NAME_ENV,
+)
 from meshrl.errors import ConfigError
 
 WHO = "mesh gRPC TLS (MESHRL_GRPC_TLS_*)"
@@ -94,7 +99,8 @@ def authorised_kind(environ=None) -> str | None:
     from meshrl.transport.rpc.tls import _read  # lazy: breaks the cycle tls -> channel -> mesh_tls
 
     names = x509.load_pem_x509_certificate(_read(cert, "cert_file", WHO)).subject.get_attributes_for_oid(
-        x509.NameOID.COMMON_NAME)
+        x509.NameOID.COMMON_NAME
+    )
     name = str(names[0].value) if names else ""
     return name.removeprefix("meshrl-") if name.startswith("meshrl-") else None
 
@@ -117,5 +123,15 @@ def client_options(environ=None) -> list[tuple[str, str]]:
     return [("grpc.ssl_target_name_override", name)] if name else []
 
 
-__all__ = ["CA_ENV", "CERT_ENV", "CLIENT_AUTH_ENV", "KEY_ENV", "SERVER_NAME_ENV", "authorised_kind", "caller_env",
-           "client_credentials", "client_options", "server_credentials"]
+__all__ = [
+    "CA_ENV",
+    "CERT_ENV",
+    "CLIENT_AUTH_ENV",
+    "KEY_ENV",
+    "SERVER_NAME_ENV",
+    "authorised_kind",
+    "caller_env",
+    "client_credentials",
+    "client_options",
+    "server_credentials",
+]

@@ -12,6 +12,7 @@ With MESHRL_GRPC_TLS_CERT_FILE / _KEY_FILE set the server serves TLS only, and w
 MESHRL_GRPC_TLS_CLIENT_AUTH=1 requires client certificates (mesh_tls.py) and authorises each
 method by the caller's kind (authz.py).
 """
+
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -48,20 +49,29 @@ def _bind(server: aio.Server, host: str, port: int) -> int:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     credentials = mesh_tls.server_credentials()
     try:
-        bound = (server.add_secure_port(address, credentials) if credentials is not None
-                 else server.add_insecure_port(address))
+        bound = (
+            server.add_secure_port(address, credentials)
+            if credentials is not None
+            else server.add_insecure_port(address)
+        )
     except RuntimeError as err:
-        raise OSError(f"cannot bind gRPC server to {address}: is the port in use? pick another or pass port=0 "
-                      f"({err})") from err
+        raise OSError(
+            f"cannot bind gRPC server to {address}: is the port in use? pick another or pass port=0 ({err})"
+        ) from err
     if bound == 0:
         raise OSError(f"cannot bind gRPC server to {address}: is the port in use? pick another or pass port=0")
     return bound
 
 
-async def start_server(registrations: Iterable[Registration], *, port: int = 0, host: str | None = None,
-                       interceptors: Sequence[aio.ServerInterceptor] = (),
-                       max_message_bytes: int = MAX_MESSAGE_BYTES,
-                       max_receive_bytes: int | None = None) -> tuple[aio.Server, int]:
+async def start_server(
+    registrations: Iterable[Registration],
+    *,
+    port: int = 0,
+    host: str | None = None,
+    interceptors: Sequence[aio.ServerInterceptor] = (),
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_receive_bytes: int | None = None,
+) -> tuple[aio.Server, int]:
     """Start serving; returns (server, bound_port). Every service is marked SERVING.
     `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.addresses).
     `max_receive_bytes`: a smaller cap on requests than on answers (the gateway's)."""
@@ -81,7 +91,8 @@ async def start_server(registrations: Iterable[Registration], *, port: int = 0, 
         reg.add_to_server(reg.servicer, server)
     names = [reg.service_name for reg in registrations]
     reflection.enable_server_reflection(
-        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server)
+        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
+    )
     bound = _bind(server, bind_host() if host is None else host, port)
     await server.start()
     for name in ["", *names]:

@@ -16,6 +16,7 @@
   after a short outage); these options cap it at 1 s so a service that comes back is used
   within about a second. The circuit breaker keeps calls from hammering it meanwhile.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,8 +35,11 @@ from meshrl.transport.rpc.limits import message_options
 
 log = logging.getLogger(__name__)
 
-FAST_RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-                  ("grpc.max_reconnect_backoff_ms", 1000)]
+FAST_RECONNECT = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
 
 
 CONFIG_LABELS = {"ca_file": "tls.ca_file", "cert_file": "tls.cert_file", "key_file": "tls.key_file"}
@@ -47,26 +51,35 @@ def _read(path: str | None, label: str, who: str) -> bytes | None:
     try:
         return Path(path).expanduser().read_bytes()
     except OSError as err:
-        raise ConfigError(f"{who}: cannot read {label} {path!r} ({err.strerror}): fix the path, "
-                          f"or mount the file there") from None
+        raise ConfigError(
+            f"{who}: cannot read {label} {path!r} ({err.strerror}): fix the path, or mount the file there"
+        ) from None
 
 
-def channel_credentials(ca_file: str | None = None, cert_file: str | None = None,
-                        key_file: str | None = None, *, who: str = "external service",
-                        labels: dict[str, str] = CONFIG_LABELS) -> grpc.ChannelCredentials:
+def channel_credentials(
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    *,
+    who: str = "external service",
+    labels: dict[str, str] = CONFIG_LABELS,
+) -> grpc.ChannelCredentials:
     """TLS credentials (mutual TLS when cert_file and key_file are given). `labels` name the
     three settings in errors: config keys by default, a CLI passes its flags."""
     if (cert_file is None) != (key_file is None):
         raise ConfigError(f"{who}: mutual TLS needs both {labels['cert_file']} and {labels['key_file']}")
-    return grpc.ssl_channel_credentials(root_certificates=_read(ca_file, labels["ca_file"], who),
-                                        private_key=_read(key_file, labels["key_file"], who),
-                                        certificate_chain=_read(cert_file, labels["cert_file"], who))
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read(ca_file, labels["ca_file"], who),
+        private_key=_read(key_file, labels["key_file"], who),
+        certificate_chain=_read(cert_file, labels["cert_file"], who),
+    )
 
 
 def read_token(token_env: str | None, token_file: str | None, *, who: str) -> str | None:
     """The bearer token, or None when neither source is configured (meshrl.config.secrets)."""
-    return read_secret(env_name=token_env, file=token_file, env_label=f"{who}: token_env",
-                       file_label=f"{who}: token_file")
+    return read_secret(
+        env_name=token_env, file=token_file, env_label=f"{who}: token_env", file_label=f"{who}: token_file"
+    )
 
 
 class BearerToken(aio.UnaryUnaryClientInterceptor):
@@ -84,14 +97,24 @@ class BearerToken(aio.UnaryUnaryClientInterceptor):
         return await continuation(details._replace(metadata=metadata), request)
 
 
-def open_external_channel(address: str, *, credentials: grpc.ChannelCredentials | None = None,
-                          token: str | None = None, server_name: str | None = None,
-                          options: Sequence[tuple[str, object]] = ()) -> aio.Channel:
+def open_external_channel(
+    address: str,
+    *,
+    credentials: grpc.ChannelCredentials | None = None,
+    token: str | None = None,
+    server_name: str | None = None,
+    options: Sequence[tuple[str, object]] = (),
+) -> aio.Channel:
     """Like open_channel (deadline required, traced, 64 MiB) but with no retries of its own
     (the caller's retry policy decides), plus TLS, the token and FAST_RECONNECT."""
     # No channel-level retries: the caller retries (with back-off and a circuit breaker).
-    opts = [*message_options(), ("grpc.enable_retries", 0), ("grpc.service_config", service_config(retries=False)),
-            *FAST_RECONNECT, *options]
+    opts = [
+        *message_options(),
+        ("grpc.enable_retries", 0),
+        ("grpc.service_config", service_config(retries=False)),
+        *FAST_RECONNECT,
+        *options,
+    ]
     if server_name:
         opts.append(("grpc.ssl_target_name_override", server_name))
     chain = [RequireDeadline(), TracingClientInterceptor()]

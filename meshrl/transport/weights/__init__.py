@@ -30,11 +30,23 @@ which dtype, staged on its trainer thread and pushed in the background; `Collect
 the rollout wires the follower and updater around its engine (services/rollout/main.py; the
 engine's own load is services/rollout/engine.py and worker_extension.py).
 """
+
 from meshrl.transport.weights.notice import TRANSPORTS, WeightsRejected, check_notice, weights_notice
 from meshrl.transport.weights.receive import OpenedWeights, file_digest, local_file, open_verified
-from meshrl.transport.weights.send import (KEEP_VERSIONS, ObjectStoreTransport, ShmTransport, Transport,
-                                           transport_for)
+from meshrl.transport.weights.send import KEEP_VERSIONS, ObjectStoreTransport, ShmTransport, Transport, transport_for
 
-__all__ = ["KEEP_VERSIONS", "TRANSPORTS", "ObjectStoreTransport", "OpenedWeights", "ShmTransport", "Transport",
-           "WeightsRejected", "check_notice", "file_digest", "local_file", "open_verified", "transport_for",
-           "weights_notice"]
+__all__ = [
+    "KEEP_VERSIONS",
+    "TRANSPORTS",
+    "ObjectStoreTransport",
+    "OpenedWeights",
+    "ShmTransport",
+    "Transport",
+    "WeightsRejected",
+    "check_notice",
+    "file_digest",
+    "local_file",
+    "open_verified",
+    "transport_for",
+    "weights_notice",
+]

@@ -13,6 +13,7 @@ with the config written beside them, and vLLM loads that directory. vLLM may rea
 directory again later (an adapter its LRU cache evicted and a running request still uses), so
 the last `KEEP_ADAPTERS` directories stay; older ones are removed, and all at `close()`.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,10 @@ def adapter_config(path: str | Path, version: int) -> dict:
     except json.JSONDecodeError as err:
         raise WeightsRejected(f"adapter v{version}: its {CONFIG_KEY} metadata is not JSON ({err})") from None
     if not isinstance(config, dict) or config.get("peft_type") != "LORA":
-        raise WeightsRejected(f"adapter v{version}: the file carries no PEFT LoRA config under "
-                              f"{CONFIG_KEY!r}; the learner must push it with model.lora.push=adapter")
+        raise WeightsRejected(
+            f"adapter v{version}: the file carries no PEFT LoRA config under "
+            f"{CONFIG_KEY!r}; the learner must push it with model.lora.push=adapter"
+        )
     return config
 
 

@@ -29,6 +29,7 @@ are not hashed a second time (on a GPU that would cost a copy to the host).
 Simplified: one transfer at a time (a broadcast to all replicas at once would save
 bandwidth with many replicas, but fixes membership for the group's life).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,13 +72,15 @@ def pair_prefix(token: bytes | None, ticket: int) -> str:
 @dataclass(frozen=True)
 class Manifest:
     """What one transfer carries, in order: (name, dtype, shape) per tensor."""
+
     version: int
     tensors: tuple[tuple[str, str, tuple[int, ...]], ...]
 
     @classmethod
     def of(cls, version: int, tensors: dict[str, torch.Tensor]) -> "Manifest":
-        return cls(version, tuple((name, str(t.dtype).removeprefix("torch."), tuple(t.shape))
-                                  for name, t in tensors.items()))
+        return cls(
+            version, tuple((name, str(t.dtype).removeprefix("torch."), tuple(t.shape)) for name, t in tensors.items())
+        )
 
     def to_json(self) -> str:
         return json.dumps({"version": self.version, "tensors": [list(t) for t in self.tensors]})
@@ -91,8 +94,7 @@ class Manifest:
         return hashlib.sha256(self.to_json().encode()).hexdigest()
 
     def nbytes(self) -> int:
-        return sum(torch.empty((), dtype=getattr(torch, d)).element_size() * math.prod(s)
-                   for _, d, s in self.tensors)
+        return sum(torch.empty((), dtype=getattr(torch, d)).element_size() * math.prod(s) for _, d, s in self.tensors)
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -134,12 +136,17 @@ class WeightsServer:
     thread. `offer()` replaces the snapshot; `close()` stops serving."""
 
     def __init__(self, host: str = "0.0.0.0", port: int = 0, *, timeout_s: float = 120.0, token=FROM_ENV):
-        self.store = dist.TCPStore(host, port, is_master=True, wait_for_workers=False,
-                                   timeout=timedelta(seconds=timeout_s))
+        self.store = dist.TCPStore(
+            host, port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout_s)
+        )
         self.port, self.timeout_s, self.token = self.store.port, timeout_s, _token(token)
         if self.token is None:
-            log.warning("the collective weights server at port %d has no weights token (%s): any process that "
-                        "reaches it can take the model", self.port, WEIGHTS_TOKEN_ENV)
+            log.warning(
+                "the collective weights server at port %d has no weights token (%s): any process that "
+                "reaches it can take the model",
+                self.port,
+                WEIGHTS_TOKEN_ENV,
+            )
         self._snapshot: tuple[Manifest, list[torch.Tensor]] | None = None
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._thread = threading.Thread(target=self._serve, name="weights-server", daemon=True)
@@ -187,18 +194,27 @@ class WeightsServer:
 
     def _answer(self, ticket: int, ask: dict) -> None:
         if self.token is not None and not hmac.compare_digest(
-                str(ask.get("proof", "")), ask_proof(self.token, ticket, str(ask.get("replica")), ask.get("version"))):
-            log.warning("weights ticket %d refused: its ask (replica %r) does not prove the run's weights token",
-                        ticket, ask.get("replica"))
-            self.store.set(f"answer/{ticket}", json.dumps({"error": "not authorised: the ask does not prove the run's "
-                                                                    f"weights token ({WEIGHTS_TOKEN_ENV})"}))
+            str(ask.get("proof", "")), ask_proof(self.token, ticket, str(ask.get("replica")), ask.get("version"))
+        ):
+            log.warning(
+                "weights ticket %d refused: its ask (replica %r) does not prove the run's weights token",
+                ticket,
+                ask.get("replica"),
+            )
+            self.store.set(
+                f"answer/{ticket}",
+                json.dumps(
+                    {"error": f"not authorised: the ask does not prove the run's weights token ({WEIGHTS_TOKEN_ENV})"}
+                ),
+            )
             return
         with self._lock:
             snapshot = self._snapshot
         if snapshot is None or snapshot[0].version != ask["version"]:
             held = None if snapshot is None else snapshot[0].version
-            self.store.set(f"answer/{ticket}", json.dumps(
-                {"error": f"the learner serves version {held}, not {ask['version']}"}))
+            self.store.set(
+                f"answer/{ticket}", json.dumps({"error": f"the learner serves version {held}, not {ask['version']}"})
+            )
             return
         manifest, tensors = snapshot
         self.store.set(f"answer/{ticket}", manifest.to_json())
@@ -221,8 +237,14 @@ class WeightsServer:
         return False
 
 
-def ask_for(address: str, replica: str, version: int, accept: Callable[[Manifest], None] = lambda _: None,
-            timeout_s: float = 120.0, token=FROM_ENV) -> tuple[int, Manifest]:
+def ask_for(
+    address: str,
+    replica: str,
+    version: int,
+    accept: Callable[[Manifest], None] = lambda _: None,
+    timeout_s: float = 120.0,
+    token=FROM_ENV,
+) -> tuple[int, Manifest]:
     """The replica's front end: take a ticket for `version`, let `accept` check the manifest
     (it raises to refuse it); returns (ticket, manifest) for the worker's `receive`. Raises
     RuntimeError when the learner no longer serves that version."""
@@ -244,8 +266,9 @@ def ask_for(address: str, replica: str, version: int, accept: Callable[[Manifest
     return ticket, manifest
 
 
-def receive(address: str, ticket: int, manifest: Manifest, device: torch.device,
-            timeout_s: float = 120.0, token=FROM_ENV) -> Iterator[tuple[str, torch.Tensor]]:
+def receive(
+    address: str, ticket: int, manifest: Manifest, device: torch.device, timeout_s: float = 120.0, token=FROM_ENV
+) -> Iterator[tuple[str, torch.Tensor]]:
     """The replica's engine worker: join ticket's pair group as rank 1; yield each tensor."""
     host, port = split_address(address)
     store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
@@ -253,9 +276,9 @@ def receive(address: str, ticket: int, manifest: Manifest, device: torch.device,
     yield from receive_tensors(group, manifest, device)
 
 
-def snapshot(tensors: Iterable[tuple[str, torch.Tensor]], dtype: torch.dtype | None,
-             device: torch.device | None = None) -> dict[str, torch.Tensor]:
+def snapshot(
+    tensors: Iterable[tuple[str, torch.Tensor]], dtype: torch.dtype | None, device: torch.device | None = None
+) -> dict[str, torch.Tensor]:
     """Detached copies (in `dtype`, on `device` when given; one copy each) that training
     may not change while they are served."""
-    return {name: t.detach().to(device=device or t.device, dtype=dtype or t.dtype, copy=True)
-            for name, t in tensors}
+    return {name: t.detach().to(device=device or t.device, dtype=dtype or t.dtype, copy=True) for name, t in tensors}

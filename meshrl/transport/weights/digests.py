@@ -12,6 +12,7 @@ Unkeyed: the notice that carries the digest travels on the run's authenticated b
 file lies in the run user's private directory (send.py), so a key would guard against no
 one who could not already forge the notice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +26,7 @@ def new_digest(kind: str):
         return hashlib.sha256()
     if kind == "blake3":
         from blake3 import blake3  # lazy: the learner's benchmarks run where only torch is
+
         return blake3(max_threads=blake3.AUTO)
     raise ValueError(f"unknown digest {kind!r}; expected one of {', '.join(DIGESTS)}")
 

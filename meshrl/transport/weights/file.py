@@ -14,6 +14,7 @@ by `safetensors.safe_open`, vLLM and transformers alike.
 
 Simplification: CPU tensors only (the caller moves them); no alignment beyond the header's.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,18 @@ import torch
 
 from meshrl.transport.weights.digests import new_digest
 
-DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
-          torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-          torch.uint8: "U8", torch.bool: "BOOL"}
+DTYPES = {
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.float64: "F64",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
 
 
 def _raw(tensor: torch.Tensor) -> memoryview:
@@ -51,8 +61,9 @@ def header_bytes(tensors: dict[str, torch.Tensor], metadata: dict[str, str] | No
     return struct.pack("<Q", len(text)) + text
 
 
-def write_safetensors(tensors: dict[str, torch.Tensor], path: str | Path,
-                      metadata: dict[str, str] | None = None, digest: str = "sha256") -> tuple[str, int]:
+def write_safetensors(
+    tensors: dict[str, torch.Tensor], path: str | Path, metadata: dict[str, str] | None = None, digest: str = "sha256"
+) -> tuple[str, int]:
     """Write `tensors` to `path`; return (hex `digest` of the file: sha256 or blake3, its
     size in bytes)."""
     cpu = {name: t.detach().cpu() for name, t in tensors.items()}

@@ -28,6 +28,7 @@ Simplification: a notice that fails (bad checksum, missing file) leaves the repl
 old version and not ready until a later notice loads; the failure is reported by
 `WeightsUpdater` as `WeightsLoaded(ok=False)`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,11 @@ class WeightsFollower:
         try:
             return entry.proto(pb.WeightsNotice)
         except DecodeError as err:
-            await self.updater.refuse(pb.WeightsNotice(), f"the run KV's {self.key!r} holds {len(entry.value)} bytes "
-                                                          f"that are not a WeightsNotice ({err}); ignored")
+            await self.updater.refuse(
+                pb.WeightsNotice(),
+                f"the run KV's {self.key!r} holds {len(entry.value)} bytes "
+                f"that are not a WeightsNotice ({err}); ignored",
+            )
             return None
 
     def take(self, entry) -> bool:

@@ -20,6 +20,7 @@ file is not hashed a second time).
         with open_verified(path, notice, sha) as opened:
             engine.load(opened.path)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -99,19 +100,24 @@ def open_verified(path: Path, notice: pb.WeightsNotice, verified_sha256: str | N
 def _verify(fd: int, path, notice: pb.WeightsNotice, verified_sha256: str | None) -> None:
     size = os.fstat(fd).st_size
     if size != notice.size_bytes:
-        raise WeightsRejected(f"weights v{notice.version}: {path} has {size} bytes, the notice "
-                              f"says {notice.size_bytes}; refusing a truncated or foreign file")
+        raise WeightsRejected(
+            f"weights v{notice.version}: {path} has {size} bytes, the notice "
+            f"says {notice.size_bytes}; refusing a truncated or foreign file"
+        )
     kind, expected = notice_digest(notice)
     reusable = kind == "sha256" and verified_sha256 == expected
     got = expected if reusable else fd_digest(fd, kind)[0]
     if got != expected:
-        raise WeightsRejected(f"weights v{notice.version}: {kind} of {path} is {got}, the notice "
-                              f"says {expected}; refusing corrupted or mismatched bytes")
+        raise WeightsRejected(
+            f"weights v{notice.version}: {kind} of {path} is {got}, the notice "
+            f"says {expected}; refusing corrupted or mismatched bytes"
+        )
 
 
 @contextlib.asynccontextmanager
-async def local_file(notice: pb.WeightsNotice, *, run_id: str, reader: str, cache_dir: Path,
-                     fetch_object: FetchObject | None) -> AsyncIterator[tuple[Path, str | None]]:
+async def local_file(
+    notice: pb.WeightsNotice, *, run_id: str, reader: str, cache_dir: Path, fetch_object: FetchObject | None
+) -> AsyncIterator[tuple[Path, str | None]]:
     """(path to read, the sha256 the fetch verified or None). A fetched copy lives in a new
     private directory named after `reader` (a replica id), removed on exit."""
     if notice.transport == "shm":

@@ -14,6 +14,7 @@ notice only when its version equals the run's (`refusal` is None):
 A run state with no version (a learner from before this key) accepts every notice, as before.
 The learner alone may write either key (meshrl.transport.bus.permissions).
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,12 @@ async def run_version(state) -> int | None:
     try:
         return int(entry.json()["version"])
     except (ValueError, KeyError, TypeError) as err:
-        log.error("run KV key %r holds %d bytes that are not the learner's {version, step} (%r); ignored",
-                  RUN_VERSION_KEY, len(entry.value), err)
+        log.error(
+            "run KV key %r holds %d bytes that are not the learner's {version, step} (%r); ignored",
+            RUN_VERSION_KEY,
+            len(entry.value),
+            err,
+        )
         return None
 
 
@@ -50,6 +55,8 @@ def refusal(notice_version: int, current: int | None) -> str | None:
     if current is None or notice_version == current:
         return None
     how = "goes back from" if notice_version < current else "skips ahead of"
-    return (f"weights v{notice_version} {how} the run's current version v{current} "
-            f"(run KV key {RUN_VERSION_KEY!r}, written by the learner before each notice): "
-            f"a stale or forged notice, not loaded")
+    return (
+        f"weights v{notice_version} {how} the run's current version v{current} "
+        f"(run KV key {RUN_VERSION_KEY!r}, written by the learner before each notice): "
+        f"a stale or forged notice, not loaded"
+    )

@@ -15,6 +15,7 @@ predictable name could be made first by one of them (then the files are theirs t
     staged = transport.staging_path(version)      # write the safetensors file here
     location = await transport.put(version, staged)   # goes into the notice (notice.py)
 """
+
 from __future__ import annotations
 
 import os

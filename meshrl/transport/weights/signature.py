@@ -8,6 +8,7 @@ run's verify key, a replica loads only a notice the learner signed:
     sign_notice(notice, signer)          # the learner, before it puts the notice
     check_signature(notice, verifier)    # the rollout: WeightsRejected unless signed by the run's key
 """
+
 from __future__ import annotations
 
 from meshrl.api.common.v1 import common_pb2 as pb
@@ -33,5 +34,7 @@ def check_signature(notice: pb.WeightsNotice, verifier) -> None:
     if verifier is None or verifier.valid(notice_payload(notice), notice.signature):
         return
     state = "is not signed" if not notice.signature else "has a signature the run's key does not verify"
-    raise WeightsRejected(f"notice for v{notice.version} {state} ({verifier.source}): only the run's learner "
-                          "signs weights notices; refusing it")
+    raise WeightsRejected(
+        f"notice for v{notice.version} {state} ({verifier.source}): only the run's learner "
+        "signs weights notices; refusing it"
+    )

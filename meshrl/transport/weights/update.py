@@ -24,6 +24,7 @@ The bus is reached through two callables, so this file does not depend on its AP
 `fetch_object(name, dest_path) -> sha256 hex` (see meshrl.transport.weights.receive) and
 `publish_loaded(WeightsLoaded)`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,10 +47,17 @@ log = logging.getLogger(__name__)
 class WeightsUpdater:
     """Applies notices to a `RolloutEngine` one at a time; reports each outcome."""
 
-    def __init__(self, engine, *, run_id: str, replica_id: str,
-                 fetch_object: FetchObject | None = None,
-                 publish_loaded: Callable[[pb.WeightsLoaded], Awaitable] | None = None,
-                 cache_dir: str | Path = "/dev/shm", verifier=None):
+    def __init__(
+        self,
+        engine,
+        *,
+        run_id: str,
+        replica_id: str,
+        fetch_object: FetchObject | None = None,
+        publish_loaded: Callable[[pb.WeightsLoaded], Awaitable] | None = None,
+        cache_dir: str | Path = "/dev/shm",
+        verifier=None,
+    ):
         self.engine, self.run_id, self.replica_id = engine, run_id, replica_id
         self.verifier = verifier  # the run's verify key: only notices the learner signed (signature.py)
         self.fetch_object, self.publish_loaded = fetch_object, publish_loaded
@@ -76,8 +84,9 @@ class WeightsUpdater:
                 report = pb.WeightsLoaded(ok=True, load_s=time.perf_counter() - began)
             except Exception as err:  # any failure keeps the old weights; report it, don't die
                 log.error("%s: refused weights v%d: %s", self.replica_id, notice.version, err)
-                report = pb.WeightsLoaded(ok=False, error=f"{type(err).__name__}: {err}",
-                                          load_s=time.perf_counter() - began)
+                report = pb.WeightsLoaded(
+                    ok=False, error=f"{type(err).__name__}: {err}", load_s=time.perf_counter() - began
+                )
             return await self._report(notice, report)
 
     async def refuse(self, notice: pb.WeightsNotice, reason: str) -> pb.WeightsLoaded:
@@ -96,14 +105,21 @@ class WeightsUpdater:
         check_notice(notice, self.run_id)
         if notice.transport == "collective":
             return await self._receive(notice)
-        async with local_file(notice, run_id=self.run_id, reader=self.replica_id, cache_dir=self.cache_dir,
-                              fetch_object=self.fetch_object) as (path, verified):
+        async with local_file(
+            notice, run_id=self.run_id, reader=self.replica_id, cache_dir=self.cache_dir, fetch_object=self.fetch_object
+        ) as (path, verified):
             # the engine loads the very file that was checked (opened.path), not its name
             with await asyncio.to_thread(open_verified, path, notice, verified) as opened:
                 seconds = await self._into_engine(opened, notice)
-        log.info("%s: loaded %s v%d (%.1f MB, %s) in %.2f s", self.replica_id,
-                 "adapter" if notice.format == ADAPTER_FORMAT else "weights", notice.version,
-                 notice.size_bytes / 1e6, notice.transport, seconds)
+        log.info(
+            "%s: loaded %s v%d (%.1f MB, %s) in %.2f s",
+            self.replica_id,
+            "adapter" if notice.format == ADAPTER_FORMAT else "weights",
+            notice.version,
+            notice.size_bytes / 1e6,
+            notice.transport,
+            seconds,
+        )
 
     async def _into_engine(self, opened, notice: pb.WeightsNotice) -> float:
         if notice.format != ADAPTER_FORMAT:
@@ -118,14 +134,21 @@ class WeightsUpdater:
     async def _receive(self, notice: pb.WeightsNotice) -> None:
         """`collective`: take a ticket from the learner's weights server, check its manifest
         against the notice, then the engine's worker receives the tensors itself."""
+
         def accept(manifest) -> None:
             if manifest.digest() != notice.sha256 or manifest.nbytes() != notice.size_bytes:
                 raise WeightsRejected(
                     f"weights v{notice.version} from {notice.location}: the transfer's manifest "
                     f"({manifest.nbytes()} bytes, {manifest.digest()[:12]}) is not the notice's "
-                    f"({notice.size_bytes} bytes, {notice.sha256[:12]})")
+                    f"({notice.size_bytes} bytes, {notice.sha256[:12]})"
+                )
 
         ticket, manifest = await asyncio.to_thread(ask_for, notice.location, self.replica_id, notice.version, accept)
         seconds = await self.engine.receive_weights(notice.location, ticket, manifest.to_json(), notice.version)
-        log.info("%s: received weights v%d (%.1f MB, collective) in %.2f s", self.replica_id,
-                 notice.version, notice.size_bytes / 1e6, seconds)
+        log.info(
+            "%s: received weights v%d (%.1f MB, collective) in %.2f s",
+            self.replica_id,
+            notice.version,
+            notice.size_bytes / 1e6,
+            seconds,
+        )

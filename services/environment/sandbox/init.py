@@ -17,6 +17,7 @@ It runs as root inside fresh PID, network and mount namespaces (root on the host
    killed). PID 1 leaving makes the kernel kill whatever the program left running (a fork
    bomb's children), and --kill-child kills PID 1 if run.py kills unshare (timeout, output cap).
 """
+
 import ctypes
 import json
 import os
@@ -24,14 +25,28 @@ import resource
 import sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REMOUNT = 1, 2, 4, 4096, 32
-LIMITS = {"cpu": resource.RLIMIT_CPU, "as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC,
-          "fsize": resource.RLIMIT_FSIZE, "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+LIMITS = {
+    "cpu": resource.RLIMIT_CPU,
+    "as": resource.RLIMIT_AS,
+    "nproc": resource.RLIMIT_NPROC,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "core": resource.RLIMIT_CORE,
+}
 libc = ctypes.CDLL(None, use_errno=True)
 
 
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    if libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None, flags,
-                  data.encode() if data else None) != 0:
+    if (
+        libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        )
+        != 0
+    ):
         err = ctypes.get_errno()
         raise OSError(err, f"mount {fstype or source} on {target}: {os.strerror(err)}")
 

@@ -10,6 +10,7 @@
   there is no network isolation we can enforce, so the python tool refuses to run and says
   how to get one. It never runs a program without a network namespace.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,7 +43,9 @@ class SandboxUnavailable(RuntimeError):
 def _works(prefix: list[str]) -> str:
     """'' when `prefix + ['true']` runs, else the error."""
     try:
-        done = subprocess.run([*prefix, "true"], capture_output=True, text=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [*prefix, "true"], capture_output=True, text=True, timeout=10, env={"PATH": "/usr/bin:/bin"}
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         return str(err)
     return "" if done.returncode == 0 else (done.stderr.strip() or f"exit {done.returncode}")
@@ -54,7 +57,7 @@ def detect(mode: str = "auto") -> Isolation:
     if shutil.which("unshare") is None:
         return Isolation("", "the sandbox needs util-linux's `unshare` on PATH (apt-get install util-linux)")
     tried = []
-    for candidate in (["root", "userns"] if mode == "auto" else [mode]):
+    for candidate in ["root", "userns"] if mode == "auto" else [mode]:
         if candidate == "root" and os.geteuid() != 0:
             tried.append("root: the service is not running as root")
             continue
@@ -62,7 +65,10 @@ def detect(mode: str = "auto") -> Isolation:
         if not error:
             return Isolation(candidate)
         tried.append(f"{candidate}: {error}")
-    return Isolation("", "cannot make network/PID/mount namespaces here (" + "; ".join(tried) + "): run the "
-                     "environment service as root with CAP_SYS_ADMIN, or allow unprivileged user namespaces "
-                     "(sysctl kernel.unprivileged_userns_clone=1; in Kubernetes a pod with hostUsers: false "
-                     "or an unconfined seccomp profile), or leave the python tool out")
+    return Isolation(
+        "",
+        "cannot make network/PID/mount namespaces here (" + "; ".join(tried) + "): run the "
+        "environment service as root with CAP_SYS_ADMIN, or allow unprivileged user namespaces "
+        "(sysctl kernel.unprivileged_userns_clone=1; in Kubernetes a pod with hostUsers: false "
+        "or an unconfined seccomp profile), or leave the python tool out",
+    )

@@ -1,5 +1,6 @@
 """What one sandboxed program may use. Every bound is enforced by the kernel (rlimits,
 namespaces, a tmpfs size) or by run.py (wall clock, output), never by the program."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,5 +22,11 @@ class SandboxLimits:
     concurrent: int = 2  # sandboxes running at once per service (more wait their turn)
 
     def rlimits(self) -> dict[str, int]:
-        return {"cpu": self.cpu_s, "as": self.memory_bytes, "nproc": self.processes,
-                "fsize": self.file_bytes, "nofile": self.open_files, "core": 0}
+        return {
+            "cpu": self.cpu_s,
+            "as": self.memory_bytes,
+            "nproc": self.processes,
+            "fsize": self.file_bytes,
+            "nofile": self.open_files,
+            "core": 0,
+        }

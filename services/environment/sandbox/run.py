@@ -11,6 +11,7 @@ HOME and locale. This process enforces the wall clock and the output cap by kill
 `unshare`, whose --kill-child takes PID 1 and with it every process the program made.
 Calls block (run them in a thread); at most `limits.concurrent` run at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,15 @@ from meshrl.services.environment.sandbox.isolation import UID_BASE, Isolation
 from meshrl.services.environment.sandbox.limits import SandboxLimits
 
 INIT = Path(__file__).with_name("init.py")
-PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp/work", "TMPDIR": "/tmp/work",
-               "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+PROGRAM_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp/work",
+    "TMPDIR": "/tmp/work",
+    "LANG": "C.UTF-8",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 LAUNCHER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}  # unshare and init see no secret either
 
 
@@ -83,8 +91,14 @@ def default_python() -> str:
 
 
 class Sandbox:
-    def __init__(self, limits: SandboxLimits, isolation: Isolation, *, python: str | None = None,
-                 hide: Sequence[str | os.PathLike] = ()):
+    def __init__(
+        self,
+        limits: SandboxLimits,
+        isolation: Isolation,
+        *,
+        python: str | None = None,
+        hide: Sequence[str | os.PathLike] = (),
+    ):
         self.limits = limits
         self.isolation = isolation
         self.python = python or default_python()
@@ -95,9 +109,17 @@ class Sandbox:
 
     def spec(self, slot: int) -> dict:
         uid = UID_BASE + slot if self.isolation.mode == "root" else None
-        return {"uid": uid, "gid": uid, "hide": self.hide, "rlimits": self.limits.rlimits(),
-                "tmp_bytes": self.limits.tmp_bytes, "max_source_bytes": self.limits.source_bytes,
-                "python": self.python, "python_flags": ["-I", "-u"], "env": PROGRAM_ENV}
+        return {
+            "uid": uid,
+            "gid": uid,
+            "hide": self.hide,
+            "rlimits": self.limits.rlimits(),
+            "tmp_bytes": self.limits.tmp_bytes,
+            "max_source_bytes": self.limits.source_bytes,
+            "python": self.python,
+            "python_flags": ["-I", "-u"],
+            "env": PROGRAM_ENV,
+        }
 
     def run(self, source: str) -> Outcome:
         prefix = self.isolation.command()  # SandboxUnavailable before anything runs
@@ -110,8 +132,14 @@ class Sandbox:
     def _run(self, prefix: list[str], spec: dict, source: bytes) -> Outcome:
         started = time.monotonic()
         command = [*prefix, self.python, "-I", "-S", str(INIT)]
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=LAUNCHER_ENV, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=LAUNCHER_ENV,
+            start_new_session=True,
+        )
         try:
             _feed(proc, json.dumps(spec).encode() + b"\n" + source)
             out, err, stopped = self._collect(proc, started + self.limits.wall_s)
@@ -124,8 +152,9 @@ class Sandbox:
             _kill(proc)
         stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
         code = None if stopped else proc.returncode
-        return Outcome(code, stdout, stderr, stopped or explain(code, stderr, self.limits),
-                       round(time.monotonic() - started, 3))
+        return Outcome(
+            code, stdout, stderr, stopped or explain(code, stderr, self.limits), round(time.monotonic() - started, 3)
+        )
 
     def _collect(self, proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes, str]:
         """Read stdout and stderr until both close, the output cap, or the deadline."""
@@ -136,8 +165,11 @@ class Sandbox:
             while sel.get_map():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return bytes(chunks[proc.stdout]), bytes(chunks[proc.stderr]), \
-                        f"wall-clock limit ({self.limits.wall_s:g} s)"
+                    return (
+                        bytes(chunks[proc.stdout]),
+                        bytes(chunks[proc.stderr]),
+                        f"wall-clock limit ({self.limits.wall_s:g} s)",
+                    )
                 for key, _ in sel.select(timeout=left):
                     data = os.read(key.fd, 65536)
                     if not data:
@@ -146,8 +178,11 @@ class Sandbox:
                     chunks[key.fileobj] += data
                     if sum(map(len, chunks.values())) > self.limits.output_bytes:
                         cap = self.limits.output_bytes
-                        return bytes(chunks[proc.stdout][:cap]), bytes(chunks[proc.stderr][:cap]), \
-                            f"output limit (more than {cap} bytes of stdout + stderr)"
+                        return (
+                            bytes(chunks[proc.stdout][:cap]),
+                            bytes(chunks[proc.stderr][:cap]),
+                            f"output limit (more than {cap} bytes of stdout + stderr)",
+                        )
         return bytes(chunks[proc.stdout]), bytes(chunks[proc.stderr]), ""
 
 

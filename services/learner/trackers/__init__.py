@@ -5,6 +5,7 @@ Each is a MetricLogger (services/learner/metric_logger.py): `log(step, metrics)`
 start-up, so a tracker that cannot start stops the run there with one clear line, never
 mid-run. See meshrl/config/trackers.py for the settings and docs/trackers.md for the guide.
 """
+
 from __future__ import annotations
 
 from meshrl.config import RunConfig
@@ -16,9 +17,13 @@ def start_tracker(name: str, cfg: RunConfig, run_id: str) -> MetricLogger:
     if name == "tensorboard":
         return TensorBoardLogger(RunDir(cfg.run.dir).tensorboard)
     if name == "mlflow":
-        from meshrl.services.learner.trackers.mlflow_tracker import MlflowTracker  # lazy: mlflow's client costs seconds to import
+        from meshrl.services.learner.trackers.mlflow_tracker import (
+            MlflowTracker,
+        )  # lazy: mlflow's client costs seconds to import
+
         return MlflowTracker(cfg, run_id)
     from meshrl.services.learner.trackers.wandb_tracker import WandbTracker  # lazy: as above
+
     return WandbTracker(cfg, run_id)
 
 

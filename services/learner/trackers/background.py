@@ -7,6 +7,7 @@ wait behind it, at most `max_pending` (the oldest are then dropped and counted â
 is in metrics.jsonl anyway). `close()` gives the queue one last chance within `timeout_s`, then
 writes what is still unsent to `unsent_path` as JSON lines and says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ class Job:
 
 
 class BackgroundSender:
-    def __init__(self, send: Callable[[Job], None], *, name: str, retry_every_s: float,
-                 max_pending: int, unsent_path: Path):
+    def __init__(
+        self, send: Callable[[Job], None], *, name: str, retry_every_s: float, max_pending: int, unsent_path: Path
+    ):
         self.send, self.name = send, name
         self.retry_every_s, self.max_pending, self.unsent_path = retry_every_s, max_pending, unsent_path
         self.jobs: deque[Job] = deque()
@@ -47,8 +49,11 @@ class BackgroundSender:
                 self.jobs.popleft()
                 self.dropped += 1
                 if self.dropped == 1:
-                    log.warning("%s: more than %d rows waiting; dropping the oldest (metrics.jsonl "
-                                "keeps every step)", self.name, self.max_pending)
+                    log.warning(
+                        "%s: more than %d rows waiting; dropping the oldest (metrics.jsonl keeps every step)",
+                        self.name,
+                        self.max_pending,
+                    )
             self.wakeup.notify()
 
     def _run(self) -> None:
@@ -72,13 +77,22 @@ class BackgroundSender:
         except Exception as err:  # any failure of the tracker's client: keep the job, go on training
             if self.down_since is None:
                 self.down_since = time.monotonic()
-                log.warning("%s unreachable (%s: %s): the run goes on; rows wait in memory and are "
-                            "retried every %.0f s (metrics.jsonl keeps every step)", self.name,
-                            type(err).__name__, str(err)[:200], self.retry_every_s)
+                log.warning(
+                    "%s unreachable (%s: %s): the run goes on; rows wait in memory and are "
+                    "retried every %.0f s (metrics.jsonl keeps every step)",
+                    self.name,
+                    type(err).__name__,
+                    str(err)[:200],
+                    self.retry_every_s,
+                )
             return False
         if self.down_since is not None:
-            log.warning("%s is back after %.0f s: sending %d waiting rows", self.name,
-                        time.monotonic() - self.down_since, len(self.jobs))
+            log.warning(
+                "%s is back after %.0f s: sending %d waiting rows",
+                self.name,
+                time.monotonic() - self.down_since,
+                len(self.jobs),
+            )
             self.down_since = None
         return True
 

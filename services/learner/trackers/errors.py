@@ -8,5 +8,7 @@ class TrackerUnavailable(ConnectionError):
 
 
 def missing_package(tracker: str, package: str) -> str:
-    return (f"telemetry.trackers names {tracker}, but the {package} package is not installed: "
-            f"pip install 'meshrl[trackers]' (or remove {tracker} from telemetry.trackers)")
+    return (
+        f"telemetry.trackers names {tracker}, but the {package} package is not installed: "
+        f"pip install 'meshrl[trackers]' (or remove {tracker} from telemetry.trackers)"
+    )

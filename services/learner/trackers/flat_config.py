@@ -1,5 +1,6 @@
 """The resolved run config as flat `section.key` → text pairs: what trackers show as a run's
 parameters (MLflow params, the W&B config keeps the nested form)."""
+
 from __future__ import annotations
 
 import json

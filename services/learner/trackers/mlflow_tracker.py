@@ -12,6 +12,7 @@ naming the URI. Afterwards every call goes through a BackgroundSender: a server 
 down costs the run nothing (rows wait and are retried; metrics.jsonl has them all).
 Credentials: MLFLOW_TRACKING_TOKEN or _USERNAME/_PASSWORD in the environment, read by MLflow.
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,9 +62,13 @@ class MlflowTracker:
         self.run_id = self._start_run(cfg, run_id, run_dir)
         self.samples = SamplesTail(RunDir(run_dir).samples)
         self.final_logged = False
-        self.sender = BackgroundSender(self._send, name=f"MLflow at {self.uri}", retry_every_s=settings.retry_every_s,
-                                       max_pending=settings.max_pending,
-                                       unsent_path=run_dir / "trackers" / "mlflow-unsent.jsonl")
+        self.sender = BackgroundSender(
+            self._send,
+            name=f"MLflow at {self.uri}",
+            retry_every_s=settings.retry_every_s,
+            max_pending=settings.max_pending,
+            unsent_path=run_dir / "trackers" / "mlflow-unsent.jsonl",
+        )
         self.timeout_s = settings.timeout_s
 
     def _start_run(self, cfg: RunConfig, run_id: str, run_dir: Path) -> str:
@@ -71,8 +76,16 @@ class MlflowTracker:
         name = cfg.telemetry.mlflow.experiment or cfg.run.name
         try:
             experiment = self.client.get_experiment_by_name(name)
-            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
-                name, artifact_location=None if cfg.telemetry.mlflow.tracking_uri else (run_dir.resolve() / "mlartifacts").as_uri())
+            experiment_id = (
+                experiment.experiment_id
+                if experiment
+                else self.client.create_experiment(
+                    name,
+                    artifact_location=None
+                    if cfg.telemetry.mlflow.tracking_uri
+                    else (run_dir.resolve() / "mlartifacts").as_uri(),
+                )
+            )
             earlier = self.client.search_runs([experiment_id], f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
             if earlier:
                 log.info("MLflow: continuing run %s of %s", earlier[0].info.run_id, self.uri)
@@ -83,12 +96,14 @@ class MlflowTracker:
             raise TrackerUnavailable(
                 f"telemetry.trackers names mlflow, but the tracking store {self.uri} did not work "
                 f"({type(err).__name__}: {str(err)[:300]}): start the server, fix "
-                f"telemetry.mlflow.tracking_uri, or remove mlflow from telemetry.trackers") from None
+                f"telemetry.mlflow.tracking_uri, or remove mlflow from telemetry.trackers"
+            ) from None
         log.info("MLflow: run %s in experiment %r at %s", run.info.run_id, name, self.uri)
         return run.info.run_id
 
     def _log_config(self, mlflow_run_id: str, cfg: RunConfig) -> None:
         from mlflow.entities import Param  # lazy: with the client above
+
         tree = cfg.model_dump(mode="json")
         params = [Param(k, v[:6000]) for k, v in flat_config(tree).items()]
         self.client.log_batch(mlflow_run_id, params=params)
@@ -96,13 +111,17 @@ class MlflowTracker:
 
     def _send(self, job: Job) -> None:
         from mlflow.entities import Metric, RunStatus  # lazy: with the client above
+
         if job.kind == "metrics":
             now, step = job.payload["time_ms"], job.payload["step"]
-            self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in job.payload["values"].items()])
+            self.client.log_batch(
+                self.run_id, metrics=[Metric(k, v, now, step) for k, v in job.payload["values"].items()]
+            )
         elif job.kind == "samples":
             columns, data = job.payload["columns"], job.payload["data"]
-            self.client.log_table(self.run_id, {c: [row[i] for row in data] for i, c in enumerate(columns)},
-                                  artifact_file="samples.json")
+            self.client.log_table(
+                self.run_id, {c: [row[i] for row in data] for i, c in enumerate(columns)}, artifact_file="samples.json"
+            )
         elif job.kind == "tag":
             self.client.set_tag(self.run_id, job.payload["key"], job.payload["value"])
         elif job.kind == "end":
@@ -123,4 +142,3 @@ class MlflowTracker:
     def close(self) -> None:
         self.sender.submit(Job("end", {"status": "FINISHED" if self.final_logged else "KILLED"}))
         self.sender.close(self.timeout_s)
-

@@ -5,13 +5,24 @@ logged, so a tracker that reads the new rows at each `log(step, ...)` shows the 
 person would find in RUN_DIR/samples.jsonl. Only whole lines are taken (a line still being
 written waits for the next look); rows a resumed run wrote before this process are skipped.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-COLUMNS = ("step", "split", "prompt", "response", "ground_truth", "reward", "finish_reason",
-           "num_tokens", "policy_version", "components")
+COLUMNS = (
+    "step",
+    "split",
+    "prompt",
+    "response",
+    "ground_truth",
+    "reward",
+    "finish_reason",
+    "num_tokens",
+    "policy_version",
+    "components",
+)
 
 
 class SamplesTail:
@@ -25,7 +36,7 @@ class SamplesTail:
         with self.path.open("rb") as f:
             f.seek(self.offset)
             chunk = f.read()
-        whole = chunk[:chunk.rfind(b"\n") + 1]
+        whole = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(whole)
         return [json.loads(line) for line in whole.decode("utf-8").splitlines() if line.strip()]
 

@@ -8,6 +8,7 @@ What: the resolved config as the run's config, every step's finite numbers at th
 the summary (`final_model_path`). wandb's caches go under RUN_DIR/wandb too, not $HOME. The
 W&B run id is derived from the meshrl run id, so a resumed learner continues the same run.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,15 +42,29 @@ class WandbTracker:
             os.environ.setdefault(name, str(root / "cache"))
         try:
             self.run = wandb.init(
-                project=settings.project, entity=settings.entity, name=settings.name or cfg.run.name,
-                id=wandb_run_id(run_id), resume="allow", dir=str(root.parent), config=cfg.model_dump(mode="json"),
-                settings=wandb.Settings(mode=settings.mode, console="off", x_disable_stats=True, save_code=False,
-                                        disable_git=True, silent=True, init_timeout=settings.timeout_s))
+                project=settings.project,
+                entity=settings.entity,
+                name=settings.name or cfg.run.name,
+                id=wandb_run_id(run_id),
+                resume="allow",
+                dir=str(root.parent),
+                config=cfg.model_dump(mode="json"),
+                settings=wandb.Settings(
+                    mode=settings.mode,
+                    console="off",
+                    x_disable_stats=True,
+                    save_code=False,
+                    disable_git=True,
+                    silent=True,
+                    init_timeout=settings.timeout_s,
+                ),
+            )
         except Exception as err:  # wandb raises its own errors (auth, init timeout, ...): all mean "cannot start"
             raise TrackerUnavailable(
                 f"telemetry.trackers names wandb, but wandb.init failed ({type(err).__name__}: "
                 f"{str(err)[:300]}): check telemetry.wandb (mode={settings.mode}; online needs "
-                f"WANDB_API_KEY in the environment), or remove wandb from telemetry.trackers") from None
+                f"WANDB_API_KEY in the environment), or remove wandb from telemetry.trackers"
+            ) from None
         self.samples = SamplesTail(RunDir(cfg.run.dir).samples)
         log.info("W&B: run %s (%s) in %s", self.run.id, settings.mode, self.run.dir)
 

@@ -9,6 +9,7 @@ turns the weights into what the policy loss multiplies by: one geometric-mean we
 for a sequence-level loss. Metrics go to `rollout_correction/*` (and `mismatch_kl`). No
 behaviour log-probs: nothing to correct.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,12 +22,12 @@ from meshrl.services.learner.train.metrics import MetricSums
 
 
 def log_metrics(sums: MetricSums, metrics: dict, tokens) -> None:
-    sums.add_dict({k if k == "mismatch_kl" else f"rollout_correction/{k}": v
-                   for k, v in metrics.items()}, tokens)
+    sums.add_dict({k if k == "mismatch_kl" else f"rollout_correction/{k}": v for k, v in metrics.items()}, tokens)
 
 
-def correct(rc: RolloutCorrectionConfig, batch, old: torch.Tensor, dist: DistContext,
-            sums: MetricSums) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+def correct(
+    rc: RolloutCorrectionConfig, batch, old: torch.Tensor, dist: DistContext, sums: MetricSums
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """(token weights [B, T] or None, the loss mask less rejected tokens or None) (module docstring)."""
     behaviour, mask = batch.behaviour_logprobs, batch.loss_mask
     if behaviour is None:
@@ -35,9 +36,16 @@ def correct(rc: RolloutCorrectionConfig, batch, old: torch.Tensor, dist: DistCon
     if rc.reject:
         kept, metrics = rejection_mask(old, behaviour, mask, rc.reject)
         log_metrics(sums, metrics, mask.sum())
-    weights, metrics = rollout_correction(old, behaviour, mask, rc.mode, rc.cap, lower=rc.lower,
-                                          batch_normalize=rc.batch_normalize,
-                                          all_reduce=dist.all_reduce)
+    weights, metrics = rollout_correction(
+        old,
+        behaviour,
+        mask,
+        rc.mode,
+        rc.cap,
+        lower=rc.lower,
+        batch_normalize=rc.batch_normalize,
+        all_reduce=dist.all_reduce,
+    )
     log_metrics(sums, metrics, mask.sum())
     return weights if kept is None else weights * kept, kept
 
@@ -46,6 +54,5 @@ def at_level(weights: torch.Tensor | None, mask: torch.Tensor, policy_loss) -> t
     """The weights the policy loss's per-token loss is multiplied by: each token's own, one
     geometric mean per row for a sequence-level loss, each token's own again for a loss that
     folds them in itself (registered `takes_rollout_weights`)."""
-    level = ("token" if getattr(policy_loss, "takes_rollout_weights", False)
-             else getattr(policy_loss, "level", "token"))
+    level = "token" if getattr(policy_loss, "takes_rollout_weights", False) else getattr(policy_loss, "level", "token")
     return weights_at_level(weights, mask, level)

@@ -19,6 +19,7 @@ the unclipped term). verl 0.9.1's `compute_value_loss` logs the first.
 Simplifications: the backbone starts as a copy of the policy's (a reward model's weights
 could be loaded the same way with `from_backbone`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,13 @@ from torch import nn
 from meshrl.algos.masked import masked_mean
 from meshrl.config.algorithm import CriticConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext
-from meshrl.services.learner.train.policy import (TrainedModel, build_optimizer, configured_bf16,
-                                                  prepare_model, warmup_cosine)
+from meshrl.services.learner.train.policy import (
+    TrainedModel,
+    build_optimizer,
+    configured_bf16,
+    prepare_model,
+    warmup_cosine,
+)
 
 
 class ValueModel(nn.Module):
@@ -49,13 +55,15 @@ class ValueModel(nn.Module):
     @classmethod
     def from_config(cls, config) -> "ValueModel":
         from transformers import AutoModel  # lazy: transformers (seconds), only when a critic is built
+
         return cls(AutoModel.from_config(config))
 
     @classmethod
     def from_causal_lm(cls, causal_lm: nn.Module) -> "ValueModel":
         """A critic whose backbone starts as a copy of an (unsharded) causal LM's."""
-        return cls(copy.deepcopy(causal_lm.get_decoder() if hasattr(causal_lm, "get_decoder")
-                                 else causal_lm.base_model))
+        return cls(
+            copy.deepcopy(causal_lm.get_decoder() if hasattr(causal_lm, "get_decoder") else causal_lm.base_model)
+        )
 
     def gradient_checkpointing_enable(self, **kwargs) -> None:
         self.backbone.gradient_checkpointing_enable(**kwargs)
@@ -65,8 +73,9 @@ class ValueModel(nn.Module):
         self.backbone.set_attn_implementation(implementation)
 
     def forward(self, input_ids, attention_mask, position_ids, **_) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
-                               position_ids=position_ids, use_cache=False).last_hidden_state
+        hidden = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
         return self.value_head(hidden).squeeze(-1).float()
 
 
@@ -74,11 +83,12 @@ def response_values(critic: nn.Module, batch) -> torch.Tensor:
     """Values [B, T] at positions P-1 .. P+T-2 (before each response token), 0 on padding."""
     t = batch.response_len
     values = critic(batch.input_ids(), batch.attention_mask(), batch.position_ids())
-    return values[:, -(t + 1):-1] * batch.response_mask
+    return values[:, -(t + 1) : -1] * batch.response_mask
 
 
-def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
-                       mask: torch.Tensor, clip: float | None):
+def clipped_value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None
+):
     """Per-token ½·max((V−R)², (clip(V, V_old±c)−R)²) [B, T] (module docstring) and metrics."""
     unclipped = (values - returns) ** 2
     if clip is None:
@@ -92,22 +102,35 @@ def clipped_value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: 
         loss = 0.5 * torch.maximum(unclipped, clipped)
         clipfrac = masked_mean((clipped > unclipped).float(), mask)
         out_of_range = masked_mean(((values - old_values).abs() > clip).float(), mask)
-    metrics = {"critic/vf_clipfrac": clipfrac.detach(),
-               "critic/vf_out_of_range": out_of_range.detach(),
-               "critic/values": masked_mean(values.detach(), mask),
-               "critic/returns": masked_mean(returns, mask)}
+    metrics = {
+        "critic/vf_clipfrac": clipfrac.detach(),
+        "critic/vf_out_of_range": out_of_range.detach(),
+        "critic/values": masked_mean(values.detach(), mask),
+        "critic/returns": masked_mean(returns, mask),
+    }
     return loss * mask, metrics
 
 
-def build_critic(value_model: ValueModel, critic: CriticConfig, trainer: TrainerConfig, *,
-                 total_steps: int, dist: DistContext | None = None,
-                 bf16: bool | None = None) -> TrainedModel:
+def build_critic(
+    value_model: ValueModel,
+    critic: CriticConfig,
+    trainer: TrainerConfig,
+    *,
+    total_steps: int,
+    dist: DistContext | None = None,
+    bf16: bool | None = None,
+) -> TrainedModel:
     """The critic ready to train: its own AdamW at `critic.lr` and the policy's schedule shape."""
     dist = dist or DistContext()
     model = prepare_model(value_model, trainer, dist)
     optim = trainer.optim
     optimizer = build_optimizer(model, optim, lr=critic.lr)
     schedule = warmup_cosine(optim.warmup_steps, total_steps, optim.min_lr_ratio)
-    return TrainedModel(model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule),
-                        configured_bf16(trainer) if bf16 is None else bf16,
-                        optim.max_grad_norm, dist.device)
+    return TrainedModel(
+        model,
+        optimizer,
+        torch.optim.lr_scheduler.LambdaLR(optimizer, schedule),
+        configured_bf16(trainer) if bf16 is None else bf16,
+        optim.max_grad_norm,
+        dist.device,
+    )

@@ -15,6 +15,7 @@ as the RL step. `algorithm.dpo_ld_alpha` (LD-DPO) weights the summed log-probs o
 here and of the reference in the offline loop; `dpo_use_weighting` (WPO) weights each pair's
 loss (`meshrl/algos/preference_weighting/`). Metrics use TRL's names (`rewards/chosen`, `rewards/margins`, ...).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -36,23 +37,29 @@ from meshrl.services.learner.train.transaction import StepTransaction, snapshot_
 class PairLogprobs(NamedTuple):
     """What the preference loss reads from one forward over a micro-batch's 2b rows."""
 
-    chosen: torch.Tensor         # [b] summed log π(y_w), LD-weighted when ld_alpha is set
-    rejected: torch.Tensor       # [b] the same for y_l
-    chosen_full: torch.Tensor    # [b] Σ log π(y_w) without LD weighting (the sft term's)
+    chosen: torch.Tensor  # [b] summed log π(y_w), LD-weighted when ld_alpha is set
+    rejected: torch.Tensor  # [b] the same for y_l
+    chosen_full: torch.Tensor  # [b] Σ log π(y_w) without LD weighting (the sft term's)
     pair_weights: torch.Tensor | None  # [b] WPO's w(y_w)·w(y_l), when asked
 
 
-def pair_logprobs(policy: TrainedModel, pairs: PreferenceBatch, temperature: float = 1.0,
-                  head: HeadPlan | None = None, *, ld_alpha: float | None = None,
-                  use_weighting: bool = False) -> PairLogprobs:
+def pair_logprobs(
+    policy: TrainedModel,
+    pairs: PreferenceBatch,
+    temperature: float = 1.0,
+    head: HeadPlan | None = None,
+    *,
+    ld_alpha: float | None = None,
+    use_weighting: bool = False,
+) -> PairLogprobs:
     """One forward over the chosen rows then the rejected rows; `head`: the LM head's plan
     (None: the device's default chunks)."""
     stacked = pairs.stacked()
-    head_args = {} if head is None else {"chunk_elements": head.chunk_elements,
-                                         "head_kernel": head.kernel}
+    head_args = {} if head is None else {"chunk_elements": head.chunk_elements, "head_kernel": head.kernel}
     with policy.autocast():
-        stats = response_stats(policy.model, stacked, temperature=temperature,
-                               with_sum_pi_squared=use_weighting, **head_args)
+        stats = response_stats(
+            policy.model, stacked, temperature=temperature, with_sum_pi_squared=use_weighting, **head_args
+        )
     mask, b = stacked.response_mask, pairs.batch_size
     plain = sequence_logprobs(stats.logprobs, mask)
     summed = plain if ld_alpha is None else ld_weighted_sums(stats.logprobs, mask, alpha=ld_alpha)
@@ -60,9 +67,12 @@ def pair_logprobs(policy: TrainedModel, pairs: PreferenceBatch, temperature: flo
     return PairLogprobs(summed[:b], summed[b:], plain[:b], weights)
 
 
-def policy_sequence_logprobs(policy: TrainedModel, pairs: PreferenceBatch,
-                             temperature: float = 1.0, head: HeadPlan | None = None,
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
+def policy_sequence_logprobs(
+    policy: TrainedModel,
+    pairs: PreferenceBatch,
+    temperature: float = 1.0,
+    head: HeadPlan | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed log π(chosen) [b] and log π(rejected) [b] from one forward over 2b rows."""
     return pair_logprobs(policy, pairs, temperature, head)[:2]
 
@@ -71,21 +81,29 @@ class DPOStep:
     """`DPOStep(policy, algo, trainer)(pairs, step) -> metrics`; one optimizer step per mini-batch
     (left pending until the next forward or the reduced metrics, as in `TrainStep`)."""
 
-    def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
-                 dist: DistContext | None = None, temperature: float = 1.0):
+    def __init__(
+        self,
+        policy: TrainedModel,
+        algo: AlgorithmConfig,
+        trainer: TrainerConfig,
+        *,
+        dist: DistContext | None = None,
+        temperature: float = 1.0,
+    ):
         self.policy, self.algo, self.trainer = policy, algo, trainer
         self.dist = dist or DistContext(device=policy.device)
         self.temperature = temperature
-        self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory,
-                              self.dist.device)
+        self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory, self.dist.device)
         # state some preference losses keep across steps (bco_pair's running reward mean)
         self.loss_state: dict = {}
 
     def __call__(self, pairs: PreferenceBatch, step: int) -> dict[str, float]:
         if pairs.ref_chosen_logps is None or pairs.ref_rejected_logps is None:
-            raise ValueError("DPO needs PreferenceBatch.ref_chosen_logps and ref_rejected_logps "
-                             "(summed reference log-probs); compute them with the reference "
-                             "service (meshrl.algos.logprobs.response_logprobs) before training")
+            raise ValueError(
+                "DPO needs PreferenceBatch.ref_chosen_logps and ref_rejected_logps "
+                "(summed reference log-probs); compute them with the reference "
+                "service (meshrl.algos.logprobs.response_logprobs) before training"
+            )
         timer, sums = Timer(self.dist.device), MetricSums()
         updates = self.trainer.ppo_epochs * min(self.trainer.mini_batches, len(pairs))
         place = snapshot_place(self.trainer.rollback, updates)
@@ -115,21 +133,34 @@ class DPOStep:
         with timer("optimizer"):
             sums.mean("grad_norm", self.policy.clip_gradients("policy", step), 1.0)
 
-    def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer,
-                    sums: MetricSums) -> None:
+    def micro_batch(self, micro: PreferenceBatch, scale, step: int, timer: Timer, sums: MetricSums) -> None:
         a = self.algo
         with timer("forward"):
-            lp = pair_logprobs(self.policy, micro, self.temperature, self.head,
-                               ld_alpha=a.dpo_ld_alpha, use_weighting=a.dpo_use_weighting)
+            lp = pair_logprobs(
+                self.policy,
+                micro,
+                self.temperature,
+                self.head,
+                ld_alpha=a.dpo_ld_alpha,
+                use_weighting=a.dpo_use_weighting,
+            )
         chosen, rejected = lp.chosen, lp.rejected
         with timer("algo"):
-            loss, metrics = dpo_loss(chosen, rejected, micro.ref_chosen_logps,
-                                     micro.ref_rejected_logps, a.beta, a.preference_losses,
-                                     weights=a.dpo_loss_weights,
-                                     chosen_lengths=micro.chosen_mask.sum(-1).to(chosen.dtype),
-                                     rejected_lengths=micro.rejected_mask.sum(-1).to(chosen.dtype),
-                                     state=self.loss_state, options=a.loss_options,
-                                     policy_chosen_full=lp.chosen_full, pair_weights=lp.pair_weights)
+            loss, metrics = dpo_loss(
+                chosen,
+                rejected,
+                micro.ref_chosen_logps,
+                micro.ref_rejected_logps,
+                a.beta,
+                a.preference_losses,
+                weights=a.dpo_loss_weights,
+                chosen_lengths=micro.chosen_mask.sum(-1).to(chosen.dtype),
+                rejected_lengths=micro.rejected_mask.sum(-1).to(chosen.dtype),
+                state=self.loss_state,
+                options=a.loss_options,
+                policy_chosen_full=lp.chosen_full,
+                pair_weights=lp.pair_weights,
+            )
             check_finite("dpo loss", loss, step=step)
             numerator = loss.sum()
         with timer("backward"):

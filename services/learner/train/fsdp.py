@@ -11,6 +11,7 @@ here is then a no-op, so the training step has one code path.
 
 Simplifications: one flat data-parallel mesh (no tensor/pipeline parallelism, no HSDP).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,29 +70,41 @@ def decoder_layers(model: nn.Module) -> list[nn.Module]:
     `LlamaDecoderLayer`); those are the natural FSDP units.
     """
     names = set(getattr(model, "_no_split_modules", None) or [])
-    layers = [m for lst in model.modules() if isinstance(lst, nn.ModuleList)
-              for m in lst if type(m).__name__ in names or type(m).__name__.endswith("DecoderLayer")]
+    layers = [
+        m
+        for lst in model.modules()
+        if isinstance(lst, nn.ModuleList)
+        for m in lst
+        if type(m).__name__ in names or type(m).__name__.endswith("DecoderLayer")
+    ]
     if not layers:
-        raise ValueError(f"found no decoder layers in {type(model).__name__}: expected an "
-                         f"nn.ModuleList of {sorted(names) or '*DecoderLayer'} blocks")
+        raise ValueError(
+            f"found no decoder layers in {type(model).__name__}: expected an "
+            f"nn.ModuleList of {sorted(names) or '*DecoderLayer'} blocks"
+        )
     return layers
 
 
-def shard_model(model: nn.Module, ctx: DistContext, *, bf16_params: bool = False,
-                reshard_after_forward: bool = True) -> nn.Module:
+def shard_model(
+    model: nn.Module, ctx: DistContext, *, bf16_params: bool = False, reshard_after_forward: bool = True
+) -> nn.Module:
     """Apply FSDP2 per decoder layer, then to the root; return the (same, now sharded) model.
 
     `bf16_params` adds a MixedPrecisionPolicy: bf16 compute copies of the parameters and
     fp32 gradient reduction, with fp32 master weights and optimizer state.
     """
-    from torch.distributed.device_mesh import init_device_mesh  # lazy: torch.distributed.fsdp costs seconds; only when sharding
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # lazy: torch.distributed.fsdp costs seconds; only when sharding
+    from torch.distributed.device_mesh import (
+        init_device_mesh,
+    )  # lazy: torch.distributed.fsdp costs seconds; only when sharding
+    from torch.distributed.fsdp import (
+        MixedPrecisionPolicy,
+        fully_shard,
+    )  # lazy: torch.distributed.fsdp costs seconds; only when sharding
 
     mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
     kwargs = {"mesh": mesh, "reshard_after_forward": reshard_after_forward}
     if bf16_params:
-        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16,
-                                                   reduce_dtype=torch.float32)
+        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in decoder_layers(model):
         fully_shard(layer, **kwargs)
     fully_shard(model, **kwargs)
@@ -126,7 +139,10 @@ def full_state_dict(model: nn.Module, ctx: DistContext) -> dict[str, torch.Tenso
     callers write them out before the model is updated again."""
     if not ctx.distributed:
         return {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict  # lazy: torch.distributed.checkpoint costs seconds; only when gathering
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+    )  # lazy: torch.distributed.checkpoint costs seconds; only when gathering
 
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
     state = get_model_state_dict(model, options=options)

@@ -11,6 +11,7 @@ coefficient (meshrl/algos/entropy_control.py) and m_H the masks registered `also
 every rank and feeds it to an adaptive controller. Nothing here branches on a part's name:
 only on what the parts declare.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,9 +30,14 @@ def loss_masks(algo: AlgorithmConfig, micro, logprobs, entropy, sums: MetricSums
     if not algo.loss_masks:
         return None, None
     pg, bonus, kept = apply_loss_masks(
-        algo.loss_masks, logprobs=logprobs.detach(), old_logprobs=micro.old_logprobs,
-        behaviour_logprobs=micro.behaviour_logprobs, advantages=micro.advantages,
-        entropy=entropy.detach(), response_mask=micro.loss_mask)
+        algo.loss_masks,
+        logprobs=logprobs.detach(),
+        old_logprobs=micro.old_logprobs,
+        behaviour_logprobs=micro.behaviour_logprobs,
+        advantages=micro.advantages,
+        entropy=entropy.detach(),
+        response_mask=micro.loss_mask,
+    )
     sums.add_dict({f"loss_masks/{name}/kept": v for name, v in kept.items()}, micro.loss_mask.sum())
     return pg, bonus
 

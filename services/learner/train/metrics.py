@@ -12,6 +12,7 @@ Three kinds of entries:
 `Timer` sums wall time per phase (`time/forward`, ...), synchronising CUDA first so GPU
 work is attributed to the phase that launched it.
 """
+
 from __future__ import annotations
 
 import time
@@ -61,8 +62,7 @@ class MetricSums:
         if names:
             flat = on_device([self._means[n][i] for n in names for i in (0, 1)], ctx.device)
             flat = ctx.all_reduce(flat).cpu()
-            out.update({n: float(flat[2 * k] / flat[2 * k + 1].clamp_min(1e-12))
-                        for k, n in enumerate(names)})
+            out.update({n: float(flat[2 * k] / flat[2 * k + 1].clamp_min(1e-12)) for k, n in enumerate(names)})
         out.update(self._reduce_simple(ctx, self._totals, dist.ReduceOp.SUM, scale=1.0 / max(updates, 1)))
         out.update(self._reduce_simple(ctx, self._mins, dist.ReduceOp.MIN))
         out.update(self._reduce_simple(ctx, self._maxs, dist.ReduceOp.MAX))
@@ -80,8 +80,7 @@ class MetricSums:
 def on_device(values: list, device: torch.device) -> torch.Tensor:
     """float32 [len(values)] on `device` from a mix of Python numbers and 0-dim tensors (which
     may sit on the device: every element is placed there before stacking)."""
-    return torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device).reshape(())
-                        for v in values])
+    return torch.stack([torch.as_tensor(v, dtype=torch.float32, device=device).reshape(()) for v in values])
 
 
 class Timer:

@@ -13,6 +13,7 @@ sharding, then the optimizer (which must see the sharded parameters).
 Simplifications: the model is given (loading from a path is `meshrl.inputs.models`' job; a path
 is accepted and handed to `AutoModelForCausalLM.from_pretrained` as a convenience).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,18 +28,19 @@ from torch.optim.lr_scheduler import LambdaLR
 from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.algos.checks import check_finite
 from meshrl.algos.varlen_attention import set_varlen_attention
-from meshrl.services.learner.train.fsdp import (DistContext, clip_grad_norm, decoder_layers,
-                                                shard_model)
+from meshrl.services.learner.train.fsdp import DistContext, clip_grad_norm, decoder_layers, shard_model
 
 
 def warmup_cosine(warmup_steps: int, total_steps: int, min_lr_ratio: float) -> Callable[[int], float]:
     """LR multiplier f(step) of the module docstring."""
+
     def factor(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps
         span = max(1, total_steps - warmup_steps)
         progress = min(1.0, (step - warmup_steps) / span)
         return min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
     return factor
 
 
@@ -53,18 +55,19 @@ def build_optimizer(model: nn.Module, optim: OptimConfig, lr: float | None = Non
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": optim.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     fused = use_fused_adamw(optim.fused, params[0].device) if params else False
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr or optim.lr,
-                             betas=tuple(optim.betas), fused=fused or None)
+    return torch.optim.AdamW(
+        [g for g in groups if g["params"]], lr=lr or optim.lr, betas=tuple(optim.betas), fused=fused or None
+    )
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:
     """Recompute activations in backward (HF models; non-reentrant so FSDP2 hooks still fire)."""
     if not hasattr(model, "gradient_checkpointing_enable"):
-        raise ValueError(f"{type(model).__name__} has no gradient_checkpointing_enable(); "
-                         f"set trainer.gradient_checkpointing=false")
+        raise ValueError(
+            f"{type(model).__name__} has no gradient_checkpointing_enable(); set trainer.gradient_checkpointing=false"
+        )
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
@@ -119,8 +122,7 @@ def attention_for(setting: str, device: torch.device | str, forward: str = "padd
     return "eager" if torch.device(device).type == "cpu" else None
 
 
-def set_attention(model: nn.Module, setting: str, device: torch.device | str,
-                  forward: str = "padded") -> None:
+def set_attention(model: nn.Module, setting: str, device: torch.device | str, forward: str = "padded") -> None:
     """Switch a transformers model's attention kernel; other models are left alone (auto) or
     refused (an explicit setting they cannot honour)."""
     wanted = attention_for(setting, device, forward)
@@ -128,8 +130,10 @@ def set_attention(model: nn.Module, setting: str, device: torch.device | str,
         return
     if not hasattr(model, "set_attn_implementation"):
         if setting != "auto":
-            raise ValueError(f"trainer.attention={setting!r}: {type(model).__name__} is not a transformers "
-                             f"model with set_attn_implementation(); set trainer.attention=auto")
+            raise ValueError(
+                f"trainer.attention={setting!r}: {type(model).__name__} is not a transformers "
+                f"model with set_attn_implementation(); set trainer.attention=auto"
+            )
         return
     if wanted == "varlen":
         set_varlen_attention(model)
@@ -170,11 +174,18 @@ def configured_bf16(trainer: TrainerConfig) -> bool:
     return trainer.bf16 or trainer.precision == "bf16"
 
 
-def build_policy(model: nn.Module | str, trainer: TrainerConfig, *, total_steps: int,
-                 dist: DistContext | None = None, bf16: bool | None = None) -> TrainedModel:
+def build_policy(
+    model: nn.Module | str,
+    trainer: TrainerConfig,
+    *,
+    total_steps: int,
+    dist: DistContext | None = None,
+    bf16: bool | None = None,
+) -> TrainedModel:
     """The policy ready to train: (sharded) model, AdamW and warmup-cosine schedule."""
     if isinstance(model, str):
         from transformers import AutoModelForCausalLM  # lazy: transformers (seconds), only when a policy is built
+
         model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     dist = dist or DistContext()
     model = prepare_model(model, trainer, dist)
@@ -182,5 +193,4 @@ def build_policy(model: nn.Module | str, trainer: TrainerConfig, *, total_steps:
     optimizer = build_optimizer(model, optim)
     schedule = warmup_cosine(optim.warmup_steps, total_steps, optim.min_lr_ratio)
     bf16 = configured_bf16(trainer) if bf16 is None else bf16
-    return TrainedModel(model, optimizer, LambdaLR(optimizer, schedule), bf16,
-                        optim.max_grad_norm, dist.device)
+    return TrainedModel(model, optimizer, LambdaLR(optimizer, schedule), bf16, optim.max_grad_norm, dist.device)

@@ -60,6 +60,7 @@ Simplifications: mini-batches are consecutive slices (no shuffling, so runs are
 reproducible and rank counts comparable); advantages are estimated per rank — group ids
 must not straddle ranks, and batch-whitened estimators (GAE) whiten over the local batch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,8 +69,15 @@ from dataclasses import dataclass
 
 import torch
 
-from meshrl.algos import (check_finite, get_advantage_estimator, get_policy_loss, kl_estimate,
-                          loss_denominator, loss_numerator, overlong_penalty)
+from meshrl.algos import (
+    check_finite,
+    get_advantage_estimator,
+    get_policy_loss,
+    kl_estimate,
+    loss_denominator,
+    loss_numerator,
+    overlong_penalty,
+)
 from meshrl.algos.groups import group_stats
 from meshrl.algos.head_plan import plan_head
 from meshrl.algos.kl_control import kl_controller
@@ -104,10 +112,18 @@ class PreparedBatch(RolloutBatch):
 class TrainStep:
     """`TrainStep(policy, algo, trainer, critic=...)(batch, step) -> metrics`."""
 
-    def __init__(self, policy: TrainedModel, algo: AlgorithmConfig, trainer: TrainerConfig, *,
-                 critic: TrainedModel | None = None, dist: DistContext | None = None,
-                 temperature: float = 1.0, max_response_len: int | None = None,
-                 max_staleness: int | None = None):
+    def __init__(
+        self,
+        policy: TrainedModel,
+        algo: AlgorithmConfig,
+        trainer: TrainerConfig,
+        *,
+        critic: TrainedModel | None = None,
+        dist: DistContext | None = None,
+        temperature: float = 1.0,
+        max_response_len: int | None = None,
+        max_staleness: int | None = None,
+    ):
         self.policy, self.algo, self.trainer = policy, algo, trainer
         self.dist = dist or DistContext(device=policy.device)
         self.temperature, self.max_response_len = temperature, max_response_len
@@ -121,23 +137,37 @@ class TrainStep:
         self.entropy_ctrl = self.entropy_bonus.ctrl
         self.critic = critic if getattr(self.estimator, "needs_values", False) else None
         if getattr(self.estimator, "needs_values", False) and critic is None:
-            raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
-                             f"critic's values: set algorithm.critic.enabled=true (and pass "
-                             f"critic=build_critic(...)) or pick an estimator without values")
+            raise ValueError(
+                f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
+                f"critic's values: set algorithm.critic.enabled=true (and pass "
+                f"critic=build_critic(...)) or pick an estimator without values"
+            )
         self.needs = getattr(self.estimator, "needs", frozenset())
         self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness, self.needs)
         if "sum_pi_squared" in self.needs and self.old_source != "recompute":
-            raise ValueError(f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs Σπ² "
-                             f"from the learner's old-log-prob pass, which "
-                             f"trainer.old_logprobs={trainer.old_logprobs} skips; set "
-                             f"trainer.old_logprobs=auto or recompute")
+            raise ValueError(
+                f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs Σπ² "
+                f"from the learner's old-log-prob pass, which "
+                f"trainer.old_logprobs={trainer.old_logprobs} skips; set "
+                f"trainer.old_logprobs=auto or recompute"
+            )
         # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
         # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
         self.forward = "padded" if trainer.forward == "auto" else trainer.forward
-        self.head = plan_head(trainer.lm_head, trainer.lm_head_chunk, trainer.lm_head_memory,
-                              self.dist.device, entropy_in_loss=self.entropy_bonus.active)
-        log.info("old log-probs: %s (%s); model forward: %s; LM head: %s", self.old_source,
-                 reason, self.forward, self.head.why)
+        self.head = plan_head(
+            trainer.lm_head,
+            trainer.lm_head_chunk,
+            trainer.lm_head_memory,
+            self.dist.device,
+            entropy_in_loss=self.entropy_bonus.active,
+        )
+        log.info(
+            "old log-probs: %s (%s); model forward: %s; LM head: %s",
+            self.old_source,
+            reason,
+            self.forward,
+            self.head.why,
+        )
 
     @property
     def head_args(self) -> dict:
@@ -183,13 +213,17 @@ class TrainStep:
         check_finite("ref_logprobs", batch.ref_logprobs, batch.group_ids, step)
         check_finite("turn_rewards", batch.turn_rewards, batch.group_ids, step)
         if self.algo.kl_coef > 0 and batch.ref_logprobs is None:
-            raise ValueError(f"algorithm.kl_coef={self.algo.kl_coef} needs batch.ref_logprobs "
-                             f"(the reference service's per-token log-probs); enable the "
-                             f"reference or set algorithm.kl_coef=0")
+            raise ValueError(
+                f"algorithm.kl_coef={self.algo.kl_coef} needs batch.ref_logprobs "
+                f"(the reference service's per-token log-probs); enable the "
+                f"reference or set algorithm.kl_coef=0"
+            )
         if self.old_source == "rollout" and batch.behaviour_logprobs is None:
-            raise ValueError("trainer.old_logprobs=rollout needs batch.behaviour_logprobs (the "
-                             "rollout engine's per-token log-probs); have the rollout return "
-                             "them or set trainer.old_logprobs=auto")
+            raise ValueError(
+                "trainer.old_logprobs=rollout needs batch.behaviour_logprobs (the "
+                "rollout engine's per-token log-probs); have the rollout return "
+                "them or set trainer.old_logprobs=auto"
+            )
 
     # ---- 2. prepare (no grad) --------------------------------------------------------
     def prepare(self, batch: RolloutBatch, step: int, timer: Timer, sums: MetricSums) -> PreparedBatch:
@@ -205,25 +239,38 @@ class TrainStep:
             check_finite("old_logprobs", old, batch.group_ids, step)
         with timer("algo"):
             rewards, token_rewards = self.credited_rewards(batch, self.kl_reward_penalty(batch, old, sums))
-            weights, kept = (self.correction(batch, old, sums) if self.old_source == "recompute"
-                             else (None, None))
+            weights, kept = self.correction(batch, old, sums) if self.old_source == "recompute" else (None, None)
             trained = batch if kept is None else dataclasses.replace(batch, loss_mask=kept)
             result = self.estimator(
-                rewards=rewards, response_mask=trained.loss_mask,
-                group_ids=batch.group_ids, values=old_values, token_rewards=token_rewards,
-                gamma=self.algo.gamma, lam=self.algo.lam,
-                norm_by_std=self.algo.norm_adv_by_std_in_grpo, eps=self.algo.adv_epsilon,
+                rewards=rewards,
+                response_mask=trained.loss_mask,
+                group_ids=batch.group_ids,
+                values=old_values,
+                token_rewards=token_rewards,
+                gamma=self.algo.gamma,
+                lam=self.algo.lam,
+                norm_by_std=self.algo.norm_adv_by_std_in_grpo,
+                eps=self.algo.adv_epsilon,
                 scale_rewards=self.algo.scale_rewards,
-                normalize_advantages=self.algo.normalize_advantages, step=step,
+                normalize_advantages=self.algo.normalize_advantages,
+                step=step,
                 reward_components=batch.reward_components,
                 reward_component_weights=batch.reward_component_weights,
-                greedy_rewards=batch.greedy_rewards, old_logprobs=old,
-                sum_pi_squared=sum_pi_squared, rollout_weights=weights)
+                greedy_rewards=batch.greedy_rewards,
+                old_logprobs=old,
+                sum_pi_squared=sum_pi_squared,
+                rollout_weights=weights,
+            )
         self.batch_metrics(batch, result.advantages, trained.loss_mask, sums)
         base = {f.name: getattr(trained, f.name) for f in dataclasses.fields(RolloutBatch)}
-        prepared = PreparedBatch(**base, old_logprobs=old, old_values=old_values,
-                                 advantages=result.advantages, returns=result.returns,
-                                 loss_weights=at_level(weights, trained.loss_mask, self.policy_loss))
+        prepared = PreparedBatch(
+            **base,
+            old_logprobs=old,
+            old_values=old_values,
+            advantages=result.advantages,
+            returns=result.returns,
+            loss_weights=at_level(weights, trained.loss_mask, self.policy_loss),
+        )
         return self.resampled(prepared, self.shaped_rewards(batch), step, sums)
 
     def resampled(self, prepared: PreparedBatch, scores, step: int, sums: MetricSums) -> PreparedBatch:
@@ -233,8 +280,7 @@ class TrainStep:
         if not pf.enabled:
             return prepared
         seed = (self.trainer.seed * 1_000_003 + step) * 1_009 + self.dist.rank
-        rows = pf_ppo_rows(scores, pf.reweight_method, torch.Generator().manual_seed(seed),
-                           weight_pow=pf.weight_pow)
+        rows = pf_ppo_rows(scores, pf.reweight_method, torch.Generator().manual_seed(seed), weight_pow=pf.weight_pow)
         sums.mean("pf_ppo/unique_frac", rows.unique().numel() / len(rows), len(rows))
         return prepared.select(rows)
 
@@ -245,9 +291,16 @@ class TrainStep:
         parts = []
         for micro in batch.split(self.trainer.micro_batch_size):
             with self.policy.autocast():
-                parts.append(response_stats(self.policy.model, micro, forward=self.forward,
-                                            temperature=self.temperature,
-                                            with_sum_pi_squared=with_spq, **self.head_args))
+                parts.append(
+                    response_stats(
+                        self.policy.model,
+                        micro,
+                        forward=self.forward,
+                        temperature=self.temperature,
+                        with_sum_pi_squared=with_spq,
+                        **self.head_args,
+                    )
+                )
         old = torch.cat([p.logprobs for p in parts])
         return old, torch.cat([p.sum_pi_squared for p in parts]) if with_spq else None
 
@@ -270,8 +323,9 @@ class TrainStep:
         # verl's current_kl: mean over sequences of their token-mean KL, over every rank's rows
         # (all ranks must keep the same coefficient)
         per_sequence = masked_mean(kl, batch.loss_mask, dim=-1)
-        total = self.dist.all_reduce(torch.stack([per_sequence.sum(),
-                                                  per_sequence.new_tensor(float(len(per_sequence)))]))
+        total = self.dist.all_reduce(
+            torch.stack([per_sequence.sum(), per_sequence.new_tensor(float(len(per_sequence)))])
+        )
         self.kl_ctrl.update(float(total[0] / total[1].clamp_min(1.0)), int(total[1].item()))
         sums.mean("kl_coef", kl.new_tensor(coef), 1.0)
         return -coef * kl
@@ -282,8 +336,9 @@ class TrainStep:
         if not overlong.enabled:
             return batch.rewards
         max_tokens = self.max_response_len or batch.response_len
-        return batch.rewards + overlong_penalty(batch.response_lengths(), max_tokens,
-                                                overlong.buffer_len, overlong.penalty_factor)
+        return batch.rewards + overlong_penalty(
+            batch.response_lengths(), max_tokens, overlong.buffer_len, overlong.penalty_factor
+        )
 
     def credited_rewards(self, batch: RolloutBatch, kl_tokens: torch.Tensor | None):
         """(per-episode rewards, per-token rewards or None) for the estimator: the (shaped)
@@ -299,8 +354,9 @@ class TrainStep:
         """(rollout-correction token weights or None, the loss mask less rejected tokens or None)."""
         return correct(self.algo.rollout_correction, batch, old, self.dist, sums)
 
-    def batch_metrics(self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor,
-                      sums: MetricSums) -> None:
+    def batch_metrics(
+        self, batch: RolloutBatch, advantages: torch.Tensor, mask: torch.Tensor, sums: MetricSums
+    ) -> None:
         """reward, reward_std (mean per-group std), frac_reward_zero_std, lengths, advantages
         (over `mask`, the trained tokens); reward_greedy (mean over rows) when the batch
         carries greedy rewards (ReMax)."""
@@ -318,12 +374,10 @@ class TrainStep:
         sums.mean("advantages/mean", masked_mean(advantages, mask), mask.sum())
 
     # ---- 3. update ---------------------------------------------------------------------
-    def update(self, mini: PreparedBatch, step: int, timer: Timer, tx: StepTransaction,
-               sums: MetricSums) -> None:
+    def update(self, mini: PreparedBatch, step: int, timer: Timer, tx: StepTransaction, sums: MetricSums) -> None:
         """One optimizer step over a mini-batch, accumulating over its micro-batches; the
         step itself is left pending in `tx`."""
-        denominator = self.dist.all_reduce(
-            loss_denominator(mini.loss_mask, self.algo.loss_agg_mode, self.norm_len))
+        denominator = self.dist.all_reduce(loss_denominator(mini.loss_mask, self.algo.loss_agg_mode, self.norm_len))
         scale = self.dist.world_size / denominator.clamp_min(1e-8)
         micros = mini.split(self.trainer.micro_batch_size)
         for i, micro in enumerate(micros):
@@ -341,11 +395,16 @@ class TrainStep:
         for trained in self.trained:
             tx.pending(trained)
 
-    def policy_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer,
-                           sums: MetricSums) -> None:
+    def policy_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer, sums: MetricSums) -> None:
         with timer("forward"), self.policy.autocast():
-            out = response_logprobs(self.policy.model, micro, temperature=self.temperature,
-                                    with_entropy=True, forward=self.forward, **self.head_args)
+            out = response_logprobs(
+                self.policy.model,
+                micro,
+                temperature=self.temperature,
+                with_entropy=True,
+                forward=self.forward,
+                **self.head_args,
+            )
         with timer("algo"):
             if micro.old_logprobs is None:
                 micro = self.current_as_old(micro, out.logprobs, step, sums)
@@ -359,15 +418,18 @@ class TrainStep:
         sums.total("loss", numerator.detach() * share)
         sums.total("pg_loss", pg_numerator * share)
 
-    def current_as_old(self, micro: PreparedBatch, logprobs: torch.Tensor, step: int,
-                       sums: MetricSums) -> PreparedBatch:
+    def current_as_old(
+        self, micro: PreparedBatch, logprobs: torch.Tensor, step: int, sums: MetricSums
+    ) -> PreparedBatch:
         """The skipped pass: π_old = this forward's log-probs, detached; KL metric and weights."""
         old = logprobs.detach()
         check_finite("old_logprobs", old, micro.group_ids, step)
         self.kl_reward_penalty(micro, old, sums)  # the `kl` metric only: kl_in=reward recomputes
-        return dataclasses.replace(micro, old_logprobs=old,
-                                   loss_weights=at_level(self.correction(micro, old, sums)[0],
-                                                         micro.loss_mask, self.policy_loss))
+        return dataclasses.replace(
+            micro,
+            old_logprobs=old,
+            loss_weights=at_level(self.correction(micro, old, sums)[0], micro.loss_mask, self.policy_loss),
+        )
 
     def policy_loss_matrix(self, micro: PreparedBatch, logprobs, entropy, step, sums):
         """(total per-token loss ℓ, weighted policy-gradient part), both [b, T]
@@ -375,11 +437,19 @@ class TrainStep:
         a, mask = self.algo, micro.loss_mask
         folds = getattr(self.policy_loss, "takes_rollout_weights", False)
         pg = self.policy_loss(
-            logprobs=logprobs, old_logprobs=micro.old_logprobs, advantages=micro.advantages,
-            response_mask=mask, epsilon=a.epsilon, epsilon_high=a.epsilon_high,
-            dual_clip_c=a.dual_clip_c, importance_sampling_level=a.importance_sampling_level,
-            group_ids=micro.group_ids, step=step,
-            **({"rollout_weights": micro.loss_weights} if folds else {}), **a.loss_options)
+            logprobs=logprobs,
+            old_logprobs=micro.old_logprobs,
+            advantages=micro.advantages,
+            response_mask=mask,
+            epsilon=a.epsilon,
+            epsilon_high=a.epsilon_high,
+            dual_clip_c=a.dual_clip_c,
+            importance_sampling_level=a.importance_sampling_level,
+            group_ids=micro.group_ids,
+            step=step,
+            **({"rollout_weights": micro.loss_weights} if folds else {}),
+            **a.loss_options,
+        )
         pg_mask, bonus_mask = loss_masks(a, micro, logprobs, entropy, sums)
         pg_mat = weighted(pg.loss_mat, None if folds else micro.loss_weights, pg_mask)
         loss_mat = pg_mat
@@ -395,14 +465,12 @@ class TrainStep:
         sums.mean("entropy", masked_mean(entropy.detach(), mask), tokens)
         return loss_mat, pg_mat
 
-    def critic_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer,
-                           sums: MetricSums) -> None:
+    def critic_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer, sums: MetricSums) -> None:
         with timer("forward"), self.critic.autocast():
             values = response_values(self.critic.model, micro)
         with timer("algo"):
             cfg, mask = self.algo.critic, micro.loss_mask
-            loss_mat, metrics = clipped_value_loss(values, micro.old_values, micro.returns, mask,
-                                                   cfg.cliprange_value)
+            loss_mat, metrics = clipped_value_loss(values, micro.old_values, micro.returns, mask, cfg.cliprange_value)
             check_finite("critic loss", loss_mat, micro.group_ids, step)
             numerator = loss_numerator(loss_mat, mask, self.algo.loss_agg_mode, self.norm_len)
         with timer("backward"):
@@ -411,8 +479,9 @@ class TrainStep:
         sums.total("critic/vf_loss", numerator.detach() * scale / self.dist.world_size)
 
 
-def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
-                        max_staleness: int | None, needs=frozenset()) -> tuple[str, str]:
+def old_logprobs_source(
+    trainer: TrainerConfig, algo: AlgorithmConfig, max_staleness: int | None, needs=frozenset()
+) -> tuple[str, str]:
     """("current" | "recompute" | "rollout", why) for `trainer.old_logprobs` (module docstring);
     `needs`: the estimator's declared extra inputs."""
     if trainer.old_logprobs != "auto":
@@ -421,16 +490,17 @@ def old_logprobs_source(trainer: TrainerConfig, algo: AlgorithmConfig,
     if max_staleness != 0:
         blockers.append(f"max_staleness={max_staleness} (samples may come from older weights)")
     if trainer.ppo_epochs != 1 or trainer.mini_batches != 1:
-        blockers.append(f"{trainer.ppo_epochs} epochs x {trainer.mini_batches} mini-batches "
-                        f"(more than one optimizer step per batch)")
+        blockers.append(
+            f"{trainer.ppo_epochs} epochs x {trainer.mini_batches} mini-batches "
+            f"(more than one optimizer step per batch)"
+        )
     if algo.kl_in == "reward" and algo.kl_coef > 0:
         blockers.append("kl_in=reward (the reward's KL needs π_old before the forward)")
     if needs & {"old_logprobs", "sum_pi_squared"}:
         blockers.append(f"the advantage estimator needs {', '.join(sorted(needs))} before the forward")
     rc = algo.rollout_correction
     if rc.reject or rc.batch_normalize:
-        blockers.append("rollout_correction.reject / batch_normalize (they need every token's "
-                        "π_old before the update)")
+        blockers.append("rollout_correction.reject / batch_normalize (they need every token's π_old before the update)")
     if blockers:
         return "recompute", "recomputed: " + "; ".join(blockers)
     return "current", "pass skipped: on-policy, one optimizer step per batch, old = current"

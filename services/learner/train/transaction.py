@@ -24,6 +24,7 @@ step) and puts back the KL controller's coefficient, then re-raises.
 Simplification: an exception raised *inside* `optimizer.step()` itself (e.g. the first step's
 out-of-memory allocating AdamW's state) is covered only by a snapshot.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -57,9 +58,15 @@ class Snapshot:
         for trained in models:
             self.params += [(p, copy_to(p, where)) for p in trained.model.parameters()]
             state = trained.optimizer.state
-            self.states.append((trained.optimizer, {
-                p: {k: copy_to(v, where) if torch.is_tensor(v) else v for k, v in s.items()}
-                for p, s in state.items()}))
+            self.states.append(
+                (
+                    trained.optimizer,
+                    {
+                        p: {k: copy_to(v, where) if torch.is_tensor(v) else v for k, v in s.items()}
+                        for p, s in state.items()
+                    },
+                )
+            )
         if where == "host" and torch.cuda.is_available():
             torch.cuda.synchronize()  # the non-blocking copies have landed before any update
 
@@ -96,8 +103,9 @@ class StepTransaction:
     def __init__(self, models: list[TrainedModel], place: str | None, *stateful):
         self.models = models
         self.snapshot = Snapshot(models, place) if place else None
-        self.saved = [(obj, dict(obj) if isinstance(obj, dict) else obj.state_dict())
-                      for obj in stateful if obj is not None]
+        self.saved = [
+            (obj, dict(obj) if isinstance(obj, dict) else obj.state_dict()) for obj in stateful if obj is not None
+        ]
         self._pending: list[TrainedModel] = []
 
     def pending(self, trained: TrainedModel) -> None:

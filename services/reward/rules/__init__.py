@@ -1,5 +1,6 @@
 """Built-in rule rewards, one file per rule; importing this package imports every file, whose
 `@register_reward` registers it (the config reads the same decorators: meshrl.config.parts)."""
+
 import importlib
 import pkgutil
 

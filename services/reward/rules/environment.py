@@ -13,17 +13,19 @@ optimal_token_baseline) credit a turn's reward to that turn and the ones before 
 `episode` as one reward at the episode's end, like any other component. Estimators of one
 score per episode (grpo, rloo, ...) see the same sum either way. docs/trajectories.md.
 """
+
 from meshrl.config.reward_rules import EnvironmentParams
 from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed, ok
 
-NO_ENV_REWARD = ("the episode carries no environment reward (Sample.has_env_reward is false): "
-                 "the task ran in no environment, or its environment rewarded no turn; remove "
-                 "the environment component, have the environment reward the episode, or set "
-                 "its on_failure: {value: X}")
+NO_ENV_REWARD = (
+    "the episode carries no environment reward (Sample.has_env_reward is false): "
+    "the task ran in no environment, or its environment rewarded no turn; remove "
+    "the environment component, have the environment reward the episode, or set "
+    "its on_failure: {value: X}"
+)
 
 
 @register_reward("environment", params=EnvironmentParams)
 def environment(items: list[RewardItem], params: EnvironmentParams) -> list[ItemScore]:
-    return [failed(Status.ERROR, NO_ENV_REWARD) if it.env_reward is None else ok(it.env_reward)
-            for it in items]
+    return [failed(Status.ERROR, NO_ENV_REWARD) if it.env_reward is None else ok(it.env_reward) for it in items]

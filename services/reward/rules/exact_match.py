@@ -3,6 +3,7 @@
 Normalization: optional strip of surrounding whitespace, optional case folding, and runs
 of inner whitespace collapsed to one space.
 """
+
 import re
 
 from meshrl.config.reward_rules import ExactMatchParams

@@ -11,6 +11,7 @@ Two modes (set exactly one of `max_len` or `target`):
 `unit: tokens` needs the response's token count, which groups from rollout carry; items
 scored through the gRPC API have none, and get status ERROR rather than a wrong length.
 """
+
 import numpy as np
 
 from meshrl.config.reward_rules import LengthPenaltyParams

@@ -11,6 +11,7 @@ Every item runs in a spawned worker process with math-verify's own (signal-based
 timeouts off and our per-item deadline on (see verify_pool): a hung item is TIMEOUT, a
 crashed one ERROR. A response with no answer in it is a legitimate 0.0.
 """
+
 from meshrl.config.reward_rules import MathVerifyParams
 from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.rules.verify_pool import shared_pool

@@ -4,6 +4,7 @@
 "i" (ignore case), "s" (dot matches newline), "m" (multiline). Example, R1-style format:
 `pattern: "^<think>.*</think>\\s*<answer>.*</answer>$"`, `flags: "s"`, `fullmatch: true`.
 """
+
 from meshrl.config.reward_rules import RegexParams
 from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import RewardItem

@@ -10,6 +10,7 @@ deadline is reported TIMEOUT; since a stuck worker cannot be interrupted, the po
 killed and restarted, and the other in-flight items are requeued (not charged). An item
 in flight when a worker crashes is requeued once; crashing again makes it ERROR.
 """
+
 import collections
 import concurrent.futures as cf
 import multiprocessing

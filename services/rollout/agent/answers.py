@@ -14,6 +14,7 @@
 - **Rewards** must be finite numbers; **tools** must have names and JSON Schemas
   (`tool_calls.tool_spec`).
 """
+
 from __future__ import annotations
 
 import math
@@ -67,6 +68,7 @@ def _strict_copy(lenient, strict):
 
 def parse_answer(cls):
     """A gRPC response deserializer for `cls`: (answer, repaired_bad_utf8), or (None, why)."""
+
     def parse(data: bytes):
         try:
             return cls.FromString(data), False
@@ -76,6 +78,7 @@ def parse_answer(cls):
             return _strict_copy(lenient_class(cls.DESCRIPTOR.name).FromString(data), cls()), True
         except DecodeError:
             return None, f"{len(data)} bytes that are no {cls.DESCRIPTOR.name} ({stock_error})"
+
     return parse
 
 

@@ -9,6 +9,7 @@ runs (the caller's to run beside its work). With rollout.agent.policy_endpoint.e
 replica also serves the OpenAI-compatible policy endpoint (policy/). `await agent.aclose()`
 closes the channels and that server.
 """
+
 from __future__ import annotations
 
 from meshrl.config import RunConfig
@@ -26,8 +27,15 @@ from meshrl.services.rollout.agent.replicas import KvReplicas
 def client_settings(cfg: RunConfig) -> EnvClientSettings:
     env = cfg.environment
     addresses = tuple(a.strip() for a in (env.address or "").split(",") if a.strip())
-    return EnvClientSettings(addresses=addresses, timeout_s=env.timeout_s, tls=env.tls, mesh_tls=env.launched,
-                             token_env=env.token_env, token_file=env.token_file, who=f"environment {env.name!r}")
+    return EnvClientSettings(
+        addresses=addresses,
+        timeout_s=env.timeout_s,
+        tls=env.tls,
+        mesh_tls=env.launched,
+        token_env=env.token_env,
+        token_file=env.token_file,
+        who=f"environment {env.name!r}",
+    )
 
 
 async def agent_rollout(cfg: RunConfig, engine, *, state=None, metrics=None) -> AgentRollout | None:
@@ -41,11 +49,16 @@ async def agent_rollout(cfg: RunConfig, engine, *, state=None, metrics=None) -> 
     client = EnvironmentClient(settings, addresses=replicas, on_call=events.env_call)
     agent = cfg.rollout.agent
     chat = ChatFormat(engine.tokenizer, get_tool_parser(agent.tool_parser), agent.max_observation_tokens)
-    limits = EpisodeLimits(max_turns=agent.max_turns, max_episode_tokens=agent.max_episode_tokens,
-                           max_tool_calls=agent.max_tool_calls, max_model_len=cfg.rollout.max_model_len)
+    limits = EpisodeLimits(
+        max_turns=agent.max_turns,
+        max_episode_tokens=agent.max_episode_tokens,
+        max_tool_calls=agent.max_tool_calls,
+        max_model_len=cfg.rollout.max_model_len,
+    )
     policy, server = None, None
     if agent.policy_endpoint.enabled:
         policy = PolicyEndpoint(model=agent.policy_endpoint.model)
         server = await start_policy_server(policy, agent.policy_endpoint.port)
-    return AgentRollout(EpisodeContext(engine, client, chat, limits, events, policy), replicas=replicas,
-                        policy_server=server)
+    return AgentRollout(
+        EpisodeContext(engine, client, chat, limits, events, policy), replicas=replicas, policy_server=server
+    )

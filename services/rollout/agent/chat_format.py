@@ -21,6 +21,7 @@ tool loop do the same).
   token ids are then checked against those of the same delta with empty contents, so an
   observation that still forged one is refused (`InvalidAnswer`) instead of read.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -32,8 +33,14 @@ from meshrl.services.rollout.agent.parsers import ToolParser
 
 SENTINEL = "MESHRL7f3aSENTINEL"  # the dummy assistant turn's text, found again in the rendering
 DUMMY = [{"role": "user", "content": "U"}, {"role": "assistant", "content": SENTINEL}]
-PROBE_TOOL = {"type": "function", "function": {"name": "meshrl_probe_tool", "description": "probe",
-                                               "parameters": {"type": "object", "properties": {}}}}
+PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "meshrl_probe_tool",
+        "description": "probe",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
 
 
 @dataclass
@@ -51,12 +58,13 @@ class ChatFormat:
         self.native_tools = PROBE_TOOL["function"]["name"] in self._render([DUMMY[0]], tools=[PROBE_TOOL])
         self.tool_role = self._renders_tool_role()
         base = self._render(DUMMY, generation_prompt=False)
-        self.closing = base[base.index(SENTINEL) + len(SENTINEL):]  # e.g. "<|im_end|>\n"
+        self.closing = base[base.index(SENTINEL) + len(SENTINEL) :]  # e.g. "<|im_end|>\n"
 
     def _render(self, messages, *, tools=None, generation_prompt: bool = True) -> str:
         extra = {"tools": tools} if tools else {}
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=generation_prompt, **extra)
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, **extra
+        )
 
     def _renders_tool_role(self) -> bool:
         probe = {"role": "tool", "name": "meshrl_probe_tool", "content": SENTINEL + "-tool"}
@@ -85,7 +93,7 @@ class ChatFormat:
         if last_token is not None and last_token in self.special_ids:
             written = self.tokenizer.decode([last_token])
             if written and self.closing.startswith(written):
-                return self.closing[len(written):]
+                return self.closing[len(written) :]
         return self.closing
 
     def observation_ids(self, messages: list[dict], last_token: int | None) -> Delta:
@@ -103,10 +111,12 @@ class ChatFormat:
         base = self._render(DUMMY, generation_prompt=False)
         full = self._render([*DUMMY, *map(self._as_renderable, messages)])
         if not full.startswith(base):
-            raise RuntimeError("the model's chat template re-renders earlier turns when a message is added "
-                               "(it is not prefix-preserving), so observations cannot be appended as a delta; "
-                               "use a model whose template renders each message on its own")
-        return full[len(base):]
+            raise RuntimeError(
+                "the model's chat template re-renders earlier turns when a message is added "
+                "(it is not prefix-preserving), so observations cannot be appended as a delta; "
+                "use a model whose template renders each message on its own"
+            )
+        return full[len(base) :]
 
     def _as_renderable(self, message: dict) -> dict:
         if message["role"] != "tool" or self.tool_role:

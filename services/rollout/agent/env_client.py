@@ -24,6 +24,7 @@
   (answer, repaired).
 - `on_call(method, seconds, status)` after each attempt feeds the latency histogram.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -45,9 +46,11 @@ from meshrl.transport.rpc.tls import channel_credentials, open_external_channel,
 log = logging.getLogger(__name__)
 SERVICE = "/meshrl.env.v1.EnvironmentService/"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
-METHODS = {"Reset": (env_pb2.ResetRequest, env_pb2.ResetResponse),
-           "Step": (env_pb2.StepRequest, env_pb2.StepResponse),
-           "Close": (env_pb2.CloseRequest, env_pb2.CloseResponse)}
+METHODS = {
+    "Reset": (env_pb2.ResetRequest, env_pb2.ResetResponse),
+    "Step": (env_pb2.StepRequest, env_pb2.StepResponse),
+    "Close": (env_pb2.CloseRequest, env_pb2.CloseResponse),
+}
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,13 @@ def _retryable(err: BaseException) -> bool:
 
 
 class EnvironmentClient:
-    def __init__(self, settings: EnvClientSettings, *, addresses: Callable[[], Sequence[str]] | None = None,
-                 on_call: Callable[[str, float, str], None] = lambda method, seconds, status: None):
+    def __init__(
+        self,
+        settings: EnvClientSettings,
+        *,
+        addresses: Callable[[], Sequence[str]] | None = None,
+        on_call: Callable[[str, float, str], None] = lambda method, seconds, status: None,
+    ):
         self.settings, self.on_call = settings, on_call
         self.addresses = addresses or (lambda: settings.addresses)
         self.channels: dict[str, grpc.aio.Channel] = {}
@@ -83,8 +91,9 @@ class EnvironmentClient:
             s = self.settings
             creds, server_name = self.credentials()
             token = read_token(s.token_env, s.token_file, who=s.who)
-            self.channels[address] = open_external_channel(address, credentials=creds, token=token,
-                                                           server_name=server_name)
+            self.channels[address] = open_external_channel(
+                address, credentials=creds, token=token, server_name=server_name
+            )
         return self.channels[address]
 
     def credentials(self) -> tuple[grpc.ChannelCredentials | None, str | None]:
@@ -102,8 +111,11 @@ class EnvironmentClient:
 
     async def _call(self, address: str, method: str, request):
         request_cls, response_cls = METHODS[method]
-        rpc = self.channel(address).unary_unary(SERVICE + method, request_serializer=request_cls.SerializeToString,
-                                                response_deserializer=parse_answer(response_cls))
+        rpc = self.channel(address).unary_unary(
+            SERVICE + method,
+            request_serializer=request_cls.SerializeToString,
+            response_deserializer=parse_answer(response_cls),
+        )
         began, status = time.perf_counter(), "OK"
         try:
             answer, detail = await rpc(request, timeout=self.settings.timeout_s)
@@ -119,8 +131,12 @@ class EnvironmentClient:
 
     async def _retrying(self, episode: str, what: str, attempt_call):
         s = self.settings
-        retrying = AsyncRetrying(stop=stop_after_attempt(s.attempts), reraise=True, retry=retry_if_exception(_retryable),
-                                 wait=wait_random_exponential(multiplier=s.initial_backoff_s, max=s.max_backoff_s))
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(s.attempts),
+            reraise=True,
+            retry=retry_if_exception(_retryable),
+            wait=wait_random_exponential(multiplier=s.initial_backoff_s, max=s.max_backoff_s),
+        )
         try:
             async for attempt in retrying:
                 with attempt:
@@ -149,6 +165,7 @@ class EnvironmentClient:
             # episode there, and its Close must go there (closing an unknown id succeeds).
             self.home[episode] = address
             return await self._call(address, "Reset", request)
+
         return await self._retrying(episode, "Reset", attempt)
 
     async def step(self, request: env_pb2.StepRequest):
@@ -156,8 +173,9 @@ class EnvironmentClient:
         address = self.home.get(episode)
         if address is None:
             raise EpisodeFailed(episode, "FAILED_PRECONDITION", "Step before a successful Reset")
-        return await self._retrying(episode, f"Step (turn {request.turn}) at {address}",
-                                    lambda n: self._call(address, "Step", request))
+        return await self._retrying(
+            episode, f"Step (turn {request.turn}) at {address}", lambda n: self._call(address, "Step", request)
+        )
 
     async def close(self, episode: str) -> None:
         """Forget the episode here and tell its replica; a failure is logged, never raised."""

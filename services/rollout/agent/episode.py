@@ -24,6 +24,7 @@ The episode is its own trace (`spans.py`): a span per turn, its generation and i
 Seeds: turn t of episode i of a task seeded s samples with a seed derived from (s, i, t), so
 a redelivered task repeats its episodes; `Reset` gets the episode's own seed. 0 = unseeded.
 """
+
 from __future__ import annotations
 
 import time
@@ -119,17 +120,24 @@ class Episode:
             self.ctx.events.repaired()
         if first.drives_policy:  # the environment runs its own agent against the policy endpoint
             if self.ctx.policy is None:
-                raise EpisodeFailed(self.id, "FAILED_PRECONDITION", (
-                    "the environment runs its own agent (ResetResponse.drives_policy) but this rollout serves no "
-                    "policy endpoint: set rollout.agent.policy_endpoint.enabled: true"), code="no_policy_endpoint")
+                raise EpisodeFailed(
+                    self.id,
+                    "FAILED_PRECONDITION",
+                    (
+                        "the environment runs its own agent (ResetResponse.drives_policy) but this rollout serves no "
+                        "policy endpoint: set rollout.agent.policy_endpoint.enabled: true"
+                    ),
+                    code="no_policy_endpoint",
+                )
             return await self.ctx.policy.drive(self, first)
         try:
             self.tools = answers.tools(first)
             observation = answers.observation(first.observation, answers.FIRST_ROLES, "Reset's observation")
         except InvalidAnswer as err:
             raise self._invalid(err) from None
-        prompt, bounded = self.ctx.chat.prompt_ids(task_messages(self.task), observation,
-                                                   [t.as_openai() for t in self.tools.values()])
+        prompt, bounded = self.ctx.chat.prompt_ids(
+            task_messages(self.task), observation, [t.as_openai() for t in self.tools.values()]
+        )
         if observation:
             self.ctx.events.observation(bounded)
         traj = self.start(prompt)
@@ -151,20 +159,32 @@ class Episode:
         """A trajectory after `prompt`; EpisodeFailed (prompt_too_long) when no turn would fit."""
         traj = Trajectory(prompt=prompt)
         if self.room(traj)[0] < 1:
-            raise EpisodeFailed(self.id, "CONTEXT_OVERFLOW", (
-                f"the first prompt (the task's messages, the tools, the first observation) is {len(prompt)} tokens: "
-                f"rollout.max_model_len={self.ctx.limits.max_model_len} leaves no room for a turn; raise it, or "
-                f"shorten the prompt"), code="prompt_too_long", source="rollout")
+            raise EpisodeFailed(
+                self.id,
+                "CONTEXT_OVERFLOW",
+                (
+                    f"the first prompt (the task's messages, the tools, the first observation) is {len(prompt)} tokens: "
+                    f"rollout.max_model_len={self.ctx.limits.max_model_len} leaves no room for a turn; raise it, or "
+                    f"shorten the prompt"
+                ),
+                code="prompt_too_long",
+                source="rollout",
+            )
         return traj
 
     def reset_request(self) -> env_pb2.ResetRequest:
         t = self.task
         return env_pb2.ResetRequest(
-            run_id=t.run_id, episode_id=self.id, environment=t.environment,
+            run_id=t.run_id,
+            episode_id=self.id,
+            environment=t.environment,
             prompt_messages=[env_pb2.ChatMessage(**m) for m in task_messages(t)],
-            ground_truth_json=t.ground_truth_json, data_source=t.data_source,
-            extra_json=t.extra_json or "{}", seed=episode_seed(t.sampling.seed, self.index),
-            policy=self.ctx.policy.endpoint_for(self) if self.ctx.policy else None)
+            ground_truth_json=t.ground_truth_json,
+            data_source=t.data_source,
+            extra_json=t.extra_json or "{}",
+            seed=episode_seed(t.sampling.seed, self.index),
+            policy=self.ctx.policy.endpoint_for(self) if self.ctx.policy else None,
+        )
 
     # -- limits -------------------------------------------------------------------------------
     def room(self, traj: Trajectory, extra: int = 0) -> tuple[int, str]:
@@ -188,30 +208,48 @@ class Episode:
         limit = min(sampling.max_tokens, self.room(traj)[0], max_tokens or sampling.max_tokens)
         with child_span("turn.generate", self.ctx.engine.version) as span:
             out = await self.ctx.engine.generate_turn(
-                traj.prompt + traj.ids, sampling, max_tokens=limit,
-                seed=episode_seed(sampling.seed, self.index, turn), name=f"{self.id}/t{turn}")
+                traj.prompt + traj.ids,
+                sampling,
+                max_tokens=limit,
+                seed=episode_seed(sampling.seed, self.index, turn),
+                name=f"{self.id}/t{turn}",
+            )
             span.set_attribute("meshrl.tokens", len(out.token_ids))
         start, logprobs = len(traj.ids), list(out.logprobs.logprobs) if out.logprobs else []
         if len(logprobs) != len(out.token_ids):
-            raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
-                               f"a turn must be requested with logprobs=0, flat_logprobs=True")
+            raise RuntimeError(
+                f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
+                f"a turn must be requested with logprobs=0, flat_logprobs=True"
+            )
         traj.add(list(out.token_ids), logprobs, 1)
         traj.versions.append(completion_version(out, self.ctx.engine.version))
         calls = check_calls(self.ctx.chat.parser.parse(out.text), tools, turn, self.ctx.limits.max_tool_calls)
-        record = pb.Turn(index=turn, token_start=start, token_end=len(traj.ids), text=out.text, tool_calls=calls,
-                         finish_reason=FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
-                         observation_end=len(traj.ids))
+        record = pb.Turn(
+            index=turn,
+            token_start=start,
+            token_end=len(traj.ids),
+            text=out.text,
+            tool_calls=calls,
+            finish_reason=FINISH_REASONS.get(out.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
+            observation_end=len(traj.ids),
+        )
         traj.turns.append(record)
         self.ctx.events.turn(record)
         return record
 
     async def step(self, record: pb.Turn, truncated: bool) -> env_pb2.StepResponse:
-        sent = [env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
-                for c in record.tool_calls if not c.error]
+        sent = [
+            env_pb2.ToolCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
+            for c in record.tool_calls
+            if not c.error
+        ]
         began = time.perf_counter()
         with child_span("env.step", self.ctx.engine.version, tool_calls=len(sent)) as span:
-            answer, repaired = await self.ctx.env.step(env_pb2.StepRequest(
-                episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated))
+            answer, repaired = await self.ctx.env.step(
+                env_pb2.StepRequest(
+                    episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated
+                )
+            )
             span.set_attribute("meshrl.done", answer.done)
         if repaired:
             self.ctx.events.repaired()
@@ -232,10 +270,14 @@ class Episode:
     def append_observation(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> bool:
         """Append the Step's observation (after error messages for calls not sent)."""
         try:
-            messages = answers.observation(answer.observation, answers.STEP_ROLES, f"Step turn {record.index}'s observation")
+            messages = answers.observation(
+                answer.observation, answers.STEP_ROLES, f"Step turn {record.index}'s observation"
+            )
         except InvalidAnswer as err:
             raise self._invalid(err) from None
-        return self.append_messages(traj, record, [error_observation(c) for c in record.tool_calls if c.error] + messages)
+        return self.append_messages(
+            traj, record, [error_observation(c) for c in record.tool_calls if c.error] + messages
+        )
 
     def append_messages(self, traj: Trajectory, record: pb.Turn, messages: list[dict]) -> bool:
         """Append `messages` as the template's delta after `record` (mask 0, log-prob 0); False

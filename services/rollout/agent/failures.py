@@ -10,6 +10,7 @@ status and the message, e.g.
 An episode whose first prompt leaves no room for a turn fails the same way, from the rollout:
     prompt_too_long: episode g-17/3: rollout CONTEXT_OVERFLOW: the first prompt ... is 827 tokens ...
 """
+
 from __future__ import annotations
 
 INVALID_ANSWER = "INVALID_ANSWER"  # a well-formed message the contract forbids (env.proto)

@@ -25,6 +25,7 @@ episode, or answered against the contract) the others are cancelled and the grou
 published with no samples and `drop_reason` naming the episode, the status and the message:
 nothing half-finished is ever trained on. Every episode's Close is still attempted.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,16 +71,24 @@ def to_sample(index: int, traj: Trajectory, head: list[int], fallback_version: i
         moved = pb.Turn()
         moved.CopyFrom(turn)
         moved.token_start, moved.token_end, moved.observation_end = (
-            turn.token_start + shift, turn.token_end + shift, turn.observation_end + shift)
+            turn.token_start + shift,
+            turn.token_end + shift,
+            turn.observation_end + shift,
+        )
         turns.append(moved)
     finish = pb.FINISH_REASON_STOP if traj.ended == "done" else pb.FINISH_REASON_LENGTH
     return pb.Sample(
-        index=index, response_token_ids=pack_int32(np.asarray(head + traj.ids, dtype=np.int32)),
+        index=index,
+        response_token_ids=pack_int32(np.asarray(head + traj.ids, dtype=np.int32)),
         behaviour_logprobs=pack_float32(np.asarray([0.0] * shift + traj.logprobs, dtype=np.float32)),
         loss_mask=np.asarray([0] * shift + traj.mask, dtype=np.uint8).tobytes(),
-        response_text=traj.turns[-1].text if traj.turns else "", finish_reason=finish, turns=turns,
-        env_reward=traj.env_reward, has_env_reward=traj.has_env_reward,
-        policy_version=min(traj.versions, default=fallback_version))
+        response_text=traj.turns[-1].text if traj.turns else "",
+        finish_reason=finish,
+        turns=turns,
+        env_reward=traj.env_reward,
+        has_env_reward=traj.has_env_reward,
+        policy_version=min(traj.versions, default=fallback_version),
+    )
 
 
 class AgentRollout:
@@ -109,9 +118,14 @@ class AgentRollout:
         prompts = [t.prompt for t in trajectories]
         shared = common_prefix(prompts)
         if shared == 0:
-            return self._dropped(task, "env_invalid_answer: the episodes' first prompts share no token (the "
-                                       "environment's first answers differ from the first token on)",
-                                 start, version, len(episodes))
+            return self._dropped(
+                task,
+                "env_invalid_answer: the episodes' first prompts share no token (the "
+                "environment's first answers differ from the first token on)",
+                start,
+                version,
+                len(episodes),
+            )
         samples = [to_sample(i, t, t.prompt[shared:], version) for i, t in enumerate(trajectories)]
         group = self._group(task, start, samples=samples, policy_version=min(s.policy_version for s in samples))
         group.task.prompt_token_ids = pack_int32(np.asarray(prompts[0][:shared], dtype=np.int32))
@@ -125,7 +139,14 @@ class AgentRollout:
         return self._group(task, start, drop_reason=reason, policy_version=version)
 
     def _group(self, task: pb.PromptTask, start: float, **fields) -> pb.Group:
-        timing = pb.StageTiming(stage="generate", service=self.ctx.engine.config.replica_id,
-                                start_unix=start, end_unix=time.time())
-        return pb.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                        rollout_replica=self.ctx.engine.config.replica_id, timings=[timing], **fields)
+        timing = pb.StageTiming(
+            stage="generate", service=self.ctx.engine.config.replica_id, start_unix=start, end_unix=time.time()
+        )
+        return pb.Group(
+            run_id=task.run_id,
+            group_id=task.group_id,
+            task=task,
+            rollout_replica=self.ctx.engine.config.replica_id,
+            timings=[timing],
+            **fields,
+        )

@@ -16,6 +16,7 @@ The environment hop is also in `meshrl_rpc_duration_seconds{rpc_service="meshrl.
 EnvironmentService"}` (every gRPC client call is); this histogram adds the status label set
 that matters here and counts every retry attempt. Without a handle only `counts` is kept.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,21 +35,27 @@ class AgentEvents:
             return
         h = handle
         self.episodes = h.counter("meshrl_agent_episodes_total", "finished episodes, by what ended them")
-        self.turns = h.histogram("meshrl_agent_turns_per_episode", "model turns per finished episode",
-                                 buckets=TURN_BUCKETS)
+        self.turns = h.histogram(
+            "meshrl_agent_turns_per_episode", "model turns per finished episode", buckets=TURN_BUCKETS
+        )
         self.calls = h.counter("meshrl_agent_tool_calls_total", "tool calls the model wrote")
-        self.failures = h.counter("meshrl_agent_tool_call_parse_failures_total",
-                                  "tool calls that could not be sent (the model read an error instead)")
-        self.env_seconds = h.histogram("meshrl_agent_env_call_seconds", "one EnvironmentService call attempt",
-                                       unit="s", buckets=LATENCY_BUCKETS_S)
-        self.dropped_episodes = h.counter("meshrl_agent_episodes_dropped_total",
-                                          "episodes of groups dropped, by the drop's code")
-        self.truncated = h.counter("meshrl_agent_observations_truncated_total",
-                                   "observations cut to rollout.agent.max_observation_tokens")
-        self.escaped = h.counter("meshrl_agent_special_tokens_escaped_total",
-                                 "special tokens escaped in observations")
-        self.repairs = h.counter("meshrl_agent_answers_repaired_total",
-                                 "environment answers whose invalid UTF-8 was replaced")
+        self.failures = h.counter(
+            "meshrl_agent_tool_call_parse_failures_total",
+            "tool calls that could not be sent (the model read an error instead)",
+        )
+        self.env_seconds = h.histogram(
+            "meshrl_agent_env_call_seconds", "one EnvironmentService call attempt", unit="s", buckets=LATENCY_BUCKETS_S
+        )
+        self.dropped_episodes = h.counter(
+            "meshrl_agent_episodes_dropped_total", "episodes of groups dropped, by the drop's code"
+        )
+        self.truncated = h.counter(
+            "meshrl_agent_observations_truncated_total", "observations cut to rollout.agent.max_observation_tokens"
+        )
+        self.escaped = h.counter("meshrl_agent_special_tokens_escaped_total", "special tokens escaped in observations")
+        self.repairs = h.counter(
+            "meshrl_agent_answers_repaired_total", "environment answers whose invalid UTF-8 was replaced"
+        )
 
     def turn(self, record: pb.Turn) -> None:
         failed = sum(1 for call in record.tool_calls if call.error)

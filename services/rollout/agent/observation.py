@@ -17,6 +17,7 @@ anything. Before its text is rendered into the episode:
 Invalid UTF-8 never reaches here: `env_client` decodes an answer's strings with U+FFFD for
 bad bytes (a protobuf string must be UTF-8, and the stock parser would refuse the answer).
 """
+
 from __future__ import annotations
 
 import re

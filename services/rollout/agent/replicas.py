@@ -11,6 +11,7 @@ that answered its Reset.
     client = EnvironmentClient(settings, addresses=replicas)
     asyncio.create_task(replicas.run())           # until cancelled
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,8 +46,11 @@ class KvReplicas:
         while not await self.refresh() and loop.time() < deadline:
             await asyncio.sleep(min(0.5, self.every_s))
         if not self.addresses:
-            log.warning("no environment replica announced in the run KV after %g s; groups of environment "
-                        "tasks are dropped until one is (is the environment service running?)", timeout_s)
+            log.warning(
+                "no environment replica announced in the run KV after %g s; groups of environment "
+                "tasks are dropped until one is (is the environment service running?)",
+                timeout_s,
+            )
         return self.addresses
 
     async def run(self) -> None:

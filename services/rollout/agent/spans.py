@@ -15,6 +15,7 @@ keeps the way from the group to its episodes and back. Every span carries the ru
 the policy version (meshrl.telemetry.tracing's conventions). With tracing off each helper
 is a no-op context.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,10 +43,15 @@ def episode_span(episode_id: str, group_id: str, environment: str, version: int)
         yield INVALID_SPAN
         return
     group = trace.get_current_span().get_span_context()
-    attrs = {**_identity(tracer, version), EPISODE_ID_KEY: episode_id, GROUP_ID_KEY: group_id,
-             "meshrl.environment": environment}
-    with tracer.otel.start_as_current_span("rollout.episode", context=Context(), attributes=attrs,
-                                           links=[Link(group)] if group.is_valid else []) as span:
+    attrs = {
+        **_identity(tracer, version),
+        EPISODE_ID_KEY: episode_id,
+        GROUP_ID_KEY: group_id,
+        "meshrl.environment": environment,
+    }
+    with tracer.otel.start_as_current_span(
+        "rollout.episode", context=Context(), attributes=attrs, links=[Link(group)] if group.is_valid else []
+    ) as span:
         yield span
 
 

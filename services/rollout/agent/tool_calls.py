@@ -10,6 +10,7 @@ reads `error_observation(record)` instead, and it is counted as a parse failure.
 An environment whose tool has a `parameters_json` that is not a JSON Schema object breaks
 the contract: `InvalidAnswer`, and the episode is dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ class ToolSpec:
 
     def as_openai(self) -> dict:
         """The shape chat templates and OpenAI's API take (`tools=`)."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 def tool_spec(name: str, description: str, parameters_json: str) -> ToolSpec:
@@ -71,12 +74,19 @@ def check_calls(parsed: ParsedTurn, tools: dict[str, ToolSpec], turn: int, max_c
         error = call.error or call_problem(call.name, call.arguments_json, tools)
         if not error and index >= max_calls:
             error = f"too many tool calls in one turn: at most {max_calls} are answered"
-        records.append(pb.ToolCallRecord(id=f"call_{turn}_{index}", name=call.name,
-                                         arguments_json=call.arguments_json, error=error))
+        records.append(
+            pb.ToolCallRecord(
+                id=f"call_{turn}_{index}", name=call.name, arguments_json=call.arguments_json, error=error
+            )
+        )
     return records
 
 
 def error_observation(record: pb.ToolCallRecord) -> dict:
     """The tool message a model reads for a call that was not sent."""
-    return {"role": "tool", "name": record.name or "error", "tool_call_id": record.id,
-            "content": f"error: {record.error}"}
+    return {
+        "role": "tool",
+        "name": record.name or "error",
+        "tool_call_id": record.id,
+        "content": f"error: {record.error}",
+    }

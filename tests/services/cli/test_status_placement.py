@@ -1,5 +1,6 @@
 """`meshrl status` shows where a rollout replica runs: the tensor-parallel workers and CPU
 cores it announced in the run KV (a real nats-server), in its JSON rows and in the table."""
+
 from meshrl.cli.status import replica_table
 from meshrl.run.status import replica_rows
 from meshrl.transport.bus.registry import announce_service

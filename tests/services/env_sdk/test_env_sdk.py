@@ -2,6 +2,7 @@
 
 A test environment (named as such: `Counter`, defined here) counts the steps it really ran,
 so idempotency is checked against what the environment did, not only what came back."""
+
 import asyncio
 import math
 import threading
@@ -24,6 +25,7 @@ def add(a: int, b: int) -> int:
 
 class Counter(Environment):
     """The test environment: the answer is ground_truth; 'slow' sleeps, 'boom' raises, 'nan' returns NaN."""
+
     tools = [add]
 
     def reset(self, task):
@@ -63,8 +65,13 @@ async def server():
 
 
 def reset_request(episode_id: str, truth: str = "7", **kwargs) -> env_pb2.ResetRequest:
-    return env_pb2.ResetRequest(episode_id=episode_id, environment="Counter", ground_truth_json=f'"{truth}"',
-                                prompt_messages=[env_pb2.ChatMessage(role="user", content="What is 3+4?")], **kwargs)
+    return env_pb2.ResetRequest(
+        episode_id=episode_id,
+        environment="Counter",
+        ground_truth_json=f'"{truth}"',
+        prompt_messages=[env_pb2.ChatMessage(role="user", content="What is 3+4?")],
+        **kwargs,
+    )
 
 
 async def status_of(call) -> tuple[grpc.StatusCode, str]:
@@ -86,7 +93,9 @@ async def test_an_episode_with_a_tool_call_then_a_right_answer(server):
     assert [(m.role, m.content) for m in first.observation] == [("user", "Find 7.")]
     assert [t.name for t in first.tools] == ["add"] and '"required":["a","b"]' in first.tools[0].parameters_json
     call = env_pb2.ToolCall(id="c0", name="add", arguments_json='{"a": 3, "b": 4}')
-    answer = await stub.Step(env_pb2.StepRequest(episode_id="ep/0", turn=0, text="<tool_call>", tool_calls=[call]), timeout=5)
+    answer = await stub.Step(
+        env_pb2.StepRequest(episode_id="ep/0", turn=0, text="<tool_call>", tool_calls=[call]), timeout=5
+    )
     assert [(m.role, m.content, m.tool_call_id, m.name) for m in answer.observation] == [("tool", "7", "c0", "add")]
     assert answer.reward == pytest.approx(0.1) and not answer.done
     final = await stub.Step(env_pb2.StepRequest(episode_id="ep/0", turn=1, text="7"), timeout=5)
@@ -110,8 +119,9 @@ async def test_reset_and_step_are_idempotent(server):
 async def test_statuses_for_bad_steps(server):
     _, _, stub = server
     await stub.Reset(reset_request("ep/2"), timeout=5)
-    assert (await status_of(stub.Step(env_pb2.StepRequest(episode_id="nobody/0", turn=0), timeout=5)))[0] == \
-        grpc.StatusCode.NOT_FOUND
+    assert (await status_of(stub.Step(env_pb2.StepRequest(episode_id="nobody/0", turn=0), timeout=5)))[
+        0
+    ] == grpc.StatusCode.NOT_FOUND
     code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id="ep/2", turn=3), timeout=5))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "the next turn is 0" in says
     code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id="", turn=0), timeout=5))
@@ -119,7 +129,9 @@ async def test_statuses_for_bad_steps(server):
     await stub.Step(env_pb2.StepRequest(episode_id="ep/2", turn=0, text="7"), timeout=5)  # done
     code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id="ep/2", turn=1, text="8"), timeout=5))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "ended at turn 0" in says
-    code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id="ep/2", turn=0, text="x" * (1 << 21)), timeout=5))
+    code, says = await status_of(
+        stub.Step(env_pb2.StepRequest(episode_id="ep/2", turn=0, text="x" * (1 << 21)), timeout=5)
+    )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "text has 2097152 characters" in says
 
 
@@ -127,12 +139,17 @@ async def test_environment_failures_are_internal_or_its_own_status(server):
     _, _, stub = server
     code, says = await status_of(stub.Reset(reset_request("ep/3", extra_json='{"reset": "boom"}'), timeout=5))
     assert code == grpc.StatusCode.INTERNAL and "Counter.reset (episode 'ep/3') raised KeyError" in says
-    for i, (text, code_, says_) in enumerate([
+    for i, (text, code_, says_) in enumerate(
+        [
             ("boom", grpc.StatusCode.INTERNAL, "raised RuntimeError: the world broke"),
             ("nan", grpc.StatusCode.INTERNAL, "reward nan"),
-            ("refuse", grpc.StatusCode.INVALID_ARGUMENT, "refuses that turn")]):
+            ("refuse", grpc.StatusCode.INVALID_ARGUMENT, "refuses that turn"),
+        ]
+    ):
         await stub.Reset(reset_request(f"ep/4{i}"), timeout=5)
-        code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id=f"ep/4{i}", turn=0, text=text), timeout=5))
+        code, says = await status_of(
+            stub.Step(env_pb2.StepRequest(episode_id=f"ep/4{i}", turn=0, text=text), timeout=5)
+        )
         assert code == code_ and says_ in says
     code, says = await status_of(stub.Step(env_pb2.StepRequest(episode_id="ep/40", turn=1, text="7"), timeout=5))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "turn 0 of episode 'ep/40' failed" in says
@@ -177,6 +194,7 @@ async def test_concurrent_episodes(server):
         answer = await stub.Step(env_pb2.StepRequest(episode_id=f"conc/{i}", turn=0, text=str(i % 2)), timeout=5)
         await stub.Close(env_pb2.CloseRequest(episode_id=f"conc/{i}"), timeout=5)
         return answer.reward
+
     assert await asyncio.gather(*(episode(i) for i in range(4))) == [1.0, 1.0, 0.0, 0.0]
 
 

@@ -1,5 +1,6 @@
 """An environment server's TLS and bearer token, attacked over real sockets: no token, a
 wrong token, plaintext against TLS. Certificates are made in the test (tests/fixtures/tls_certs.py)."""
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -14,6 +15,7 @@ TOKEN = "env-test-token-not-a-secret"
 
 class Echo(Environment):
     """The test environment: reset says hello."""
+
     def reset(self, task):
         return ["hello"]
 
@@ -42,8 +44,10 @@ async def test_the_right_token_over_tls_is_served(tls_server):
     assert answer.observation[0].content == "hello"
 
 
-@pytest.mark.parametrize("metadata", [(), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),),
-                                      (("authorization", f"Bearer {TOKEN}x"),)])
+@pytest.mark.parametrize(
+    "metadata",
+    [(), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),), (("authorization", f"Bearer {TOKEN}x"),)],
+)
 async def test_a_missing_or_wrong_token_is_unauthenticated(tls_server, metadata):
     address, creds = tls_server
     async with grpc.aio.secure_channel(address, creds) as channel:
@@ -51,7 +55,8 @@ async def test_a_missing_or_wrong_token_is_unauthenticated(tls_server, metadata)
             await reset(channel, metadata=metadata)
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED and TOKEN not in err.value.details()
         listing = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
-            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5, metadata=metadata)
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5, metadata=metadata
+        )
         with pytest.raises(grpc.aio.AioRpcError) as err:
             [reply async for reply in listing]
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED

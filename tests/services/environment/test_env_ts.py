@@ -2,6 +2,7 @@
 process with a bearer token: `meshrl env check` passes against it (the token row included),
 and a hand-played episode gets the hand-computed observations and reward. Skipped only when
 node or npm is not installed."""
+
 import json
 import os
 import subprocess
@@ -34,9 +35,25 @@ def ts_env(tmp_path_factory):
 
 def test_meshrl_env_check_passes(ts_env):
     address, token_file = ts_env
-    done = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "env", "check", address, "--environment",
-                           "guess_number", "--token-file", str(token_file), "--timeout", "20"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.cli.main",
+            "env",
+            "check",
+            address,
+            "--environment",
+            "guess_number",
+            "--token-file",
+            str(token_file),
+            "--timeout",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "21 of 21 checks passed" in done.stdout and "no token → UNAUTHENTICATED" in done.stdout
     assert TOKEN not in done.stdout
@@ -50,11 +67,18 @@ async def test_an_episode_played_by_hand(ts_env):
 
     async with grpc.aio.insecure_channel(address) as channel:
         stub = env_pb2_grpc.EnvironmentServiceStub(channel)
-        first = await stub.Reset(env_pb2.ResetRequest(episode_id="g/0", ground_truth_json="42"), timeout=10, metadata=AUTH)
+        first = await stub.Reset(
+            env_pb2.ResetRequest(episode_id="g/0", ground_truth_json="42"), timeout=10, metadata=AUTH
+        )
         assert [t.name for t in first.tools] == ["check_guess"]
-        hints = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=0, tool_calls=[guess(30, "a"), guess(50, "b")]),
-                                timeout=10, metadata=AUTH)
+        hints = await stub.Step(
+            env_pb2.StepRequest(episode_id="g/0", turn=0, tool_calls=[guess(30, "a"), guess(50, "b")]),
+            timeout=10,
+            metadata=AUTH,
+        )
         assert [(m.content, m.tool_call_id) for m in hints.observation] == [("higher", "a"), ("lower", "b")]
         assert not hints.done and not hints.HasField("reward")
-        final = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=1, text="It is 42."), timeout=10, metadata=AUTH)
+        final = await stub.Step(
+            env_pb2.StepRequest(episode_id="g/0", turn=1, text="It is 42."), timeout=10, metadata=AUTH
+        )
         assert final.done and final.reward == 1.0 and json.loads(final.info_json) == {"answer": 42, "correct": True}

@@ -3,6 +3,7 @@
 run's name, on real NATS and a real port: it announces its address in the run KV, an episode
 played at that address gets its reward, SIGTERM stops it and withdraws the address; a config
 without the section exits 2 before NATS."""
+
 import asyncio
 import json
 import signal
@@ -18,9 +19,24 @@ from tests.fixtures.run_config import write_config
 
 
 def service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "meshrl.services.environment", "--nats", nats_url,
-                             "--run-id", run_id, "--config", config, "--replica-id", "environment-0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.services.environment",
+            "--nats",
+            nats_url,
+            "--run-id",
+            run_id,
+            "--config",
+            config,
+            "--replica-id",
+            "environment-0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 async def announced(bus, proc, within_s: float = 60.0) -> list[str]:
@@ -40,8 +56,9 @@ async def test_serves_the_runs_environment_announced_in_the_run_kv(tmp_path, nat
         [address] = await announced(bus, proc)
         async with grpc.aio.insecure_channel(address) as channel:
             stub = env_pb2_grpc.EnvironmentServiceStub(channel)
-            await stub.Reset(env_pb2.ResetRequest(episode_id="g/0", environment="arith", ground_truth_json='"12"'),
-                             timeout=10)
+            await stub.Reset(
+                env_pb2.ResetRequest(episode_id="g/0", environment="arith", ground_truth_json='"12"'), timeout=10
+            )
             calc = env_pb2.ToolCall(id="c", name="calculator", arguments_json=json.dumps({"expression": "3*4"}))
             hint = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=0, tool_calls=[calc]), timeout=10)
             final = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=1, text="12"), timeout=10)
@@ -76,6 +93,9 @@ async def test_its_metrics_count_open_episodes(tmp_path, nats_url, run_id, bus):
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.communicate, timeout=30)
-    values = {line.split("{")[0].split(" ")[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-              if line.startswith("meshrl_env_")}
+    values = {
+        line.split("{")[0].split(" ")[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("meshrl_env_")
+    }
     assert values == {"meshrl_env_open_episodes": 2.0, "meshrl_env_max_episodes": 9.0}

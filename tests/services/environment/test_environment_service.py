@@ -1,6 +1,7 @@
 """The environment service as a real process (python -m meshrl.services.environment) on a real
 port: a tool_arith episode with a calculator call, the python tool through gRPC, an alias, a
 bad tool call as an error observation, and the refusals at start-up."""
+
 import json
 import subprocess
 import sys
@@ -19,9 +20,20 @@ from tests.fixtures.served import served
 @pytest.fixture(scope="module")
 def address():
     port = free_port()
-    with served([sys.executable, "-m", "meshrl.services.environment", "--port", str(port), "--environments",
-                 "tool_arith,calc=calculator" + (",python" if detect().mode else ""), "--sandbox-wall-s", "5"],
-                port) as address:
+    with served(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.services.environment",
+            "--port",
+            str(port),
+            "--environments",
+            "tool_arith,calc=calculator" + (",python" if detect().mode else ""),
+            "--sandbox-wall-s",
+            "5",
+        ],
+        port,
+    ) as address:
         yield address
 
 
@@ -32,12 +44,19 @@ def call(name: str, **arguments) -> env_pb2.ToolCall:
 async def test_tool_arith_episode(address):
     async with grpc.aio.insecure_channel(address) as channel:
         stub = env_pb2_grpc.EnvironmentServiceStub(channel)
-        first = await stub.Reset(env_pb2.ResetRequest(episode_id="g/0", environment="tool_arith",
-                                                      ground_truth_json='"295830"'), timeout=10)
+        first = await stub.Reset(
+            env_pb2.ResetRequest(episode_id="g/0", environment="tool_arith", ground_truth_json='"295830"'), timeout=10
+        )
         schema = json.loads(first.tools[0].parameters_json)
         assert first.tools[0].name == "calculator" and schema["required"] == ["expression"]
-        answer = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=0, tool_calls=[
-            call("calculator", expression="865*342"), call("calculator", expression="import os")]), timeout=10)
+        answer = await stub.Step(
+            env_pb2.StepRequest(
+                episode_id="g/0",
+                turn=0,
+                tool_calls=[call("calculator", expression="865*342"), call("calculator", expression="import os")],
+            ),
+            timeout=10,
+        )
         assert answer.observation[0].content == "295830" and not answer.done
         assert answer.observation[1].content.startswith("error: calculator failed: ValueError: 'import os'")
         final = await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=1, text="It is 295830."), timeout=10)
@@ -50,8 +69,10 @@ async def test_an_alias_serves_a_builtin(address):
     async with grpc.aio.insecure_channel(address) as channel:
         stub = env_pb2_grpc.EnvironmentServiceStub(channel)
         await stub.Reset(env_pb2.ResetRequest(episode_id="a/0", environment="calc"), timeout=10)
-        answer = await stub.Step(env_pb2.StepRequest(episode_id="a/0", turn=0, tool_calls=[
-            call("calculator", expression="2^10")]), timeout=10)
+        answer = await stub.Step(
+            env_pb2.StepRequest(episode_id="a/0", turn=0, tool_calls=[call("calculator", expression="2^10")]),
+            timeout=10,
+        )
         assert answer.observation[0].content == "1024" and not answer.done
 
 
@@ -60,18 +81,32 @@ async def test_python_tool_over_grpc(address):
     async with grpc.aio.insecure_channel(address) as channel:
         stub = env_pb2_grpc.EnvironmentServiceStub(channel)
         await stub.Reset(env_pb2.ResetRequest(episode_id="p/0", environment="python"), timeout=10)
-        answer = await stub.Step(env_pb2.StepRequest(episode_id="p/0", turn=0, tool_calls=[
-            call("python", code="print(sum(i*i for i in range(10)))"),
-            call("python", code="import urllib.request\nurllib.request.urlopen('http://example.com', timeout=2)")]),
-            timeout=20)
+        answer = await stub.Step(
+            env_pb2.StepRequest(
+                episode_id="p/0",
+                turn=0,
+                tool_calls=[
+                    call("python", code="print(sum(i*i for i in range(10)))"),
+                    call(
+                        "python", code="import urllib.request\nurllib.request.urlopen('http://example.com', timeout=2)"
+                    ),
+                ],
+            ),
+            timeout=20,
+        )
         ok, offline = (json.loads(m.content) for m in answer.observation)
         assert ok == {"exit_code": 0, "stdout": "285\n", "stderr": ""}
         assert offline["exit_code"] == 1 and "URLError" in offline["stderr"]
 
 
 def refusal(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "meshrl.services.environment", "--port", str(free_port()), *args],
-                          capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "meshrl.services.environment", "--port", str(free_port()), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
 
 
 def test_an_unknown_builtin_is_refused():

@@ -2,6 +2,7 @@
 sandbox (unshare + namespaces + rlimits + a throwaway uid) and must be stopped and reported,
 and must leave nothing behind. Skipped only where the host cannot make namespaces at all
 (then the python tool refuses to run: test_unavailable_sandbox_refuses)."""
+
 import os
 import socket
 import threading
@@ -67,9 +68,11 @@ def test_a_plain_program_runs(sandbox):
 
 @needs_namespaces
 def test_fork_bomb_is_bounded_then_killed_with_its_children(sandbox):
-    program = ("import os, sys, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
-               "            time.sleep(60); os._exit(0)\n        n += 1\nexcept OSError as err:\n"
-               "    print(n, type(err).__name__, flush=True)\ntime.sleep(60)\n")
+    program = (
+        "import os, sys, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+        "            time.sleep(60); os._exit(0)\n        n += 1\nexcept OSError as err:\n"
+        "    print(n, type(err).__name__, flush=True)\ntime.sleep(60)\n"
+    )
     out = sandbox.run(program)
     forked, error = out.stdout.split()
     assert int(forked) < LIMITS.processes and error == "BlockingIOError"  # RLIMIT_NPROC stopped it
@@ -122,8 +125,10 @@ def test_no_network_not_even_to_the_hosts_loopback(sandbox):
     got = []
     accept = threading.Thread(target=lambda: got.append(_accept_one(listener)))
     accept.start()
-    out = sandbox.run(f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-                      f"s.sendall(b'leak')\nprint('connected')")
+    out = sandbox.run(
+        f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        f"s.sendall(b'leak')\nprint('connected')"
+    )
     accept.join()
     listener.close()
     assert "connected" not in out.stdout and got == [None]
@@ -143,12 +148,14 @@ def _accept_one(listener: socket.socket):
 @needs_namespaces
 def test_cannot_read_the_run_dir_secrets_or_the_services_environment(sandbox, run_dir, monkeypatch):
     monkeypatch.setenv("MESHRL_ENV_TOKEN", SECRET)  # what the service process holds
-    program = (f"import os, glob\nprint(sorted(os.environ))\n"
-               f"for path in ['{run_dir}/config.yaml', '{run_dir}/secrets/token', '/proc/{os.getpid()}/environ',\n"
-               f"             '/proc/1/environ']:\n"
-               f"    try:\n        print(open(path).read())\n    except OSError as err:\n"
-               f"        print(path, type(err).__name__)\n"
-               f"print(glob.glob('{run_dir}/*'), os.getuid())\n")
+    program = (
+        f"import os, glob\nprint(sorted(os.environ))\n"
+        f"for path in ['{run_dir}/config.yaml', '{run_dir}/secrets/token', '/proc/{os.getpid()}/environ',\n"
+        f"             '/proc/1/environ']:\n"
+        f"    try:\n        print(open(path).read())\n    except OSError as err:\n"
+        f"        print(path, type(err).__name__)\n"
+        f"print(glob.glob('{run_dir}/*'), os.getuid())\n"
+    )
     out = sandbox.run(program)
     assert SECRET not in out.stdout + out.stderr
     assert f"{run_dir}/config.yaml PermissionError" in out.stdout

@@ -5,6 +5,7 @@ pass@k from math.comb.
 
 Run: .venv/bin/python -m pytest tests/services/eval/test_evaluator.py
 """
+
 import asyncio
 import json
 import math
@@ -32,8 +33,9 @@ MISS = "no such answer"
 def write_eval_file(path, answers) -> str:
     with open(path, "w") as f:
         for prompt, answer in zip(PROMPTS, answers):
-            f.write(json.dumps({"prompt": prompt, "reward_model": {"ground_truth": answer},
-                                "data_source": "tiny"}) + "\n")
+            f.write(
+                json.dumps({"prompt": prompt, "reward_model": {"ground_truth": answer}, "data_source": "tiny"}) + "\n"
+            )
     return str(path)
 
 
@@ -45,9 +47,14 @@ def tokenizer_of(model_dir):
 
 async def greedy_directly(engine, dataset) -> list[pb.Sample]:
     """Each prompt's greedy answer from the engine itself (no gRPC, no Evaluator)."""
-    tasks = [pb.PromptTask(group_id=f"direct-{i}", prompt_token_ids=pack_int32(item.prompt_ids),
-                           sampling=pb.SamplingParams(n=1, temperature=0.0, max_tokens=MAX_TOKENS))
-             for i, item in enumerate(dataset.items)]
+    tasks = [
+        pb.PromptTask(
+            group_id=f"direct-{i}",
+            prompt_token_ids=pack_int32(item.prompt_ids),
+            sampling=pb.SamplingParams(n=1, temperature=0.0, max_tokens=MAX_TOKENS),
+        )
+        for i, item in enumerate(dataset.items)
+    ]
     groups = await asyncio.gather(*(engine.generate_group(t) for t in tasks))
     return [g.samples[0] for g in groups]
 
@@ -69,8 +76,16 @@ async def dataset_and_greedy(base_rollout_engine, tiny_model_dir, tmp_path):
 async def test_greedy_accuracy_reward_and_pass_at_k(eval_servers, dataset_and_greedy):
     (rollout_at, reward_at), (dataset, greedy) = eval_servers, dataset_and_greedy
     # correct = total reward em + fmt ≥ 1: the exact answer, or any vowel in the response
-    plan = EvalPlan(max_tokens=MAX_TOKENS, pass_k=2, pass_n=4, correct_component=None,
-                    correct_threshold=1.0, component_names=("em", "fmt"), batch_size=2, timeout_s=120)
+    plan = EvalPlan(
+        max_tokens=MAX_TOKENS,
+        pass_k=2,
+        pass_n=4,
+        correct_component=None,
+        correct_threshold=1.0,
+        component_names=("em", "fmt"),
+        batch_size=2,
+        timeout_s=120,
+    )
     pool, reward = RolloutPool(rollout_at), RewardClient([reward_at], plan.component_names, "t")
     done = []
     try:
@@ -88,8 +103,10 @@ async def test_greedy_accuracy_reward_and_pass_at_k(eval_servers, dataset_and_gr
     assert m["eval/response_length_mean"] == pytest.approx(np.mean([len(s.response_token_ids) // 4 for s in greedy]))
     assert m["eval/score_errors"] == 0
     first = result.greedy()[0]
-    assert first.components == {"em": {"value": 1.0, "status": "OK"},
-                                "fmt": {"value": float(bool(re.search(VOWEL, texts[0]))), "status": "OK"}}
+    assert first.components == {
+        "em": {"value": 1.0, "status": "OK"},
+        "fmt": {"value": float(bool(re.search(VOWEL, texts[0]))), "status": "OK"},
+    }
     assert_pass_at_k(result)
 
 
@@ -99,8 +116,10 @@ def assert_pass_at_k(result) -> None:
     sampled = [s for s in result.samples if s.mode == "sampled"]
     assert len(sampled) == 6 * 4
     by_prompt = [[s for s in sampled if s.prompt_index == i] for i in range(6)]
-    counts = [sum(normalized(s.response) == normalized(s.ground_truth) or bool(re.search(VOWEL, s.response))
-                  for s in group) for group in by_prompt]
+    counts = [
+        sum(normalized(s.response) == normalized(s.ground_truth) or bool(re.search(VOWEL, s.response)) for s in group)
+        for group in by_prompt
+    ]
     expected = np.mean([1 - math.comb(4 - c, 2) / math.comb(4, 2) for c in counts])
     assert m["eval/pass@2"] == pytest.approx(expected)
     assert m["eval/sampled_accuracy"] == pytest.approx(np.mean(counts) / 4)

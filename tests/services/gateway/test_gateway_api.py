@@ -2,6 +2,7 @@
 by the test: both transports give the same answers from the same handlers; roles are
 enforced on both; samples page newest first; bad input gets a message naming it.
 (The live run - status, pause, traces - is covered in tests/e2e/test_gateway_browser.py.)"""
+
 import json
 
 import aiohttp
@@ -20,9 +21,23 @@ def write_run(run_dir):
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text("run: {name: ended}\n")
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "reward": i / 10}) + "\n" for i in range(4)))
-    (run_dir / "samples.jsonl").write_text("".join(json.dumps(
-        {"step": i // 2, "split": "train" if i < 4 else "eval", "group_id": f"g{i}", "prompt": "p", "response": "r",
-         "reward": 1.0, "components": {"vowel": {"value": 1.0, "status": "OK"}}}) + "\n" for i in range(5)))
+    (run_dir / "samples.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "step": i // 2,
+                    "split": "train" if i < 4 else "eval",
+                    "group_id": f"g{i}",
+                    "prompt": "p",
+                    "response": "r",
+                    "reward": 1.0,
+                    "components": {"vowel": {"value": 1.0, "status": "OK"}},
+                }
+            )
+            + "\n"
+            for i in range(5)
+        )
+    )
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
@@ -30,9 +45,11 @@ async def gateway(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     write_run(root / "ended")
     tokens = root.parent / "tokens.yaml"
-    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
-                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
-                      f"  - {{name: ada, role: admin, token: {ADMIN}}}\n")
+    tokens.write_text(
+        f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+        f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
+        f"  - {{name: ada, role: admin, token: {ADMIN}}}\n"
+    )
     gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}")
     async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as http:
@@ -62,7 +79,9 @@ async def test_list_runs_is_the_same_over_grpc_and_http(gateway):
 @pytest.mark.asyncio(loop_scope="session")
 async def test_metrics_rows_from_an_index(gateway):
     _, stub, http = gateway
-    rows = [r async for r in stub.StreamMetrics(pb.StreamRecordsRequest(run="ended", from_index=2), metadata=auth(VIEWER))]
+    rows = [
+        r async for r in stub.StreamMetrics(pb.StreamRecordsRequest(run="ended", from_index=2), metadata=auth(VIEWER))
+    ]
     assert [(r.index, r.row["step"], r.row["reward"]) for r in rows] == [(2, 2, 0.2), (3, 3, 0.3)]
     status, body = await get(http, "/api/runs/ended/metrics?from_index=2")
     assert [(r["index"], r["row"]["reward"]) for r in body["records"]] == [("2", 0.2), ("3", 0.3)]
@@ -74,7 +93,12 @@ async def test_sse_stream_of_an_ended_run_sends_every_row_then_end(gateway):
     async with http.get("/api/runs/ended/metrics?follow=1", headers={"Authorization": f"Bearer {VIEWER}"}) as r:
         assert r.headers["Content-Type"] == "text/event-stream"
         text = await r.text()
-    assert [json.loads(x[6:])["row"]["step"] for x in text.splitlines() if x.startswith("data: {\"index")] == [0, 1, 2, 3]
+    assert [json.loads(x[6:])["row"]["step"] for x in text.splitlines() if x.startswith('data: {"index')] == [
+        0,
+        1,
+        2,
+        3,
+    ]
     assert text.endswith("event: end\ndata: {}\n\n")
 
 
@@ -83,10 +107,14 @@ async def test_samples_pages_newest_first(gateway):
     _, stub, http = gateway
     first = await stub.ListSamples(pb.ListSamplesRequest(run="ended", page_size=2), metadata=auth(VIEWER))
     assert [s["group_id"] for s in first.samples] == ["g4", "g3"] and first.total == 5 and first.next_page_token == "2"
-    last = await stub.ListSamples(pb.ListSamplesRequest(run="ended", page_size=2, page_token="4"), metadata=auth(VIEWER))
+    last = await stub.ListSamples(
+        pb.ListSamplesRequest(run="ended", page_size=2, page_token="4"), metadata=auth(VIEWER)
+    )
     assert [s["group_id"] for s in last.samples] == ["g0"] and last.next_page_token == ""
     status, body = await get(http, "/api/runs/ended/samples?split=train&page_size=3")
-    assert [s["group_id"] for s in body["samples"]] == ["g3", "g2", "g1"] and body["samples"][0]["components"]["vowel"]["status"] == "OK"
+    assert [s["group_id"] for s in body["samples"]] == ["g3", "g2", "g1"] and body["samples"][0]["components"]["vowel"][
+        "status"
+    ] == "OK"
     status, body = await get(http, "/api/runs/ended/samples?split=test")
     assert status == 400 and "split 'test'" in body["error"]
 

@@ -8,6 +8,7 @@ identical, on `meshrl.<run>.events` with header Meshrl-Event: audit.
 
     .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_audit_events.py
 """
+
 import contextlib
 import json
 import os
@@ -46,10 +47,15 @@ async def live_run(root, nats_url, run_id, monkeypatch, audit_js=None):
         monkeypatch.setenv(name, value)  # the learner's env, as the launcher gives it
     state = LearnerState(run_id=run_id, total_steps=10)
     audit = control_auditor(run_dir, audit_js, run_id) if audit_js is not None else None
-    server, port = await start_server([registration(learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
-                                                    LearnerControl(state, audit=audit),
-                                                    learner_pb2.DESCRIPTOR.services_by_name[
-                                                        "LearnerControlService"])])
+    server, port = await start_server(
+        [
+            registration(
+                learner_pb2_grpc.add_LearnerControlServiceServicer_to_server,
+                LearnerControl(state, audit=audit),
+                learner_pb2.DESCRIPTOR.services_by_name["LearnerControlService"],
+            )
+        ]
+    )
     for name in (CA_ENV, CERT_ENV, KEY_ENV, CLIENT_AUTH_ENV):
         monkeypatch.delenv(name)  # the gateway's own environment has no TLS: it finds the run's
     assert not await is_serving(f"127.0.0.1:{port}")  # TLS only
@@ -61,7 +67,8 @@ async def live_run(root, nats_url, run_id, monkeypatch, audit_js=None):
 
 @pytest.mark.asyncio
 async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_on_the_events_subject(
-        tmp_path, nats_url, run_id, monkeypatch):
+    tmp_path, nats_url, run_id, monkeypatch
+):
     root = tmp_path / "runs"
     root.mkdir()
     run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch)
@@ -82,7 +89,9 @@ async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_o
     await learner.stop(None)
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["role"], r["via"], r["action"]) for r in rows] == [
-        ("olga", "operator", "gateway", "pause"), ("olga", "operator", "gateway", "scale")]
+        ("olga", "operator", "gateway", "pause"),
+        ("olga", "operator", "gateway", "scale"),
+    ]
     assert rows[0]["reason"] == "look at the KL" and rows[1]["changes"] == {"rollout": {"from": 1, "to": 2}}
     assert [json.loads(m.data) for m in events] == rows
     assert [m.headers["Meshrl-Event"] for m in events] == ["audit", "audit"]
@@ -91,7 +100,8 @@ async def test_pause_and_scale_through_the_gateway_are_audited_in_the_file_and_o
 
 @pytest.mark.asyncio
 async def test_the_learner_audits_every_control_call_and_the_gateway_adds_its_user(
-        tmp_path, nats_url, run_id, monkeypatch):
+    tmp_path, nats_url, run_id, monkeypatch
+):
     """The learner audits a pause made straight to its control port (who = the client
     certificate's name) and the gateway's resume too (who = the gateway's certificate, with
     the gateway's user as on_behalf_of); the gateway writes its own row with its token's name."""
@@ -107,17 +117,21 @@ async def test_the_learner_audits_every_control_call_and_the_gateway_adds_its_us
         gw = await start_gateway(root, TokenAuth(load_tokens(tokens)))
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gw.grpc_port}") as channel:
             await gateway_pb2_grpc.GatewayServiceStub(channel).ResumeRun(
-                pb.RunActionRequest(run="live"), metadata=(("authorization", f"Bearer {OPERATOR}"),))
+                pb.RunActionRequest(run="live"), metadata=(("authorization", f"Bearer {OPERATOR}"),)
+            )
         with caller_env(grpc_user_env(run_dir / "secrets", "admin")):  # an operator's own client
             async with open_channel(find_launcher(run_dir).learner_grpc, retries=False) as channel:
                 await learner_pb2_grpc.LearnerControlServiceStub(channel).Pause(
-                    learner_pb2.PauseRequest(reason="by hand"), timeout=10)
+                    learner_pb2.PauseRequest(reason="by hand"), timeout=10
+                )
         events = [json.loads((await sub.next_msg(timeout=10)).data) for _ in range(3)]
         await gw.stop()
         await learner.stop(None)
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["via"], r["action"], r.get("on_behalf_of")) for r in rows] == [
-        ("cert:meshrl-admin", "learner-control", "resume", "olga"), ("olga", "gateway", "resume", None),
-        ("cert:meshrl-admin", "learner-control", "pause", None)]
+        ("cert:meshrl-admin", "learner-control", "resume", "olga"),
+        ("olga", "gateway", "resume", None),
+        ("cert:meshrl-admin", "learner-control", "pause", None),
+    ]
     assert rows[2]["reason"] == "by hand" and rows[2]["run_id"] == run_id and events == rows
     assert state.message == "paused: by hand"

@@ -11,6 +11,7 @@ same verbs give from the run dir.
 
     .venv/bin/python -m pytest -q tests/services/gateway/test_gateway_cli.py
 """
+
 import asyncio
 import contextlib
 import json
@@ -49,9 +50,11 @@ async def served(tmp_path, nats_url, run_id, monkeypatch, bus):
     root.mkdir()
     run_dir, state, learner = await live_run(root, nats_url, run_id, monkeypatch)
     tokens = tmp_path / "tokens.yaml"
-    tokens.write_text(f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
-                      f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
-                      f"  - {{name: ada, role: admin, token: {ADMIN}}}\n")
+    tokens.write_text(
+        f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
+        f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
+        f"  - {{name: ada, role: admin, token: {ADMIN}}}\n"
+    )
     gw = await start_gateway(root, TokenAuth(load_tokens(tokens)), tenants=TenantPolicy(roots=[tmp_path]))
     yield f"http://127.0.0.1:{gw.http_port}", root, state
     await gw.stop()
@@ -73,7 +76,9 @@ def audit_rows(run_dir: Path) -> list[tuple]:
 
 async def test_pause_and_resume_through_the_gateway_are_audited_and_a_viewer_is_refused(served, monkeypatch, capsys):
     base, root, state = served
-    code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "pause", f"{base}/runs/live", "--reason", "look at the KL")
+    code, out, _ = await meshrl(
+        monkeypatch, capsys, OPERATOR, "pause", f"{base}/runs/live", "--reason", "look at the KL"
+    )
     assert code == 0 and out == "learner paused at step 0\n" and state.message == "paused: look at the KL"
     code, out, err = await meshrl(monkeypatch, capsys, VIEWER, "resume", f"{base}/runs/live")
     assert code == 2 and out == ""
@@ -86,10 +91,12 @@ async def test_pause_and_resume_through_the_gateway_are_audited_and_a_viewer_is_
 
 async def test_bad_urls_tokens_and_runs_get_one_clear_line(served, monkeypatch, capsys):
     base, _, _ = served
-    cases = [(OPERATOR, f"{base}/live", "is not a run's URL: use http://HOST:PORT/runs/NAME"),
-             ("not-a-token-0123456789", f"{base}/runs/live", "answered 401: missing or unknown bearer token"),
-             (OPERATOR, f"{base}/runs/nope", "the gateway answered 404: no run 'nope'"),
-             (OPERATOR, "http://127.0.0.1:9/runs/live", "cannot reach the gateway at http://127.0.0.1:9/runs/live")]
+    cases = [
+        (OPERATOR, f"{base}/live", "is not a run's URL: use http://HOST:PORT/runs/NAME"),
+        ("not-a-token-0123456789", f"{base}/runs/live", "answered 401: missing or unknown bearer token"),
+        (OPERATOR, f"{base}/runs/nope", "the gateway answered 404: no run 'nope'"),
+        (OPERATOR, "http://127.0.0.1:9/runs/live", "cannot reach the gateway at http://127.0.0.1:9/runs/live"),
+    ]
     for token, url, message in cases:
         code, _, err = await meshrl(monkeypatch, capsys, token, "pause", url)
         assert code == 2 and message in err and err.count("\n") == 1, (url, err)
@@ -133,7 +140,9 @@ async def test_pause_and_resume_a_local_run_dir_call_its_learner(served, monkeyp
     assert code == 0 and out == "learner running at step 0\n" and state.resumed.is_set()
     rows = [json.loads(x) for x in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["via"], r["action"], r["reason"]) for r in rows] == [
-        (current_user(), "cli", "pause", "by hand"), (current_user(), "cli", "resume", "")]
+        (current_user(), "cli", "pause", "by hand"),
+        (current_user(), "cli", "resume", ""),
+    ]
     code, _, err = await meshrl(monkeypatch, capsys, "", "pause", root / "nope")
     assert code == 2 and "is not a directory; pass the run dir of a running `meshrl train`" in err
 
@@ -145,7 +154,11 @@ async def test_checkpoints_list_and_rollback_through_the_gateway(served, save_ru
     url = f"{base}/runs/stopped"
     code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "checkpoints", "list", url)
     assert code == 0 and [line.split()[:2] for line in out.splitlines()] == [
-        ["STEP", "STATUS"], ["1", "ok"], ["2", "ok"], ["3", "ok"]]
+        ["STEP", "STATUS"],
+        ["1", "ok"],
+        ["2", "ok"],
+        ["3", "ok"],
+    ]
     code, _, err = await meshrl(monkeypatch, capsys, OPERATOR, "rollback", url, "--to", "2")
     assert code == 2 and "RollbackRun needs the admin role; olga is a operator" in err
     code, out, _ = await meshrl(monkeypatch, capsys, ADMIN, "rollback", url, "--to", "2")
@@ -172,7 +185,12 @@ async def test_submit_run_starts_meshrl_train_on_the_submitted_config(served):
     submitted = root / ".submitted"
     assert (submitted / "fresh.yaml").read_text() == CONFIG.read_text()
     row = json.loads((submitted / "audit.jsonl").read_text())
-    assert (row["who"], row["action"], row["run"], row["launcher_pid"]) == ("ada", "submit", "fresh", reply["launcher_pid"])
+    assert (row["who"], row["action"], row["run"], row["launcher_pid"]) == (
+        "ada",
+        "submit",
+        "fresh",
+        reply["launcher_pid"],
+    )
     log, deadline = submitted / "fresh.log", time.monotonic() + 60
     while f"model.path={missing} does not exist" not in log.read_text():
         assert time.monotonic() < deadline, log.read_text()
@@ -192,6 +210,7 @@ async def test_checkpoint_through_the_gateway_and_locally_prints_where_it_was_wr
             tag, done = await state.checkpoint_requests.get()
             tags.append(tag)
             done.set_result((7, f"/ckpt/step_7-{len(tags)}"))
+
     loop_task = asyncio.create_task(answer_like_the_loop())
     code, out, _ = await meshrl(monkeypatch, capsys, OPERATOR, "checkpoint", f"{base}/runs/live", "--tag", "best")
     assert code == 0 and out == "checkpoint of step 7 written to /ckpt/step_7-1\n"
@@ -200,28 +219,34 @@ async def test_checkpoint_through_the_gateway_and_locally_prints_where_it_was_wr
     loop_task.cancel()
     rows = [json.loads(x) for x in (root / "live" / "audit.jsonl").read_text().splitlines()]
     assert [(r["who"], r["via"], r["action"], r["step"]) for r in rows] == [
-        ("olga", "gateway", "checkpoint", 7), (current_user(), "cli", "checkpoint", 7)]
+        ("olga", "gateway", "checkpoint", 7),
+        (current_user(), "cli", "checkpoint", 7),
+    ]
     assert tags == ["best", ""]
 
 
 def timed_span(tracer, name, start_ms, end_ms, parent=None, attributes=None, links=()):
     """A finished span at fixed times, through the tracer's real provider and file exporter."""
     context = otel_trace.set_span_in_context(parent) if parent is not None else None
-    span = tracer.otel.start_span(name, context=context, start_time=T0 + start_ms * MS,
-                                  attributes=attributes, links=links)
+    span = tracer.otel.start_span(
+        name, context=context, start_time=T0 + start_ms * MS, attributes=attributes, links=links
+    )
     span.end(end_time=T0 + end_ms * MS)
     return span
 
 
 def write_group_trace(run_dir: Path) -> None:
     """Group g-1's trace across learner, rollout and reward files, and the learner's step linked to it."""
-    learner, rollout, reward = (tracing.init_tracing(s, "0", "run-t", run_dir=run_dir, make_current=False)
-                                for s in ("learner", "rollout", "reward"))
+    learner, rollout, reward = (
+        tracing.init_tracing(s, "0", "run-t", run_dir=run_dir, make_current=False)
+        for s in ("learner", "rollout", "reward")
+    )
     root = timed_span(learner, "learner.publish_prompt", 0, 2, attributes={GROUP_ID_KEY: "g-1"})
     generate = timed_span(rollout, "rollout.generate", 2, 30, root, {GROUP_ID_KEY: "g-1"})
     timed_span(reward, "reward.score", 31, 37, generate, {GROUP_ID_KEY: "g-1"})
-    timed_span(learner, "learner.step", 40, 55, attributes={"meshrl.step": 4},
-               links=[Link(generate.get_span_context())])
+    timed_span(
+        learner, "learner.step", 40, 55, attributes={"meshrl.step": 4}, links=[Link(generate.get_span_context())]
+    )
     for tracer in (learner, rollout, reward):
         tracing.shutdown_tracing(tracer)
 
@@ -234,7 +259,10 @@ async def test_trace_through_the_gateway_prints_the_run_dirs_waterfall(served, m
     code, out, _ = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live", "g-1")
     assert code == 0 and out == local
     assert [line.split()[2:4] for line in out.splitlines()[2:5]] == [
-        ["learner-0", "learner.publish_prompt"], ["rollout-0", "rollout.generate"], ["reward-0", "reward.score"]]
+        ["learner-0", "learner.publish_prompt"],
+        ["rollout-0", "rollout.generate"],
+        ["reward-0", "reward.score"],
+    ]
     code, _, err = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live", "g-9")
     assert code == 2 and "the gateway answered 404: group 'g-9' has no spans" in err and "known groups: g-1" in err
     code, _, err = await meshrl(monkeypatch, capsys, VIEWER, "trace", f"{base}/runs/live")

@@ -6,6 +6,7 @@ action `pause` it checkpoints and pauses until resumed. Each alert lands in the 
 RUN_DIR/alerts.jsonl and the run's NATS events subject; the action it took is audited
 (RUN_DIR/audit.jsonl and the events subject, who = "alert:<rule>").
 """
+
 import asyncio
 import json
 from pathlib import Path
@@ -15,8 +16,11 @@ from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.api.common.v1 import common_pb2
 from tests.services.learner.fakes import make_config, run_once
 
-FIRES_AT_ONCE = {"alerts.kl_high.metric": "grad_norm", "alerts.kl_high.max_kl": 1e-12,
-                 "alerts.kl_high.consecutive_steps": 1}
+FIRES_AT_ONCE = {
+    "alerts.kl_high.metric": "grad_norm",
+    "alerts.kl_high.max_kl": 1e-12,
+    "alerts.kl_high.consecutive_steps": 1,
+}
 
 
 def alert_rows(run_dir) -> list[dict]:
@@ -30,6 +34,7 @@ async def test_a_stop_alert_checkpoints_and_stops_the_run(tmp_path, tiny_model_d
     async def listen(bus, state):  # the events subject, from the learner's own connection
         async def keep(msg):
             published.append(msg)
+
         sub = await bus.nc.subscribe(names.events_subject(bus.run_id), cb=keep)
         await state.stopping.wait()
         await asyncio.sleep(0.5)
@@ -49,8 +54,9 @@ async def test_a_stop_alert_checkpoints_and_stops_the_run(tmp_path, tiny_model_d
 
 
 async def test_a_pause_alert_checkpoints_then_waits_for_resume(tmp_path, tiny_model_dir, nats_url):
-    cfg = make_config(tmp_path, tiny_model_dir, "pause", **FIRES_AT_ONCE,
-                      **{"alerts.kl_high.action": "pause", "learner.steps": 2})
+    cfg = make_config(
+        tmp_path, tiny_model_dir, "pause", **FIRES_AT_ONCE, **{"alerts.kl_high.action": "pause", "learner.steps": 2}
+    )
     seen = {}
 
     async def resume_when_paused(bus, state):

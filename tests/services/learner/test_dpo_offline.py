@@ -1,5 +1,6 @@
 """DPO through the learner's offline loop, with reference log-probs from a real
 ReferenceService on a real gRPC port (tiny model on both sides)."""
+
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from meshrl.services.reference.server import start_reference_server
 @pytest.fixture
 async def reference(tiny_model_dir):
     from meshrl.inputs.models.load import load_causal_lm
+
     scorer = ReferenceScorer(load_causal_lm(tiny_model_dir), micro_batch_size=8)
     server, port = await start_reference_server(scorer, port=0, host="127.0.0.1")
     yield port
@@ -28,15 +30,21 @@ def dpo_config(tmp_path, tiny_model_dir, reference, name="run", pairs=16, per_st
     if not data.exists():
         write_rows(data, preference_pairs(pairs, seed=0))
     (tmp_path / name).mkdir()
-    return load_config(base={
-        "run": {"name": "dpo", "dir": str(tmp_path / name)},
-        "model": {"path": str(tiny_model_dir)}, "data": {"train": str(data), "max_prompt_tokens": 128},
-        "algorithm": {"preset": "dpo", "beta": 0.5},
-        "reference": {"grpc_port": reference},
-        "learner": {"steps": 8, "prompts_per_step": per_step, "checkpoint_every": 4},
-        "trainer": {"micro_batch_size": 16, "optim": {"lr": 3e-3},
-                    "precision": "fp32"},  # the reference runs fp32: step 0 must match it exactly
-    })
+    return load_config(
+        base={
+            "run": {"name": "dpo", "dir": str(tmp_path / name)},
+            "model": {"path": str(tiny_model_dir)},
+            "data": {"train": str(data), "max_prompt_tokens": 128},
+            "algorithm": {"preset": "dpo", "beta": 0.5},
+            "reference": {"grpc_port": reference},
+            "learner": {"steps": 8, "prompts_per_step": per_step, "checkpoint_every": 4},
+            "trainer": {
+                "micro_batch_size": 16,
+                "optim": {"lr": 3e-3},
+                "precision": "fp32",
+            },  # the reference runs fp32: step 0 must match it exactly
+        }
+    )
 
 
 async def test_dpo_raises_margin_on_training_pairs(tmp_path, tiny_model_dir, reference, bus, run_id):
@@ -45,6 +53,7 @@ async def test_dpo_raises_margin_on_training_pairs(tmp_path, tiny_model_dir, ref
     await built.loop.run()
     built.loop.logger.close()
     import json
+
     rows = [json.loads(x) for x in (Path(cfg.run.dir) / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 8
     # Same 16 pairs every step: before any update the policy IS the reference (margin 0);

@@ -9,6 +9,7 @@ on a group: `Group.drop_reason`, no samples).
 - an environment that is unreachable (env_unavailable: an outage, as the reward's): the
   learner throttles to probes, alerts `env_outage`, and after `max_wait_s` stops.
 """
+
 import asyncio
 import json
 import re
@@ -30,6 +31,7 @@ def failing_after(answered: int, reason: str):
     def drop(task) -> str:
         seen.append(task.group_id)
         return reason.format(gid=task.group_id) if len(seen) > answered else ""
+
     return drop
 
 
@@ -39,18 +41,22 @@ def alerts_of(cfg) -> list[dict]:
 
 
 async def test_groups_dropped_in_a_row_stop_the_run_after_a_checkpoint_naming_the_reason_and_fix(
-        tmp_path, tiny_model_dir, nats_url):
-    cfg = make_config(tmp_path, tiny_model_dir, "drops", **{
-        "alerts.dropped_in_a_row.max_groups": 6, "learner.checkpoint_every": 0})
+    tmp_path, tiny_model_dir, nats_url
+):
+    cfg = make_config(
+        tmp_path, tiny_model_dir, "drops", **{"alerts.dropped_in_a_row.max_groups": 6, "learner.checkpoint_every": 0}
+    )
     rollout = partial(seeded_rollout, drop=failing_after(2, INTERNAL))  # step 0's 2 groups, then none
     loop, state = await asyncio.wait_for(run_once(cfg, nats_url, rollout=rollout), timeout=170)
     assert loop.step == 1 and loop.saved_step == 1  # the trained step was checkpointed before the stop
     assert (Path(cfg.run.dir) / "checkpoints" / "step_1").is_dir()
-    match = re.match(r"stopping: (\d+) groups in a row were dropped and none trained \(env_internal ×(\d+)\); "
-                     r"env_internal \(e\.g\. env_internal: episode \S+/0: environment INTERNAL: the tool server "
-                     r"crashed\): the environment failed the episodes \(the detail has its message\): read its log "
-                     r"\(the limit: alerts\.dropped_in_a_row\.max_groups=6; each drop is in groups\.jsonl\)$",
-                     state.message)
+    match = re.match(
+        r"stopping: (\d+) groups in a row were dropped and none trained \(env_internal ×(\d+)\); "
+        r"env_internal \(e\.g\. env_internal: episode \S+/0: environment INTERNAL: the tool server "
+        r"crashed\): the environment failed the episodes \(the detail has its message\): read its log "
+        r"\(the limit: alerts\.dropped_in_a_row\.max_groups=6; each drop is in groups\.jsonl\)$",
+        state.message,
+    )
     assert match and match[1] == match[2] and int(match[1]) >= 6, state.message
     ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
     dropped = [e for e in ledger if e["event"] == "dropped" and e["reason"] != "not_sent"]  # not_sent: at the stop
@@ -61,9 +67,16 @@ async def test_groups_dropped_in_a_row_stop_the_run_after_a_checkpoint_naming_th
 
 
 async def test_an_environment_outage_throttles_to_probes_then_stops_after_max_wait(tmp_path, tiny_model_dir, nats_url):
-    cfg = make_config(tmp_path, tiny_model_dir, "env-outage", **{
-        "alerts.env_outage.after_s": 0.3, "alerts.env_outage.max_wait_s": 2.5,
-        "alerts.dropped_in_a_row.max_groups": 3})  # outage drops do not count towards it
+    cfg = make_config(
+        tmp_path,
+        tiny_model_dir,
+        "env-outage",
+        **{
+            "alerts.env_outage.after_s": 0.3,
+            "alerts.env_outage.max_wait_s": 2.5,
+            "alerts.dropped_in_a_row.max_groups": 3,
+        },
+    )  # outage drops do not count towards it
     throttled_at: list[float] = []
 
     async def watch(bus, state):
@@ -75,8 +88,9 @@ async def test_an_environment_outage_throttles_to_probes_then_stops_after_max_wa
     rollout = partial(seeded_rollout, drop=failing_after(0, UNAVAILABLE), delay_s=0.02)
     loop, state = await asyncio.wait_for(run_once(cfg, nats_url, rollout=rollout, during=watch), timeout=170)
     assert loop.step == 0 and loop.saved_step == -1  # nothing trained: nothing to checkpoint
-    assert state.message.startswith("stopping: every group was dropped: its environment could not be reached or "
-                                    "did not answer in time for "), state.message
+    assert state.message.startswith(
+        "stopping: every group was dropped: its environment could not be reached or did not answer in time for "
+    ), state.message
     assert "(the last: env_unavailable: episode " in state.message
     assert state.message.endswith("gave up after alerts.env_outage.max_wait_s=2.5 s")
     published = [e["time"] for e in read_ledger(Path(cfg.run.dir) / "groups.jsonl") if e["event"] == "published"]

@@ -4,6 +4,7 @@ samples.jsonl, and how it skips (with a warning) when the weights are not there 
 
 Run: .venv/bin/python -m pytest tests/services/learner/test_evaluation_hook.py
 """
+
 import json
 import logging
 
@@ -21,13 +22,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 def make_config(tmp_path, model_dir, **eval_keys):
     rows = write_rows(tmp_path / "eval.jsonl", arithmetic_rows(5, seed=1))
-    return load_config(base={
-        "run": {"name": "t", "dir": str(tmp_path / "run")}, "model": {"path": str(model_dir)},
-        "data": {"train": str(rows), "eval": str(rows)},
-        "rollout": {"sampling": {"max_tokens": 4}},
-        "reward": {"components": [{"name": "em", "kind": "exact_match"},
-                                  {"name": "fmt", "kind": "regex", "params": {"pattern": "[aeiou]"}}]},
-        "learner": {"steps": 5}, "eval": eval_keys})
+    return load_config(
+        base={
+            "run": {"name": "t", "dir": str(tmp_path / "run")},
+            "model": {"path": str(model_dir)},
+            "data": {"train": str(rows), "eval": str(rows)},
+            "rollout": {"sampling": {"max_tokens": 4}},
+            "reward": {
+                "components": [
+                    {"name": "em", "kind": "exact_match"},
+                    {"name": "fmt", "kind": "regex", "params": {"pattern": "[aeiou]"}},
+                ]
+            },
+            "learner": {"steps": 5},
+            "eval": eval_keys,
+        }
+    )
 
 
 def tokenizer_of(model_dir):
@@ -59,8 +69,7 @@ async def test_evaluates_on_schedule_and_writes_eval_samples(bus, eval_servers, 
     await hook.close()
 
 
-async def test_skips_with_a_warning_when_weights_never_arrive(bus, eval_servers, tiny_model_dir, tmp_path,
-                                                              caplog):
+async def test_skips_with_a_warning_when_weights_never_arrive(bus, eval_servers, tiny_model_dir, tmp_path, caplog):
     cfg = make_config(tmp_path, tiny_model_dir, every=1, wait_for_version_s=0.5)
     await announce(bus, eval_servers)
     hook = build_learner_eval(cfg, bus, tokenizer_of(tiny_model_dir), tmp_path / "run")
@@ -84,8 +93,9 @@ async def test_off_is_a_no_op_that_still_writes_train_samples(bus, tiny_model_di
     hook = build_learner_eval(cfg, bus, tokenizer_of(tiny_model_dir), tmp_path / "run")
     assert isinstance(hook, NoEval) and not isinstance(hook, LearnerEval)
     assert await hook.maybe_run(5, 0) == {}
-    group = pb.Group(group_id="g", task=pb.PromptTask(prompt_text="p"),
-                     samples=[pb.Sample(index=0, response_text="r", reward=1.0)])
+    group = pb.Group(
+        group_id="g", task=pb.PromptTask(prompt_text="p"), samples=[pb.Sample(index=0, response_text="r", reward=1.0)]
+    )
     hook.write_train(1, [group])
     (row,) = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert (row["split"], row["response"], row["reward"]) == ("train", "r", 1.0)

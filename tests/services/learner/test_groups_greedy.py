@@ -1,5 +1,6 @@
 """groups_to_batch puts each group's greedy-sample reward (ReMax's baseline) on its rows, and
 a group whose greedy sample failed to score is dropped, never trained with a NaN baseline."""
+
 import math
 
 import torch
@@ -11,8 +12,9 @@ from meshrl.transport.bus.codec import pack_float32, pack_int32
 
 
 def sample(reward: float) -> common_pb2.Sample:
-    return common_pb2.Sample(response_token_ids=pack_int32([5, 6]),
-                             behaviour_logprobs=pack_float32([-1.0, -1.0]), reward=reward)
+    return common_pb2.Sample(
+        response_token_ids=pack_int32([5, 6]), behaviour_logprobs=pack_float32([-1.0, -1.0]), reward=reward
+    )
 
 
 def group(rewards, greedy: float | None) -> common_pb2.Group:
@@ -24,8 +26,7 @@ def group(rewards, greedy: float | None) -> common_pb2.Group:
 
 
 def test_each_row_carries_its_groups_greedy_reward():
-    batch = groups_to_batch([group([1.0, 0.0], 0.5), group([1.0, 1.0, 0.0], 1.0)], pad_id=0,
-                            need_ref=False)
+    batch = groups_to_batch([group([1.0, 0.0], 0.5), group([1.0, 1.0, 0.0], 1.0)], pad_id=0, need_ref=False)
     assert_close(batch.greedy_rewards, torch.tensor([0.5, 0.5, 1.0, 1.0, 1.0]))
     assert_close(batch.rewards, torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0]))  # greedy not a row
 

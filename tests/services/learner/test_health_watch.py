@@ -1,6 +1,7 @@
 """The learner's health watch on a real NATS KV and real gRPC servers: announced replicas are
 probed with grpc.health.v1; one whose server is gone is reported down by the service_down
 alert after the configured number of failed probes, and cleared once it serves again."""
+
 from meshrl.config.alerts import AlertsConfig
 from meshrl.alerts.engine import AlertEngine
 from meshrl.transport.bus.registry import announce_service, withdraw_service

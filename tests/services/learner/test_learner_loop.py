@@ -6,6 +6,7 @@ rule. It stands in for rollout + reward so that the learner's own behaviour can 
 batches gathered, stale groups dropped, weights pushed with a verifiable checksum, every
 group id accounted for.
 """
+
 import asyncio
 from pathlib import Path
 
@@ -33,14 +34,18 @@ TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
 def make_config(tmp_path: Path, model_dir, **learner):
     data = write_rows(tmp_path / "train.jsonl", arithmetic_rows(64, seed=0))
     overrides = [f"learner.{k}={v}" for k, v in learner.items()]
-    return load_config(base={
-        "run": {"name": "t", "dir": str(tmp_path / "run")},
-        "model": {"path": str(model_dir)}, "data": {"train": str(data), "max_prompt_tokens": 128},
-        "algorithm": {"preset": "grpo", "kl_coef": 0.0},
-        "rollout": {"sampling": {"group_size": 4, "max_tokens": 6}},
-        "learner": {"steps": 3, "prompts_per_step": 2},
-        "trainer": {"micro_batch_size": 8, "optim": {"lr": 1e-3}},
-    }, overrides=overrides)
+    return load_config(
+        base={
+            "run": {"name": "t", "dir": str(tmp_path / "run")},
+            "model": {"path": str(model_dir)},
+            "data": {"train": str(data), "max_prompt_tokens": 128},
+            "algorithm": {"preset": "grpo", "kl_coef": 0.0},
+            "rollout": {"sampling": {"group_size": 4, "max_tokens": 6}},
+            "learner": {"steps": 3, "prompts_per_step": 2},
+            "trainer": {"micro_batch_size": 8, "optim": {"lr": 1e-3}},
+        },
+        overrides=overrides,
+    )
 
 
 async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
@@ -54,14 +59,24 @@ async def scripted_rollout(bus, versions_served: list, *, stale_first: int = 0):
         if version >= 1 and served < stale_first:
             version -= 1  # pretend a replica still on the previous version answered
             served += 1
-        group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                                 policy_version=version, rollout_replica="scripted-0", scored=True)
+        group = common_pb2.Group(
+            run_id=task.run_id,
+            group_id=task.group_id,
+            task=task,
+            policy_version=version,
+            rollout_replica="scripted-0",
+            scored=True,
+        )
         for i in range(task.sampling.n):
             ids = rng.integers(0, 16, size=task.sampling.max_tokens).astype(np.int32)
-            group.samples.add(index=i, response_token_ids=pack_int32(ids),
-                              behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),
-                              reward=float(np.mean(ids == TARGET)), policy_version=version,
-                              finish_reason=common_pb2.FINISH_REASON_LENGTH)
+            group.samples.add(
+                index=i,
+                response_token_ids=pack_int32(ids),
+                behaviour_logprobs=pack_float32(np.full(len(ids), -2.0)),
+                reward=float(np.mean(ids == TARGET)),
+                policy_version=version,
+                finish_reason=common_pb2.FINISH_REASON_LENGTH,
+            )
         versions_served.append(version)
         await bus.publish("ready", group, msg_id=group.group_id)
 
@@ -89,8 +104,9 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     rollout = asyncio.create_task(scripted_rollout(bus, served))
     try:
         with start_metrics("learner", "learner-0", run_id) as metrics:
-            built, state = await asyncio.wait_for(run_learner(cfg, bus, run_id, close=False, metrics=metrics),
-                                                  timeout=120)
+            built, state = await asyncio.wait_for(
+                run_learner(cfg, bus, run_id, close=False, metrics=metrics), timeout=120
+            )
             text = metrics.scrape()
     finally:
         rollout.cancel()
@@ -107,8 +123,7 @@ async def test_learner_trains_pushes_and_accounts_for_every_group(cfg, bus, run_
     assert len(data) == notice.size_bytes and blake3(data).hexdigest() == notice.blake3
     # Only the newest versions stay in /dev/shm, and none once the learner is done.
     shm = Path(notice.location).parent
-    assert sorted(p.name for p in shm.iterdir()) == [f"weights-v{v}.safetensors"
-                                                     for v in range(4 - KEEP_VERSIONS, 4)]
+    assert sorted(p.name for p in shm.iterdir()) == [f"weights-v{v}.safetensors" for v in range(4 - KEEP_VERSIONS, 4)]
     built.close()
     assert not shm.exists()
     # On-policy: each step's prompts asked for the version pushed by the step before.

@@ -1,5 +1,6 @@
 """The learner's step metrics reach /metrics: `with_prometheus` fans each step out to
 metrics.jsonl and to gauges `meshrl_train_<key>` on a real endpoint scraped over HTTP."""
+
 import json
 import math
 
@@ -35,15 +36,45 @@ def test_each_step_becomes_gauges_and_a_jsonl_row(handle, tmp_path):
 
 
 # Every key a GRPO step writes to metrics.jsonl (a real run's first row), as the learner logs it.
-STEP_KEYS = ["advantages/mean", "approx_kl", "clip_ratio/dual", "clip_ratio/high", "clip_ratio/low",
-             "completions/clipped_ratio", "completions/max_length", "completions/mean_length",
-             "entropy", "frac_reward_zero_std", "grad_norm", "groups/dropped_failed_reward",
-             "groups/trained_total", "loss", "lr", "memory/rss_bytes", "mesh/overhead_share",
-             "mismatch_kl", "perf/throughput", "perf/tokens", "pg_loss", "queue/generated",
-             "queue/ready", "ratio/max", "reward", "reward/max", "reward_std",
-             "rollout_correction/weight/mean", "staleness/mean", "time/algo", "time/backward",
-             "time/forward", "time/step", "time/wait_for_batch", "time/weights_push",
-             "weights/bytes", "weights_version"]
+STEP_KEYS = [
+    "advantages/mean",
+    "approx_kl",
+    "clip_ratio/dual",
+    "clip_ratio/high",
+    "clip_ratio/low",
+    "completions/clipped_ratio",
+    "completions/max_length",
+    "completions/mean_length",
+    "entropy",
+    "frac_reward_zero_std",
+    "grad_norm",
+    "groups/dropped_failed_reward",
+    "groups/trained_total",
+    "loss",
+    "lr",
+    "memory/rss_bytes",
+    "mesh/overhead_share",
+    "mismatch_kl",
+    "perf/throughput",
+    "perf/tokens",
+    "pg_loss",
+    "queue/generated",
+    "queue/ready",
+    "ratio/max",
+    "reward",
+    "reward/max",
+    "reward_std",
+    "rollout_correction/weight/mean",
+    "staleness/mean",
+    "time/algo",
+    "time/backward",
+    "time/forward",
+    "time/step",
+    "time/wait_for_batch",
+    "time/weights_push",
+    "weights/bytes",
+    "weights_version",
+]
 
 
 def test_a_full_step_passes_promtool(handle, tmp_path):

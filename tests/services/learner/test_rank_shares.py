@@ -1,5 +1,6 @@
 """The learner on N ranks, the fast parts: each rank's share of a batch, `learner.ranks` in the
 config, and the launcher's command line for it. (The service on 2 real ranks: test_ranks.py.)"""
+
 import subprocess
 import sys
 
@@ -17,8 +18,13 @@ BASE = {"model": {"path": "m"}, "data": {"train": "t.jsonl"}, "learner": {"promp
 def batch_of(group_sizes: list[int]) -> RolloutBatch:
     gids = np.repeat(np.arange(len(group_sizes)), group_sizes)
     rows = len(gids)
-    return RolloutBatch.from_sequences([np.array([1, 2])] * rows, [np.array([3, 4, 5])] * rows,
-                                       rewards=np.arange(rows, dtype=np.float32), group_ids=gids, pad_id=0)
+    return RolloutBatch.from_sequences(
+        [np.array([1, 2])] * rows,
+        [np.array([3, 4, 5])] * rows,
+        rewards=np.arange(rows, dtype=np.float32),
+        group_ids=gids,
+        pad_id=0,
+    )
 
 
 def test_each_rank_gets_whole_groups_and_the_same_rows():
@@ -55,8 +61,14 @@ def test_the_launcher_runs_torchrun_for_more_than_one_rank(monkeypatch):
     one = learner_spec(load_config(base=BASE))
     two = learner_spec(load_config(base=BASE, overrides=["learner.ranks=2", "learner.stop_grace_s=90.5"]))
     assert one.launcher == [sys.executable]
-    assert two.launcher == [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone",
-                            "--nproc-per-node=2", "--shutdown-timeout=91"]
+    assert two.launcher == [
+        sys.executable,
+        "-m",
+        "meshrl.services.learner.ranks_run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "--shutdown-timeout=91",
+    ]
     assert int(two.env["OMP_NUM_THREADS"]) == max(1, int(one.env["OMP_NUM_THREADS"]) // 2)
 
 
@@ -65,8 +77,12 @@ def test_the_learners_torchrun_passes_on_a_ranks_exit_code_2(tmp_path, code, wan
     """2 = bad config, data, model or checkpoint: the launcher does not restart it (plain torchrun says 1)."""
     rank = tmp_path / "rank.py"
     rank.write_text(f"import sys\nsys.exit({code})\n")
-    done = subprocess.run([sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone",
-                           "--nproc-per-node=1", str(rank)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "meshrl.services.learner.ranks_run", "--standalone", "--nproc-per-node=1", str(rank)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == want, done.stderr[-2000:]
 
 

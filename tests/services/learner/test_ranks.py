@@ -15,6 +15,7 @@ The learning rate is constant, so a 2-step run and a 4-step run share their sche
 Then the stop (preemption): SIGTERM to torchrun mid-run leaves a two-rank checkpoint of the
 last step trained.
 """
+
 import asyncio
 import json
 import os
@@ -35,8 +36,12 @@ pytestmark = pytest.mark.slow
 COMPARED = ("loss", "grad_norm", "pg_loss", "reward")
 # constant LR: a 2-step and a 4-step run share their schedule; micro-batches of one group: a
 # rank and one process run the same forwards; fp32: `precision: auto` may pick bf16 autocast here
-SAME_WORK = {"trainer.optim.warmup_steps": 0, "trainer.optim.min_lr_ratio": 1.0, "trainer.micro_batch_size": 4,
-             "trainer.precision": "fp32"}
+SAME_WORK = {
+    "trainer.optim.warmup_steps": 0,
+    "trainer.optim.min_lr_ratio": 1.0,
+    "trainer.micro_batch_size": 4,
+    "trainer.precision": "fp32",
+}
 
 
 def metrics_rows(run_dir) -> dict[int, dict]:
@@ -57,8 +62,11 @@ async def serve_on_two_ranks(cfg, nats_url: str, run_id: str, sigterm_after: int
     try:
         with log_path.open("wb") as log:
             proc = await asyncio.create_subprocess_exec(
-                *service_argv(spec, nats_url, run_id, config_path), stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **spec.env})
+                *service_argv(spec, nats_url, run_id, config_path),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **spec.env},
+            )
             try:
                 if sigterm_after is not None:
                     await asyncio.wait_for(steps_logged(cfg.run.dir, sigterm_after), timeout=240)
@@ -127,8 +135,13 @@ def test_every_step_matches_one_process(runs):
 def test_sigterm_stops_both_ranks_after_a_checkpoint(tmp_path, tiny_model_dir, nats_url):
     """Preemption on 2 ranks: torchrun passes SIGTERM to both; rank 0 finishes its step,
     checkpoints with rank 1 (which ignores the signal and follows), then releases it."""
-    cfg = make_config(tmp_path, tiny_model_dir, "stopped", **SAME_WORK,
-                      **{"learner.ranks": 2, "learner.steps": 1000, "learner.checkpoint_every": 0})
+    cfg = make_config(
+        tmp_path,
+        tiny_model_dir,
+        "stopped",
+        **SAME_WORK,
+        **{"learner.ranks": 2, "learner.steps": 1000, "learner.checkpoint_every": 0},
+    )
     _, log = asyncio.run(serve_on_two_ranks(cfg, nats_url, "tranks-stop", sigterm_after=2))
     done = len(metrics_rows(cfg.run.dir))
     assert done >= 2 and f"checkpoint at step {done} (stopped)" in log, log[-4000:]

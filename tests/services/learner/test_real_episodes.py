@@ -11,6 +11,7 @@ for token (a shift by one would put mismatch_kl far from 0).
 
 Run: .venv/bin/python -m pytest tests/services/learner/test_real_episodes.py -m slow
 """
+
 import numpy as np
 import pytest
 
@@ -26,29 +27,34 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 
 def judge(group, vocab_size: int):
-    return check_group(group, current_version=group.policy_version, max_staleness=0,
-                       vocab_size=vocab_size, need_ref=False)
+    return check_group(
+        group, current_version=group.policy_version, max_staleness=0, vocab_size=vocab_size, need_ref=False
+    )
 
 
-async def test_real_episodes_pass_the_learners_checks_and_train_on_model_tokens(base_rollout_engine, env, tiny_model_dir):
+async def test_real_episodes_pass_the_learners_checks_and_train_on_model_tokens(
+    base_rollout_engine, env, tiny_model_dir
+):
     client, _ = env
     model = load_causal_lm(str(tiny_model_dir))
     vocab = model.config.vocab_size
-    groups = [await rollout(base_rollout_engine, client, max_turns=3).generate_group(task("chatty", "g-c-real", n=2)),
-              await rollout(base_rollout_engine, client, max_turns=2).generate_group(task("first_obs", "g-f-real", n=2))]
+    groups = [
+        await rollout(base_rollout_engine, client, max_turns=3).generate_group(task("chatty", "g-c-real", n=2)),
+        await rollout(base_rollout_engine, client, max_turns=2).generate_group(task("first_obs", "g-f-real", n=2)),
+    ]
     for group in groups:
         verdict = judge(group, vocab)
         assert verdict.keep, (group.group_id, verdict)
     batch = groups_to_batch(groups, pad_id=0, need_ref=False, turn_credit=("env",))
     masks = [unpack_uint8(s.loss_mask) for g in groups for s in g.samples]
     for row, mask in enumerate(masks):
-        assert batch.loss_mask[row, :len(mask)].tolist() == mask.astype(float).tolist()
+        assert batch.loss_mask[row, : len(mask)].tolist() == mask.astype(float).tolist()
     assert all((mask == 0).any() and mask[-1] == 1 for mask in masks)  # holes between turns
     trainer = TrainerConfig(micro_batch_size=4, old_logprobs="recompute", optim={"lr": 1e-4})
-    algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.0,
-                           rollout_correction={"mode": "token", "cap": 2.0})
-    step = TrainStep(build_policy(model, trainer, total_steps=1), algo, trainer, max_staleness=0,
-                     temperature=1.0)
+    algo = AlgorithmConfig(
+        advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.0, rollout_correction={"mode": "token", "cap": 2.0}
+    )
+    step = TrainStep(build_policy(model, trainer, total_steps=1), algo, trainer, max_staleness=0, temperature=1.0)
     metrics = step(batch, 0)
     print(f"\nmismatch_kl over the real episodes' model tokens: {metrics['mismatch_kl']:.2e}")
     assert metrics["mismatch_kl"] < 1e-3, metrics["mismatch_kl"]  # engine and learner agree token for token

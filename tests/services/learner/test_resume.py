@@ -13,6 +13,7 @@ uninterrupted run and a stopped-then-resumed run comparable step by step:
   dataset draw is trained exactly once across the two halves, and the same draws as in
   the straight run.
 """
+
 import asyncio
 from pathlib import Path
 
@@ -30,6 +31,7 @@ COMPARED = ("loss", "grad_norm", "reward", "entropy", "lr")
 
 def metrics_rows(run_dir) -> dict[int, dict]:
     import json
+
     return {r["step"]: r for r in map(json.loads, (Path(run_dir) / "metrics.jsonl").read_text().splitlines())}
 
 
@@ -119,7 +121,8 @@ def test_a_partial_first_save_does_not_block_the_resume(runs, tiny_model_dir, na
 
 
 def test_a_learner_restarted_before_its_first_checkpoint_takes_the_rollouts_back_to_its_weights(
-        runs, tiny_model_dir, nats_url):
+    runs, tiny_model_dir, nats_url
+):
     """The dead learner had pushed v4 and never checkpointed; its successor starts from the
     base weights (version 0). It must publish them, or every group the replicas make with v4
     is newer than the learner and dropped as "future_version", for ever."""
@@ -128,7 +131,14 @@ def test_a_learner_restarted_before_its_first_checkpoint_takes_the_rollouts_back
     async def dead_learners_push(bus):
         await bus.state.put(WEIGHTS_NOTICE_KEY, common_pb2.WeightsNotice(run_id=bus.run_id, version=4, step=3))
 
-    loop, _ = asyncio.run(run_once(cfg, nats_url, resume=cfg.run.dir, before=dead_learners_push,
-                                   rollout=lambda bus: seeded_rollout(bus, follow_weights=True)))
+    loop, _ = asyncio.run(
+        run_once(
+            cfg,
+            nats_url,
+            resume=cfg.run.dir,
+            before=dead_learners_push,
+            rollout=lambda bus: seeded_rollout(bus, follow_weights=True),
+        )
+    )
     assert loop.step == 2 and loop.gatherer.totals.get("future_version", 0) == 0
     assert loop.version == 2  # v0 republished at start, then one push per step

@@ -7,6 +7,7 @@ rewards are NaN — a failed score — while the test says scoring is down).
 - down for good: after `max_wait_s` the learner checkpoints nothing (no step yet), stops and
   says why.
 """
+
 import asyncio
 import json
 import time
@@ -20,7 +21,8 @@ OUTAGE = {"alerts.reward_outage.after_s": 0.5, "alerts.reward_outage.max_wait_s"
 
 
 async def test_an_outage_throttles_prompts_alerts_and_the_run_continues_when_scoring_returns(
-        tmp_path, tiny_model_dir, nats_url):
+    tmp_path, tiny_model_dir, nats_url
+):
     cfg = make_config(tmp_path, tiny_model_dir, "outage", **OUTAGE)
     # scoring comes back 2.5 s after the learner said it waits for it (timed from then, not
     # from the start: on a loaded machine the learner may take seconds to start)
@@ -54,8 +56,12 @@ async def test_an_outage_throttles_prompts_alerts_and_the_run_continues_when_sco
 
 
 async def test_an_outage_longer_than_max_wait_stops_the_run_with_a_message(tmp_path, tiny_model_dir, nats_url):
-    cfg = make_config(tmp_path, tiny_model_dir, "outage-for-good", **{
-        "alerts.reward_outage.after_s": 0.3, "alerts.reward_outage.max_wait_s": 1.5})
+    cfg = make_config(
+        tmp_path,
+        tiny_model_dir,
+        "outage-for-good",
+        **{"alerts.reward_outage.after_s": 0.3, "alerts.reward_outage.max_wait_s": 1.5},
+    )
     rollout = partial(seeded_rollout, scoring_down=lambda: True, delay_s=0.02)
     loop, state = await asyncio.wait_for(run_once(cfg, nats_url, rollout=rollout), timeout=120)
     assert loop.step == 0

@@ -2,6 +2,7 @@
 `mlflow server` on loopback that dies mid-run) and W&B offline, each read back with the
 library's own reader (MlflowClient; `wandb leet inspect`). Bad input: a password in the
 tracking URI, a server that is not there at start-up, a tracker whose package is missing."""
+
 import json
 import sys
 import time
@@ -19,17 +20,37 @@ mlflow = pytest.importorskip("mlflow")
 
 
 def config(run_dir: Path, *overrides: str):
-    return load_config(base={"run": {"name": "track", "dir": str(run_dir)},
-                             "model": {"path": "tiny"}, "data": {"train": "train.jsonl"},
-                             "algorithm": {"preset": "grpo"}}, overrides=list(overrides))
+    return load_config(
+        base={
+            "run": {"name": "track", "dir": str(run_dir)},
+            "model": {"path": "tiny"},
+            "data": {"train": "train.jsonl"},
+            "algorithm": {"preset": "grpo"},
+        },
+        overrides=list(overrides),
+    )
 
 
 def write_samples(run_dir: Path, step: int, n: int) -> None:
     with (run_dir / "samples.jsonl").open("a") as f:
         for i in range(n):
-            f.write(json.dumps({"step": step, "split": "train", "prompt": f"{i}+1", "response": str(i + 1),
-                                "ground_truth": str(i + 1), "reward": 1.0, "components": {"math": {"value": 1.0}},
-                                "finish_reason": "stop", "num_tokens": 2, "policy_version": step}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "step": step,
+                        "split": "train",
+                        "prompt": f"{i}+1",
+                        "response": str(i + 1),
+                        "ground_truth": str(i + 1),
+                        "reward": 1.0,
+                        "components": {"math": {"value": 1.0}},
+                        "finish_reason": "stop",
+                        "num_tokens": 2,
+                        "policy_version": step,
+                    }
+                )
+                + "\n"
+            )
 
 
 def history(client, run_id: str, key: str) -> list[tuple[int, float]]:
@@ -86,8 +107,12 @@ def test_an_unknown_tracker_is_refused(tmp_path):
 
 def test_a_tracking_server_that_is_not_there_fails_at_start_up(tmp_path):
     uri = f"http://127.0.0.1:{free_port()}"
-    cfg = config(tmp_path, "telemetry.trackers=[tensorboard,mlflow]", f"telemetry.mlflow.tracking_uri={uri}",
-                 "telemetry.mlflow.timeout_s=2")
+    cfg = config(
+        tmp_path,
+        "telemetry.trackers=[tensorboard,mlflow]",
+        f"telemetry.mlflow.tracking_uri={uri}",
+        "telemetry.mlflow.timeout_s=2",
+    )
     t0 = time.monotonic()
     with pytest.raises(TrackerUnavailable, match=f"tracking store {uri} did not work.*remove mlflow"):
         start_trackers(cfg, "run-x")
@@ -108,8 +133,13 @@ def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path)
     (tmp_path / "server").mkdir()
     server = MlflowServer(tmp_path / "server").start()
     try:
-        cfg = config(tmp_path / "run", "telemetry.trackers=[mlflow]", f"telemetry.mlflow.tracking_uri={server.uri}",
-                     "telemetry.mlflow.timeout_s=3", "telemetry.mlflow.retry_every_s=0.5")
+        cfg = config(
+            tmp_path / "run",
+            "telemetry.trackers=[mlflow]",
+            f"telemetry.mlflow.tracking_uri={server.uri}",
+            "telemetry.mlflow.timeout_s=3",
+            "telemetry.mlflow.retry_every_s=0.5",
+        )
         (tracker,) = start_trackers(cfg, "run-s")
         tracker.log(0, {"reward": 0.1})
         tracker.log(1, {"reward": 0.2})

@@ -11,6 +11,7 @@ with their reason (and what exactly), count them (`groups/dropped_<reason>`,
 `groups/rollout_dropped_total`, Prometheus `groups_dropped{reason}`), raise the
 `env_drop_rate` alert, and never train on or crash over any of them.
 """
+
 import json
 from pathlib import Path
 
@@ -35,10 +36,16 @@ def episode(group: common_pb2.Group, index: int, rng) -> None:
     turn_rewards = [float(rng.integers(0, 2)) * 0.5, float(rng.integers(0, 2))]
     env = sum(turn_rewards)
     sample = group.samples.add(
-        index=index, response_token_ids=pack_int32(ids), loss_mask=pack_uint8(MASK),
-        behaviour_logprobs=pack_float32(np.where(MASK > 0, -2.0, 0.0)), reward=env,
-        env_reward=env, has_env_reward=True, policy_version=group.policy_version,
-        finish_reason=common_pb2.FINISH_REASON_STOP)
+        index=index,
+        response_token_ids=pack_int32(ids),
+        loss_mask=pack_uint8(MASK),
+        behaviour_logprobs=pack_float32(np.where(MASK > 0, -2.0, 0.0)),
+        reward=env,
+        env_reward=env,
+        has_env_reward=True,
+        policy_version=group.policy_version,
+        finish_reason=common_pb2.FINISH_REASON_STOP,
+    )
     sample.turns.add(index=0, token_start=0, token_end=3, observation_end=5, reward=turn_rewards[0])
     sample.turns.add(index=1, token_start=5, token_end=7, reward=turn_rewards[1], done=True)
     sample.reward_components.add(name="env", value=env, weight=1.0, status=common_pb2.SCORE_STATUS_OK)
@@ -49,9 +56,14 @@ def episode_rollout(answered: list):
         rng = np.random.default_rng(0)
 
         async def answer(task: common_pb2.PromptTask, ctx):
-            group = common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task,
-                                     policy_version=task.min_policy_version, scored=True,
-                                     rollout_replica="episodes-0")
+            group = common_pb2.Group(
+                run_id=task.run_id,
+                group_id=task.group_id,
+                task=task,
+                policy_version=task.min_policy_version,
+                scored=True,
+                rollout_replica="episodes-0",
+            )
             if len(answered) < 2:  # dropped: published with no samples, as the rollout does
                 group.drop_reason = TIMEOUT.format(gid=task.group_id)
             for i in range(0 if group.drop_reason else task.sampling.n):
@@ -60,23 +72,35 @@ def episode_rollout(answered: list):
                 group.samples[1].loss_mask = pack_uint8(np.zeros(7, np.uint8))  # no model token
             answered.append(task)
             await bus.publish("ready", group, msg_id=group.group_id)
+
         await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (durables.py)
+
     return rollout
 
 
 @pytest.fixture
 def cfg(tmp_path, tiny_model_dir):
-    return make_config(tmp_path, tiny_model_dir, "episodes", **{
-        "learner.steps": 2, "rollout.sampling.group_size": 2,
-        "reward.components": '[{"name": "env", "kind": "environment", "weight": 1.0}]',
-        "alerts.env_drop_rate.window": 2, "alerts.env_drop_rate.min_groups": 2})
+    return make_config(
+        tmp_path,
+        tiny_model_dir,
+        "episodes",
+        **{
+            "learner.steps": 2,
+            "rollout.sampling.group_size": 2,
+            "reward.components": '[{"name": "env", "kind": "environment", "weight": 1.0}]',
+            "alerts.env_drop_rate.window": 2,
+            "alerts.env_drop_rate.min_groups": 2,
+        },
+    )
 
 
 async def test_episodes_train_and_dropped_groups_are_recorded_counted_and_alerted(cfg, nats_url):
     answered: list = []
     with start_metrics("learner", "learner-0", "episodes") as prometheus:
+
         def logged(built_loop):
             built_loop.logger = with_prometheus(built_loop.logger, prometheus)
+
         loop, state = await run_once(cfg, nats_url, rollout=episode_rollout(answered), on_built=logged)
         text = prometheus.scrape()
     assert state.step == 2 and state.groups_trained == 4  # 2 steps × 2 prompts, all sound episodes

@@ -1,4 +1,5 @@
 """The tiny reference model and its scorer, loaded once per test module."""
+
 import pytest
 
 

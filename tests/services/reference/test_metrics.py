@@ -5,6 +5,7 @@ on stop.
 
 In-process rather than `python -m`: a fresh process imports torch (10-40 s here), and the
 process path is covered by test_worker.py's slow test; what is checked here is the wiring."""
+
 import argparse
 import asyncio
 
@@ -19,17 +20,24 @@ GROUPS = 2
 
 
 def write_config(tmp_path, model_dir) -> str:
-    cfg = load_config(base={"run": {"dir": str(tmp_path / "run")}, "model": {"path": str(model_dir)},
-                            "data": {"train": "x.jsonl"}, "algorithm": {"preset": "grpo"},
-                            "telemetry": {"tracing": False}})  # no process-wide tracer in the test
+    cfg = load_config(
+        base={
+            "run": {"dir": str(tmp_path / "run")},
+            "model": {"path": str(model_dir)},
+            "data": {"train": "x.jsonl"},
+            "algorithm": {"preset": "grpo"},
+            "telemetry": {"tracing": False},
+        }
+    )  # no process-wide tracer in the test
     path = tmp_path / "config.yaml"
     path.write_text(dump_config(cfg))
     return str(path)
 
 
 async def test_metrics_count_groups_and_sequences(bus, nats_url, run_id, tmp_path, tiny_model_dir):
-    args = argparse.Namespace(nats=nats_url, run_id=run_id, replica_id="reference-m",
-                              config=write_config(tmp_path, tiny_model_dir))
+    args = argparse.Namespace(
+        nats=nats_url, run_id=run_id, replica_id="reference-m", config=write_config(tmp_path, tiny_model_dir)
+    )
     stopper = Stopper()
     service = asyncio.create_task(serve(ReferenceProcess(), args, stopper))
     try:

@@ -1,4 +1,5 @@
 """Reference log-probs equal a plain HF forward, one unpadded sequence at a time."""
+
 import numpy as np
 import pytest
 import torch
@@ -61,13 +62,28 @@ def test_the_model_is_frozen(tiny_model):
 
 
 def test_from_config_uses_the_sampling_temperature(tiny_model_dir, tmp_path):
-    cfg = load_config(base={"model": {"path": str(tiny_model_dir)}, "data": {"train": "x.jsonl"},
-                            "rollout": {"sampling": {"temperature": 0.5}},
-                            "reference": {"micro_batch_size": 3}})
+    cfg = load_config(
+        base={
+            "model": {"path": str(tiny_model_dir)},
+            "data": {"train": "x.jsonl"},
+            "rollout": {"sampling": {"temperature": 0.5}},
+            "reference": {"micro_batch_size": 3},
+        }
+    )
     scorer = ReferenceScorer.from_config(cfg)
     assert (scorer.temperature, scorer.micro_batch_size) == (0.5, 3)
-    assert logprob_temperature(cfg.model_copy(update={"rollout": cfg.rollout.model_copy(
-        update={"sampling": cfg.rollout.sampling.model_copy(update={"temperature": 0.0})})})) == 1.0
+    assert (
+        logprob_temperature(
+            cfg.model_copy(
+                update={
+                    "rollout": cfg.rollout.model_copy(
+                        update={"sampling": cfg.rollout.sampling.model_copy(update={"temperature": 0.0})}
+                    )
+                }
+            )
+        )
+        == 1.0
+    )
 
 
 def test_mismatched_lengths_are_an_error(tiny_model):

@@ -1,5 +1,6 @@
 """ReferenceService over a real gRPC port: same numbers as the scorer, health, reflection,
 and INVALID_ARGUMENT for ids the model does not have."""
+
 import grpc
 import numpy as np
 import pytest
@@ -21,10 +22,12 @@ async def channel(tiny_scorer):
 
 
 def request_for(prompts, responses):
-    return reference_pb2.ComputeLogprobsRequest(sequences=[
-        reference_pb2.TokenSequence(id=f"s{i}", prompt_token_ids=pack_int32(p),
-                                    response_token_ids=pack_int32(r))
-        for i, (p, r) in enumerate(zip(prompts, responses))])
+    return reference_pb2.ComputeLogprobsRequest(
+        sequences=[
+            reference_pb2.TokenSequence(id=f"s{i}", prompt_token_ids=pack_int32(p), response_token_ids=pack_int32(r))
+            for i, (p, r) in enumerate(zip(prompts, responses))
+        ]
+    )
 
 
 async def test_compute_logprobs_returns_the_scorers_numbers(channel, tiny_scorer):
@@ -58,8 +61,7 @@ async def test_health_and_reflection(channel):
         reply = await health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
     refl = reflection_pb2_grpc.ServerReflectionStub(channel)
-    responses = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
-                                          timeout=5)
+    responses = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
     names = [s.name async for r in responses for s in r.list_services_response.service]
     assert SERVICE_NAME in names and "grpc.health.v1.Health" in names
 
@@ -75,8 +77,9 @@ async def test_the_learner_ld_weights_the_reference_tokens(tiny_scorer):
     server, port = await start_reference_server(tiny_scorer, 0, host="127.0.0.1")
     client = ReferenceClient(f"127.0.0.1:{port}", timeout_s=30)
     cfg = SimpleNamespace(algorithm=SimpleNamespace(dpo_ld_alpha=0.25))
-    learner = OfflineLearner(cfg=cfg, pairs=None, dpo_step=None, reference=client, logger=None,
-                             state=None, pad_id=0, checkpoints=None)
+    learner = OfflineLearner(
+        cfg=cfg, pairs=None, dpo_step=None, reference=client, logger=None, state=None, pad_id=0, checkpoints=None
+    )
     rng = np.random.default_rng(5)
     prompts = [rng.integers(5, 90, 3), rng.integers(5, 90, 4)] * 2
     responses = [rng.integers(5, 90, n) for n in (5, 2, 3, 4)]  # chosen 5, 2; rejected 3, 4
@@ -86,6 +89,10 @@ async def test_the_learner_ld_weights_the_reference_tokens(tiny_scorer):
         await client.close()
         await server.stop(grace=0)
     tokens = [t.astype(np.float64) for t in tiny_scorer.score(prompts, responses)]
-    expected = [tokens[0][:3].sum() + 0.25 * tokens[0][3:].sum(), tokens[1].sum(),
-                tokens[2].sum(), tokens[3][:2].sum() + 0.25 * tokens[3][2:].sum()]
+    expected = [
+        tokens[0][:3].sum() + 0.25 * tokens[0][3:].sum(),
+        tokens[1].sum(),
+        tokens[2].sum(),
+        tokens[3][:2].sum() + 0.25 * tokens[3][2:].sum(),
+    ]
     np.testing.assert_allclose(got, expected, rtol=1e-5)

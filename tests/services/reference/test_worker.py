@@ -2,6 +2,7 @@
 reference log-prob per response token, the same numbers the scorer gives, plus a timing;
 and the service process (python -m meshrl.services.reference) does it too and exits 0 on
 SIGTERM."""
+
 import asyncio
 import signal
 import subprocess
@@ -23,9 +24,15 @@ RESPONSES = [np.array(r, dtype=np.int32) for r in ([20, 21, 22], [30], [40, 41, 
 
 def make_group(run_id: str, group_id: str) -> common_pb2.Group:
     task = common_pb2.PromptTask(run_id=run_id, group_id=group_id, prompt_token_ids=pack_int32(PROMPT))
-    samples = [common_pb2.Sample(index=i, response_token_ids=pack_int32(r), reward=float(i),
-                                 behaviour_logprobs=pack_float32(np.full(len(r), -1.0)))
-               for i, r in enumerate(RESPONSES)]
+    samples = [
+        common_pb2.Sample(
+            index=i,
+            response_token_ids=pack_int32(r),
+            reward=float(i),
+            behaviour_logprobs=pack_float32(np.full(len(r), -1.0)),
+        )
+        for i, r in enumerate(RESPONSES)
+    ]
     return common_pb2.Group(run_id=run_id, group_id=group_id, task=task, samples=samples, scored=True)
 
 
@@ -96,8 +103,14 @@ async def test_a_group_the_rollout_dropped_passes_through_without_log_probs(nats
 
 @pytest.fixture
 def config_file(tmp_path, tiny_model_dir):
-    cfg = load_config(base={"model": {"path": str(tiny_model_dir)}, "data": {"train": "x.jsonl"},
-                            "algorithm": {"preset": "grpo"}, "reference": {"micro_batch_size": 2}})
+    cfg = load_config(
+        base={
+            "model": {"path": str(tiny_model_dir)},
+            "data": {"train": "x.jsonl"},
+            "algorithm": {"preset": "grpo"},
+            "reference": {"micro_batch_size": 2},
+        }
+    )
     path = tmp_path / "config.yaml"
     path.write_text(dump_config(cfg))
     return path
@@ -108,9 +121,23 @@ async def test_service_process_end_to_end(nats_url, run_id, config_file, tiny_sc
     bus = await Bus.connect(nats_url, run_id, name="test")
     await bus.ensure_streams()
     log = (tmp_path / "reference.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "meshrl.services.reference", "--nats", nats_url,
-                             "--run-id", run_id, "--config", str(config_file),
-                             "--replica-id", "reference-3"], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.services.reference",
+            "--nats",
+            nats_url,
+            "--run-id",
+            run_id,
+            "--config",
+            str(config_file),
+            "--replica-id",
+            "reference-3",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         await bus.publish("scored", make_group(run_id, "g-p"), msg_id="g-p")
         group = await pull_one(bus, timeout_s=120)
@@ -129,8 +156,21 @@ def test_service_with_a_missing_model_exits_2(tmp_path):
     cfg = load_config(base={"model": {"path": str(tmp_path / "nope")}, "data": {"train": "x.jsonl"}})
     path = tmp_path / "config.yaml"
     path.write_text(dump_config(cfg))
-    proc = subprocess.run([sys.executable, "-m", "meshrl.services.reference", "--nats",
-                           "nats://127.0.0.1:1", "--run-id", "r", "--config", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.services.reference",
+            "--nats",
+            "nats://127.0.0.1:1",
+            "--run-id",
+            "r",
+            "--config",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr

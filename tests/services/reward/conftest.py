@@ -1,4 +1,5 @@
 """Reward service fixtures: the example external reward service as a real process."""
+
 import sys
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """External reward services over real gRPC ports: the example server end to end, and fake
 services (in-process grpc.aio servers named Fake*) that time out or return garbage."""
+
 import asyncio
 import math
 import time
@@ -13,9 +14,11 @@ from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
 from meshrl.addresses import free_port
 
-ITEMS = [RewardItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
-         RewardItem(id="g/1", response="seven"),                        # 0/2 kw, short
-         RewardItem(id="g/2", response="my answer")]                    # 1/2 kw
+ITEMS = [
+    RewardItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
+    RewardItem(id="g/1", response="seven"),  # 0/2 kw, short
+    RewardItem(id="g/2", response="my answer"),
+]  # 1/2 kw
 
 
 async def test_example_server_scored_end_to_end(example_reward_address):
@@ -41,10 +44,15 @@ class FakeService(reward_pb2_grpc.RewardServiceServicer):
             await asyncio.sleep(3.0)
         if self.mode == "abort":
             await context.abort(grpc.StatusCode.INTERNAL, "judge model crashed")
-        ids = [f"other/{i}" for i in range(len(request.items))] if self.mode == "wrong_ids" else [i.id for i in request.items]
+        ids = (
+            [f"other/{i}" for i in range(len(request.items))]
+            if self.mode == "wrong_ids"
+            else [i.id for i in request.items]
+        )
         score = math.nan if self.mode == "nan" else 1.0
-        return reward_pb2.ScoreResponse(results=[
-            reward_pb2.ScoreResult(id=i, score=score, status=common_pb2.SCORE_STATUS_OK) for i in ids])
+        return reward_pb2.ScoreResponse(
+            results=[reward_pb2.ScoreResult(id=i, score=score, status=common_pb2.SCORE_STATUS_OK) for i in ids]
+        )
 
 
 @pytest.fixture
@@ -67,11 +75,15 @@ async def test_service_sleeping_past_deadline_is_timeout(fake_address):
     assert all(math.isnan(s.value) for s in scores)
 
 
-@pytest.mark.parametrize(("fake_address", "expected"), [
-    ("wrong_ids", "unknown ids ['other/0', 'other/1', 'other/2']"),
-    ("nan", "non-finite score nan"),
-    ("abort", "INTERNAL: judge model crashed"),
-], indirect=["fake_address"])
+@pytest.mark.parametrize(
+    ("fake_address", "expected"),
+    [
+        ("wrong_ids", "unknown ids ['other/0', 'other/1', 'other/2']"),
+        ("nan", "non-finite score nan"),
+        ("abort", "INTERNAL: judge model crashed"),
+    ],
+    indirect=["fake_address"],
+)
 async def test_garbage_answers_are_errors(fake_address, expected):
     comp = ExternalComponent("bad", 1.0, fake_address, timeout_s=5.0)
     scores = await comp.score(ITEMS)

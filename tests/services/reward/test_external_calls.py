@@ -4,6 +4,7 @@ batching, the concurrency limit, the cache and the per-service metrics.
 
 `ScriptedService` is a test reward service: it answers each call with the next code of its
 script (then OK forever), scores an item len(response), and records every call's size."""
+
 import asyncio
 
 import grpc
@@ -35,9 +36,12 @@ class ScriptedService(reward_pb2_grpc.RewardServiceServicer):
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         await asyncio.sleep(self.hold_s)
         self.in_flight -= 1
-        return reward_pb2.ScoreResponse(results=[
-            reward_pb2.ScoreResult(id=it.id, score=float(len(it.response)), status=reward_pb2.SCORE_STATUS_OK)
-            for it in request.items])
+        return reward_pb2.ScoreResponse(
+            results=[
+                reward_pb2.ScoreResult(id=it.id, score=float(len(it.response)), status=reward_pb2.SCORE_STATUS_OK)
+                for it in request.items
+            ]
+        )
 
 
 async def serve(service, port: int = 0):
@@ -53,12 +57,15 @@ def component(address: str, **cfg) -> ExternalComponent:
     return ExternalComponent.from_config(cfg, run_id="r1")
 
 
-@pytest.mark.parametrize(("code", "calls", "status"), [
-    (grpc.StatusCode.UNAVAILABLE, 3, Status.OK),          # 2 failures, retried, 3rd answers
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, 3, Status.OK),
-    (grpc.StatusCode.INVALID_ARGUMENT, 1, Status.ERROR),  # not retryable: fails at once
-    (grpc.StatusCode.INTERNAL, 1, Status.ERROR),
-])
+@pytest.mark.parametrize(
+    ("code", "calls", "status"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, 3, Status.OK),  # 2 failures, retried, 3rd answers
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, 3, Status.OK),
+        (grpc.StatusCode.INVALID_ARGUMENT, 1, Status.ERROR),  # not retryable: fails at once
+        (grpc.StatusCode.INTERNAL, 1, Status.ERROR),
+    ],
+)
 async def test_only_retryable_codes_are_retried(code, calls, status):
     service = ScriptedService([code, code])
     server, address = await serve(service)
@@ -98,8 +105,7 @@ async def test_breaker_opens_fails_fast_then_probes_and_closes():
 async def test_service_killed_and_restarted_on_the_same_port_is_scored_again():
     port = free_port()
     server, address = await serve(ScriptedService(), port)
-    comp = component(address, retry={"attempts": 2, **FAST}, breaker={"failures": 1, "cooldown_s": 0.2},
-                     timeout_s=1.0)
+    comp = component(address, retry={"attempts": 2, **FAST}, breaker={"failures": 1, "cooldown_s": 0.2}, timeout_s=1.0)
     try:
         assert (await comp.score(ITEMS[:1]))[0].ok
         await server.stop(0)
@@ -132,8 +138,10 @@ async def test_cache_answers_repeats_by_prompt_response_ground_truth():
     service = ScriptedService()
     server, address = await serve(service)
     comp = component(address, cache_size=10)
-    repeat = [RewardItem(id="h/0", response="x", prompt="p"),          # same key as ITEMS[0]
-              RewardItem(id="h/1", response="x", prompt="other prompt")]  # differs: asked
+    repeat = [
+        RewardItem(id="h/0", response="x", prompt="p"),  # same key as ITEMS[0]
+        RewardItem(id="h/1", response="x", prompt="other prompt"),
+    ]  # differs: asked
     try:
         await comp.score(ITEMS[:2])
         scores = await comp.score(repeat)
@@ -160,8 +168,8 @@ async def test_metrics_name_component_service_and_code():
         await server.stop(0)
         handle.close()
     labels = f'component="judge",replica="0",run="r1",service="reward",target="{address}"'
-    assert f"meshrl_reward_external_errors_total{{code=\"INTERNAL\",{labels}}} 2.0" in text
-    assert f"meshrl_reward_external_errors_total{{code=\"BREAKER_OPEN\",{labels}}} 1.0" in text
+    assert f'meshrl_reward_external_errors_total{{code="INTERNAL",{labels}}} 2.0' in text
+    assert f'meshrl_reward_external_errors_total{{code="BREAKER_OPEN",{labels}}} 1.0' in text
     assert f"meshrl_reward_external_call_seconds_count{{{labels}}} 2.0" in text
     assert f"meshrl_reward_external_breaker_state{{{labels}}} 2.0" in text  # open
 
@@ -174,7 +182,7 @@ async def test_retry_and_timeout_counters():
     comp = component(address, retry={"attempts": 2, **FAST})
     comp.calls.use_metrics(CallMetrics(handle, component="judge", target=address))
     try:
-        first = await comp.score(ITEMS[:1])   # UNAVAILABLE, retried → DEADLINE_EXCEEDED: out of attempts
+        first = await comp.score(ITEMS[:1])  # UNAVAILABLE, retried → DEADLINE_EXCEEDED: out of attempts
         second = await comp.score(ITEMS[:1])  # DEADLINE_EXCEEDED, retried → OK
         text = handle.scrape()
     finally:
@@ -183,11 +191,13 @@ async def test_retry_and_timeout_counters():
         handle.close()
     assert (first[0].status, second[0].status) == (Status.TIMEOUT, Status.OK)
     labels = f'component="judge",replica="0",run="r1",service="reward",target="{address}"'
-    for line in [f'meshrl_reward_external_retries_total{{code="UNAVAILABLE",{labels}}} 1.0',
-                 f'meshrl_reward_external_retries_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
-                 f'meshrl_reward_external_errors_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
-                 f"meshrl_reward_external_timeouts_total{{{labels}}} 1.0",
-                 f"meshrl_reward_external_call_seconds_count{{{labels}}} 4.0"]:
+    for line in [
+        f'meshrl_reward_external_retries_total{{code="UNAVAILABLE",{labels}}} 1.0',
+        f'meshrl_reward_external_retries_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
+        f'meshrl_reward_external_errors_total{{code="DEADLINE_EXCEEDED",{labels}}} 1.0',
+        f"meshrl_reward_external_timeouts_total{{{labels}}} 1.0",
+        f"meshrl_reward_external_call_seconds_count{{{labels}}} 4.0",
+    ]:
         assert line in text, line
 
 

@@ -2,6 +2,7 @@
 grpc.aio server on a real port that requires a client certificate signed by the test CA
 and `authorization: Bearer <token>` on every call (health included). Certificates are made
 in the test (tests/fixtures/tls_certs.py)."""
+
 import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
@@ -17,8 +18,11 @@ ITEMS = [RewardItem(id="g/0", response="abc")]
 
 class Judge(reward_pb2_grpc.RewardServiceServicer):
     async def Score(self, request, context):
-        return reward_pb2.ScoreResponse(results=[
-            reward_pb2.ScoreResult(id=it.id, score=0.25, status=reward_pb2.SCORE_STATUS_OK) for it in request.items])
+        return reward_pb2.ScoreResponse(
+            results=[
+                reward_pb2.ScoreResult(id=it.id, score=0.25, status=reward_pb2.SCORE_STATUS_OK) for it in request.items
+            ]
+        )
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +33,18 @@ def certs(tmp_path_factory):
 @pytest.fixture
 async def mtls_address(certs):
     server, address = await start_mtls_server(
-        certs, lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(Judge(), s), token=TOKEN)
+        certs, lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(Judge(), s), token=TOKEN
+    )
     yield address
     await server.stop(0)
 
 
 def judge(address: str, **cfg) -> ExternalComponent:
-    return ExternalComponent.from_config(RewardComponentConfig(
-        name="judge", kind="external", address=address, timeout_s=3.0, retry={"attempts": 1}, **cfg))
+    return ExternalComponent.from_config(
+        RewardComponentConfig(
+            name="judge", kind="external", address=address, timeout_s=3.0, retry={"attempts": 1}, **cfg
+        )
+    )
 
 
 async def score(comp: ExternalComponent):

@@ -1,6 +1,7 @@
 """on_failure on the run path, on a real nats-server with an external component whose
 service is down (a real port nobody listens on): `{value: X}` publishes the group with X
 counted; `stop` publishes nothing, naks the group and asks the service to stop."""
+
 import asyncio
 
 import pytest
@@ -21,9 +22,18 @@ def make_group(run_id: str, group_id: str) -> common_pb2.Group:
 
 
 def worker_for(bus, on_failure) -> RewardWorker:
-    cfgs = [C(name="len", kind="length_penalty", weight=1.0, params={"max_len": 4, "unit": "chars", "buffer": 2}),
-            C(name="judge", kind="external", weight=2.0, address=f"127.0.0.1:{free_port()}", timeout_s=1.0,
-              retry={"attempts": 1}, on_failure=on_failure)]
+    cfgs = [
+        C(name="len", kind="length_penalty", weight=1.0, params={"max_len": 4, "unit": "chars", "buffer": 2}),
+        C(
+            name="judge",
+            kind="external",
+            weight=2.0,
+            address=f"127.0.0.1:{free_port()}",
+            timeout_s=1.0,
+            retry={"attempts": 1},
+            on_failure=on_failure,
+        ),
+    ]
     scorer = GroupScorer(build_components(cfgs, bus.run_id), {c.name: c.on_failure for c in cfgs})
     return RewardWorker(bus, scorer, False, "reward-test")
 

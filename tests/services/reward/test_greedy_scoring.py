@@ -1,5 +1,6 @@
 """ReMax's greedy sample is scored like the group's samples: by the worker on a real
 nats-server (rules) and by the example external reward service over a real gRPC port."""
+
 import pytest
 
 from meshrl.transport.bus.codec import pack_int32
@@ -18,9 +19,13 @@ def sample(index: int, text: str) -> common_pb2.Sample:
 def greedy_group(run_id: str, greedy_text: str) -> common_pb2.Group:
     task = common_pb2.PromptTask(run_id=run_id, group_id="g1", prompt_text="What is 3+4?", ground_truth="7")
     task.sampling.greedy_baseline = True
-    return common_pb2.Group(run_id=run_id, group_id="g1", task=task,
-                            samples=[sample(0, "\\boxed{7}"), sample(1, "\\boxed{8}")],
-                            greedy_sample=sample(2, greedy_text))
+    return common_pb2.Group(
+        run_id=run_id,
+        group_id="g1",
+        task=task,
+        samples=[sample(0, "\\boxed{7}"), sample(1, "\\boxed{8}")],
+        greedy_sample=sample(2, greedy_text),
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,10 +41,13 @@ def test_the_greedy_sample_is_one_more_item_of_the_group_batch():
 
 
 async def test_worker_scores_the_greedy_sample_and_keeps_it_apart(bus):
-    comps = build_components([
-        C(name="math", kind="math_verify", weight=1.0),
-        C(name="len", kind="length_penalty", weight=0.5, params={"max_len": 10, "unit": "tokens"}),
-    ], bus.run_id)
+    comps = build_components(
+        [
+            C(name="math", kind="math_verify", weight=1.0),
+            C(name="len", kind="length_penalty", weight=0.5, params={"max_len": 10, "unit": "tokens"}),
+        ],
+        bus.run_id,
+    )
     worker = RewardWorker(bus, GroupScorer(comps), False, "reward-test")
     await worker.handle(greedy_group(bus.run_id, "The answer is 7."))
     (got,) = await bus.pull("ready", "learner", max_msgs=1, timeout=5)
@@ -54,8 +62,9 @@ async def test_worker_scores_the_greedy_sample_and_keeps_it_apart(bus):
 
 async def test_external_service_scores_the_greedy_sample(example_reward_address):
     # keywords answer,because, max 20 chars: "my answer" 1/2 keywords, 9 chars → 0.5
-    comps = build_components([C(name="keywords", kind="external", address=example_reward_address,
-                                weight=1.0, timeout_s=5.0)], "r1")
+    comps = build_components(
+        [C(name="keywords", kind="external", address=example_reward_address, weight=1.0, timeout_s=5.0)], "r1"
+    )
     scorer = GroupScorer(comps)
     group = greedy_group("r1", "my answer")
     try:

@@ -1,4 +1,5 @@
 """`python -m meshrl.services.reward` start-up failures: clear message, exit 2, fast."""
+
 import subprocess
 import sys
 import time
@@ -16,8 +17,17 @@ def write_config(tmp_path, components) -> str:
 
 
 def run_service(config: str) -> tuple[subprocess.CompletedProcess, float]:
-    cmd = [sys.executable, "-m", "meshrl.services.reward", "--nats", "nats://127.0.0.1:1", "--run-id", "r",
-           "--config", config]
+    cmd = [
+        sys.executable,
+        "-m",
+        "meshrl.services.reward",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--run-id",
+        "r",
+        "--config",
+        config,
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return proc, time.monotonic() - t0

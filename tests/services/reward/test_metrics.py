@@ -1,6 +1,7 @@
 """The reward service process serves Prometheus metrics: announced in the run KV, counting
 the groups it scored and each component's results by status, with the process's resource
 gauges under the labels service="reward", replica=<id>; the entry goes on SIGTERM."""
+
 import signal
 import subprocess
 import sys
@@ -16,12 +17,18 @@ GROUPS = 2
 
 
 def write_config(tmp_path) -> str:
-    cfg = {"run": {"dir": str(tmp_path / "run")}, "model": {"path": "unused"},
-           "data": {"train": "unused.jsonl"}, "algorithm": {"preset": "dapo"},  # → ready
-           "reward": {"components": [
-               {"name": "math", "kind": "math_verify", "weight": 1.0},
-               {"name": "len", "kind": "length_penalty", "weight": 0.5,
-                "params": {"max_len": 10, "unit": "tokens"}}]}}
+    cfg = {
+        "run": {"dir": str(tmp_path / "run")},
+        "model": {"path": "unused"},
+        "data": {"train": "unused.jsonl"},
+        "algorithm": {"preset": "dapo"},  # → ready
+        "reward": {
+            "components": [
+                {"name": "math", "kind": "math_verify", "weight": 1.0},
+                {"name": "len", "kind": "length_penalty", "weight": 0.5, "params": {"max_len": 10, "unit": "tokens"}},
+            ]
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -38,8 +45,19 @@ async def score_groups(bus, run_id: str, n: int) -> None:
 
 @pytest.mark.timeout(120)
 async def test_metrics_count_scored_groups(bus, nats_url, run_id, tmp_path):
-    cmd = [sys.executable, "-m", "meshrl.services.reward", "--nats", nats_url, "--run-id", run_id,
-           "--config", write_config(tmp_path), "--replica-id", "reward-m"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "meshrl.services.reward",
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        write_config(tmp_path),
+        "--replica-id",
+        "reward-m",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = await metrics_url(bus.state, "reward", "reward-m")
@@ -54,8 +72,7 @@ async def test_metrics_count_scored_groups(bus, nats_url, run_id, tmp_path):
     assert sample(text, "meshrl_groups_scored_total", **ids) == GROUPS
     samples = GROUPS * 3  # make_group has 3 samples
     for component in ("math", "len"):
-        assert sample(text, "meshrl_reward_component_scores_total", component=component,
-                      status="ok", **ids) == samples
+        assert sample(text, "meshrl_reward_component_scores_total", component=component, status="ok", **ids) == samples
     assert sample(text, "process_resident_memory_bytes") > 0  # prometheus_client's process collector
     promtool_check(text)
     assert await bus.state.get(metrics_key("reward", "reward-m")) is None  # withdrawn on a clean stop

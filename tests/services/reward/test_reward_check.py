@@ -1,6 +1,7 @@
 """`meshrl reward check` (the conformance kit) on real ports: it passes against meshrl's own
 reward service and the SDK example, and fails with the right row against deliberately broken
 servers written here (Broken*: repeated ids, NaN with OK, no health service)."""
+
 import asyncio
 import math
 import sys
@@ -18,15 +19,25 @@ from meshrl.services.reward.server import start_reward_server
 
 
 async def suite_rows(address: str) -> dict:
-    async with grpc.aio.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20),
-                                                           ("grpc.max_send_message_length", 64 << 20)]) as ch:
+    async with grpc.aio.insecure_channel(
+        address, options=[("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+    ) as ch:
         rows = await run_suite(ch, timeout_s=20)
     return {r.check.split(" (")[0]: r for r in rows}
 
 
 async def cli(address: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.cli.main", "reward", "check",
-                                                address, "--timeout", "20", stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "meshrl.cli.main",
+        "reward",
+        "check",
+        address,
+        "--timeout",
+        "20",
+        stdout=asyncio.subprocess.PIPE,
+    )
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()
 
@@ -39,8 +50,9 @@ class BrokenService(reward_pb2_grpc.RewardServiceServicer):
 
     async def Score(self, request, context):
         score = math.nan if self.mode == "nan" else 0.5
-        results = [reward_pb2.ScoreResult(id=i.id, score=score, status=reward_pb2.SCORE_STATUS_OK)
-                   for i in request.items]
+        results = [
+            reward_pb2.ScoreResult(id=i.id, score=score, status=reward_pb2.SCORE_STATUS_OK) for i in request.items
+        ]
         return reward_pb2.ScoreResponse(results=results * (2 if self.mode == "repeat" else 1))
 
 
@@ -60,8 +72,12 @@ async def broken_address(request):
 
 
 async def test_passes_against_meshrl_reward_service():
-    comps = build_components([C(name="em", kind="exact_match", weight=1.0),
-                              C(name="fmt", kind="regex", weight=0.5, params={"pattern": "^[0-9]+$"})])
+    comps = build_components(
+        [
+            C(name="em", kind="exact_match", weight=1.0),
+            C(name="fmt", kind="regex", weight=0.5, params={"pattern": "^[0-9]+$"}),
+        ]
+    )
     server, port = await start_reward_server(GroupScorer(comps), 0, host="127.0.0.1")
     try:
         rows = await suite_rows(f"127.0.0.1:{port}")
@@ -78,11 +94,15 @@ async def test_cli_passes_against_the_sdk_example(example_reward_address):
     assert "12 of 12 checks passed" in out
 
 
-@pytest.mark.parametrize(("broken_address", "row", "says"), [
-    (("repeat", True), "ids matched", "several results for ids"),
-    (("nan", True), "no NaN/inf score with OK", "score nan with status SCORE_STATUS_OK"),
-    (("ok", False), "health", "no health service (UNIMPLEMENTED)"),
-], indirect=["broken_address"])
+@pytest.mark.parametrize(
+    ("broken_address", "row", "says"),
+    [
+        (("repeat", True), "ids matched", "several results for ids"),
+        (("nan", True), "no NaN/inf score with OK", "score nan with status SCORE_STATUS_OK"),
+        (("ok", False), "health", "no health service (UNIMPLEMENTED)"),
+    ],
+    indirect=["broken_address"],
+)
 async def test_fails_with_the_right_row(broken_address, row, says):
     rows = await suite_rows(broken_address)
     failed = {name for name, r in rows.items() if r.outcome == "FAIL"}

@@ -1,5 +1,6 @@
 """`meshrl reward check` over mutual TLS with a bearer token (certificates made in the test,
 tests/fixtures/tls_certs.py; the server checks the token), and its usage errors."""
+
 import asyncio
 import sys
 
@@ -15,8 +16,13 @@ TOKEN = "kit-test-token-not-a-secret"
 @pytest.fixture
 async def mtls(tmp_path):
     certs = make_certs(tmp_path)
-    server, address = await start_mtls_server(certs, lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(
-        FunctionServicer(lambda item: len(item.response) % 3), s), token=TOKEN)
+    server, address = await start_mtls_server(
+        certs,
+        lambda s: reward_pb2_grpc.add_RewardServiceServicer_to_server(
+            FunctionServicer(lambda item: len(item.response) % 3), s
+        ),
+        token=TOKEN,
+    )
     (tmp_path / "token").write_text(TOKEN + "\n")
     tls = ["--tls-ca", str(certs.ca), "--tls-cert", str(certs.client_cert), "--tls-key", str(certs.client_key)]
     yield address, tls, tmp_path / "token"
@@ -25,8 +31,17 @@ async def mtls(tmp_path):
 
 async def cli(*args: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "meshrl.cli.main", "reward", "check", *args, "--timeout", "20",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        "-m",
+        "meshrl.cli.main",
+        "reward",
+        "check",
+        *args,
+        "--timeout",
+        "20",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()
 

@@ -1,4 +1,5 @@
 """meshrl.reward_sdk on a real port: health, per-item failures, deadline, repeated ids."""
+
 import asyncio
 import math
 
@@ -34,7 +35,9 @@ def items(*responses: str) -> list[reward_pb2.ScoreItem]:
 
 async def test_health_serving(channel):
     for service in ("", "meshrl.reward.v1.RewardService"):
-        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=5
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -43,7 +46,10 @@ async def test_scores_errors_and_timeout(channel):
     reply = await stub.Score(reward_pb2.ScoreRequest(items=items("7", "8", "boom", "nan", "slow")), timeout=1.0)
     by_id = {r.id: r for r in reply.results}
     assert (by_id["i0"].status, by_id["i0"].score, dict(by_id["i0"].details)) == (
-        reward_pb2.SCORE_STATUS_OK, 1.0, {"chars": 1.0})
+        reward_pb2.SCORE_STATUS_OK,
+        1.0,
+        {"chars": 1.0},
+    )
     assert (by_id["i1"].status, by_id["i1"].score) == (reward_pb2.SCORE_STATUS_OK, 0.0)
     assert by_id["i2"].status == reward_pb2.SCORE_STATUS_ERROR and by_id["i2"].error == "RuntimeError: judge crashed"
     assert by_id["i3"].status == reward_pb2.SCORE_STATUS_ERROR and "non-finite score nan" in by_id["i3"].error

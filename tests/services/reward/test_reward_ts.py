@@ -1,6 +1,7 @@
 """The TypeScript example (examples/external_reward_ts, @grpc/grpc-js) as a real process:
 `npm ci` + build (cached in the example folder), then the conformance kit and a hand-computed
 score against it. Skipped only when node or npm is not installed."""
+
 import grpc
 import pytest
 
@@ -18,8 +19,11 @@ pytestmark = needs_node
 def ts_address():
     build(EXAMPLE)
     port = free_port()
-    with served(["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"],
-                port, cwd=EXAMPLE) as address:
+    with served(
+        ["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"],
+        port,
+        cwd=EXAMPLE,
+    ) as address:
         yield address
 
 
@@ -30,8 +34,10 @@ async def test_conformance_kit_passes(ts_address):
 
 
 async def test_scores_like_the_python_example(ts_address):
-    items = [reward_pb2.ScoreItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
-             reward_pb2.ScoreItem(id="g/1", response="seven")]                        # 0/2 kw
+    items = [
+        reward_pb2.ScoreItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
+        reward_pb2.ScoreItem(id="g/1", response="seven"),
+    ]  # 0/2 kw
     async with grpc.aio.insecure_channel(ts_address) as channel:
         reply = await reward_pb2_grpc.RewardServiceStub(channel).Score(reward_pb2.ScoreRequest(items=items), timeout=10)
     by_id = {r.id: r for r in reply.results}

@@ -14,11 +14,13 @@ from meshrl.services.reward.server import start_reward_server
 
 @pytest.fixture
 async def stub():
-    comps = build_components([
-        C(name="em", kind="exact_match", weight=2.0),
-        C(name="fmt", kind="regex", weight=0.5, params={"pattern": "^[0-9]+$"}),
-        C(name="len", kind="length_penalty", weight=1.0, params={"max_len": 4, "unit": "tokens"}),
-    ])
+    comps = build_components(
+        [
+            C(name="em", kind="exact_match", weight=2.0),
+            C(name="fmt", kind="regex", weight=0.5, params={"pattern": "^[0-9]+$"}),
+            C(name="len", kind="length_penalty", weight=1.0, params={"max_len": 4, "unit": "tokens"}),
+        ]
+    )
     server, port = await start_reward_server(GroupScorer(comps), 0, host="127.0.0.1")
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     yield reward_pb2_grpc.RewardServiceStub(channel), channel
@@ -27,9 +29,13 @@ async def stub():
 
 
 def request(component: str) -> reward_pb2.ScoreRequest:
-    return reward_pb2.ScoreRequest(component=component, items=[
-        reward_pb2.ScoreItem(id="a", response="7", ground_truth_json="\"7\""),
-        reward_pb2.ScoreItem(id="b", response="seven", ground_truth_json="\"7\"")])
+    return reward_pb2.ScoreRequest(
+        component=component,
+        items=[
+            reward_pb2.ScoreItem(id="a", response="7", ground_truth_json='"7"'),
+            reward_pb2.ScoreItem(id="b", response="seven", ground_truth_json='"7"'),
+        ],
+    )
 
 
 async def test_health_is_serving(stub):
@@ -50,8 +56,9 @@ async def test_combined_reward_and_failed_component_is_error(stub):
     s, _ = stub
     got = await s.Score(request(""), timeout=5)
     # "len" counts tokens, unknown over gRPC → ERROR → combined reward unavailable
-    assert all(r.status == common_pb2.SCORE_STATUS_ERROR and "len: ERROR token count unknown" in r.error
-               for r in got.results)
+    assert all(
+        r.status == common_pb2.SCORE_STATUS_ERROR and "len: ERROR token count unknown" in r.error for r in got.results
+    )
     assert dict(got.results[0].details) == {"em": 1.0, "fmt": 1.0}
 
 

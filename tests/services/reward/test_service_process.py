@@ -1,6 +1,7 @@
 """The whole reward service as a process (`python -m meshrl.services.reward`) on a real
 nats-server, with the example external reward service: a group in, scored out, SIGTERM
 stops it cleanly (exit 0); while it runs its gRPC address is announced in the run KV."""
+
 import signal
 import subprocess
 import sys
@@ -15,22 +16,39 @@ from tests.services.reward.test_worker import make_group
 
 
 def write_config(tmp_path, external_address: str) -> str:
-    cfg = {"model": {"path": "unused"}, "data": {"train": "unused.jsonl"},
-           "algorithm": {"preset": "dapo"},  # no reference: reward publishes to `ready`
-           "reward": {"components": [
-               {"name": "math", "kind": "math_verify", "weight": 1.0},
-               {"name": "keywords", "kind": "external", "address": external_address, "weight": 0.5},
-           ]}}
+    cfg = {
+        "model": {"path": "unused"},
+        "data": {"train": "unused.jsonl"},
+        "algorithm": {"preset": "dapo"},  # no reference: reward publishes to `ready`
+        "reward": {
+            "components": [
+                {"name": "math", "kind": "math_verify", "weight": 1.0},
+                {"name": "keywords", "kind": "external", "address": external_address, "weight": 0.5},
+            ]
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
 
 
 @pytest.mark.timeout(120)
-async def test_service_process_scores_group_and_stops_on_sigterm(bus, nats_url, run_id, tmp_path,
-                                                                 example_reward_address):
-    cmd = [sys.executable, "-m", "meshrl.services.reward", "--nats", nats_url, "--run-id", run_id,
-           "--config", write_config(tmp_path, example_reward_address), "--replica-id", "reward-7"]
+async def test_service_process_scores_group_and_stops_on_sigterm(
+    bus, nats_url, run_id, tmp_path, example_reward_address
+):
+    cmd = [
+        sys.executable,
+        "-m",
+        "meshrl.services.reward",
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        write_config(tmp_path, example_reward_address),
+        "--replica-id",
+        "reward-7",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         await bus.publish("generated", make_group(run_id, "g1"), msg_id="g1")

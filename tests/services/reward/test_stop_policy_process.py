@@ -2,6 +2,7 @@
 example external service passes the start-up check, is then killed; the next group makes
 the reward service exit 2 naming the component (final for the launcher), and the group is
 not published to `ready`."""
+
 import subprocess
 import sys
 
@@ -15,9 +16,24 @@ from tests.services.reward.test_worker import make_group
 
 
 def write_config(tmp_path, address: str) -> str:
-    cfg = {"model": {"path": "unused"}, "data": {"train": "unused.jsonl"}, "algorithm": {"preset": "dapo"},
-           "reward": {"components": [{"name": "judge", "kind": "external", "address": address, "weight": 1.0,
-                                      "timeout_s": 2.0, "retry": {"attempts": 1}, "on_failure": "stop"}]}}
+    cfg = {
+        "model": {"path": "unused"},
+        "data": {"train": "unused.jsonl"},
+        "algorithm": {"preset": "dapo"},
+        "reward": {
+            "components": [
+                {
+                    "name": "judge",
+                    "kind": "external",
+                    "address": address,
+                    "weight": 1.0,
+                    "timeout_s": 2.0,
+                    "retry": {"attempts": 1},
+                    "on_failure": "stop",
+                }
+            ]
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -28,8 +44,17 @@ async def test_stop_policy_exits_2_and_publishes_nothing(bus, nats_url, run_id, 
     port = free_port()
     judge = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], stderr=subprocess.PIPE, text=True)
     wait_port(port, judge)
-    cmd = [sys.executable, "-m", "meshrl.services.reward", "--nats", nats_url, "--run-id", run_id,
-           "--config", write_config(tmp_path, f"127.0.0.1:{port}")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "meshrl.services.reward",
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        write_config(tmp_path, f"127.0.0.1:{port}"),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in proc.stdout:  # started (health checked) once it announces its RewardService

@@ -1,5 +1,6 @@
 """The reward worker on a real nats-server: a Group on `generated` arrives scored on
 `ready` (no reference) or `scored` (reference enabled), components and timing attached."""
+
 import asyncio
 import math
 
@@ -19,8 +20,10 @@ RESPONSES = ["The answer is 7.", "\\boxed{8}", "7"]
 
 def make_group(run_id: str, group_id: str) -> common_pb2.Group:
     task = common_pb2.PromptTask(run_id=run_id, group_id=group_id, prompt_text="What is 3+4?", ground_truth="7")
-    samples = [common_pb2.Sample(index=i, response_text=r, response_token_ids=pack_int32(range(len(r))))
-               for i, r in enumerate(RESPONSES)]
+    samples = [
+        common_pb2.Sample(index=i, response_text=r, response_token_ids=pack_int32(range(len(r))))
+        for i, r in enumerate(RESPONSES)
+    ]
     return common_pb2.Group(run_id=run_id, group_id=group_id, task=task, samples=samples)
 
 
@@ -31,10 +34,13 @@ def _stop_pools():
 
 
 async def route_one(bus, reference_enabled: bool, out_stage: str) -> common_pb2.Group:
-    comps = build_components([
-        C(name="math", kind="math_verify", weight=1.0),
-        C(name="len", kind="length_penalty", weight=0.5, params={"max_len": 10, "unit": "tokens"}),
-    ], bus.run_id)
+    comps = build_components(
+        [
+            C(name="math", kind="math_verify", weight=1.0),
+            C(name="len", kind="length_penalty", weight=0.5, params={"max_len": 10, "unit": "tokens"}),
+        ],
+        bus.run_id,
+    )
     worker = RewardWorker(bus, GroupScorer(comps), reference_enabled, "reward-test")
     task = asyncio.create_task(bus.worker(IN_STAGE, DURABLE, worker.handle))
     try:
@@ -57,7 +63,9 @@ async def test_group_scored_to_ready_without_reference(bus):
     assert [s.reward for s in group.samples] == pytest.approx([1 - 0.5, 0 - 0.45, 1 - 0.05])
     comps = group.samples[0].reward_components
     assert [(c.name, c.weight, c.status) for c in comps] == [
-        ("math", 1.0, common_pb2.SCORE_STATUS_OK), ("len", 0.5, common_pb2.SCORE_STATUS_OK)]
+        ("math", 1.0, common_pb2.SCORE_STATUS_OK),
+        ("len", 0.5, common_pb2.SCORE_STATUS_OK),
+    ]
     assert comps[0].value == 1.0 and comps[1].value == -1.0 and comps[0].latency_s > 0
     (timing,) = group.timings
     assert (timing.stage, timing.service) == ("reward", "reward-test") and timing.end_unix >= timing.start_unix
@@ -70,8 +78,13 @@ async def test_group_scored_to_scored_when_reference_enabled(bus):
 
 
 async def test_failed_component_reaches_learner_as_nan_with_status(bus):
-    comps = build_components([C(name="math", kind="math_verify", weight=1.0),
-                              C(name="judge", kind="external", address="127.0.0.1:1", timeout_s=0.5)], bus.run_id)
+    comps = build_components(
+        [
+            C(name="math", kind="math_verify", weight=1.0),
+            C(name="judge", kind="external", address="127.0.0.1:1", timeout_s=0.5),
+        ],
+        bus.run_id,
+    )
     worker = RewardWorker(bus, GroupScorer(comps), False, "reward-test")
     await worker.handle(make_group(bus.run_id, "g2"))
     (got,) = await bus.pull("ready", "learner", max_msgs=1, timeout=5)

@@ -2,6 +2,7 @@
 `--nats --run-id --config`, settings from the run's reward_model section, on real NATS and a
 real port. It scores through the reward service's own client, announces its address in the
 run KV, and stops cleanly on SIGTERM; a config without the section exits 2 before NATS."""
+
 import asyncio
 import signal
 import subprocess
@@ -23,21 +24,41 @@ RM = {"name": "rm", "kind": "reward_model", "weight": 0.5, "timeout_s": 30}
 
 
 def service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "meshrl.services.reward_model", "--nats", nats_url,
-                             "--run-id", run_id, "--config", config, "--replica-id", "reward_model-0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.services.reward_model",
+            "--nats",
+            nats_url,
+            "--run-id",
+            run_id,
+            "--config",
+            config,
+            "--replica-id",
+            "reward_model-0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 async def test_serves_the_runs_reward_model_and_stops_cleanly(tmp_path, nats_url, run_id, bus):
     rm_dir = build_tiny_reward_model(tmp_path / "rm")
-    config = write_config(tmp_path, reward_model={"path": rm_dir, "grpc_port": free_port(), "clip": 0.5},
-                          reward={"components": [RM]})
+    config = write_config(
+        tmp_path, reward_model={"path": rm_dir, "grpc_port": free_port(), "clip": 0.5}, reward={"components": [RM]}
+    )
     proc = service(nats_url, run_id, config)
     [component] = build_components(called_components(load_config(config)), run_id)
     try:
         await check_reachable(component, within_s=60.0)
-        scores = await component.score([RewardItem(id="a", prompt="what is 3+4 ? ", response="7"),
-                                        RewardItem(id="b", prompt="what is 3+4 ? ", response="maybe 8")])
+        scores = await component.score(
+            [
+                RewardItem(id="a", prompt="what is 3+4 ? ", response="7"),
+                RewardItem(id="b", prompt="what is 3+4 ? ", response="maybe 8"),
+            ]
+        )
         assert [s.status for s in scores] == [Status.OK, Status.OK]
         assert all(abs(s.value) <= 0.5 and "raw_score" in s.details for s in scores)
         assert await service_addresses(bus.state, "reward_model") == [component.address]

@@ -3,6 +3,7 @@ model and a word-level tokenizer built in the test (no hub), served through the 
 and called by the mesh's ExternalComponent. Scores must equal the model's own logits
 computed one text at a time (padding in the batch changes nothing), all items of a call go
 through one forward pass, and normalisation + clipping apply."""
+
 import pytest
 from tokenizers import Tokenizer, models
 from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
@@ -16,9 +17,11 @@ from meshrl.services.reward_model.model import RewardModel
 from meshrl.services.reward_model.normalize import RewardNormalizer
 from tests.fixtures.tiny_reward_model import build_tiny_reward_model
 
-ITEMS = [RewardItem(id="g/0", prompt="what is 3+4 ? ", response="the answer is 7"),
-         RewardItem(id="g/1", prompt="what is 3+4 ? ", response="8"),
-         RewardItem(id="g/2", prompt="what is 3+4 ? ", response="maybe seven maybe 8 maybe")]
+ITEMS = [
+    RewardItem(id="g/0", prompt="what is 3+4 ? ", response="the answer is 7"),
+    RewardItem(id="g/1", prompt="what is 3+4 ? ", response="8"),
+    RewardItem(id="g/2", prompt="what is 3+4 ? ", response="maybe seven maybe 8 maybe"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,9 @@ def one_by_one(path: str) -> list[float]:
 async def score_through_service(path: str, normalizer: RewardNormalizer):
     fn = reward_fn(RewardModel(path, device="cpu"), normalizer, max_batch=32)
     server, port = await start(fn, port=0)
-    comp = ExternalComponent.from_config(RewardComponentConfig(
-        name="rm", kind="external", address=f"127.0.0.1:{port}", timeout_s=30.0))
+    comp = ExternalComponent.from_config(
+        RewardComponentConfig(name="rm", kind="external", address=f"127.0.0.1:{port}", timeout_s=30.0)
+    )
     try:
         await check_reachable(comp, within_s=10.0)
         return await comp.score(ITEMS), fn.batcher.sizes
@@ -65,8 +69,9 @@ async def test_running_normalisation_and_clip(tiny_rm):
 
 
 def test_a_model_without_a_scalar_head_is_refused(tmp_path, capsys):
-    cfg = BertConfig(vocab_size=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                     intermediate_size=8, num_labels=3)
+    cfg = BertConfig(
+        vocab_size=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8, num_labels=3
+    )
     BertForSequenceClassification(cfg).save_pretrained(tmp_path)
     tok = Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1}, unk_token="[UNK]"))
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]").save_pretrained(tmp_path)

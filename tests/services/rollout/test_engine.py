@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_engine.py -m slow
 """
+
 import asyncio
 from pathlib import Path
 
@@ -61,11 +62,11 @@ async def test_behaviour_logprobs_match_an_hf_forward(base_rollout_engine, tiny_
 
 async def test_seeded_groups_repeat_and_run_concurrently(base_rollout_engine):
     engine = base_rollout_engine
-    tasks = [prompt_task(engine.tokenizer, f"prompt {i}", group_id=f"g-{i}", n=2, seed=11)
-             for i in range(6)]
+    tasks = [prompt_task(engine.tokenizer, f"prompt {i}", group_id=f"g-{i}", n=2, seed=11) for i in range(6)]
     first, second = await asyncio.gather(
         asyncio.gather(*(engine.generate_group(t) for t in tasks)),
-        asyncio.gather(*(engine.generate_group(t) for t in tasks)))
+        asyncio.gather(*(engine.generate_group(t) for t in tasks)),
+    )
     assert [g.group_id for g in first] == [f"g-{i}" for i in range(6)]
     for a, b in zip(first, second):
         assert [s.response_token_ids for s in a.samples] == [s.response_token_ids for s in b.samples]
@@ -78,10 +79,14 @@ async def test_a_large_seeded_batch_of_long_prompts_does_not_kill_the_engine(bas
     engine = base_rollout_engine
     rng = np.random.default_rng(0)
     vocab = engine.tokenizer.vocab_size if hasattr(engine.tokenizer, "vocab_size") else 40
-    tasks = [pb.PromptTask(group_id=f"long-{i}", sampling=pb.SamplingParams(
-                 n=8, temperature=1.0, max_tokens=4, seed=1000 + i),
-             prompt_token_ids=rng.integers(3, min(vocab, 40), 200).astype("<i4").tobytes())
-             for i in range(64)]
+    tasks = [
+        pb.PromptTask(
+            group_id=f"long-{i}",
+            sampling=pb.SamplingParams(n=8, temperature=1.0, max_tokens=4, seed=1000 + i),
+            prompt_token_ids=rng.integers(3, min(vocab, 40), 200).astype("<i4").tobytes(),
+        )
+        for i in range(64)
+    ]
     groups = await asyncio.gather(*(engine.generate_group(t) for t in tasks))
     assert [len(g.samples) for g in groups] == [8] * 64
     again = await engine.generate_group(tasks[5])  # alone, not in a batch: same samples
@@ -106,8 +111,11 @@ async def test_weight_push_changes_outputs_and_matches_pushed_weights(base_rollo
     prompt = unpack_int32(greedy.prompt_token_ids)
     np.testing.assert_allclose(logprobs, hf_logprobs(tiny_model_dir, prompt, ids, state_dict=state), atol=1e-4)
     old_ids, old_logprobs = arrays(before)
-    changed = len(ids) != len(old_ids) or not np.array_equal(ids, old_ids) or \
-        not np.allclose(logprobs, old_logprobs, atol=1e-3)
+    changed = (
+        len(ids) != len(old_ids)
+        or not np.array_equal(ids, old_ids)
+        or not np.allclose(logprobs, old_logprobs, atol=1e-3)
+    )
     assert changed, "greedy output and log-probs identical after loading perturbed weights"
 
 

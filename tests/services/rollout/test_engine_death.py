@@ -8,6 +8,7 @@ Before the watch, such a replica answered SERVING with an engine that could serv
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_engine_death.py -m slow
 """
+
 import asyncio
 import os
 import signal
@@ -44,9 +45,22 @@ async def statuses(address: str, seen: list[str]) -> None:
 
 async def test_a_dead_engine_is_not_serving_and_the_replica_exits(bus, nats_url, run_id, tiny_model_dir, tmp_path):
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "meshrl.services.rollout", "--nats", nats_url, "--run-id", run_id,
-        "--config", write_config(tmp_path, tiny_model_dir), "--replica-id", "rollout-d", "--grpc-port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        "-m",
+        "meshrl.services.rollout",
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        write_config(tmp_path, tiny_model_dir),
+        "--replica-id",
+        "rollout-d",
+        "--grpc-port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         ready, _ = await asyncio.wait_for(read_until_ready(proc), START_TIMEOUT_S)
         output = asyncio.create_task(proc.stdout.read())

@@ -14,6 +14,7 @@ keeps the session engine's own config and tokenizer and re-ties lm_head by hand
 one more engine start (≈30-60 s here), hence `slow`.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_export_vllm.py -m slow
 """
+
 import numpy as np
 import pytest
 import torch
@@ -35,8 +36,14 @@ def export_dir(tiny_model_dir, tmp_path):
     model.load_state_dict(perturbed_weights(tiny_model_dir, seed=5), strict=False)
     model.tie_weights()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    save_checkpoint(tmp_path / "run", 3, model=model, optimizer=optimizer, config_hash="h",
-                    config={"model": {"path": str(tiny_model_dir)}})
+    save_checkpoint(
+        tmp_path / "run",
+        3,
+        model=model,
+        optimizer=optimizer,
+        config_hash="h",
+        config={"model": {"path": str(tiny_model_dir)}},
+    )
     return export_hf(tmp_path / "run", tmp_path / "export")
 
 
@@ -45,9 +52,13 @@ def hf_greedy(model_dir, prompt_ids, max_new_tokens: int) -> list[int]:
 
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     with torch.no_grad():
-        out = model.generate(torch.tensor([list(prompt_ids)]), max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=model.config.eos_token_id)
-    return out[0, len(prompt_ids):].tolist()
+        out = model.generate(
+            torch.tensor([list(prompt_ids)]),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=model.config.eos_token_id,
+        )
+    return out[0, len(prompt_ids) :].tolist()
 
 
 def check_tokenizer(tokenizer, base_dir) -> None:
@@ -63,19 +74,20 @@ def check_tokenizer(tokenizer, base_dir) -> None:
 async def test_vllm_serves_the_export_dir(export_dir, tiny_model_dir):
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 
-    engine = await RolloutEngine.start(EngineConfig(
-        model=str(export_dir), max_model_len=256, kv_cache_gb=0.25, replica_id="rollout-export"))
+    engine = await RolloutEngine.start(
+        EngineConfig(model=str(export_dir), max_model_len=256, kv_cache_gb=0.25, replica_id="rollout-export")
+    )
     try:
         check_tokenizer(engine.tokenizer, tiny_model_dir)
-        greedy = await engine.generate_group(prompt_task(engine.tokenizer, TEXT, n=1,
-                                                         temperature=0.0, max_tokens=MAX_TOKENS))
-        sampled = await engine.generate_group(prompt_task(engine.tokenizer, TEXT, n=2,
-                                                          max_tokens=MAX_TOKENS))
+        greedy = await engine.generate_group(
+            prompt_task(engine.tokenizer, TEXT, n=1, temperature=0.0, max_tokens=MAX_TOKENS)
+        )
+        sampled = await engine.generate_group(prompt_task(engine.tokenizer, TEXT, n=2, max_tokens=MAX_TOKENS))
     finally:
         engine.shutdown()
     prompt = unpack_int32(greedy.task.prompt_token_ids)
     tokens = unpack_int32(greedy.samples[0].response_token_ids).tolist()
-    assert tokens and tokens == hf_greedy(export_dir, prompt, MAX_TOKENS)[:len(tokens)]
+    assert tokens and tokens == hf_greedy(export_dir, prompt, MAX_TOKENS)[: len(tokens)]
     for sample in sampled.samples:
         ids, logprobs = unpack_int32(sample.response_token_ids), unpack_float32(sample.behaviour_logprobs)
         np.testing.assert_allclose(logprobs, hf_logprobs(export_dir, prompt, ids), atol=1e-4)

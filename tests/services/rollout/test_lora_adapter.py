@@ -9,6 +9,7 @@ One small LoRA engine for this module (the session engine stays LoRA-free for th
 a TP=1 engine serves adapters in tests/e2e/test_mesh_lora.py.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_lora_adapter.py -m slow
 """
+
 import os
 
 import numpy as np
@@ -41,9 +42,16 @@ async def lora_engine(tiny_model_dir):
     saved = {name: os.environ.get(name) for name in binding}
     os.environ.update(binding)  # read by vLLM's processes as they start
     try:
-        engine = await RolloutEngine.start(EngineConfig(model=str(tiny_model_dir), max_model_len=256,
-                                                        kv_cache_gb=0.125, replica_id="rollout-lora",
-                                                        max_lora_rank=8, tensor_parallel_size=2))
+        engine = await RolloutEngine.start(
+            EngineConfig(
+                model=str(tiny_model_dir),
+                max_model_len=256,
+                kv_cache_gb=0.125,
+                replica_id="rollout-lora",
+                max_lora_rank=8,
+                tensor_parallel_size=2,
+            )
+        )
     finally:
         for name, value in saved.items():
             if value is None:
@@ -56,8 +64,10 @@ async def lora_engine(tiny_model_dir):
 
 def learner_model(model_dir, seed: int):
     """The learner's PEFT model after some steps: B moved off 0 (a fixed seed)."""
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
-                       LoraSettings(rank=8, alpha=16, target_modules=["q_proj", "v_proj", "o_proj"]))
+    model = apply_lora(
+        AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
+        LoraSettings(rank=8, alpha=16, target_modules=["q_proj", "v_proj", "o_proj"]),
+    )
     torch.manual_seed(seed)
     for name, p in model.named_parameters():
         if "lora_B" in name:
@@ -71,8 +81,16 @@ async def push(model, version: int, transport) -> pb.WeightsNotice:
     staging = transport.staging_path(version)
     digest, size = publisher.write(adapter_state_dict(model), staging)
     location = await transport.put(version, staging)
-    return weights_notice(run_id="test-run", version=version, transport="shm", location=location,
-                          size_bytes=size, step=version, blake3=digest, format=publisher.format)
+    return weights_notice(
+        run_id="test-run",
+        version=version,
+        transport="shm",
+        location=location,
+        size_bytes=size,
+        step=version,
+        blake3=digest,
+        format=publisher.format,
+    )
 
 
 def forward_logprobs(model, prompt, response, adapter: bool = True) -> np.ndarray:
@@ -83,7 +101,7 @@ def forward_logprobs(model, prompt, response, adapter: bool = True) -> np.ndarra
         else:
             with model.disable_adapter():
                 logits = model(ids).logits
-    picked = torch.log_softmax(logits[0, len(prompt) - 1:-1], -1).gather(-1, torch.tensor(response)[:, None].long())
+    picked = torch.log_softmax(logits[0, len(prompt) - 1 : -1], -1).gather(-1, torch.tensor(response)[:, None].long())
     return picked[:, 0].numpy()
 
 
@@ -94,8 +112,9 @@ async def test_a_pushed_adapter_is_served_with_the_learners_logprobs(lora_engine
     async def publish(report):
         reports.append(report)
 
-    updater = WeightsUpdater(lora_engine, run_id="test-run", replica_id="rollout-lora", publish_loaded=publish,
-                             cache_dir=tmp_path)
+    updater = WeightsUpdater(
+        lora_engine, run_id="test-run", replica_id="rollout-lora", publish_loaded=publish, cache_dir=tmp_path
+    )
     assert lora_engine.llm.vllm_config.parallel_config.tensor_parallel_size == 2  # two shards to reach
     task = prompt_task(lora_engine.tokenizer, "2+3=", n=2, max_tokens=8, seed=11)
     prompt = unpack_int32(task.prompt_token_ids)

@@ -5,6 +5,7 @@ before taking work, announces its gRPC port and its /metrics URL, serves a task 
 Starts a second vLLM engine (its own process), so it is the slowest rollout test.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_main.py -m slow
 """
+
 import asyncio
 import hashlib
 import signal
@@ -29,9 +30,12 @@ START_TIMEOUT_S = 400
 
 
 def write_config(tmp_path, model_dir) -> str:
-    config = {"run": {"name": "rollout-main-test", "dir": str(tmp_path / "run")},
-              "model": {"path": str(model_dir)}, "data": {"train": str(tmp_path / "unused.jsonl")},
-              "rollout": {"kv_cache_gb": 0.25, "max_model_len": 256}}
+    config = {
+        "run": {"name": "rollout-main-test", "dir": str(tmp_path / "run")},
+        "model": {"path": str(model_dir)},
+        "data": {"train": str(tmp_path / "unused.jsonl")},
+        "rollout": {"kv_cache_gb": 0.25, "max_model_len": 256},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return str(path)
@@ -41,9 +45,18 @@ async def publish_v1(bus, run_id, model_dir, tmp_path) -> None:
     path = tmp_path / "weights-v1.safetensors"
     save_file(perturbed_weights(model_dir, seed=4), str(path))
     data = path.read_bytes()
-    await bus.state.put(WEIGHTS_NOTICE_KEY, pb.WeightsNotice(
-        run_id=run_id, version=1, transport="shm", location=str(path), format="safetensors",
-        sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data)))
+    await bus.state.put(
+        WEIGHTS_NOTICE_KEY,
+        pb.WeightsNotice(
+            run_id=run_id,
+            version=1,
+            transport="shm",
+            location=str(path),
+            format="safetensors",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size_bytes=len(data),
+        ),
+    )
 
 
 async def read_until_ready(proc) -> tuple[str, list[str]]:
@@ -61,9 +74,22 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
     await publish_v1(bus, run_id, tiny_model_dir, tmp_path)
     loaded = await bus.nc.subscribe(names.weights_loaded_subject(run_id))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "meshrl.services.rollout", "--nats", nats_url, "--run-id", run_id,
-        "--config", write_config(tmp_path, tiny_model_dir), "--replica-id", "rollout-p",
-        "--grpc-port", "0", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        "-m",
+        "meshrl.services.rollout",
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        write_config(tmp_path, tiny_model_dir),
+        "--replica-id",
+        "rollout-p",
+        "--grpc-port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     drain = None
     try:
         ready, _ = await asyncio.wait_for(read_until_ready(proc), START_TIMEOUT_S)
@@ -75,11 +101,11 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
 
         async with grpc.aio.insecure_channel(ready["grpc"]) as channel:
             status = await rollout_pb2_grpc.RolloutServiceStub(channel).GetStatus(
-                rollout_pb2.GetStatusRequest(), timeout=10)
+                rollout_pb2.GetStatusRequest(), timeout=10
+            )
         assert (status.replica_id, status.policy_version, status.ready) == ("rollout-p", 1, True)
 
-        task = prompt_task(_tokenizer(tiny_model_dir), group_id="g-proc", n=2, run_id=run_id,
-                           min_policy_version=1)
+        task = prompt_task(_tokenizer(tiny_model_dir), group_id="g-proc", n=2, run_id=run_id, min_policy_version=1)
         await bus.publish("prompts", task, msg_id=task.group_id)
         (delivery,) = await bus.pull("generated", "reward", max_msgs=1, timeout=60)
         group = delivery.message

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_main_errors.py -q
 """
+
 import subprocess
 import sys
 
@@ -11,8 +12,12 @@ from meshrl.addresses import free_port
 
 
 def run_service(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "meshrl.services.rollout", "--run-id", "r", *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "meshrl.services.rollout", "--run-id", "r", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_missing_config_exits_2_naming_the_file(tmp_path):
@@ -22,8 +27,9 @@ def test_a_missing_config_exits_2_naming_the_file(tmp_path):
 
 def test_unreachable_nats_exits_2_before_building_the_engine(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
-                                      "data": {"train": "unused.jsonl"}}))
+    config.write_text(
+        yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")}, "data": {"train": "unused.jsonl"}})
+    )
     done = run_service("--nats", f"nats://127.0.0.1:{free_port()}", "--config", str(config))
     assert done.returncode == 2 and "cannot reach NATS" in done.stderr
     assert "vllm" not in done.stderr.lower()  # failed before vLLM was imported
@@ -37,9 +43,15 @@ def test_a_taken_metrics_port_exits_2_naming_the_key_before_vllm(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
-                                          "data": {"train": "unused.jsonl"},
-                                          "telemetry": {"metrics_port": port}}))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "model": {"path": str(tmp_path / "no-model")},
+                    "data": {"train": "unused.jsonl"},
+                    "telemetry": {"metrics_port": port},
+                }
+            )
+        )
         done = run_service("--nats", "nats://127.0.0.1:1", "--config", str(config))
     assert done.returncode == 2 and f"telemetry.metrics_port={port}" in done.stderr
     assert "vllm" not in done.stderr.lower()

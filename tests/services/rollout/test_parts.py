@@ -4,6 +4,7 @@ meshrl.transport.weights, in tests/unit/transport/weights/).
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_parts.py -q
 """
+
 import asyncio
 from types import SimpleNamespace
 
@@ -19,16 +20,26 @@ from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 
 def completion(token_ids, logprobs, finish="length", spans=None):
-    return SimpleNamespace(index=2, token_ids=token_ids, text="abc", finish_reason=finish,
-                           logprobs=SimpleNamespace(logprobs=logprobs), weight_versions=spans)
+    return SimpleNamespace(
+        index=2,
+        token_ids=token_ids,
+        text="abc",
+        finish_reason=finish,
+        logprobs=SimpleNamespace(logprobs=logprobs),
+        weight_versions=spans,
+    )
 
 
 def test_sample_packs_ids_and_logprobs_and_maps_finish_reason():
     sample = sample_from_completion(completion([5, 9, 2], [-0.5, -1.25, -3.0], "stop"), 4)
     assert unpack_int32(sample.response_token_ids).tolist() == [5, 9, 2]
     np.testing.assert_array_equal(unpack_float32(sample.behaviour_logprobs), [-0.5, -1.25, -3.0])
-    assert (sample.index, sample.response_text, sample.finish_reason, sample.policy_version) == \
-        (2, "abc", pb.FINISH_REASON_STOP, 4)
+    assert (sample.index, sample.response_text, sample.finish_reason, sample.policy_version) == (
+        2,
+        "abc",
+        pb.FINISH_REASON_STOP,
+        4,
+    )
     assert sample_from_completion(completion([1], [-1.0], "length"), 0).finish_reason == pb.FINISH_REASON_LENGTH
 
 
@@ -88,6 +99,7 @@ async def test_worker_waits_for_the_version_then_gives_up():
     async def bump():
         await asyncio.sleep(0.1)
         engine.version = 1
+
     await asyncio.gather(worker.wait_for_version(1), bump())
     with pytest.raises(VersionBehind, match="needs policy version >= 5, replica r-0 holds 1"):
         await worker.wait_for_version(5, "g")

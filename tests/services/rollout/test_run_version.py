@@ -7,6 +7,7 @@ updater's file checks and the WeightsLoaded reports are real.
 
     .venv/bin/python -m pytest -q tests/services/rollout/test_run_version.py
 """
+
 import asyncio
 import hashlib
 from types import SimpleNamespace
@@ -36,13 +37,22 @@ class FakeEngine:
 @pytest.fixture
 def notice(tmp_path, run_id):
     """notice(v): a shm notice for a real file of version v (its bytes and checksum)."""
+
     def make(version: int) -> pb.WeightsNotice:
         path = tmp_path / f"weights-v{version}.safetensors"
         path.write_bytes(f"weights of v{version}".encode())
         data = path.read_bytes()
-        return pb.WeightsNotice(run_id=run_id, version=version, transport="shm", location=str(path),
-                                sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
-                                format="safetensors", step=max(version - 1, 0))
+        return pb.WeightsNotice(
+            run_id=run_id,
+            version=version,
+            transport="shm",
+            location=str(path),
+            sha256=hashlib.sha256(data).hexdigest(),
+            size_bytes=len(data),
+            format="safetensors",
+            step=max(version - 1, 0),
+        )
+
     return make
 
 
@@ -52,8 +62,9 @@ async def replica(bus, run_id):
     subject = names.weights_loaded_subject(run_id)
     reports = await bus.nc.subscribe(subject)
     engine = FakeEngine()
-    updater = WeightsUpdater(engine, run_id=run_id, replica_id="rollout-t",
-                             publish_loaded=lambda report: bus.publish_event(subject, report))
+    updater = WeightsUpdater(
+        engine, run_id=run_id, replica_id="rollout-t", publish_loaded=lambda report: bus.publish_event(subject, report)
+    )
     follower = WeightsFollower(bus.state, updater)
     await follower.start()
     watch = asyncio.create_task(follower.run())
@@ -135,6 +146,7 @@ async def test_a_replica_starting_between_the_learners_two_puts_waits_for_the_ru
 
     async def publish(report):
         refused.append(report)
+
     updater = WeightsUpdater(engine, run_id=run_id, replica_id="r", publish_loaded=publish)
     follower = WeightsFollower(bus.state, updater)
     await follower.start()

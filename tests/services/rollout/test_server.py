@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_server.py -m slow
 """
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -18,8 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 @pytest.fixture
 async def channel(base_rollout_engine):
-    server, port = await start_rollout_server(base_rollout_engine, 0, host="127.0.0.1",
-                                              ready=lambda: True)
+    server, port = await start_rollout_server(base_rollout_engine, 0, host="127.0.0.1", ready=lambda: True)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
         yield ch
     await stop_server(server, grace=0)
@@ -27,8 +27,9 @@ async def channel(base_rollout_engine):
 
 async def test_generate_returns_one_group_per_task(channel, base_rollout_engine):
     tok = base_rollout_engine.tokenizer
-    request = rollout_pb2.GenerateRequest(tasks=[prompt_task(tok, "one", group_id="e-1", n=2),
-                                                 prompt_task(tok, "two", group_id="e-2", n=3)])
+    request = rollout_pb2.GenerateRequest(
+        tasks=[prompt_task(tok, "one", group_id="e-1", n=2), prompt_task(tok, "two", group_id="e-2", n=3)]
+    )
     reply = await rollout_pb2_grpc.RolloutServiceStub(channel).Generate(request, timeout=60)
     assert reply.policy_version == 0
     assert [g.group_id for g in reply.groups] == ["e-1", "e-2"]
@@ -55,10 +56,12 @@ async def test_status_health_and_reflection(channel, base_rollout_engine):
     assert (status.replica_id, status.policy_version, status.ready) == ("rollout-test", 0, True)
     assert status.groups_generated == before and status.model == base_rollout_engine.config.model
     health = await health_pb2_grpc.HealthStub(channel).Check(
-        health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5)
+        health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+    )
     assert health.status == health_pb2.HealthCheckResponse.SERVING
     stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
-        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+    )
     async for answer in stream:
         listed = {s.name for s in answer.list_services_response.service}
         break

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_weights.py -m slow
 """
+
 import hashlib
 import shutil
 
@@ -24,15 +25,23 @@ def pushed(tiny_model_dir, tmp_path):
     path = tmp_path / "weights-v1.safetensors"
     save_file(state, str(path))
     data = path.read_bytes()
-    notice = pb.WeightsNotice(run_id="test-run", version=1, transport="shm", location=str(path),
-                              sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
-                              format="safetensors", step=1)
+    notice = pb.WeightsNotice(
+        run_id="test-run",
+        version=1,
+        transport="shm",
+        location=str(path),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        format="safetensors",
+        step=1,
+    )
     return state, path, notice
 
 
 def updater(engine, reports, **kw):
     async def publish(report):
         reports.append(report)
+
     return WeightsUpdater(engine, run_id="test-run", replica_id="rollout-test", publish_loaded=publish, **kw)
 
 
@@ -93,7 +102,7 @@ async def test_objectstore_notice_fetches_verifies_and_cleans_up(base_rollout_en
 
     report = await updater(base_rollout_engine, [], fetch_object=fetch, cache_dir=tmp_path).apply(notice)
     assert report.ok and base_rollout_engine.version == 1
-    (name, dest), = fetched
+    ((name, dest),) = fetched
     # fetched into a private directory of its own under the cache dir, removed once loaded
     assert name == notice.location and dest.parent.parent == tmp_path and not dest.parent.exists()
 
@@ -106,7 +115,6 @@ async def test_a_version_already_held_is_a_no_op(base_rollout_engine, pushed):
     assert await applier.apply(notice) is None and len(reports) == 1
 
 
-
 async def test_collective_notice_is_received_into_the_engine(base_rollout_engine, tiny_model_dir):
     """`collective`: the learner's weights server (here, in the test process) sends the
     tensors over a real gloo pair group into vLLM's worker; no file anywhere."""
@@ -116,9 +124,16 @@ async def test_collective_notice_is_received_into_the_engine(base_rollout_engine
     server = WeightsServer("127.0.0.1", 0, timeout_s=60)
     try:
         manifest = server.offer(2, snapshot(state.items(), None))
-        notice = pb.WeightsNotice(run_id="test-run", version=2, transport="collective",
-                                  location=f"tcp://127.0.0.1:{server.port}", sha256=manifest.digest(),
-                                  size_bytes=manifest.nbytes(), format="tensors", step=2)
+        notice = pb.WeightsNotice(
+            run_id="test-run",
+            version=2,
+            transport="collective",
+            location=f"tcp://127.0.0.1:{server.port}",
+            sha256=manifest.digest(),
+            size_bytes=manifest.nbytes(),
+            format="tensors",
+            step=2,
+        )
         reports = []
         report = await updater(base_rollout_engine, reports).apply(notice)
         assert report.ok, report.error

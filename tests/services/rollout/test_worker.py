@@ -3,6 +3,7 @@ version gating, weights following through the run KV, two replicas sharing one q
 
 Run: .venv/bin/python -m pytest tests/services/rollout/test_worker.py -m slow
 """
+
 import asyncio
 import contextlib
 import hashlib
@@ -45,9 +46,15 @@ async def collect(bus, n: int, timeout: float = 60.0) -> list[pb.Group]:
 
 def notice_for(path, version: int, run_id: str) -> pb.WeightsNotice:
     data = path.read_bytes()
-    return pb.WeightsNotice(run_id=run_id, version=version, transport="shm", location=str(path),
-                            sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
-                            format="safetensors")
+    return pb.WeightsNotice(
+        run_id=run_id,
+        version=version,
+        transport="shm",
+        location=str(path),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        format="safetensors",
+    )
 
 
 async def test_a_published_task_becomes_one_group_on_generated(bus, base_rollout_engine, run_id):
@@ -88,8 +95,10 @@ async def test_a_task_the_replica_cannot_serve_is_handed_back_not_served(bus, ba
 
 async def test_two_replicas_share_the_queue_without_duplicates(bus, base_rollout_engine, nats_url, run_id):
     engine = base_rollout_engine
-    tasks = [prompt_task(engine.tokenizer, f"p{i}", group_id=f"g-{i:02d}", n=2, max_tokens=6,
-                         run_id=run_id) for i in range(12)]
+    tasks = [
+        prompt_task(engine.tokenizer, f"p{i}", group_id=f"g-{i:02d}", n=2, max_tokens=6, run_id=run_id)
+        for i in range(12)
+    ]
     for task in tasks:
         await bus.publish(IN_STAGE, task, msg_id=task.group_id)
     await bus.publish(IN_STAGE, tasks[0], msg_id=tasks[0].group_id)  # a duplicate publish is dropped
@@ -103,15 +112,20 @@ async def test_two_replicas_share_the_queue_without_duplicates(bus, base_rollout
     assert sum(acked) == 12 and min(acked) > 0, f"one replica took everything: {acked}"
 
 
-async def test_follower_loads_the_current_version_then_refuses_a_bad_one(bus, base_rollout_engine, run_id,
-                                                                          tiny_model_dir, tmp_path):
+async def test_follower_loads_the_current_version_then_refuses_a_bad_one(
+    bus, base_rollout_engine, run_id, tiny_model_dir, tmp_path
+):
     engine = base_rollout_engine
     path = tmp_path / "v1.safetensors"
     save_file(perturbed_weights(tiny_model_dir, seed=9), str(path))
     await bus.state.put(WEIGHTS_NOTICE_KEY, notice_for(path, 1, run_id))
     loaded = await bus.nc.subscribe(names.weights_loaded_subject(run_id))
-    updater = WeightsUpdater(engine, run_id=run_id, replica_id="rollout-test",
-                             publish_loaded=lambda r: bus.publish_event(names.weights_loaded_subject(run_id), r))
+    updater = WeightsUpdater(
+        engine,
+        run_id=run_id,
+        replica_id="rollout-test",
+        publish_loaded=lambda r: bus.publish_event(names.weights_loaded_subject(run_id), r),
+    )
     follower = WeightsFollower(bus.state, updater)
 
     await follower.start()  # what a (re)starting replica does before taking work

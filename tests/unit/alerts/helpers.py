@@ -1,4 +1,5 @@
 """Shared test helpers: an engine running only the rules under test, on a fake clock."""
+
 from meshrl.alerts import AlertEngine, AlertsConfig
 from meshrl.alerts.registry import rule_names
 
@@ -20,8 +21,9 @@ def only(*names: str, **sections) -> AlertsConfig:
 
 
 def engine(*names: str, sinks=(), clock=None, **sections) -> AlertEngine:
-    return AlertEngine(only(*names, **sections), sinks, run_id="run-t", clock=clock or FakeClock(),
-                       wall_clock=lambda: 1234.5)
+    return AlertEngine(
+        only(*names, **sections), sinks, run_id="run-t", clock=clock or FakeClock(), wall_clock=lambda: 1234.5
+    )
 
 
 def feed(eng: AlertEngine, key: str, values, start: int = 1) -> list[list]:

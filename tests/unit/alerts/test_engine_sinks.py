@@ -1,4 +1,5 @@
 """AlertEngine episodes and actions; log, JSONL and NATS sinks; config checks."""
+
 import asyncio
 import json
 import logging
@@ -23,8 +24,11 @@ def test_once_per_episode_and_rearm_after_clearing():
 
 
 def test_actions_come_from_config_and_strongest_wins():
-    eng = engine("kl_high", "nonfinite", kl_high={"max_kl": 1.0, "consecutive_steps": 1,
-                                                  "action": "stop", "severity": "critical"})
+    eng = engine(
+        "kl_high",
+        "nonfinite",
+        kl_high={"max_kl": 1.0, "consecutive_steps": 1, "action": "stop", "severity": "critical"},
+    )
     alerts = eng.observe(1, {"kl": 3.0, "loss": float("nan")})
     assert {a.rule: a.action for a in alerts} == {"kl_high": "stop", "nonfinite": "pause"}
     assert strongest_action(alerts) == "stop"
@@ -59,18 +63,30 @@ def test_log_and_jsonl_sinks(tmp_path, caplog):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     # rules run in registry (name) order
     assert [(e["rule"], e["key"], e["step"]) for e in lines] == [
-        ("nonfinite", "nonfinite:loss", 4), ("reward_nan", "reward_nan", 4)]
-    assert lines[0] == {"rule": "nonfinite", "key": "nonfinite:loss", "severity": "critical",
-                        "action": "pause", "message": "loss is inf (not finite) at step 4",
-                        "step": 4, "time": 1234.5, "run_id": "run-t", "values": {"loss": None}}
+        ("nonfinite", "nonfinite:loss", 4),
+        ("reward_nan", "reward_nan", 4),
+    ]
+    assert lines[0] == {
+        "rule": "nonfinite",
+        "key": "nonfinite:loss",
+        "severity": "critical",
+        "action": "pause",
+        "message": "loss is inf (not finite) at step 4",
+        "step": 4,
+        "time": 1234.5,
+        "run_id": "run-t",
+        "values": {"loss": None},
+    }
 
 
 def test_build_sinks_from_config(tmp_path):
     sinks = build_sinks(AlertsConfig(), tmp_path)
     assert [type(s) for s in sinks] == [LogSink, JsonlSink]
     assert sinks[1].path == tmp_path / "alerts.jsonl"  # the run dir's own file, never a path from config
+
     async def publish(_):
         pass
+
     config = AlertsConfig(events_file=False, webhook={"url": "http://127.0.0.1:9/x"})
     sinks = build_sinks(config, tmp_path, publish)
     assert [type(s) for s in sinks] == [LogSink, NatsSink, WebhookSink]
@@ -111,6 +127,7 @@ def test_nats_sink_from_another_thread_uses_the_given_loop():
         sink = NatsSink(publish, loop=loop)
         alert = Alert("kl_high", "kl_high", "warning", "none", "m", 1, 0.0)
         import threading
+
         runner = threading.Thread(target=loop.run_forever)
         runner.start()
         sink(alert)

@@ -1,4 +1,5 @@
 """Each alert rule on hand-made metric sequences (numbers worked out in the comments)."""
+
 import pytest
 
 from tests.unit.alerts.helpers import FakeClock, engine, feed, fired_at
@@ -59,8 +60,7 @@ def test_nonfinite_loss_and_grad_norm_pause_by_default():
 
 
 def test_spike_over_factor_times_running_median():
-    eng = engine("spike", spike={"metrics": ["grad_norm"], "factor": 10, "min_history": 3,
-                                 "window": 5, "floor": 0.0})
+    eng = engine("spike", spike={"metrics": ["grad_norm"], "factor": 10, "min_history": 3, "window": 5, "floor": 0.0})
     # history [1, 2, 3] median 2 -> bound 20: 19 ok; then [1,2,3,19] median 2.5 -> bound 25
     per_step = feed(eng, "grad_norm", [1, 2, 3, 19, 26, 1])
     assert fired_at(per_step) == [5]
@@ -76,8 +76,7 @@ def test_spike_floor_ignores_wiggles_of_a_loss_near_zero():
 
 def test_stall_watches_steps_from_start_and_groups_once_seen():
     clock = FakeClock()
-    eng = engine("rollout_stalled", clock=clock,
-                 rollout_stalled={"after_s": 60, "startup_grace_s": 300})
+    eng = engine("rollout_stalled", clock=clock, rollout_stalled={"after_s": 60, "startup_grace_s": 300})
     clock.t = 299
     assert eng.poll() == []
     clock.t = 301
@@ -106,8 +105,7 @@ def test_memory_growth_needs_every_step_rising_and_total_growth():
     # 100,104,108,112 MiB: rising, +12% > 10% -> fires at step 4
     per_step = feed(eng, "memory/rss_bytes", [100 * mib, 104 * mib, 108 * mib, 112 * mib])
     assert fired_at(per_step) == [4]
-    assert per_step[3][0].message == ("RSS rose every step for 4 steps: 100 MiB -> 112 MiB "
-                                      "(+12.0% > 10%) up to step 4")
+    assert per_step[3][0].message == ("RSS rose every step for 4 steps: 100 MiB -> 112 MiB (+12.0% > 10%) up to step 4")
     # a dip clears it; 104,108,112,111 is not monotonic
     assert fired_at(feed(eng, "memory/rss_bytes", [111 * mib], start=5), start=5) == []
     assert eng.active == set()
@@ -175,8 +173,10 @@ def test_reward_outage_fires_after_after_s_of_failures_only_and_clears_on_a_scor
 def test_env_drop_rate_over_the_window_of_arrived_groups():
     eng = engine("env_drop_rate", env_drop_rate={"max_fraction": 0.25, "window": 2, "min_groups": 4})
     totals = [(0, 2), (1, 4), (3, 5), (6, 6), (6, 10), (6, 14)]  # (rollout-dropped, trained) totals
-    per_step = [eng.observe(step, {"groups/rollout_dropped_total": d, "groups/trained_total": t})
-                for step, (d, t) in enumerate(totals, start=1)]
+    per_step = [
+        eng.observe(step, {"groups/rollout_dropped_total": d, "groups/trained_total": t})
+        for step, (d, t) in enumerate(totals, start=1)
+    ]
     # window of 2 steps: step 2: 1 of 4 (25%, not above); step 3: 3 of 6 since step 1 → 50% fires;
     # step 4: 5 of 7 (still active, no new alert); step 5: 3 of 8 = 37.5% (active);
     # step 6: 0 of 8 clears
@@ -213,9 +213,13 @@ def test_env_outage_fires_after_after_s_of_environment_failures_and_clears_on_a_
     assert eng.poll() == []
     clock.t = 20.0
     [alert] = eng.poll()
-    assert alert.rule == "env_outage" and alert.severity == "critical" and alert.values == {"down_s": 20.0, "failures": 1}
-    assert alert.message.startswith("every group was dropped: its environment could not be reached or did not "
-                                    "answer in time for 20 s (1 groups); check the environment service")
+    assert (
+        alert.rule == "env_outage" and alert.severity == "critical" and alert.values == {"down_s": 20.0, "failures": 1}
+    )
+    assert alert.message.startswith(
+        "every group was dropped: its environment could not be reached or did not "
+        "answer in time for 20 s (1 groups); check the environment service"
+    )
     eng.progress("env_answered")
     clock.t = 100.0
     assert eng.poll() == []
@@ -223,8 +227,16 @@ def test_env_outage_fires_after_after_s_of_environment_failures_and_clears_on_a_
 
 def test_dropped_in_a_row_counts_drops_that_do_not_pass_and_a_kept_group_resets_it():
     eng = engine("dropped_in_a_row", dropped_in_a_row={"max_groups": 3})
-    for reason in ("prompt_too_long", "env_internal", "stale", "no_signal", "orphaned", "failed_reward",
-                   "env_unavailable", "env_deadline_exceeded"):
+    for reason in (
+        "prompt_too_long",
+        "env_internal",
+        "stale",
+        "no_signal",
+        "orphaned",
+        "failed_reward",
+        "env_unavailable",
+        "env_deadline_exceeded",
+    ):
         eng.progress(f"dropped:{reason}")  # only the first two count: 2 < 3
     assert eng.poll() == []
     eng.progress("kept")
@@ -234,10 +246,14 @@ def test_dropped_in_a_row_counts_drops_that_do_not_pass_and_a_kept_group_resets_
     eng.progress("dropped:prompt_too_long")
     [alert] = eng.poll()
     assert alert.rule == "dropped_in_a_row" and alert.values == {"dropped": 3, "max_groups": 3}
-    assert alert.message.startswith("3 groups in a row were dropped and none trained "
-                                    "(env_internal ×2, prompt_too_long ×1); env_internal: the environment failed")
-    assert "prompt_too_long: the first prompt (the task's messages, the tools block, the first observation) leaves " \
-           "no room for a turn: raise rollout.max_model_len" in alert.message
+    assert alert.message.startswith(
+        "3 groups in a row were dropped and none trained "
+        "(env_internal ×2, prompt_too_long ×1); env_internal: the environment failed"
+    )
+    assert (
+        "prompt_too_long: the first prompt (the task's messages, the tools block, the first observation) leaves "
+        "no room for a turn: raise rollout.max_model_len" in alert.message
+    )
     assert alert.message.endswith("(the limit: alerts.dropped_in_a_row.max_groups=3; each drop is in groups.jsonl)")
 
 
@@ -245,13 +261,21 @@ def test_a_drop_streak_names_at_most_three_reasons_with_their_first_detail():
     from meshrl.alerts.rules.drop_streak import DropStreak
 
     streak = DropStreak()
-    for reason, detail in [("env_invalid_answer", "episode g/0: environment INVALID_ANSWER: reward=nan"),
-                           ("env_invalid_answer", "a later one"), ("malformed", "sample 0: empty response"),
-                           ("env_unauthenticated", ""), ("weird_code", "")]:
+    for reason, detail in [
+        ("env_invalid_answer", "episode g/0: environment INVALID_ANSWER: reward=nan"),
+        ("env_invalid_answer", "a later one"),
+        ("malformed", "sample 0: empty response"),
+        ("env_unauthenticated", ""),
+        ("weird_code", ""),
+    ]:
         streak.dropped(reason, detail)
     message = streak.describe(64)
-    assert message.startswith("5 groups in a row were dropped and none trained (env_invalid_answer ×2, malformed ×1, "
-                              "env_unauthenticated ×1, weird_code ×1); env_invalid_answer (e.g. episode g/0: "
-                              "environment INVALID_ANSWER: reward=nan): the environment answered outside the contract")
+    assert message.startswith(
+        "5 groups in a row were dropped and none trained (env_invalid_answer ×2, malformed ×1, "
+        "env_unauthenticated ×1, weird_code ×1); env_invalid_answer (e.g. episode g/0: "
+        "environment INVALID_ANSWER: reward=nan): the environment answered outside the contract"
+    )
     assert "a later one" not in message and "weird_code:" not in message  # the top 3 only
-    assert "env_unauthenticated: the environment refused the bearer token: environment.token_env / token_file" in message
+    assert (
+        "env_unauthenticated: the environment refused the bearer token: environment.token_env / token_file" in message
+    )

@@ -1,4 +1,5 @@
 """WebhookSink against a real HTTP receiver on 127.0.0.1: delivery, auth, retries, timeouts."""
+
 import json
 import threading
 import time
@@ -58,8 +59,9 @@ def receiver_factory():
 
 
 def alert(severity="critical", key="nonfinite:loss") -> Alert:
-    return Alert("nonfinite", key, severity, "pause", "loss is nan (not finite) at step 3", 3,
-                 1234.5, "run-w", {"loss": None})
+    return Alert(
+        "nonfinite", key, severity, "pause", "loss is nan (not finite) at step 3", 3, 1234.5, "run-w", {"loss": None}
+    )
 
 
 def config(url, **kw) -> WebhookConfig:
@@ -123,6 +125,7 @@ def test_a_slow_receiver_does_not_block_the_caller(receiver_factory):
 
 def test_unreachable_receiver_is_retried_and_logged(caplog):
     import socket
+
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -176,6 +179,7 @@ def test_token_from_a_file(receiver_factory, tmp_path):
 
 def test_token_file_missing_or_doubled_is_a_config_error(tmp_path):
     from meshrl.errors import ConfigError
+
     with pytest.raises(ConfigError, match="token_file .*/absent: cannot read it"):
         WebhookSink(config("http://127.0.0.1:9/hook", token_file=str(tmp_path / "absent")), env={})
     with pytest.raises(ValueError, match="set token_env or token_file, not both"):

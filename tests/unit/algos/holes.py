@@ -16,20 +16,19 @@ them with `garbage` — realistic values of the right kind (log-probs ≤ 0, val
 critic), far from the model tokens' — and every test checks the result equals the one with
 zeros there.
 """
+
 import torch
 
-MASK = torch.tensor([[1, 1, 0, 0, 1, 0],
-                     [1, 0, 1, 1, 1, 1],
-                     [1, 1, 1, 0, 0, 0],
-                     [1, 0, 0, 0, 0, 1],
-                     [1, 1, 0, 1, 0, 0]], dtype=torch.float32)
+MASK = torch.tensor(
+    [[1, 1, 0, 0, 1, 0], [1, 0, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 1], [1, 1, 0, 1, 0, 0]],
+    dtype=torch.float32,
+)
 COLUMNS = [[0, 1, 4], [0, 2, 3, 4, 5], [0, 1, 2], [0, 5], [0, 1, 3]]
 GROUPS = torch.tensor([7, 7, 7, 9, 9])
 GROUP_ROWS = {7: [0, 1, 2], 9: [3, 4]}
 REWARDS = torch.tensor([1.0, 0.0, 0.5, 2.0, 1.0])
 # a per-token reward on some model tokens (e.g. a KL penalty or a turn reward)
-TOKEN_REWARDS = [[-0.1, 0.0, -0.2], [0.0, -0.1, 0.0, 0.0, -0.3], [-0.05, 0.0, 0.0], [0.0, -0.4],
-                 [0.0, 0.0, -0.2]]
+TOKEN_REWARDS = [[-0.1, 0.0, -0.2], [0.0, -0.1, 0.0, 0.0, -0.3], [-0.05, 0.0, 0.0], [0.0, -0.4], [0.0, 0.0, -0.2]]
 # the score of each episode: reward + Σ token rewards over its model tokens
 SCORES = [0.7, -0.4, 0.45, 1.6, 0.8]
 LENGTHS = [3, 5, 3, 2, 3]  # model tokens per row

@@ -13,6 +13,7 @@ Changes: methods became functions; verl_F.masked_mean / masked_sum are the small
 below (verl's own formulas); the metrics, the accelerator gather (one process here), the
 DataProto wrapping and the threshold-string parsing were left out; code otherwise as shipped.
 """
+
 import math
 from typing import Optional
 
@@ -31,8 +32,16 @@ def masked_mean(values, mask, axis=None):
 
 # ---- TRL 1.16.0, GRPOTrainer ---------------------------------------------------------------
 @torch.no_grad()
-def trl_gamma_weights(advantages, log_ratio_per_token, mask, importance_sampling_ratio,
-                      k_pos=2.0, lambda_pos=3.0, k_neg=3.0, lambda_neg=2.0):
+def trl_gamma_weights(
+    advantages,
+    log_ratio_per_token,
+    mask,
+    importance_sampling_ratio,
+    k_pos=2.0,
+    lambda_pos=3.0,
+    k_neg=3.0,
+    lambda_neg=2.0,
+):
     lower_clamp = math.log(1e-8)
     log_ratio_clamped = torch.clamp(log_ratio_per_token, -20.0, 20.0)
     seq_log_ratio = torch.sum(log_ratio_clamped * mask, dim=-1, keepdim=True)  # (B, 1)
@@ -49,8 +58,7 @@ def trl_gamma_weights(advantages, log_ratio_per_token, mask, importance_sampling
     return phi_seq  # (B, 1)
 
 
-def trl_off_policy_mask(advantages, per_token_logps, sampling_per_token_logps, mask,
-                        off_policy_threshold):
+def trl_off_policy_mask(advantages, per_token_logps, sampling_per_token_logps, mask, off_policy_threshold):
     kl_div = sampling_per_token_logps - per_token_logps.detach()
     kl_div = torch.nan_to_num(kl_div, nan=0.0)
     seq_kl_sum = (kl_div * mask).sum(dim=1, keepdim=True)
@@ -70,8 +78,9 @@ def trl_high_entropy_mask(entropies, mask, threshold):
     return entropy_mask & mask.bool()
 
 
-def trl_bias_corrected_kl(per_token_logps, old_per_token_logps, ref_per_token_logps, mask,
-                          importance_sampling_level="token"):
+def trl_bias_corrected_kl(
+    per_token_logps, old_per_token_logps, ref_per_token_logps, mask, importance_sampling_level="token"
+):
     log_ratio = per_token_logps - old_per_token_logps
     if importance_sampling_level == "token":
         log_importance_weights = log_ratio
@@ -79,8 +88,7 @@ def trl_bias_corrected_kl(per_token_logps, old_per_token_logps, ref_per_token_lo
         log_importance_weights = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
         log_importance_weights = log_importance_weights.unsqueeze(-1)
     coef_1 = torch.exp(log_importance_weights)
-    per_token_kl = (torch.exp(ref_per_token_logps - per_token_logps)
-                    - (ref_per_token_logps - per_token_logps) - 1)
+    per_token_kl = torch.exp(ref_per_token_logps - per_token_logps) - (ref_per_token_logps - per_token_logps) - 1
     return per_token_kl * coef_1
 
 
@@ -119,16 +127,16 @@ def verl_vf_clipfrac(vpreds, returns, values, response_mask, cliprange_value):
 
 def verl_geo_mean_seq_is_weights(rollout_is_weights, response_mask):
     response_mask_sum = response_mask.sum(dim=-1)
-    return torch.exp(
-        (torch.log(rollout_is_weights + 1e-10) * response_mask).sum(dim=-1) / (response_mask_sum + 1e-8))
+    return torch.exp((torch.log(rollout_is_weights + 1e-10) * response_mask).sum(dim=-1) / (response_mask_sum + 1e-8))
 
 
 # ---- verl 0.9.1, rollout_corr_helper.py ----------------------------------------------------
 SAFETY_BOUND = 20.0
 
 
-def verl_is_weights(log_ratio, response_mask, rollout_is="token", upper=2.0,
-                    lower: Optional[float] = None, batch_normalize=False):
+def verl_is_weights(
+    log_ratio, response_mask, rollout_is="token", upper=2.0, lower: Optional[float] = None, batch_normalize=False
+):
     """compute_rollout_correction_weights: `upper` alone = TIS, with `lower` = IcePop."""
     if rollout_is == "token":
         raw = torch.exp(torch.clamp(log_ratio, min=-SAFETY_BOUND, max=SAFETY_BOUND))
@@ -159,7 +167,7 @@ def verl_rejection_mask(log_ratio, response_mask, option, lower=None, upper=None
     ratio bounds `lower`, `upper`; the others: `upper`)."""
     log_ratio_safe = torch.clamp(log_ratio, min=-SAFETY_BOUND, max=SAFETY_BOUND)
     token_k1 = -log_ratio_safe
-    token_k2 = 0.5 * log_ratio_safe ** 2
+    token_k2 = 0.5 * log_ratio_safe**2
     token_k3 = torch.exp(log_ratio_safe) - 1.0 - log_ratio_safe
     stats = {"k1": token_k1, "k2": token_k2, "k3": token_k3}
 
@@ -190,6 +198,7 @@ def verl_rejection_mask(log_ratio, response_mask, option, lower=None, upper=None
 # ---- verl 0.9.1, core_algos.py: the optimal token baselines --------------------------------
 def _groups(index, rows):
     from collections import defaultdict
+
     prompt_groups = defaultdict(list)
     for i in rows:
         prompt_groups[index[i]].append(i)
@@ -197,9 +206,16 @@ def _groups(index, rows):
 
 
 @torch.no_grad()
-def verl_optimal_token_baseline(token_level_rewards, response_mask, index, old_log_probs,
-                                sum_pi_squared, rollout_is_weights=None, handle_zero_tail=True,
-                                epsilon=1e-8):
+def verl_optimal_token_baseline(
+    token_level_rewards,
+    response_mask,
+    index,
+    old_log_probs,
+    sum_pi_squared,
+    rollout_is_weights=None,
+    handle_zero_tail=True,
+    epsilon=1e-8,
+):
     batch_size, seq_len = token_level_rewards.shape
     device = token_level_rewards.device
     returns = (token_level_rewards * response_mask).flip(dims=[-1]).cumsum(dim=-1).flip(dims=[-1])
@@ -235,9 +251,16 @@ def verl_optimal_token_baseline(token_level_rewards, response_mask, index, old_l
 
 
 @torch.no_grad()
-def verl_tir_optimal_token_baseline(token_level_rewards, response_mask, index, old_log_probs,
-                                    sum_pi_squared, rollout_is_weights=None, handle_zero_tail=True,
-                                    epsilon=1e-8):
+def verl_tir_optimal_token_baseline(
+    token_level_rewards,
+    response_mask,
+    index,
+    old_log_probs,
+    sum_pi_squared,
+    rollout_is_weights=None,
+    handle_zero_tail=True,
+    epsilon=1e-8,
+):
     token_returns = (token_level_rewards * response_mask).flip(dims=[-1]).cumsum(dim=-1).flip(dims=[-1])
     pi_t = torch.exp(old_log_probs)
     w_per_timestep = 1 - 2 * pi_t + sum_pi_squared

@@ -2,6 +2,7 @@
 
 Numbers are worked by hand in the comments; std is Bessel-corrected (n − 1).
 """
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -51,10 +52,12 @@ def test_grpo_without_std_and_dr_grpo_subtract_the_mean_only():
 def test_grpo_adds_token_rewards_to_the_score():
     # scores: 0 + (0.5 + 0.5) = 1 and 0 + (0 − 1) = −1 → mean 0, std sqrt(2) → ±1/sqrt(2)
     result = get_advantage_estimator("grpo")(
-        rewards=torch.zeros(2), response_mask=torch.ones(2, 2), group_ids=torch.tensor([0, 0]),
-        token_rewards=torch.tensor([[0.5, 0.5], [0.0, -1.0]]))
-    assert_close(result.advantages, torch.tensor([[0.70711, 0.70711], [-0.70711, -0.70711]]),
-                 atol=1e-5, rtol=0)
+        rewards=torch.zeros(2),
+        response_mask=torch.ones(2, 2),
+        group_ids=torch.tensor([0, 0]),
+        token_rewards=torch.tensor([[0.5, 0.5], [0.0, -1.0]]),
+    )
+    assert_close(result.advantages, torch.tensor([[0.70711, 0.70711], [-0.70711, -0.70711]]), atol=1e-5, rtol=0)
 
 
 def test_rloo_leave_one_out_baseline():
@@ -68,8 +71,8 @@ def test_rloo_leave_one_out_baseline():
 
 def test_rloo_group_of_one_is_zero():
     result = get_advantage_estimator("rloo")(
-        rewards=torch.tensor([5.0, 1.0, 0.0]), response_mask=torch.ones(3, 2),
-        group_ids=torch.tensor([0, 1, 1]))
+        rewards=torch.tensor([5.0, 1.0, 0.0]), response_mask=torch.ones(3, 2), group_ids=torch.tensor([0, 1, 1])
+    )
     # id 0 has one sample: nothing to compare with → 0; id 1: ±1
     assert_close(result.advantages, torch.tensor([[0.0, 0.0], [1.0, 1.0], [-1.0, -1.0]]))
 
@@ -83,8 +86,8 @@ def test_reinforce_plus_plus_baseline_centres_per_group_then_whitens_the_batch()
     # = −1.549826; group 1 carries no signal and stays exactly 0.
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
     result = get_advantage_estimator("reinforce_plus_plus_baseline")(
-        rewards=torch.tensor([1.0, 0.0, 3.0, 3.0]), response_mask=mask,
-        group_ids=torch.tensor([0, 0, 1, 1]))
+        rewards=torch.tensor([1.0, 0.0, 3.0, 3.0]), response_mask=mask, group_ids=torch.tensor([0, 0, 1, 1])
+    )
     expected = torch.tensor([[1.107019, 1.107019], [-1.549826, 0.0], [0.0, 0.0], [0.0, 0.0]])
     assert_close(result.advantages, expected, atol=1e-5, rtol=0)
     assert torch.equal(result.advantages[2:], torch.zeros(2, 2))
@@ -96,8 +99,9 @@ def test_all_equal_groups_give_exact_zero_never_nan(name, norm_by_std):
     # 0.1 · 3 / 3 is not exactly 0.1 in floating point; the result must still be exactly 0.
     rewards = torch.tensor([0.1, 0.1, 0.1, 7.0, 0.7, 0.7])
     group_ids = torch.tensor([4, 4, 4, 9, 2, 2])  # a group of three, of one, of two
-    result = get_advantage_estimator(name)(rewards=rewards, response_mask=torch.ones(6, 3),
-                                           group_ids=group_ids, norm_by_std=norm_by_std)
+    result = get_advantage_estimator(name)(
+        rewards=rewards, response_mask=torch.ones(6, 3), group_ids=group_ids, norm_by_std=norm_by_std
+    )
     assert torch.equal(result.advantages, torch.zeros(6, 3))
     assert torch.isfinite(result.returns).all()
 
@@ -107,6 +111,7 @@ def test_group_ids_need_not_be_contiguous_or_sorted():
     order = torch.tensor([5, 0, 7, 2, 1, 6, 3, 4])
     relabel = {10: 123456789, 3: -4, 5: 2**40}
     shuffled_groups = torch.tensor([relabel[int(g)] for g in GROUPS[order]])
-    result = get_advantage_estimator("grpo")(rewards=REWARDS[order], response_mask=MASK[order],
-                                             group_ids=shuffled_groups)
+    result = get_advantage_estimator("grpo")(
+        rewards=REWARDS[order], response_mask=MASK[order], group_ids=shuffled_groups
+    )
     assert_close(result.advantages, run("grpo").advantages[order])

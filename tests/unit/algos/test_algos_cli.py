@@ -1,11 +1,17 @@
 """`meshrl algos` lists every registered part with its options and paper; --help stays torch-free."""
+
 import subprocess
 import sys
 
 import pytest
 
-from meshrl.algos import (list_advantage_estimators, list_agg_modes, list_dpo_kinds,
-                          list_kl_estimators, list_policy_losses)
+from meshrl.algos import (
+    list_advantage_estimators,
+    list_agg_modes,
+    list_dpo_kinds,
+    list_kl_estimators,
+    list_policy_losses,
+)
 from meshrl.algos.catalog import registered_parts, split_doc
 from meshrl.algos.loss_masks.registry import LOSS_MASKS
 from meshrl.algos.preference_weighting.registry import PREFERENCE_WEIGHTINGS
@@ -37,20 +43,27 @@ def test_options_come_from_the_signature_without_the_inputs():
     assert grpo.options["norm_by_std"] is True
     ppo = next(p for p in registered_parts() if p.name == "ppo")
     assert {k: ppo.options[k] for k in ("epsilon", "epsilon_high", "dual_clip_c")} == {
-        "epsilon": 0.2, "epsilon_high": None, "dual_clip_c": None}
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "dual_clip_c": None,
+    }
     assert ppo.notes == "default_agg=token-mean"
 
 
 def test_split_doc_separates_formula_and_paper():
-    assert split_doc("max(0, 1 − β·h) (Zhao et al. 2023, arXiv:1).") == ("max(0, 1 − β·h)",
-                                                                         "Zhao et al. 2023, arXiv:1")
+    assert split_doc("max(0, 1 − β·h) (Zhao et al. 2023, arXiv:1).") == ("max(0, 1 − β·h)", "Zhao et al. 2023, arXiv:1")
 
 
 def test_cli_prints_each_family_and_filters_by_prefix(capsys):
     assert main(["algos"]) == 0
     out = capsys.readouterr().out
-    for heading in ("advantage estimators:", "policy losses:", "KL estimators:",
-                    "loss aggregation modes:", "preference losses"):
+    for heading in (
+        "advantage estimators:",
+        "policy losses:",
+        "KL estimators:",
+        "loss aggregation modes:",
+        "preference losses",
+    ):
         assert heading in out
     assert "      paper: Schulman et al. 2017, Proximal Policy Optimization Algorithms" in out
     assert "  gae  (needs a critic's values)" in out
@@ -69,8 +82,10 @@ def test_cli_unknown_family_exits_2(capsys):
 
 @pytest.mark.parametrize("argv", [["--help"], ["algos", "--help"]])
 def test_help_does_not_import_torch(argv):
-    code = ("import sys; from meshrl.cli.main import main\n"
-            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from meshrl.cli.main import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"

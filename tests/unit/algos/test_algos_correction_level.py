@@ -5,6 +5,7 @@ its model tokens' weights (verl 0.9.1 `compute_policy_loss_geo_mean`, which comp
 exp(Σ m·log(w + 1e-10) / (Σ m + 1e-8)); its numbers are reproduced here from that formula).
 Token-level losses keep each token's weight.
 """
+
 import math
 
 import pytest

@@ -1,28 +1,35 @@
 """DPO preference losses, rollout (engine vs trainer) correction, DAPO shaping."""
+
 import math
 
 import pytest
 import torch
 from torch.testing import assert_close
 
-from meshrl.algos import (UnknownNameError, dpo_loss, groups_with_signal, overlong_penalty,
-                          rollout_correction)
+from meshrl.algos import UnknownNameError, dpo_loss, groups_with_signal, overlong_penalty, rollout_correction
 
 # pair 0: chosen log-ratio (−1) − (−2) = 1, rejected (−3) − (−2) = −1 → h = 2
 # pair 1: chosen (−2) − (−2) = 0, rejected (−1) − (−2) = 1 → h = −1;  β = 0.5
-PAIRS = dict(policy_chosen=torch.tensor([-1.0, -2.0]), policy_rejected=torch.tensor([-3.0, -1.0]),
-             ref_chosen=torch.tensor([-2.0, -2.0]), ref_rejected=torch.tensor([-2.0, -2.0]))
+PAIRS = dict(
+    policy_chosen=torch.tensor([-1.0, -2.0]),
+    policy_rejected=torch.tensor([-3.0, -1.0]),
+    ref_chosen=torch.tensor([-2.0, -2.0]),
+    ref_rejected=torch.tensor([-2.0, -2.0]),
+)
 
 
-@pytest.mark.parametrize("kind, expected", [
-    # −log σ(βh): βh = 1 → log(1 + e^−1) = 0.313262; βh = −0.5 → log(1 + e^0.5) = 0.974077
-    ("sigmoid", [math.log1p(math.exp(-1)), math.log1p(math.exp(0.5))]),
-    # (h − 1/(2β))² with 1/(2β) = 1 and one-token responses (IPO averages over length):
-    # (2 − 1)² = 1; (−1 − 1)² = 4
-    ("ipo", [1.0, 4.0]),
-    # relu(1 − βh): relu(1 − 1) = 0; relu(1 + 0.5) = 1.5
-    ("hinge", [0.0, 1.5]),
-])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        # −log σ(βh): βh = 1 → log(1 + e^−1) = 0.313262; βh = −0.5 → log(1 + e^0.5) = 0.974077
+        ("sigmoid", [math.log1p(math.exp(-1)), math.log1p(math.exp(0.5))]),
+        # (h − 1/(2β))² with 1/(2β) = 1 and one-token responses (IPO averages over length):
+        # (2 − 1)² = 1; (−1 − 1)² = 4
+        ("ipo", [1.0, 4.0]),
+        # relu(1 − βh): relu(1 − 1) = 0; relu(1 + 0.5) = 1.5
+        ("hinge", [0.0, 1.5]),
+    ],
+)
 def test_dpo_kinds(kind, expected):
     ones = torch.ones(2)
     loss, _ = dpo_loss(**PAIRS, beta=0.5, kind=kind, chosen_lengths=ones, rejected_lengths=ones)
@@ -103,10 +110,13 @@ def test_rollout_weights_are_detached_and_modes_checked():
 def test_overlong_penalty():
     # L_max = 20, L_cache = 4 → free up to 16; 17 → −1/4, 18 → −2/4, 20 → −1, 25 → −1
     lengths = torch.tensor([10, 16, 17, 18, 20, 25])
-    assert_close(overlong_penalty(lengths, max_tokens=20, buffer_len=4, penalty_factor=1.0),
-                 torch.tensor([0.0, 0.0, -0.25, -0.5, -1.0, -1.0]))
-    assert_close(overlong_penalty(lengths, 20, 4, penalty_factor=0.5),
-                 torch.tensor([0.0, 0.0, -0.125, -0.25, -0.5, -0.5]))
+    assert_close(
+        overlong_penalty(lengths, max_tokens=20, buffer_len=4, penalty_factor=1.0),
+        torch.tensor([0.0, 0.0, -0.25, -0.5, -1.0, -1.0]),
+    )
+    assert_close(
+        overlong_penalty(lengths, 20, 4, penalty_factor=0.5), torch.tensor([0.0, 0.0, -0.125, -0.25, -0.5, -0.5])
+    )
     with pytest.raises(ValueError, match="buffer_len"):
         overlong_penalty(lengths, max_tokens=4, buffer_len=8)
 

@@ -1,12 +1,12 @@
 """The entropy bonus's coefficient: fixed, or adaptive (Skywork-OR1, TRL 1.16's
 use_adaptive_entropy), step by step by hand."""
+
 import json
 import math
 
 import pytest
 
-from meshrl.algos.entropy_control import (AdaptiveEntropyController, FixedEntropyController,
-                                          entropy_controller)
+from meshrl.algos.entropy_control import AdaptiveEntropyController, FixedEntropyController, entropy_controller
 from meshrl.config.loss_terms import AdaptiveEntropyConfig
 
 
@@ -17,9 +17,20 @@ def test_adaptive_coefficient_moves_by_delta_and_applies_only_at_or_below_the_ta
     for entropy in (0.8, 0.4, 0.3, 0.6, 0.2, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9):
         ctrl.update(entropy)
         seen.append((round(ctrl.value, 6), round(ctrl.applied, 6)))
-    assert seen == [(0.005, 0.0), (0.01, 0.01), (0.015, 0.015), (0.01, 0.0), (0.015, 0.015),
-                    (0.02, 0.02), (0.02, 0.02),  # capped at coef_max
-                    (0.015, 0.0), (0.01, 0.0), (0.005, 0.0), (0.0, 0.0), (0.0, 0.0)]  # floor 0
+    assert seen == [
+        (0.005, 0.0),
+        (0.01, 0.01),
+        (0.015, 0.015),
+        (0.01, 0.0),
+        (0.015, 0.015),
+        (0.02, 0.02),
+        (0.02, 0.02),  # capped at coef_max
+        (0.015, 0.0),
+        (0.01, 0.0),
+        (0.005, 0.0),
+        (0.0, 0.0),
+        (0.0, 0.0),
+    ]  # floor 0
 
 
 def test_state_round_trips_through_a_json_checkpoint():

@@ -11,6 +11,7 @@ never been there — and the estimator must give exactly those on the model toke
 without a case here. The GAE case of verl's `test_multi_turn_compute_gae_advantage_return`
 (observation tokens skipped, values in them random) is pinned with literal golden values.
 """
+
 import math
 
 import pytest
@@ -18,15 +19,30 @@ import torch
 from torch.testing import assert_close
 
 from meshrl.algos import get_advantage_estimator, list_advantage_estimators
-from tests.unit.algos.holes import (COLUMNS, GROUP_ROWS, GROUPS, LENGTHS, MASK, REWARDS, SCORES,
-                                    TOKEN_REWARDS, model_tokens, spread, spread_garbage)
+from tests.unit.algos.holes import (
+    COLUMNS,
+    GROUP_ROWS,
+    GROUPS,
+    LENGTHS,
+    MASK,
+    REWARDS,
+    SCORES,
+    TOKEN_REWARDS,
+    model_tokens,
+    spread,
+    spread_garbage,
+)
 
 EPS = 1e-6
 VALUES = [[0.5, 0.2, -0.1], [0.3, 0.1, 0.0, 0.4, 0.2], [0.1, 0.1, 0.1], [1.0, 0.5], [0.6, 0.2, 0.3]]
-OLD_LOGPROBS = [[-0.5, -1.0, -0.2], [-0.1, -2.0, -0.3, -0.7, -1.2], [-0.4, -0.4, -0.9],
-                [-1.5, -0.05], [-0.6, -0.8, -0.25]]
-SUM_PI_SQUARED = [[0.5, 0.3, 0.8], [0.9, 0.2, 0.6, 0.4, 0.3], [0.5, 0.5, 0.4], [0.25, 0.95],
-                  [0.45, 0.35, 0.7]]
+OLD_LOGPROBS = [
+    [-0.5, -1.0, -0.2],
+    [-0.1, -2.0, -0.3, -0.7, -1.2],
+    [-0.4, -0.4, -0.9],
+    [-1.5, -0.05],
+    [-0.6, -0.8, -0.25],
+]
+SUM_PI_SQUARED = [[0.5, 0.3, 0.8], [0.9, 0.2, 0.6, 0.4, 0.3], [0.5, 0.5, 0.4], [0.25, 0.95], [0.45, 0.35, 0.7]]
 GREEDY = [0.5, 0.5, 0.5, 1.5, 1.5]  # ReMax: each group's greedy reward on its rows
 COMPONENTS = [[1.0, 0.7], [0.0, 0.2], [1.0, 0.1], [1.0, 0.9], [0.0, 0.3]]
 COMPONENT_WEIGHTS = [1.0, 0.5]
@@ -89,8 +105,9 @@ def gae_row(rewards, values, gamma, lam):
 
 # ---- the hand computation of each estimator: (advantages, returns or None) per row --------
 def hand_grpo():
-    return repeat([(s - mean(group_values(SCORES, i))) / (std(group_values(SCORES, i)) + EPS)
-                   for i, s in enumerate(SCORES)]), None
+    return repeat(
+        [(s - mean(group_values(SCORES, i))) / (std(group_values(SCORES, i)) + EPS) for i, s in enumerate(SCORES)]
+    ), None
 
 
 def hand_dr_grpo():
@@ -101,14 +118,17 @@ def hand_rloo():
     def others_mean(i):
         others = [SCORES[r] for r in GROUP_ROWS[group_of(i)] if r != i]
         return mean(others)
+
     return repeat([s - others_mean(i) for i, s in enumerate(SCORES)]), None
 
 
 def hand_opo():
     """Baseline: the group's scores weighted by their MODEL-token counts (3, 5, 3 | 2, 3)."""
+
     def baseline(i):
         rows = GROUP_ROWS[group_of(i)]
         return sum(LENGTHS[r] * SCORES[r] for r in rows) / sum(LENGTHS[r] for r in rows)
+
     return repeat([s - baseline(i) for i, s in enumerate(SCORES)]), None
 
 
@@ -162,7 +182,7 @@ def path_weights():
     weights = []
     for i in range(5):
         per_token = [1 - 2 * math.exp(lp) + spq for lp, spq in zip(OLD_LOGPROBS[i], SUM_PI_SQUARED[i])]
-        weights.append([sum(per_token[:k + 1]) for k in range(len(per_token))])
+        weights.append([sum(per_token[: k + 1]) for k in range(len(per_token))])
     return weights
 
 
@@ -183,8 +203,7 @@ def hand_tir_optimal_token_baseline():
         row = []
         for k, g in enumerate(returns[i]):
             peers = [r for r in rows if LENGTHS[r] > k]
-            b = (sum(returns[r][k] * weights[r][k] for r in peers)
-                 / (sum(weights[r][k] for r in peers) + 1e-8))
+            b = sum(returns[r][k] * weights[r][k] for r in peers) / (sum(weights[r][k] for r in peers) + 1e-8)
             row.append(g - (0.0 if tail_from is not None and k >= tail_from else b))
         advantages.append(row)
     return advantages, returns
@@ -202,8 +221,9 @@ def hand_optimal_token_baseline():
         row = []
         for c, k in at[i].items():
             peers = [r for r in rows if c in at[r]]
-            b = (sum(returns[r][at[r][c]] * weights[r][at[r][c]] for r in peers)
-                 / (sum(weights[r][at[r][c]] for r in peers) + 1e-8))
+            b = sum(returns[r][at[r][c]] * weights[r][at[r][c]] for r in peers) / (
+                sum(weights[r][at[r][c]] for r in peers) + 1e-8
+            )
             row.append(returns[i][k] - (0.0 if tail_from is not None and c >= tail_from else b))
         advantages.append(row)
     return advantages, returns
@@ -215,26 +235,46 @@ def hand_gae():
     return whiten(advantages, EPS), returns
 
 
-HAND = {"grpo": hand_grpo, "dr_grpo": hand_dr_grpo, "rloo": hand_rloo, "opo": hand_opo,
-        "gpg": hand_gpg, "grpo_passk": hand_grpo_passk, "none": hand_none,
-        "reinforce_plus_plus": hand_reinforce_plus_plus,
-        "reinforce_plus_plus_baseline": hand_reinforce_plus_plus_baseline,
-        "remax": hand_remax, "gdpo": hand_gdpo,
-        "optimal_token_baseline": hand_optimal_token_baseline,
-        "tir_optimal_token_baseline": hand_tir_optimal_token_baseline, "gae": hand_gae}
+HAND = {
+    "grpo": hand_grpo,
+    "dr_grpo": hand_dr_grpo,
+    "rloo": hand_rloo,
+    "opo": hand_opo,
+    "gpg": hand_gpg,
+    "grpo_passk": hand_grpo_passk,
+    "none": hand_none,
+    "reinforce_plus_plus": hand_reinforce_plus_plus,
+    "reinforce_plus_plus_baseline": hand_reinforce_plus_plus_baseline,
+    "remax": hand_remax,
+    "gdpo": hand_gdpo,
+    "optimal_token_baseline": hand_optimal_token_baseline,
+    "tir_optimal_token_baseline": hand_tir_optimal_token_baseline,
+    "gae": hand_gae,
+}
 
 
 def run(name: str, garbage: bool):
     """The registered estimator on the holey batch; garbage (or zeros) in holes and padding."""
-    fill = (lambda values, lo, hi: spread_garbage(values, lo, hi)) if garbage else \
-        (lambda values, lo, hi: spread(values))
+    fill = (
+        (lambda values, lo, hi: spread_garbage(values, lo, hi)) if garbage else (lambda values, lo, hi: spread(values))
+    )
     return get_advantage_estimator(name)(
-        rewards=REWARDS, response_mask=MASK, group_ids=GROUPS,
-        values=fill(VALUES, -100.0, 100.0), token_rewards=fill(TOKEN_REWARDS, -5.0, 5.0),
-        old_logprobs=fill(OLD_LOGPROBS, -8.0, 0.0), sum_pi_squared=fill(SUM_PI_SQUARED, 0.0, 1.0),
-        greedy_rewards=torch.tensor(GREEDY), reward_components=torch.tensor(COMPONENTS),
-        reward_component_weights=torch.tensor(COMPONENT_WEIGHTS), gamma=GAMMA, lam=LAM, eps=EPS,
-        norm_by_std=True, scale_rewards="group")
+        rewards=REWARDS,
+        response_mask=MASK,
+        group_ids=GROUPS,
+        values=fill(VALUES, -100.0, 100.0),
+        token_rewards=fill(TOKEN_REWARDS, -5.0, 5.0),
+        old_logprobs=fill(OLD_LOGPROBS, -8.0, 0.0),
+        sum_pi_squared=fill(SUM_PI_SQUARED, 0.0, 1.0),
+        greedy_rewards=torch.tensor(GREEDY),
+        reward_components=torch.tensor(COMPONENTS),
+        reward_component_weights=torch.tensor(COMPONENT_WEIGHTS),
+        gamma=GAMMA,
+        lam=LAM,
+        eps=EPS,
+        norm_by_std=True,
+        scale_rewards="group",
+    )
 
 
 def test_every_registered_estimator_is_covered():
@@ -266,10 +306,13 @@ def test_grpo_golden_values():
     # group 7 scores 0.7, −0.4, 0.45: mean 0.25, std sqrt(0.3325) = 0.576628;
     # group 9 scores 1.6, 0.8: mean 1.2, std 0.565685
     result = get_advantage_estimator("grpo")(
-        rewards=REWARDS, response_mask=MASK, group_ids=GROUPS,
-        token_rewards=spread_garbage(TOKEN_REWARDS, -5.0, 5.0), eps=EPS)
-    expected = spread([[0.780399] * 3, [-1.127243] * 5, [0.346844] * 3, [0.707106] * 2,
-                       [-0.707106] * 3])
+        rewards=REWARDS,
+        response_mask=MASK,
+        group_ids=GROUPS,
+        token_rewards=spread_garbage(TOKEN_REWARDS, -5.0, 5.0),
+        eps=EPS,
+    )
+    expected = spread([[0.780399] * 3, [-1.127243] * 5, [0.346844] * 3, [0.707106] * 2, [-0.707106] * 3])
     assert_close(result.advantages, expected, atol=1e-5, rtol=0)
 
 
@@ -277,8 +320,8 @@ def test_opo_golden_values_count_model_tokens():
     # group 7 baseline (3·0.7 + 5·(−0.4) + 3·0.45) / 11 = 1.45 / 11; group 9 (2·1.6 + 3·0.8) / 5
     # = 1.12. Counting observation tokens too (5, 6, 3 | 6, 4) would give other numbers.
     result = get_advantage_estimator("opo")(
-        rewards=REWARDS, response_mask=MASK, group_ids=GROUPS,
-        token_rewards=spread_garbage(TOKEN_REWARDS, -5.0, 5.0))
+        rewards=REWARDS, response_mask=MASK, group_ids=GROUPS, token_rewards=spread_garbage(TOKEN_REWARDS, -5.0, 5.0)
+    )
     b7 = 1.45 / 11
     expected = spread([[0.7 - b7] * 3, [-0.4 - b7] * 5, [0.45 - b7] * 3, [0.48] * 2, [-0.32] * 3])
     assert_close(result.advantages, expected, atol=1e-6, rtol=0)
@@ -298,9 +341,18 @@ def test_gae_skips_observation_tokens_verl_multi_turn_case():
     for seed in range(3):  # the holes' values differ per run: -100..100 as verl's
         noise = torch.rand(1, 11, generator=torch.Generator().manual_seed(seed)) * 200 - 100
         values = torch.where(mask > 0, torch.tensor([[0, 0, 4.0, 5, 6, 0, 0, 7, 9, 0, 0]]), noise)
-        runs.append(gae(rewards=torch.zeros(1), response_mask=mask, group_ids=torch.zeros(1, dtype=torch.int64),
-                        values=values, token_rewards=token_rewards, gamma=0.5, lam=0.5,
-                        whiten_advantages=False))
+        runs.append(
+            gae(
+                rewards=torch.zeros(1),
+                response_mask=mask,
+                group_ids=torch.zeros(1, dtype=torch.int64),
+                values=values,
+                token_rewards=token_rewards,
+                gamma=0.5,
+                lam=0.5,
+                whiten_advantages=False,
+            )
+        )
     at = [2, 3, 4, 7, 8]
     assert runs[0].advantages[0, at].tolist() == pytest.approx([-2.09375, -2.775, -3.5, -4.4, -8.0], abs=1e-6)
     assert runs[0].returns[0, at].tolist() == pytest.approx([1.90625, 2.225, 2.5, 2.6, 1.0], abs=1e-6)

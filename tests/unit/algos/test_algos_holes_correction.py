@@ -11,6 +11,7 @@ d = log π_old − log μ at the model tokens, per row (OLD − BEHAVIOUR below)
 The holes and the padding hold log-probs in [−8, 0]: a d of up to ±8 there, which would
 trip every criterion and move every mean if it were read.
 """
+
 import math
 
 import pytest
@@ -21,8 +22,7 @@ from meshrl.algos.rollout_correction import rejection_mask, rollout_correction
 from tests.unit.algos.holes import LENGTHS, MASK, model_tokens, spread_garbage
 from tests.unit.algos.test_algos_holes_losses import OLD, TOKENS, rows_of
 
-BEHAVIOUR = [[-0.4, -1.0, -0.9], [-0.1, -2.5, -0.3, -0.7, -0.2], [-0.4, -0.3, -0.9], [-0.5, -0.05],
-             [-0.6, -0.8, -0.25]]
+BEHAVIOUR = [[-0.4, -1.0, -0.9], [-0.1, -2.5, -0.3, -0.7, -0.2], [-0.4, -0.3, -0.9], [-0.5, -0.05], [-0.6, -0.8, -0.25]]
 D = [[lo - mu for lo, mu in row] for row in rows_of(OLD, BEHAVIOUR)]
 CAP, LOG_CAP = 1.5, math.log(1.5)
 
@@ -73,8 +73,7 @@ def test_icepop_keeps_the_ratio_itself_inside_its_bounds():
     assert model_tokens(weights)[0] == pytest.approx([math.exp(-0.1), 1.0, 0.0], abs=1e-6)
     assert model_tokens(weights)[1] == pytest.approx([1.0, 0.0, 1.0, 1.0, 0.0], abs=1e-6)
     weights, _ = rollout_correction(*garbage_inputs(), MASK, "icepop_sequence", CAP)
-    assert [row[0] for row in model_tokens(weights)] == pytest.approx(
-        [0.0, 0.0, math.exp(-0.1), 0.0, 1.0], abs=1e-6)
+    assert [row[0] for row in model_tokens(weights)] == pytest.approx([0.0, 0.0, math.exp(-0.1), 0.0, 1.0], abs=1e-6)
 
 
 # ---- batch normalisation ---------------------------------------------------------------
@@ -96,8 +95,10 @@ def test_batch_normalised_sequence_weights_average_one_over_sequences():
     def all_reduce(t):  # a second rank with the same (sum, count): the mean is unchanged
         reduced.append(t.clone())
         return t * 2
-    weights, metrics = rollout_correction(*garbage_inputs(), MASK, "sequence", CAP,
-                                          batch_normalize=True, all_reduce=all_reduce)
+
+    weights, metrics = rollout_correction(
+        *garbage_inputs(), MASK, "sequence", CAP, batch_normalize=True, all_reduce=all_reduce
+    )
     per_row = [math.exp(min(sum(row), LOG_CAP)) for row in D]  # 1.5, e^−0.5, e^−0.1, e^−1, 1
     mean = sum(per_row) / 5
     assert reduced[0].tolist() == pytest.approx([sum(per_row), 5.0], abs=1e-6)
@@ -137,14 +138,14 @@ REJECTS = {
     "token_k1": (1.5, [[1, 1, 0], [1, 0, 1, 1, 0], [1, 1, 1], [0, 1], [1, 1, 1]]),  # |d| ≤ 0.405
     "token_k2": (0.1, [[1, 1, 0], [1, 0, 1, 1, 0], [1, 1, 1], [0, 1], [1, 1, 1]]),  # ½d² ≤ 0.1
     "token_k3": (0.1, [[1, 1, 0], [1, 0, 1, 1, 0], [1, 1, 1], [0, 1], [1, 1, 1]]),  # 0.31, 0.15, 0.37 out
-    "seq_sum_k1": (1.5, [0, 0, 1, 0, 1]),    # Σ −d = −0.6, 0.5, 0.1, 1.0, 0
-    "seq_sum_k2": (0.3, [1, 0, 1, 0, 1]),    # Σ ½d² = 0.25, 0.625, 0.005, 0.5, 0
-    "seq_sum_k3": (0.3, [0, 0, 1, 0, 1]),    # Σ k3 = 0.319, 0.517, 0.005, 0.368, 0
-    "seq_mean_k1": (1.2, [0, 1, 1, 0, 1]),   # mean −d = −0.2, 0.1, 0.033, 0.5, 0 in ±0.182
-    "seq_mean_k2": (0.1, [1, 0, 1, 0, 1]),   # 0.083, 0.125, 0.002, 0.25, 0
-    "seq_mean_k3": (0.1, [0, 0, 1, 0, 1]),   # 0.106, 0.103, 0.002, 0.184, 0
-    "seq_max_k2": (0.2, [0, 0, 1, 0, 1]),    # 0.245, 0.5, 0.005, 0.5, 0
-    "seq_max_k3": (0.2, [0, 0, 1, 0, 1]),    # 0.314, 0.368, 0.005, 0.368, 0
+    "seq_sum_k1": (1.5, [0, 0, 1, 0, 1]),  # Σ −d = −0.6, 0.5, 0.1, 1.0, 0
+    "seq_sum_k2": (0.3, [1, 0, 1, 0, 1]),  # Σ ½d² = 0.25, 0.625, 0.005, 0.5, 0
+    "seq_sum_k3": (0.3, [0, 0, 1, 0, 1]),  # Σ k3 = 0.319, 0.517, 0.005, 0.368, 0
+    "seq_mean_k1": (1.2, [0, 1, 1, 0, 1]),  # mean −d = −0.2, 0.1, 0.033, 0.5, 0 in ±0.182
+    "seq_mean_k2": (0.1, [1, 0, 1, 0, 1]),  # 0.083, 0.125, 0.002, 0.25, 0
+    "seq_mean_k3": (0.1, [0, 0, 1, 0, 1]),  # 0.106, 0.103, 0.002, 0.184, 0
+    "seq_max_k2": (0.2, [0, 0, 1, 0, 1]),  # 0.245, 0.5, 0.005, 0.5, 0
+    "seq_max_k3": (0.2, [0, 0, 1, 0, 1]),  # 0.314, 0.368, 0.005, 0.368, 0
 }
 
 

@@ -5,6 +5,7 @@ formulas (GRPOTrainer.get_high_entropy_mask, get_off_policy_mask, use_bias_corre
 The holes hold values that would change every answer if they were read: entropies above
 every model token's (they would move the quantile), log-probs far off the sampler's.
 """
+
 import math
 
 import pytest
@@ -20,16 +21,24 @@ from tests.unit.algos.test_algos_holes_losses import ADVANTAGES, LOGPROBS, OLD, 
 # entropy per model token; sorted: 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.1 1.2 1.3 1.4 1.5 1.6
 ENTROPY = [[0.5, 1.6, 0.1], [0.9, 0.3, 1.2, 0.7, 1.4], [0.2, 1.0, 0.8], [1.5, 0.4], [0.6, 1.3, 1.1]]
 # the engine's log-probs: row means of (μ − π) = 0.2, −0.3, 0.5, 0.15, 0.6 with π = LOGPROBS
-BEHAVIOUR = [[-0.4 + 0.2, -1.2 + 0.1, -0.1 + 0.3], [-0.3 - 0.3, -1.5 - 0.3, -0.2 - 0.3, -0.9 - 0.3, -1.0 - 0.3],
-             [-0.6 + 0.5, -0.3 + 0.5, -0.8 + 0.5], [-1.0 + 0.3, -0.1], [-0.5 + 0.6, -1.1 + 0.6, -0.2 + 0.6]]
+BEHAVIOUR = [
+    [-0.4 + 0.2, -1.2 + 0.1, -0.1 + 0.3],
+    [-0.3 - 0.3, -1.5 - 0.3, -0.2 - 0.3, -0.9 - 0.3, -1.0 - 0.3],
+    [-0.6 + 0.5, -0.3 + 0.5, -0.8 + 0.5],
+    [-1.0 + 0.3, -0.1],
+    [-0.5 + 0.6, -1.1 + 0.6, -0.2 + 0.6],
+]
 
 
 def inputs(seed=0):
-    return dict(logprobs=spread_garbage(LOGPROBS, -8.0, 0.0, seed=seed),
-                old_logprobs=spread_garbage(OLD, -8.0, 0.0, seed=seed + 1),
-                behaviour_logprobs=spread_garbage(BEHAVIOUR, -8.0, 0.0, seed=seed + 2),
-                advantages=spread_garbage(ADVANTAGES, -50.0, 50.0, seed=seed + 3),
-                entropy=spread_garbage(ENTROPY, 2.0, 9.0, seed=seed + 4), response_mask=MASK)
+    return dict(
+        logprobs=spread_garbage(LOGPROBS, -8.0, 0.0, seed=seed),
+        old_logprobs=spread_garbage(OLD, -8.0, 0.0, seed=seed + 1),
+        behaviour_logprobs=spread_garbage(BEHAVIOUR, -8.0, 0.0, seed=seed + 2),
+        advantages=spread_garbage(ADVANTAGES, -50.0, 50.0, seed=seed + 3),
+        entropy=spread_garbage(ENTROPY, 2.0, 9.0, seed=seed + 4),
+        response_mask=MASK,
+    )
 
 
 def keep_by_threshold(threshold):
@@ -71,8 +80,7 @@ def test_top_entropy_edges_and_masks_combine():
     assert model_tokens(one) == keep_by_threshold(1.6)  # only the highest
     every, _, _ = apply_loss_masks({"top_entropy": {"quantile": 1.0}}, **inputs())
     assert torch.equal(every, MASK)
-    both, bonus, _ = apply_loss_masks({"top_entropy": {"quantile": 0.25}, "off_policy": {"threshold": 0.4}},
-                                      **inputs())
+    both, bonus, _ = apply_loss_masks({"top_entropy": {"quantile": 0.25}, "off_policy": {"threshold": 0.4}}, **inputs())
     # 1.3 sat in row 4 (dropped as off-policy): 1.4, 1.5, 1.6 remain for the policy gradient,
     # the entropy bonus keeps its own mask (TRL applies only the entropy mask to it)
     assert sum(map(sum, model_tokens(both))) == 3.0
@@ -87,8 +95,7 @@ def test_off_policy_uses_old_log_probs_without_the_engines():
     pg, _, _ = apply_loss_masks({"off_policy": {"threshold": 0.03}}, **values)
     # mean(π_old − π) per row: 0, −0.08, 0, −0.225, 0.05: only row 4 (A = −1) is dropped
     divergence = [sum(o - lp for lp, o in row) / len(row) for row in rows_of(LOGPROBS, OLD)]
-    expected = [[float(a >= 0 or d <= 0.03) for (a,) in row] for row, d in
-                zip(rows_of(ADVANTAGES), divergence)]
+    expected = [[float(a >= 0 or d <= 0.03) for (a,) in row] for row, d in zip(rows_of(ADVANTAGES), divergence)]
     assert expected[4] == [0.0] * 3 and sum(map(sum, expected)) == 13
     assert model_tokens(pg) == expected
 
@@ -111,5 +118,9 @@ def test_importance_weighted_kl_on_model_tokens(level):
                 grad = rho * k3 + rho * (1 - math.exp(q - lp))
                 assert model_tokens(logprobs.grad)[r][t] == pytest.approx(grad, rel=1e-4, abs=1e-7)
     assert (weighted[MASK == 0] == 0).all() and (logprobs.grad[MASK == 0] == 0).all()
-    assert torch.equal(weighted.detach(), importance_weighted_kl(
-        kl_estimate(spread(LOGPROBS), spread(REF), "k3", MASK), spread(LOGPROBS), spread(OLD), MASK, level))
+    assert torch.equal(
+        weighted.detach(),
+        importance_weighted_kl(
+            kl_estimate(spread(LOGPROBS), spread(REF), "k3", MASK), spread(LOGPROBS), spread(OLD), MASK, level
+        ),
+    )

@@ -8,25 +8,29 @@ log-probs and advantages sit in the holes. The covariance losses are the sharpes
 holes hold garbage that would win their top-k / covariance band if it were counted.
 `test_every_registered_part_is_covered` fails when a new part is registered without a case.
 """
+
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from meshrl.algos import (AGG_MODES, aggregate_loss, get_policy_loss, kl_estimate,
-                          list_kl_estimators, list_policy_losses, overlong_penalty)
+from meshrl.algos import (
+    AGG_MODES,
+    aggregate_loss,
+    get_policy_loss,
+    kl_estimate,
+    list_kl_estimators,
+    list_policy_losses,
+    overlong_penalty,
+)
 from meshrl.algos.batch import RolloutBatch
 from tests.unit.algos.holes import COLUMNS, LENGTHS, MASK, model_tokens, spread, spread_garbage
 
-LOGPROBS = [[-0.4, -1.2, -0.1], [-0.3, -1.5, -0.2, -0.9, -1.0], [-0.6, -0.3, -0.8], [-1.0, -0.1],
-            [-0.5, -1.1, -0.2]]
-OLD = [[-0.5, -1.0, -0.2], [-0.1, -2.0, -0.3, -0.7, -1.2], [-0.4, -0.4, -0.9], [-1.5, -0.05],
-       [-0.6, -0.8, -0.25]]
-ADVANTAGES = [[1.0, 1.0, 1.0], [-0.5, -0.5, -2.0, -0.5, -0.5], [0.3, 0.3, 0.3], [2.0, -1.0],
-              [-1.0, -1.0, -1.0]]
-REF = [[-0.6, -1.1, -0.3], [-0.2, -1.7, -0.1, -1.0, -0.8], [-0.5, -0.5, -0.6], [-1.2, -0.2],
-       [-0.4, -1.0, -0.4]]
+LOGPROBS = [[-0.4, -1.2, -0.1], [-0.3, -1.5, -0.2, -0.9, -1.0], [-0.6, -0.3, -0.8], [-1.0, -0.1], [-0.5, -1.1, -0.2]]
+OLD = [[-0.5, -1.0, -0.2], [-0.1, -2.0, -0.3, -0.7, -1.2], [-0.4, -0.4, -0.9], [-1.5, -0.05], [-0.6, -0.8, -0.25]]
+ADVANTAGES = [[1.0, 1.0, 1.0], [-0.5, -0.5, -2.0, -0.5, -0.5], [0.3, 0.3, 0.3], [2.0, -1.0], [-1.0, -1.0, -1.0]]
+REF = [[-0.6, -1.1, -0.3], [-0.2, -1.7, -0.1, -1.0, -0.8], [-0.5, -0.5, -0.6], [-1.2, -0.2], [-0.4, -1.0, -0.4]]
 TOKENS = sum(LENGTHS)  # 16 model tokens
 
 
@@ -45,13 +49,16 @@ def clip(x, low, high):
 
 # ---- policy losses by hand: per model token ----------------------------------------------
 def hand_ppo():
-    return [[max(-a * math.exp(lp - lo), -a * clip(math.exp(lp - lo), 0.8, 1.2))
-             for lp, lo, a in row] for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
+    return [
+        [max(-a * math.exp(lp - lo), -a * clip(math.exp(lp - lo), 0.8, 1.2)) for lp, lo, a in row]
+        for row in rows_of(LOGPROBS, OLD, ADVANTAGES)
+    ]
 
 
 def hand_cispo():
-    return [[-clip(math.exp(lp - lo), 0.8, 1.2) * a * lp for lp, lo, a in row]
-            for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
+    return [
+        [-clip(math.exp(lp - lo), 0.8, 1.2) * a * lp for lp, lo, a in row] for row in rows_of(LOGPROBS, OLD, ADVANTAGES)
+    ]
 
 
 def hand_gpg():
@@ -59,20 +66,22 @@ def hand_gpg():
 
 
 def hand_dro():
-    return [[-a * lp + 0.5 * (lp - lo) ** 2 for lp, lo, a in row]
-            for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
+    return [[-a * lp + 0.5 * (lp - lo) ** 2 for lp, lo, a in row] for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
 
 
 def hand_sapo():
     def one(lp, lo, a):
         tau = 1.0 if a > 0 else 1.05
         return -sigmoid(tau * (math.exp(lp - lo) - 1)) * 4 / tau * a
+
     return [[one(*t) for t in row] for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
 
 
 def dppo(valid):
-    return [[-a * min(math.exp(lp - lo), 20.0) * lp * valid(lp, lo, a) for lp, lo, a in row]
-            for row in rows_of(LOGPROBS, OLD, ADVANTAGES)]
+    return [
+        [-a * min(math.exp(lp - lo), 20.0) * lp * valid(lp, lo, a) for lp, lo, a in row]
+        for row in rows_of(LOGPROBS, OLD, ADVANTAGES)
+    ]
 
 
 DPPO = dict(epsilon=0.05)  # tight enough that some model tokens leave the trust region
@@ -82,6 +91,7 @@ def hand_dppo_tv():
     def valid(lp, lo, a):
         shift = math.exp(lp) - math.exp(lo)
         return shift <= 0.05 if a > 0 else shift >= -0.05
+
     return dppo(valid)
 
 
@@ -90,6 +100,7 @@ def hand_dppo_kl():
         p, q = math.exp(lp), math.exp(lo)
         d = q * (lo - lp) + (1 - q) * math.log((1 - q + 1e-8) / (1 - p + 1e-8))
         return (d <= 0.05 or lp <= lo) if a > 0 else (d <= 0.05 or lp >= lo)
+
     return dppo(valid)
 
 
@@ -105,9 +116,11 @@ def hand_gspo():
 def hand_gmpo():
     out = []
     for row in rows_of(LOGPROBS, OLD, ADVANTAGES):
+
         def clipped(lp, lo, a):
             sign = (a > 0) - (a < 0)
             return sign * min(sign * (lp - lo), sign * clip(lp - lo, -0.4, 0.4))
+
         r = math.exp(sum(clipped(*t) for t in row) / len(row))
         mean_a = sum(a for _, _, a in row) / len(row)
         out.append([-mean_a * r] * len(row))
@@ -148,18 +161,21 @@ def hand_kl_cov():
     covs = covariances()
     top = sorted(((c, r, t) for r, row in enumerate(covs) for t, c in enumerate(row)), reverse=True)[:2]
     chosen = {(r, t) for _, r, t in top}
-    return [[-a * math.exp(lp - lo) + (abs(lp - lo) if (r, t) in chosen else 0.0)
-             for t, (lp, lo, a) in enumerate(row)]
-            for r, row in enumerate(rows_of(LOGPROBS, OLD, ADVANTAGES))]
+    return [
+        [-a * math.exp(lp - lo) + (abs(lp - lo) if (r, t) in chosen else 0.0) for t, (lp, lo, a) in enumerate(row)]
+        for r, row in enumerate(rows_of(LOGPROBS, OLD, ADVANTAGES))
+    ]
 
 
 def hand_vespo():
     """TRL 1.16 `get_gamma_weights`: log w = Σ over the row's model tokens of the log-ratio
     (a product of ratios, not a mean), φ = exp(λ + k·log w − λ·w) with (k, λ) = (2, 3) where
     A ≥ 0 and (3, 2) where A < 0; loss −φ·A·log π."""
+
     def phi(log_w, a):
         k, lam = (2.0, 3.0) if a >= 0 else (3.0, 2.0)
         return math.exp(lam + k * log_w - lam * math.exp(log_w))
+
     out = []
     for row in rows_of(LOGPROBS, OLD, ADVANTAGES):
         log_w = min(max(sum(lp - lo for lp, lo, _ in row), math.log(1e-8)), 20.0)
@@ -167,11 +183,21 @@ def hand_vespo():
     return out
 
 
-LOSSES = {"ppo": (hand_ppo, {}), "cispo": (hand_cispo, {}), "gpg": (hand_gpg, {}),
-          "dro": (hand_dro, {}), "sapo": (hand_sapo, {}), "dppo_tv": (hand_dppo_tv, DPPO),
-          "dppo_kl": (hand_dppo_kl, DPPO), "gspo": (hand_gspo, {}), "luspo": (hand_gspo, {}),
-          "gmpo": (hand_gmpo, {}), "clip_cov": (hand_clip_cov, CLIP_COV),
-          "kl_cov": (hand_kl_cov, KL_COV), "vespo": (hand_vespo, {})}
+LOSSES = {
+    "ppo": (hand_ppo, {}),
+    "cispo": (hand_cispo, {}),
+    "gpg": (hand_gpg, {}),
+    "dro": (hand_dro, {}),
+    "sapo": (hand_sapo, {}),
+    "dppo_tv": (hand_dppo_tv, DPPO),
+    "dppo_kl": (hand_dppo_kl, DPPO),
+    "gspo": (hand_gspo, {}),
+    "luspo": (hand_gspo, {}),
+    "gmpo": (hand_gmpo, {}),
+    "clip_cov": (hand_clip_cov, CLIP_COV),
+    "kl_cov": (hand_kl_cov, KL_COV),
+    "vespo": (hand_vespo, {}),
+}
 
 
 def run_loss(name: str, garbage: bool):
@@ -180,8 +206,12 @@ def run_loss(name: str, garbage: bool):
     logprobs = fill(LOGPROBS, -8.0, 0.0, seed=1).requires_grad_(True)
     torch.manual_seed(0)  # clip_cov draws its candidates' order
     result = get_policy_loss(name)(
-        logprobs=logprobs, old_logprobs=fill(OLD, -8.0, 0.0, seed=2),
-        advantages=fill(ADVANTAGES, -50.0, 50.0, seed=3), response_mask=MASK, **LOSSES[name][1])
+        logprobs=logprobs,
+        old_logprobs=fill(OLD, -8.0, 0.0, seed=2),
+        advantages=fill(ADVANTAGES, -50.0, 50.0, seed=3),
+        response_mask=MASK,
+        **LOSSES[name][1],
+    )
     result.loss_mat.sum().backward()
     return result, logprobs.grad
 
@@ -217,15 +247,25 @@ def test_ppo_metrics_count_model_tokens():
     ratios = [math.exp(lp - lo) for row in rows_of(LOGPROBS, OLD) for lp, lo in row]
     assert result.metrics["ratio/mean"].item() == pytest.approx(sum(ratios) / TOKENS, abs=1e-6)
     assert result.metrics["ratio/max"].item() == pytest.approx(max(ratios), abs=1e-6)
-    high = sum(1 for (lp, lo, a) in (t for row in rows_of(LOGPROBS, OLD, ADVANTAGES) for t in row)
-               if math.exp(lp - lo) > 1.2 and a > 0)
+    high = sum(
+        1
+        for (lp, lo, a) in (t for row in rows_of(LOGPROBS, OLD, ADVANTAGES) for t in row)
+        if math.exp(lp - lo) > 1.2 and a > 0
+    )
     assert result.metrics["clip_ratio/high"].item() == pytest.approx(high / TOKENS)
 
 
 # ---- KL estimators -----------------------------------------------------------------------
-KL = {"k1": lambda x: x, "k2": lambda x: 0.5 * x * x, "mse": lambda x: 0.5 * x * x,
-      "k3": lambda x: math.exp(-x) - 1 + x, "abs": abs, "k1+": lambda x: x,
-      "k3+": lambda x: math.exp(-x) - 1 + x, "abs+": abs}
+KL = {
+    "k1": lambda x: x,
+    "k2": lambda x: 0.5 * x * x,
+    "mse": lambda x: 0.5 * x * x,
+    "k3": lambda x: math.exp(-x) - 1 + x,
+    "abs": abs,
+    "k1+": lambda x: x,
+    "k3+": lambda x: math.exp(-x) - 1 + x,
+    "abs+": abs,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(KL))
@@ -249,9 +289,13 @@ def test_kl_estimator_on_model_tokens_only(kind):
 # ---- loss aggregation ----------------------------------------------------------------------
 LOSS = [[1.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0, 1.0], [-1.0, 0.0, 2.0], [4.0, -2.0], [0.5, 0.5, 0.5]]
 # row sums 6, 5, 1, 2, 1.5 (total 15.5) over 3, 5, 3, 2, 3 model tokens (16)
-AGGREGATES = {"token-mean": 15.5 / 16, "seq-mean-token-sum": 15.5 / 5,
-              "seq-mean-token-mean": (6 / 3 + 5 / 5 + 1 / 3 + 2 / 2 + 1.5 / 3) / 5,
-              "seq-mean-token-sum-norm": 15.5 / (5 * 10), "token-sum": 15.5}
+AGGREGATES = {
+    "token-mean": 15.5 / 16,
+    "seq-mean-token-sum": 15.5 / 5,
+    "seq-mean-token-mean": (6 / 3 + 5 / 5 + 1 / 3 + 2 / 2 + 1.5 / 3) / 5,
+    "seq-mean-token-sum-norm": 15.5 / (5 * 10),
+    "token-sum": 15.5,
+}
 
 
 @pytest.mark.parametrize("mode", sorted(AGGREGATES))
@@ -269,9 +313,14 @@ def holey_batch() -> RolloutBatch:
     real = [5, 6, 3, 6, 4]  # response tokens incl. observations (the mask's last 1 + 1)
     masks = [MASK[r, :n].numpy().astype(np.uint8) for r, n in enumerate(real)]
     responses = [np.arange(1, n + 1) for n in real]
-    return RolloutBatch.from_sequences([np.array([9, 9])] * 5, responses, rewards=np.zeros(5),
-                                       group_ids=np.array([7, 7, 7, 9, 9]), pad_id=0,
-                                       loss_masks=masks)
+    return RolloutBatch.from_sequences(
+        [np.array([9, 9])] * 5,
+        responses,
+        rewards=np.zeros(5),
+        group_ids=np.array([7, 7, 7, 9, 9]),
+        pad_id=0,
+        loss_masks=masks,
+    )
 
 
 def test_batch_keeps_attention_on_observations_and_loss_on_model_tokens():

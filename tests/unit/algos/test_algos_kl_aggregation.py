@@ -1,26 +1,37 @@
 """KL estimators and loss aggregation, including the micro-batch split equality."""
+
 import math
 
 import pytest
 import torch
 from torch.testing import assert_close
 
-from meshrl.algos import (AGG_MODES, UnknownNameError, aggregate_loss, kl_estimate,
-                          list_kl_estimators, loss_denominator, loss_numerator)
+from meshrl.algos import (
+    AGG_MODES,
+    UnknownNameError,
+    aggregate_loss,
+    kl_estimate,
+    list_kl_estimators,
+    loss_denominator,
+    loss_numerator,
+)
 
 # log p − log q = (1, −1)
 LOGP = torch.tensor([[-1.0, -2.0]])
 REF = torch.tensor([[-2.0, -1.0]])
 
 
-@pytest.mark.parametrize("kind, expected", [
-    ("k1", [1.0, -1.0]),                     # l
-    ("k2", [0.5, 0.5]),                      # ½ l²
-    ("mse", [0.5, 0.5]),                     # ½ l² (verl's name)
-    ("abs", [1.0, 1.0]),                     # |l|
-    # k3 with log(q/p) = (−1, 1): e^−1 − 1 + 1 = 0.367879; e − 1 − 1 = 0.718282
-    ("k3", [math.exp(-1), math.e - 2]),
-])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("k1", [1.0, -1.0]),  # l
+        ("k2", [0.5, 0.5]),  # ½ l²
+        ("mse", [0.5, 0.5]),  # ½ l² (verl's name)
+        ("abs", [1.0, 1.0]),  # |l|
+        # k3 with log(q/p) = (−1, 1): e^−1 − 1 + 1 = 0.367879; e − 1 − 1 = 0.718282
+        ("k3", [math.exp(-1), math.e - 2]),
+    ],
+)
 def test_kl_kinds(kind, expected):
     assert_close(kl_estimate(LOGP, REF, kind), torch.tensor([expected]))
 
@@ -49,12 +60,15 @@ LOSS = torch.tensor([[1.0, 2.0, 3.0], [4.0, 9.0, 9.0]])
 MASK = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
 
 
-@pytest.mark.parametrize("mode, expected", [
-    ("token-mean", 2.5),                    # (1 + 2 + 3 + 4) / 4 tokens
-    ("seq-mean-token-sum", 5.0),            # (6 + 4) / 2 sequences
-    ("seq-mean-token-mean", 3.0),           # (6/3 + 4/1) / 2
-    ("seq-mean-token-sum-norm", 10 / 6),    # (6 + 4) / (2 sequences · 3 = mask.shape[1])
-])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("token-mean", 2.5),  # (1 + 2 + 3 + 4) / 4 tokens
+        ("seq-mean-token-sum", 5.0),  # (6 + 4) / 2 sequences
+        ("seq-mean-token-mean", 3.0),  # (6/3 + 4/1) / 2
+        ("seq-mean-token-sum-norm", 10 / 6),  # (6 + 4) / (2 sequences · 3 = mask.shape[1])
+    ],
+)
 def test_aggregation_modes(mode, expected):
     assert aggregate_loss(LOSS, MASK, mode).item() == pytest.approx(expected)
 

@@ -1,4 +1,5 @@
 """The adaptive KL controller (Ziegler et al. 2019) by hand, and in the train step."""
+
 import pytest
 import torch
 
@@ -33,8 +34,7 @@ def test_train_step_penalises_with_the_old_coefficient_then_adapts_it():
     from tests.unit.services.learner.train.test_step import make_step
 
     batch = random_batch()
-    step = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive", kl_target=1e-9,
-                     kl_horizon=batch.batch_size)
+    step = make_step(kl_in="reward", kl_coef=0.5, kl_ctrl="adaptive", kl_target=1e-9, kl_horizon=batch.batch_size)
     sums = MetricSums()
     step.prepare(batch, 0, Timer(torch.device("cpu")), sums)
     metrics = sums.reduce(step.dist)

@@ -5,6 +5,7 @@ Where a library zeroes padding itself, garbage sits in meshrl's holes (it must n
 where it reads every column (TRL's VESPO sums its IS ratios over all T, verl's k1 statistic),
 its inputs are the same values with the holes at their neutral value.
 """
+
 import pytest
 import torch
 
@@ -43,11 +44,16 @@ def test_vespo_is_trls(advantages, with_weights):
     logprobs = (OLD + draw(6, -0.3, 0.3)).requires_grad_(True)  # near π_old: φ far from 0
     rho = draw(7, 0.5, 1.5) if with_weights else None
     ours = get_policy_loss("vespo")(
-        logprobs=with_garbage(logprobs, 8), old_logprobs=with_garbage(OLD, 9), advantages=adv,
-        response_mask=MASK, rollout_weights=None if rho is None else rho * MASK)
+        logprobs=with_garbage(logprobs, 8),
+        old_logprobs=with_garbage(OLD, 9),
+        advantages=adv,
+        response_mask=MASK,
+        rollout_weights=None if rho is None else rho * MASK,
+    )
     trl_rho = None if rho is None else torch.where(MASK > 0, rho, torch.ones_like(rho))  # TRL: 1 on padding
-    phi = ref.trl_gamma_weights(adv if advantages == "per_token" else PER_ROW_A,
-                                (logprobs - OLD).detach(), MASK, trl_rho)
+    phi = ref.trl_gamma_weights(
+        adv if advantages == "per_token" else PER_ROW_A, (logprobs - OLD).detach(), MASK, trl_rho
+    )
     trl_loss = -phi * adv * logprobs * MASK
     torch.testing.assert_close(ours.loss_mat, trl_loss, rtol=1e-5, atol=1e-6)
     assert 0.0 < float(phi.min()) and float(phi.max()) < 10.0  # a live case
@@ -55,9 +61,14 @@ def test_vespo_is_trls(advantages, with_weights):
 
 def test_off_policy_mask_is_trls():
     logprobs = OLD + draw(10, -1.0, 0.2)  # some sequences drift far from their sampler
-    keep = off_policy(logprobs=with_garbage(logprobs, 11), old_logprobs=with_garbage(OLD, 12),
-                      behaviour_logprobs=with_garbage(BEHAVIOUR, 13), advantages=PER_ROW_A.expand_as(MASK),
-                      response_mask=MASK, threshold=0.3)
+    keep = off_policy(
+        logprobs=with_garbage(logprobs, 11),
+        old_logprobs=with_garbage(OLD, 12),
+        behaviour_logprobs=with_garbage(BEHAVIOUR, 13),
+        advantages=PER_ROW_A.expand_as(MASK),
+        response_mask=MASK,
+        threshold=0.3,
+    )
     trl = ref.trl_off_policy_mask(PER_ROW_A, logprobs, BEHAVIOUR, MASK, 0.3)
     assert torch.equal(keep.float(), (trl * MASK))
     assert 0 < keep.sum() < MASK.sum()
@@ -66,8 +77,9 @@ def test_off_policy_mask_is_trls():
 @pytest.mark.parametrize("quantile", [0.0, 0.2, 0.5, 1.0])
 def test_top_entropy_is_trls(quantile):
     entropy = draw(14, 0.0, 4.0)
-    ours = top_entropy(entropy=torch.where(MASK > 0, entropy, draw(15, 5.0, 9.0)),
-                       response_mask=MASK, quantile=quantile)
+    ours = top_entropy(
+        entropy=torch.where(MASK > 0, entropy, draw(15, 5.0, 9.0)), response_mask=MASK, quantile=quantile
+    )
     trl = ref.trl_high_entropy_mask(entropy, MASK, 1 - quantile)
     assert torch.equal(ours, trl)
 
@@ -105,17 +117,21 @@ def test_vf_clipfrac_is_verls():
     assert metrics["critic/vf_clipfrac"].item() < metrics["critic/vf_out_of_range"].item()
 
 
-CASES = [("token", {}, "token", {}), ("sequence", {}, "sequence", {}),
-         ("icepop", {"lower": 0.7}, "token", {"lower": 0.7}),
-         ("icepop_sequence", {"lower": 0.7}, "sequence", {"lower": 0.7})]
+CASES = [
+    ("token", {}, "token", {}),
+    ("sequence", {}, "sequence", {}),
+    ("icepop", {"lower": 0.7}, "token", {"lower": 0.7}),
+    ("icepop_sequence", {"lower": 0.7}, "sequence", {"lower": 0.7}),
+]
 
 
 @pytest.mark.parametrize("mode, options, level, verl_options", CASES)
 @pytest.mark.parametrize("normalize", [False, True])
 def test_importance_weights_are_verls(mode, options, level, verl_options, normalize):
     old = OLD + draw(24, -0.5, 0.5) * (draw(20, 0, 1) < 0.7)  # some tokens agree exactly
-    weights, metrics = rollout_correction(with_garbage(old, 21), with_garbage(OLD, 22), MASK, mode,
-                                          1.4, batch_normalize=normalize, **options)
+    weights, metrics = rollout_correction(
+        with_garbage(old, 21), with_garbage(OLD, 22), MASK, mode, 1.4, batch_normalize=normalize, **options
+    )
     verl = ref.verl_is_weights(old - OLD, MASK, level, 1.4, batch_normalize=normalize, **verl_options)
     torch.testing.assert_close(weights, verl, rtol=1e-5, atol=1e-6)
     assert metrics["truncated_frac"] + metrics["masked_frac"] > 0  # the cap or the bounds bite
@@ -128,9 +144,20 @@ def test_geometric_mean_weight_is_verls_geo_mean():
     torch.testing.assert_close(ours[:, 0], verl, rtol=1e-6, atol=1e-7)
 
 
-REJECT = [("token_k1", 1.3), ("token_k1", (0.8, 1.1)), ("token_k2", 0.02), ("token_k3", 0.02),
-          ("seq_sum_k1", 1.5), ("seq_sum_k2", 0.05), ("seq_sum_k3", 0.05), ("seq_mean_k1", 1.1),
-          ("seq_mean_k2", 0.01), ("seq_mean_k3", 0.01), ("seq_max_k2", 0.03), ("seq_max_k3", 0.03)]
+REJECT = [
+    ("token_k1", 1.3),
+    ("token_k1", (0.8, 1.1)),
+    ("token_k2", 0.02),
+    ("token_k3", 0.02),
+    ("seq_sum_k1", 1.5),
+    ("seq_sum_k2", 0.05),
+    ("seq_sum_k3", 0.05),
+    ("seq_mean_k1", 1.1),
+    ("seq_mean_k2", 0.01),
+    ("seq_mean_k3", 0.01),
+    ("seq_max_k2", 0.03),
+    ("seq_max_k3", 0.03),
+]
 
 
 @pytest.mark.parametrize("name, threshold", REJECT)
@@ -160,10 +187,17 @@ def test_optimal_token_baselines_are_verls(name, with_weights, empty_row):
     rho = draw(30, 0.5, 1.5) * mask if with_weights else None
     groups = torch.tensor([7, 7, 7, 9, 9])
     ours = get_advantage_estimator(name)(
-        rewards=torch.zeros(5), response_mask=mask, group_ids=groups, token_rewards=token_rewards,
-        old_logprobs=old, sum_pi_squared=spq, rollout_weights=rho)
-    verl_fn = ref.verl_optimal_token_baseline if name == "optimal_token_baseline" \
-        else ref.verl_tir_optimal_token_baseline
+        rewards=torch.zeros(5),
+        response_mask=mask,
+        group_ids=groups,
+        token_rewards=token_rewards,
+        old_logprobs=old,
+        sum_pi_squared=spq,
+        rollout_weights=rho,
+    )
+    verl_fn = (
+        ref.verl_optimal_token_baseline if name == "optimal_token_baseline" else ref.verl_tir_optimal_token_baseline
+    )
     advantages, returns = verl_fn(token_rewards, mask, groups.numpy(), old, spq, rho)
     torch.testing.assert_close(ours.advantages, advantages, rtol=1e-5, atol=1e-6)
     # verl leaves reward-to-go in the holes and padding; meshrl's returns are 0 off the mask

@@ -1,4 +1,5 @@
 """Policy losses ppo, gspo, cispo: values, gradients and metrics, worked by hand."""
+
 import math
 
 import pytest
@@ -15,8 +16,9 @@ MASK = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]])  # 7 valid tok
 
 def ppo(**kwargs):
     logprobs = RATIOS.log().requires_grad_(True)
-    result = get_policy_loss("ppo")(logprobs=logprobs, old_logprobs=torch.zeros(2, 4),
-                                    advantages=ADVANTAGES, response_mask=MASK, **kwargs)
+    result = get_policy_loss("ppo")(
+        logprobs=logprobs, old_logprobs=torch.zeros(2, 4), advantages=ADVANTAGES, response_mask=MASK, **kwargs
+    )
     result.loss_mat.sum().backward()
     return result, logprobs.grad
 
@@ -63,8 +65,12 @@ def test_ppo_clip_higher():
     # ε_low = 0.2, ε_high = 0.28: ρ=1.5, A=1 → −1.28 (instead of −1.2); ρ=1.25, A=1 → −1.25
     # (inside the widened range, while the symmetric clip gives −1.2)
     logprobs = torch.tensor([[1.5, 1.25, 0.7]]).log()
-    args = dict(logprobs=logprobs, old_logprobs=torch.zeros(1, 3),
-                advantages=torch.tensor([[1.0, 1.0, -1.0]]), response_mask=torch.ones(1, 3))
+    args = dict(
+        logprobs=logprobs,
+        old_logprobs=torch.zeros(1, 3),
+        advantages=torch.tensor([[1.0, 1.0, -1.0]]),
+        response_mask=torch.ones(1, 3),
+    )
     decoupled = get_policy_loss("ppo")(**args, epsilon=0.2, epsilon_high=0.28)
     # ρ=0.7, A=−1: max(0.7, 0.8) = 0.8 (low bound still 0.8)
     assert_close(decoupled.loss_mat, torch.tensor([[-1.28, -1.25, 0.8]]))
@@ -76,8 +82,9 @@ def test_ppo_clip_higher():
 
 def gspo(logprobs, old_logprobs, advantages, mask, **kwargs):
     logprobs = logprobs.clone().requires_grad_(True)
-    result = get_policy_loss("gspo")(logprobs=logprobs, old_logprobs=old_logprobs,
-                                     advantages=advantages, response_mask=mask, **kwargs)
+    result = get_policy_loss("gspo")(
+        logprobs=logprobs, old_logprobs=old_logprobs, advantages=advantages, response_mask=mask, **kwargs
+    )
     return result, logprobs
 
 
@@ -126,9 +133,14 @@ def test_cispo_clips_the_weight_but_keeps_every_gradient():
     # ∂L/∂log π = −ŵ·A = (−1.28, 0.8, −2): non-zero even where the weight was clipped
     logprobs = torch.tensor([[-0.5, -1.0, -2.0]], requires_grad=True)
     old = logprobs.detach() - torch.tensor([[1.5, 0.5, 1.0]]).log()
-    result = get_policy_loss("cispo")(logprobs=logprobs, old_logprobs=old,
-                                      advantages=torch.tensor([[1.0, -1.0, 2.0]]),
-                                      response_mask=torch.ones(1, 3), epsilon=0.2, epsilon_high=0.28)
+    result = get_policy_loss("cispo")(
+        logprobs=logprobs,
+        old_logprobs=old,
+        advantages=torch.tensor([[1.0, -1.0, 2.0]]),
+        response_mask=torch.ones(1, 3),
+        epsilon=0.2,
+        epsilon_high=0.28,
+    )
     assert_close(result.loss_mat, torch.tensor([[0.64, -0.8, 4.0]]))
     result.loss_mat.sum().backward()
     assert_close(logprobs.grad, torch.tensor([[-1.28, 0.8, -2.0]]))
@@ -140,9 +152,14 @@ def test_cispo_clips_the_weight_but_keeps_every_gradient():
 def test_cispo_preset_epsilon_one_disables_the_lower_bound():
     # ε_low = 1 → lower bound 0: ρ = 0.5 keeps weight 0.5: L = −0.5·1·(−1) = 0.5
     logprobs = torch.tensor([[-1.0]])
-    result = get_policy_loss("cispo")(logprobs=logprobs, old_logprobs=logprobs - math.log(0.5),
-                                      advantages=torch.ones(1, 1), response_mask=torch.ones(1, 1),
-                                      epsilon=1.0, epsilon_high=0.28)
+    result = get_policy_loss("cispo")(
+        logprobs=logprobs,
+        old_logprobs=logprobs - math.log(0.5),
+        advantages=torch.ones(1, 1),
+        response_mask=torch.ones(1, 1),
+        epsilon=1.0,
+        epsilon_high=0.28,
+    )
     assert_close(result.loss_mat, torch.tensor([[0.5]]))
 
 
@@ -150,21 +167,33 @@ def test_cispo_preset_epsilon_one_disables_the_lower_bound():
 def test_losses_are_zero_on_padding_and_finite_with_extreme_ratios(name):
     # padding holds garbage log-probs; a valid token has log-ratio 80 (exp would overflow)
     logprobs = torch.tensor([[80.0, -1.0, 30.0]])
-    result = get_policy_loss(name)(logprobs=logprobs, old_logprobs=torch.zeros(1, 3),
-                                   advantages=torch.tensor([[-1.0, 1.0, 1.0]]),
-                                   response_mask=torch.tensor([[1.0, 1.0, 0.0]]))
+    result = get_policy_loss(name)(
+        logprobs=logprobs,
+        old_logprobs=torch.zeros(1, 3),
+        advantages=torch.tensor([[-1.0, 1.0, 1.0]]),
+        response_mask=torch.tensor([[1.0, 1.0, 0.0]]),
+    )
     assert result.loss_mat[0, 2].item() == 0.0
     assert torch.isfinite(result.loss_mat).all()
     assert all(torch.isfinite(v) for v in result.metrics.values())
-    assert set(result.metrics) >= {"clip_ratio/low", "clip_ratio/high", "clip_ratio/dual",
-                                   "approx_kl", "ratio/min", "ratio/mean", "ratio/max"}
+    assert set(result.metrics) >= {
+        "clip_ratio/low",
+        "clip_ratio/high",
+        "clip_ratio/dual",
+        "approx_kl",
+        "ratio/min",
+        "ratio/mean",
+        "ratio/max",
+    }
 
 
 def test_single_token_response():
     # one valid token, ρ = 1, A = 3 → L = −3
-    result = get_policy_loss("ppo")(logprobs=torch.tensor([[-1.0, 0.0]]),
-                                    old_logprobs=torch.tensor([[-1.0, 0.0]]),
-                                    advantages=torch.tensor([[3.0, 3.0]]),
-                                    response_mask=torch.tensor([[1.0, 0.0]]))
+    result = get_policy_loss("ppo")(
+        logprobs=torch.tensor([[-1.0, 0.0]]),
+        old_logprobs=torch.tensor([[-1.0, 0.0]]),
+        advantages=torch.tensor([[3.0, 3.0]]),
+        response_mask=torch.tensor([[1.0, 0.0]]),
+    )
     assert_close(result.loss_mat, torch.tensor([[-3.0, 0.0]]))
     assert aggregate_loss(result.loss_mat, torch.tensor([[1.0, 0.0]]), "token-mean").item() == -3.0

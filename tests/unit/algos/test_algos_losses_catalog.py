@@ -1,5 +1,6 @@
 """Policy losses GMPO, DPPO (TV, KL), Clip-/KL-Cov, LUSPO, DRO, TRL's δ clip and GSPO's
 sequence-ratio cap: values and gradients worked by hand."""
+
 import math
 
 import pytest
@@ -15,9 +16,13 @@ MASK = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
 def run(name, logprobs, old, advantages, mask=MASK, **kwargs):
     """(result, ∂ Σ loss_mat / ∂ log π) for one row of four tokens."""
     logprobs = torch.tensor([logprobs]).requires_grad_(True)
-    result = get_policy_loss(name)(logprobs=logprobs, old_logprobs=torch.tensor([old]),
-                                   advantages=torch.tensor([advantages]), response_mask=mask,
-                                   **kwargs)
+    result = get_policy_loss(name)(
+        logprobs=logprobs,
+        old_logprobs=torch.tensor([old]),
+        advantages=torch.tensor([advantages]),
+        response_mask=mask,
+        **kwargs,
+    )
     result.loss_mat.sum().backward()
     return result, logprobs.grad
 
@@ -42,8 +47,7 @@ def test_gspo_sequence_ratio_cap_stops_the_gradient_like_verl():
     capped, grad = run("gspo", [12.0, 0, 0, 0], [0.0] * 4, [-1.0] * 4, mask=one)
     assert capped.loss_mat[0, 0].item() == pytest.approx(math.exp(10), rel=1e-5)
     assert grad[0, 0].item() == 0.0
-    free, grad = run("gspo", [12.0, 0, 0, 0], [0.0] * 4, [-1.0] * 4, mask=one,
-                     seq_log_ratio_cap=None)
+    free, grad = run("gspo", [12.0, 0, 0, 0], [0.0] * 4, [-1.0] * 4, mask=one, seq_log_ratio_cap=None)
     assert free.loss_mat[0, 0].item() == pytest.approx(math.exp(12), rel=1e-5)
     assert grad[0, 0].item() == pytest.approx(math.exp(12), rel=1e-5)  # −A·s
 
@@ -135,11 +139,13 @@ def test_vespo_weights_by_the_gamma_kernel_of_the_sequence_ratio():
     assert_close(grad, torch.tensor([[-phi, -phi, -phi, 0.0]]))
     # rollout weights fold in: ρ = (2, 0.5, 1) multiply to 1 (w unchanged); a weight of 0 is
     # log 1e-8, so w = e^0.9·1e-8 and φ = e^(3 + 2·log w − 3w) ≈ 1.1e-14
-    _, same = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4,
-                  rollout_weights=torch.tensor([[2.0, 0.5, 1.0, 0.0]]))
+    _, same = run(
+        "vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4, rollout_weights=torch.tensor([[2.0, 0.5, 1.0, 0.0]])
+    )
     assert_close(same, grad)
-    _, tiny = run("vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4,
-                  rollout_weights=torch.tensor([[2.0, 0.0, 1.0, 0.0]]))
+    _, tiny = run(
+        "vespo", [x + 0.3 for x in lp[:3]] + [0.0], lp, [1.0] * 4, rollout_weights=torch.tensor([[2.0, 0.0, 1.0, 0.0]])
+    )
     log_w = 0.9 + math.log(2.0) + math.log(1e-8)
     assert tiny[0, 0].item() == pytest.approx(-math.exp(3 + 2 * log_w - 3 * math.exp(log_w)), rel=1e-4)
     # A < 0: (k, λ) = (3, 2): φ = exp(2 + 3·0.9 − 2·e^0.9)
@@ -157,7 +163,9 @@ def test_dro_is_policy_gradient_with_a_squared_log_ratio_penalty():
 
 
 def test_every_loss_honours_or_refuses_the_importance_sampling_level():
-    assert {n: get_policy_loss(n).level for n in list_policy_losses()} == {n: d.level for n, d in parts.policy_losses().items()}
+    assert {n: get_policy_loss(n).level for n in list_policy_losses()} == {
+        n: d.level for n, d in parts.policy_losses().items()
+    }
     args = ([0.0] * 4, [0.0] * 4, [1.0] * 4)
     for name in list_policy_losses():
         level = parts.policy_losses()[name].level

@@ -1,4 +1,5 @@
 """Policy losses gpg and sapo: values and gradients worked by hand."""
+
 import math
 
 import pytest
@@ -13,9 +14,13 @@ MASK = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
 def run(name, ratios, advantages, old=0.0, **kwargs):
     old_logprobs = torch.full((1, 4), old)
     logprobs = (old_logprobs + torch.tensor([ratios]).log()).requires_grad_(True)
-    result = get_policy_loss(name)(logprobs=logprobs, old_logprobs=old_logprobs,
-                                   advantages=torch.tensor([advantages]), response_mask=MASK,
-                                   **kwargs)
+    result = get_policy_loss(name)(
+        logprobs=logprobs,
+        old_logprobs=old_logprobs,
+        advantages=torch.tensor([advantages]),
+        response_mask=MASK,
+        **kwargs,
+    )
     result.loss_mat.sum().backward()
     return result, logprobs.grad
 
@@ -36,12 +41,10 @@ def sig(x):
 
 def test_sapo_soft_gate_values_and_gradients():
     # τ_pos = 1 (A > 0), τ_neg = 2 (A < 0). L = −σ(τ(ρ−1))·4/τ·A, ∂L/∂log π = −A·ρ·4σ(1−σ)
-    result, grad = run("sapo", [1.0, 2.0, 0.5, 1.0], [1.0, 1.0, -1.0, 7.0], tau_pos=1.0,
-                       tau_neg=2.0)
+    result, grad = run("sapo", [1.0, 2.0, 0.5, 1.0], [1.0, 1.0, -1.0, 7.0], tau_pos=1.0, tau_neg=2.0)
     s1, s2 = sig(1.0), sig(2.0 * -0.5)  # token 1: τ=1, ρ=2; token 2: τ=2, ρ=0.5
     assert_close(result.loss_mat, torch.tensor([[-2.0, -4 * s1, 2 * s2, 0.0]]))
-    assert_close(grad, torch.tensor([[-1.0, -2.0 * 4 * s1 * (1 - s1),
-                                      0.5 * 4 * s2 * (1 - s2), 0.0]]))
+    assert_close(grad, torch.tensor([[-1.0, -2.0 * 4 * s1 * (1 - s1), 0.5 * 4 * s2 * (1 - s2), 0.0]]))
 
 
 def test_sapo_reports_where_the_gate_has_faded():

@@ -1,5 +1,6 @@
 """PF-PPO's reweighting methods and draw, by hand and beside verl 0.9.1's own
 (`compute_pf_ppo_reweight_data`, copied in library_reference.py)."""
+
 import pytest
 import torch
 
@@ -26,16 +27,20 @@ def test_method_weights_by_hand_and_the_draw_is_verls(method):
     options, hand = HAND[method]
     assert REWEIGHTINGS.get(method)(SCORES, **options).tolist() == pytest.approx(hand)
     ours = pf_ppo_rows(SCORES, method, torch.Generator().manual_seed(3), **options)
-    verl = ref.verl_pf_ppo_rows(SCORES, method, options.get("weight_pow", 2.0),
-                                generator=torch.Generator().manual_seed(3))
+    verl = ref.verl_pf_ppo_rows(
+        SCORES, method, options.get("weight_pow", 2.0), generator=torch.Generator().manual_seed(3)
+    )
     assert torch.equal(ours, verl)
     # only rows with weight can be drawn (1e-8 for the others: none in 8 draws here)
     assert all(hand[i] > 0 for i in ours.tolist())
 
 
 def test_pow_draws_high_reward_magnitudes_more_often():
-    counts = torch.bincount(pf_ppo_rows(SCORES.repeat(50), "pow", torch.Generator().manual_seed(0)),
-                            minlength=400).view(50, 8).sum(0)
+    counts = (
+        torch.bincount(pf_ppo_rows(SCORES.repeat(50), "pow", torch.Generator().manual_seed(0)), minlength=400)
+        .view(50, 8)
+        .sum(0)
+    )
     # probabilities ∝ 1, 4, 0, 9, 0.25, 9, 4, 1 (sum 28.25) over 400 draws
     assert counts[2] == 0 and counts[3] > counts[1] > counts[0] > counts[4]
     with pytest.raises(KeyError, match="unknown PF-PPO reweighting 'powe'"):

@@ -1,4 +1,5 @@
 """Preference losses (TRL's loss_type catalogue): values and gradients worked by hand."""
+
 import math
 
 import pytest
@@ -9,8 +10,12 @@ from meshrl.algos import dpo_loss, get_preference_loss, list_preference_losses
 from meshrl.config.algorithm import AlgorithmConfig
 
 # chosen log-ratios c = (1, 0), rejected r = (−1, 1); policy margins (2, −1), reference 0; β = ½
-PAIRS = dict(policy_chosen=torch.tensor([-1.0, -2.0]), policy_rejected=torch.tensor([-3.0, -1.0]),
-             ref_chosen=torch.tensor([-2.0, -2.0]), ref_rejected=torch.tensor([-2.0, -2.0]))
+PAIRS = dict(
+    policy_chosen=torch.tensor([-1.0, -2.0]),
+    policy_rejected=torch.tensor([-3.0, -1.0]),
+    ref_chosen=torch.tensor([-2.0, -2.0]),
+    ref_rejected=torch.tensor([-2.0, -2.0]),
+)
 LENGTHS = dict(chosen_lengths=torch.tensor([2.0, 4.0]), rejected_lengths=torch.tensor([1.0, 2.0]))
 
 
@@ -27,39 +32,66 @@ def loss_of(kind, **kwargs):
     return loss
 
 
-@pytest.mark.parametrize("kind, options, expected", [
-    # (−0.9·log σ(βh) + 0.1·log σ(−βh)) / 0.8 with βh = 1, −½
-    ("robust", {"label_smoothing": 0.1},
-     [(-0.9 * logsig(1) + 0.1 * logsig(-1)) / 0.8, (-0.9 * logsig(-0.5) + 0.1 * logsig(0.5)) / 0.8]),
-    # σ(z)(log σ(z) − log 0.999) + σ(−z)(log σ(−z) − log 0.001), z = βh (ε defaults to 1e-3)
-    ("exo_pair", {}, [sig(z) * (logsig(z) - math.log(0.999)) + sig(-z) * (logsig(-z) - math.log(1e-3))
-                      for z in (1.0, -0.5)]),
-    # −log σ(βc) − ½ log σ(−βc) − ½ log σ(−βr): βc = (½, 0), βr = (−½, ½)
-    ("nca_pair", {}, [-logsig(0.5) - 0.5 * logsig(-0.5) - 0.5 * logsig(0.5),
-                      -logsig(0.0) - 0.5 * logsig(0.0) - 0.5 * logsig(-0.5)]),
-    # (c − 1)² + (r + 1)² with 1/(2β) = 1
-    ("sppo_hard", {}, [0.0, 1.0 + 4.0]),
-    # (1 − σ(βc)) + σ(βr)
-    ("apo_zero", {}, [1 - sig(0.5) + sig(-0.5), 1 - sig(0.0) + sig(0.5)]),
-    # σ(βc) + (1 − σ(β(c − r)))
-    ("apo_down", {}, [sig(0.5) + 1 - sig(1.0), sig(0.0) + 1 - sig(-0.5)]),
-    # m = σ(z/τ), (1 − m)·(−log σ(z)) + m·e^−z, z = βh = (1, −½), τ = 0.05
-    ("discopop", {}, [(1 - sig(20)) * -logsig(1) + sig(20) * math.exp(-1),
-                      (1 - sig(-10)) * -logsig(-0.5) + sig(-10) * math.exp(0.5)]),
-    # length-averaged h̄ = c/|y_w| − r/|y_l| = (½ + 1, 0 − ½) = (1.5, −0.5)
-    ("sigmoid_norm", {}, [-logsig(0.75), -logsig(-0.25)]),
-    ("ipo", {}, [(1.5 - 1) ** 2, (-0.5 - 1) ** 2]),
-    # sorted policy margins (−1, 2) − sorted reference margins (0, 0)
-    ("aot", {}, [-logsig(-0.5), -logsig(1.0)]),
-    # sort(c) − sort(r) = (0, 1) − (−1, 1) = (1, 0)
-    ("aot_unpaired", {}, [-logsig(0.5), math.log(2)]),
-    # js: h = c − r − (softplus(c) − softplus(r)) = (2 − 1, −1 − (log 2 − log(1 + e)))
-    ("sigmoid", {"f_divergence": "js_divergence"},
-     [-logsig(0.5), -logsig(0.5 * (-1 - (math.log(2) - math.log1p(math.e))))]),
-    # α = 1: h = e^−r − e^−c = (e − 1/e, 1/e − 1)
-    ("sigmoid", {"f_divergence": "alpha_divergence", "f_alpha": 1.0},
-     [-logsig(0.5 * (math.e - 1 / math.e)), -logsig(0.5 * (1 / math.e - 1))]),
-])
+@pytest.mark.parametrize(
+    "kind, options, expected",
+    [
+        # (−0.9·log σ(βh) + 0.1·log σ(−βh)) / 0.8 with βh = 1, −½
+        (
+            "robust",
+            {"label_smoothing": 0.1},
+            [(-0.9 * logsig(1) + 0.1 * logsig(-1)) / 0.8, (-0.9 * logsig(-0.5) + 0.1 * logsig(0.5)) / 0.8],
+        ),
+        # σ(z)(log σ(z) − log 0.999) + σ(−z)(log σ(−z) − log 0.001), z = βh (ε defaults to 1e-3)
+        (
+            "exo_pair",
+            {},
+            [sig(z) * (logsig(z) - math.log(0.999)) + sig(-z) * (logsig(-z) - math.log(1e-3)) for z in (1.0, -0.5)],
+        ),
+        # −log σ(βc) − ½ log σ(−βc) − ½ log σ(−βr): βc = (½, 0), βr = (−½, ½)
+        (
+            "nca_pair",
+            {},
+            [
+                -logsig(0.5) - 0.5 * logsig(-0.5) - 0.5 * logsig(0.5),
+                -logsig(0.0) - 0.5 * logsig(0.0) - 0.5 * logsig(-0.5),
+            ],
+        ),
+        # (c − 1)² + (r + 1)² with 1/(2β) = 1
+        ("sppo_hard", {}, [0.0, 1.0 + 4.0]),
+        # (1 − σ(βc)) + σ(βr)
+        ("apo_zero", {}, [1 - sig(0.5) + sig(-0.5), 1 - sig(0.0) + sig(0.5)]),
+        # σ(βc) + (1 − σ(β(c − r)))
+        ("apo_down", {}, [sig(0.5) + 1 - sig(1.0), sig(0.0) + 1 - sig(-0.5)]),
+        # m = σ(z/τ), (1 − m)·(−log σ(z)) + m·e^−z, z = βh = (1, −½), τ = 0.05
+        (
+            "discopop",
+            {},
+            [
+                (1 - sig(20)) * -logsig(1) + sig(20) * math.exp(-1),
+                (1 - sig(-10)) * -logsig(-0.5) + sig(-10) * math.exp(0.5),
+            ],
+        ),
+        # length-averaged h̄ = c/|y_w| − r/|y_l| = (½ + 1, 0 − ½) = (1.5, −0.5)
+        ("sigmoid_norm", {}, [-logsig(0.75), -logsig(-0.25)]),
+        ("ipo", {}, [(1.5 - 1) ** 2, (-0.5 - 1) ** 2]),
+        # sorted policy margins (−1, 2) − sorted reference margins (0, 0)
+        ("aot", {}, [-logsig(-0.5), -logsig(1.0)]),
+        # sort(c) − sort(r) = (0, 1) − (−1, 1) = (1, 0)
+        ("aot_unpaired", {}, [-logsig(0.5), math.log(2)]),
+        # js: h = c − r − (softplus(c) − softplus(r)) = (2 − 1, −1 − (log 2 − log(1 + e)))
+        (
+            "sigmoid",
+            {"f_divergence": "js_divergence"},
+            [-logsig(0.5), -logsig(0.5 * (-1 - (math.log(2) - math.log1p(math.e))))],
+        ),
+        # α = 1: h = e^−r − e^−c = (e − 1/e, 1/e − 1)
+        (
+            "sigmoid",
+            {"f_divergence": "alpha_divergence", "f_alpha": 1.0},
+            [-logsig(0.5 * (math.e - 1 / math.e)), -logsig(0.5 * (1 / math.e - 1))],
+        ),
+    ],
+)
 def test_preference_loss_values(kind, options, expected):
     assert_close(loss_of(kind, options=options), torch.tensor(expected))
 
@@ -123,17 +155,18 @@ def test_options_the_losses_do_not_take_are_refused():
 
 def test_every_loss_has_a_paper_and_the_dpo_preset_names_a_registered_one():
     from meshrl.config import load_config
+
     for name in list_preference_losses():
         assert "arXiv:" in get_preference_loss(name).paper, name
-    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"},
-                            "algorithm": {"preset": "dpo"}})
+    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "dpo"}})
     assert cfg.algorithm.preference_losses == ["sigmoid"]
     assert cfg.algorithm.preference_losses[0] in list_preference_losses()
 
 
 def test_config_reads_the_loss_from_policy_loss_or_a_weighted_dpo_loss_type():
-    algo = AlgorithmConfig(policy_loss="dpo", offline=True, dpo_loss_type=["sigmoid", "bco_pair"],
-                           dpo_loss_weights=[1.0, 0.2])
+    algo = AlgorithmConfig(
+        policy_loss="dpo", offline=True, dpo_loss_type=["sigmoid", "bco_pair"], dpo_loss_weights=[1.0, 0.2]
+    )
     assert algo.preference_losses == ["sigmoid", "bco_pair"]
     with pytest.raises(ValueError, match="2 weights for 1 preference losses"):
         AlgorithmConfig(policy_loss="ipo", offline=True, dpo_loss_weights=[1.0, 1.0])

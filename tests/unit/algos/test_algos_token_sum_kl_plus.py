@@ -1,4 +1,5 @@
 """`token-sum` aggregation and the straight-through KL estimators `k1+` / `k3+`, by hand."""
+
 import math
 
 import pytest
@@ -23,8 +24,7 @@ def test_token_sum_is_the_plain_sum_of_valid_tokens_with_unit_gradient():
 
 def test_token_sum_split_into_micro_batches_adds_numerators_over_one_denominator():
     whole = aggregate_loss(LOSS, MASK, "token-sum")
-    parts = loss_numerator(LOSS[:1], MASK[:1], "token-sum") + loss_numerator(
-        LOSS[1:, :1], MASK[1:, :1], "token-sum")
+    parts = loss_numerator(LOSS[:1], MASK[:1], "token-sum") + loss_numerator(LOSS[1:, :1], MASK[1:, :1], "token-sum")
     assert (parts / loss_denominator(MASK, "token-sum")).item() == pytest.approx(whole.item())
 
 
@@ -39,10 +39,13 @@ def kl_and_grad(kind):
     return kl.detach()[0].tolist(), logprobs.grad[0].tolist()
 
 
-@pytest.mark.parametrize("kind, values", [
-    ("k1+", LOG_RATIO),                                             # k1 = r
-    ("k3+", [math.exp(-r) - 1 + r for r in LOG_RATIO]),             # k3 = e^{−r} − 1 + r (r = log ratio)
-])
+@pytest.mark.parametrize(
+    "kind, values",
+    [
+        ("k1+", LOG_RATIO),  # k1 = r
+        ("k3+", [math.exp(-r) - 1 + r for r in LOG_RATIO]),  # k3 = e^{−r} − 1 + r (r = log ratio)
+    ],
+)
 def test_plus_variants_keep_the_value_and_take_k2s_gradient(kind, values):
     value, grad = kl_and_grad(kind)
     assert value == pytest.approx(values)

@@ -1,4 +1,5 @@
 """RolloutBatch / PreferenceBatch: padding layout, masks, positions, splitting, shape errors."""
+
 import numpy as np
 import pytest
 import torch
@@ -9,9 +10,14 @@ from meshrl.algos.batch import PreferenceBatch, RolloutBatch
 
 def small() -> RolloutBatch:
     return RolloutBatch.from_sequences(
-        [np.array([5, 6]), np.array([7])], [np.array([8]), np.array([9, 10, 11])],
-        rewards=[1.0, 0.0], group_ids=[3, 3], pad_id=0,
-        behaviour_logprobs=[np.array([-0.5]), np.array([-1.0, -2.0, -3.0])], policy_versions=[4, 4])
+        [np.array([5, 6]), np.array([7])],
+        [np.array([8]), np.array([9, 10, 11])],
+        rewards=[1.0, 0.0],
+        group_ids=[3, 3],
+        pad_id=0,
+        behaviour_logprobs=[np.array([-0.5]), np.array([-1.0, -2.0, -3.0])],
+        policy_versions=[4, 4],
+    )
 
 
 def test_layout_left_prompt_right_response():
@@ -29,8 +35,9 @@ def test_layout_left_prompt_right_response():
 
 
 def test_split_select_chunk():
-    b = RolloutBatch.from_sequences([np.array([1])] * 5, [np.array([2, 3])] * 5,
-                                    rewards=np.arange(5.0), group_ids=np.arange(5), pad_id=0)
+    b = RolloutBatch.from_sequences(
+        [np.array([1])] * 5, [np.array([2, 3])] * 5, rewards=np.arange(5.0), group_ids=np.arange(5), pad_id=0
+    )
     assert [len(m) for m in b.split(2)] == [2, 2, 1]
     assert [m.rewards.tolist() for m in b.chunk(2)] == [[0.0, 1.0, 2.0], [3.0, 4.0]]
     picked = b.select(torch.tensor([4, 0]))
@@ -42,20 +49,22 @@ def test_split_select_chunk():
 def test_shape_error_names_tensor_and_shapes():
     b = small()
     with pytest.raises(ShapeError, match=r"RolloutBatch\.response_mask has shape \(2, 2\)"):
-        RolloutBatch(b.prompt_ids, b.prompt_mask, b.response_ids, b.response_mask[:, :2],
-                     b.rewards, b.group_ids)
+        RolloutBatch(b.prompt_ids, b.prompt_mask, b.response_ids, b.response_mask[:, :2], b.rewards, b.group_ids)
     with pytest.raises(ShapeError, match="rewards"):
-        RolloutBatch(b.prompt_ids, b.prompt_mask, b.response_ids, b.response_mask,
-                     torch.zeros(3), b.group_ids)
+        RolloutBatch(b.prompt_ids, b.prompt_mask, b.response_ids, b.response_mask, torch.zeros(3), b.group_ids)
     with pytest.raises(ShapeError, match="must be equal"):
         RolloutBatch.from_sequences([np.array([1])], [], rewards=[1.0], group_ids=[0], pad_id=0)
 
 
 def test_preference_batch_stacks_chosen_then_rejected():
-    p = PreferenceBatch.from_sequences([np.array([1, 2]), np.array([3])],
-                                       chosen=[np.array([4]), np.array([5, 6])],
-                                       rejected=[np.array([7, 8, 9]), np.array([10])], pad_id=0,
-                                       ref_chosen_logps=[-1.0, -2.0], ref_rejected_logps=[-3.0, -4.0])
+    p = PreferenceBatch.from_sequences(
+        [np.array([1, 2]), np.array([3])],
+        chosen=[np.array([4]), np.array([5, 6])],
+        rejected=[np.array([7, 8, 9]), np.array([10])],
+        pad_id=0,
+        ref_chosen_logps=[-1.0, -2.0],
+        ref_rejected_logps=[-3.0, -4.0],
+    )
     s = p.stacked()
     assert s.response_ids.tolist() == [[4, 0, 0], [5, 6, 0], [7, 8, 9], [10, 0, 0]]
     assert s.prompt_ids.tolist() == [[1, 2], [0, 3], [1, 2], [0, 3]]

@@ -5,6 +5,7 @@ tiny model with the two parts the config names.
 
     .venv/bin/python -m pytest -q tests/unit/algos/test_extend_guide.py
 """
+
 import os
 import re
 import shutil
@@ -23,8 +24,8 @@ SECTION = "## A new advantage estimator or policy loss"
 
 def section_blocks() -> list[tuple[str, str]]:
     text = GUIDE.read_text()
-    body = text[text.index(SECTION):]
-    body = re.split(r"\n## ", body[len(SECTION):])[0]  # up to the next heading
+    body = text[text.index(SECTION) :]
+    body = re.split(r"\n## ", body[len(SECTION) :])[0]  # up to the next heading
     return re.findall(r"```(\w+)\n(.*?)```", body, flags=re.S)
 
 
@@ -58,12 +59,19 @@ def test_the_extend_section_works_as_written(tmp_path, monkeypatch):
     from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
 
     monkeypatch.syspath_prepend(str(tmp_path))
-    cfg = load_config(tmp_path / "examples" / "grpo_smollm2.yaml", overrides=[
-        "algorithm.advantage_estimator=my_algo.parts:my_baseline", "algorithm.policy_loss=my_algo.parts:my_loss"])
+    cfg = load_config(
+        tmp_path / "examples" / "grpo_smollm2.yaml",
+        overrides=[
+            "algorithm.advantage_estimator=my_algo.parts:my_baseline",
+            "algorithm.policy_loss=my_algo.parts:my_loss",
+        ],
+    )
     step = TrainStep(build_policy(build_tiny_llama(), cfg.trainer, total_steps=2), cfg.algorithm, cfg.trainer)
     assert (step.estimator.registered_name, step.policy_loss.registered_name) == ("my_baseline", "my_loss")
     rewards = torch.tensor([1.0, 0.0, 0.0, 1.0])
-    advantages = step.estimator(rewards=rewards, response_mask=torch.ones(4, 2), group_ids=torch.zeros(4, dtype=torch.int64)).advantages
+    advantages = step.estimator(
+        rewards=rewards, response_mask=torch.ones(4, 2), group_ids=torch.zeros(4, dtype=torch.int64)
+    ).advantages
     assert torch.equal(advantages, torch.tensor([[0.5] * 2, [-0.5] * 2, [-0.5] * 2, [0.5] * 2]))
     before = weights_of(step.policy.model)
     metrics = step(random_batch(), 0)
@@ -72,6 +80,7 @@ def test_the_extend_section_works_as_written(tmp_path, monkeypatch):
     for module in [m for m in sys.modules if m.startswith("my_algo")]:
         del sys.modules[module]
     from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES
+
     for name in ("my_baseline", "my_algo.parts:my_baseline"):
         ADVANTAGE_ESTIMATORS.remove(name)
     for name in ("my_loss", "my_algo.parts:my_loss"):

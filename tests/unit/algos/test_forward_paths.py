@@ -1,4 +1,5 @@
 """Shared-prefix and packed forwards equal the padded one: log-probs, entropy, gradients."""
+
 import pytest
 import torch
 
@@ -12,8 +13,12 @@ def shared_prompt_batch():
     prompt_ids = torch.tensor([[0, 5, 6, 7]] * 3 + [[9, 10, 11, 12]] * 3)
     prompt_mask = (prompt_ids > 0).long()
     response_ids = torch.tensor([[3, 4, 0], [8, 0, 0], [1, 2, 3], [4, 4, 4], [0, 0, 0], [7, 8, 0]])
-    return dict(prompt_ids=prompt_ids, prompt_mask=prompt_mask, response_ids=response_ids,
-                response_mask=(response_ids > 0).float())
+    return dict(
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        response_ids=response_ids,
+        response_mask=(response_ids > 0).float(),
+    )
 
 
 def logprobs_and_grads(model, batch, forward):

@@ -1,6 +1,7 @@
 """The LM head's plan (meshrl/algos/head_plan.py): chunk size from the device and a memory
 budget, the kernel chosen or refused with a message naming why, and the bytes-per-logit
 constant the CUDA budget divides by, measured here with torch's MemTracker."""
+
 import importlib.metadata
 
 import pytest
@@ -8,11 +9,10 @@ import torch
 from torch.distributed._tools.mem_tracker import MemTracker
 
 from meshrl.algos import head_plan, liger_head
-from meshrl.algos.head_plan import (BYTES_PER_LOGIT, CPU_CHUNK_ELEMENTS, chunk_elements_for,
-                                    plan_head)
+from meshrl.algos.head_plan import BYTES_PER_LOGIT, CPU_CHUNK_ELEMENTS, chunk_elements_for, plan_head
 from meshrl.algos.logprobs import head_logprobs
 
-GB = 10 ** 9
+GB = 10**9
 
 
 def test_chunk_from_the_device_and_the_memory_budget():
@@ -40,15 +40,19 @@ def test_liger_on_cpu_is_refused_naming_the_fix(monkeypatch):
         plan_head("liger", "auto", 0.1, "cpu")
 
 
-@pytest.mark.parametrize("installed, message", [
-    (None, r"not installed: pip install 'liger-kernel>=0.8.2'"),
-    ("0.8.1", r"0.8.1 computes wrong weight gradients .*#1298"),
-])
+@pytest.mark.parametrize(
+    "installed, message",
+    [
+        (None, r"not installed: pip install 'liger-kernel>=0.8.2'"),
+        ("0.8.1", r"0.8.1 computes wrong weight gradients .*#1298"),
+    ],
+)
 def test_liger_missing_or_too_old_is_refused(monkeypatch, installed, message):
     def version(name):
         if installed is None:
             raise importlib.metadata.PackageNotFoundError(name)
         return installed
+
     monkeypatch.setattr(liger_head.importlib.metadata, "version", version)
     with pytest.raises(ValueError, match=message):
         plan_head("liger", "auto", 0.1, "cuda", free_bytes=GB)
@@ -73,8 +77,7 @@ def test_one_chunks_peak_memory_per_logit_is_within_the_budgets_constant(autocas
     tracker.track_external(head, hidden)
     with tracker:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            logprob, entropy, _ = head_logprobs(head, hidden, ids, mask, with_entropy=True,
-                                                chunk_elements=rows * vocab)
+            logprob, entropy, _ = head_logprobs(head, hidden, ids, mask, with_entropy=True, chunk_elements=rows * vocab)
         (logprob.sum() + entropy.sum()).backward()
     peak = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
     fixed = 2 * head.weight.numel() * 4 + 2 * hidden.numel() * 4 + 2 * head.weight.numel() * 2

@@ -1,4 +1,5 @@
 """response_logprobs on a padded batch equals a naive per-sequence log_softmax."""
+
 import numpy as np
 import pytest
 import torch
@@ -11,8 +12,7 @@ RESPONSES = [np.array([11, 12]), np.array([13, 14, 15, 16]), np.array([17])]
 
 
 def batch() -> RolloutBatch:
-    return RolloutBatch.from_sequences(PROMPTS, RESPONSES, rewards=[0.0, 1.0, 0.5],
-                                       group_ids=[0, 0, 1], pad_id=0)
+    return RolloutBatch.from_sequences(PROMPTS, RESPONSES, rewards=[0.0, 1.0, 0.5], group_ids=[0, 0, 1], pad_id=0)
 
 
 def naive(model, prompt, response, temperature=1.0):
@@ -33,9 +33,9 @@ def test_matches_naive_per_sequence(tiny_llama, temperature):
         assert out.logprobs.shape == (3, 4)
         for row, (p, r) in enumerate(zip(PROMPTS, RESPONSES)):
             want_lp, want_ent = naive(tiny_llama, p, r, temperature)
-            torch.testing.assert_close(out.logprobs[row, :len(r)], want_lp, atol=1e-5, rtol=0)
-            torch.testing.assert_close(out.entropy[row, :len(r)], want_ent, atol=1e-5, rtol=0)
-            assert (out.logprobs[row, len(r):] == 0).all() and (out.entropy[row, len(r):] == 0).all()
+            torch.testing.assert_close(out.logprobs[row, : len(r)], want_lp, atol=1e-5, rtol=0)
+            torch.testing.assert_close(out.entropy[row, : len(r)], want_ent, atol=1e-5, rtol=0)
+            assert (out.logprobs[row, len(r) :] == 0).all() and (out.entropy[row, len(r) :] == 0).all()
 
 
 def test_chunking_and_gradients_match_unchunked(tiny_llama):

@@ -2,6 +2,7 @@
 each sequence without a dense N×N mask, and gives the padded forward's log-probs, entropy
 and gradients (MHA and GQA, with gradient checkpointing); padded rows through the same
 setting are sdpa's; a model that cannot take it is refused."""
+
 import numpy as np
 import pytest
 import torch
@@ -17,9 +18,17 @@ def tiny_model(kv_heads: int):
     """Qwen2 (biased q/k/v, tied embeddings), 4 query heads over `kv_heads` key/value heads."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=kv_heads,
-                         max_position_embeddings=256, tie_word_embeddings=True, pad_token_id=0)
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+    )
     torch.manual_seed(0)
     return Qwen2ForCausalLM(config).float()
 
@@ -61,8 +70,7 @@ def test_packed_varlen_builds_no_dense_mask():
     rng = np.random.default_rng(0)
     prompts = [rng.integers(1, 64, 24) for _ in range(16)]
     responses = [rng.integers(1, 64, rng.integers(20, 40)) for _ in range(16)]
-    batch = RolloutBatch.from_sequences(prompts, responses, rewards=np.zeros(16),
-                                        group_ids=np.arange(16), pad_id=0)
+    batch = RolloutBatch.from_sequences(prompts, responses, rewards=np.zeros(16), group_ids=np.arange(16), pad_id=0)
     n = int(batch.prompt_mask.sum() + batch.response_mask.sum())
     sdpa, varlen = tiny_model(4), tiny_model(4)
     sdpa.set_attn_implementation("sdpa")

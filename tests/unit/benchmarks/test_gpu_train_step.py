@@ -4,6 +4,7 @@ transformers only): the floor, meshrl's step and a lever each give a time and th
 split, a lever that cannot run here says why, the export and step-with-push figures come
 out, everything lands in the JSON; the useful-FLOPs count is the hand-computed one. No
 timing is asserted."""
+
 import json
 import subprocess
 import sys
@@ -19,8 +20,17 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 # what a GPU host without meshrl's service stack lacks: the benchmark must not need them
-NOT_ON_A_BARE_GPU_HOST = ["grpc", "nats", "vllm", "aiohttp", "opentelemetry", "prometheus_client",
-                          "psutil", "mlflow", "wandb"]
+NOT_ON_A_BARE_GPU_HOST = [
+    "grpc",
+    "nats",
+    "vllm",
+    "aiohttp",
+    "opentelemetry",
+    "prometheus_client",
+    "psutil",
+    "mlflow",
+    "wandb",
+]
 RUN = """import sys
 for name in {blocked!r}:
     sys.modules[name] = None  # importing it raises ImportError
@@ -43,8 +53,14 @@ def test_tiny_run_reports_every_figure_without_the_service_stack(tmp_path):
         assert rows[name]["mfu"] is None and rows[name]["peak_gb"] is None  # CPU: no peak known
     assert "Triton GPU kernel" in rows["liger"]["skipped"]
     assert out["tokens"] > 0 and out["useful_tflop"] > 0
-    assert {"foreground_sha256_s", "foreground_blake3_s", "background_stage_s",
-            "background_write_blake3_s", "collective_snapshot_s", "file_gb"} <= set(out["export"])
+    assert {
+        "foreground_sha256_s",
+        "foreground_blake3_s",
+        "background_stage_s",
+        "background_write_blake3_s",
+        "collective_snapshot_s",
+        "file_gb",
+    } <= set(out["export"])
     assert {"step_push_none_s", "step_push_foreground_s", "step_push_background_s"} == set(out["push"])
 
 
@@ -53,8 +69,9 @@ def test_useful_flops_hand_computed():
     512; one row of 3 prompt + 2 response tokens. Per layer 2·64·64 + 2·64·32 + 3·64·128 =
     36,864 matmul parameters: 6·36,864·2 layers·5 tokens = 2,211,840; the head on the 2
     response tokens 6·512·64·2 = 393,216; attention 6·2·64·5² = 19,200."""
-    batch = RolloutBatch.from_sequences([np.array([1, 2, 3])], [np.array([4, 5])], rewards=[0.0],
-                                        group_ids=[0], pad_id=0)
+    batch = RolloutBatch.from_sequences(
+        [np.array([1, 2, 3])], [np.array([4, 5])], rewards=[0.0], group_ids=[0], pad_id=0
+    )
     assert bench.useful_flops("tiny", batch) == 2_211_840 + 393_216 + 19_200
 
 

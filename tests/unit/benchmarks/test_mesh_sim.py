@@ -1,6 +1,7 @@
 """benchmarks/mesh_sim.py: its ledger check on hand-made ledgers, the hop arithmetic on a
 hand-made group, and a short real run (a real nats-server, 2 rollout + 1 reward replica
 processes, replicas SIGKILLed while they hold work) whose ledger must balance."""
+
 import pytest
 
 from benchmarks.mesh_sim import parse_args, simulate
@@ -9,8 +10,9 @@ from meshrl.api.common.v1 import common_pb2 as pb
 
 
 def _events(published, trained):
-    return ([{"event": "published", "group_id": g} for g in published]
-            + [{"event": "trained", "group_id": g} for g in trained])
+    return [{"event": "published", "group_id": g} for g in published] + [
+        {"event": "trained", "group_id": g} for g in trained
+    ]
 
 
 def test_ledger_balances_when_every_group_is_gathered_or_dead():
@@ -27,12 +29,20 @@ def test_ledger_names_a_lost_group_and_one_gathered_twice():
 
 
 def test_hops_come_from_the_groups_own_timestamps():
-    group = pb.Group(task=pb.PromptTask(created_unix=100.0), timings=[
-        pb.StageTiming(stage="generate", start_unix=100.5, end_unix=101.0),
-        pb.StageTiming(stage="reward", start_unix=101.1, end_unix=101.25),
-        pb.StageTiming(stage="generate", start_unix=200.0, end_unix=201.0)])  # a later copy does not count
+    group = pb.Group(
+        task=pb.PromptTask(created_unix=100.0),
+        timings=[
+            pb.StageTiming(stage="generate", start_unix=100.5, end_unix=101.0),
+            pb.StageTiming(stage="reward", start_unix=101.1, end_unix=101.25),
+            pb.StageTiming(stage="generate", start_unix=200.0, end_unix=201.0),
+        ],
+    )  # a later copy does not count
     assert group_hops(group, received_unix=101.5) == {
-        "prompts->generated": 1.0, "generated->ready": 0.25, "ready->gathered": 0.25, "end-to-end": 1.5}
+        "prompts->generated": 1.0,
+        "generated->ready": 0.25,
+        "ready->gathered": 0.25,
+        "end-to-end": 1.5,
+    }
 
 
 def test_bad_flags_are_refused_naming_them():
@@ -61,10 +71,30 @@ async def test_a_short_simulation_with_kills_loses_nothing(tmp_path):
     # 300 ms generations and a kill every 3 s: the killed replicas hold groups, which
     # come back after the 2 s ack_wait and are served by the others. Fed as fast as 20
     # groups in flight allow: the mesh sets the rate, so what it reports is its capacity.
-    args = parse_args(["--minutes", str(10 / 60), "--rollouts", "2", "--rewards", "1", "--rate", "max",
-                       "--max-in-flight", "20",
-                       "--kill-every", "3", "--gen-ms", "300", "--ack-wait", "2", "--drain-s", "30",
-                       "--out", str(tmp_path)])
+    args = parse_args(
+        [
+            "--minutes",
+            str(10 / 60),
+            "--rollouts",
+            "2",
+            "--rewards",
+            "1",
+            "--rate",
+            "max",
+            "--max-in-flight",
+            "20",
+            "--kill-every",
+            "3",
+            "--gen-ms",
+            "300",
+            "--ack-wait",
+            "2",
+            "--drain-s",
+            "30",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     report = await simulate(args)
     assert report["ledger"]["ok"], report["ledger"]
     ledger = report["ledger"]

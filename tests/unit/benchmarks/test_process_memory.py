@@ -1,5 +1,6 @@
 """The mesh memory sampler: processes labelled by the service they descend from, PSS and
 RSS summed per label, meshrl's /dev/shm files counted. A real process tree, no fakes."""
+
 import subprocess
 import sys
 import time
@@ -9,8 +10,7 @@ import psutil
 from benchmarks.process_memory import PeakSampler, label_tree, sample_tree, service_of, shm_bytes
 
 HOLD = "import sys, time; x = bytearray(int(sys.argv[1])); x[::4096] = b'1' * len(x[::4096]); time.sleep(30)"
-CHILD = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', sys.argv[1], '60000000']);"
-         "time.sleep(30)")
+CHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', sys.argv[1], '60000000']);time.sleep(30)"
 
 
 def test_service_of_reads_the_process_contract():
@@ -44,7 +44,7 @@ def test_meshrl_shm_files_count_by_the_pages_they_hold(tmp_path):
     run.mkdir()
     (run / "weights-v1.safetensors").write_bytes(b"x" * 3 * 4096)
     with open(run / "sparse.tmp", "wb") as f:
-        f.truncate(10 ** 9)  # a sparse 1 GB file holds no pages
+        f.truncate(10**9)  # a sparse 1 GB file holds no pages
     (tmp_path / "other").write_bytes(b"y" * 4096)  # not meshrl's
     assert shm_bytes(tmp_path) == 3 * 4096
 

@@ -1,4 +1,5 @@
 """benchmarks/recovery.py's arguments and window arithmetic (the benchmark itself is not a test)."""
+
 import pytest
 
 from benchmarks.recovery import first, parse_args, per_minute

@@ -1,8 +1,19 @@
 """benchmarks/vs_trl.py's argument and result parsing (the benchmark itself is not a test)."""
+
 import pytest
 
-from benchmarks.vs_trl import (TRL_RUNNER, generated_tokens, generation_tokens_per_s, meshrl_split, pair_figures,
-                               pairs_report, parse_args, prompt_rows, stale_fraction, steady_median)
+from benchmarks.vs_trl import (
+    TRL_RUNNER,
+    generated_tokens,
+    generation_tokens_per_s,
+    meshrl_split,
+    pair_figures,
+    pairs_report,
+    parse_args,
+    prompt_rows,
+    stale_fraction,
+    steady_median,
+)
 
 
 def test_arguments_and_a_clear_error_for_too_few_steps(capsys):
@@ -24,18 +35,32 @@ def test_trl_runs_with_hf_generate_and_gradient_checkpointing_off_explicitly():
 def test_runs_report_each_sides_time_and_tokens_and_the_median_ratio_with_its_range():
     def mesh(step_s, length):
         return {"rows": [{"time/step": t, "completions/mean_length": length} for t in step_s]}
-    pairs = [{"first": "trl", "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
-              "meshrl": mesh([40.0, 8.0, 8.0], 25.0)},
-             {"first": "meshrl", "trl": {"step_s": [50.0, 12.0, 12.0], "mean_length": [9.0, 20.0, 22.0]},
-              "meshrl": mesh([40.0, 6.0, 6.0], 25.0)},
-             {"first": "trl", "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
-              "meshrl": mesh([40.0, 9.0, 9.0], 25.0)}]
+
+    pairs = [
+        {
+            "first": "trl",
+            "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
+            "meshrl": mesh([40.0, 8.0, 8.0], 25.0),
+        },
+        {
+            "first": "meshrl",
+            "trl": {"step_s": [50.0, 12.0, 12.0], "mean_length": [9.0, 20.0, 22.0]},
+            "meshrl": mesh([40.0, 6.0, 6.0], 25.0),
+        },
+        {
+            "first": "trl",
+            "trl": {"step_s": [50.0, 10.0, 10.0], "mean_length": [9.0, 20.0, 20.0]},
+            "meshrl": mesh([40.0, 9.0, 9.0], 25.0),
+        },
+    ]
     figures = [pair_figures(p) for p in pairs]
     assert [f["ratio"] for f in figures] == pytest.approx([0.8, 0.5, 0.9])
     assert figures[1]["trl_tokens"] == pytest.approx(21.0 * 16) and figures[1]["meshrl_tokens"] == 25.0 * 16
     lines = pairs_report(figures)
-    assert lines[1].startswith("run 2 (meshrl first): TRL 12.00 s (336 generated tokens/step), "
-                               "meshrl 6.00 s (400 generated tokens/step) → ratio 0.50")
+    assert lines[1].startswith(
+        "run 2 (meshrl first): TRL 12.00 s (336 generated tokens/step), "
+        "meshrl 6.00 s (400 generated tokens/step) → ratio 0.50"
+    )
     assert "ratio meshrl / TRL over 3 runs: median 0.80 (range 0.50–0.90)" in lines
     assert generated_tokens([None, None]) != generated_tokens([None, None])  # nan: TRL logged none
 
@@ -50,16 +75,20 @@ def test_prompts_are_sums_of_1_to_50():
 
 def test_steady_figures_leave_out_the_first_step():
     assert steady_median([30.0, 4.0, 6.0, 5.0]) == 5.0
-    rows = [{"time/step": 30.0, "time/train": 9.0, "completions/mean_length": 10.0, "time/generate_busy": 8.0},
-            {"time/step": 6.0, "time/train": 3.0, "completions/mean_length": 20.0, "time/generate_busy": 2.0},
-            {"time/step": 4.0, "time/train": 1.0, "completions/mean_length": 30.0, "time/generate_busy": 3.0}]
+    rows = [
+        {"time/step": 30.0, "time/train": 9.0, "completions/mean_length": 10.0, "time/generate_busy": 8.0},
+        {"time/step": 6.0, "time/train": 3.0, "completions/mean_length": 20.0, "time/generate_busy": 2.0},
+        {"time/step": 4.0, "time/train": 1.0, "completions/mean_length": 30.0, "time/generate_busy": 3.0},
+    ]
     assert meshrl_split(rows) == {"time/generate_busy": 2.5, "time/step": 5.0, "time/train": 2.0}
     assert generation_tokens_per_s(rows) == pytest.approx((20 + 30) * 16 / 5.0)  # 16 samples a step
 
 
 def test_stale_fraction_counts_the_ledger():
-    ledger = [{"event": "published"}] * 5 + [{"event": "dropped", "reason": "stale"},
-                                             {"event": "dropped", "reason": "no_signal"}]
+    ledger = [{"event": "published"}] * 5 + [
+        {"event": "dropped", "reason": "stale"},
+        {"event": "dropped", "reason": "no_signal"},
+    ]
     assert stale_fraction(ledger) == (1, 5)
 
 

@@ -1,4 +1,5 @@
 """`meshrl checkpoints list|tag|prune`, `rollback`, `export` handlers on a real run dir."""
+
 import argparse
 import json
 from pathlib import Path
@@ -59,12 +60,13 @@ def audit_rows(run: str) -> list[dict]:
 
 
 def test_table_formatting():
-    rows = [CheckpointInfo(2, None, "ok", created="2026-01-01T00:00:00Z", size=2048,
-                           tags=["a", "b"]),
-            CheckpointInfo(10, None, "corrupt", reason="checksum mismatch in x", size=5)]
+    rows = [
+        CheckpointInfo(2, None, "ok", created="2026-01-01T00:00:00Z", size=2048, tags=["a", "b"]),
+        CheckpointInfo(10, None, "corrupt", reason="checksum mismatch in x", size=5),
+    ]
     assert format_table(rows).splitlines() == [
         "STEP  STATUS   CREATED               SIZE    TAGS  REASON",
         "2     ok       2026-01-01T00:00:00Z  2.0 KB  a,b   -",
         "10    corrupt  -                     5 B     -     checksum mismatch in x",
     ]
-    assert human_size(3 * 1024 ** 3) == "3.0 GB"
+    assert human_size(3 * 1024**3) == "3.0 GB"

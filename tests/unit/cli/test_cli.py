@@ -1,4 +1,5 @@
 """`meshrl train --dry-run`, overrides, user errors (exit 2, no traceback) and `meshrl serve`."""
+
 import subprocess
 import sys
 
@@ -50,8 +51,15 @@ def test_dry_run_prints_config_and_batch_arithmetic(capsys, config_file):
 
 
 def test_overrides_apply_before_or_after_flags(capsys, config_file):
-    rc, out, _ = run_cli(capsys, "train", config_file, "learner.prompts_per_step=2",
-                         "--dry-run", "algorithm.kl_coef=0", "reference.enabled=auto")
+    rc, out, _ = run_cli(
+        capsys,
+        "train",
+        config_file,
+        "learner.prompts_per_step=2",
+        "--dry-run",
+        "algorithm.kl_coef=0",
+        "reference.enabled=auto",
+    )
     assert rc == 0
     resolved = yaml.safe_load(out.split("---\n")[0])
     assert resolved["learner"]["prompts_per_step"] == 2 and resolved["algorithm"]["kl_coef"] == 0
@@ -65,13 +73,16 @@ def test_ppo_shows_critic_and_reference(capsys, config_file):
     assert "critic                 on" in out and "reference              ×1" in out
 
 
-@pytest.mark.parametrize("override, named", [
-    ("trainer.mini_batches=5", "not divisible by trainer.mini_batches=5"),  # 24 % 5
-    ("trainer.nope=1", "trainer.nope: unknown key"),
-    ("trainer.micro_batch_size=zero", "trainer.micro_batch_size"),
-    ("learner.max_groups_in_flight=3", "learner.max_groups_in_flight=3 is below"),
-    ("algorithm.preset=nosuch", "algorithm.preset='nosuch' is unknown"),
-])
+@pytest.mark.parametrize(
+    "override, named",
+    [
+        ("trainer.mini_batches=5", "not divisible by trainer.mini_batches=5"),  # 24 % 5
+        ("trainer.nope=1", "trainer.nope: unknown key"),
+        ("trainer.micro_batch_size=zero", "trainer.micro_batch_size"),
+        ("learner.max_groups_in_flight=3", "learner.max_groups_in_flight=3 is below"),
+        ("algorithm.preset=nosuch", "algorithm.preset='nosuch' is unknown"),
+    ],
+)
 def test_bad_config_exits_2_naming_the_key(capsys, config_file, override, named):
     rc, out, err = run_cli(capsys, "train", config_file, override, "--dry-run")
     assert rc == 2 and out == ""
@@ -93,10 +104,11 @@ def test_train_without_dry_run_checks_inputs_first(capsys, config_file):
 
 
 def test_serve_unknown_service_lists_the_known_ones(capsys, config_file):
-    rc, _, err = run_cli(capsys, "serve", "bogus", "--nats", "nats://x:4222", "--run-id", "r",
-                         "--config", config_file)
+    rc, _, err = run_cli(capsys, "serve", "bogus", "--nats", "nats://x:4222", "--run-id", "r", "--config", config_file)
     assert rc == 2
-    assert "unknown service 'bogus'; known services: rollout, reward, reward_model, environment, reference, learner" in err
+    assert (
+        "unknown service 'bogus'; known services: rollout, reward, reward_model, environment, reference, learner" in err
+    )
 
 
 def test_serve_needs_its_flags(capsys):
@@ -108,25 +120,52 @@ def test_serve_builds_the_service_command(config_file):
     from meshrl.cli.main import parse
     from meshrl.cli.serve import command
 
-    args = parse(["serve", "reference", "--nats", "nats://h:4222", "--run-id", "r1",
-                  "--config", str(config_file), "--replica-id", "reference-2"])
-    assert command(args) == [sys.executable, "-m", "meshrl.services.reference", "--nats",
-                             "nats://h:4222", "--run-id", "r1", "--config", str(config_file),
-                             "--replica-id", "reference-2"]
+    args = parse(
+        [
+            "serve",
+            "reference",
+            "--nats",
+            "nats://h:4222",
+            "--run-id",
+            "r1",
+            "--config",
+            str(config_file),
+            "--replica-id",
+            "reference-2",
+        ]
+    )
+    assert command(args) == [
+        sys.executable,
+        "-m",
+        "meshrl.services.reference",
+        "--nats",
+        "nats://h:4222",
+        "--run-id",
+        "r1",
+        "--config",
+        str(config_file),
+        "--replica-id",
+        "reference-2",
+    ]
     assert SERVICES == ("rollout", "reward", "reward_model", "environment", "reference", "learner")
 
 
 def test_cli_does_not_import_services_or_torch():
-    code = ("import sys; from meshrl.cli.main import main, build_parser; build_parser(); "
-            "bad = [m for m in sys.modules if m.startswith('meshrl.services.') or m == 'torch']; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys; from meshrl.cli.main import main, build_parser; build_parser(); "
+        "bad = [m for m in sys.modules if m.startswith('meshrl.services.') or m == 'torch']; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_console_entry_point_exits_2_without_traceback(config_file):
-    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "train", str(config_file),
-                           "trainer.mini_batches=7", "--dry-run"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "meshrl.cli.main", "train", str(config_file), "trainer.mini_batches=7", "--dry-run"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "not divisible by trainer.mini_batches=7" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -136,11 +175,27 @@ def test_serve_execs_the_service_module(tmp_path):
     """`meshrl serve reference` becomes `python -m meshrl.services.reference` (same pid, its
     own exit status): here the service itself rejects a missing model with exit 2."""
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")},
-                                   "data": {"train": "x.jsonl"}}))
-    proc = subprocess.run([sys.executable, "-m", "meshrl.cli.main", "serve", "reference",
-                           "--nats", "nats://127.0.0.1:1", "--run-id", "r", "--config", str(cfg),
-                           "--replica-id", "reference-0"], capture_output=True, text=True, timeout=120)
+    cfg.write_text(yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")}, "data": {"train": "x.jsonl"}}))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "meshrl.cli.main",
+            "serve",
+            "reference",
+            "--nats",
+            "nats://127.0.0.1:1",
+            "--run-id",
+            "r",
+            "--config",
+            str(cfg),
+            "--replica-id",
+            "reference-0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("reference service:") and "no-model does not exist" in proc.stderr
 

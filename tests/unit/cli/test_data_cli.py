@@ -1,4 +1,5 @@
 """`meshrl data arithmetic|pairs`: thin wrappers that write rows the loaders read."""
+
 import json
 import re
 
@@ -45,7 +46,9 @@ def test_arithmetic_tool_rows_offer_the_calculator(tmp_path):
     out = tmp_path / "tool.jsonl"
     assert main(["data", "arithmetic", "--tool", "--out", str(out), "--n", "4", "--digits", "3", "--ops", "*"]) == 0
     for row in rows(out):
-        match = re.fullmatch(r"What is (\d{3})\*(\d{3})\? You may use the calculator tool\. Answer with a number\.",
-                             row["prompt"][0]["content"])
+        match = re.fullmatch(
+            r"What is (\d{3})\*(\d{3})\? You may use the calculator tool\. Answer with a number\.",
+            row["prompt"][0]["content"],
+        )
         assert row["reward_model"]["ground_truth"] == str(int(match[1]) * int(match[2]))
         assert row["data_source"] == "tool_arith"

@@ -1,6 +1,7 @@
 """`meshrl eval` argument handling: every user error exits 2 with one message naming the
 path, step, line or key, before any process starts (no vLLM here; the full run is in
 tests/services/eval/test_eval_cli.py)."""
+
 import json
 
 import pytest
@@ -11,8 +12,7 @@ from meshrl.cli.main import main
 @pytest.fixture
 def data(tmp_path):
     path = tmp_path / "eval.jsonl"
-    rows = [{"prompt": "1+1?", "reward_model": {"ground_truth": "2"}},
-            {"prompt": "2+2?", "reward_model": {}}]
+    rows = [{"prompt": "1+1?", "reward_model": {"ground_truth": "2"}}, {"prompt": "2+2?", "reward_model": {}}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:1]))
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -1,5 +1,6 @@
 """`meshrl models fetch-smollm2` prints only the model dir on stdout (progress goes to stderr),
 so `MODEL=$(meshrl models fetch-smollm2)` works."""
+
 import meshrl.inputs.models.fetch as fetch
 from meshrl.cli.main import main
 

@@ -2,6 +2,7 @@
 line), what a good scale request leaves (scale.json for the launcher, a row in audit.jsonl and
 the same row on the run's events subject),
 and what status reads from a real NATS run KV (the learner down is shown, not fatal)."""
+
 import asyncio
 import json
 import os
@@ -26,20 +27,24 @@ def run_cli(capsys, *argv):
 @pytest.fixture
 def live_run(tmp_path):
     """A run dir whose launcher is 'running' (this test process's pid)."""
-    info = LauncherInfo(os.getpid(), "run-s", "nats://127.0.0.1:1", f"127.0.0.1:{free_port()}",
-                        {"rollout": 1, "reward": 1})
+    info = LauncherInfo(
+        os.getpid(), "run-s", "nats://127.0.0.1:1", f"127.0.0.1:{free_port()}", {"rollout": 1, "reward": 1}
+    )
     write_presence(tmp_path, info)
     return tmp_path, info
 
 
-@pytest.mark.parametrize("counts, says", [
-    (["learner=2"], "the learner does not scale"),
-    (["critic=2"], "unknown service 'critic'; scalable: rollout, reward, reward_model, environment, reference"),
-    (["rollout=0"], "rollout=0: allowed 1..64"),
-    (["rollout=two"], "the count must be a whole number"),
-    (["rollout"], "expected SERVICE=COUNT"),
-    (["reference=2"], "has no reference service (it runs: rollout ×1, reward ×1)"),
-])
+@pytest.mark.parametrize(
+    "counts, says",
+    [
+        (["learner=2"], "the learner does not scale"),
+        (["critic=2"], "unknown service 'critic'; scalable: rollout, reward, reward_model, environment, reference"),
+        (["rollout=0"], "rollout=0: allowed 1..64"),
+        (["rollout=two"], "the count must be a whole number"),
+        (["rollout"], "expected SERVICE=COUNT"),
+        (["reference=2"], "has no reference service (it runs: rollout ×1, reward ×1)"),
+    ],
+)
 def test_scale_refuses_what_cannot_be_scaled(capsys, live_run, counts, says):
     run_dir, _ = live_run
     rc, _, err = run_cli(capsys, "scale", run_dir, *counts)
@@ -74,8 +79,9 @@ async def scale_and_listen(run_dir, url, run_id, *argvs) -> list[tuple[dict, dic
 
 def test_scale_writes_the_request_and_audits_who_when_what(capsys, tmp_path, monkeypatch, nats_url, run_id):
     run_dir = tmp_path
-    write_presence(run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{free_port()}",
-                                         {"rollout": 1, "reward": 1}))
+    write_presence(
+        run_dir, LauncherInfo(os.getpid(), run_id, nats_url, f"127.0.0.1:{free_port()}", {"rollout": 1, "reward": 1})
+    )
     monkeypatch.setenv("USER", "alice")
     events = asyncio.run(scale_and_listen(run_dir, nats_url, run_id, ["rollout=3", "reward=2"], ["rollout=2"]))
     out = capsys.readouterr().out
@@ -104,7 +110,10 @@ def test_status_lists_the_announced_replicas_and_says_the_learner_is_unreachable
     rc, out, _ = run_cli(capsys, "status", tmp_path, "--json", "--timeout", "1")
     status = json.loads(out)
     assert rc == 0 and status["run_id"] == run_id and "unreachable" in status["learner"]["error"]
-    assert [(r["service"], r["replica"]) for r in status["replicas"]] == [("rollout", "rollout-0"), ("reward", "reward-0")]
+    assert [(r["service"], r["replica"]) for r in status["replicas"]] == [
+        ("rollout", "rollout-0"),
+        ("reward", "reward-0"),
+    ]
     assert "unreachable" in status["replicas"][0]["error"] and status["replicas"][1]["grpc"] == "127.0.0.1:7001"
     rc, out, _ = run_cli(capsys, "status", tmp_path, "--timeout", "1")
     assert rc == 0 and "SERVICE" in out and "reward-0" in out and "kept by the launcher: rollout ×1, reward ×1" in out

@@ -1,12 +1,12 @@
 """waterfall: tree order, bars and durations with hand-computed columns, group lookup errors."""
+
 import argparse
 import json
 
 import pytest
 
 from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
-from meshrl.cli.trace import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, \
-    trace_for_group
+from meshrl.cli.trace import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, trace_for_group
 
 MS = 1_000_000
 T = "a" * 32
@@ -14,10 +14,21 @@ T = "a" * 32
 
 def span(span_id, parent, name, service, start_ms, end_ms, *, trace=T, group=None, links=(), status="UNSET"):
     attrs = {"meshrl.group_id": group} if group else {}
-    return {"trace_id": trace, "span_id": span_id, "parent_span_id": parent, "name": name, "kind": "INTERNAL",
-            "service": service, "replica": "0", "start_unix_ns": 1_000 * MS + start_ms * MS,
-            "end_unix_ns": 1_000 * MS + end_ms * MS, "attributes": attrs, "links": list(links), "events": [],
-            "status": {"code": status, "description": "boom" if status == "ERROR" else None}}
+    return {
+        "trace_id": trace,
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": name,
+        "kind": "INTERNAL",
+        "service": service,
+        "replica": "0",
+        "start_unix_ns": 1_000 * MS + start_ms * MS,
+        "end_unix_ns": 1_000 * MS + end_ms * MS,
+        "attributes": attrs,
+        "links": list(links),
+        "events": [],
+        "status": {"code": status, "description": "boom" if status == "ERROR" else None},
+    }
 
 
 GROUP = [  # deliberately out of order
@@ -27,8 +38,16 @@ GROUP = [  # deliberately out of order
     span("b", "a", "rollout.generate", "rollout", 10, 50, group="g-1"),
     span("e", "c", "reference.logprobs", "reference", 90, 100),
 ]
-STEP = span("s", None, "learner.step", "learner", 100, 120, trace="b" * 32,
-            links=[{"trace_id": T, "span_id": "e", "attributes": {}}])
+STEP = span(
+    "s",
+    None,
+    "learner.step",
+    "learner",
+    100,
+    120,
+    trace="b" * 32,
+    links=[{"trace_id": T, "span_id": "e", "attributes": {}}],
+)
 STEP["attributes"]["meshrl.step"] = 4
 
 
@@ -40,7 +59,12 @@ def write_run(tmp_path, spans):
 
 
 def test_format_duration():
-    assert [format_duration(x) for x in (0, 420_000, 12_345_678, 1_234_000_000)] == ["0.0ms", "420µs", "12.3ms", "1.23s"]
+    assert [format_duration(x) for x in (0, 420_000, 12_345_678, 1_234_000_000)] == [
+        "0.0ms",
+        "420µs",
+        "12.3ms",
+        "1.23s",
+    ]
 
 
 def test_bar_columns():
@@ -82,8 +106,10 @@ def test_render_marks_errors_and_separates_traces():
 
 
 def test_trace_for_group_reads_files_and_finds_the_whole_trace(tmp_path):
-    run = write_run(tmp_path, [*GROUP, STEP, span("q", None, "learner.publish_prompt", "learner", 200, 201,
-                                                  trace="d" * 32, group="g-2")])
+    run = write_run(
+        tmp_path,
+        [*GROUP, STEP, span("q", None, "learner.publish_prompt", "learner", 200, 201, trace="d" * 32, group="g-2")],
+    )
     spans = load_spans(run)
     assert len(spans) == 7  # the cut last line is skipped
     assert group_ids(spans) == ["g-1", "g-2"]
@@ -94,7 +120,9 @@ def test_trace_for_group_reads_files_and_finds_the_whole_trace(tmp_path):
 
 def test_unknown_group_and_missing_dir_errors(tmp_path, capsys):
     run = write_run(tmp_path, GROUP)
-    with pytest.raises(TraceNotFound, match=r"group 'g-9' has no spans in .*traces \(5 spans read\); known groups: g-1"):
+    with pytest.raises(
+        TraceNotFound, match=r"group 'g-9' has no spans in .*traces \(5 spans read\); known groups: g-1"
+    ):
         trace_for_group(run, "g-9")
     with pytest.raises(FileNotFoundError, match="was the run traced"):
         load_spans(tmp_path / "nope")

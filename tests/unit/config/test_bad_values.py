@@ -37,7 +37,11 @@ CASES = [
     ("reference-address-port-word", ["reference.address=ref:http"], ["reference.address='ref:http'", PORT]),
     ("reference-address-no-port", ["reference.address=ref"], ["reference.address='ref'", HOST_PORT]),
     ("reference-address-no-host", ["reference.address=':50051'"], ["reference.address=':50051'", HOST_PORT]),
-    ("reference-address-one-bad-replica", ["reference.address='a:1,b:65536'"], ["reference.address='a:1,b:65536'", PORT]),
+    (
+        "reference-address-one-bad-replica",
+        ["reference.address='a:1,b:65536'"],
+        ["reference.address='a:1,b:65536'", PORT],
+    ),
     ("external-port-high", [external("judge:65536")], ["'judge': address", PORT]),
     ("external-port-negative", [external("judge:-1")], ["'judge': address", PORT]),
     ("external-no-port", [external("judge")], ["'judge': address", HOST_PORT]),
@@ -49,60 +53,144 @@ CASES = [
     ("otlp-port-word", ["telemetry.otlp_endpoint=http://127.0.0.1:otlp"], ["telemetry.otlp_endpoint", PORT]),
     ("webhook-port-high", ["alerts.webhook.url=https://hooks.example:70000/x"], ["alerts.webhook.url", PORT]),
     ("mlflow-port-high", ["telemetry.mlflow.tracking_uri=http://mlflow:123456"], ["mlflow.tracking_uri", PORT]),
-    ("environment-address-port-high", ["environment.name=e", "environment.address=env:65536"],
-     ["environment.address='env:65536'", PORT]),
-    ("environment-address-no-port", ["environment.name=e", "environment.address=env"],
-     ["environment.address='env'", HOST_PORT]),
+    (
+        "environment-address-port-high",
+        ["environment.name=e", "environment.address=env:65536"],
+        ["environment.address='env:65536'", PORT],
+    ),
+    (
+        "environment-address-no-port",
+        ["environment.name=e", "environment.address=env"],
+        ["environment.address='env'", HOST_PORT],
+    ),
     # replica and rank counts within the documented caps (meshrl/config/limits.py)
-    ("rollout-replicas-huge", ["rollout.replicas=2147483647"], ["rollout.replicas", f"less than or equal to {MAX_REPLICAS}"]),
-    ("rollout-replicas-cap", [f"rollout.replicas={MAX_REPLICAS + 1}"], ["rollout.replicas", f"less than or equal to {MAX_REPLICAS}"]),
+    (
+        "rollout-replicas-huge",
+        ["rollout.replicas=2147483647"],
+        ["rollout.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
+    (
+        "rollout-replicas-cap",
+        [f"rollout.replicas={MAX_REPLICAS + 1}"],
+        ["rollout.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
     ("rollout-replicas-zero", ["rollout.replicas=0"], ["rollout.replicas", "greater than or equal to 1"]),
-    ("reward-replicas-cap", [f"reward.replicas={MAX_REPLICAS + 1}"], ["reward.replicas", f"less than or equal to {MAX_REPLICAS}"]),
+    (
+        "reward-replicas-cap",
+        [f"reward.replicas={MAX_REPLICAS + 1}"],
+        ["reward.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
     ("reward-replicas-negative", ["reward.replicas=-2"], ["reward.replicas", "greater than or equal to 1"]),
-    ("reference-replicas-cap", [f"reference.replicas={MAX_REPLICAS * 2}"], ["reference.replicas", f"less than or equal to {MAX_REPLICAS}"]),
-    ("environment-replicas-cap", ["environment.name=e", "environment.builtin=calculator", f"environment.replicas={MAX_REPLICAS + 1}"],
-     ["environment.replicas", f"less than or equal to {MAX_REPLICAS}"]),
-    ("reward-model-replicas-cap", [f"reward_model.replicas={MAX_REPLICAS + 1}"], ["reward_model.replicas", f"less than or equal to {MAX_REPLICAS}"]),
-    ("learner-ranks-huge", ["learner.ranks=100000"], ["learner.ranks=100000", f"must be a whole number 1..{MAX_RANKS}"]),
+    (
+        "reference-replicas-cap",
+        [f"reference.replicas={MAX_REPLICAS * 2}"],
+        ["reference.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
+    (
+        "environment-replicas-cap",
+        ["environment.name=e", "environment.builtin=calculator", f"environment.replicas={MAX_REPLICAS + 1}"],
+        ["environment.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
+    (
+        "reward-model-replicas-cap",
+        [f"reward_model.replicas={MAX_REPLICAS + 1}"],
+        ["reward_model.replicas", f"less than or equal to {MAX_REPLICAS}"],
+    ),
+    (
+        "learner-ranks-huge",
+        ["learner.ranks=100000"],
+        ["learner.ranks=100000", f"must be a whole number 1..{MAX_RANKS}"],
+    ),
     ("learner-ranks-cap", [f"learner.ranks={MAX_RANKS + 1}"], [f"learner.ranks={MAX_RANKS + 1}", f"1..{MAX_RANKS}"]),
     ("learner-ranks-zero", ["learner.ranks=0"], ["learner.ranks=0", f"1..{MAX_RANKS}"]),
     ("learner-ranks-fraction", ["learner.ranks=1.5"], ["learner.ranks=1.5", "whole number"]),
     ("learner-ranks-bool", ["learner.ranks=true"], ["learner.ranks=True", "whole number"]),
-    ("tensor-parallel-cap", [f"rollout.tensor_parallel_size={MAX_TENSOR_PARALLEL + 1}"],
-     ["rollout.tensor_parallel_size", f"less than or equal to {MAX_TENSOR_PARALLEL}"]),
-    ("tensor-parallel-zero", ["rollout.tensor_parallel_size=0"], ["rollout.tensor_parallel_size", "greater than or equal to 1"]),
-    ("nats-replicas-cap", [f"nats.replicas={MAX_NATS_REPLICAS + 1}"], ["nats.replicas", f"less than or equal to {MAX_NATS_REPLICAS}"]),
+    (
+        "tensor-parallel-cap",
+        [f"rollout.tensor_parallel_size={MAX_TENSOR_PARALLEL + 1}"],
+        ["rollout.tensor_parallel_size", f"less than or equal to {MAX_TENSOR_PARALLEL}"],
+    ),
+    (
+        "tensor-parallel-zero",
+        ["rollout.tensor_parallel_size=0"],
+        ["rollout.tensor_parallel_size", "greater than or equal to 1"],
+    ),
+    (
+        "nats-replicas-cap",
+        [f"nats.replicas={MAX_NATS_REPLICAS + 1}"],
+        ["nats.replicas", f"less than or equal to {MAX_NATS_REPLICAS}"],
+    ),
     ("nats-replicas-zero", ["nats.replicas=0"], ["nats.replicas", "greater than or equal to 1"]),
     ("math-verify-workers-cap", [rule("math_verify", "{workers: 1000}")], ["workers", "less than or equal to 64"]),
     # max_tokens within the engine's context
-    ("max-tokens-fills-context", ["rollout.sampling.max_tokens=512"],
-     ["rollout.sampling.max_tokens=512 leaves no room for a prompt in rollout.max_model_len=512"]),
-    ("max-tokens-over-context", ["rollout.max_model_len=256", "rollout.sampling.max_tokens=4096"],
-     ["rollout.sampling.max_tokens=4096", "rollout.max_model_len=256", "raise rollout.max_model_len"]),
-    ("eval-max-tokens-over-context", ["eval.max_tokens=100000"],
-     ["eval.max_tokens=100000 leaves no room for a prompt", "lower eval.max_tokens"]),
-    ("max-tokens-zero", ["rollout.sampling.max_tokens=0"], ["rollout.sampling.max_tokens", "greater than or equal to 1"]),
+    (
+        "max-tokens-fills-context",
+        ["rollout.sampling.max_tokens=512"],
+        ["rollout.sampling.max_tokens=512 leaves no room for a prompt in rollout.max_model_len=512"],
+    ),
+    (
+        "max-tokens-over-context",
+        ["rollout.max_model_len=256", "rollout.sampling.max_tokens=4096"],
+        ["rollout.sampling.max_tokens=4096", "rollout.max_model_len=256", "raise rollout.max_model_len"],
+    ),
+    (
+        "eval-max-tokens-over-context",
+        ["eval.max_tokens=100000"],
+        ["eval.max_tokens=100000 leaves no room for a prompt", "lower eval.max_tokens"],
+    ),
+    (
+        "max-tokens-zero",
+        ["rollout.sampling.max_tokens=0"],
+        ["rollout.sampling.max_tokens", "greater than or equal to 1"],
+    ),
     ("max-model-len-tiny", ["rollout.max_model_len=8"], ["rollout.max_model_len", "greater than or equal to 16"]),
     # reward rule params checked when the config loads (typos, regexes, ranges)
-    ("regex-param-typo", [rule("regex", "{patern: 'a'}")],
-     ["reward.components[r].params for kind 'regex' are invalid", "patern: Extra inputs", "Allowed params: pattern"]),
+    (
+        "regex-param-typo",
+        [rule("regex", "{patern: 'a'}")],
+        ["reward.components[r].params for kind 'regex' are invalid", "patern: Extra inputs", "Allowed params: pattern"],
+    ),
     ("regex-missing-pattern", [rule("regex", "{}")], ["kind 'regex' are invalid", "pattern: Field required"]),
     ("regex-does-not-compile", [rule("regex", "{pattern: '(a'}")], ["pattern '(a' is not a valid regular expression"]),
     ("regex-bad-class", [rule("regex", "{pattern: '[z-a]'}")], ["pattern '[z-a]' is not a valid regular expression"]),
-    ("regex-bad-repeat", [rule("regex", "{pattern: '*a'}")], ["is not a valid regular expression", "nothing to repeat"]),
+    (
+        "regex-bad-repeat",
+        [rule("regex", "{pattern: '*a'}")],
+        ["is not a valid regular expression", "nothing to repeat"],
+    ),
     ("regex-unknown-flag", [rule("regex", "{pattern: a, flags: x}")], ["unknown regex flags ['x']; allowed: i, s, m"]),
     ("regex-too-long", [rule("regex", "{pattern: '" + "a" * 5000 + "'}")], ["pattern", "at most 4096 characters"]),
     ("regex-match-nan", [rule("regex", "{pattern: a, match: .nan}")], ["match", "finite number"]),
-    ("exact-match-typo", [rule("exact_match", "{case_sensitve: true}")], ["kind 'exact_match' are invalid", "case_sensitve"]),
+    (
+        "exact-match-typo",
+        [rule("exact_match", "{case_sensitve: true}")],
+        ["kind 'exact_match' are invalid", "case_sensitve"],
+    ),
     ("exact-match-type", [rule("exact_match", "{strip: maybe}")], ["kind 'exact_match' are invalid", "strip"]),
-    ("math-verify-typo", [rule("math_verify", "{timeout: 5}")], ["kind 'math_verify' are invalid", "timeout: Extra inputs"]),
+    (
+        "math-verify-typo",
+        [rule("math_verify", "{timeout: 5}")],
+        ["kind 'math_verify' are invalid", "timeout: Extra inputs"],
+    ),
     ("math-verify-timeout-zero", [rule("math_verify", "{timeout_s: 0}")], ["timeout_s", "greater than 0"]),
     ("math-verify-workers-zero", [rule("math_verify", "{workers: 0}")], ["workers", "greater than or equal to 1"]),
-    ("length-no-mode", [rule("length_penalty", "{}")], ["set exactly one of max_len (cap mode) or target (target mode)"]),
+    (
+        "length-no-mode",
+        [rule("length_penalty", "{}")],
+        ["set exactly one of max_len (cap mode) or target (target mode)"],
+    ),
     ("length-both-modes", [rule("length_penalty", "{max_len: 10, target: 5}")], ["set exactly one of max_len"]),
-    ("length-buffer-over", [rule("length_penalty", "{max_len: 10, buffer: 20}")], ["buffer needs max_len and must be <= max_len"]),
+    (
+        "length-buffer-over",
+        [rule("length_penalty", "{max_len: 10, buffer: 20}")],
+        ["buffer needs max_len and must be <= max_len"],
+    ),
     ("length-unit", [rule("length_penalty", "{max_len: 10, unit: words}")], ["unit", "'chars' or 'tokens'"]),
-    ("length-negative-penalty", [rule("length_penalty", "{max_len: 10, penalty: -1}")], ["penalty", "greater than or equal to 0"]),
+    (
+        "length-negative-penalty",
+        [rule("length_penalty", "{max_len: 10, penalty: -1}")],
+        ["penalty", "greater than or equal to 0"],
+    ),
     ("environment-credit", [rule("environment", "{credit: step}")], ["kind 'environment' are invalid", "credit"]),
     # names without NUL, newline or other control characters
     ("run-name-newline", ['run.name="a\\nb"'], ["run.name", "control character '\\n'", PRINTABLE]),
@@ -111,16 +199,26 @@ CASES = [
     ("run-name-escape", ['run.name="a\\eb"'], ["run.name", "control character '\\x1b'"]),
     ("run-name-blank", ["run.name='  '"], ["run.name", "must not be empty or blank"]),
     ("run-name-too-long", ["run.name=" + "n" * 129], ["run.name", "at most 128 characters"]),
-    ("component-name-newline", ["reward.components=[{name: \"a\\nb\", kind: exact_match}]"],
-     ["reward.components.0.name", "control character '\\n'"]),
-    ("component-name-empty", ["reward.components=[{name: '', kind: exact_match}]"], ["reward.components.0.name", "must not be empty"]),
-    ("environment-name-newline", ["environment.name=\"e\\nvil\"", "environment.builtin=calculator"],
-     ["environment.name", "control character '\\n'"]),
+    (
+        "component-name-newline",
+        ['reward.components=[{name: "a\\nb", kind: exact_match}]'],
+        ["reward.components.0.name", "control character '\\n'"],
+    ),
+    (
+        "component-name-empty",
+        ["reward.components=[{name: '', kind: exact_match}]"],
+        ["reward.components.0.name", "must not be empty"],
+    ),
+    (
+        "environment-name-newline",
+        ['environment.name="e\\nvil"', "environment.builtin=calculator"],
+        ["environment.name", "control character '\\n'"],
+    ),
     ("model-path-nul", ['model.path="/m\\0/x"'], ["model.path", NUL]),
     ("data-train-nul", ['data.train="/d\\0.jsonl"'], ["data.train", NUL]),
     ("nats-url-nul", ['nats.url="nats://a\\0:4222"'], ["nats.url", NUL]),
     ("stop-string-nul", ['rollout.sampling.stop=["\\0"]'], ["rollout.sampling.stop", NUL]),
-    ("params-key-nul", [rule("exact_match", "{\"a\\0\": 1}")], ["params", NUL]),
+    ("params-key-nul", [rule("exact_match", '{"a\\0": 1}')], ["params", NUL]),
 ]
 
 
@@ -144,7 +242,8 @@ def test_the_caps_are_the_ones_the_cli_and_the_gateway_use():
 
 
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
 YAML_CASES = [
     ("billion-laughs", LAUGHS, ["uses more than 64 YAML aliases", "write the values out instead"]),
     ("alias-fan-out", "a: &a [1]\nb: [" + ", ".join(["*a"] * 65) + "]\n", ["uses more than 64 YAML aliases"]),
@@ -153,8 +252,12 @@ YAML_CASES = [
     ("a-scalar", "just text\n", ["holds a str, not a mapping of sections"]),
     ("bad-indent", "model:\n  path: /m\n data: 1\n", ["is not valid YAML", "(line 3, column 2)"]),
     ("unclosed-flow", "model: {path: /m\n", ["is not valid YAML", "line"]),
-    ("control-character", "model: {path: \"/m\"}\x07\n", ["is not valid YAML", "special characters are not allowed"]),
-    ("python-object-tag", "model: !!python/object/apply:os.system [echo hi]\n", ["is not valid YAML", "could not determine a constructor"]),
+    ("control-character", 'model: {path: "/m"}\x07\n', ["is not valid YAML", "special characters are not allowed"]),
+    (
+        "python-object-tag",
+        "model: !!python/object/apply:os.system [echo hi]\n",
+        ["is not valid YAML", "could not determine a constructor"],
+    ),
     ("two-documents", "model: {path: /m}\n---\ndata: {train: /d}\n", ["is not valid YAML", "another document"]),
 ]
 

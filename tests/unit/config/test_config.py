@@ -1,4 +1,5 @@
 """The run config: presets, YAML, overrides and the errors a user sees."""
+
 import pytest
 import yaml
 
@@ -10,7 +11,10 @@ BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 
 def test_overrides_parse_yaml_values_into_nested_keys():
     assert parse_overrides(["a.b=1", "a.c=true", "d=[x, y]", "e=/p"]) == {
-        "a": {"b": 1, "c": True}, "d": ["x", "y"], "e": "/p"}
+        "a": {"b": 1, "c": True},
+        "d": ["x", "y"],
+        "e": "/p",
+    }
 
 
 def test_override_without_equals_is_rejected():
@@ -18,8 +22,9 @@ def test_override_without_equals_is_rejected():
         parse_overrides(["trainer.bf16"])
 
 
-@pytest.mark.parametrize("preset", ["ppo", "grpo", "dapo", "gspo", "dpo", "rloo",
-                                    "reinforce_plus_plus", "dr_grpo", "cispo", "remax"])
+@pytest.mark.parametrize(
+    "preset", ["ppo", "grpo", "dapo", "gspo", "dpo", "rloo", "reinforce_plus_plus", "dr_grpo", "cispo", "remax"]
+)
 def test_every_preset_resolves(preset):
     cfg = load_config(base={**BASE, "algorithm": {"preset": preset}})
     assert cfg.algorithm.name == preset

@@ -1,5 +1,6 @@
 """The `environment` section: what loads, what is refused (each message naming the fix), and
 the built-in names agreeing with the service's registry."""
+
 import pytest
 
 from meshrl.config import ConfigError, load_config
@@ -28,21 +29,28 @@ def test_a_builtin_served_elsewhere_launches_nothing():
 
 
 def test_an_external_address_launches_nothing():
-    env = cfg_with(name="shop", address="shop-env:50090", token_env="SHOP_ENV_TOKEN",
-                   tls={"ca_file": "ca.pem"}).environment
+    env = cfg_with(
+        name="shop", address="shop-env:50090", token_env="SHOP_ENV_TOKEN", tls={"ca_file": "ca.pem"}
+    ).environment
     assert not env.launched and env.tls.ca_file == "ca.pem"
 
 
-@pytest.mark.parametrize(("environment", "says"), [
-    ({"name": "x"}, "set builtin .* or address"),
-    ({"name": "x", "builtin": "chess"}, "'chess' is not a built-in environment; use one of calculator, python, tool_arith"),
-    ({"name": "x", "address": "h:1", "token_env": "A", "token_file": "/t"}, "token_env or token_file, not both"),
-    ({"name": "x", "builtin": "python", "replicas": 2, "grpc_port": 50090}, "each replica needs its own port"),
-    ({"name": "x", "builtin": "python", "tls": {"ca_file": "ca.pem"}}, "launch.grpc_tls"),
-    ({"name": "", "builtin": "python"}, "a name must not be empty"),
-    ({"name": "x", "builtin": "python", "replicas": 0}, "greater than or equal to 1"),
-    ({"name": "x", "builtin": "python", "sandbox": {"cpu": 3}}, "cpu"),
-])
+@pytest.mark.parametrize(
+    ("environment", "says"),
+    [
+        ({"name": "x"}, "set builtin .* or address"),
+        (
+            {"name": "x", "builtin": "chess"},
+            "'chess' is not a built-in environment; use one of calculator, python, tool_arith",
+        ),
+        ({"name": "x", "address": "h:1", "token_env": "A", "token_file": "/t"}, "token_env or token_file, not both"),
+        ({"name": "x", "builtin": "python", "replicas": 2, "grpc_port": 50090}, "each replica needs its own port"),
+        ({"name": "x", "builtin": "python", "tls": {"ca_file": "ca.pem"}}, "launch.grpc_tls"),
+        ({"name": "", "builtin": "python"}, "a name must not be empty"),
+        ({"name": "x", "builtin": "python", "replicas": 0}, "greater than or equal to 1"),
+        ({"name": "x", "builtin": "python", "sandbox": {"cpu": 3}}, "cpu"),
+    ],
+)
 def test_refusals(environment, says):
     with pytest.raises(ConfigError, match=says):
         cfg_with(**environment)

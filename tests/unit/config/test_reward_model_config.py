@@ -1,5 +1,6 @@
 """The `reward_model` section and `kind: reward_model` components: what loads, what is refused
 (each message naming the fix), and the address the reward service calls."""
+
 import pytest
 
 from meshrl.config import ConfigError, load_config
@@ -14,9 +15,11 @@ def cfg_with(components, **sections):
 
 
 def test_a_reward_model_component_is_called_as_external_at_the_local_port():
-    cfg = cfg_with([{"name": "rm", "kind": "reward_model", "weight": 0.5, "timeout_s": 30}, RULE],
-                   reward_model={"path": "~/rm", "normalize": "running", "clip": 5, "grpc_port": 50080},
-                   launch={"grpc_tls": "off"})  # plaintext: with TLS (the default) see the test below
+    cfg = cfg_with(
+        [{"name": "rm", "kind": "reward_model", "weight": 0.5, "timeout_s": 30}, RULE],
+        reward_model={"path": "~/rm", "normalize": "running", "clip": 5, "grpc_port": 50080},
+        launch={"grpc_tls": "off"},
+    )  # plaintext: with TLS (the default) see the test below
     assert cfg.reward_model.path.endswith("/rm") and not cfg.reward_model.path.startswith("~")
     assert launches_reward_model(cfg)
     rm, math = called_components(cfg)
@@ -27,8 +30,9 @@ def test_a_reward_model_component_is_called_as_external_at_the_local_port():
 
 
 def test_a_component_with_an_address_is_served_elsewhere():
-    cfg = cfg_with([{"name": "rm", "kind": "reward_model", "address": "reward-model:50055"}],
-                   reward_model={"path": "/rm"})
+    cfg = cfg_with(
+        [{"name": "rm", "kind": "reward_model", "address": "reward-model:50055"}], reward_model={"path": "/rm"}
+    )
     assert not launches_reward_model(cfg)
     assert called_components(cfg)[0].address == "reward-model:50055"
 
@@ -39,23 +43,35 @@ def test_no_port_and_no_address_names_both():
         called_components(cfg)
 
 
-@pytest.mark.parametrize("components, sections, says", [
-    ([{"name": "rm", "kind": "reward_model"}], {}, "no reward_model section: add `reward_model: {path: DIR}`"),
-    ([RULE], {"reward_model": {"path": "/rm"}}, "no reward component uses it"),
-    ([{"name": "a", "kind": "reward_model"}, {"name": "b", "kind": "reward_model"}],
-     {"reward_model": {"path": "/rm"}}, "a run has one reward model"),
-    ([{"name": "rm", "kind": "reward_model", "params": {"x": 1}}], {"reward_model": {"path": "/rm"}},
-     "takes no params"),
-    ([{"name": "rm", "kind": "reward_model"}], {"reward_model": {"path": "/rm", "clip": 0}}, "clip"),
-])
+@pytest.mark.parametrize(
+    "components, sections, says",
+    [
+        ([{"name": "rm", "kind": "reward_model"}], {}, "no reward_model section: add `reward_model: {path: DIR}`"),
+        ([RULE], {"reward_model": {"path": "/rm"}}, "no reward component uses it"),
+        (
+            [{"name": "a", "kind": "reward_model"}, {"name": "b", "kind": "reward_model"}],
+            {"reward_model": {"path": "/rm"}},
+            "a run has one reward model",
+        ),
+        (
+            [{"name": "rm", "kind": "reward_model", "params": {"x": 1}}],
+            {"reward_model": {"path": "/rm"}},
+            "takes no params",
+        ),
+        ([{"name": "rm", "kind": "reward_model"}], {"reward_model": {"path": "/rm", "clip": 0}}, "clip"),
+    ],
+)
 def test_bad_reward_model_configs_are_refused(components, sections, says):
     with pytest.raises((ConfigError, ValueError), match=says):
         cfg_with(components, **sections)
 
 
 def test_with_grpc_tls_a_launched_reward_model_is_called_with_the_runs_certificate(monkeypatch):
-    cfg = cfg_with([{"name": "rm", "kind": "reward_model"}], reward_model={"path": "/rm", "grpc_port": 50080},
-                   launch={"grpc_tls": "mutual"})
+    cfg = cfg_with(
+        [{"name": "rm", "kind": "reward_model"}],
+        reward_model={"path": "/rm", "grpc_port": 50080},
+        launch={"grpc_tls": "mutual"},
+    )
     for var, value in (("CA", "/s/ca.pem"), ("CERT", "/s/reward.pem"), ("KEY", "/s/reward.key")):
         monkeypatch.setenv(f"MESHRL_GRPC_TLS_{var}_FILE", value)
     tls = called_components(cfg)[0].tls

@@ -1,4 +1,5 @@
 """One source of sampling parameters: generation settings and the log-prob temperature."""
+
 import pytest
 
 from meshrl.config import ConfigError, load_config
@@ -27,8 +28,7 @@ def test_greedy_generation_takes_logprobs_at_temperature_one_and_drops_top_p():
 
 
 def test_offline_runs_take_logprobs_at_temperature_one_whatever_the_sampling_section_says():
-    cfg = load_config(base={**BASE, "algorithm": {"preset": "dpo"},
-                            "rollout": {"sampling": {"temperature": 0.5}}})
+    cfg = load_config(base={**BASE, "algorithm": {"preset": "dpo"}, "rollout": {"sampling": {"temperature": 0.5}}})
     assert logprob_temperature(cfg) == 1.0
 
 
@@ -39,8 +39,13 @@ def test_to_proto_keeps_every_field_and_the_seed():
 
 
 def test_eval_greedy_and_pass_k_sampling_follow_the_same_rule():
-    cfg = load_config(base={**BASE, "eval": {"pass_k": 4, "k_temperature": 0.6, "k_top_p": 0.95},
-                            "rollout": {"sampling": {"max_tokens": 12, "stop": ["."]}}})
+    cfg = load_config(
+        base={
+            **BASE,
+            "eval": {"pass_k": 4, "k_temperature": 0.6, "k_top_p": 0.95},
+            "rollout": {"sampling": {"max_tokens": 12, "stop": ["."]}},
+        }
+    )
     plan = EvalPlan.from_run_config(cfg)
     assert plan.greedy_sampling() == greedy_sampling(12, (".",)).to_proto()
     k = plan.k_sampling(prompt_index=2)

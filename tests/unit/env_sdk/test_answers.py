@@ -1,4 +1,5 @@
 """What an environment returns → a checked ResetResponse / StepResponse; requests decoded."""
+
 import math
 
 import pytest
@@ -35,47 +36,82 @@ def test_step_forms():
     assert not step_response(Step()).HasField("reward")  # no reward given: unset, not 0
 
 
-@pytest.mark.parametrize(("value", "says"), [
-    (Step(reward=math.nan), "reward nan"), (Step(reward="1"), "reward '1'"), (Step(reward=True), "reward True"),
-    (Step(done=1), "done=1"), (Step(["x"], info=[1]), "info must be a dict"),
-    (Step([Message("robot", "x")]), "role 'robot'"), (Step([{"text": "x"}]), "needs 'role' and 'content'"),
-    (Step([3]), "got int"), (42, "returned int"), (Step(info={"x": math.inf}), "not JSON-serialisable"),
-])
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (Step(reward=math.nan), "reward nan"),
+        (Step(reward="1"), "reward '1'"),
+        (Step(reward=True), "reward True"),
+        (Step(done=1), "done=1"),
+        (Step(["x"], info=[1]), "info must be a dict"),
+        (Step([Message("robot", "x")]), "role 'robot'"),
+        (Step([{"text": "x"}]), "needs 'role' and 'content'"),
+        (Step([3]), "got int"),
+        (42, "returned int"),
+        (Step(info={"x": math.inf}), "not JSON-serialisable"),
+    ],
+)
 def test_environment_bugs_are_named(value, says):
     with pytest.raises(ValueError, match=says):
         step_response(value)
 
 
 def test_task_and_turn_decoding():
-    request = env_pb2.ResetRequest(episode_id="g/0", ground_truth_json='"42"', extra_json='{"a": 1}',
-                                   prompt_messages=[env_pb2.ChatMessage(role="user", content="hi")], seed=7)
+    request = env_pb2.ResetRequest(
+        episode_id="g/0",
+        ground_truth_json='"42"',
+        extra_json='{"a": 1}',
+        prompt_messages=[env_pb2.ChatMessage(role="user", content="hi")],
+        seed=7,
+    )
     task = task_from_proto(request)
-    assert (task.ground_truth, task.extra, task.messages, task.seed) == ("42", {"a": 1}, [{"role": "user", "content": "hi"}], 7)
+    assert (task.ground_truth, task.extra, task.messages, task.seed) == (
+        "42",
+        {"a": 1},
+        [{"role": "user", "content": "hi"}],
+        7,
+    )
     assert task_from_proto(env_pb2.ResetRequest(episode_id="g/1")).ground_truth is None
     turn = turn_from_proto(env_pb2.StepRequest(episode_id="g/0", turn=2, tool_calls=[env_pb2.ToolCall(name="add")]))
     assert turn.tool_calls[0].id == "call_2_0" and turn.tool_calls[0].arguments_json == "{}"
 
 
-@pytest.mark.parametrize(("request_", "says"), [
-    (env_pb2.ResetRequest(episode_id="g/0", ground_truth_json="[1,"), "ground_truth_json is not JSON"),
-    (env_pb2.ResetRequest(episode_id="g/0", extra_json="[1]"), "extra_json must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("request_", "says"),
+    [
+        (env_pb2.ResetRequest(episode_id="g/0", ground_truth_json="[1,"), "ground_truth_json is not JSON"),
+        (env_pb2.ResetRequest(episode_id="g/0", extra_json="[1]"), "extra_json must be a JSON object"),
+    ],
+)
 def test_malformed_json_fields_are_invalid_argument(request_, says):
     with pytest.raises(EnvError, match=says) as err:
         task_from_proto(request_)
     assert err.value.code.name == "INVALID_ARGUMENT"
 
 
-@pytest.mark.parametrize(("check", "request_", "says"), [
-    (check_reset, env_pb2.ResetRequest(), "episode_id is empty"),
-    (check_reset, env_pb2.ResetRequest(episode_id="x" * 513), "episode_id has 513 characters, more than the 512"),
-    (check_reset, env_pb2.ResetRequest(episode_id="g", prompt_messages=[env_pb2.ChatMessage()] * 257),
-     "prompt_messages has 257 messages"),
-    (check_step, env_pb2.StepRequest(episode_id="g", text="x" * ((1 << 20) + 1)), "text has 1048577 characters"),
-    (check_step, env_pb2.StepRequest(episode_id="g", tool_calls=[env_pb2.ToolCall()] * 65), "tool_calls has 65 calls"),
-    (check_step, env_pb2.StepRequest(episode_id="g", tool_calls=[env_pb2.ToolCall(name="n" * 300)]),
-     r"tool_calls\[0\].name has 300"),
-])
+@pytest.mark.parametrize(
+    ("check", "request_", "says"),
+    [
+        (check_reset, env_pb2.ResetRequest(), "episode_id is empty"),
+        (check_reset, env_pb2.ResetRequest(episode_id="x" * 513), "episode_id has 513 characters, more than the 512"),
+        (
+            check_reset,
+            env_pb2.ResetRequest(episode_id="g", prompt_messages=[env_pb2.ChatMessage()] * 257),
+            "prompt_messages has 257 messages",
+        ),
+        (check_step, env_pb2.StepRequest(episode_id="g", text="x" * ((1 << 20) + 1)), "text has 1048577 characters"),
+        (
+            check_step,
+            env_pb2.StepRequest(episode_id="g", tool_calls=[env_pb2.ToolCall()] * 65),
+            "tool_calls has 65 calls",
+        ),
+        (
+            check_step,
+            env_pb2.StepRequest(episode_id="g", tool_calls=[env_pb2.ToolCall(name="n" * 300)]),
+            r"tool_calls\[0\].name has 300",
+        ),
+    ],
+)
 def test_oversize_and_empty_fields_are_invalid_argument(check, request_, says):
     with pytest.raises(EnvError, match=says) as err:
         check(request_, Limits())

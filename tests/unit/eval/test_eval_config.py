@@ -1,4 +1,5 @@
 """The `eval` config section: defaults, its checks against other sections, moved keys."""
+
 import pytest
 
 from meshrl.config import ConfigError, load_config
@@ -16,25 +17,36 @@ def test_defaults_are_off_and_greedy_only():
     assert (cfg.eval.every, cfg.eval.pass_k, cfg.eval.samples_per_prompt) == (0, 1, 0)
 
 
-@pytest.mark.parametrize("overrides, words", [
-    (["eval.every=5"], "eval.every=5 needs data.eval"),
-    (["eval.at_start=true"], "eval.at_start=true needs data.eval"),
-    (["data.eval=e.jsonl", "eval.correct_component=acc"], "eval.correct_component='acc' is not a reward component"),
-    (["eval.pass_k=4", "eval.pass_n=2"], "eval.pass_n=2 is below eval.pass_k=4"),
-    (["learner.eval_every=3"], "learner.eval_every=3 moved to eval.every"),
-    (["eval.pass_k=0"], "eval.pass_k"),
-    (["eval.evry=3"], "eval.evry: unknown key"),
-    (["data.eval=e.jsonl", "eval.every=2", "algorithm.offline=true"], "offline"),
-])
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["eval.every=5"], "eval.every=5 needs data.eval"),
+        (["eval.at_start=true"], "eval.at_start=true needs data.eval"),
+        (["data.eval=e.jsonl", "eval.correct_component=acc"], "eval.correct_component='acc' is not a reward component"),
+        (["eval.pass_k=4", "eval.pass_n=2"], "eval.pass_n=2 is below eval.pass_k=4"),
+        (["learner.eval_every=3"], "learner.eval_every=3 moved to eval.every"),
+        (["eval.pass_k=0"], "eval.pass_k"),
+        (["eval.evry=3"], "eval.evry: unknown key"),
+        (["data.eval=e.jsonl", "eval.every=2", "algorithm.offline=true"], "offline"),
+    ],
+)
 def test_errors_name_the_key(overrides, words):
     with pytest.raises(ConfigError, match=words):
         load(*overrides)
 
 
 def test_plan_from_config():
-    cfg = load("data.eval=e.jsonl", "eval.every=2", "eval.pass_k=4", "eval.pass_n=8",
-               "eval.k_temperature=0.7", "rollout.sampling.max_tokens=32", 'rollout.sampling.stop=["\\n"]',
-               "eval.correct_component=math", "run.seed=3")
+    cfg = load(
+        "data.eval=e.jsonl",
+        "eval.every=2",
+        "eval.pass_k=4",
+        "eval.pass_n=8",
+        "eval.k_temperature=0.7",
+        "rollout.sampling.max_tokens=32",
+        'rollout.sampling.stop=["\\n"]',
+        "eval.correct_component=math",
+        "run.seed=3",
+    )
     plan = EvalPlan.from_run_config(cfg)
     assert (plan.pass_k, plan.pass_n, plan.max_tokens, plan.stop) == (4, 8, 32, ("\n",))
     greedy, sampled = plan.greedy_sampling(), plan.k_sampling(2)

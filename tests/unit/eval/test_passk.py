@@ -1,17 +1,21 @@
 """pass@k (Chen et al. 2021) against values computed by hand from 1 − C(n−c, k) / C(n, k)."""
+
 import pytest
 
 from meshrl.eval.passk import mean_pass_at_k, pass_at_k
 
 
-@pytest.mark.parametrize("n, c, k, expected", [
-    (5, 2, 1, 1 - 3 / 5),        # C(3,1)/C(5,1): pass@1 is the fraction correct
-    (5, 2, 2, 1 - 3 / 10),       # C(3,2)=3, C(5,2)=10
-    (10, 3, 5, 1 - 21 / 252),    # C(7,5)=21, C(10,5)=252
-    (4, 1, 4, 1.0),              # every draw of 4 from 4 holds the correct one
-    (4, 0, 2, 0.0),
-    (1, 1, 1, 1.0),
-])
+@pytest.mark.parametrize(
+    "n, c, k, expected",
+    [
+        (5, 2, 1, 1 - 3 / 5),  # C(3,1)/C(5,1): pass@1 is the fraction correct
+        (5, 2, 2, 1 - 3 / 10),  # C(3,2)=3, C(5,2)=10
+        (10, 3, 5, 1 - 21 / 252),  # C(7,5)=21, C(10,5)=252
+        (4, 1, 4, 1.0),  # every draw of 4 from 4 holds the correct one
+        (4, 0, 2, 0.0),
+        (1, 1, 1, 1.0),
+    ],
+)
 def test_pass_at_k_matches_hand_computed(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 

@@ -2,6 +2,7 @@
 
 The stubs here are fakes standing in for RolloutService replicas (the pool is under test;
 the real server is exercised in tests/services/eval)."""
+
 import asyncio
 
 import pytest
@@ -49,6 +50,7 @@ async def test_wait_for_version_returns_once_all_hold_it_and_times_out_naming_la
     async def catch_up():
         await asyncio.sleep(0.2)
         slow.version = 2
+
     await asyncio.gather(pool.wait_for_version(2, timeout_s=5, poll_s=0.05), catch_up())
     with pytest.raises(EvalUnavailable, match=r"older weights than version 3 .*127.0.0.1:9: v2"):
         await pool.wait_for_version(3, timeout_s=0.1, poll_s=0.05)

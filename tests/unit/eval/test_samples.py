@@ -1,4 +1,5 @@
 """SampleWriter: the rows it appends to samples.jsonl, their fields, and which it picks."""
+
 import json
 import math
 
@@ -11,13 +12,25 @@ from tests.fixtures.episodes import episode_group
 
 def group(gid: str, rewards, *, text=True) -> pb.Group:
     task = pb.PromptTask(group_id=gid, prompt_text=f"prompt {gid}", ground_truth="7")
-    samples = [pb.Sample(index=i, response_token_ids=pack_int32([65 + i, 66]),
-                         response_text=f"resp {i}" if text else "", reward=r, policy_version=3,
-                         finish_reason=pb.FINISH_REASON_LENGTH if i else pb.FINISH_REASON_STOP,
-                         reward_components=[pb.RewardComponent(
-                             name="math", value=r, weight=1.0,
-                             status=pb.SCORE_STATUS_OK if math.isfinite(r) else pb.SCORE_STATUS_TIMEOUT)])
-               for i, r in enumerate(rewards)]
+    samples = [
+        pb.Sample(
+            index=i,
+            response_token_ids=pack_int32([65 + i, 66]),
+            response_text=f"resp {i}" if text else "",
+            reward=r,
+            policy_version=3,
+            finish_reason=pb.FINISH_REASON_LENGTH if i else pb.FINISH_REASON_STOP,
+            reward_components=[
+                pb.RewardComponent(
+                    name="math",
+                    value=r,
+                    weight=1.0,
+                    status=pb.SCORE_STATUS_OK if math.isfinite(r) else pb.SCORE_STATUS_TIMEOUT,
+                )
+            ],
+        )
+        for i, r in enumerate(rewards)
+    ]
     return pb.Group(group_id=gid, task=task, samples=samples, policy_version=3)
 
 
@@ -29,10 +42,20 @@ def test_train_rows_have_every_field(tmp_path):
     writer = SampleWriter.for_run(tmp_path, k=10)
     assert writer.write_train(5, [group("g1", [1.0, math.nan])]) == 2
     first, second = rows(tmp_path / "samples.jsonl")
-    assert first == {"step": 5, "split": "train", "group_id": "g1", "sample_index": 0,
-                     "prompt": "prompt g1", "response": "resp 0", "ground_truth": "7", "reward": 1.0,
-                     "components": {"math": {"value": 1.0, "status": "OK"}},
-                     "finish_reason": "stop", "num_tokens": 2, "policy_version": 3}
+    assert first == {
+        "step": 5,
+        "split": "train",
+        "group_id": "g1",
+        "sample_index": 0,
+        "prompt": "prompt g1",
+        "response": "resp 0",
+        "ground_truth": "7",
+        "reward": 1.0,
+        "components": {"math": {"value": 1.0, "status": "OK"}},
+        "finish_reason": "stop",
+        "num_tokens": 2,
+        "policy_version": 3,
+    }
     assert second["reward"] is None and second["components"]["math"] == {"value": None, "status": "TIMEOUT"}
     assert second["finish_reason"] == "length"
 
@@ -60,16 +83,40 @@ def test_empty_text_is_decoded_with_the_tokenizer(tmp_path):
 
 
 def test_eval_rows(tmp_path):
-    s = EvalSample(prompt_index=0, mode="greedy", group_id="run-eval-step2-0-greedy", sample_index=0,
-                   prompt="p", response="8", ground_truth="7", data_source="arith", num_tokens=1,
-                   finish_reason="stop", policy_version=2, reward=0.0,
-                   components={"math": {"value": 0.0, "status": "OK"}}, score_ok=True)
+    s = EvalSample(
+        prompt_index=0,
+        mode="greedy",
+        group_id="run-eval-step2-0-greedy",
+        sample_index=0,
+        prompt="p",
+        response="8",
+        ground_truth="7",
+        data_source="arith",
+        num_tokens=1,
+        finish_reason="stop",
+        policy_version=2,
+        reward=0.0,
+        components={"math": {"value": 0.0, "status": "OK"}},
+        score_ok=True,
+    )
     SampleWriter.for_run(tmp_path, k=4).write_eval(2, [s])
     (row,) = rows(tmp_path / "samples.jsonl")
-    assert row == {"step": 2, "split": "eval", "mode": "greedy", "group_id": "run-eval-step2-0-greedy",
-                   "sample_index": 0, "prompt": "p", "response": "8", "ground_truth": "7",
-                   "reward": 0.0, "components": {"math": {"value": 0.0, "status": "OK"}},
-                   "finish_reason": "stop", "num_tokens": 1, "policy_version": 2, "correct": False}
+    assert row == {
+        "step": 2,
+        "split": "eval",
+        "mode": "greedy",
+        "group_id": "run-eval-step2-0-greedy",
+        "sample_index": 0,
+        "prompt": "p",
+        "response": "8",
+        "ground_truth": "7",
+        "reward": 0.0,
+        "components": {"math": {"value": 0.0, "status": "OK"}},
+        "finish_reason": "stop",
+        "num_tokens": 1,
+        "policy_version": 2,
+        "correct": False,
+    }
 
 
 def test_an_episode_row_holds_its_turns_for_the_episode_view(tmp_path):
@@ -81,11 +128,21 @@ def test_an_episode_row_holds_its_turns_for_the_episode_view(tmp_path):
     # the loss mask's holes: the model wrote [0,2) [4,6) [8,10); observations [2,4) [6,8); none after the answer
     assert [t["tokens"] for t in first["turns"]] == [[0, 2, 4], [4, 6, 8], [8, 10, 10]]
     bad_json, call, answer = first["turns"]
-    assert bad_json["tool_calls"] == [{"name": "calculator", "arguments": '{"expression": 6*7}',
-                                       "error": "arguments are not valid JSON: Expecting value"}]
+    assert bad_json["tool_calls"] == [
+        {
+            "name": "calculator",
+            "arguments": '{"expression": 6*7}',
+            "error": "arguments are not valid JSON: Expecting value",
+        }
+    ]
     assert (bad_json["observation"], bad_json["reward"]) == ("error: arguments are not valid JSON", 0.0)
     assert (call["observation"], call["reward"], call["done"]) == ("42", 0.25, False)
-    assert (answer["text"], answer["tool_calls"], answer["reward"], answer["done"]) == ("The answer is 42.", [], 0.75, True)
+    assert (answer["text"], answer["tool_calls"], answer["reward"], answer["done"]) == (
+        "The answer is 42.",
+        [],
+        0.75,
+        True,
+    )
     assert [t["index"] for t in first["turns"]] == [0, 1, 2] and len(second["turns"]) == 1
 
 

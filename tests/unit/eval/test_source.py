@@ -1,4 +1,5 @@
 """What `meshrl eval` accepts as CHECKPOINT_OR_EXPORT, and which run config comes with it."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """Gateway pieces without a server: tokens and roles, run names, following a JSON lines file."""
+
 import asyncio
 import json
 

@@ -5,6 +5,7 @@ learner waits for all four records (it ends the run), then writes the one metric
 launcher's progress needs. Appended to each stand-in's own code, which defines `kind`,
 `records` (the records file), `record` (a JSON-able dict) and `run_dir`.
 """
+
 ENDING = """
 import json as _json, time as _time
 with open(records, "a") as f:

@@ -1,4 +1,5 @@
 """Which cores the local launcher gives rollout and the learner (cores.py, local.py)."""
+
 import pytest
 
 from meshrl.config.load import load_config
@@ -52,8 +53,12 @@ def test_launcher_env_per_mode(monkeypatch):
     split = {**BASE, "learner": {"max_staleness": 1}, "launch": {"cores": "split"}}
     asynchronous = {s.name: s.env for s in service_specs(load_config(base=split))}
     assert asynchronous["rollout"]["VLLM_CPU_OMP_THREADS_BIND"] == "0"
-    assert asynchronous["learner"] == {"TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
-                                       "GOMP_CPU_AFFINITY": "1", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+    assert asynchronous["learner"] == {
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "GOMP_CPU_AFFINITY": "1",
+        "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+    }
     assert "GLIBC_TUNABLES" not in on_policy["rollout"] and "GLIBC_TUNABLES" not in on_policy["reward"]
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # the operator's tunables are kept
     learner = [s for s in service_specs(load_config(base=BASE)) if s.name == "learner"][0]

@@ -2,6 +2,7 @@
 run's token file (0600, named in RUN_DIR/config.yaml for the rollout, removed at the end) and
 its own gRPC certificate kind; `meshrl scale RUN env=N` reaches them; an environment at an
 address starts nothing and must answer health before anything starts (a real server here)."""
+
 import asyncio
 import stat
 
@@ -43,7 +44,9 @@ def test_builtin_replicas_start_first_with_the_runs_token(tmp_path):
 
 def test_a_users_token_is_passed_on_not_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_ENV_TOKEN", "users-token-value")
-    resolved, _ = prepare_run_dir(cfg_with(name="arith", builtin="tool_arith", token_env="MY_ENV_TOKEN"), tmp_path / "r")
+    resolved, _ = prepare_run_dir(
+        cfg_with(name="arith", builtin="tool_arith", token_env="MY_ENV_TOKEN"), tmp_path / "r"
+    )
     assert resolved.environment.token_file is None
     assert replica_spec("environment", 0, resolved).env["MESHRL_ENV_TOKEN"] == "users-token-value"
 
@@ -68,6 +71,7 @@ def test_an_environment_that_is_not_there_stops_the_run_before_it_starts():
 
 class Shop(Environment):
     """A stand-in external environment (a real gRPC server) for the start-up check."""
+
     name = "shop"
 
 

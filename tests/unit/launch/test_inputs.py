@@ -15,17 +15,30 @@ ROW = '{"prompt": [{"role": "user", "content": "1+1?"}], "reward_model": {"groun
 def config(tmp_path, model_dir, **data):
     train = tmp_path / "train.jsonl"
     train.write_text(ROW)
-    return {"run": {"name": "inputs", "dir": str(tmp_path / "run")}, "model": {"path": str(model_dir)},
-            "data": {"train": str(train), **data}}
+    return {
+        "run": {"name": "inputs", "dir": str(tmp_path / "run")},
+        "model": {"path": str(model_dir)},
+        "data": {"train": str(train), **data},
+    }
 
 
 # (id, overrides on a good config, the substrings of the message); "{tmp}" is the test's folder
 CASES = [
     ("train-a-folder", ["data.train={tmp}"], ["data.train={tmp} is not a file (a directory?)", "name the .jsonl"]),
     ("eval-a-folder", ["data.eval={tmp}"], ["data.eval={tmp} is not a file"]),
-    ("train-missing", ["data.train={tmp}/nope.jsonl"], ["data.train={tmp}/nope.jsonl does not exist", "meshrl data arithmetic"]),
-    ("model-context", ["rollout.max_model_len=4096"],
-     ["rollout.max_model_len=4096 exceeds the model's context (max_position_embeddings=512", "set rollout.max_model_len to 512 or less"]),
+    (
+        "train-missing",
+        ["data.train={tmp}/nope.jsonl"],
+        ["data.train={tmp}/nope.jsonl does not exist", "meshrl data arithmetic"],
+    ),
+    (
+        "model-context",
+        ["rollout.max_model_len=4096"],
+        [
+            "rollout.max_model_len=4096 exceeds the model's context (max_position_embeddings=512",
+            "set rollout.max_model_len to 512 or less",
+        ],
+    ),
     ("model-missing", ["model.path={tmp}/no-model"], ["model.path={tmp}/no-model does not exist"]),
     ("tokenizer-missing", ["model.tokenizer={tmp}/no-tok"], ["model.tokenizer"]),
 ]

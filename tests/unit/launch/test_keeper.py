@@ -2,6 +2,7 @@
 while the others run on; a crash loop ends the run with which service, why and how to
 continue; exit code 2 is final at once; the awaited learner ends the run by exiting 0 and is
 restarted with --resume when it crashes. Restarts land in restarts.jsonl and alerts.jsonl."""
+
 import json
 import os
 import signal
@@ -61,10 +62,19 @@ def test_a_killed_service_is_restarted_and_the_others_run_on(tmp_path, capsys):
     assert log.count("up ") == 2 and "==== meshrl launcher: restart 1 of rollout-0" in log
     [row] = rows(tmp_path / "restarts.jsonl")
     assert (row["service"], row["event"], row["signal"], row["exit_code"], row["attempt"]) == (
-        "rollout-0", "restart", "SIGKILL", None, 1)
+        "rollout-0",
+        "restart",
+        "SIGKILL",
+        None,
+        1,
+    )
     assert "up " in row["tail"]
     [alert] = rows(tmp_path / "alerts.jsonl")
-    assert (alert["rule"], alert["severity"], alert["key"]) == ("service_restart", "warning", "service_restart:rollout-0")
+    assert (alert["rule"], alert["severity"], alert["key"]) == (
+        "service_restart",
+        "warning",
+        "service_restart:rollout-0",
+    )
     assert "rollout-0 was killed by signal SIGKILL" in capsys.readouterr().err
 
 
@@ -78,14 +88,18 @@ def test_a_crash_loop_stops_the_run_naming_service_reason_and_resume(tmp_path):
             keeper.wait_for("learner-0", poll_s=0.02)
         assert learner.alive() and learner.restarts == 0  # stopping is the caller's job
     message = str(info.value)
-    assert message.startswith("reward-0 exited with code 1 and was not restarted: it needed more "
-                              "than launch.restart_budget=2 restarts")
+    assert message.startswith(
+        "reward-0 exited with code 1 and was not restarted: it needed more than launch.restart_budget=2 restarts"
+    )
     assert "reward model file missing: /x" in message
     assert f"meshrl train --resume {tmp_path}" in message
     events = [(r["event"], r.get("attempt")) for r in rows(tmp_path / "restarts.jsonl")]
     assert events == [("restart", 1), ("restart", 2), ("gave_up", None)]
     assert [a["rule"] for a in rows(tmp_path / "alerts.jsonl")] == [
-        "service_restart", "service_restart", "service_crashloop"]
+        "service_restart",
+        "service_restart",
+        "service_crashloop",
+    ]
 
 
 def test_exit_code_2_is_a_user_error_and_never_restarted(tmp_path):
@@ -113,9 +127,11 @@ def test_a_restart_stops_what_the_dead_child_left_running(tmp_path):
     """A grandchild that outlived its killed parent (an engine core) is stopped before the
     replica starts again, so two engines never run for one replica."""
     pidfile = tmp_path / "grandchild"
-    code = (f"import subprocess, sys, time, pathlib; p = subprocess.Popen([sys.executable, '-c', "
-            f"'import time; time.sleep(600)']); pathlib.Path({str(pidfile)!r}).write_text(str(p.pid)); "
-            f"time.sleep(600)")
+    code = (
+        f"import subprocess, sys, time, pathlib; p = subprocess.Popen([sys.executable, '-c', "
+        f"'import time; time.sleep(600)']); pathlib.Path({str(pidfile)!r}).write_text(str(p.pid)); "
+        f"time.sleep(600)"
+    )
     with Supervisor(tmp_path / "logs") as sup:
         child = sup.start("rollout", [PY, "-c", code])
         keeper = keeper_for(sup, tmp_path)

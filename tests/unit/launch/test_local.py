@@ -1,5 +1,6 @@
 """The local launcher's pieces: run dir + resolved config, which services start with which
 environment and arguments, the progress bar fed by metrics.jsonl, and the /dev/shm cleanup."""
+
 import io
 import json
 import sys
@@ -7,8 +8,7 @@ import sys
 import pytest
 
 from meshrl.config.load import load_config
-from meshrl.launch.local import (RunResult, freed_shm, make_run_id, prepare_run_dir,
-                                 service_argv, service_specs)
+from meshrl.launch.local import RunResult, freed_shm, make_run_id, prepare_run_dir, service_argv, service_specs
 from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
@@ -33,11 +33,9 @@ def test_run_dir_holds_the_resolved_config_with_concrete_ports(tmp_path):
 def test_service_specs_follow_replicas_and_reference(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
-    cfg = cfg_with(algorithm={"preset": "grpo"}, rollout={"replicas": 2, "kv_cache_gb": 2.0},
-                   reward={"replicas": 3})
+    cfg = cfg_with(algorithm={"preset": "grpo"}, rollout={"replicas": 2, "kv_cache_gb": 2.0}, reward={"replicas": 3})
     keys = [f"{s.name}-{s.replica}" for s in service_specs(cfg)]
-    assert keys == ["rollout-0", "rollout-1", "reward-0", "reward-1", "reward-2",
-                    "reference-0", "learner-0"]
+    assert keys == ["rollout-0", "rollout-1", "reward-0", "reward-1", "reward-2", "reference-0", "learner-0"]
     env = {f"{s.name}-{s.replica}": s.env for s in service_specs(cfg)}
     assert "VLLM_CPU_KVCACHE_SPACE" not in env["rollout-1"]  # whole GiB only: the engine passes bytes
     assert env["reward-0"]["OMP_NUM_THREADS"] == "1"
@@ -59,8 +57,18 @@ def test_user_environment_wins(monkeypatch):
 def test_service_argv_is_the_process_contract(tmp_path):
     spec = service_specs(cfg_with())[0]
     assert service_argv(spec, "nats://127.0.0.1:4222", "r-1", tmp_path / "config.yaml") == [
-        sys.executable, "-m", "meshrl.services.rollout", "--nats", "nats://127.0.0.1:4222",
-        "--run-id", "r-1", "--config", str(tmp_path / "config.yaml"), "--replica-id", "rollout-0"]
+        sys.executable,
+        "-m",
+        "meshrl.services.rollout",
+        "--nats",
+        "nats://127.0.0.1:4222",
+        "--run-id",
+        "r-1",
+        "--config",
+        str(tmp_path / "config.yaml"),
+        "--replica-id",
+        "rollout-0",
+    ]
 
 
 def test_run_id_is_a_valid_subject_token():

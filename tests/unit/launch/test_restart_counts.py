@@ -2,6 +2,7 @@
 `meshrl_service_restarts_total{service, replica}` on the launcher's real /metrics endpoint
 (announced in a real NATS run KV, withdrawn at the end) and to the count read back from the
 restarts.jsonl the real reporter wrote; `meshrl status` shows that count."""
+
 import asyncio
 import json
 import os
@@ -11,8 +12,14 @@ import time
 import urllib.request
 
 from meshrl.config.load import load_config
-from meshrl.launch.restarts import (Keeper, RestartPolicy, RestartReporter, close_restart_counter,
-                                    open_restart_counter, split_key)
+from meshrl.launch.restarts import (
+    Keeper,
+    RestartPolicy,
+    RestartReporter,
+    close_restart_counter,
+    open_restart_counter,
+    split_key,
+)
 from meshrl.run.status import restart_counts, restarts_line
 from meshrl.launch.supervisor import Supervisor
 from meshrl.transport.bus import Bus
@@ -29,7 +36,7 @@ def scrape(url: str) -> dict[tuple[str, str], float]:
     out = {}
     for line in text.splitlines():
         if line.startswith("meshrl_service_restarts_total{"):
-            labels = dict(part.split("=") for part in line[line.index("{") + 1:line.index("}")].split(","))
+            labels = dict(part.split("=") for part in line[line.index("{") + 1 : line.index("}")].split(","))
             out[(labels["service"].strip('"'), labels["replica"].strip('"'))] = float(line.rsplit(" ", 1)[1])
     return out
 
@@ -83,8 +90,11 @@ def test_a_real_restart_is_counted_in_prometheus_and_in_restarts_jsonl(tmp_path,
 
 def test_counts_skip_a_cut_line_and_give_ups_and_say_none_without_a_file(tmp_path):
     assert restart_counts(tmp_path) == {} and restarts_line({}) == "restarts: none"
-    rows = [{"event": "restart", "service": "reward-0"}, {"event": "gave_up", "service": "reward-0"},
-            {"event": "restart", "service": "learner-0"}]
+    rows = [
+        {"event": "restart", "service": "reward-0"},
+        {"event": "gave_up", "service": "reward-0"},
+        {"event": "restart", "service": "learner-0"},
+    ]
     (tmp_path / "restarts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"event": "rest')
     assert restart_counts(tmp_path) == {"learner-0": 1, "reward-0": 1}
 

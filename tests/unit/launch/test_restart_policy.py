@@ -1,5 +1,6 @@
 """The restart policy alone: exponential back-off with a cap, a streak that starts over after
 a healthy run, and a budget of restarts per sliding window (hand-computed numbers)."""
+
 import pytest
 
 from meshrl.config.load import load_config
@@ -16,7 +17,11 @@ def test_quick_crashes_back_off_until_the_budget_is_spent():
     history = RestartHistory(POLICY)
     decisions = [history.on_exit(now=t, ran_for_s=0.5) for t in (0.0, 2.0, 5.0, 10.0)]
     assert [(d.restart, d.delay_s, d.attempt) for d in decisions] == [
-        (True, 1.0, 1), (True, 2.0, 2), (True, 4.0, 3), (True, 5.0, 4)]
+        (True, 1.0, 1),
+        (True, 2.0, 2),
+        (True, 4.0, 3),
+        (True, 5.0, 4),
+    ]
     final = history.on_exit(now=16.0, ran_for_s=0.5)
     assert not final.restart
     assert "launch.restart_budget=4" in final.reason and "launch.restart_window_s=100 s" in final.reason
@@ -44,13 +49,23 @@ def test_budget_zero_means_never_restart():
 
 
 def test_policy_comes_from_the_launch_section():
-    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d"},
-                            "launch": {"restart_budget": 2, "backoff_initial_s": 0.5}})
+    cfg = load_config(
+        base={
+            "model": {"path": "/m"},
+            "data": {"train": "/d"},
+            "launch": {"restart_budget": 2, "backoff_initial_s": 0.5},
+        }
+    )
     policy = RestartPolicy.from_config(cfg.launch)
     assert (policy.budget, policy.initial_s, policy.max_delay_s) == (2, 0.5, 60.0)
 
 
 def test_a_cap_below_the_first_wait_is_a_config_error():
     with pytest.raises(Exception, match="launch.backoff_max_s=0.5 is below launch.backoff_initial_s=2"):
-        load_config(base={"model": {"path": "/m"}, "data": {"train": "/d"},
-                          "launch": {"backoff_initial_s": 2, "backoff_max_s": 0.5}})
+        load_config(
+            base={
+                "model": {"path": "/m"},
+                "data": {"train": "/d"},
+                "launch": {"backoff_initial_s": 2, "backoff_max_s": 0.5},
+            }
+        )

@@ -1,6 +1,7 @@
 """The launcher's side of a learned reward model: its replicas start before the reward
 service, on one port resolved into RUN_DIR/config.yaml (what the reward service calls), and
 `meshrl scale` accepts them; a component with its own address starts nothing."""
+
 from meshrl.config.load import load_config
 from meshrl.config.reward_model import called_components
 from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
@@ -11,12 +12,19 @@ BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"p
 
 
 def cfg_with(component: dict, **reward_model):
-    return load_config(base={**BASE, "reward_model": {"path": "/rm", **reward_model},
-                             "reward": {"components": [component, {"name": "math", "kind": "math_verify"}]}})
+    return load_config(
+        base={
+            **BASE,
+            "reward_model": {"path": "/rm", **reward_model},
+            "reward": {"components": [component, {"name": "math", "kind": "math_verify"}]},
+        }
+    )
 
 
 def test_reward_model_replicas_start_before_the_reward_on_a_resolved_port(tmp_path, monkeypatch):
-    monkeypatch.setenv(CA_ENV, "/run/secrets/grpc-ca.pem")  # the launcher gives the reward service its TLS (the default)
+    monkeypatch.setenv(
+        CA_ENV, "/run/secrets/grpc-ca.pem"
+    )  # the launcher gives the reward service its TLS (the default)
     cfg = cfg_with({"name": "rm", "kind": "reward_model"}, replicas=2)
     keys = [f"{s.name}-{s.replica}" for s in service_specs(cfg)]
     assert keys[:4] == ["rollout-0", "reward_model-0", "reward_model-1", "reward-0"]

@@ -1,4 +1,5 @@
 """Which run dirs a fresh run and a resume accept: a partial checkpoint blocks neither."""
+
 import pytest
 
 from meshrl.config.load import load_config

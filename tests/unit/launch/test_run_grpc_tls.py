@@ -7,6 +7,7 @@ without a certificate are refused. Stand-in services (no vLLM); the real launche
 
     .venv/bin/python -m pytest -q tests/unit/launch/test_run_grpc_tls.py
 """
+
 import json
 import sys
 import textwrap
@@ -17,7 +18,8 @@ from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY
 from tests.unit.launch.stand_in import ENDING
 
 PY = sys.executable
-STAND_IN = textwrap.dedent("""
+STAND_IN = (
+    textwrap.dedent("""
     import asyncio, json, os, sys
     from meshrl.run.secrets import grpc_user_env
     from meshrl.transport.rpc.channel import is_serving
@@ -47,12 +49,21 @@ STAND_IN = textwrap.dedent("""
     if kind == "learner":
         asyncio.run(learner())
     run_dir = os.path.dirname(config_path)
-""") + ENDING
+""")
+    + ENDING
+)
 
 
 def test_launcher_gives_each_service_its_grpc_certificate_and_servers_require_mutual_tls(tmp_path):
-    cfg = load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                            "algorithm": {"preset": "grpo"}, "learner": {"steps": 1}})  # no launch section
+    cfg = load_config(
+        base={
+            "run": {"name": "t"},
+            "model": {"path": "/m"},
+            "data": {"train": "/d"},
+            "algorithm": {"preset": "grpo"},
+            "learner": {"steps": 1},
+        }
+    )  # no launch section
     records_path = tmp_path / "records.jsonl"
 
     def argv_for(spec, url, run_id, config_path):
@@ -62,8 +73,12 @@ def test_launcher_gives_each_service_its_grpc_certificate_and_servers_require_mu
     records = {r["kind"]: r for r in map(json.loads, records_path.read_text().splitlines())}
     secrets = tmp_path / "run" / "secrets"
     for kind, record in records.items():
-        assert record["env"] == {CA_ENV: str(secrets / "grpc-ca.pem"), CERT_ENV: str(secrets / f"grpc-{kind}-tls.pem"),
-                                 KEY_ENV: str(secrets / f"grpc-{kind}-tls.key"), CLIENT_AUTH_ENV: "1"}
+        assert record["env"] == {
+            CA_ENV: str(secrets / "grpc-ca.pem"),
+            CERT_ENV: str(secrets / f"grpc-{kind}-tls.pem"),
+            KEY_ENV: str(secrets / f"grpc-{kind}-tls.key"),
+            CLIENT_AUTH_ENV: "1",
+        }
         assert record["key_mode"] == 0o600
     assert sorted(records) == ["learner", "reference", "reward", "rollout"]
     learner = records["learner"]

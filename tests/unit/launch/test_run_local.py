@@ -4,6 +4,7 @@ while the run goes on, a crash-looping service or learner stops the run with its
 once its restart budget is spent, a crashed learner restarts with --resume, the run's
 shared-memory segments are freed, SIGTERM stops everything, unreachable NATS is a clear
 error."""
+
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ def alive(pid: int) -> bool:
 def stand_ins(pidfile: Path, learner_rc: int = 0, broken: str | None = None):
     """argv_for: services sleep (recording their pid); the learner writes 3 steps and exits
     (or, beside a broken service, sleeps: the run must end because of that service)."""
+
     def argv_for(spec, url, run_id, config_path):
         if spec.name == "learner" and broken is not None:
             return [PY, "-c", "import time; time.sleep(600)"]
@@ -55,6 +57,7 @@ def stand_ins(pidfile: Path, learner_rc: int = 0, broken: str | None = None):
         if spec.name == broken:
             return [PY, "-c", "import sys, time; time.sleep(0.3); print('CUDA out of cheese'); sys.exit(1)"]
         return [PY, "-c", SLEEPER, str(pidfile)]
+
     return argv_for
 
 
@@ -62,9 +65,16 @@ FAST_RESTARTS = {"restart_budget": 2, "backoff_initial_s": 0.1, "backoff_max_s":
 
 
 def make_cfg(**learner):
-    return load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                             "algorithm": {"preset": "grpo"}, "learner": {"steps": 3, **learner},
-                             "launch": FAST_RESTARTS})
+    return load_config(
+        base={
+            "run": {"name": "t"},
+            "model": {"path": "/m"},
+            "data": {"train": "/d"},
+            "algorithm": {"preset": "grpo"},
+            "learner": {"steps": 3, **learner},
+            "launch": FAST_RESTARTS,
+        }
+    )
 
 
 def test_run_local_runs_to_the_end_and_stops_everything(tmp_path):
@@ -83,8 +93,7 @@ def test_run_local_runs_to_the_end_and_stops_everything(tmp_path):
 def test_a_crash_looping_service_stops_the_run_with_its_log_tail(tmp_path):
     pidfile = tmp_path / "pids"
     with pytest.raises(RunFailed) as info:
-        run_local(make_cfg(), tmp_path / "run", progress=False,
-                  argv_for=stand_ins(pidfile, broken="reward"))
+        run_local(make_cfg(), tmp_path / "run", progress=False, argv_for=stand_ins(pidfile, broken="reward"))
     assert "reward-0 exited with code 1 and was not restarted" in str(info.value)
     assert "launch.restart_budget=2" in str(info.value)
     assert "CUDA out of cheese" in str(info.value)
@@ -96,8 +105,7 @@ def test_a_crash_looping_service_stops_the_run_with_its_log_tail(tmp_path):
 
 def test_a_learner_that_keeps_failing_is_a_failed_run_after_resumed_restarts(tmp_path):
     with pytest.raises(RunFailed, match="learner-0 exited with code 3 and was not restarted"):
-        run_local(make_cfg(), tmp_path / "run", progress=False,
-                  argv_for=stand_ins(tmp_path / "pids", learner_rc=3))
+        run_local(make_cfg(), tmp_path / "run", progress=False, argv_for=stand_ins(tmp_path / "pids", learner_rc=3))
     log = (tmp_path / "run" / "logs" / "learner-0.log").read_text()
     assert log.count("==== meshrl launcher: restart") == 2
     assert f"--resume {(tmp_path / 'run').resolve()} ====" in log
@@ -121,12 +129,15 @@ def test_a_killed_service_is_restarted_and_the_run_finishes(tmp_path):
     records, pidfile = tmp_path / "reward", tmp_path / "pids"
     base = stand_ins(pidfile)
     # The learner stand-in takes its last steps only once the reward came back (or 60 s).
-    learner_code = LEARNER.replace("for step in range(3):", textwrap.dedent(f"""\
+    learner_code = LEARNER.replace(
+        "for step in range(3):",
+        textwrap.dedent(f"""\
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not pathlib.Path({str(records)!r}).exists()
                 or len(pathlib.Path({str(records)!r}).read_text().splitlines()) < 2):
             time.sleep(0.1)
-        for step in range(3):""").replace("\n", "\n    "))
+        for step in range(3):""").replace("\n", "\n    "),
+    )
 
     def argv_for(spec, url, run_id, config_path):
         if spec.name == "reward":
@@ -165,8 +176,17 @@ def test_unreachable_nats_is_a_launch_error(tmp_path):
 def test_meshrl_train_with_unreachable_nats_exits_2(tmp_path, capsys, tiny_model_dir):
     data = tmp_path / "train.jsonl"
     data.write_text("{}\n")
-    rc = main(["train", "/dev/null", f"model.path={tiny_model_dir}", f"data.train={data}",
-               "nats.url=nats://127.0.0.1:1", "nats.connect_timeout_s=2", f"run.dir={tmp_path / 'r'}"])
+    rc = main(
+        [
+            "train",
+            "/dev/null",
+            f"model.path={tiny_model_dir}",
+            f"data.train={data}",
+            "nats.url=nats://127.0.0.1:1",
+            "nats.connect_timeout_s=2",
+            f"run.dir={tmp_path / 'r'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "cannot reach NATS at nats://127.0.0.1:1" in err and "Traceback" not in err
 
@@ -185,7 +205,7 @@ def test_sigterm_stops_the_whole_run(tmp_path):
         def slow_learner(spec, *a):
             return [sys.executable, "-c", "import time; time.sleep(600)"] if spec.name == "learner" else argv_for(spec, *a)
         try:
-            run_local(cfg, {str(tmp_path / 'run')!r}, progress=False, argv_for=slow_learner)
+            run_local(cfg, {str(tmp_path / "run")!r}, progress=False, argv_for=slow_learner)
         except StopRequested:
             print("stopped", flush=True)
     """)
@@ -194,8 +214,9 @@ def test_sigterm_stops_the_whole_run(tmp_path):
     while (not pidfile.exists() or len(pidfile.read_text().split()) < 3) and time.monotonic() < deadline:
         time.sleep(0.1)
     pids = [int(p) for p in pidfile.read_text().split()]
-    nats_pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)
-                 if "nats-server" in " ".join(c.cmdline())]
+    nats_pids = [
+        c.pid for c in psutil.Process(proc.pid).children(recursive=True) if "nats-server" in " ".join(c.cmdline())
+    ]
     assert len(pids) == 3 and len(nats_pids) == 1
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)

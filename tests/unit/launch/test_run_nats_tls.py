@@ -5,6 +5,7 @@ Stand-in services (no vLLM); the real launcher and a real nats-server.
 
     .venv/bin/python -m pytest -q tests/unit/launch/test_run_nats_tls.py
 """
+
 import json
 import sys
 import textwrap
@@ -15,7 +16,8 @@ from meshrl.transport.bus.tls import CA_ENV, CERT_ENV, KEY_ENV
 from tests.unit.launch.stand_in import ENDING
 
 PY = sys.executable
-STAND_IN = textwrap.dedent("""
+STAND_IN = (
+    textwrap.dedent("""
     import asyncio, json, os, sys, time
     from meshrl.transport.bus import Bus, BusUnavailable
     from meshrl.transport.bus.tls import TlsFiles
@@ -37,13 +39,22 @@ STAND_IN = textwrap.dedent("""
               # what `meshrl status` finds for a user from the run's secrets dir
               "found": user_tls_env(os.path.dirname(env["MESHRL_NATS_TLS_CA_FILE"]), kind)}
     run_dir = os.path.dirname(sys.argv[5])
-""") + ENDING
+""")
+    + ENDING
+)
 
 
 def test_embedded_nats_is_mutual_tls_and_each_service_has_its_own_certificate(tmp_path):
-    cfg = load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                            "algorithm": {"preset": "grpo"}, "learner": {"steps": 1},
-                            "nats": {"tls": "mutual"}})
+    cfg = load_config(
+        base={
+            "run": {"name": "t"},
+            "model": {"path": "/m"},
+            "data": {"train": "/d"},
+            "algorithm": {"preset": "grpo"},
+            "learner": {"steps": 1},
+            "nats": {"tls": "mutual"},
+        }
+    )
     records_path = tmp_path / "records.jsonl"
 
     def argv_for(spec, url, run_id, config_path):
@@ -54,8 +65,11 @@ def test_embedded_nats_is_mutual_tls_and_each_service_has_its_own_certificate(tm
     secrets = tmp_path / "run" / "secrets"
     assert sorted(records) == ["learner", "reference", "reward", "rollout"]
     for kind, record in records.items():
-        assert record["env"] == {CA_ENV: str(secrets / "nats-ca.pem"), CERT_ENV: str(secrets / f"nats-{kind}-tls.pem"),
-                                 KEY_ENV: str(secrets / f"nats-{kind}-tls.key")}
+        assert record["env"] == {
+            CA_ENV: str(secrets / "nats-ca.pem"),
+            CERT_ENV: str(secrets / f"nats-{kind}-tls.pem"),
+            KEY_ENV: str(secrets / f"nats-{kind}-tls.key"),
+        }
         assert (record["tls"], record["no_cert"], record["key_mode"]) == (True, "refused", 0o600)
         assert record["found"] == record["env"]
     assert "verify: true" in (tmp_path / "run" / "nats" / "nats-server.conf").read_text()

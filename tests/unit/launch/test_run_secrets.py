@@ -2,6 +2,7 @@
 0600 credential file named by MESHRL_NATS_CREDENTIALS_FILE; only the learner may write the
 weights notice; no password is in argv, the environment, config.yaml, a log or any other
 file of the run dir, and the secrets are gone once the run ends."""
+
 import json
 import sys
 import textwrap
@@ -15,7 +16,8 @@ from tests.unit.launch.stand_in import ENDING
 PY = sys.executable
 # Each stand-in: connect with the credentials the launcher gave it, try to write the weights
 # notice, record what happened (the password too: the test looks for it in the run dir).
-STAND_IN = textwrap.dedent("""
+STAND_IN = (
+    textwrap.dedent("""
     import asyncio, json, os, sys, time
     from meshrl.transport.bus import Bus, subjects
     from meshrl.transport.bus.errors import PermissionDenied
@@ -34,12 +36,21 @@ STAND_IN = textwrap.dedent("""
     record = {"kind": kind, "notice": asyncio.run(try_notice()), "mode": os.stat(path).st_mode & 0o777,
               "creds": json.load(open(path)), "argv": sys.argv, "env": dict(os.environ)}
     run_dir = os.path.dirname(sys.argv[5])
-""") + ENDING
+""")
+    + ENDING
+)
 
 
 def make_cfg():
-    return load_config(base={"run": {"name": "t"}, "model": {"path": "/m"}, "data": {"train": "/d"},
-                             "algorithm": {"preset": "grpo"}, "learner": {"steps": 1}})
+    return load_config(
+        base={
+            "run": {"name": "t"},
+            "model": {"path": "/m"},
+            "data": {"train": "/d"},
+            "algorithm": {"preset": "grpo"},
+            "learner": {"steps": 1},
+        }
+    )
 
 
 def run_with_stand_ins(tmp_path: Path) -> list[dict]:

@@ -2,6 +2,7 @@
 starts replicas with the next ids; a lower count SIGTERMs the highest ones, which the keeper
 then leaves dead; a retired id comes back once its old process is gone; a replica that
 ignores SIGTERM is SIGKILLed after the grace period."""
+
 import json
 import sys
 import time
@@ -15,11 +16,15 @@ from tests.unit.launch.test_keeper import keeper_for
 
 PY = sys.executable
 # Prints "up", and "drained" when SIGTERM arrives (what a draining service does), then exits 0.
-POLITE = ("import signal, sys, time\n"
-          "def bye(*_):\n    print('drained', flush=True); sys.exit(0)\n"
-          "signal.signal(signal.SIGTERM, bye); print('up', flush=True)\n"
-          "while True: time.sleep(0.05)")
-STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+POLITE = (
+    "import signal, sys, time\n"
+    "def bye(*_):\n    print('drained', flush=True); sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, bye); print('up', flush=True)\n"
+    "while True: time.sleep(0.05)"
+)
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+)
 
 
 def tick_until(keeper, scaler, condition, timeout=20.0):
@@ -55,8 +60,15 @@ def mesh(tmp_path):
         def command_for(service, replica):
             started.append(f"{service}-{replica}")
             return [PY, "-c", POLITE], {"WHO": f"{service}-{replica}"}
-        scaler = Scaler(sup, tmp_path, {"rollout": 1, "reward": 1}, command_for=command_for, grace_s=1.0,
-                        on_left=lambda key: started.append(f"left {key}"))
+
+        scaler = Scaler(
+            sup,
+            tmp_path,
+            {"rollout": 1, "reward": 1},
+            command_for=command_for,
+            grace_s=1.0,
+            on_left=lambda key: started.append(f"left {key}"),
+        )
         yield sup, keeper_for(sup, tmp_path), scaler, started
 
 
@@ -96,8 +108,7 @@ def test_a_replica_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     with Supervisor(tmp_path / "logs") as sup:
         stubborn = sup.start("rollout", [PY, "-c", STUBBORN], replica=1)
         sup.start("rollout", [PY, "-c", POLITE], replica=0)
-        scaler = Scaler(sup, tmp_path, {"rollout": 2}, grace_s=0.5,
-                        command_for=lambda s, r: ([PY, "-c", POLITE], {}))
+        scaler = Scaler(sup, tmp_path, {"rollout": 2}, grace_s=0.5, command_for=lambda s, r: ([PY, "-c", POLITE], {}))
         keeper = keeper_for(sup, tmp_path)
         tick_until(keeper, scaler, lambda: "up" in log_text(tmp_path, "rollout-1"))
         write_request(tmp_path, {"rollout": 1})

@@ -1,6 +1,7 @@
 """Shared-memory segments (`psm_*`, as vLLM's engine core makes them) that a run's process
 made and that outlive it (a SIGKILL takes Python's resource tracker along) are found through
 /proc/PID/maps and unlinked; a segment of a process outside the run is left alone."""
+
 import os
 import signal
 import subprocess
@@ -24,8 +25,9 @@ MAKER = textwrap.dedent("""
     time.sleep(600)
 """)
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists() or not Path("/dev/shm").is_dir(),
-                                reason="needs Linux /proc and /dev/shm")
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/maps").exists() or not Path("/dev/shm").is_dir(), reason="needs Linux /proc and /dev/shm"
+)
 
 
 def start_maker():

@@ -1,5 +1,6 @@
 """The supervisor: logs per child, a dead child is reported with its log tail, and nothing
 it started (children or grandchildren) survives its exit, a SIGTERM, or a stubborn child."""
+
 import os
 import signal
 import subprocess
@@ -51,8 +52,7 @@ def test_each_child_logs_to_its_own_file(tmp_path):
 
 def test_child_gets_its_environment(tmp_path):
     with Supervisor(tmp_path) as sup:
-        sup.start("env", [PY, "-c", "import os; print(os.environ['OMP_NUM_THREADS'])"],
-                  env={"OMP_NUM_THREADS": "3"})
+        sup.start("env", [PY, "-c", "import os; print(os.environ['OMP_NUM_THREADS'])"], env={"OMP_NUM_THREADS": "3"})
         assert sup.wait_for("env-0", poll_s=0.01) == 0
     assert (tmp_path / "env-0.log").read_text() == "3\n"
 
@@ -70,8 +70,10 @@ def test_stop_all_kills_children_and_grandchildren(tmp_path):
 
 def test_child_ignoring_sigterm_is_killed_after_grace(tmp_path):
     ready = tmp_path / "ready"
-    code = ("import signal, time, pathlib, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "pathlib.Path(sys.argv[1]).write_text('x'); time.sleep(600)")
+    code = (
+        "import signal, time, pathlib, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "pathlib.Path(sys.argv[1]).write_text('x'); time.sleep(600)"
+    )
     sup = Supervisor(tmp_path / "logs", grace_s=0.5)
     child = sup.start("stubborn", [PY, "-c", code, str(ready)])
     while not ready.exists():
@@ -111,7 +113,7 @@ def test_sigterm_to_the_supervisor_stops_every_child(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         from meshrl.launch.supervisor import Supervisor, stop_on_signals, StopRequested
-        with Supervisor({str(tmp_path / 'logs')!r}, grace_s=5) as sup, stop_on_signals():
+        with Supervisor({str(tmp_path / "logs")!r}, grace_s=5) as sup, stop_on_signals():
             for i in range(2):
                 sup.start("svc", [sys.executable, "-c", {PARENT_OF_SLEEPER!r}, {str(pidfile)!r}], replica=i)
             try:
@@ -136,7 +138,7 @@ def test_children_die_with_a_sigkilled_supervisor(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time, pathlib
         from meshrl.launch.supervisor import Supervisor
-        sup = Supervisor({str(tmp_path / 'logs')!r})
+        sup = Supervisor({str(tmp_path / "logs")!r})
         c = sup.start("svc", [sys.executable, "-c", "import time; time.sleep(600)"])
         pathlib.Path({str(pidfile)!r}).write_text(str(c.popen.pid))
         time.sleep(600)

@@ -1,6 +1,7 @@
 """rollout.tensor_parallel_size: each vLLM worker gets its own core group; the split must fit
 the model's heads (bad input names what fits); the plan divides a replica's weights and KV
 cache over its workers; the collective transport is refused with TP > 1."""
+
 import json
 
 import pytest
@@ -20,7 +21,9 @@ def test_each_worker_binds_its_own_cores():
 
 
 def config(model_dir, *overrides):
-    return load_config(base={"model": {"path": str(model_dir)}, "data": {"train": "t.jsonl"}}, overrides=list(overrides))
+    return load_config(
+        base={"model": {"path": str(model_dir)}, "data": {"train": "t.jsonl"}}, overrides=list(overrides)
+    )
 
 
 def test_the_launcher_gives_a_tp_replica_one_group_per_worker(tiny_model_dir, monkeypatch):
@@ -39,16 +42,21 @@ def test_tp_must_split_the_heads(tmp_path):
     model = write_config(tmp_path, 4, 2)
     assert tensor_parallel_problem(model, 1) is None and tensor_parallel_problem(model, 2) is None
     assert tensor_parallel_problem(model, 4) is None  # 2 KV heads copied to 4 workers
-    assert tensor_parallel_problem(model, 3) == ("rollout.tensor_parallel_size=3 cannot split the model's 4 "
-                                                 "attention heads (2 KV heads) evenly over 3 workers; choose one of 1, 2, 4")
+    assert tensor_parallel_problem(model, 3) == (
+        "rollout.tensor_parallel_size=3 cannot split the model's 4 "
+        "attention heads (2 KV heads) evenly over 3 workers; choose one of 1, 2, 4"
+    )
     assert "choose one of 1, 2, 4" in tensor_parallel_problem(model, 8)  # more workers than heads
 
 
 def test_a_rollout_replica_refuses_a_tp_that_does_not_fit(tiny_model_dir):
     from meshrl.services.rollout.engine import EngineConfig
+
     with pytest.raises(ConfigError, match="tensor_parallel_size=3 cannot split"):
         EngineConfig.from_run_config(config(tiny_model_dir, "rollout.tensor_parallel_size=3"))
-    assert EngineConfig.from_run_config(config(tiny_model_dir, "rollout.tensor_parallel_size=2")).tensor_parallel_size == 2
+    assert (
+        EngineConfig.from_run_config(config(tiny_model_dir, "rollout.tensor_parallel_size=2")).tensor_parallel_size == 2
+    )
 
 
 def test_the_collective_transport_is_refused_with_tp(tiny_model_dir):
@@ -58,6 +66,9 @@ def test_the_collective_transport_is_refused_with_tp(tiny_model_dir):
 
 def test_the_plan_splits_a_replica_over_its_workers(tiny_model_dir):
     from meshrl.plan.report import memory_plan
+
     one = {s.service: s for s in memory_plan(config(tiny_model_dir)).services}["rollout"]
-    two = {s.service: s for s in memory_plan(config(tiny_model_dir, "rollout.tensor_parallel_size=2")).services}["rollout"]
+    two = {s.service: s for s in memory_plan(config(tiny_model_dir, "rollout.tensor_parallel_size=2")).services}[
+        "rollout"
+    ]
     assert two.devices == 2 and two.per_device * 2 == pytest.approx(one.per_device, abs=2)

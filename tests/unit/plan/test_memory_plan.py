@@ -1,6 +1,7 @@
 """`meshrl plan`: parameter counts equal the model's, the formulas on hand-computed numbers,
 the learner's estimate against the peak a real training step takes on CPU, and the CLI's
 fit check against a named device (a warning and exit 1 when a service does not fit)."""
+
 import pytest
 from transformers import LlamaConfig
 
@@ -10,8 +11,15 @@ from meshrl.cli.main import main
 from meshrl.plan.memory import activation_bytes, kv_cache_needed, learner_memory
 from meshrl.plan.shapes import hf_config, model_shape
 
-LLAMA = dict(vocab_size=1000, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-             num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+LLAMA = dict(
+    vocab_size=1000,
+    hidden_size=64,
+    intermediate_size=160,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    tie_word_embeddings=False,
+)
 
 
 @pytest.fixture
@@ -21,11 +29,17 @@ def model_dir(tmp_path):
 
 
 def run_config(model_dir, *overrides):
-    return load_config(base={"model": {"path": model_dir}, "data": {"train": "t.jsonl", "max_prompt_tokens": 24},
-                             "algorithm": {"preset": "grpo"},
-                             "rollout": {"sampling": {"group_size": 4, "max_tokens": 8}},
-                             "learner": {"prompts_per_step": 2}, "trainer": {"micro_batch_size": 4}},
-                       overrides=list(overrides))
+    return load_config(
+        base={
+            "model": {"path": model_dir},
+            "data": {"train": "t.jsonl", "max_prompt_tokens": 24},
+            "algorithm": {"preset": "grpo"},
+            "rollout": {"sampling": {"group_size": 4, "max_tokens": 8}},
+            "learner": {"prompts_per_step": 2},
+            "trainer": {"micro_batch_size": 4},
+        },
+        overrides=list(overrides),
+    )
 
 
 def test_the_shape_counts_every_parameter(model_dir):
@@ -50,7 +64,10 @@ def test_learner_items_by_hand(model_dir):
     assert activation_bytes(shape, tokens, 4, True) == 2 * tokens * 64 * 4 + tokens * (11 * 64 + 3 * 32 + 4 * 160) * 4
     # two FSDP ranks halve the sharded parts and gather a layer (+ the next one prefetched)
     two = learner_memory(run_config(model_dir, "learner.ranks=2"), shape).items
-    assert two["optimizer (AdamW fp32)"] == 4 * shape.params and two["FSDP gathered layers"] == 8 * shape.largest_layer_params
+    assert (
+        two["optimizer (AdamW fp32)"] == 4 * shape.params
+        and two["FSDP gathered layers"] == 8 * shape.largest_layer_params
+    )
     # one group's KV cache: 4 × 32 tokens × 2 (K and V) × 2 layers × 32 × 4 B
     assert kv_cache_needed(cfg, shape, 4) == 4 * 32 * 2 * 2 * 32 * 4
 
@@ -71,8 +88,9 @@ def test_plan_cli_prints_each_service_and_fits_a_big_device(model_dir, capsys):
 
 
 def test_plan_cli_warns_when_the_learner_does_not_fit(tmp_path, capsys):
-    LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                num_attention_heads=32).save_pretrained(tmp_path / "7b")
+    LlamaConfig(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32
+    ).save_pretrained(tmp_path / "7b")
     rc = main(["plan", "/dev/null", f"model.path={tmp_path / '7b'}", "data.train=t.jsonl", "--device", "l4"])
     out = capsys.readouterr().out
     assert rc == 1
@@ -93,4 +111,5 @@ def test_lora_trains_the_adapters_only_and_drops_the_reference_copy(model_dir):
     assert items["LoRA adapters"] == items["gradients"] == 4 * adapters
     assert items["optimizer (AdamW fp32)"] == 8 * adapters and items["weights (fp32)"] == 4 * shape.params
     from meshrl.plan.report import memory_plan
+
     assert "reference" not in [s.service for s in memory_plan(cfg, shape=shape).services]

@@ -1,4 +1,5 @@
 """What a reward function returns → a valid ScoreResult (hand-computed cases)."""
+
 import math
 
 import pytest
@@ -15,11 +16,17 @@ def test_float_and_details():
     assert to_result("b", 1).score == 1.0
 
 
-@pytest.mark.parametrize(("value", "says"), [
-    (math.nan, "non-finite score nan"), (math.inf, "non-finite score inf"),
-    ("0.5", "returned str"), (None, "returned NoneType"), (True, "returned bool"),
-    ((1.0, {"x": math.nan}), "details for item 'a'"),
-])
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (math.nan, "non-finite score nan"),
+        (math.inf, "non-finite score inf"),
+        ("0.5", "returned str"),
+        (None, "returned NoneType"),
+        (True, "returned bool"),
+        ((1.0, {"x": math.nan}), "details for item 'a'"),
+    ],
+)
 def test_unusable_values_are_errors(value, says):
     r = to_result("a", value)
     assert r.status == ERROR and says in r.error and r.score == 0.0
@@ -31,9 +38,13 @@ def test_exception_names_type_and_message():
 
 
 def test_item_decodes_json_fields():
-    it = reward_pb2.ScoreItem(id="a", ground_truth_json='["2", 3]', extra_json='{"k": "ü"}',
-                              finish_reason=reward_pb2.FINISH_REASON_LENGTH,
-                              prompt_messages=[reward_pb2.ChatMessage(role="user", content="hi")])
+    it = reward_pb2.ScoreItem(
+        id="a",
+        ground_truth_json='["2", 3]',
+        extra_json='{"k": "ü"}',
+        finish_reason=reward_pb2.FINISH_REASON_LENGTH,
+        prompt_messages=[reward_pb2.ChatMessage(role="user", content="hi")],
+    )
     item = from_proto(it, reward_pb2.ScoreRequest(component="c"))
     assert item.ground_truth == ["2", 3] and item.extra == {"k": "ü"} and item.finish_reason == "length"
     assert item.messages == [{"role": "user", "content": "hi"}] and item.component == "c"
@@ -45,7 +56,7 @@ def test_item_decodes_json_fields():
 
 def test_answer_budget_keeps_a_margin():
     assert answer_budget(None) is None
-    assert answer_budget(10.0) == pytest.approx(9.5)   # margin capped at 0.5 s
-    assert answer_budget(1.0) == pytest.approx(0.9)    # 10 %
-    assert answer_budget(0.1) == pytest.approx(0.08)   # at least 20 ms
+    assert answer_budget(10.0) == pytest.approx(9.5)  # margin capped at 0.5 s
+    assert answer_budget(1.0) == pytest.approx(0.9)  # 10 %
+    assert answer_budget(0.1) == pytest.approx(0.08)  # at least 20 ms
     assert answer_budget(0.01) == 0.0

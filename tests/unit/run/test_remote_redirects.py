@@ -5,6 +5,7 @@ Authorization header); a redirect on the gateway's own origin is followed with t
 
     .venv/bin/python -m pytest -q tests/unit/run/test_remote_redirects.py
 """
+
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,6 +50,7 @@ def serve():
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server
+
     yield start
     for server in servers:
         server.shutdown()

@@ -3,13 +3,24 @@ given to the learner alone; a run dir with checkpoints from before keys stays un
 
 Run: .venv/bin/python -m pytest tests/unit/security -q
 """
+
 import stat
 
 import pytest
 
-from meshrl.security.run_key import (SIGNING_KEY_ENV, VERIFY_KEY_ENV, WEIGHTS_TOKEN_ENV, RunKeyError, create_run_keys,
-                                     ensure_run_keys, load_verifier, run_key_env, signer_from_env, verifier_for_run,
-                                     weights_token_from_env)
+from meshrl.security.run_key import (
+    SIGNING_KEY_ENV,
+    VERIFY_KEY_ENV,
+    WEIGHTS_TOKEN_ENV,
+    RunKeyError,
+    create_run_keys,
+    ensure_run_keys,
+    load_verifier,
+    run_key_env,
+    signer_from_env,
+    verifier_for_run,
+    weights_token_from_env,
+)
 
 
 def mode(path) -> int:
@@ -29,8 +40,11 @@ def test_keys_are_private_kept_and_sign_what_the_public_half_verifies(tmp_path):
 def test_only_the_learner_is_given_the_signing_key_and_the_rollout_the_weights_token(tmp_path):
     keys = ensure_run_keys(tmp_path)
     assert (mode(keys.weights_token), len(keys.weights_token.read_text())) == (0o600, 64)
-    assert run_key_env(tmp_path, "learner") == {SIGNING_KEY_ENV: str(keys.private), VERIFY_KEY_ENV: str(keys.public),
-                                                WEIGHTS_TOKEN_ENV: str(keys.weights_token)}
+    assert run_key_env(tmp_path, "learner") == {
+        SIGNING_KEY_ENV: str(keys.private),
+        VERIFY_KEY_ENV: str(keys.public),
+        WEIGHTS_TOKEN_ENV: str(keys.weights_token),
+    }
     assert weights_token_from_env(run_key_env(tmp_path, "rollout")) == keys.weights_token.read_bytes()
     for kind in ("rollout", "reward", "reference", "reward_model", "environment"):
         env = run_key_env(tmp_path, kind)

@@ -9,6 +9,7 @@ gRPC port in the run KV and prints READY; `work` waits until cancelled. --fail-i
 ConnectionError (a start-up error the runner maps to exit 2) in that hook; --hang-in prepare
 prints PREPARING and sleeps, to stop it during start-up.
 """
+
 import argparse
 import asyncio
 import sys

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/service/test_malloc.py
 """
+
 from meshrl.service import malloc
 
 
@@ -14,6 +15,7 @@ class FakeLibc:
         def mallopt(param, value):
             self.calls.append((param, value))
             return self.answer
+
         self.mallopt = mallopt
 
 
@@ -39,5 +41,6 @@ def test_a_refusal_is_reported(monkeypatch):
 def test_no_libc_changes_nothing(monkeypatch):
     def missing(name):
         raise OSError("no libc")
+
     monkeypatch.setattr(malloc.ctypes, "CDLL", missing)
     assert malloc.keep_freed_memory() is False

@@ -4,6 +4,7 @@ the exit code, stderr, the clean-ups and the run KV entries.
 
 Run: .venv/bin/python -m pytest tests/unit/service -q
 """
+
 import argparse
 import asyncio
 import signal
@@ -25,8 +26,13 @@ TIMEOUT_S = 60  # a fresh interpreter importing meshrl and nats on a loaded 2-co
 
 
 def write_config(tmp_path: Path, **sections) -> Path:
-    config = {"run": {"dir": str(tmp_path / "run")}, "model": {"path": "unused"},
-              "data": {"train": "unused.jsonl"}, "telemetry": {"tracing": False}, **sections}
+    config = {
+        "run": {"dir": str(tmp_path / "run")},
+        "model": {"path": "unused"},
+        "data": {"train": "unused.jsonl"},
+        "telemetry": {"tracing": False},
+        **sections,
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -35,9 +41,22 @@ def write_config(tmp_path: Path, **sections) -> Path:
 async def start_fake(nats_url: str, run_id: str, tmp_path: Path, *flags: str, config: Path | None = None):
     config = config or write_config(tmp_path)
     return await asyncio.create_subprocess_exec(
-        sys.executable, str(FAKE), "--nats", nats_url, "--run-id", run_id, "--config", str(config),
-        "--replica-id", REPLICA, "--journal", str(tmp_path / "journal"), *flags,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        str(FAKE),
+        "--nats",
+        nats_url,
+        "--run-id",
+        run_id,
+        "--config",
+        str(config),
+        "--replica-id",
+        REPLICA,
+        "--journal",
+        str(tmp_path / "journal"),
+        *flags,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
 
 
 async def wait_for_line(proc, prefix: str) -> None:
@@ -59,8 +78,7 @@ def journal(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-async def test_sigterm_exits_0_after_undoing_every_part_and_withdrawing_its_kv_entries(
-        bus, nats_url, run_id, tmp_path):
+async def test_sigterm_exits_0_after_undoing_every_part_and_withdrawing_its_kv_entries(bus, nats_url, run_id, tmp_path):
     proc = await start_fake(nats_url, run_id, tmp_path)
     await wait_for_line(proc, "READY")
     entry = await bus.state.get(service_key("fake", REPLICA))
@@ -89,8 +107,10 @@ async def test_unreachable_nats_exits_2_after_undoing_what_prepare_did(run_id, t
     assert journal(tmp_path) == ["prepare", "undo prepare"]
 
 
-@pytest.mark.parametrize("hook, ran", [("prepare", ["prepare", "undo prepare"]),
-                                       ("start", ["prepare", "start", "undo start", "undo prepare"])])
+@pytest.mark.parametrize(
+    "hook, ran",
+    [("prepare", ["prepare", "undo prepare"]), ("start", ["prepare", "start", "undo start", "undo prepare"])],
+)
 async def test_a_connection_error_while_starting_exits_2_naming_it(bus, nats_url, run_id, tmp_path, hook, ran):
     rc, err = await finish(await start_fake(nats_url, run_id, tmp_path, "--fail-in", hook))
     assert rc == 2 and "Traceback" not in err
@@ -98,8 +118,7 @@ async def test_a_connection_error_while_starting_exits_2_naming_it(bus, nats_url
     assert journal(tmp_path) == ran
 
 
-async def test_the_same_error_once_working_is_a_failure_exit_1_and_still_cleans_up(
-        bus, nats_url, run_id, tmp_path):
+async def test_the_same_error_once_working_is_a_failure_exit_1_and_still_cleans_up(bus, nats_url, run_id, tmp_path):
     rc, err = await finish(await start_fake(nats_url, run_id, tmp_path, "--fail-in", "work"))
     assert rc == 1 and "Traceback" in err and "ConnectionError: made-up dependency" in err
     assert journal(tmp_path) == ["prepare", "start", "work", "undo start", "undo prepare"]
@@ -137,8 +156,10 @@ async def test_a_run_that_never_appears_exits_2_naming_the_run_id(nats_url, run_
     config = write_config(tmp_path, nats={"run_wait_s": 1})
     rc, err = await finish(await start_fake(nats_url, run_id, tmp_path, config=config))
     assert rc == 2 and "Traceback" not in err
-    assert f"fake service: run '{run_id}' has no streams on NATS after 1 s: is its learner running with " \
-           f"--run-id {run_id} against the same NATS? (nats.run_wait_s sets how long services wait)" in err
+    assert (
+        f"fake service: run '{run_id}' has no streams on NATS after 1 s: is its learner running with "
+        f"--run-id {run_id} against the same NATS? (nats.run_wait_s sets how long services wait)" in err
+    )
     assert journal(tmp_path) == ["prepare", "undo prepare"]
 
 

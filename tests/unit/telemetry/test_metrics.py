@@ -1,4 +1,5 @@
 """start_metrics: a real /metrics endpoint scraped over HTTP, with service labels."""
+
 import re
 import socket
 import subprocess
@@ -74,8 +75,7 @@ def test_same_name_other_kind_is_an_error(handle):
 
 
 def test_set_values_publishes_learner_metrics_and_skips_nan(handle):
-    handle.set_values({"reward": 0.25, "clip_ratio/low": 0.125, "kl": float("nan"),
-                       "entropy": None, "note": "text"})
+    handle.set_values({"reward": 0.25, "clip_ratio/low": 0.125, "kl": float("nan"), "entropy": None, "note": "text"})
     handle.set_values({"reward": 0.5, "kl": float("inf")})
     text = handle.scrape()
     assert sample(text, "meshrl_train_reward") == 0.5
@@ -88,9 +88,18 @@ def test_set_values_publishes_learner_metrics_and_skips_nan(handle):
 
 
 def test_train_keys_become_names_promtool_accepts(handle):
-    handle.set_values({"time": 1700000000.5, "time/forward": 0.25, "time/step": 1.5,
-                       "groups/trained_total": 12, "latency_ms": 250, "weights/size_mb": 3,
-                       "memory/rss_bytes": 1024, "perf/wait_s": 2})
+    handle.set_values(
+        {
+            "time": 1700000000.5,
+            "time/forward": 0.25,
+            "time/step": 1.5,
+            "groups/trained_total": 12,
+            "latency_ms": 250,
+            "weights/size_mb": 3,
+            "memory/rss_bytes": 1024,
+            "perf/wait_s": 2,
+        }
+    )
     text = handle.scrape()
     assert sample(text, "meshrl_train_timestamp_seconds") == 1700000000.5
     assert sample(text, "meshrl_train_step_phase_seconds", phase="forward") == 0.25
@@ -104,9 +113,19 @@ def test_train_keys_become_names_promtool_accepts(handle):
 
 
 def test_reward_components_stages_and_reasons_are_labels_of_one_metric(handle):
-    handle.set_values({"reward": 0.5, "reward/min": 0.0, "reward/max": 1.0, "reward/format": 0.75,
-                       "reward/math": 0.25, "reward/math_failed": 2, "perf/throughput": 900.0,
-                       "queue/generate": 3, "groups/dropped_stale": 1})
+    handle.set_values(
+        {
+            "reward": 0.5,
+            "reward/min": 0.0,
+            "reward/max": 1.0,
+            "reward/format": 0.75,
+            "reward/math": 0.25,
+            "reward/math_failed": 2,
+            "perf/throughput": 900.0,
+            "queue/generate": 3,
+            "groups/dropped_stale": 1,
+        }
+    )
     text = handle.scrape()
     assert sample(text, "meshrl_train_reward_component", component="format") == 0.75
     assert sample(text, "meshrl_train_reward_component", component="math") == 0.25
@@ -126,8 +145,13 @@ def test_rpc_and_stage_latency_histograms(handle):
     with timed_stage("reward.score"):
         pass
     text = handle.scrape()
-    rpc = dict(rpc_side="client", rpc_service="meshrl.reward.v1.RewardService", rpc_method="Score",
-               rpc_grpc_status="OK", service="rollout")
+    rpc = dict(
+        rpc_side="client",
+        rpc_service="meshrl.reward.v1.RewardService",
+        rpc_method="Score",
+        rpc_grpc_status="OK",
+        service="rollout",
+    )
     assert sample(text, "meshrl_rpc_duration_seconds_count", **rpc) == 2
     assert sample(text, "meshrl_rpc_duration_seconds_bucket", le="0.025", **rpc) == 1
     assert sample(text, "meshrl_rpc_duration_seconds_sum", **rpc) == pytest.approx(0.22)
@@ -143,9 +167,13 @@ def test_latency_without_a_metrics_endpoint_is_a_no_op():
 
 
 def test_gpu_gauges_when_torch_cuda_is_available(monkeypatch):
-    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 2,
-                                 memory_allocated=lambda i: 1000 * (i + 1),
-                                 memory_reserved=lambda i: 4000, utilization=lambda i: 50 + i)
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        device_count=lambda: 2,
+        memory_allocated=lambda i: 1000 * (i + 1),
+        memory_reserved=lambda i: 4000,
+        utilization=lambda i: 50 + i,
+    )
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     with start_metrics("learner", "0", "run-b") as h:
         text = scrape(h)

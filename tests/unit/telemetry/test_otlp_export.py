@@ -3,6 +3,7 @@ receiver AND the file (so `meshrl trace` keeps working beside a collector).
 
 The receiver is a real gRPC server implementing opentelemetry.proto.collector.trace.v1
 TraceService on a free port, in this process; it keeps every request it gets."""
+
 import base64
 import json
 import threading
@@ -33,8 +34,13 @@ class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
 
     def span_ids(self) -> set[str]:
         with self.lock:
-            return {span.span_id.hex() for r in self.requests for rs in r.resource_spans
-                    for ss in rs.scope_spans for span in ss.spans}
+            return {
+                span.span_id.hex()
+                for r in self.requests
+                for rs in r.resource_spans
+                for ss in rs.scope_spans
+                for span in ss.spans
+            }
 
 
 @pytest.fixture
@@ -49,8 +55,13 @@ def receiver():
 
 
 def make_spans(tracer):
-    with tracer.group_span("rollout.generate", "g-7", headers={"traceparent": TP}, policy_version=3,
-                           attributes={"n": 4, "temperature": 0.5, "ok": True, "ids": [1, 2]}):
+    with tracer.group_span(
+        "rollout.generate",
+        "g-7",
+        headers={"traceparent": TP},
+        policy_version=3,
+        attributes={"n": 4, "temperature": 0.5, "ok": True, "ids": [1, 2]},
+    ):
         with tracer.otel.start_as_current_span("rollout.sample"):
             pass
     tracer.force_flush()
@@ -104,9 +115,17 @@ def test_load_spans_reads_otlp_records(tmp_path):
     assert (group["service"], group["replica"], group["kind"]) == ("reward", "1", "INTERNAL")
     assert group["parent_span_id"] == "b7ad6b7169203331"
     assert spans["rollout.sample"]["parent_span_id"] == group["span_id"]
-    assert group["attributes"] == {"n": 4, "temperature": 0.5, "ok": True, "ids": [1, 2], "meshrl.group_id": "g-7",
-                                   "meshrl.run_id": "run-o", "meshrl.policy_version": 3,
-                                   "meshrl.component": "reward", "meshrl.replica": "1"}
+    assert group["attributes"] == {
+        "n": 4,
+        "temperature": 0.5,
+        "ok": True,
+        "ids": [1, 2],
+        "meshrl.group_id": "g-7",
+        "meshrl.run_id": "run-o",
+        "meshrl.policy_version": 3,
+        "meshrl.component": "reward",
+        "meshrl.replica": "1",
+    }
     assert group["status"] == {"code": "UNSET", "description": None}
     assert group["end_unix_ns"] >= group["start_unix_ns"] > 1.6e18
 
@@ -120,8 +139,9 @@ def test_not_otlp_is_a_clear_error():
 
 def test_spans_reach_the_otlp_receiver_and_the_file(receiver, tmp_path):
     servicer, endpoint = receiver
-    tracer = tracing.init_tracing("reference", "0", "run-o", run_dir=tmp_path, otlp_endpoint=endpoint,
-                                  make_current=False)
+    tracer = tracing.init_tracing(
+        "reference", "0", "run-o", run_dir=tmp_path, otlp_endpoint=endpoint, make_current=False
+    )
     try:
         make_spans(tracer)
     finally:

@@ -1,5 +1,6 @@
 """open_service_metrics: the config switches the endpoint on and off, and a taken port is a
 ConfigError that names `telemetry.metrics_port` (a service exits 2 with it)."""
+
 import socket
 
 import pytest
@@ -10,8 +11,7 @@ from meshrl.telemetry.service_metrics import close_service_metrics, open_service
 
 
 def config(**telemetry):
-    return load_config(base={"model": {"path": "m"}, "data": {"train": "x.jsonl"},
-                             "telemetry": telemetry})
+    return load_config(base={"model": {"path": "m"}, "data": {"train": "x.jsonl"}, "telemetry": telemetry})
 
 
 async def test_on_by_default_on_a_free_port(capsys):

@@ -1,5 +1,6 @@
 """meshrl.telemetry.tracing without NATS: JSONL records, header propagation, baggage, links,
 the disabled path, and the gRPC interceptors on a real in-process grpc.aio server."""
+
 import grpc
 import pytest
 from grpc import aio
@@ -38,17 +39,23 @@ def flushed_spans(run_dir, *tracers_):
 
 def test_child_of_incoming_traceparent_and_record_fields(tracers, tmp_path):
     rollout = tracers("rollout", "2")
-    with rollout.group_span("rollout.generate", "g-1", headers={"traceparent": TP},
-                            attributes={"n": 4}, policy_version=7):
+    with rollout.group_span(
+        "rollout.generate", "g-1", headers={"traceparent": TP}, attributes={"n": 4}, policy_version=7
+    ):
         out = inject_headers({"Nats-Msg-Id": "g-1"})
     span = flushed_spans(tmp_path, rollout)["rollout.generate"]
     assert (tmp_path / "traces" / "rollout-2.jsonl").is_file()
     assert span["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
     assert span["parent_span_id"] == "b7ad6b7169203331"
     assert (span["service"], span["replica"]) == ("rollout", "2")
-    assert span["attributes"] == {"n": 4, "meshrl.group_id": "g-1", "meshrl.run_id": "run-a",
-                                  "meshrl.policy_version": 7, "meshrl.component": "rollout",
-                                  "meshrl.replica": "2"}
+    assert span["attributes"] == {
+        "n": 4,
+        "meshrl.group_id": "g-1",
+        "meshrl.run_id": "run-a",
+        "meshrl.policy_version": 7,
+        "meshrl.component": "rollout",
+        "meshrl.replica": "2",
+    }
     assert span["end_unix_ns"] >= span["start_unix_ns"] > 1.6e18
     assert out["Nats-Msg-Id"] == "g-1"
     assert out["traceparent"].split("-")[1:3] == [span["trace_id"], span["span_id"]]
@@ -74,20 +81,32 @@ def test_step_span_links_each_group_with_its_id(tracers, tmp_path):
     learner = tracers("learner")
     learner.set_policy_version(5)
     other = "00-11111111111111111111111111111111-2222222222222222-01"
-    headers = [{"traceparent": TP, "Nats-Msg-Id": "g-a"}, {"traceparent": other, "Nats-Msg-Id": "g-b"},
-               {"Nats-Msg-Id": "g-untraced"}]
+    headers = [
+        {"traceparent": TP, "Nats-Msg-Id": "g-a"},
+        {"traceparent": other, "Nats-Msg-Id": "g-b"},
+        {"Nats-Msg-Id": "g-untraced"},
+    ]
     with learner.step_span(9, headers):
         pass
     step = flushed_spans(tmp_path, learner)["learner.step"]
     assert step["parent_span_id"] is None
     assert step["trace_id"] not in (TP.split("-")[1], "1" * 32)  # its own trace
     assert step["links"] == [
-        {"trace_id": "0af7651916cd43dd8448eb211c80319c", "span_id": "b7ad6b7169203331",
-         "attributes": {"meshrl.group_id": "g-a"}},
-        {"trace_id": "1" * 32, "span_id": "2" * 16, "attributes": {"meshrl.group_id": "g-b"}}]
-    assert step["attributes"] == {"meshrl.step": 9, "meshrl.groups": 2, "meshrl.run_id": "run-a",
-                                  "meshrl.policy_version": 5, "meshrl.component": "learner",
-                                  "meshrl.replica": "0"}
+        {
+            "trace_id": "0af7651916cd43dd8448eb211c80319c",
+            "span_id": "b7ad6b7169203331",
+            "attributes": {"meshrl.group_id": "g-a"},
+        },
+        {"trace_id": "1" * 32, "span_id": "2" * 16, "attributes": {"meshrl.group_id": "g-b"}},
+    ]
+    assert step["attributes"] == {
+        "meshrl.step": 9,
+        "meshrl.groups": 2,
+        "meshrl.run_id": "run-a",
+        "meshrl.policy_version": 5,
+        "meshrl.component": "learner",
+        "meshrl.replica": "0",
+    }
 
 
 def test_exception_marks_the_span_error_and_still_exports(tracers, tmp_path):
@@ -149,19 +168,30 @@ class Scorer(reward_pb2_grpc.RewardServiceServicer):
         if request.component == "bad":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "unknown component")
         with self.tracer.otel.start_as_current_span("external.judge"):
-            return reward_pb2.ScoreResponse(results=[
-                reward_pb2.ScoreResult(id=i.id, score=1.0, status=common_pb2.SCORE_STATUS_OK) for i in request.items])
+            return reward_pb2.ScoreResponse(
+                results=[
+                    reward_pb2.ScoreResult(id=i.id, score=1.0, status=common_pb2.SCORE_STATUS_OK) for i in request.items
+                ]
+            )
 
 
 async def test_grpc_interceptors_chain_client_and_server_spans(tracers, tmp_path):
     reward, external = tracers("reward"), tracers("external-reward", run_id="")
     server, port = await start_server(
-        [registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, Scorer(external),
-                      reward_pb2.DESCRIPTOR.services_by_name["RewardService"])],
-        interceptors=[TracingServerInterceptor(external)])
+        [
+            registration(
+                reward_pb2_grpc.add_RewardServiceServicer_to_server,
+                Scorer(external),
+                reward_pb2.DESCRIPTOR.services_by_name["RewardService"],
+            )
+        ],
+        interceptors=[TracingServerInterceptor(external)],
+    )
     try:
         await wait_healthy(f"127.0.0.1:{port}", timeout=5)  # health calls make no spans
-        async with open_channel(f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(reward, target=f"127.0.0.1:{port}")]) as ch:
+        async with open_channel(
+            f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(reward, target=f"127.0.0.1:{port}")]
+        ) as ch:
             stub = reward_pb2_grpc.RewardServiceStub(ch)
             with reward.group_span("reward.score", "g-6", headers={"traceparent": TP}, policy_version=4):
                 reply = await stub.Score(reward_pb2.ScoreRequest(items=[reward_pb2.ScoreItem(id="a")]), timeout=5)
@@ -193,7 +223,9 @@ async def test_grpc_interceptors_chain_client_and_server_spans(tracers, tmp_path
     assert ok_server["attributes"]["network.peer.address"] == "127.0.0.1"
     assert ok_server["attributes"]["network.peer.port"] > 0
     # the external server has no run id of its own: run id and version arrive as baggage
-    assert {(s["attributes"]["meshrl.run_id"], s["attributes"]["meshrl.policy_version"]) for s in spans} == {("run-a", 4)}
+    assert {(s["attributes"]["meshrl.run_id"], s["attributes"]["meshrl.policy_version"]) for s in spans} == {
+        ("run-a", 4)
+    }
 
 
 async def test_every_grpc_call_lands_in_the_latency_histogram():
@@ -201,8 +233,14 @@ async def test_every_grpc_call_lands_in_the_latency_histogram():
     time every call, on both sides, by method and status."""
     with start_metrics("reward", "0", "run-h") as handle:
         server, port = await start_server(
-            [registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, Scorer(tracing.Tracer.disabled()),
-                          reward_pb2.DESCRIPTOR.services_by_name["RewardService"])])
+            [
+                registration(
+                    reward_pb2_grpc.add_RewardServiceServicer_to_server,
+                    Scorer(tracing.Tracer.disabled()),
+                    reward_pb2.DESCRIPTOR.services_by_name["RewardService"],
+                )
+            ]
+        )
         try:
             async with open_channel(f"127.0.0.1:{port}") as ch:
                 stub = reward_pb2_grpc.RewardServiceStub(ch)
@@ -215,8 +253,9 @@ async def test_every_grpc_call_lands_in_the_latency_histogram():
     score = dict(rpc_service="meshrl.reward.v1.RewardService", rpc_method="Score", service="reward")
     for side in ("client", "server"):
         for status in ("OK", "INVALID_ARGUMENT"):
-            assert sample(text, "meshrl_rpc_duration_seconds_count", rpc_side=side, rpc_grpc_status=status,
-                          **score) == 1
+            assert (
+                sample(text, "meshrl_rpc_duration_seconds_count", rpc_side=side, rpc_grpc_status=status, **score) == 1
+            )
     promtool_check(text)
 
 
@@ -226,8 +265,14 @@ def test_group_spans_name_the_nats_server_without_its_credentials(tracers, tmp_p
     with rollout.group_span("rollout.generate", "g-2", headers={"traceparent": TP}):
         pass
     span = flushed_spans(tmp_path, rollout)["rollout.generate"]
-    assert {k: span["attributes"][k] for k in ("messaging.system", "server.address", "server.port")} == \
-        {"messaging.system": "nats", "server.address": "10.1.2.3", "server.port": 4333}
+    assert {k: span["attributes"][k] for k in ("messaging.system", "server.address", "server.port")} == {
+        "messaging.system": "nats",
+        "server.address": "10.1.2.3",
+        "server.port": 4333,
+    }
     assert "s3cret" not in (tmp_path / "traces" / "rollout-0.jsonl").read_text()
-    assert tracing.broker_attributes("nats://localhost") == {"messaging.system": "nats", "server.address": "localhost",
-                                                             "server.port": 4222}
+    assert tracing.broker_attributes("nats://localhost") == {
+        "messaging.system": "nats",
+        "server.address": "localhost",
+        "server.port": 4222,
+    }

@@ -9,6 +9,7 @@ learner ──prompts──▶ rollout ──generated──▶ reward ──sco
 The services here are scaffolding: each is a bus worker making the calls the real service
 makes (group_span around its work, inject_headers() on its publish).
 """
+
 import argparse
 import asyncio
 
@@ -30,33 +31,45 @@ LEARNER_VERSION = 3
 
 class ExternalReward(reward_pb2_grpc.RewardServiceServicer):
     async def Score(self, request, context):
-        return reward_pb2.ScoreResponse(results=[
-            reward_pb2.ScoreResult(id=i.id, score=1.0, status=common_pb2.SCORE_STATUS_OK) for i in request.items])
+        return reward_pb2.ScoreResponse(
+            results=[
+                reward_pb2.ScoreResult(id=i.id, score=1.0, status=common_pb2.SCORE_STATUS_OK) for i in request.items
+            ]
+        )
 
 
 def group_from(task: common_pb2.PromptTask) -> common_pb2.Group:
-    return common_pb2.Group(run_id=task.run_id, group_id=task.group_id, task=task, policy_version=GENERATED_BY,
-                            samples=[common_pb2.Sample(index=0, response_text="7")])
+    return common_pb2.Group(
+        run_id=task.run_id,
+        group_id=task.group_id,
+        task=task,
+        policy_version=GENERATED_BY,
+        samples=[common_pb2.Sample(index=0, response_text="7")],
+    )
 
 
 def handlers(bus, t, stub):
     async def rollout(task, ctx):
-        with t["rollout"].group_span("rollout.generate", task.group_id, headers=ctx.headers,
-                                     policy_version=GENERATED_BY):
+        with t["rollout"].group_span(
+            "rollout.generate", task.group_id, headers=ctx.headers, policy_version=GENERATED_BY
+        ):
             await bus.publish("generated", group_from(task), msg_id=task.group_id, headers=tracing.inject_headers())
 
     async def reward(group, ctx):
-        with t["reward"].group_span("reward.score", group.group_id, headers=ctx.headers,
-                                    policy_version=group.policy_version):
-            items = [reward_pb2.ScoreItem(id=f"{group.group_id}/{s.index}", response=s.response_text)
-                     for s in group.samples]
+        with t["reward"].group_span(
+            "reward.score", group.group_id, headers=ctx.headers, policy_version=group.policy_version
+        ):
+            items = [
+                reward_pb2.ScoreItem(id=f"{group.group_id}/{s.index}", response=s.response_text) for s in group.samples
+            ]
             reply = await stub.Score(reward_pb2.ScoreRequest(run_id=group.run_id, items=items), timeout=5)
             group.samples[0].reward = reply.results[0].score
             await bus.publish("scored", group, msg_id=group.group_id, headers=tracing.inject_headers())
 
     async def reference(group, ctx):
-        with t["reference"].group_span("reference.logprobs", group.group_id, headers=ctx.headers,
-                                       policy_version=group.policy_version):
+        with t["reference"].group_span(
+            "reference.logprobs", group.group_id, headers=ctx.headers, policy_version=group.policy_version
+        ):
             await bus.publish("ready", group, msg_id=group.group_id, headers=tracing.inject_headers())
 
     return {"prompts": rollout, "generated": reward, "scored": reference}
@@ -94,12 +107,20 @@ async def flush_until_all_written(tracers, run_dir, expected=7):
 @pytest.fixture
 async def mesh(bus, tmp_path):
     """Five tracers writing JSONL into tmp_path, the external server, and the three workers."""
-    t = {name: tracing.init_tracing(name, "0", bus.run_id, run_dir=tmp_path, make_current=False)
-         for name in ("learner", "rollout", "reward", "reference", "external-reward")}
+    t = {
+        name: tracing.init_tracing(name, "0", bus.run_id, run_dir=tmp_path, make_current=False)
+        for name in ("learner", "rollout", "reward", "reference", "external-reward")
+    }
     server, port = await start_server(
-        [registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, ExternalReward(),
-                      reward_pb2.DESCRIPTOR.services_by_name["RewardService"])],
-        interceptors=[TracingServerInterceptor(t["external-reward"])])
+        [
+            registration(
+                reward_pb2_grpc.add_RewardServiceServicer_to_server,
+                ExternalReward(),
+                reward_pb2.DESCRIPTOR.services_by_name["RewardService"],
+            )
+        ],
+        interceptors=[TracingServerInterceptor(t["external-reward"])],
+    )
     channel = open_channel(f"127.0.0.1:{port}", interceptors=[TracingClientInterceptor(t["reward"])])
     work = handlers(bus, t, reward_pb2_grpc.RewardServiceStub(channel))
     # the run's own durables (a work queue takes one consumer per stage: a second name never receives)
@@ -133,19 +154,30 @@ async def test_one_group_is_one_trace_across_every_service(bus, mesh, tmp_path):
     assert server["parent_span_id"] == client["span_id"]
     assert ref["parent_span_id"] == score["span_id"]  # the gRPC call ended before `scored` was published
     assert step["trace_id"] != root["trace_id"] and step["parent_span_id"] is None
-    assert step["links"] == [{"trace_id": root["trace_id"], "span_id": ref["span_id"],
-                              "attributes": {"meshrl.group_id": GID}}]
+    assert step["links"] == [
+        {"trace_id": root["trace_id"], "span_id": ref["span_id"], "attributes": {"meshrl.group_id": GID}}
+    ]
     assert all(s["attributes"]["meshrl.run_id"] == bus.run_id for s in spans.values())
     versions = {s["name"]: s["attributes"]["meshrl.policy_version"] for s in spans.values()}
-    assert versions == {"learner.publish_prompt": LEARNER_VERSION, "rollout.generate": GENERATED_BY,
-                        "reward.score": GENERATED_BY, client["name"]: GENERATED_BY,
-                        "reference.logprobs": GENERATED_BY, "learner.step": LEARNER_VERSION}
+    assert versions == {
+        "learner.publish_prompt": LEARNER_VERSION,
+        "rollout.generate": GENERATED_BY,
+        "reward.score": GENERATED_BY,
+        client["name"]: GENERATED_BY,
+        "reference.logprobs": GENERATED_BY,
+        "learner.step": LEARNER_VERSION,
+    }
     assert server["attributes"]["meshrl.policy_version"] == GENERATED_BY  # via baggage
 
     tree = trace_for_group(tmp_path, GID)
     assert [(s["name"], s["depth"]) for s in tree] == [
-        ("learner.publish_prompt", 0), ("rollout.generate", 1), ("reward.score", 2),
-        (client["name"], 3), (server["name"], 4), ("reference.logprobs", 3)]
+        ("learner.publish_prompt", 0),
+        ("rollout.generate", 1),
+        ("reward.score", 2),
+        (client["name"], 3),
+        (server["name"], 4),
+        ("reference.logprobs", 3),
+    ]
     text = render_waterfall(tree, linked=[step])
     lines = text.splitlines()
     assert lines[0].startswith(f"trace {root['trace_id']} · 6 spans · ")

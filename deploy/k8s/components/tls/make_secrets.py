@@ -14,6 +14,7 @@ under the one name meshrl-mesh that every client checks (MESHRL_GRPC_TLS_SERVER_
 pods are dialled by IP. Simplification: the CA's key is not kept (rotation = run this again
 and restart the pods); with cert-manager, issue the same Secrets from a CA Issuer instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,16 +38,24 @@ def nats_hosts(namespace: str) -> list[str]:
 def pem_files(issued, ca) -> dict[str, bytes]:
     from cryptography.hazmat.primitives import serialization
 
-    key = issued.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                   serialization.NoEncryption())
-    return {"ca.crt": ca.cert.public_bytes(serialization.Encoding.PEM),
-            "tls.crt": issued.cert.public_bytes(serialization.Encoding.PEM), "tls.key": key}
+    key = issued.key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return {
+        "ca.crt": ca.cert.public_bytes(serialization.Encoding.PEM),
+        "tls.crt": issued.cert.public_bytes(serialization.Encoding.PEM),
+        "tls.key": key,
+    }
 
 
 def secret(name: str, namespace: str, files: dict[str, bytes]) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "meshrl"}},
-            "data": {k: base64.b64encode(v).decode() for k, v in files.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "meshrl"}},
+        "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
+    }
 
 
 def make_secrets(namespace: str, days: int = 30) -> list[dict]:

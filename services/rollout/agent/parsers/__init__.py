@@ -16,6 +16,7 @@ Why not vLLM's own tool parsers: they answer all or nothing (one bad call and th
 no calls at all) and drop the reason, while a policy being trained needs to read which call
 was wrong and why.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ def register_tool_parser(name: str):
         cls.name = name
         TOOL_PARSERS[name] = cls
         return cls
+
     return add
 
 

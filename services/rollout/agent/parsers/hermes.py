@@ -12,6 +12,7 @@ What a model may get wrong, and the error it then reads (the call is never sent)
   object; no "name" string; "arguments" that is neither an object nor a string holding a
   JSON object; a `<tool_call>` never closed (e.g. the turn was cut at its token limit).
 """
+
 from __future__ import annotations
 
 import json
@@ -81,11 +82,13 @@ class HermesParser:
 
     def tools_system_prompt(self, tools: list[dict]) -> str:
         signatures = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
-        return ("# Tools\n\nYou may call one or more functions to help with the user's request.\n\n"
-                "The functions are described as JSON signatures within <tools></tools> tags:\n"
-                f"<tools>\n{signatures}\n</tools>\n\n"
-                "To call a function, write a JSON object with its name and arguments within "
-                f"{OPEN}{CLOSE} tags:\n{OPEN}\n{CALL_SHAPE}\n{CLOSE}")
+        return (
+            "# Tools\n\nYou may call one or more functions to help with the user's request.\n\n"
+            "The functions are described as JSON signatures within <tools></tools> tags:\n"
+            f"<tools>\n{signatures}\n</tools>\n\n"
+            "To call a function, write a JSON object with its name and arguments within "
+            f"{OPEN}{CLOSE} tags:\n{OPEN}\n{CALL_SHAPE}\n{CLOSE}"
+        )
 
     def tool_response_text(self, content: str) -> str:
         return f"<tool_response>\n{content}\n</tool_response>"

@@ -19,6 +19,7 @@ an agent's own temperature would make the recorded log-probs wrong for training 
 it, past the episode's token budget or the context answers 400 `context_length_exceeded`
 (as OpenAI's API does), and the episode ends there as truncated.
 """
+
 from __future__ import annotations
 
 import json
@@ -85,8 +86,11 @@ class PolicyEndpoint:
         else:
             self._extend(session, messages, tools)
         if session.ended:
-            raise CallRefused(400, "context_length_exceeded",
-                              f"the episode is at its limit ({session.ended}): no further turn is sampled")
+            raise CallRefused(
+                400,
+                "context_length_exceeded",
+                f"the episode is at its limit ({session.ended}): no further turn is sampled",
+            )
         prompt_tokens = len(session.traj.prompt) + len(session.traj.ids)
         turn = await episode.sample(session.traj, session.calls, session.tools, max_tokens=limit)
         session.calls += 1
@@ -111,8 +115,11 @@ class PolicyEndpoint:
         added, why = oa.added_messages(session.conversation, messages)
         if why:
             session.broken = session.broken or f"{why} (call {session.calls})"
-            raise CallRefused(400, "invalid_request_error", f"{why}: an episode is one conversation; send "
-                                                             f"back every message you were answered with")
+            raise CallRefused(
+                400,
+                "invalid_request_error",
+                f"{why}: an episode is one conversation; send back every message you were answered with",
+            )
         if not episode.append_messages(session.traj, session.traj.turns[-1], added):
             session.ended = session.traj.ended
 
@@ -137,11 +144,20 @@ def _tools(tools) -> dict:
     if not tools:
         return {}
     try:
-        specs = [tool_spec(t["function"]["name"], t["function"].get("description", ""),
-                           json.dumps(t["function"].get("parameters") or {})) for t in tools]
+        specs = [
+            tool_spec(
+                t["function"]["name"],
+                t["function"].get("description", ""),
+                json.dumps(t["function"].get("parameters") or {}),
+            )
+            for t in tools
+        ]
     except (KeyError, TypeError) as err:
-        raise CallRefused(400, "invalid_request_error", f"tools[]: each tool is {{type: function, function: "
-                                                         f"{{name, description, parameters}}}} ({err!r})") from None
+        raise CallRefused(
+            400,
+            "invalid_request_error",
+            f"tools[]: each tool is {{type: function, function: {{name, description, parameters}}}} ({err!r})",
+        ) from None
     except InvalidAnswer as err:
         raise CallRefused(400, "invalid_request_error", f"tools[]: {err}") from None
     return {s.name: s for s in specs}

@@ -13,6 +13,7 @@ no key, a wrong one or one of an ended episode is 401 before the body is read; b
     server = await start_policy_server(endpoint, port=0)   # endpoint.base_url is set
     await server.cleanup()
 """
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,10 @@ async def start_policy_server(endpoint: PolicyEndpoint, port: int = 0) -> web.Ap
         await site.start()
     except OSError as err:
         await runner.cleanup()
-        raise OSError(f"policy endpoint cannot listen on {host_port(bind_host(), port)}: {err.strerror or err}; "
-                      f"pick a free rollout.agent.policy_endpoint.port or 0") from err
+        raise OSError(
+            f"policy endpoint cannot listen on {host_port(bind_host(), port)}: {err.strerror or err}; "
+            f"pick a free rollout.agent.policy_endpoint.port or 0"
+        ) from err
     bound = runner.addresses[0][1]
     endpoint.base_url = f"{'https' if context else 'http'}://{host_port(advertise_host(), bound)}/v1"
     return runner

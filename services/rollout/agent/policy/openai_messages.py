@@ -11,6 +11,7 @@
 - `completion(...)`: the answer: content, tool_calls (id, name, JSON arguments), finish
   reason (tool_calls | length | stop), usage.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,8 +36,9 @@ def _text(content, where: str) -> str:
 
 def _calls_text(calls, parser, where: str) -> str:
     try:
-        return "".join(parser.call_text(c["function"]["name"], c["function"].get("arguments") or "{}")
-                       for c in calls or [])
+        return "".join(
+            parser.call_text(c["function"]["name"], c["function"].get("arguments") or "{}") for c in calls or []
+        )
     except (KeyError, TypeError):
         raise BadRequest(f"{where}: tool_calls are [{{id, type: function, function: {{name, arguments}}}}]") from None
 
@@ -70,7 +72,7 @@ def added_messages(known: list[dict], sent: list[dict]) -> tuple[list[dict], str
     for i, (a, b) in enumerate(zip(known, sent)):
         if not same(a, b):
             return [], f"a call changed message {i} ({a['role']}) of the conversation"
-    added = sent[len(known):]
+    added = sent[len(known) :]
     if bad := [m["role"] for m in added if m["role"] not in ADDED_ROLES]:
         return [], f"a call added {bad[0]!r} messages; after a reply only tool and user messages may follow"
     return added, ""
@@ -79,8 +81,11 @@ def added_messages(known: list[dict], sent: list[dict]) -> tuple[list[dict], str
 def answer_message(record: pb.Turn, content: str) -> dict:
     """The assistant message the agent is answered with (and sends back in its next call):
     the text outside the tool-call markup, and every call the parser could read."""
-    calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
-             for c in record.tool_calls if c.name]
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+        for c in record.tool_calls
+        if c.name
+    ]
     message = {"role": "assistant", "content": content if content or not calls else None}
     if calls:
         message["tool_calls"] = calls
@@ -88,10 +93,19 @@ def answer_message(record: pb.Turn, content: str) -> dict:
 
 
 def completion(record: pb.Turn, message: dict, *, model: str, prompt_tokens: int) -> dict:
-    finish = ("tool_calls" if message.get("tool_calls") else
-              "length" if record.finish_reason == pb.FINISH_REASON_LENGTH else "stop")
+    finish = (
+        "tool_calls"
+        if message.get("tool_calls")
+        else "length"
+        if record.finish_reason == pb.FINISH_REASON_LENGTH
+        else "stop"
+    )
     tokens = record.token_end - record.token_start
-    return {"id": f"chatcmpl-{record.index}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
-                      "total_tokens": prompt_tokens + tokens}}
+    return {
+        "id": f"chatcmpl-{record.index}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens},
+    }

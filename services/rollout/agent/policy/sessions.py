@@ -11,6 +11,7 @@ messages and tools are the prompt; each call after it must extend the conversati
 (a lock): an episode is one sequence. A call that does not extend the conversation is still
 answered (rendered afresh) but marks the session `broken`: the episode is then dropped.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -1,5 +1,6 @@
 """meshrl doctor on real things: the tiny model dir, data files, the session NATS server, a
 real gRPC reward server, and an address nobody listens on."""
+
 import argparse
 import asyncio
 import json
@@ -29,8 +30,12 @@ def write_config(tmp_path, model_path, *, train_rows=(GOOD_ROW,), nats_url="embe
         train.write_text(train_rows)
     else:
         train.write_text("".join(json.dumps(r) + "\n" for r in train_rows))
-    tree = {"run": {"name": "doc", "dir": str(tmp_path / "runs" / "doc")}, "model": {"path": str(model_path)},
-            "data": {"train": str(train)}, "nats": {"url": nats_url}}
+    tree = {
+        "run": {"name": "doc", "dir": str(tmp_path / "runs" / "doc")},
+        "model": {"path": str(model_path)},
+        "data": {"train": str(train)},
+        "nats": {"url": nats_url},
+    }
     if components:
         tree["reward"] = {"components": components}
     path = tmp_path / "run.yaml"
@@ -64,16 +69,21 @@ def test_missing_model_path_fails_with_fix(tmp_path, tiny_model_dir):
     assert results["data"].status == "pass"  # the others still ran
 
 
-@pytest.mark.parametrize("rows, expected", [
-    ('{"prompt": "x", "reward_model": \n', "line 1: not valid JSON"),
-    ([{"prompt": "3+4?"}], "field 'reward_model.ground_truth' is missing"),
-    ("", "has no rows"),
-    # every row is checked, not the first: a bad row 3 of 4 and another at 4 (issue 23)
-    ([GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}, {"reward_model": {"ground_truth": "7"}}],
-     "2 of 4 rows are not valid prompt rows; the first: "),
-    ([GOOD_ROW, GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}], "line 4: field 'reward_model.ground_truth' is missing"),
-    (json.dumps(GOOD_ROW) + "\n" * 3 + '{"prompt": \n', "line 4: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ('{"prompt": "x", "reward_model": \n', "line 1: not valid JSON"),
+        ([{"prompt": "3+4?"}], "field 'reward_model.ground_truth' is missing"),
+        ("", "has no rows"),
+        # every row is checked, not the first: a bad row 3 of 4 and another at 4 (issue 23)
+        (
+            [GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}, {"reward_model": {"ground_truth": "7"}}],
+            "2 of 4 rows are not valid prompt rows; the first: ",
+        ),
+        ([GOOD_ROW, GOOD_ROW, GOOD_ROW, {"prompt": "3+4?"}], "line 4: field 'reward_model.ground_truth' is missing"),
+        (json.dumps(GOOD_ROW) + "\n" * 3 + '{"prompt": \n', "line 4: not valid JSON"),
+    ],
+)
 def test_bad_data_fails_with_file_line_and_fix(tmp_path, tiny_model_dir, rows, expected):
     data = by_name(run_doctor(write_config(tmp_path, tiny_model_dir, train_rows=rows), skip=HEAVY + ["nats"]))["data"]
     assert data.status == "fail" and expected in data.detail
@@ -101,18 +111,31 @@ def test_disk_too_small_fails_with_numbers(tmp_path, tiny_model_dir, monkeypatch
 
 class Ok(reward_pb2_grpc.RewardServiceServicer):
     async def Score(self, request, context):
-        return reward_pb2.ScoreResponse(results=[reward_pb2.ScoreResult(id=i.id, status=common_pb2.SCORE_STATUS_OK)
-                                                 for i in request.items])
+        return reward_pb2.ScoreResponse(
+            results=[reward_pb2.ScoreResult(id=i.id, status=common_pb2.SCORE_STATUS_OK) for i in request.items]
+        )
 
 
 async def test_external_rewards_healthy_and_unreachable(tmp_path, tiny_model_dir):
-    server, port = await start_server([registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, Ok(),
-                                                    reward_pb2.DESCRIPTOR.services_by_name["RewardService"])])
+    server, port = await start_server(
+        [
+            registration(
+                reward_pb2_grpc.add_RewardServiceServicer_to_server,
+                Ok(),
+                reward_pb2.DESCRIPTOR.services_by_name["RewardService"],
+            )
+        ]
+    )
     dead = free_port()
-    cfg = write_config(tmp_path, tiny_model_dir, components=[
-        {"name": "judge", "kind": "external", "address": f"127.0.0.1:{port}"},
-        {"name": "gone", "kind": "external", "address": f"127.0.0.1:{dead}"},
-        {"name": "math", "kind": "math_verify"}])
+    cfg = write_config(
+        tmp_path,
+        tiny_model_dir,
+        components=[
+            {"name": "judge", "kind": "external", "address": f"127.0.0.1:{port}"},
+            {"name": "gone", "kind": "external", "address": f"127.0.0.1:{dead}"},
+            {"name": "math", "kind": "math_verify"},
+        ],
+    )
     try:  # a thread: this loop must keep serving the health checks
         results = by_name(await asyncio.to_thread(run_doctor, cfg, skip=HEAVY + ["nats"], reward_timeout_s=0.5))
     finally:

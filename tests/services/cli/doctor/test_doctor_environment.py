@@ -2,6 +2,7 @@
 that answers health passes (a real SDK server), one that does not fails naming it with a fix;
 a launched built-in is built for real by the service's `--check` (the python tool's sandbox
 included), and a python tool this host cannot sandbox fails with the service's reason."""
+
 import asyncio
 
 from meshrl.env_sdk import Environment, start, stop
@@ -32,8 +33,9 @@ async def test_an_address_that_answers_passes_and_one_that_does_not_fails():
     server, port = await start(Shop, host="127.0.0.1")
     dead = free_port()
     try:
-        good, bad = await asyncio.to_thread(check_environment, ctx_with(
-            name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}"))
+        good, bad = await asyncio.to_thread(
+            check_environment, ctx_with(name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}")
+        )
     finally:
         await stop(server, grace=0)
     assert good.status == "pass" and good.detail == "SERVING"

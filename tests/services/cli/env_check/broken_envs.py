@@ -1,6 +1,7 @@
 """Environment servers for testing the conformance kit, written without meshrl.env_sdk:
 `PlainEnv` follows the contract; each `Broken*` subclass breaks one rule on purpose (named as
 such), so the kit's rows can be shown to fail for exactly that rule."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
 
-CALC = env_pb2.Tool(name="add", description="Add two numbers.",
-                    parameters_json='{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}')
+CALC = env_pb2.Tool(
+    name="add",
+    description="Add two numbers.",
+    parameters_json='{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}',
+)
 
 
 class PlainEnv(env_pb2_grpc.EnvironmentServiceServicer):
@@ -32,8 +36,12 @@ class PlainEnv(env_pb2_grpc.EnvironmentServiceServicer):
 
     def answer(self, request) -> env_pb2.StepResponse:
         if request.tool_calls:
-            return env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role="tool", content="error: bad call",
-                                                                         tool_call_id=c.id) for c in request.tool_calls])
+            return env_pb2.StepResponse(
+                observation=[
+                    env_pb2.ChatMessage(role="tool", content="error: bad call", tool_call_id=c.id)
+                    for c in request.tool_calls
+                ]
+            )
         return env_pb2.StepResponse(done=True, reward=1.0)
 
     async def Step(self, request, context):
@@ -59,6 +67,7 @@ class PlainEnv(env_pb2_grpc.EnvironmentServiceServicer):
 
 class BrokenForgetful(PlainEnv):
     """Broken on purpose: every Reset and every Step is new work (no idempotency)."""
+
     calls = 0
 
     def first(self, request):
@@ -100,8 +109,9 @@ class BrokenAnswers(PlainEnv):
         return env_pb2.ResetResponse(tools=[CALC, CALC], info_json="not json")
 
     def answer(self, request):
-        return env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role="robot", content="beep")],
-                                    reward=math.nan, done=True)
+        return env_pb2.StepResponse(
+            observation=[env_pb2.ChatMessage(role="robot", content="beep")], reward=math.nan, done=True
+        )
 
 
 class BrokenSlow(PlainEnv):

@@ -1,5 +1,6 @@
 """`meshrl env check` against a good environment (the SDK's, and a plain one written without
 it) and against deliberately broken ones: each broken rule fails exactly its row, with a fix."""
+
 import asyncio
 import json
 import sys
@@ -10,8 +11,15 @@ import pytest
 from meshrl.env_sdk import Environment, Step, start, stop
 from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward_check import any_failed
-from tests.services.cli.env_check.broken_envs import (BrokenAnswers, BrokenForgetful, BrokenOnToolCalls, BrokenSlow,
-                                                  BrokenStatuses, PlainEnv, serve_broken)
+from tests.services.cli.env_check.broken_envs import (
+    BrokenAnswers,
+    BrokenForgetful,
+    BrokenOnToolCalls,
+    BrokenSlow,
+    BrokenStatuses,
+    PlainEnv,
+    serve_broken,
+)
 
 TOKEN = "env-check-token-not-a-secret"
 
@@ -23,6 +31,7 @@ def add(a: int, b: int) -> int:
 
 class Sums(Environment):
     """A good environment written with the SDK (for the kit's test)."""
+
     tools = [add]
 
     def step(self, turn):
@@ -58,16 +67,34 @@ async def test_a_plain_grpc_environment_passes():
     assert failed(rows) == set(), [rows[n] for n in failed(rows)]
 
 
-@pytest.mark.parametrize(("broken", "rows_failing"), [
-    (BrokenForgetful(), {"reset is idempotent", "step is idempotent", "step after close → NOT_FOUND",
-                         "unknown episode → NOT_FOUND", "empty episode id → INVALID_ARGUMENT",
-                         "turn out of order → INVALID_ARGUMENT"}),
-    (BrokenStatuses(), {"step after close → NOT_FOUND", "unknown episode → NOT_FOUND",
-                        "empty episode id → INVALID_ARGUMENT", "empty episode id on Reset → INVALID_ARGUMENT",
-                        "turn out of order → INVALID_ARGUMENT"}),
-    (BrokenOnToolCalls(), {"malformed tool calls answered"}),
-    (BrokenAnswers(), {"answers follow the contract"}),
-])
+@pytest.mark.parametrize(
+    ("broken", "rows_failing"),
+    [
+        (
+            BrokenForgetful(),
+            {
+                "reset is idempotent",
+                "step is idempotent",
+                "step after close → NOT_FOUND",
+                "unknown episode → NOT_FOUND",
+                "empty episode id → INVALID_ARGUMENT",
+                "turn out of order → INVALID_ARGUMENT",
+            },
+        ),
+        (
+            BrokenStatuses(),
+            {
+                "step after close → NOT_FOUND",
+                "unknown episode → NOT_FOUND",
+                "empty episode id → INVALID_ARGUMENT",
+                "empty episode id on Reset → INVALID_ARGUMENT",
+                "turn out of order → INVALID_ARGUMENT",
+            },
+        ),
+        (BrokenOnToolCalls(), {"malformed tool calls answered"}),
+        (BrokenAnswers(), {"answers follow the contract"}),
+    ],
+)
 async def test_each_broken_rule_fails_its_row_with_a_fix(broken, rows_failing):
     server, address = await serve_broken(broken)
     try:
@@ -117,8 +144,16 @@ async def test_an_sdk_server_with_a_token_passes_the_token_row():
 
 
 async def cli(*args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "meshrl.cli.main", "env", "check", *args,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "meshrl.cli.main",
+        "env",
+        "check",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await proc.communicate()
     return proc.returncode, out.decode()
 

@@ -25,17 +25,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 
 def run_config(tiny_model_dir, address: str):
-    return load_config(base={"model": {"path": str(tiny_model_dir)}, "data": {"train": "unused.jsonl"},
-                             "rollout": {"max_model_len": 256, "agent": {"max_turns": 2, "max_observation_tokens": 16}},
-                             "environment": {"name": "chatty", "address": address, "timeout_s": 5}})
+    return load_config(
+        base={
+            "model": {"path": str(tiny_model_dir)},
+            "data": {"train": "unused.jsonl"},
+            "rollout": {"max_model_len": 256, "agent": {"max_turns": 2, "max_observation_tokens": 16}},
+            "environment": {"name": "chatty", "address": address, "timeout_s": 5},
+        }
+    )
 
 
 def env_task(group_id: str, run_id: str = "test-run", environment: str = "chatty") -> pb.PromptTask:
-    return pb.PromptTask(run_id=run_id, group_id=group_id, environment=environment, prompt_text="hi",
-                         sampling=pb.SamplingParams(n=2, temperature=1.0, max_tokens=6, seed=5))
+    return pb.PromptTask(
+        run_id=run_id,
+        group_id=group_id,
+        environment=environment,
+        prompt_text="hi",
+        sampling=pb.SamplingParams(n=2, temperature=1.0, max_tokens=6, seed=5),
+    )
 
 
-async def test_the_worker_plays_environment_tasks_as_episodes_and_counts_them(bus, run_id, base_rollout_engine, tiny_model_dir):
+async def test_the_worker_plays_environment_tasks_as_episodes_and_counts_them(
+    bus, run_id, base_rollout_engine, tiny_model_dir
+):
     server, address, record = await start_fake_environment()
     handle = start_metrics("rollout", "agent-test", run_id)
     try:
@@ -73,15 +85,16 @@ async def test_the_worker_plays_environment_tasks_as_episodes_and_counts_them(bu
         await server.stop(0)
 
 
-
 async def test_generate_over_grpc_plays_episodes_and_drops_with_a_reason(base_rollout_engine, tiny_model_dir):
     env_server, address, _ = await start_fake_environment()
     agent = await agent_rollout(run_config(tiny_model_dir, address), base_rollout_engine)
     server, port = await start_rollout_server(base_rollout_engine, 0, agent=agent)
     try:
         async with open_channel(f"127.0.0.1:{port}") as channel:
-            reply = await rollout_pb2_grpc.RolloutServiceStub(channel).Generate(rollout_pb2.GenerateRequest(
-                tasks=[env_task("g-grpc-ok"), env_task("g-grpc-lost", environment="lost")]), timeout=120)
+            reply = await rollout_pb2_grpc.RolloutServiceStub(channel).Generate(
+                rollout_pb2.GenerateRequest(tasks=[env_task("g-grpc-ok"), env_task("g-grpc-lost", environment="lost")]),
+                timeout=120,
+            )
         ok, lost = reply.groups
         assert len(ok.samples) == 2 and all(s.loss_mask for s in ok.samples)
         assert lost.drop_reason.startswith("env_not_found: episode g-grpc-lost/") and not lost.samples
@@ -98,9 +111,12 @@ async def test_without_an_environment_section_generate_refuses_an_environment_ta
         async with open_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await rollout_pb2_grpc.RolloutServiceStub(channel).Generate(
-                    rollout_pb2.GenerateRequest(tasks=[env_task("g-none")]), timeout=30)
+                    rollout_pb2.GenerateRequest(tasks=[env_task("g-none")]), timeout=30
+                )
         assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        assert "names environment 'chatty'" in caught.value.details() or "environment 'chatty'" in caught.value.details()
+        assert (
+            "names environment 'chatty'" in caught.value.details() or "environment 'chatty'" in caught.value.details()
+        )
         assert "has no `environment` section in its run config" in caught.value.details()
     finally:
         await server.stop(0)

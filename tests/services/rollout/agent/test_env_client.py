@@ -4,6 +4,7 @@ replicas, garbage answers, TLS and the bearer token.
 
 Run: .venv/bin/python -m pytest tests/services/rollout/agent/test_env_client.py
 """
+
 import pytest
 
 from meshrl.api.env.v1 import env_pb2
@@ -24,8 +25,11 @@ async def env():
 
 
 def client(*addresses, **settings) -> EnvironmentClient:
-    return EnvironmentClient(EnvClientSettings(addresses=addresses, **{"timeout_s": 2.0, "initial_backoff_s": 0.01,
-                                                                       "max_backoff_s": 0.05, **settings}))
+    return EnvironmentClient(
+        EnvClientSettings(
+            addresses=addresses, **{"timeout_s": 2.0, "initial_backoff_s": 0.01, "max_backoff_s": 0.05, **settings}
+        )
+    )
 
 
 def reset(episode: str, kind: str) -> env_pb2.ResetRequest:
@@ -66,18 +70,24 @@ async def test_unavailable_is_retried_and_the_retry_answers(env):
     await c.aclose()
 
 
-@pytest.mark.parametrize("kind, status, message", [
-    ("hang", "DEADLINE_EXCEEDED", "Step (turn 0) at {address} got no answer within 1 s (environment.timeout_s)"),
-    ("lost", "NOT_FOUND", "Step (turn 0) at {address}: no episode 'g/0' here"),
-    ("internal", "INTERNAL", "Step (turn 0) at {address}: boom"),
-])
+@pytest.mark.parametrize(
+    "kind, status, message",
+    [
+        ("hang", "DEADLINE_EXCEEDED", "Step (turn 0) at {address} got no answer within 1 s (environment.timeout_s)"),
+        ("lost", "NOT_FOUND", "Step (turn 0) at {address}: no episode 'g/0' here"),
+        ("internal", "INTERNAL", "Step (turn 0) at {address}: boom"),
+    ],
+)
 async def test_other_failures_are_not_retried_and_name_the_episode_and_status(env, kind, status, message):
     address, record = env
     c = client(address, timeout_s=1.0)
     await c.reset(reset("g/0", kind))
     failure = await failure_of(c.step(step("g/0")))
     assert (failure.episode_id, failure.status, failure.message) == ("g/0", status, message.format(address=address))
-    assert failure.drop_reason == f"env_{status.lower()}: episode g/0: environment {status}: {message.format(address=address)}"
+    assert (
+        failure.drop_reason
+        == f"env_{status.lower()}: episode g/0: environment {status}: {message.format(address=address)}"
+    )
     assert record.attempts[("g/0", 0)] == 1  # not retried
     await c.aclose()
 
@@ -88,8 +98,10 @@ async def test_an_answer_that_is_no_protobuf_is_an_invalid_answer_not_retried(en
     await c.reset(reset("g/0", "garbage"))
     failure = await failure_of(c.step(step("g/0")))
     assert failure.status == "INVALID_ANSWER" and record.attempts[("g/0", 0)] == 1
-    assert failure.message.startswith(f"Step (turn 0) at {address}: answered 19 bytes that are no StepResponse "
-                                      f"(Error parsing message with type 'meshrl.env.v1.StepResponse'")
+    assert failure.message.startswith(
+        f"Step (turn 0) at {address}: answered 19 bytes that are no StepResponse "
+        f"(Error parsing message with type 'meshrl.env.v1.StepResponse'"
+    )
     await c.aclose()
 
 
@@ -163,7 +175,8 @@ def certs(tmp_path_factory):
 async def tls_env(certs):
     """A fake environment that requires mutual TLS and the bearer token."""
     server, address = await start_mtls_server(
-        certs, lambda s: add_fake_to_server(FakeEnvironment(EnvRecord()), s), token=TOKEN)
+        certs, lambda s: add_fake_to_server(FakeEnvironment(EnvRecord()), s), token=TOKEN
+    )
     yield address
     await server.stop(0)
 

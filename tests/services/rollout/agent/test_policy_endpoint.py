@@ -5,6 +5,7 @@ agent*), the agent a test fake written with the `openai` package (fake_agent.py)
 
 Run: .venv/bin/python -m pytest tests/services/rollout/agent/test_policy_endpoint.py -m slow
 """
+
 import socket
 
 import numpy as np
@@ -37,16 +38,24 @@ async def served(base_rollout_engine):
     runner = await start_policy_server(endpoint, 0)
     chat = ChatFormat(base_rollout_engine.tokenizer, get_tool_parser("hermes"), 24)
     limits = EpisodeLimits(max_turns=4, max_episode_tokens=200, max_model_len=256)
-    yield AgentRollout(EpisodeContext(base_rollout_engine, client, chat, limits, policy=endpoint),
-                       policy_server=runner), record, endpoint
+    yield (
+        AgentRollout(EpisodeContext(base_rollout_engine, client, chat, limits, policy=endpoint), policy_server=runner),
+        record,
+        endpoint,
+    )
     await runner.cleanup()
     await client.aclose()
     await server.stop(0)
 
 
 def task(kind: str, group_id: str, n: int = 2) -> pb.PromptTask:
-    return pb.PromptTask(run_id="test-run", group_id=group_id, environment=kind, prompt_text="hi",
-                         sampling=pb.SamplingParams(n=n, temperature=1.0, max_tokens=6, seed=9))
+    return pb.PromptTask(
+        run_id="test-run",
+        group_id=group_id,
+        environment=kind,
+        prompt_text="hi",
+        sampling=pb.SamplingParams(n=n, temperature=1.0, max_tokens=6, seed=9),
+    )
 
 
 async def test_a_black_box_agents_calls_become_one_trajectory(served, tiny_model_dir):
@@ -63,7 +72,9 @@ async def test_a_black_box_agents_calls_become_one_trajectory(served, tiny_model
         assert len(sample.turns) == 3 and (sample.env_reward, sample.turns[-1].reward) == (3.0, 3.0)
         for turn in sample.turns[:2]:  # what the agent added between its calls: the template's delta, masked
             assert turn.observation_text.endswith("<|im_start|>user\nGo on.<|im_end|>\n<|im_start|>assistant\n")
-            assert not mask[turn.token_end:turn.observation_end].any() and mask[turn.token_start:turn.token_end].all()
+            assert (
+                not mask[turn.token_end : turn.observation_end].any() and mask[turn.token_start : turn.token_end].all()
+            )
         np.testing.assert_allclose(logprobs[mask == 1], hf_logprobs(tiny_model_dir, prompt, ids)[mask == 1], atol=1e-4)
         assert sample.finish_reason == pb.FINISH_REASON_STOP  # the environment said done
 
@@ -84,8 +95,12 @@ async def test_keys_are_per_episode_and_die_with_it(served):
 async def test_the_endpoint_listens_on_loopback_only(served):
     _, _, endpoint = served
     port = int(endpoint.base_url.rsplit(":", 1)[1].split("/")[0])
-    others = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
-              if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    others = [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
     assert others, "this host has no non-loopback IPv4 address to try"
     for address in others:
         with pytest.raises(ConnectionRefusedError), socket.create_connection((address, port), timeout=5):
@@ -93,13 +108,23 @@ async def test_the_endpoint_listens_on_loopback_only(served):
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
-@pytest.mark.parametrize("kind, reason, agent_saw", [
-    ("agent_rewrite", "the environment drove its own agent, but a call changed message 0 (user) of the conversation "
-                      "(call 1)", ["invalid_request_error"]),
-    ("agent_silent", "the environment drove its own agent, but the agent made no call to the policy endpoint", []),
-    ("agent_tools", "the environment drove its own agent, but the first prompt (the task's messages, the tools, "
-                    "the first observation) is ", ["context_length_exceeded"]),
-])
+@pytest.mark.parametrize(
+    "kind, reason, agent_saw",
+    [
+        (
+            "agent_rewrite",
+            "the environment drove its own agent, but a call changed message 0 (user) of the conversation (call 1)",
+            ["invalid_request_error"],
+        ),
+        ("agent_silent", "the environment drove its own agent, but the agent made no call to the policy endpoint", []),
+        (
+            "agent_tools",
+            "the environment drove its own agent, but the first prompt (the task's messages, the tools, "
+            "the first observation) is ",
+            ["context_length_exceeded"],
+        ),
+    ],
+)
 async def test_calls_that_are_not_one_episode_drop_the_group(served, kind, reason, agent_saw):
     rollout, record, _ = served
     group = await rollout.generate_group(task(kind, f"g-{kind}", n=1))
@@ -123,8 +148,10 @@ async def test_an_environment_that_drives_its_agent_needs_the_endpoint(base_roll
     rollout = AgentRollout(EpisodeContext(base_rollout_engine, client, chat, EpisodeLimits(max_model_len=256)))
     try:
         group = await rollout.generate_group(task("agent", "g-noendpoint", n=1))
-        assert group.drop_reason.startswith("no_policy_endpoint: episode g-noendpoint/0: environment FAILED_PRECONDITION: "
-                                            "the environment runs its own agent")
+        assert group.drop_reason.startswith(
+            "no_policy_endpoint: episode g-noendpoint/0: environment FAILED_PRECONDITION: "
+            "the environment runs its own agent"
+        )
         assert "set rollout.agent.policy_endpoint.enabled: true" in group.drop_reason
     finally:
         await client.aclose()

@@ -1,4 +1,5 @@
 """Dead letters counted by stage and reason on a real nats-server, and printed by `meshrl status`."""
+
 import asyncio
 
 from meshrl.cli.status import dead_letter_lines
@@ -16,20 +17,36 @@ async def test_summary_counts_letters_by_stage_and_reason(bus):
     assert await dead_letter_summary(bus.js, bus.run_id) == {"total": 0, "by_stage": {}, "reasons": []}
     # Dead letters as the workers write them (meshrl.transport.bus.dead): 2 × one reason on
     # `generated`, 1 × another on `scored`.
-    letters = [("generated", "BadPayload: Error parsing message 1"),
-               ("generated", "BadPayload: Error parsing message 2"),
-               ("scored", "ValueError: reward service exploded")]
+    letters = [
+        ("generated", "BadPayload: Error parsing message 1"),
+        ("generated", "BadPayload: Error parsing message 2"),
+        ("scored", "ValueError: reward service exploded"),
+    ]
     for i, (stage, error) in enumerate(letters):
-        await bus.js.publish(names.dead_subject(bus.run_id), b"x", headers={
-            "Meshrl-Stage": stage, "Meshrl-Error": error, "Nats-Msg-Id": f"dead.{stage}.{i}"})
+        await bus.js.publish(
+            names.dead_subject(bus.run_id),
+            b"x",
+            headers={"Meshrl-Stage": stage, "Meshrl-Error": error, "Nats-Msg-Id": f"dead.{stage}.{i}"},
+        )
     summary = await dead_letter_summary(bus.js, bus.run_id)
-    assert summary == {"total": 3, "by_stage": {"scored": 1, "generated": 2}, "reasons": [
-        {"stage": "generated", "reason": "BadPayload", "count": 2, "example": "BadPayload: Error parsing message 2"},
-        {"stage": "scored", "reason": "ValueError", "count": 1, "example": "ValueError: reward service exploded"}]}
+    assert summary == {
+        "total": 3,
+        "by_stage": {"scored": 1, "generated": 2},
+        "reasons": [
+            {
+                "stage": "generated",
+                "reason": "BadPayload",
+                "count": 2,
+                "example": "BadPayload: Error parsing message 2",
+            },
+            {"stage": "scored", "reason": "ValueError", "count": 1, "example": "ValueError: reward service exploded"},
+        ],
+    }
     assert dead_letter_lines(summary) == [
         "dead letters: 3 (scored 1, generated 2)",
         "     2 × generated: BadPayload: Error parsing message 2",
-        "     1 × scored: ValueError: reward service exploded"]
+        "     1 × scored: ValueError: reward service exploded",
+    ]
 
 
 async def test_a_worker_dead_letter_is_counted(bus):

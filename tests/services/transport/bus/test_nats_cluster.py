@@ -7,6 +7,7 @@ message id: a redelivery is deduplicated), none may be lost, and the KV must sti
 and write. Run: .venv/bin/python -m pytest tests/services/transport/bus/test_nats_cluster.py -s
 (-s prints the measured pause; timings are reported, never asserted).
 """
+
 import asyncio
 import json
 import time
@@ -54,6 +55,7 @@ async def move_leader(bus: Bus, stepdown_subject: str, leader_of, node: str) -> 
 
         async def changed(before=current):
             return (await leader_of()) not in (before, None)
+
         await wait_until(changed, 10, f"a new leader after {stepdown_subject}")
     raise AssertionError(f"{node} never became leader for {stepdown_subject}")
 
@@ -68,15 +70,21 @@ async def leader_or_none(info) -> str | None:
 
 async def gather_leadership_on(bus: Bus, node: str) -> None:
     """Streams `prompts`, `generated`, the KV's, and the worker's consumer all led by `node`."""
+
     async def stream_leader(stream):
         return await leader_or_none(bus.js.stream_info(stream))
-    for stream in (names.stage_stream(RUN, "prompts"), names.stage_stream(RUN, "generated"),
-                   f"KV_{names.kv_bucket(RUN)}"):
+
+    for stream in (
+        names.stage_stream(RUN, "prompts"),
+        names.stage_stream(RUN, "generated"),
+        f"KV_{names.kv_bucket(RUN)}",
+    ):
         await move_leader(bus, f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}", lambda s=stream: stream_leader(s), node)
     prompts = names.stage_stream(RUN, "prompts")
 
     async def consumer_leader():
         return await leader_or_none(bus.js.consumer_info(prompts, "rollout", timeout=1.0))
+
     await move_leader(bus, f"$JS.API.CONSUMER.LEADER.STEPDOWN.{prompts}.rollout", consumer_leader, node)
 
 
@@ -128,12 +136,14 @@ async def test_run_survives_losing_the_node_its_clients_and_leaders_are_on(tmp_p
 
         async def consumer_exists():
             return "rollout" in [c.name for c in await admin.js.consumers_info(names.stage_stream(RUN, "prompts"))]
+
         await wait_until(consumer_exists, what="the worker's durable consumer")
         await gather_leadership_on(admin, victim)
         publishing = asyncio.create_task(publish_prompts(publisher, published_at))
 
         async def mid_run():
             return len(handled) >= KILL_AFTER
+
         await wait_until(mid_run, what=f"{KILL_AFTER} groups handled")
         killed_at = time.monotonic()
         cluster.kill(victim)
@@ -149,6 +159,7 @@ async def test_run_survives_losing_the_node_its_clients_and_leaders_are_on(tmp_p
 
         async def prompts_all_acked():
             return await admin.pending("prompts") == 0
+
         await wait_until(prompts_all_acked, what="every prompt acked")
         assert (await publisher.state.get("weights_version")).json() == {"version": 1}
         assert (await worker_bus.state.get("heartbeat/rollout")).json() == {"at": killed_at}
@@ -157,10 +168,12 @@ async def test_run_survives_losing_the_node_its_clients_and_leaders_are_on(tmp_p
         assert (await worker_bus.state.get("weights_version")).json() == {"version": 3}
         assert cluster.node_of(publisher.nc.connected_url) != victim
 
-        print(f"\nkilled {victim} (clients' node, leader of prompts/generated/KV/consumer) after "
-              f"{KILL_AFTER} groups: worker paused {longest_stall(done_at, killed_at):.2f} s, publisher paused "
-              f"{longest_stall(published_at, killed_at):.2f} s, a KV put {kv_pause:.2f} s; handler calls {len(handled)} for {GROUPS} groups "
-              f"({len(handled) - GROUPS} redeliveries deduplicated)")
+        print(
+            f"\nkilled {victim} (clients' node, leader of prompts/generated/KV/consumer) after "
+            f"{KILL_AFTER} groups: worker paused {longest_stall(done_at, killed_at):.2f} s, publisher paused "
+            f"{longest_stall(published_at, killed_at):.2f} s, a KV put {kv_pause:.2f} s; handler calls {len(handled)} for {GROUPS} groups "
+            f"({len(handled) - GROUPS} redeliveries deduplicated)"
+        )
         working.cancel()
         await asyncio.gather(working, return_exceptions=True)
         for bus in (publisher, worker_bus, admin):

@@ -1,4 +1,5 @@
 """A nats-server restart loses nothing: stored messages survive, connected workers resume."""
+
 import asyncio
 
 import pytest

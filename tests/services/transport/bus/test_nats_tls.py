@@ -4,6 +4,7 @@ server does not require TLS (no silent plaintext).
 
     .venv/bin/python -m pytest -q tests/services/transport/bus/test_nats_tls.py
 """
+
 import json
 
 import pytest

@@ -4,6 +4,7 @@ A group too big for the bus is refused before it is sent, with its size, the lim
 to change; the connection stays usable; the prompt task whose group did not fit is never acked
 as done: it is retried, then dead-lettered with that reason. Headers count towards the limit
 (the server counts them; nats-py does not, and the server would close the connection)."""
+
 import asyncio
 
 import pytest
@@ -21,8 +22,11 @@ LIMIT = 8 * 1024 * 1024  # the embedded server's MAX_PAYLOAD, as the server anno
 def huge_group(group_id: str, samples: int = 9, tokens_each: int = 256 * 1024) -> common_pb2.Group:
     """`samples` responses of `tokens_each` int32 token ids: 9 × 1 MiB, over 8 MiB."""
     task = common_pb2.PromptTask(group_id=group_id, prompt_text="Write a very long story.")
-    return common_pb2.Group(group_id=group_id, task=task, samples=[
-        common_pb2.Sample(index=i, response_token_ids=bytes(4 * tokens_each)) for i in range(samples)])
+    return common_pb2.Group(
+        group_id=group_id,
+        task=task,
+        samples=[common_pb2.Sample(index=i, response_token_ids=bytes(4 * tokens_each)) for i in range(samples)],
+    )
 
 
 async def test_the_server_announces_the_configured_limit(bus):

@@ -7,6 +7,7 @@ another key of the run KV, no listing of streams.
 
 Run: .venv/bin/python -m pytest tests/services/transport/bus/test_permissions.py -q
 """
+
 import asyncio
 
 import pytest
@@ -63,8 +64,9 @@ async def test_rollout_cannot_publish_to_ready(secured, admin):
     assert await admin.pending("ready") == 0  # nothing stored
 
 
-@pytest.mark.parametrize("key", [names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY, "services.learner.learner-0",
-                                 "metrics.reward.reward-0"])
+@pytest.mark.parametrize(
+    "key", [names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY, "services.learner.learner-0", "metrics.reward.reward-0"]
+)
 async def test_rollout_cannot_write_the_notice_or_run_state(secured, admin, key):
     async with await connect(secured, "rollout") as rollout:
         with pytest.raises(PermissionDenied, match="rollout"):
@@ -136,8 +138,11 @@ async def test_each_kind_does_its_stage_of_the_pipeline(secured, admin):
     """prompts →rollout→ generated →reward→ scored →reference→ ready →learner, each with its own user."""
     async with await connect(secured, "learner") as learner:
         await learner.publish("prompts", common_pb2.PromptTask(group_id="g1"), msg_id="g1")
-        for user, stage, out in [("rollout", "prompts", "generated"), ("reward", "generated", "scored"),
-                                 ("reference", "scored", "ready")]:
+        for user, stage, out in [
+            ("rollout", "prompts", "generated"),
+            ("reward", "generated", "scored"),
+            ("reference", "scored", "ready"),
+        ]:
             async with await connect(secured, user) as bus:
                 assert await run_worker_once(bus, stage, user, out) == ["g1"], user
         batch = await learner.pull("ready", "learner", max_msgs=1, timeout=5)

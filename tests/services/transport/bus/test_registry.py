@@ -2,6 +2,7 @@
 with the run's generated permissions: the rollout lists the environment's replicas (it may
 not create the consumer that listing keys needs: issue 23), a withdrawn replica is gone, a
 restarted one's new address replaces the old, and other keys of the bucket do not show."""
+
 import pytest
 
 from meshrl.transport.bus.registry import announce_service, service_addresses, service_entries, withdraw_service
@@ -11,8 +12,11 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_ambient_cred
 
 
 async def test_the_rollout_lists_environment_replicas_without_a_consumer(secured):
-    async with await connect_as(secured, "environment") as env, await connect_as(secured, "rollout") as rollout, \
-            await connect_as(secured, "learner") as learner:
+    async with (
+        await connect_as(secured, "environment") as env,
+        await connect_as(secured, "rollout") as rollout,
+        await connect_as(secured, "learner") as learner,
+    ):
         await learner.ensure_streams()
         for replica, port in (("environment-0", 5000), ("environment-1", 5001), ("environment-2", 5002)):
             await announce_service(env.state, "environment", replica, f"127.0.0.1:{port}")

@@ -1,4 +1,5 @@
 """Run-state KV and the weights object store on a real nats-server; connect failures."""
+
 import asyncio
 import base64
 import hashlib
@@ -85,7 +86,10 @@ async def test_object_store_replace_delete_and_keep_last_k(bus, tmp_path):
         (tmp_path / "w").write_bytes(bytes([v]) * 1000)
         await bus.weights.put_file(names.weights_object_name(v), tmp_path / "w")
     assert await bus.weights.prune(keep=2) == [names.weights_object_name(1), names.weights_object_name(2)]
-    assert [i.name for i in await bus.weights.list_objects()] == [names.weights_object_name(3), names.weights_object_name(4)]
+    assert [i.name for i in await bus.weights.list_objects()] == [
+        names.weights_object_name(3),
+        names.weights_object_name(4),
+    ]
     assert await bus.weights.get_bytes(names.weights_object_name(4)) == bytes([4]) * 1000
     with pytest.raises(ObjectMissing, match="not in bucket"):
         await bus.weights.get_bytes(names.weights_object_name(1))
@@ -101,6 +105,7 @@ async def test_a_failed_file_put_raises_its_own_error_not_a_buffer_error(bus, tm
 
     async def refused(name, view, chunk_size):
         raise PublishFailed("no PubAck (a stand-in for a server that stopped answering)")
+
     monkeypatch.setattr(bus.weights, "_put_once", refused)
     (tmp_path / "w").write_bytes(os.urandom(1000))
     with pytest.raises(PublishFailed, match="failed 3 times"):  # put_file mmaps the file; the view outlives it
@@ -126,7 +131,10 @@ async def test_ensure_streams_is_idempotent_and_safe_concurrently(nats_url, run_
     await asyncio.gather(*(b.ensure_streams() for b in buses))
     await buses[0].ensure_streams()
     # each stream by name: a listing is one page (256 streams), and this server is shared by the session's tests
-    want = {names.stage_stream(run_id, s) for s in names.STAGES} | {names.dead_stream(run_id), names.events_stream(run_id)}
+    want = {names.stage_stream(run_id, s) for s in names.STAGES} | {
+        names.dead_stream(run_id),
+        names.events_stream(run_id),
+    }
     found = {(await buses[0].js.stream_info(name)).config.name for name in want}
     assert found == want
     for b in buses:

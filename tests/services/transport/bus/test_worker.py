@@ -1,4 +1,5 @@
 """Work queues on a real nats-server: ack, retry, dead letters, dedup, sharing, restart."""
+
 import asyncio
 
 import pytest
@@ -109,6 +110,7 @@ async def test_two_workers_share_one_durable_without_loss_or_duplicates(bus):
         async def handle(msg, ctx):
             seen[name].append(msg.group_id)
             await asyncio.sleep(0.001)
+
         return handle
 
     await publish_tasks(bus, n)

@@ -1,4 +1,5 @@
 """plot_run / meshrl plot: synthetic metrics.jsonl -> a real PNG; clear errors otherwise."""
+
 import argparse
 import json
 import math
@@ -22,17 +23,34 @@ def png_size(path) -> tuple[int, int]:
 
 def synthetic_row(step: int) -> dict:
     return {
-        "step": step, "time": 1000.0 + 5 * step,
-        "reward": 0.2 + 0.6 * step / 40, "reward_std": 0.3 - 0.004 * step,
-        "kl": None if step == 7 else 0.002 * step, "entropy": 1.2 * math.exp(-step / 30),
-        "loss": 0.1 * math.sin(step), "pg_loss": 0.05 * math.cos(step), "grad_norm": 1 + step % 5,
-        "lr": 1e-6, "clip_ratio/low": 0.01, "clip_ratio/high": 0.02,
-        "completions/mean_length": 30 + step, "completions/max_length": 64,
-        "completions/clipped_ratio": 0.1, "perf/throughput": 90.0 + step,
-        "time/step": 5.0, "time/generate": 2.0, "time/reward": 0.3, "time/reference": 0.4,
-        "time/forward": 0.8, "time/backward": 1.0, "time/optimizer": 0.2,
-        "time/wait_for_batch": 0.3, "weights_version": step, "staleness/mean": 0.5,
-        "groups/dropped_stale": 0, "algo": "grpo",
+        "step": step,
+        "time": 1000.0 + 5 * step,
+        "reward": 0.2 + 0.6 * step / 40,
+        "reward_std": 0.3 - 0.004 * step,
+        "kl": None if step == 7 else 0.002 * step,
+        "entropy": 1.2 * math.exp(-step / 30),
+        "loss": 0.1 * math.sin(step),
+        "pg_loss": 0.05 * math.cos(step),
+        "grad_norm": 1 + step % 5,
+        "lr": 1e-6,
+        "clip_ratio/low": 0.01,
+        "clip_ratio/high": 0.02,
+        "completions/mean_length": 30 + step,
+        "completions/max_length": 64,
+        "completions/clipped_ratio": 0.1,
+        "perf/throughput": 90.0 + step,
+        "time/step": 5.0,
+        "time/generate": 2.0,
+        "time/reward": 0.3,
+        "time/reference": 0.4,
+        "time/forward": 0.8,
+        "time/backward": 1.0,
+        "time/optimizer": 0.2,
+        "time/wait_for_batch": 0.3,
+        "weights_version": step,
+        "staleness/mean": 0.5,
+        "groups/dropped_stale": 0,
+        "algo": "grpo",
     }
 
 
@@ -61,8 +79,12 @@ def test_missing_metrics_drop_their_panels(tmp_path):
 
 
 def test_series_gaps_nulls_dedupes_steps_and_skips_a_partial_last_line(tmp_path):
-    rows = [{"step": 1, "kl": 0.1, "algo": "x"}, {"step": 2, "kl": None},
-            {"step": 3, "kl": 0.3}, {"step": 2, "kl": 0.25}]  # step 2 written again on resume
+    rows = [
+        {"step": 1, "kl": 0.1, "algo": "x"},
+        {"step": 2, "kl": None},
+        {"step": 3, "kl": 0.3},
+        {"step": 2, "kl": 0.25},
+    ]  # step 2 written again on resume
     steps, series = load_series(write_run(tmp_path, rows, tail='{"step": 4, "kl'))
     assert steps.tolist() == [1.0, 2.0, 3.0]
     assert series["kl"].tolist() == [0.1, 0.25, 0.3]
@@ -73,8 +95,7 @@ def test_series_gaps_nulls_dedupes_steps_and_skips_a_partial_last_line(tmp_path)
 
 
 def test_stacked_component_sums_present_keys_and_gaps_empty_steps():
-    series = {"time/forward": np.array([1.0, np.nan, np.nan]),
-              "time/backward": np.array([2.0, 0.5, np.nan])}
+    series = {"time/forward": np.array([1.0, np.nan, np.nan]), "time/backward": np.array([2.0, 0.5, np.nan])}
     part = _stack_component(("time/forward", "time/backward", "time/optimizer"), series, 3)
     assert part[:2].tolist() == [3.0, 0.5] and math.isnan(part[2])
 

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/cli/reward_check/test_connect_errors.py
 """
+
 import pytest
 
 from meshrl.config import ConfigError

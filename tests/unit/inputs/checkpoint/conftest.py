@@ -1,18 +1,27 @@
 """Fixtures: a run dir with checkpoints of the tiny model at chosen steps."""
+
 import pytest
 import torch
 
 from meshrl.inputs.checkpoint import save_checkpoint
 from tests.unit.inputs.checkpoint.helpers import tiny_model, train_step, trainer
 
-CONFIG = {"model": {"path": "/models/tiny", "gguf_file": None},
-          "algorithm": {"advantage_estimator": "grpo", "policy_loss": "ppo",
-                        "critic": {"enabled": False}, "offline": False, "kl_coef": 0.04}}
+CONFIG = {
+    "model": {"path": "/models/tiny", "gguf_file": None},
+    "algorithm": {
+        "advantage_estimator": "grpo",
+        "policy_loss": "ppo",
+        "critic": {"enabled": False},
+        "offline": False,
+        "kl_coef": 0.04,
+    },
+}
 
 
 @pytest.fixture
 def save_run(tmp_path):
     """save_run(steps) → run dir with one checkpoint per step (one train step between saves)."""
+
     def make(steps, run_dir=None):
         run = run_dir or tmp_path / "run"
         run.mkdir(exist_ok=True)
@@ -21,9 +30,18 @@ def save_run(tmp_path):
         optimizer, scheduler = trainer(model)
         for step in steps:
             train_step(model, optimizer, scheduler)
-            save_checkpoint(run, step, model=model, optimizer=optimizer, scheduler=scheduler,
-                            state={"step": step}, config_hash=f"h{step}", config=CONFIG)
+            save_checkpoint(
+                run,
+                step,
+                model=model,
+                optimizer=optimizer,
+                scheduler=scheduler,
+                state={"step": step},
+                config_hash=f"h{step}",
+                config=CONFIG,
+            )
         return run
+
     return make
 
 

@@ -1,4 +1,5 @@
 """One gloo rank of the sharded-save test (spawned by test_fsdp.py): FSDP2 train step, then save."""
+
 import torch
 import torch.distributed as dist
 
@@ -27,8 +28,15 @@ def run_rank(rank: int, world: int, init_file: str, run_dir: str, full_path: str
         optimizer, scheduler = trainer(model)
         torch.manual_seed(rank)  # each rank its own batch
         train_step(model, optimizer, scheduler)
-        save_checkpoint(run_dir, 1, model=model, optimizer=optimizer, scheduler=scheduler,
-                        state={"world": world}, config_hash="fsdp")
+        save_checkpoint(
+            run_dir,
+            1,
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            state={"world": world},
+            config_hash="fsdp",
+        )
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)
         full_model, full_optim = get_state_dict(model, optimizer, options=options)
         fresh = shard(tiny_model(seed=9, attention_dropout=0.0))  # reload on the same 2 ranks
@@ -37,7 +45,8 @@ def run_rank(rank: int, world: int, init_file: str, run_dir: str, full_path: str
         reloaded = get_state_dict(fresh, f_opt, options=options)[0]
         if rank == 0:
             same = all(torch.equal(reloaded[k], v) for k, v in full_model.items())
-            torch.save({"model": full_model, "optim": full_optim, "reload_equal": same,
-                        "reload_state": state}, full_path)
+            torch.save(
+                {"model": full_model, "optim": full_optim, "reload_equal": same, "reload_state": state}, full_path
+            )
     finally:
         dist.destroy_process_group()

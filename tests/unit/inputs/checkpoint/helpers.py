@@ -3,6 +3,7 @@
 The step draws its batch from torch's RNG and mixes in python/numpy draws, and attention
 dropout is on, so an exact resume needs the RNG states as well as weights and optimizer.
 """
+
 import random
 
 import numpy as np
@@ -15,10 +16,20 @@ VOCAB, SEQ, BATCH = 64, 8, 2
 def tiny_config(**overrides):
     from transformers import LlamaConfig
 
-    kwargs = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                  tie_word_embeddings=True, attention_dropout=0.1, bos_token_id=1,
-                  eos_token_id=2, pad_token_id=0)
+    kwargs = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+        attention_dropout=0.1,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
     kwargs.update(overrides)
     return LlamaConfig(**kwargs)
 

@@ -1,11 +1,18 @@
 """Resuming under another model or algorithm is refused, naming each differing key."""
+
 import copy
 
 import pytest
 import torch
 
-from meshrl.inputs.checkpoint import (DEFAULT_KEYS, IncompatibleCheckpointError, check_compatible,
-                               hash_config, load_checkpoint, read_config)
+from meshrl.inputs.checkpoint import (
+    DEFAULT_KEYS,
+    IncompatibleCheckpointError,
+    check_compatible,
+    hash_config,
+    load_checkpoint,
+    read_config,
+)
 from tests.unit.inputs.checkpoint.conftest import CONFIG
 from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 

@@ -1,4 +1,5 @@
 """A checkpoint exported as a HF dir loads in transformers, generates, and gives the same logits."""
+
 import json
 
 import pytest
@@ -16,8 +17,15 @@ def trained(tmp_path):
     optimizer, scheduler = trainer(model)
     for _ in range(2):
         train_step(model, optimizer, scheduler)
-    save_checkpoint(tmp_path / "run", 2, model=model, optimizer=optimizer, scheduler=scheduler,
-                    config_hash="h", config={"model": {"path": str(tmp_path / "absent")}})
+    save_checkpoint(
+        tmp_path / "run",
+        2,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        config_hash="h",
+        config={"model": {"path": str(tmp_path / "absent")}},
+    )
     return tmp_path / "run", model.eval()
 
 
@@ -28,8 +36,15 @@ def test_export_round_trip(trained, tokenizer_dir, tmp_path):
     run, model = trained
     out = export_hf(run, tmp_path / "export", tokenizer_dir=tokenizer_dir)
     names = {p.name for p in out.iterdir()}
-    assert {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
-            "tokenizer_config.json", "special_tokens_map.json", "meshrl_export.json"} <= names
+    assert {
+        "model.safetensors",
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "meshrl_export.json",
+    } <= names
     with safe_open(out / "model.safetensors", "pt") as f:
         keys = set(f.keys())
     assert "model.embed_tokens.weight" in keys and "lm_head.weight" not in keys  # tied: once
@@ -41,12 +56,12 @@ def test_export_round_trip(trained, tokenizer_dir, tmp_path):
     with torch.no_grad():
         assert torch.equal(loaded(ids).logits, model(ids).logits)
     tokenizer = AutoTokenizer.from_pretrained(out)
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "1+1=?"}],
-                                           add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "1+1=?"}], add_generation_prompt=True, tokenize=False
+    )
     assert prompt == "<|im_start|>user\n1+1=?<|im_end|>\n<|im_start|>assistant\n"
     enc = tokenizer(prompt, return_tensors="pt")
-    kwargs = dict(max_new_tokens=5, min_new_tokens=5, do_sample=False,
-                  pad_token_id=tokenizer.pad_token_id)
+    kwargs = dict(max_new_tokens=5, min_new_tokens=5, do_sample=False, pad_token_id=tokenizer.pad_token_id)
     generated = loaded.generate(**enc, **kwargs)
     assert generated.shape == (1, enc["input_ids"].shape[1] + 5)
     assert torch.equal(generated, model.generate(**enc, **kwargs))
@@ -56,8 +71,13 @@ def test_export_bf16_and_factory(trained, tokenizer_dir, tmp_path):
     from safetensors.torch import load_file
 
     run, model = trained
-    out = export_hf(run / "checkpoints/step_2", tmp_path / "bf16", tokenizer_dir=tokenizer_dir,
-                    model_factory=lambda: tiny_model(seed=3), dtype="bfloat16")
+    out = export_hf(
+        run / "checkpoints/step_2",
+        tmp_path / "bf16",
+        tokenizer_dir=tokenizer_dir,
+        model_factory=lambda: tiny_model(seed=3),
+        dtype="bfloat16",
+    )
     weights = load_file(out / "model.safetensors")
     assert weights["model.norm.weight"].dtype == torch.bfloat16
     assert torch.equal(weights["model.norm.weight"], model.model.norm.weight.to(torch.bfloat16))

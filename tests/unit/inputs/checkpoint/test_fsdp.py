@@ -1,4 +1,5 @@
 """A checkpoint saved by 2 FSDP2 ranks (gloo) loads back on 2 ranks and on one unsharded process."""
+
 import json
 
 import pytest
@@ -13,13 +14,11 @@ from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 @pytest.mark.slow  # two spawned ranks: ≈40 s of CPU, over the unit budget
 def test_sharded_save_loads_on_one_rank(tmp_path):
     run, full_path = tmp_path / "run", tmp_path / "full.pt"
-    mp.spawn(run_rank, args=(2, str(tmp_path / "init"), str(run), str(full_path)), nprocs=2,
-             join=True)
+    mp.spawn(run_rank, args=(2, str(tmp_path / "init"), str(run), str(full_path)), nprocs=2, join=True)
     ckpt = run / "checkpoints" / "step_1"
     manifest = json.loads((ckpt / "manifest.json").read_text())
     assert manifest["world_size"] == 2
-    assert {"rng/rank_0.pt", "rng/rank_1.pt", "dcp/__0_0.distcp", "dcp/__1_0.distcp"} <= set(
-        manifest["files"])
+    assert {"rng/rank_0.pt", "rng/rank_1.pt", "dcp/__0_0.distcp", "dcp/__1_0.distcp"} <= set(manifest["files"])
     want = torch.load(full_path, weights_only=False)
     assert want["reload_equal"] and want["reload_state"] == {"world": 2}  # 2 ranks → 2 ranks
 

@@ -1,12 +1,19 @@
 """Crashes, corruption and tampering are detected; the previous good checkpoint is used."""
+
 import json
 import logging
 
 import pytest
 import torch
 
-from meshrl.inputs.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints,
-                               load_checkpoint, save_checkpoint, verify_checkpoint)
+from meshrl.inputs.checkpoint import (
+    CheckpointError,
+    latest_good_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from meshrl.inputs.checkpoint import save as save_module
 from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 
@@ -28,6 +35,7 @@ def test_crash_mid_save_leaves_only_an_ignored_tmp_dir(save_run, monkeypatch, ca
 
     def crash(*args, **kwargs):
         raise OSError("disk full (simulated)")
+
     monkeypatch.setattr(save_module, "write_manifest", crash)
     with pytest.raises(OSError, match="simulated"):
         save_checkpoint(run, 2, model=model, optimizer=optimizer, config_hash="x")
@@ -46,8 +54,11 @@ def test_corrupted_file_is_named_and_previous_good_is_used(save_run, caplog):
     (_ckpt(run, 2) / "manifest.json").unlink()
     with caplog.at_level(logging.WARNING):
         assert latest_good_checkpoint(run) == _ckpt(run, 1)
-    with pytest.raises(CheckpointError, match=r"step_3: corrupt checkpoint: checksum mismatch "
-                                              r"in dcp/__0_0.distcp"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"step_3: corrupt checkpoint: checksum mismatch "
+        r"in dcp/__0_0.distcp",
+    ):
         verify_checkpoint(_ckpt(run, 3))
     rows = {r.step: r for r in list_checkpoints(run)}
     assert [rows[s].status for s in (1, 2, 3)] == ["ok", "corrupt", "corrupt"]

@@ -1,4 +1,5 @@
 """A resumed model + optimizer + scheduler (+ RNG) continues bit-identically."""
+
 import json
 
 import pytest
@@ -15,9 +16,15 @@ def _train_save_continue(run):
     optimizer, scheduler = trainer(model)
     for _ in range(2):
         train_step(model, optimizer, scheduler)
-    save_checkpoint(run, 2, model=model, optimizer=optimizer, scheduler=scheduler,
-                    state={"cursor": 4, "trained_groups": ["g1", "g2"], "policy_version": 2},
-                    config_hash="abc")
+    save_checkpoint(
+        run,
+        2,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        state={"cursor": 4, "trained_groups": ["g1", "g2"], "policy_version": 2},
+        config_hash="abc",
+    )
     losses = [train_step(model, optimizer, scheduler) for _ in range(2)]
     return losses, weights(model), scheduler.get_last_lr()
 
@@ -26,8 +33,7 @@ def _fresh_resume(run, restore_rng=True):
     model = tiny_model(seed=123)  # different init: everything must come from the checkpoint
     optimizer, scheduler = trainer(model)
     torch.manual_seed(999)  # different RNG: must be restored too
-    state = load_checkpoint(run, model=model, optimizer=optimizer, scheduler=scheduler,
-                            restore_rng=restore_rng)
+    state = load_checkpoint(run, model=model, optimizer=optimizer, scheduler=scheduler, restore_rng=restore_rng)
     losses = [train_step(model, optimizer, scheduler) for _ in range(2)]
     return state, losses, weights(model), scheduler.get_last_lr()
 
@@ -57,13 +63,19 @@ def test_extra_modules_round_trip(tmp_path):
     c_opt, c_sched = trainer(critic, lr=0.5)
     critic(torch.ones(2, 4)).sum().backward()
     c_opt.step(), c_sched.step()
-    save_checkpoint(tmp_path, 1, model=policy, optimizer=p_opt, scheduler=p_sched,
-                    extra_modules={"critic": (critic, c_opt, c_sched)}, config_hash="x")
+    save_checkpoint(
+        tmp_path,
+        1,
+        model=policy,
+        optimizer=p_opt,
+        scheduler=p_sched,
+        extra_modules={"critic": (critic, c_opt, c_sched)},
+        config_hash="x",
+    )
     critic2 = torch.nn.Linear(4, 1)
     c_opt2, c_sched2 = trainer(critic2, lr=0.5)
     policy2 = tiny_model(seed=5)
-    load_checkpoint(tmp_path, model=policy2, optimizer=None,
-                    extra_modules={"critic": (critic2, c_opt2, c_sched2)})
+    load_checkpoint(tmp_path, model=policy2, optimizer=None, extra_modules={"critic": (critic2, c_opt2, c_sched2)})
     assert torch.equal(critic2.weight, critic.weight) and torch.equal(critic2.bias, critic.bias)
     assert torch.equal(c_opt2.state[critic2.weight]["exp_avg"], c_opt.state[critic.weight]["exp_avg"])
     assert c_sched2.last_epoch == 1 and c_sched2.get_last_lr() == pytest.approx([0.5 * 2 / 3])
@@ -74,15 +86,29 @@ def test_manifest_lists_every_file_with_size(tmp_path):
     torch.manual_seed(0)
     model = tiny_model()
     optimizer, scheduler = trainer(model)
-    path = save_checkpoint(tmp_path, 7, model=model, optimizer=optimizer, scheduler=scheduler,
-                           state={"a": 1}, config_hash="cafe", config={"model": {"path": "m"}},
-                           tag="first")
+    path = save_checkpoint(
+        tmp_path,
+        7,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        state={"a": 1},
+        config_hash="cafe",
+        config={"model": {"path": "m"}},
+        tag="first",
+    )
     manifest = json.loads((path / "manifest.json").read_text())
     assert path == tmp_path / "checkpoints" / "step_7"
     assert manifest["step"] == 7 and manifest["config_hash"] == "cafe"
     assert manifest["meshrl_version"] == "0.1.0" and manifest["world_size"] == 1
-    assert {"state.json", "config.json", "schedulers.pt", "rng/rank_0.pt", "dcp/.metadata",
-            "hf_config/config.json"} <= set(manifest["files"])
+    assert {
+        "state.json",
+        "config.json",
+        "schedulers.pt",
+        "rng/rank_0.pt",
+        "dcp/.metadata",
+        "hf_config/config.json",
+    } <= set(manifest["files"])
     for name, meta in manifest["files"].items():
         assert (path / name).stat().st_size == meta["size"] and len(meta["sha256"]) == 64
     assert (path / "state.json").read_text() == '{\n  "a": 1\n}\n'
@@ -94,8 +120,7 @@ def test_state_must_be_json_able(tmp_path):
     model = tiny_model()
     optimizer, _ = trainer(model)
     with pytest.raises(CheckpointError, match="must be JSON-able.*tolist"):
-        save_checkpoint(tmp_path, 1, model=model, optimizer=optimizer,
-                        state={"t": torch.ones(2)}, config_hash="x")
+        save_checkpoint(tmp_path, 1, model=model, optimizer=optimizer, state={"t": torch.ones(2)}, config_hash="x")
     assert not (tmp_path / "checkpoints").exists()  # failed before writing anything
 
 

@@ -1,10 +1,18 @@
 """Tags, pruning, listing and rollback: what stays, what goes, and the errors."""
+
 import json
 
 import pytest
 
-from meshrl.inputs.checkpoint import (CheckpointError, latest_good_checkpoint, list_checkpoints, prune,
-                               rollback, tag, untag)
+from meshrl.inputs.checkpoint import (
+    CheckpointError,
+    latest_good_checkpoint,
+    list_checkpoints,
+    prune,
+    rollback,
+    tag,
+    untag,
+)
 
 
 def _steps(run):
@@ -69,8 +77,7 @@ def test_rollback_moves_later_checkpoints_aside(save_run):
     assert latest_good_checkpoint(run) == target and _steps(run) == [1]
     aside = list((run / "checkpoints" / "rolled_back").glob("*-to-step_1"))
     assert len(aside) == 1
-    assert sorted(p.name for p in aside[0].iterdir()) == [
-        "ROLLBACK.json", "step_2", "step_3", "step_4.tmp-123"]
+    assert sorted(p.name for p in aside[0].iterdir()) == ["ROLLBACK.json", "step_2", "step_3", "step_4.tmp-123"]
     note = json.loads((aside[0] / "ROLLBACK.json").read_text())
     assert note["to_step"] == 1 and note["moved"] == ["step_2", "step_3", "step_4.tmp-123"]
     assert (aside[0] / "step_3" / "manifest.json").exists()  # moved whole, not deleted

@@ -1,4 +1,5 @@
 """Arithmetic rows: answers right, operand sizes as asked, DPO rejected answers wrong."""
+
 import json
 import re
 
@@ -68,8 +69,9 @@ def test_write_helpers_return_counts(tmp_path):
     from meshrl.inputs.data.arithmetic import write_pairs, write_problems
 
     assert write_problems(tmp_path / "a.parquet", n=4, digits=2, seed=1) == 4
-    assert [r.ground_truth for r in load_rows(tmp_path / "a.parquet")] == \
-        [r["reward_model"]["ground_truth"] for r in arithmetic_rows(4, digits=2, seed=1)]
+    assert [r.ground_truth for r in load_rows(tmp_path / "a.parquet")] == [
+        r["reward_model"]["ground_truth"] for r in arithmetic_rows(4, digits=2, seed=1)
+    ]
     assert write_pairs(tmp_path / "p.jsonl", n=3) == 3
 
 
@@ -83,7 +85,9 @@ def test_tool_rows_can_start_with_worked_examples_of_a_call(tmp_path):
     call = row["prompt"][2]["content"]
     assert call == '<tool_call>{"name": "calculator", "arguments": {"expression": "123*45"}}</tool_call>'
     assert row["prompt"][3]["content"] == row["prompt"][4]["content"] == str(123 * 45)
-    assert row["prompt"][5]["content"].startswith("What is ") and row["prompt"][5]["content"].endswith("Answer with a number.")
+    assert row["prompt"][5]["content"].startswith("What is ") and row["prompt"][5]["content"].endswith(
+        "Answer with a number."
+    )
     with pytest.raises(ValueError, match="tool_shots needs tool=True"):
         write_problems(tmp_path / "u.jsonl", n=1, tool_shots=1)
     with pytest.raises(ValueError, match=r"tool_shots=3: use 0..2"):

@@ -1,4 +1,5 @@
 """A corpus of bad dataset lines: each error names the file, the line and what to do."""
+
 import json
 
 import pytest
@@ -16,30 +17,65 @@ def line(row) -> bytes:
 
 # (id, kind, bytes of line 2 (line 1 is a good row), substrings the message must hold)
 CASES = [
-    ("latin1-byte", "prompt", b'{"prompt": "caf\xe9", "reward_model": {"ground_truth": "1"}}\n',
-     ["line 2", "byte 0xe9 at column 16 is not UTF-8", "save the file as UTF-8"]),
+    (
+        "latin1-byte",
+        "prompt",
+        b'{"prompt": "caf\xe9", "reward_model": {"ground_truth": "1"}}\n',
+        ["line 2", "byte 0xe9 at column 16 is not UTF-8", "save the file as UTF-8"],
+    ),
     ("cp1252-quote", "prompt", b'{"prompt": "\x93hi\x94"}\n', ["line 2", "byte 0x93", "UTF-8"]),
     ("not-json", "prompt", b"{prompt: 1}\n", ["line 2", "not valid JSON", "one JSON object"]),
     ("truncated-json", "prompt", b'{"prompt": "x", \n', ["line 2", "not valid JSON"]),
     ("array-row", "prompt", line([1, 2]), ["line 2", "must be a JSON object, got list"]),
-    ("no-prompt", "prompt", line({"reward_model": {"ground_truth": "1"}}),
-     ["line 2", "field 'prompt' is missing", "add the chat messages"]),
-    ("empty-prompt", "prompt", line({**GOOD, "prompt": ""}),
-     ["line 2", "field 'prompt' is an empty string; give the text"]),
-    ("bad-role", "prompt", line({**GOOD, "prompt": [{"role": "bot", "content": "x"}]}),
-     ["line 2", "prompt[0].role", "'bot'", "use one of"]),
-    ("no-content", "prompt", line({**GOOD, "prompt": [{"role": "user"}]}),
-     ["line 2", "prompt[0].content", "must be a string"]),
-    ("no-ground-truth", "prompt", line({"prompt": "x"}),
-     ["line 2", "reward_model.ground_truth", '"reward_model": {"ground_truth": "<answer>"}']),
-    ("dict-ground-truth", "prompt", line({**GOOD, "reward_model": {"ground_truth": {"a": 1}}}),
-     ["line 2", "reward_model.ground_truth", "must be a string, number or list"]),
-    ("numeric-source", "prompt", line({**GOOD, "data_source": 3}),
-     ["line 2", "data_source", "must be a string"]),
-    ("dpo-no-rejected", "dpo", line({"prompt": "x", "chosen": "y"}),
-     ["line 2", "field 'rejected' is missing", "prompt, chosen and rejected"]),
-    ("dpo-non-utf8", "dpo", b'{"prompt": "x", "chosen": "\xff", "rejected": "z"}\n',
-     ["line 2", "byte 0xff", "not UTF-8"]),
+    (
+        "no-prompt",
+        "prompt",
+        line({"reward_model": {"ground_truth": "1"}}),
+        ["line 2", "field 'prompt' is missing", "add the chat messages"],
+    ),
+    (
+        "empty-prompt",
+        "prompt",
+        line({**GOOD, "prompt": ""}),
+        ["line 2", "field 'prompt' is an empty string; give the text"],
+    ),
+    (
+        "bad-role",
+        "prompt",
+        line({**GOOD, "prompt": [{"role": "bot", "content": "x"}]}),
+        ["line 2", "prompt[0].role", "'bot'", "use one of"],
+    ),
+    (
+        "no-content",
+        "prompt",
+        line({**GOOD, "prompt": [{"role": "user"}]}),
+        ["line 2", "prompt[0].content", "must be a string"],
+    ),
+    (
+        "no-ground-truth",
+        "prompt",
+        line({"prompt": "x"}),
+        ["line 2", "reward_model.ground_truth", '"reward_model": {"ground_truth": "<answer>"}'],
+    ),
+    (
+        "dict-ground-truth",
+        "prompt",
+        line({**GOOD, "reward_model": {"ground_truth": {"a": 1}}}),
+        ["line 2", "reward_model.ground_truth", "must be a string, number or list"],
+    ),
+    ("numeric-source", "prompt", line({**GOOD, "data_source": 3}), ["line 2", "data_source", "must be a string"]),
+    (
+        "dpo-no-rejected",
+        "dpo",
+        line({"prompt": "x", "chosen": "y"}),
+        ["line 2", "field 'rejected' is missing", "prompt, chosen and rejected"],
+    ),
+    (
+        "dpo-non-utf8",
+        "dpo",
+        b'{"prompt": "x", "chosen": "\xff", "rejected": "z"}\n',
+        ["line 2", "byte 0xff", "not UTF-8"],
+    ),
 ]
 
 

@@ -1,4 +1,5 @@
 """EpochCursor: each epoch is a permutation fixed by (seed, epoch); restore is exact."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """jsonl and parquet read back what was written; wrong paths say what to do."""
+
 import pytest
 
 from meshrl.inputs.data.arithmetic import arithmetic_rows, preference_pairs

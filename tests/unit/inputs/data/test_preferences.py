@@ -1,4 +1,5 @@
 """PreferenceDataset: responses are what the template adds after the prompt, ending in eos."""
+
 import json
 
 import pytest
@@ -21,10 +22,17 @@ def write(path, rows):
 
 
 def test_message_and_string_responses(tmp_path, tok):
-    f = write(tmp_path / "p.jsonl", [
-        {"prompt": PROMPT, "chosen": [{"role": "assistant", "content": "2"}],
-         "rejected": [{"role": "assistant", "content": "3"}]},
-        {"prompt": "1+2?", "chosen": "3", "rejected": "44"}])
+    f = write(
+        tmp_path / "p.jsonl",
+        [
+            {
+                "prompt": PROMPT,
+                "chosen": [{"role": "assistant", "content": "2"}],
+                "rejected": [{"role": "assistant", "content": "3"}],
+            },
+            {"prompt": "1+2?", "chosen": "3", "rejected": "44"},
+        ],
+    )
     ds = PreferenceDataset.from_file(f, tok, shuffle=False)
     first, second = ds[0], ds[1]
     assert tok.decode(first.prompt_ids) == "<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n"
@@ -33,13 +41,17 @@ def test_message_and_string_responses(tmp_path, tok):
     assert tok.decode(second.rejected_ids) == "44<|im_end|>"
     assert len(second.prompt_ids) == 19 + 4
     rep = ds.report()
-    assert rep.response_tokens == {"chosen": {"min": 2, "mean": 2.0, "p95": 2.0, "max": 2},
-                                   "rejected": {"min": 2, "mean": 2.5, "p95": 2.95, "max": 3}}
+    assert rep.response_tokens == {
+        "chosen": {"min": 2, "mean": 2.0, "p95": 2.0, "max": 2},
+        "rejected": {"min": 2, "mean": 2.5, "p95": 2.95, "max": 3},
+    }
 
 
 def test_long_responses_dropped_or_refused(tmp_path, tok):
-    f = write(tmp_path / "p.jsonl", [{"prompt": "q", "chosen": "a", "rejected": "b"},
-                                     {"prompt": "q", "chosen": "a" * 10, "rejected": "b"}])
+    f = write(
+        tmp_path / "p.jsonl",
+        [{"prompt": "q", "chosen": "a", "rejected": "b"}, {"prompt": "q", "chosen": "a" * 10, "rejected": "b"}],
+    )
     ds = PreferenceDataset.from_file(f, tok, max_response_tokens=5)
     assert (len(ds), ds.report().over_limit) == (1, 1)
     with pytest.raises(DatasetError, match=r"1 pairs exceed .*p.jsonl line 2"):

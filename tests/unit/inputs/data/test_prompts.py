@@ -3,6 +3,7 @@
 The tiny char-level tokenizer makes lengths countable by hand: a one-message chat
 "<|im_start|>user\\n{c}<|im_end|>\\n<|im_start|>assistant\\n" is 19 + len(c) tokens.
 """
+
 import json
 
 import pytest
@@ -23,10 +24,12 @@ def row(prompt, **extra):
 
 @pytest.fixture
 def known_file(tmp_path):
-    rows = [row([{"role": "user", "content": "a"}], data_source="s"),          # 20 tokens
-            row([{"role": "user", "content": "bb"}], data_source="s"),         # 21
-            row([{"role": "user", "content": "cccc"}], extra_info={"k": 1}),   # 23
-            row("ddddddddd")]                                                   # 28 (plain str)
+    rows = [
+        row([{"role": "user", "content": "a"}], data_source="s"),  # 20 tokens
+        row([{"role": "user", "content": "bb"}], data_source="s"),  # 21
+        row([{"role": "user", "content": "cccc"}], extra_info={"k": 1}),  # 23
+        row("ddddddddd"),
+    ]  # 28 (plain str)
     f = tmp_path / "known.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return f
@@ -55,8 +58,11 @@ def test_chat_template_applied_to_messages_and_plain_strings(known_file, tok):
 
 
 def test_over_limit_error_names_the_line(known_file, tok):
-    with pytest.raises(DatasetError, match=r"1 prompts exceed max_prompt_tokens=25 .*line 4: 28 "
-                                           r"tokens.*raise data.max_prompt_tokens"):
+    with pytest.raises(
+        DatasetError,
+        match=r"1 prompts exceed max_prompt_tokens=25 .*line 4: 28 "
+        r"tokens.*raise data.max_prompt_tokens",
+    ):
         PromptDataset.from_file(known_file, tok, max_prompt_tokens=25, over_limit="error")
 
 

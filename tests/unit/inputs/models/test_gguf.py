@@ -1,4 +1,5 @@
 """The GGUF path end to end on a tiny F32 GGUF made in code: same logits, same token ids."""
+
 import pytest
 
 from meshrl.inputs.models.load import ModelLoadError, load_causal_lm, load_tokenizer
@@ -41,8 +42,9 @@ def test_gguf_tokenizer_gives_same_ids_and_template(tiny_gguf, tiny_model_dir):
     assert ids == from_dir(text, add_special_tokens=False)["input_ids"]
     assert from_gguf.decode(ids) == text and from_gguf.eos_token == "<|im_end|>"
     chat = [{"role": "user", "content": "hi"}]
-    assert from_gguf.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) == \
-        from_dir.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    assert from_gguf.apply_chat_template(
+        chat, add_generation_prompt=True, tokenize=False
+    ) == from_dir.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
 
 
 def test_truncated_gguf_names_file(tiny_gguf, tmp_path):

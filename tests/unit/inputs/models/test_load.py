@@ -1,10 +1,10 @@
 """load_causal_lm / load_tokenizer: HF dirs load; every wrong input names the file and the fix."""
+
 import json
 
 import pytest
 
-from meshrl.inputs.models.load import (ModelLoadError, load_causal_lm, load_tokenizer, plain_copy,
-                                resolve_model_source)
+from meshrl.inputs.models.load import ModelLoadError, load_causal_lm, load_tokenizer, plain_copy, resolve_model_source
 
 
 def test_hf_dir_loads_in_requested_dtype(tiny_model_dir):

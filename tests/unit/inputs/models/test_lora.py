@@ -4,13 +4,16 @@ there: 3-4x fewer generated tokens/s serving an adapter, docs/lora.md).
 
 Run: .venv/bin/python -m pytest tests/unit/inputs/models/test_lora.py -q
 """
+
 from meshrl.config import load_config
 from meshrl.inputs.models.lora import adapter_push_warning, cpu_vllm, peft_lora_config
 
 
 def run_config(*overrides):
-    return load_config(base={"model": {"path": "m"}, "data": {"train": "t.jsonl"}, "algorithm": {"preset": "grpo"}},
-                       overrides=list(overrides))
+    return load_config(
+        base={"model": {"path": "m"}, "data": {"train": "t.jsonl"}, "algorithm": {"preset": "grpo"}},
+        overrides=list(overrides),
+    )
 
 
 def test_peft_config_carries_model_lora():

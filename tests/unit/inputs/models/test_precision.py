@@ -1,4 +1,5 @@
 """precision: auto — the choice from CPU flags and probe figures, and the bf16 autocast path."""
+
 import pytest
 import torch
 
@@ -18,11 +19,14 @@ def test_flags_from_cpuinfo_text():
     assert cpu_bf16_flags(CPUINFO_EPYC) == []
 
 
-@pytest.mark.parametrize("flags, fp32, bf16, expected", [
-    (["avx512_bf16", "amx_bf16"], 146.0, 402.0, "bf16"),  # the issue's fast host: 2.75x
-    (["avx512_bf16"], 100.0, 120.0, "fp32"),  # flags but only 1.2x: not worth the precision
-    ([], None, None, "fp32"),  # no flags: the probe is not even run
-])
+@pytest.mark.parametrize(
+    "flags, fp32, bf16, expected",
+    [
+        (["avx512_bf16", "amx_bf16"], 146.0, 402.0, "bf16"),  # the issue's fast host: 2.75x
+        (["avx512_bf16"], 100.0, 120.0, "fp32"),  # flags but only 1.2x: not worth the precision
+        ([], None, None, "fp32"),  # no flags: the probe is not even run
+    ],
+)
 def test_choice_from_fake_probe_results(flags, fp32, bf16, expected):
     choice = choose(flags, fp32, bf16)
     assert choice.dtype == expected and choice.bf16 == (expected == "bf16")
@@ -54,8 +58,7 @@ def test_bf16_autocast_step_keeps_fp32_master_weights_and_state():
     torch.set_num_threads(1)
     trainer = TrainerConfig(micro_batch_size=4, optim={"lr": 1e-3})
     policy = build_policy(build_tiny_llama(), trainer, total_steps=4, bf16=True)
-    step = TrainStep(policy, AlgorithmConfig(advantage_estimator="grpo", kl_coef=0.0), trainer,
-                     max_staleness=0)
+    step = TrainStep(policy, AlgorithmConfig(advantage_estimator="grpo", kl_coef=0.0), trainer, max_staleness=0)
     metrics = step(random_batch(), 0)
     assert policy.bf16 and torch.isfinite(torch.tensor(metrics["loss"]))
     assert all(p.dtype == torch.float32 for p in policy.model.parameters())

@@ -1,4 +1,5 @@
 """The tiny model dir loads in transformers, round-trips text and renders ChatML."""
+
 import json
 
 import pytest

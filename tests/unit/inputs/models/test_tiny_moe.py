@@ -20,6 +20,7 @@ def moe_dir(tmp_path_factory):
 
 def test_the_pushed_state_has_the_checkpoints_names_and_values(moe_dir):
     from safetensors.torch import load_file
+
     model = AutoModelForCausalLM.from_pretrained(moe_dir)
     pushed = checkpoint_format(model, {k: v.detach() for k, v in model.state_dict().items()})
     saved = load_file(str(moe_dir / "model.safetensors"))
@@ -61,7 +62,9 @@ def test_the_moe_model_is_routed_over_its_experts(moe_dir):
 
 
 def run_config(model_dir, *overrides):
-    return load_config(base={"model": {"path": str(model_dir)}, "data": {"train": "t.jsonl"}}, overrides=list(overrides))
+    return load_config(
+        base={"model": {"path": str(model_dir)}, "data": {"train": "t.jsonl"}}, overrides=list(overrides)
+    )
 
 
 def test_moe_with_a_token_level_ratio_is_warned_and_gspo_is_not(moe_dir, tiny_model_dir):
@@ -76,13 +79,18 @@ def test_dry_run_and_doctor_say_it(moe_dir, capsys):
     from meshrl.cli.main import main
     from meshrl.cli.doctor.checks_model import check_model
 
-    assert main(["train", "--dry-run", "/dev/null", f"model.path={moe_dir}", "data.train=t.jsonl",
-                 "algorithm.preset=grpo"]) == 0
+    assert (
+        main(
+            ["train", "--dry-run", "/dev/null", f"model.path={moe_dir}", "data.train=t.jsonl", "algorithm.preset=grpo"]
+        )
+        == 0
+    )
     assert "warning: model.path is a mixture-of-experts model" in capsys.readouterr().err
 
     class Ctx:  # the doctor's context, with only what the model check reads
         config = run_config(moe_dir, "algorithm.preset=dapo")
         parameters = 0
+
     found, warned = check_model(Ctx())
     assert found.status == "pass" and warned.status == "warn" and warned.ok
     assert "algorithm.policy_loss=ppo" in warned.fix

@@ -9,10 +9,8 @@ def test_vllm_loads_tiny_model(tiny_model_dir, monkeypatch):
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=str(tiny_model_dir), dtype="float32", enforce_eager=True,
-              max_model_len=256, seed=0)
-    params = SamplingParams(max_tokens=8, min_tokens=8, temperature=1.0, logprobs=0,
-                            ignore_eos=True)
+    llm = LLM(model=str(tiny_model_dir), dtype="float32", enforce_eager=True, max_model_len=256, seed=0)
+    params = SamplingParams(max_tokens=8, min_tokens=8, temperature=1.0, logprobs=0, ignore_eos=True)
     prompt = "<|im_start|>user\nWhat is 3+4?<|im_end|>\n<|im_start|>assistant\n"
     out = llm.generate([prompt], params)[0]
     assert len(out.outputs[0].token_ids) == 8

@@ -1,4 +1,5 @@
 """tool_arith: the final answer read from a turn, the reward, tool calls answered."""
+
 import json
 
 import pytest
@@ -7,10 +8,17 @@ from meshrl.env_sdk import EnvError, Task, ToolCall, Turn
 from meshrl.services.environment.tool_arith import ToolArith, final_number
 
 
-@pytest.mark.parametrize(("text", "number"), [
-    ("The answer is 295830.", 295830.0), ("865*342 = 295,830", 295830.0), (r"so \boxed{42} and not 7", 42.0),
-    ("-12.5", -12.5), ("no digits here", None), ("first 3 then 4", 4.0),
-])
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("The answer is 295830.", 295830.0),
+        ("865*342 = 295,830", 295830.0),
+        (r"so \boxed{42} and not 7", 42.0),
+        ("-12.5", -12.5),
+        ("no digits here", None),
+        ("first 3 then 4", 4.0),
+    ],
+)
 def test_final_number(text, number):
     assert final_number(text) == number
 

@@ -3,6 +3,7 @@ what a task says about the run's environment, and the response limit an episode 
 
 A checkpoint saves the dataset cursor and the draws still pending; the draw being published
 must be among them, or a resume skips that prompt for good."""
+
 import asyncio
 from types import SimpleNamespace
 
@@ -13,8 +14,12 @@ from meshrl.services.learner.build import response_token_limit
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 
-CFG = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"},
-       "learner": {"steps": 2, "prompts_per_step": 2}}
+CFG = {
+    "model": {"path": "/m"},
+    "data": {"train": "/d.jsonl"},
+    "algorithm": {"preset": "grpo"},
+    "learner": {"steps": 2, "prompts_per_step": 2},
+}
 
 
 class FakeDataset:
@@ -28,8 +33,9 @@ class FakeDataset:
         return list(range(self.cursor - k, self.cursor))
 
     def __getitem__(self, i):
-        row = SimpleNamespace(ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i),
-                              extra_info={}, prompt=f"prompt {i}")
+        row = SimpleNamespace(
+            ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i), extra_info={}, prompt=f"prompt {i}"
+        )
         return SimpleNamespace(text=f"prompt {i}", prompt_ids=[1, 2, i], row=row)
 
     def state_dict(self):
@@ -100,7 +106,9 @@ async def test_a_failed_publish_is_settled_in_the_ledger(tmp_path):
     assert events[1]["reason"] == "not_sent" and unsettled_groups(events) == []
 
 
-@pytest.mark.parametrize("environment, expected", [(None, ""), ({"name": "tool_arith", "builtin": "tool_arith"}, "tool_arith")])
+@pytest.mark.parametrize(
+    "environment, expected", [(None, ""), ({"name": "tool_arith", "builtin": "tool_arith"}, "tool_arith")]
+)
 def test_tasks_name_the_runs_environment(environment, expected):
     """With an `environment:` section every task's episodes run in it; without, single-turn."""
     cfg = load_config(base={**CFG, **({"environment": environment} if environment else {})})
@@ -112,6 +120,8 @@ def test_the_response_limit_of_an_episode_is_its_token_budget():
     """DAPO's overlong limit and Dr. GRPO's constant: one turn's max_tokens for single-turn
     tasks, the episode's budget when the run has an environment."""
     single = load_config(base=CFG, overrides=["rollout.sampling.max_tokens=64"])
-    agents = load_config(base={**CFG, "environment": {"name": "tool_arith", "builtin": "tool_arith"}},
-                         overrides=["rollout.sampling.max_tokens=64", "rollout.agent.max_episode_tokens=300"])
+    agents = load_config(
+        base={**CFG, "environment": {"name": "tool_arith", "builtin": "tool_arith"}},
+        overrides=["rollout.sampling.max_tokens=64", "rollout.agent.max_episode_tokens=300"],
+    )
     assert (response_token_limit(single), response_token_limit(agents)) == (64, 300)

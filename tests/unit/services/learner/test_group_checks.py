@@ -2,6 +2,7 @@
 
 A good group (version 3, vocab 32, two samples of 3 tokens) passes; each mutation below is
 one way a buggy or forged publisher could break it."""
+
 import math
 
 import numpy as np
@@ -18,9 +19,13 @@ def good_group() -> common_pb2.Group:
     task = common_pb2.PromptTask(group_id="g", prompt_token_ids=pack_int32(np.array([1, 2, 3])))
     group = common_pb2.Group(group_id="g", task=task, policy_version=3)
     for i in range(2):
-        group.samples.add(index=i, response_token_ids=pack_int32(np.array([4, 5, 31])),
-                          behaviour_logprobs=pack_float32(np.array([-0.1, -2.0, -0.0])),
-                          ref_logprobs=pack_float32(np.array([-0.2, -1.0, -3.0])), reward=1.0)
+        group.samples.add(
+            index=i,
+            response_token_ids=pack_int32(np.array([4, 5, 31])),
+            behaviour_logprobs=pack_float32(np.array([-0.1, -2.0, -0.0])),
+            ref_logprobs=pack_float32(np.array([-0.2, -1.0, -3.0])),
+            reward=1.0,
+        )
     return group
 
 
@@ -43,21 +48,34 @@ def mutate(**changes):
             else:
                 setattr(sample, field, pack_float32(np.array(value)))
         return group
+
     return apply
 
 
 BAD = {
-    "response id at the vocab size": (mutate(response_token_ids=[4, 32, 1]), "malformed", "response token id 32 outside the vocabulary [0, 32)"),
+    "response id at the vocab size": (
+        mutate(response_token_ids=[4, 32, 1]),
+        "malformed",
+        "response token id 32 outside the vocabulary [0, 32)",
+    ),
     "negative response id": (mutate(response_token_ids=[-1, 2, 1]), "malformed", "response token id -1 outside"),
     "prompt id out of vocab": (mutate(prompt=[1, 999]), "malformed", "prompt token id 999 outside"),
     "empty response": (mutate(response_token_ids=[]), "malformed", "sample 1: empty response"),
-    "behaviour log-probs too short": (mutate(behaviour_logprobs=[-1.0, -1.0]), "malformed", "behaviour_logprobs has 2 values for 3 response tokens"),
+    "behaviour log-probs too short": (
+        mutate(behaviour_logprobs=[-1.0, -1.0]),
+        "malformed",
+        "behaviour_logprobs has 2 values for 3 response tokens",
+    ),
     "behaviour log-probs too long": (mutate(behaviour_logprobs=[-1.0] * 4), "malformed", "has 4 values for 3"),
     "NaN behaviour log-prob": (mutate(behaviour_logprobs=[-1.0, math.nan, -1.0]), "malformed", "not a log-probability"),
     "positive log-prob": (mutate(behaviour_logprobs=[-1.0, 0.5, -1.0]), "malformed", "not a log-probability"),
     "missing reference log-probs": (mutate(clear="ref_logprobs"), "malformed", "ref_logprobs has 0 values for 3"),
     "infinite reference log-prob": (mutate(ref_logprobs=[-1.0, -math.inf, -1.0]), "malformed", "ref_logprobs holds"),
-    "a version never published": (mutate(version=999), "future_version", "policy_version 999 is newer than the learner's 3"),
+    "a version never published": (
+        mutate(version=999),
+        "future_version",
+        "policy_version 999 is newer than the learner's 3",
+    ),
 }
 
 

@@ -5,6 +5,7 @@ a reason naming what is wrong, and the whole group is dropped, never trained, ne
 The sound episode (vocab 64): prompt [1 2 3]; response = turn 0 (3 tokens), an observation
 (2 tokens), turn 1 (2 tokens): ids [10 11 12 50 51 13 14], loss mask [1 1 1 0 0 1 1].
 """
+
 import pytest
 import torch
 
@@ -20,16 +21,20 @@ BEHAVIOUR = [-0.5, -1.0, -0.2, 0.0, 0.0, -0.7, -0.1]
 
 
 def episode_group() -> common_pb2.Group:
-    task = common_pb2.PromptTask(group_id="g", prompt_token_ids=pack_int32([1, 2, 3]),
-                                 environment="tool_arith")
+    task = common_pb2.PromptTask(group_id="g", prompt_token_ids=pack_int32([1, 2, 3]), environment="tool_arith")
     group = common_pb2.Group(group_id="g", task=task, policy_version=2)
     for i in range(2):
-        sample = group.samples.add(index=i, response_token_ids=pack_int32(IDS),
-                                   behaviour_logprobs=pack_float32(BEHAVIOUR),
-                                   ref_logprobs=pack_float32([-1.0] * 7), reward=float(i),
-                                   loss_mask=pack_uint8(MASK), env_reward=float(i), has_env_reward=True)
-        sample.turns.add(index=0, token_start=0, token_end=3, observation_end=5, text="call",
-                         observation_text="42")
+        sample = group.samples.add(
+            index=i,
+            response_token_ids=pack_int32(IDS),
+            behaviour_logprobs=pack_float32(BEHAVIOUR),
+            ref_logprobs=pack_float32([-1.0] * 7),
+            reward=float(i),
+            loss_mask=pack_uint8(MASK),
+            env_reward=float(i),
+            has_env_reward=True,
+        )
+        sample.turns.add(index=0, token_start=0, token_end=3, observation_end=5, text="call", observation_text="42")
         sample.turns.add(index=1, token_start=5, token_end=7, text="answer 42", done=True)
     return group
 
@@ -40,10 +45,12 @@ def judge(group):
 
 def with_sample(change):
     """A copy of the sound group whose sample 1 went through `change(sample)`."""
+
     def build():
         group = episode_group()
         change(group.samples[1])
         return group
+
     return build
 
 
@@ -55,6 +62,7 @@ def set_turn(position, **fields):
     def change(sample):
         for name, value in fields.items():
             setattr(sample.turns[position], name, value)
+
     return with_sample(change)
 
 
@@ -72,19 +80,24 @@ BAD = {
     "loss mask value 2": (set_mask([1, 1, 2, 0, 0, 1, 1]), "loss_mask holds 2 at token 2; only 0 (observation) and 1"),
     "loss mask value 255": (set_mask([255] * 7), "loss_mask holds 255 at token 0"),
     "loss mask all zero": (set_mask([0] * 7), "loss_mask is all 0: the episode has no model token"),
-    "behaviour log-prob at an observation": (set_behaviour([-0.5, -1.0, -0.2, -3.0, 0.0, -0.7, -0.1]),
-                                             "behaviour_logprobs is -3 at observation token 3 (loss_mask 0)"),
+    "behaviour log-prob at an observation": (
+        set_behaviour([-0.5, -1.0, -0.2, -3.0, 0.0, -0.7, -0.1]),
+        "behaviour_logprobs is -3 at observation token 3 (loss_mask 0)",
+    ),
     "turn past the response": (set_turn(1, token_end=9), "turn 1 spans tokens [5, 9)"),
     "observation past the response": (set_turn(0, observation_end=8), "observation [3, 8)"),
     "turn ends before it starts": (set_turn(1, token_start=6, token_end=5), "turn 1 spans tokens [6, 5)"),
     "turns overlap": (set_turn(1, token_start=4), "before the previous turn's end 5"),
-    "turn covers an observation token": (set_turn(0, token_end=4, observation_end=5),
-                                         "turn 0's tokens [0, 4) include observation token 3"),
-    "observation covers a model token": (set_turn(0, token_end=2, observation_end=5),
-                                         "turn 0's observation [2, 5) includes model token 2"),
+    "turn covers an observation token": (
+        set_turn(0, token_end=4, observation_end=5),
+        "turn 0's tokens [0, 4) include observation token 3",
+    ),
+    "observation covers a model token": (
+        set_turn(0, token_end=2, observation_end=5),
+        "turn 0's observation [2, 5) includes model token 2",
+    ),
     "turns out of order": (set_turn(1, index=3), "turn 1 has index 3"),
-    "a third turn beyond the response": (add_turn(index=2, token_start=7, token_end=8),
-                                         "turn 2 spans tokens [7, 8)"),
+    "a third turn beyond the response": (add_turn(index=2, token_start=7, token_end=8), "turn 2 spans tokens [7, 8)"),
 }
 
 
@@ -136,13 +149,19 @@ def test_a_group_the_rollout_dropped_is_never_trained_and_keeps_its_reason():
     assert judge(group).reason == "env_timeout"
 
 
-@pytest.mark.parametrize("text, code", [
-    ("episode g-17/3: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s", "env_deadline_exceeded"),
-    ("episode g/0: environment INVALID_ANSWER: the reward is NaN", "env_invalid_answer"),
-    ("env_unavailable: 3 retries", "env_unavailable"),
-    ("the episodes' first prompts share no token (the first answers differ)", "rollout"),
-    ("Env Error: two words", "rollout"), (": nothing before the colon", "rollout"),
-    ("a" * 80 + ": too long for a label", "rollout"), ('{"label": "x"}', "rollout")])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("episode g-17/3: environment DEADLINE_EXCEEDED: Step turn 1 took longer than 10 s", "env_deadline_exceeded"),
+        ("episode g/0: environment INVALID_ANSWER: the reward is NaN", "env_invalid_answer"),
+        ("env_unavailable: 3 retries", "env_unavailable"),
+        ("the episodes' first prompts share no token (the first answers differ)", "rollout"),
+        ("Env Error: two words", "rollout"),
+        (": nothing before the colon", "rollout"),
+        ("a" * 80 + ": too long for a label", "rollout"),
+        ('{"label": "x"}', "rollout"),
+    ],
+)
 def test_drop_reasons_become_short_label_safe_codes(text, code):
     assert rollout_drop_reason(text) == code
 
@@ -172,9 +191,14 @@ def test_turn_credited_rewards_sit_at_each_turns_last_model_token():
     assert batch.rewards.tolist() == [2.5, 2.5]  # the episode's total stays the reward
 
 
-@pytest.mark.parametrize("credit, status", [((), common_pb2.SCORE_STATUS_OK),
-                                            (("correct",), common_pb2.SCORE_STATUS_OK),
-                                            (("env",), common_pb2.SCORE_STATUS_ERROR)])
+@pytest.mark.parametrize(
+    "credit, status",
+    [
+        ((), common_pb2.SCORE_STATUS_OK),
+        (("correct",), common_pb2.SCORE_STATUS_OK),
+        (("env",), common_pb2.SCORE_STATUS_ERROR),
+    ],
+)
 def test_no_turn_credit_without_a_credited_component_that_scored(credit, status):
     """Nothing credited, a component that is not the environment's (its turns carry no
     reward of its own), or an environment score that failed: everything stays at the end."""

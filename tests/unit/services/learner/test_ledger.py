@@ -1,4 +1,5 @@
 """The ledger's view of which published groups a dead learner left unsettled."""
+
 from meshrl.services.learner.ledger import Ledger, read_ledger, unsettled_groups
 
 

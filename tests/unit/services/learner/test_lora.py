@@ -3,6 +3,7 @@ the adapted model's outputs under the base model's names, the final export holds
 merged model and the adapter (and so does `meshrl export` of a LoRA checkpoint), a checkpoint resumes adapters and their AdamW state exactly;
 bad input (a target that matches nothing, a rank too large, lora with several ranks) is a
 ConfigError naming the fix."""
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
@@ -14,21 +15,33 @@ from meshrl.services.learner.lora import adapter_state_dict, apply_lora, merged_
 from meshrl.services.learner.train.fsdp import DistContext
 
 
-
 def run_config(model_dir, tmp_path, *overrides):
-    return load_config(base={"run": {"dir": str(tmp_path / "run")}, "model": {"path": str(model_dir)},
-                             "data": {"train": "t.jsonl"}, "algorithm": {"preset": "grpo"},
-                             "trainer": {"precision": "fp32", "optim": {"lr": 0.05}}},
-                       overrides=["model.lora.rank=4", "model.lora.alpha=8", *overrides])
+    return load_config(
+        base={
+            "run": {"dir": str(tmp_path / "run")},
+            "model": {"path": str(model_dir)},
+            "data": {"train": "t.jsonl"},
+            "algorithm": {"preset": "grpo"},
+            "trainer": {"precision": "fp32", "optim": {"lr": 0.05}},
+        },
+        overrides=["model.lora.rank=4", "model.lora.alpha=8", *overrides],
+    )
 
 
 def synthetic_batch(vocab: int):
     from meshrl.algos.batch import RolloutBatch
+
     g = torch.Generator().manual_seed(0)
     prompts, responses = torch.randint(5, vocab, (4, 6), generator=g), torch.randint(5, vocab, (4, 5), generator=g)
-    return RolloutBatch(prompt_ids=prompts, prompt_mask=torch.ones_like(prompts), response_ids=responses,
-                        response_mask=torch.ones(4, 5), rewards=torch.tensor([1.0, 0.0, 1.0, 0.0]),
-                        group_ids=torch.zeros(4, dtype=torch.long), behaviour_logprobs=-torch.ones(4, 5))
+    return RolloutBatch(
+        prompt_ids=prompts,
+        prompt_mask=torch.ones_like(prompts),
+        response_ids=responses,
+        response_mask=torch.ones(4, 5),
+        rewards=torch.tensor([1.0, 0.0, 1.0, 0.0]),
+        group_ids=torch.zeros(4, dtype=torch.long),
+        behaviour_logprobs=-torch.ones(4, 5),
+    )
 
 
 def test_only_the_adapters_train_and_rollout_gets_the_merged_model(tiny_model_dir, tmp_path):
@@ -48,30 +61,39 @@ def test_only_the_adapters_train_and_rollout_gets_the_merged_model(tiny_model_di
     with torch.no_grad():
         assert torch.allclose(plain(ids).logits, policy.model(ids).logits, atol=1e-5)
         with policy.model.disable_adapter():  # the base (reference) is still there, unchanged
-            assert torch.allclose(AutoModelForCausalLM.from_pretrained(tiny_model_dir)(ids).logits,
-                                  policy.model(ids).logits, atol=1e-6)
+            assert torch.allclose(
+                AutoModelForCausalLM.from_pretrained(tiny_model_dir)(ids).logits, policy.model(ids).logits, atol=1e-6
+            )
 
 
 def test_final_export_holds_the_merged_model_and_the_adapter(tiny_model_dir, tmp_path):
     from peft import PeftModel
     from transformers import AutoTokenizer
+
     cfg = run_config(tiny_model_dir, tmp_path)
     policy, _ = build.build_policy_model(cfg, DistContext())
     for name, p in policy.model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.1)
-    out = build.save_pretrained(policy, AutoTokenizer.from_pretrained(tiny_model_dir), DistContext(), tmp_path / "final")
+    out = build.save_pretrained(
+        policy, AutoTokenizer.from_pretrained(tiny_model_dir), DistContext(), tmp_path / "final"
+    )
     ids = torch.randint(5, 100, (1, 10))
     with torch.no_grad():
         expected = policy.model(ids).logits
         merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
-        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(ids).logits
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(
+            ids
+        ).logits
     assert torch.allclose(merged, expected, atol=1e-5) and torch.allclose(adapted, expected, atol=1e-5)
-    assert (out / "adapter" / "adapter_model.safetensors").stat().st_size < (out / "model.safetensors").stat().st_size / 2
+    assert (out / "adapter" / "adapter_model.safetensors").stat().st_size < (
+        out / "model.safetensors"
+    ).stat().st_size / 2
 
 
 def test_a_checkpoint_resumes_adapters_and_their_optimizer_state(tiny_model_dir, tmp_path):
     from meshrl.services.learner.checkpointing import LearnerCheckpoints
+
     cfg = run_config(tiny_model_dir, tmp_path)
     batch = synthetic_batch(128)
     policy, _ = build.build_policy_model(cfg, DistContext())
@@ -93,6 +115,7 @@ def test_meshrl_export_of_a_lora_checkpoint_writes_the_merged_model_and_the_adap
 
     from meshrl.inputs.checkpoint.export import export_hf
     from meshrl.services.learner.checkpointing import LearnerCheckpoints
+
     cfg = run_config(tiny_model_dir, tmp_path)
     policy, _ = build.build_policy_model(cfg, DistContext())
     for name, p in policy.model.named_parameters():
@@ -104,14 +127,19 @@ def test_meshrl_export_of_a_lora_checkpoint_writes_the_merged_model_and_the_adap
     with torch.no_grad():
         expected = policy.model(ids).logits
         merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
-        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(ids).logits
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(
+            ids
+        ).logits
     assert torch.allclose(merged, expected, atol=1e-5) and torch.allclose(adapted, expected, atol=1e-5)
 
 
 def test_a_target_that_matches_nothing_names_the_layers(tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    with pytest.raises(ConfigError, match=r"'qkv' matches no linear layer of LlamaForCausalLM; its linear "
-                                          r"layers are: down_proj, gate_proj, k_proj, lm_head, o_proj"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'qkv' matches no linear layer of LlamaForCausalLM; its linear "
+        r"layers are: down_proj, gate_proj, k_proj, lm_head, o_proj",
+    ):
         apply_lora(model, LoraSettings(target_modules=["q_proj", "qkv"]))
 
 
@@ -132,7 +160,9 @@ def test_lora_with_several_ranks_or_a_critic_is_refused(tiny_model_dir, tmp_path
 
 
 def test_merged_equals_peft_merge_and_unload(tiny_model_dir):
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraSettings(rank=4, target_modules="all-linear"))
+    model = apply_lora(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraSettings(rank=4, target_modules="all-linear")
+    )
     for name, p in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.1)

@@ -1,4 +1,5 @@
 """How the learner splits a step's time: busy stages as interval unions, mesh overhead share."""
+
 import pytest
 
 from meshrl.api.common.v1 import common_pb2
@@ -12,10 +13,18 @@ def test_covered_is_the_union_of_intervals():
 
 
 def test_stage_times_mean_and_busy():
-    g1 = common_pb2.Group(timings=[common_pb2.StageTiming(stage="generate", start_unix=0, end_unix=4),
-                                   common_pb2.StageTiming(stage="reward", start_unix=4, end_unix=5)])
-    g2 = common_pb2.Group(timings=[common_pb2.StageTiming(stage="generate", start_unix=1, end_unix=3),
-                                   common_pb2.StageTiming(stage="reward", start_unix=5, end_unix=7)])
+    g1 = common_pb2.Group(
+        timings=[
+            common_pb2.StageTiming(stage="generate", start_unix=0, end_unix=4),
+            common_pb2.StageTiming(stage="reward", start_unix=4, end_unix=5),
+        ]
+    )
+    g2 = common_pb2.Group(
+        timings=[
+            common_pb2.StageTiming(stage="generate", start_unix=1, end_unix=3),
+            common_pb2.StageTiming(stage="reward", start_unix=5, end_unix=7),
+        ]
+    )
     t = stage_times([g1, g2])
     assert t["time/generate"] == 3.0 and t["time/generate_busy"] == 4.0  # mean of 4 and 2; [0,4]
     assert t["time/reward"] == 1.5 and t["time/reward_busy"] == 3.0  # [4,7]
@@ -30,9 +39,23 @@ def test_overhead_share_counts_everything_but_compute():
 
 def test_component_metrics_average_only_what_was_scored():
     ok, err = common_pb2.SCORE_STATUS_OK, common_pb2.SCORE_STATUS_TIMEOUT
-    samples = [common_pb2.Sample(reward_components=[common_pb2.RewardComponent(name="math", value=1.0, status=ok),
-                                                    common_pb2.RewardComponent(name="fmt", value=0.5, status=ok)]),
-               common_pb2.Sample(reward_components=[common_pb2.RewardComponent(name="math", value=0.0, status=err),
-                                                    common_pb2.RewardComponent(name="fmt", value=0.0, status=ok)])]
-    assert component_metrics(samples) == {"reward/math": 1.0, "reward/fmt": 0.25,
-                                          "reward/math_failed": 1.0, "reward/fmt_failed": 0.0}
+    samples = [
+        common_pb2.Sample(
+            reward_components=[
+                common_pb2.RewardComponent(name="math", value=1.0, status=ok),
+                common_pb2.RewardComponent(name="fmt", value=0.5, status=ok),
+            ]
+        ),
+        common_pb2.Sample(
+            reward_components=[
+                common_pb2.RewardComponent(name="math", value=0.0, status=err),
+                common_pb2.RewardComponent(name="fmt", value=0.0, status=ok),
+            ]
+        ),
+    ]
+    assert component_metrics(samples) == {
+        "reward/math": 1.0,
+        "reward/fmt": 0.25,
+        "reward/math_failed": 1.0,
+        "reward/fmt_failed": 0.0,
+    }

@@ -1,5 +1,6 @@
 """The version a prompt asks for (version_ask.py), against hand-computed cases, and the feeder
 using it (FAKE bus and dataset: only what is published is looked at)."""
+
 import asyncio
 from types import SimpleNamespace
 
@@ -23,26 +24,30 @@ class FakeDataset:
         return list(range(self.cursor - k, self.cursor))
 
     def __getitem__(self, i):
-        row = SimpleNamespace(ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i),
-                              extra_info={}, prompt=f"prompt {i}")
+        row = SimpleNamespace(
+            ground_truth=str(i), data_source="fake", ref=SimpleNamespace(index=i), extra_info={}, prompt=f"prompt {i}"
+        )
         return SimpleNamespace(text=f"prompt {i}", prompt_ids=[1, 2, i], row=row)
 
 
-@pytest.mark.parametrize("trained, ahead, P, step", [(0, 0, 4, 0), (0, 3, 4, 0), (0, 4, 4, 1),
-                                                     (12, 7, 4, 4), (12, 8, 4, 5)])
+@pytest.mark.parametrize(
+    "trained, ahead, P, step", [(0, 0, 4, 0), (0, 3, 4, 0), (0, 4, 4, 1), (12, 7, 4, 4), (12, 8, 4, 5)]
+)
 def test_landing_step(trained, ahead, P, step):
     assert landing_step(trained=trained, ahead=ahead, prompts_per_step=P) == step
 
 
-@pytest.mark.parametrize("now, then, every, pushes", [(3, 3, 1, 0), (3, 4, 1, 1), (3, 5, 1, 2),
-                                                      (2, 4, 2, 1), (3, 4, 2, 1), (2, 3, 2, 0)])
+@pytest.mark.parametrize(
+    "now, then, every, pushes", [(3, 3, 1, 0), (3, 4, 1, 1), (3, 5, 1, 2), (2, 4, 2, 1), (3, 4, 2, 1), (2, 3, 2, 0)]
+)
 def test_pushes_between(now, then, every, pushes):
     assert pushes_between(now, then, every) == pushes
 
 
 def ask(version, trained, ahead, P=4, push_every=1, k=1):
-    return min_policy_version(version=version, trained=trained, ahead=ahead, prompts_per_step=P,
-                              push_every=push_every, max_staleness=k)
+    return min_policy_version(
+        version=version, trained=trained, ahead=ahead, prompts_per_step=P, push_every=push_every, max_staleness=k
+    )
 
 
 def test_on_policy_asks_for_the_current_version():
@@ -99,6 +104,6 @@ def test_the_feeder_asks_each_cohort_for_the_version_of_its_step():
     asyncio.run(fill())  # v0: 4 prompts (steps 0 and 1)
     for version in (1, 2):  # a step trains the oldest two, pushes, settles them
         feeder.set_version(version)
-        feeder.settle([t.group_id for t in bus.tasks[2 * (version - 1): 2 * version]], trained=True)
+        feeder.settle([t.group_id for t in bus.tasks[2 * (version - 1) : 2 * version]], trained=True)
         asyncio.run(fill())
     assert [t.min_policy_version for t in bus.tasks] == [0, 0, 0, 0, 1, 1, 2, 2]

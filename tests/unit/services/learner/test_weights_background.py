@@ -7,6 +7,7 @@ is `RecordingKV`, a fake standing in for the bus's KV in this unit test of the p
 
 Run: .venv/bin/python -m pytest tests/unit/services/learner/test_weights_background.py -q
 """
+
 import asyncio
 from types import SimpleNamespace
 
@@ -110,6 +111,7 @@ def test_transport_auto_is_collective_on_cuda_shm_on_cpu():
     assert transport_name("objectstore", torch.device("cuda")) == "objectstore"
     cfg = load_config(base={"model": {"path": "m"}, "data": {"train": "x.jsonl"}})
     assert (cfg.learner.weights_transport, cfg.learner.push_in_background) == ("auto", True)
-    pub, transport = publisher_for(cfg, SimpleNamespace(state=None), "r", device=torch.device("cpu"),
-                                   tied_embeddings=False)
+    pub, transport = publisher_for(
+        cfg, SimpleNamespace(state=None), "r", device=torch.device("cpu"), tied_embeddings=False
+    )
     assert isinstance(pub, WeightsPublisher) and pub.transport is transport and pub.background

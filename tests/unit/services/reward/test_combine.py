@@ -1,4 +1,5 @@
 """Combination: weighted sum of OK components; a failed required component makes NaN."""
+
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ def row(*scores: tuple[str, float, ItemScore]) -> list[ComponentScore]:
 def test_weighted_sum_of_ok_components():
     rows = [
         row(("math", 1.0, ok(1.0)), ("fmt", 0.5, ok(1.0)), ("len", 0.2, ok(-0.5))),  # 1 + .5 - .1
-        row(("math", 1.0, ok(0.0)), ("fmt", 0.5, ok(1.0)), ("len", 0.2, ok(0.0))),   # 0 + .5 + 0
+        row(("math", 1.0, ok(0.0)), ("fmt", 0.5, ok(1.0)), ("len", 0.2, ok(0.0))),  # 0 + .5 + 0
     ]
     np.testing.assert_allclose(combine(rows), [1.4, 0.5])
 
@@ -31,21 +32,30 @@ def test_failed_required_component_gives_nan_not_zero():
 
 
 def test_zero_weight_component_is_diagnostic_only():
-    rows = [row(("math", 1.0, ok(1.0)), ("acc", 0.0, failed(Status.ERROR, "x"))),
-            row(("math", 1.0, ok(0.0)), ("acc", 0.0, ok(1.0)))]
+    rows = [
+        row(("math", 1.0, ok(1.0)), ("acc", 0.0, failed(Status.ERROR, "x"))),
+        row(("math", 1.0, ok(0.0)), ("acc", 0.0, ok(1.0))),
+    ]
     np.testing.assert_allclose(combine(rows), [1.0, 0.0])
 
 
 def test_fill_samples_keeps_every_component():
     samples = [common_pb2.Sample(index=0), common_pb2.Sample(index=1)]
-    rows = [row(("math", 2.0, ok(1.0)), ("ext", 1.0, ok(0.25))),
-            row(("math", 2.0, ok(1.0)), ("ext", 1.0, failed(Status.TIMEOUT, "no answer within 1s")))]
+    rows = [
+        row(("math", 2.0, ok(1.0)), ("ext", 1.0, ok(0.25))),
+        row(("math", 2.0, ok(1.0)), ("ext", 1.0, failed(Status.TIMEOUT, "no answer within 1s"))),
+    ]
     fill_samples(samples, rows)
     assert samples[0].reward == 2.25
     assert math.isnan(samples[1].reward)
     ext = samples[1].reward_components[1]
     assert (ext.name, ext.weight, ext.status, ext.error, ext.latency_s) == (
-        "ext", 1.0, common_pb2.SCORE_STATUS_TIMEOUT, "no answer within 1s", 0.25)
+        "ext",
+        1.0,
+        common_pb2.SCORE_STATUS_TIMEOUT,
+        "no answer within 1s",
+        0.25,
+    )
     assert math.isnan(ext.value)
     assert failed_components(samples[1]) == ["ext: SCORE_STATUS_TIMEOUT no answer within 1s"]
     assert failed_components(samples[0]) == []

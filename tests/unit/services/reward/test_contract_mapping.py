@@ -1,5 +1,6 @@
 """The reward contract: reward.proto stands alone and documents itself, and a dataset row's
 fields reach an external service's ScoreItem intact (row → PromptTask → Group → ScoreItem)."""
+
 import json
 import re
 from pathlib import Path
@@ -15,16 +16,20 @@ from meshrl.services.reward.scorer import group_items
 from meshrl.services.reward.servicer import BadItem, from_score_item
 
 PROTO = Path(__file__).parents[4] / "protos/meshrl/reward/v1/reward.proto"
-ROW = {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name two primes"}],
-       "reward_model": {"ground_truth": ["2", "3"]}, "data_source": "primes",
-       "extra_info": {"difficulty": 2, "tags": ["ñ", "math"]}}
+ROW = {
+    "prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name two primes"}],
+    "reward_model": {"ground_truth": ["2", "3"]},
+    "data_source": "primes",
+    "extra_info": {"difficulty": 2, "tags": ["ñ", "math"]},
+}
 
 
 def group_from_row(row: dict) -> common_pb2.Group:
     fields = task_fields(validate_prompt_row(row, RowRef("train.jsonl", 1)))
     task = common_pb2.PromptTask(group_id="g", prompt_text="<rendered>", **fields)
-    sample = common_pb2.Sample(index=1, response_text="2 and 3", response_token_ids=b"\0" * 12,
-                               finish_reason=common_pb2.FINISH_REASON_LENGTH)
+    sample = common_pb2.Sample(
+        index=1, response_text="2 and 3", response_token_ids=b"\0" * 12, finish_reason=common_pb2.FINISH_REASON_LENGTH
+    )
     return common_pb2.Group(group_id="g", task=task, samples=[sample])
 
 
@@ -39,8 +44,9 @@ def test_reward_proto_imports_nothing_and_names_language_packages():
 def test_every_field_and_enum_value_has_a_doc_comment():
     lines = PROTO.read_text().splitlines()
     field = re.compile(r"^\s+(repeated |map<[^>]+> )?\w+ \w+ = \d+;")
-    undocumented = [ln.strip() for i, ln in enumerate(lines)
-                    if field.match(ln) and not lines[i - 1].strip().startswith("//")]
+    undocumented = [
+        ln.strip() for i, ln in enumerate(lines) if field.match(ln) and not lines[i - 1].strip().startswith("//")
+    ]
     assert undocumented == []
 
 
@@ -49,8 +55,7 @@ def test_row_fields_reach_the_score_item():
     assert item.id == "g/1" and item.prompt == "<rendered>" and item.response == "2 and 3"
     assert json.loads(item.ground_truth_json) == ["2", "3"]  # JSON, not a Python repr
     assert json.loads(item.extra_json) == {"difficulty": 2, "tags": ["ñ", "math"]}
-    assert [(m.role, m.content) for m in item.prompt_messages] == [
-        ("system", "Be brief."), ("user", "Name two primes")]
+    assert [(m.role, m.content) for m in item.prompt_messages] == [("system", "Be brief."), ("user", "Name two primes")]
     assert item.data_source == "primes" and item.response_tokens == 3
     assert item.finish_reason == reward_pb2.FINISH_REASON_LENGTH and item.truncated
 

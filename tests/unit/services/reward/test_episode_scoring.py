@@ -6,6 +6,7 @@ wrong number, 41), the environment answers 42 (appended as the chat template's d
 answers "The answer is 42"; `response_text` is the final turn. 7 response tokens, 5 of them the
 model's. The environment gave turn rewards 0.25 and 0.5 (env_reward 0.75).
 """
+
 import math
 
 import pytest
@@ -29,18 +30,27 @@ RENDERED = TURN_0 + OBSERVATION + TURN_1
 
 
 def episode_group(*, env_reward: bool = True) -> common_pb2.Group:
-    task = common_pb2.PromptTask(group_id="g", prompt_text="What is 6*7?", ground_truth="42",
-                                 environment="tool_arith")
+    task = common_pb2.PromptTask(group_id="g", prompt_text="What is 6*7?", ground_truth="42", environment="tool_arith")
     group = common_pb2.Group(group_id="g", task=task)
-    sample = group.samples.add(index=0, response_text=TURN_1,  # the rollout's: the final turn
-                               response_token_ids=pack_int32([10, 11, 12, 50, 51, 13, 14]),
-                               loss_mask=pack_uint8([1, 1, 1, 0, 0, 1, 1]),
-                               env_reward=0.75 if env_reward else 0.0, has_env_reward=env_reward,
-                               finish_reason=common_pb2.FINISH_REASON_STOP)
-    sample.turns.add(index=0, token_start=0, token_end=3, observation_end=5, text=TURN_0,
-                     observation_text=OBSERVATION, **({"reward": 0.25} if env_reward else {}))
-    sample.turns.add(index=1, token_start=5, token_end=7, text=TURN_1,
-                     **({"reward": 0.5} if env_reward else {}))
+    sample = group.samples.add(
+        index=0,
+        response_text=TURN_1,  # the rollout's: the final turn
+        response_token_ids=pack_int32([10, 11, 12, 50, 51, 13, 14]),
+        loss_mask=pack_uint8([1, 1, 1, 0, 0, 1, 1]),
+        env_reward=0.75 if env_reward else 0.0,
+        has_env_reward=env_reward,
+        finish_reason=common_pb2.FINISH_REASON_STOP,
+    )
+    sample.turns.add(
+        index=0,
+        token_start=0,
+        token_end=3,
+        observation_end=5,
+        text=TURN_0,
+        observation_text=OBSERVATION,
+        **({"reward": 0.25} if env_reward else {}),
+    )
+    sample.turns.add(index=1, token_start=5, token_end=7, text=TURN_1, **({"reward": 0.5} if env_reward else {}))
     return group
 
 
@@ -61,11 +71,18 @@ def test_an_episode_item_carries_the_final_turn_the_rendered_episode_and_the_env
 def test_an_external_service_gets_the_whole_episode():
     wire = to_score_item(group_items(episode_group())[0])
     assert wire.response == RENDERED and wire.response_tokens == 5
-    assert [(m.role, m.content) for m in wire.episode] == [("assistant", TURN_0), ("tool", OBSERVATION),
-                                                            ("assistant", TURN_1)]
+    assert [(m.role, m.content) for m in wire.episode] == [
+        ("assistant", TURN_0),
+        ("tool", OBSERVATION),
+        ("assistant", TURN_1),
+    ]
     # and meshrl's own RewardService reads it back the same way (rules on the final turn)
     back = from_score_item(reward_pb2.ScoreItem.FromString(wire.SerializeToString()))
-    assert (back.response, back.episode_text, back.episode) == (TURN_1, RENDERED, group_items(episode_group())[0].episode)
+    assert (back.response, back.episode_text, back.episode) == (
+        TURN_1,
+        RENDERED,
+        group_items(episode_group())[0].episode,
+    )
 
 
 def test_a_single_turn_sample_is_unchanged():
@@ -75,26 +92,39 @@ def test_a_single_turn_sample_is_unchanged():
         sample.ClearField(name)
     (item,) = group_items(group)
     assert (item.response, item.episode_text, item.episode, item.num_tokens, item.env_reward) == (
-        TURN_1, "", (), 7, None)
+        TURN_1,
+        "",
+        (),
+        7,
+        None,
+    )
     assert to_score_item(item).response == TURN_1 and not to_score_item(item).episode
 
 
 async def test_environment_reward_combined_with_math_on_the_final_turn_by_weights():
     """reward = 1.0 · env (0.75) + 0.5 · math_verify(final turn: 42 = 42 → 1) = 1.25; math on
     the rendered episode would have read 41 first."""
-    scorer = GroupScorer(build_components([C(name="env", kind="environment", weight=1.0),
-                                           C(name="correct", kind="math_verify", weight=0.5)]))
+    scorer = GroupScorer(
+        build_components(
+            [C(name="env", kind="environment", weight=1.0), C(name="correct", kind="math_verify", weight=0.5)]
+        )
+    )
     group = episode_group()
     await scorer.score_group(group)
     sample = group.samples[0]
     assert sample.reward == pytest.approx(1.25)
     assert [(c.name, c.value, c.weight, c.status) for c in sample.reward_components] == [
-        ("env", 0.75, 1.0, common_pb2.SCORE_STATUS_OK), ("correct", 1.0, 0.5, common_pb2.SCORE_STATUS_OK)]
+        ("env", 0.75, 1.0, common_pb2.SCORE_STATUS_OK),
+        ("correct", 1.0, 0.5, common_pb2.SCORE_STATUS_OK),
+    ]
 
 
 async def test_an_episode_without_environment_reward_is_an_error_not_zero():
-    scorer = GroupScorer(build_components([C(name="env", kind="environment", weight=1.0),
-                                           C(name="correct", kind="math_verify", weight=0.5)]))
+    scorer = GroupScorer(
+        build_components(
+            [C(name="env", kind="environment", weight=1.0), C(name="correct", kind="math_verify", weight=0.5)]
+        )
+    )
     group = episode_group(env_reward=False)
     await scorer.score_group(group)
     sample = group.samples[0]

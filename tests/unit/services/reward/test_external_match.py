@@ -1,4 +1,5 @@
 """External results matched to items by id: missing, extra, repeated ids and NaN."""
+
 import math
 
 from meshrl.api.common.v1 import common_pb2

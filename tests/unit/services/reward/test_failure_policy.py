@@ -1,4 +1,5 @@
 """on_failure per component: drop (NaN reward), a stated value, or stop (StopRun)."""
+
 import math
 
 import pytest
@@ -11,9 +12,13 @@ from meshrl.services.reward.types import ComponentScore, Status, failed, ok
 
 def rows():
     # item 0: both OK; item 1: judge timed out
-    return [[ComponentScore("math", 1.0, ok(0.5), 0.1), ComponentScore("judge", 2.0, ok(0.75), 0.2)],
-            [ComponentScore("math", 1.0, ok(1.0), 0.1),
-             ComponentScore("judge", 2.0, failed(Status.TIMEOUT, "judge did not answer"), 0.2)]]
+    return [
+        [ComponentScore("math", 1.0, ok(0.5), 0.1), ComponentScore("judge", 2.0, ok(0.75), 0.2)],
+        [
+            ComponentScore("math", 1.0, ok(1.0), 0.1),
+            ComponentScore("judge", 2.0, failed(Status.TIMEOUT, "judge did not answer"), 0.2),
+        ],
+    ]
 
 
 def policy(value):
@@ -34,8 +39,11 @@ def test_value_counts_the_failed_score_as_that_value_and_keeps_its_status():
 
 
 def test_stop_raises_naming_the_component_and_its_error():
-    with pytest.raises(StopRun, match=r"component 'judge' failed \(TIMEOUT: judge did not answer\) "
-                                      r"and its on_failure is stop"):
+    with pytest.raises(
+        StopRun,
+        match=r"component 'judge' failed \(TIMEOUT: judge did not answer\) "
+        r"and its on_failure is stop",
+    ):
         apply_policies(rows(), {"judge": policy("stop")})
 
 

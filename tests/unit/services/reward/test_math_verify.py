@@ -1,4 +1,5 @@
 """`math_verify` rule in real spawned worker processes: equivalences, garbage, timeouts."""
+
 import time
 
 import pytest
@@ -21,8 +22,17 @@ def score(responses, ground_truth, **params):
 
 
 def test_equivalent_answers_score_one():
-    responses = ["7", "7.0", "\\boxed{7}", "The answer is 7.", "The answer is 7", "3 + 4 = 7",
-                 "I think 5, no wait: the final answer is 7", "\\frac{14}{2}", "$7$"]
+    responses = [
+        "7",
+        "7.0",
+        "\\boxed{7}",
+        "The answer is 7.",
+        "The answer is 7",
+        "3 + 4 = 7",
+        "I think 5, no wait: the final answer is 7",
+        "\\frac{14}{2}",
+        "$7$",
+    ]
     scores = score(responses, "7")
     assert [(s.status, s.value) for s in scores] == [(Status.OK, 1.0)] * len(responses)
 

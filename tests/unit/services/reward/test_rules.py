@@ -1,4 +1,5 @@
 """Built-in rule rewards: hand-checked scores per rule, and params validation."""
+
 import pytest
 
 from meshrl.config import ConfigError
@@ -9,8 +10,10 @@ from meshrl.services.reward.types import RewardItem, Status
 def run(kind: str, params: dict, responses: list[str], ground_truth: str = "", num_tokens=None):
     rule = get_rule(kind)
     tokens = num_tokens or [0] * len(responses)
-    items = [RewardItem(id=str(i), response=r, ground_truth=ground_truth, num_tokens=n)
-             for i, (r, n) in enumerate(zip(responses, tokens))]
+    items = [
+        RewardItem(id=str(i), response=r, ground_truth=ground_truth, num_tokens=n)
+        for i, (r, n) in enumerate(zip(responses, tokens))
+    ]
     return rule.fn(items, rule.parse_params(params, component="test"))
 
 
@@ -34,7 +37,11 @@ def test_regex_search_and_custom_scores():
 
 def test_regex_fullmatch_with_dotall():
     params = {"pattern": r"<think>.*</think>\s*<answer>.*</answer>", "flags": "s", "fullmatch": True}
-    responses = ["<think>a\nb</think>\n<answer>7</answer>\n", "<answer>7</answer>", "x <think></think><answer>7</answer>"]
+    responses = [
+        "<think>a\nb</think>\n<answer>7</answer>\n",
+        "<answer>7</answer>",
+        "x <think></think><answer>7</answer>",
+    ]
     assert run("regex", params, responses) == [1.0, 0.0, 0.0]
 
 
@@ -70,7 +77,9 @@ def test_length_penalty_needs_exactly_one_mode():
 def test_unknown_param_and_unknown_kind_name_what_is_allowed():
     with pytest.raises(ConfigError, match=r"Allowed params: case_sensitive, strip"):
         get_rule("exact_match").parse_params({"casesensitive": True}, component="em")
-    with pytest.raises(ConfigError, match=r"unknown; built-in kinds: environment, exact_match, length_penalty, math_verify, regex"):
+    with pytest.raises(
+        ConfigError, match=r"unknown; built-in kinds: environment, exact_match, length_penalty, math_verify, regex"
+    ):
         get_rule("nope")
 
 

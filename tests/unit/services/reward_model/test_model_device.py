@@ -1,5 +1,6 @@
 """The reward model scores with every tensor on its own device (tests.fixtures.device_trap):
 the tokenizer's output is moved there, nothing is made on torch's default device."""
+
 import pytest
 
 from meshrl.services.reward_model.model import RewardModel

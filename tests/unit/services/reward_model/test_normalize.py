@@ -1,5 +1,6 @@
 """RewardNormalizer: running mean/std (Welford, population variance) and clipping, checked
 against hand-computed values."""
+
 import math
 
 import pytest
@@ -27,10 +28,13 @@ def test_single_score_is_centred_not_nan():
     assert not math.isnan(RewardNormalizer("running")([7.0, 7.0])[0])
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"mode": "zscore"}, "normalize must be 'none' or 'running'"),
-    ({"clip": 0.0}, "clip must be a positive number"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "zscore"}, "normalize must be 'none' or 'running'"),
+        ({"clip": 0.0}, "clip must be a positive number"),
+    ],
+)
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RewardNormalizer(**kwargs)

@@ -5,6 +5,7 @@ process SIGKILLed) is tests/services/rollout/test_engine_death.py.
 
     .venv/bin/python -m pytest -q tests/unit/services/rollout/test_engine_watch.py
 """
+
 import asyncio
 from types import SimpleNamespace
 
@@ -30,13 +31,22 @@ class FakeEngine:
 
 async def status(port: int, service: str) -> str:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=5
+        )
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
 async def test_a_dead_engine_turns_the_server_not_serving_and_ends_the_watch():
-    server, port = await start_server([registration(rollout_pb2_grpc.add_RolloutServiceServicer_to_server,
-                                                    rollout_pb2_grpc.RolloutServiceServicer(), SERVICE_NAME)])
+    server, port = await start_server(
+        [
+            registration(
+                rollout_pb2_grpc.add_RolloutServiceServicer_to_server,
+                rollout_pb2_grpc.RolloutServiceServicer(),
+                SERVICE_NAME,
+            )
+        ]
+    )
     engine = FakeEngine()
     try:
         watch = asyncio.create_task(watch_engine(engine, server, every_s=0.05))

@@ -1,5 +1,6 @@
 """vLLM's worker stops spinning soon after its last read (services/rollout/idle_spin.py):
 a real `SpinCondition` reader on a real zmq socket, before and after the cap."""
+
 import time
 
 import pytest
@@ -19,8 +20,12 @@ def reader(tmp_path, monkeypatch):
     writer = SpinCondition(is_reader=False, context=context, notify_address=address)
     spin = SpinCondition(is_reader=True, context=context, notify_address=address)
     yield spin
-    for sock in (spin.local_notify_socket, spin.read_cancel_socket, spin.write_cancel_socket,
-                 writer.local_notify_socket):
+    for sock in (
+        spin.local_notify_socket,
+        spin.read_cancel_socket,
+        spin.write_cancel_socket,
+        writer.local_notify_socket,
+    ):
         sock.close(linger=0)
     context.term()
 

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_cancel.py
 """
+
 import asyncio
 
 import pytest

@@ -1,10 +1,10 @@
 """Packed arrays and subject/stream names (pure, no server)."""
+
 import numpy as np
 import pytest
 
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.codec import (pack_float32, pack_int32, pack_uint8, unpack_float32,
-                                        unpack_int32, unpack_uint8)
+from meshrl.transport.bus.codec import pack_float32, pack_int32, pack_uint8, unpack_float32, unpack_int32, unpack_uint8
 
 
 def test_int32_round_trip_is_little_endian():

@@ -3,14 +3,21 @@ no password, credential files are private and never show their password.
 
 Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_permissions_policy.py -q
 """
+
 import json
 import stat
 
 import pytest
 
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.credentials import (ENV_VAR, Credentials, CredentialsError, credentials_from_env,
-                                              read_credentials, write_credentials)
+from meshrl.transport.bus.credentials import (
+    ENV_VAR,
+    Credentials,
+    CredentialsError,
+    credentials_from_env,
+    read_credentials,
+    write_credentials,
+)
 from meshrl.transport.bus.permissions import CONSUMES, kind_permissions, run_permissions
 from meshrl.transport.bus.run_auth import create_run_auth
 

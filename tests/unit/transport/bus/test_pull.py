@@ -6,6 +6,7 @@ kill the learner. The fake subscription below stands in for nats-py's pull subsc
 
 Run: .venv/bin/python -m pytest tests/unit/transport/bus/test_pull.py
 """
+
 import nats.errors
 import nats.js.errors
 import pytest

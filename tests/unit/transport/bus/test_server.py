@@ -1,4 +1,5 @@
 """EmbeddedNats starts a real nats-server, reports a clear error, and stops."""
+
 import socket
 import sys
 from pathlib import Path

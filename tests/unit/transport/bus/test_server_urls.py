@@ -1,4 +1,5 @@
 """Bus.connect takes one URL, a comma-separated cluster list, or a list; nothing else."""
+
 import pytest
 
 from meshrl.transport.bus import BusUnavailable

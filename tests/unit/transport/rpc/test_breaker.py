@@ -1,4 +1,5 @@
 """CircuitBreaker states, stepped with a hand-driven clock (no sleeping)."""
+
 import pytest
 
 from meshrl.transport.rpc.breaker import BreakerOpen, BreakerState, CircuitBreaker

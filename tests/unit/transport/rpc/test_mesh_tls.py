@@ -5,6 +5,7 @@ is refused; `meshrl health` works from the same environment.
 
     .venv/bin/python -m pytest -q tests/unit/transport/rpc/test_mesh_tls.py
 """
+
 import asyncio
 
 import pytest

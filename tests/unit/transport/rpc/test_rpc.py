@@ -1,4 +1,5 @@
 """gRPC helpers on a real in-process grpc.aio server: health, reflection, retries, deadlines."""
+
 import contextlib
 import time
 
@@ -8,7 +9,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.rpc import MissingDeadline, ServiceUnhealthy, open_channel, registration, start_server, stop_server, wait_healthy
+from meshrl.transport.rpc import (
+    MissingDeadline,
+    ServiceUnhealthy,
+    open_channel,
+    registration,
+    start_server,
+    stop_server,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.timeout(30)
 REWARD = "meshrl.reward.v1.RewardService"
@@ -31,7 +40,9 @@ class FlakyReward(reward_pb2_grpc.RewardServiceServicer):
 async def serve(servicer):
     """Yield the bound port of a server hosting `servicer`; always stopped afterwards."""
     desc = reward_pb2.DESCRIPTOR.services_by_name["RewardService"]
-    server, port = await start_server([registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, servicer, desc)])
+    server, port = await start_server(
+        [registration(reward_pb2_grpc.add_RewardServiceServicer_to_server, servicer, desc)]
+    )
     try:
         yield port
     finally:
@@ -55,7 +66,9 @@ async def test_reflection_lists_every_service():
     async with serve(FlakyReward(0)) as port:
         async with open_channel(f"127.0.0.1:{port}") as ch:
             stub = reflection_pb2_grpc.ServerReflectionStub(ch)
-            call = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=2)
+            call = stub.ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=2
+            )
             reply = await call.read()
         names = {s.name for s in reply.list_services_response.service}
         assert names == {REWARD, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}

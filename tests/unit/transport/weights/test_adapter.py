@@ -6,6 +6,7 @@ from the object store reaches a FAKE engine as a PEFT directory.
 
 Run: .venv/bin/python -m pytest tests/unit/transport/weights/test_adapter.py -q
 """
+
 import json
 import os
 import stat
@@ -27,8 +28,10 @@ from meshrl.transport.weights.send import ShmTransport
 
 
 def trained_adapter(model_dir):
-    model = apply_lora(AutoModelForCausalLM.from_pretrained(model_dir),
-                       LoraSettings(rank=8, alpha=16, target_modules=["q_proj", "v_proj"]))
+    model = apply_lora(
+        AutoModelForCausalLM.from_pretrained(model_dir),
+        LoraSettings(rank=8, alpha=16, target_modules=["q_proj", "v_proj"]),
+    )
     torch.manual_seed(0)
     for name, p in model.named_parameters():
         if "lora_B" in name:
@@ -37,8 +40,15 @@ def trained_adapter(model_dir):
 
 
 def notice_for(path, digest, size, version=1) -> pb.WeightsNotice:
-    return pb.WeightsNotice(run_id="r", version=version, transport="shm", location=str(path), blake3=digest,
-                            size_bytes=size, format=ADAPTER_FORMAT)
+    return pb.WeightsNotice(
+        run_id="r",
+        version=version,
+        transport="shm",
+        location=str(path),
+        blake3=digest,
+        size_bytes=size,
+        format=ADAPTER_FORMAT,
+    )
 
 
 async def test_the_pushed_file_unpacks_to_what_peft_loads(tiny_model_dir, tmp_path):
@@ -67,8 +77,11 @@ async def test_the_pushed_file_unpacks_to_what_peft_loads(tiny_model_dir, tmp_pa
 def test_a_file_without_a_peft_config_is_refused(tmp_path):
     tensors = {"a": torch.ones(2)}
     dirs = AdapterDirs(tmp_path, "replica")
-    for name, metadata in (("plain", {"format": "pt"}), ("not-json", adapter_metadata("{")),
-                           ("not-lora", adapter_metadata(json.dumps({"peft_type": "IA3"})))):
+    for name, metadata in (
+        ("plain", {"format": "pt"}),
+        ("not-json", adapter_metadata("{")),
+        ("not-lora", adapter_metadata(json.dumps({"peft_type": "IA3"}))),
+    ):
         path = tmp_path / f"{name}.safetensors"
         digest, size = write_safetensors(tensors, path, metadata, digest="blake3")
         with open_verified(path, notice_for(path, digest, size)) as opened:
@@ -79,8 +92,9 @@ def test_a_file_without_a_peft_config_is_refused(tmp_path):
 
 def test_only_the_last_directories_are_kept(tmp_path):
     path = tmp_path / "a.safetensors"
-    digest, size = write_safetensors({"a": torch.ones(2)}, path, adapter_metadata(json.dumps({"peft_type": "LORA"})),
-                                     digest="blake3")
+    digest, size = write_safetensors(
+        {"a": torch.ones(2)}, path, adapter_metadata(json.dumps({"peft_type": "LORA"})), digest="blake3"
+    )
     dirs = AdapterDirs(tmp_path / "cache", "replica")
     (tmp_path / "cache").mkdir(mode=0o700)
     made = []
@@ -94,9 +108,16 @@ def test_only_the_last_directories_are_kept(tmp_path):
 
 def test_config_sends_an_adapter_as_a_file_at_a_rank_vllm_serves(tiny_model_dir, tmp_path):
     def config(*overrides):
-        return load_config(base={"run": {"dir": str(tmp_path / "run")}, "model": {"path": str(tiny_model_dir)},
-                                 "data": {"train": "t.jsonl"}, "algorithm": {"preset": "grpo"}},
-                           overrides=["model.lora.rank=4", *overrides])
+        return load_config(
+            base={
+                "run": {"dir": str(tmp_path / "run")},
+                "model": {"path": str(tiny_model_dir)},
+                "data": {"train": "t.jsonl"},
+                "algorithm": {"preset": "grpo"},
+            },
+            overrides=["model.lora.rank=4", *overrides],
+        )
+
     assert config().model.lora.push == "adapter"
     with pytest.raises(ConfigError, match="vLLM loads a LoRA adapter from files"):
         config("learner.weights_transport=collective")
@@ -125,8 +146,9 @@ async def test_an_adapter_over_the_object_store_reaches_the_engine_as_a_peft_dir
 
     model = trained_adapter(tiny_model_dir)
     source = tmp_path / "pushed.safetensors"  # what the learner put into the bucket
-    digest, size = write_safetensors(adapter_state_dict(model), source, adapter_metadata(adapter_config_json(model)),
-                                     digest="sha256")
+    digest, size = write_safetensors(
+        adapter_state_dict(model), source, adapter_metadata(adapter_config_json(model)), digest="sha256"
+    )
     fetched = []
 
     async def fetch(name, dest):  # a FAKE bus fetch: the object's bytes land at dest
@@ -136,11 +158,19 @@ async def test_an_adapter_over_the_object_store_reaches_the_engine_as_a_peft_dir
     engine, cache = FakeLoraEngine(), tmp_path / "cache"
     cache.mkdir(mode=0o700)
     updater = WeightsUpdater(engine, run_id="r", replica_id="rollout-0", fetch_object=fetch, cache_dir=cache)
-    notice = pb.WeightsNotice(run_id="r", version=1, transport="objectstore", location="weights-v0000000001",
-                              sha256=digest, size_bytes=size, format=ADAPTER_FORMAT, step=1)
+    notice = pb.WeightsNotice(
+        run_id="r",
+        version=1,
+        transport="objectstore",
+        location="weights-v0000000001",
+        sha256=digest,
+        size_bytes=size,
+        format=ADAPTER_FORMAT,
+        step=1,
+    )
     report = await updater.apply(notice)
     assert report.ok, report.error
-    (directory, files), = engine.loaded
+    ((directory, files),) = engine.loaded
     assert engine.version == 1 and files == ["adapter_config.json", "adapter_model.safetensors"]
     assert not fetched[0].exists() and directory.exists()  # the download is gone, the PEFT dir kept for vLLM
     updater.close()

@@ -1,5 +1,6 @@
 """Weights over a collective (meshrl.transport.weights.collective): a real TCPStore and real
 gloo pair groups between this process (the learner's server) and a replica process."""
+
 import json
 import multiprocessing as mp
 from datetime import timedelta
@@ -49,14 +50,17 @@ def test_a_replica_receives_the_offered_version_in_the_rollout_dtype(server):
     server.offer(4, snapshot(weights.items(), torch.bfloat16))
     weights["norm.weight"].add_(100.0)  # training goes on: the served snapshot must not change
     got = run_replica(address_of(server), 4)
-    assert got == {"embed.weight": ("torch.bfloat16", [[1.5, -2.0], [0.25, 3.0]]),
-                   "norm.weight": ("torch.bfloat16", [1.0, 0.5, 2.0])}
+    assert got == {
+        "embed.weight": ("torch.bfloat16", [[1.5, -2.0], [0.25, 3.0]]),
+        "norm.weight": ("torch.bfloat16", [1.0, 0.5, 2.0]),
+    }
 
 
 def test_a_version_no_longer_served_is_refused_by_name(server):
     server.offer(5, {"w": torch.zeros(2)})
-    assert run_replica(address_of(server), 4) == (f"weights v4 from {address_of(server)}: "
-                                                  f"the learner serves version 5, not 4")
+    assert run_replica(address_of(server), 4) == (
+        f"weights v4 from {address_of(server)}: the learner serves version 5, not 4"
+    )
 
 
 def test_a_ticket_whose_replica_died_before_asking_is_skipped(server, monkeypatch):
@@ -99,6 +103,7 @@ def test_a_replica_that_dies_mid_transfer_does_not_block_the_next():
 def refuses(address: str, out) -> None:
     def accept(manifest):
         raise ValueError(f"not the notice's layout: {manifest.nbytes()} bytes")
+
     try:
         ask_for(address, "rollout-2", 6, accept, timeout_s=30)
     except ValueError as err:

@@ -1,5 +1,6 @@
 """write_safetensors: the standard format (read back by safetensors itself), the right
 hash and size, every dtype the learner uses, non-contiguous inputs, and a clear error."""
+
 import hashlib
 
 import pytest
@@ -12,12 +13,14 @@ from meshrl.transport.weights.file import write_safetensors
 
 def sample_tensors():
     g = torch.Generator().manual_seed(0)
-    return {"a.weight": torch.randn(5, 3, generator=g),
-            "b.bias": torch.randn(7, generator=g).to(torch.bfloat16),
-            "c.half": torch.randn(2, 2, 2, generator=g).half(),
-            "d.t": torch.randn(4, 6, generator=g).t(),  # not contiguous
-            "e.ids": torch.arange(9, dtype=torch.int64),
-            "f.scalar": torch.tensor(3.5)}
+    return {
+        "a.weight": torch.randn(5, 3, generator=g),
+        "b.bias": torch.randn(7, generator=g).to(torch.bfloat16),
+        "c.half": torch.randn(2, 2, 2, generator=g).half(),
+        "d.t": torch.randn(4, 6, generator=g).t(),  # not contiguous
+        "e.ids": torch.arange(9, dtype=torch.int64),
+        "f.scalar": torch.tensor(3.5),
+    }
 
 
 def test_round_trip_hash_and_size(tmp_path):

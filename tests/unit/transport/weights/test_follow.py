@@ -1,5 +1,6 @@
 """Which weights notices a rollout replica loads (WeightsFollower), with a FAKE KV and updater:
 the key's newest revision, never an older revision replayed, only the newest of a burst."""
+
 import asyncio
 from types import SimpleNamespace
 

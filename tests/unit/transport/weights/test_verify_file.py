@@ -5,6 +5,7 @@ the opened file is what `opened.path` names, whatever is renamed over its name l
 
 Run: .venv/bin/python -m pytest tests/unit/transport/weights -q
 """
+
 import hashlib
 
 import pytest
@@ -30,8 +31,15 @@ def test_a_checksum_verified_by_the_fetch_is_not_hashed_again(tmp_path, monkeypa
 
 def notice_for(path, **overrides) -> pb.WeightsNotice:
     data = path.read_bytes()
-    fields = dict(run_id="r", version=1, transport="shm", location=str(path), format="safetensors",
-                  sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
+    fields = dict(
+        run_id="r",
+        version=1,
+        transport="shm",
+        location=str(path),
+        format="safetensors",
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+    )
     return pb.WeightsNotice(**{**fields, **overrides})
 
 
@@ -52,9 +60,15 @@ def test_file_digest_and_verify(tmp_path):
         open_verified(tmp_path / "gone", notice_for(path))
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("transport", "nccl", "transport='nccl'"), ("format", "gguf", "format='gguf'"),
-    ("run_id", "other", "run 'other'"), ("sha256", "", "no sha256")])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("transport", "nccl", "transport='nccl'"),
+        ("format", "gguf", "format='gguf'"),
+        ("run_id", "other", "run 'other'"),
+        ("sha256", "", "no sha256"),
+    ],
+)
 def test_check_notice_names_the_bad_field(tmp_path, field, value, message):
     path = tmp_path / "w"
     path.write_bytes(b"abc")

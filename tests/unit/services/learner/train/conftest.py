@@ -1,4 +1,5 @@
 """Fixed seed for every training-step test."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """One rank of the FSDP2 equivalence test (spawned by test_fsdp.py; gloo on CPU)."""
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -13,8 +14,9 @@ from tests.unit.services.learner.train.test_step_rollback import nan_loss_on_cal
 
 ROWS, STEPS = 8, 2
 TRAINER = dict(micro_batch_size=2, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5})
-ALGO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean",
-            kl_coef=0.04, entropy_coeff=0.01)
+ALGO = dict(
+    advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean", kl_coef=0.04, entropy_coeff=0.01
+)
 
 
 def train(ctx: DistContext) -> tuple[list[dict], dict]:
@@ -22,8 +24,9 @@ def train(ctx: DistContext) -> tuple[list[dict], dict]:
     its second update (NaN loss on every rank) and must be rolled back from the sharded
     snapshot; (metrics, full weights)."""
     trainer = TrainerConfig(**TRAINER)
-    step = TrainStep(build_policy(build_tiny_llama(), trainer, total_steps=10, dist=ctx),
-                     AlgorithmConfig(**ALGO), trainer, dist=ctx)
+    step = TrainStep(
+        build_policy(build_tiny_llama(), trainer, total_steps=10, dist=ctx), AlgorithmConfig(**ALGO), trainer, dist=ctx
+    )
     share = ROWS // ctx.world_size  # whole groups of 4 per rank
     metrics = []
     mine = slice(ctx.rank * share, (ctx.rank + 1) * share)

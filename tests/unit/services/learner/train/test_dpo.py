@@ -1,4 +1,5 @@
 """DPOStep lowers the DPO loss on a fixed set of preference pairs; split-invariant."""
+
 import math
 
 import numpy as np

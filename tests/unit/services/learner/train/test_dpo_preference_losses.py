@@ -1,4 +1,5 @@
 """DPOStep trains the preference loss the config names (policy_loss, or a weighted list)."""
+
 import pytest
 
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
@@ -10,8 +11,11 @@ from tests.unit.services.learner.train.test_dpo import pairs, with_reference
 
 def first_loss(**algo):
     trainer = TrainerConfig(micro_batch_size=3, optim={"lr": 3e-3})
-    step = DPOStep(build_policy(build_tiny_llama(), trainer, total_steps=10),
-                   AlgorithmConfig(offline=True, beta=0.5, **algo), trainer)
+    step = DPOStep(
+        build_policy(build_tiny_llama(), trainer, total_steps=10),
+        AlgorithmConfig(offline=True, beta=0.5, **algo),
+        trainer,
+    )
     return step(with_reference(step, pairs()), 0)["loss"], step
 
 
@@ -20,8 +24,7 @@ def test_ipo_reads_response_lengths_and_a_weighted_list_sums():
     # ipo = (0 − 1/(2β))² = 1, sigmoid = log 2, hinge = 1
     ipo, _ = first_loss(policy_loss="ipo")
     assert ipo == pytest.approx(1.0, abs=1e-5)
-    summed, _ = first_loss(policy_loss="dpo", dpo_loss_type=["sigmoid", "hinge"],
-                           dpo_loss_weights=[1.0, 0.5])
+    summed, _ = first_loss(policy_loss="dpo", dpo_loss_type=["sigmoid", "hinge"], dpo_loss_weights=[1.0, 0.5])
     assert summed == pytest.approx(0.693147 + 0.5, abs=1e-5)
 
 
@@ -51,9 +54,17 @@ def test_the_offline_learner_checkpoints_the_loss_state():
     from meshrl.services.learner.offline import OfflineLearner
 
     def learner(step):
-        return OfflineLearner(cfg=None, pairs=Cursor(), dpo_step=step, reference=None, logger=None,
-                              state=SimpleNamespace(step=0), pad_id=0,
-                              checkpoints=RecordingCheckpoints(), step=1)
+        return OfflineLearner(
+            cfg=None,
+            pairs=Cursor(),
+            dpo_step=step,
+            reference=None,
+            logger=None,
+            state=SimpleNamespace(step=0),
+            pad_id=0,
+            checkpoints=RecordingCheckpoints(),
+            step=1,
+        )
 
     _, trained = first_loss(policy_loss="bco_pair")
     first = learner(trained)

@@ -1,5 +1,6 @@
 """DPOStep with TRL's DPO variants on a real tiny model, checked against a plain HF forward
 row by row: LD-DPO's sums, WPO's pair weights, and the sft term in the step's loss."""
+
 import math
 
 import pytest
@@ -21,8 +22,8 @@ def hand_rows(model, batch):
         response = stacked.response_ids[i][stacked.response_mask[i].bool()]
         with torch.no_grad():
             logits = model(torch.cat([prompt, response])[None]).logits[0].double()
-        probs = logits[len(prompt) - 1:-1].softmax(-1)
-        rows.append((probs.log().gather(-1, response[:, None])[:, 0], (probs ** 2).sum(-1)))
+        probs = logits[len(prompt) - 1 : -1].softmax(-1)
+        rows.append((probs.log().gather(-1, response[:, None])[:, 0], (probs**2).sum(-1)))
     return rows
 
 
@@ -33,8 +34,11 @@ def ld_sum(chosen, rejected, alpha):
 
 def make_step(**algo):
     trainer = TrainerConfig(micro_batch_size=3, optim={"lr": 3e-3})
-    return DPOStep(build_policy(build_tiny_llama(), trainer, total_steps=10),
-                   AlgorithmConfig(offline=True, beta=0.5, **algo), trainer)
+    return DPOStep(
+        build_policy(build_tiny_llama(), trainer, total_steps=10),
+        AlgorithmConfig(offline=True, beta=0.5, **algo),
+        trainer,
+    )
 
 
 def test_ld_sums_and_wpo_weights_match_a_plain_forward():
@@ -46,12 +50,16 @@ def test_ld_sums_and_wpo_weights_match_a_plain_forward():
     rejected = [ld_sum(rows[b + i][0], rows[i][0], 0.3) for i in range(b)]
     torch.testing.assert_close(got.chosen.double(), torch.stack(chosen), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got.rejected.double(), torch.stack(rejected), atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(got.chosen_full.double(), torch.stack([rows[i][0].sum() for i in range(b)]),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        got.chosen_full.double(), torch.stack([rows[i][0].sum() for i in range(b)]), atol=1e-5, rtol=1e-5
+    )
     w = [math.exp((lp - sq.log()).mean().item()) for lp, sq in rows]
-    torch.testing.assert_close(got.pair_weights.double(),
-                               torch.tensor([w[i] * w[b + i] for i in range(b)], dtype=torch.float64),
-                               atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        got.pair_weights.double(),
+        torch.tensor([w[i] * w[b + i] for i in range(b)], dtype=torch.float64),
+        atol=1e-6,
+        rtol=1e-5,
+    )
     assert any(len(rows[i][0]) != len(rows[b + i][0]) for i in range(b))  # some tails to weight
 
 

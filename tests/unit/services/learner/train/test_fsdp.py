@@ -1,5 +1,6 @@
 """FSDP2 on 2 gloo ranks gives the same losses and updated weights as 1 process, also after a
 failed multi-update step rolled back from each rank's sharded snapshot."""
+
 import torch
 import torch.multiprocessing as mp
 

@@ -4,6 +4,7 @@ A minimal local sampler (torch.multinomial over full forwards; not the rollout s
 draws 8 responses for each of 4 prompts per step. At random init the model emits token 7
 about 1/64 of the time; a few dozen GRPO steps must raise the mean reward clearly.
 """
+
 import numpy as np
 import torch
 
@@ -26,7 +27,7 @@ def sample(model, prompts: torch.Tensor, length: int, generator) -> tuple[torch.
         token = torch.multinomial(logp.exp(), 1, generator=generator)
         logps.append(logp.gather(-1, token))
         ids = torch.cat([ids, token], dim=1)
-    return ids[:, prompts.shape[1]:], torch.cat(logps, dim=1)
+    return ids[:, prompts.shape[1] :], torch.cat(logps, dim=1)
 
 
 def rollout(model, generator) -> RolloutBatch:
@@ -34,16 +35,22 @@ def rollout(model, generator) -> RolloutBatch:
     prompts = prompts.repeat_interleave(GROUP, dim=0)
     tokens, logps = sample(model, prompts, RESPONSE_LEN, generator)
     rewards = (tokens == TARGET).float().mean(dim=1)
-    return RolloutBatch(prompt_ids=prompts, prompt_mask=torch.ones_like(prompts),
-                        response_ids=tokens, response_mask=torch.ones_like(logps),
-                        rewards=rewards, behaviour_logprobs=logps,
-                        group_ids=torch.arange(PROMPTS).repeat_interleave(GROUP))
+    return RolloutBatch(
+        prompt_ids=prompts,
+        prompt_mask=torch.ones_like(prompts),
+        response_ids=tokens,
+        response_mask=torch.ones_like(logps),
+        rewards=rewards,
+        behaviour_logprobs=logps,
+        group_ids=torch.arange(PROMPTS).repeat_interleave(GROUP),
+    )
 
 
 def test_grpo_raises_reward_on_a_learnable_task():
     trainer = TrainerConfig(micro_batch_size=16, optim={"lr": 1e-2, "min_lr_ratio": 1.0})
-    algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo",
-                           loss_agg_mode="seq-mean-token-mean", kl_coef=0.0)
+    algo = AlgorithmConfig(
+        advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean", kl_coef=0.0
+    )
     step = TrainStep(build_policy(build_tiny_llama(), trainer, total_steps=STEPS), algo, trainer)
     generator = torch.Generator().manual_seed(0)
     rewards = []

@@ -1,4 +1,5 @@
 """Hand-computed checks of the LR schedule, the clipped value loss and metric reduction."""
+
 import math
 
 import pytest
@@ -45,8 +46,13 @@ def test_vf_clipfrac_is_verls_the_clipped_term_won_and_out_of_range_is_kept_apar
     returns = torch.tensor([[1.0, 3.0, -5.0, 10.0, 2.0, 0.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0, 0.0]])  # the last is padding
     _, metrics = clipped_value_loss(values, old, returns, mask, clip=1.0)
-    verl = sum(float(max(min(v, o + 1), o - 1) - r) ** 2 > float(v - r) ** 2
-               for v, o, r in zip(values[0, :5], old[0, :5], returns[0, :5])) / 5
+    verl = (
+        sum(
+            float(max(min(v, o + 1), o - 1) - r) ** 2 > float(v - r) ** 2
+            for v, o, r in zip(values[0, :5], old[0, :5], returns[0, :5])
+        )
+        / 5
+    )
     assert verl == 0.6 and metrics["critic/vf_clipfrac"].item() == pytest.approx(0.6)
     assert metrics["critic/vf_out_of_range"].item() == pytest.approx(0.8)
 
@@ -55,8 +61,9 @@ def test_vf_clipfrac_counts_no_rounding_inside_the_range():
     # |1e-8 − 0.3| = 0.3 < c = 1: V is inside its range, so the clipped term is V itself (V_old
     # + (V − V_old) would round to 0.0 in fp32 and make it look larger); the second token is
     # out of range, but its clipped term (2 − 0)² = 4 < (3 − 0)² = 9 is not the one used
-    _, metrics = clipped_value_loss(torch.tensor([[1e-8, 3.0]]), torch.tensor([[0.3, 1.0]]),
-                                    torch.tensor([[1e-7, 0.0]]), torch.ones(1, 2), clip=1.0)
+    _, metrics = clipped_value_loss(
+        torch.tensor([[1e-8, 3.0]]), torch.tensor([[0.3, 1.0]]), torch.tensor([[1e-7, 0.0]]), torch.ones(1, 2), clip=1.0
+    )
     assert metrics["critic/vf_clipfrac"].item() == 0.0
     assert metrics["critic/vf_out_of_range"].item() == 0.5  # only |3 − 1| = 2 > 1
 

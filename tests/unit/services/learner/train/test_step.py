@@ -1,4 +1,5 @@
 """TrainStep on a tiny Llama: old log-probs, split invariance, KL paths, critic, NaN guard."""
+
 import pytest
 import torch
 
@@ -11,13 +12,20 @@ from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
 
-GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean",
-            kl_coef=0.04, kl_in="loss", entropy_coeff=0.01)
+GRPO = dict(
+    advantage_estimator="grpo",
+    policy_loss="ppo",
+    loss_agg_mode="seq-mean-token-mean",
+    kl_coef=0.04,
+    kl_in="loss",
+    entropy_coeff=0.01,
+)
 
 
 def make_step(micro_batch_size=4, critic=False, **algo):
-    trainer = TrainerConfig(micro_batch_size=micro_batch_size, ppo_epochs=2, mini_batches=1,
-                            optim={"lr": 1e-3, "max_grad_norm": 0.5})
+    trainer = TrainerConfig(
+        micro_batch_size=micro_batch_size, ppo_epochs=2, mini_batches=1, optim={"lr": 1e-3, "max_grad_norm": 0.5}
+    )
     algo = {**GRPO, **algo}
     # the config enables a critic only for an estimator that uses values (it refuses the rest)
     uses_values = critic and algo["advantage_estimator"] == "gae"
@@ -26,8 +34,7 @@ def make_step(micro_batch_size=4, critic=False, **algo):
     policy = build_policy(model, trainer, total_steps=10)
     critic_model = None
     if critic:
-        critic_model = build_critic(ValueModel.from_causal_lm(model), algo_cfg.critic, trainer,
-                                    total_steps=10)
+        critic_model = build_critic(ValueModel.from_causal_lm(model), algo_cfg.critic, trainer, total_steps=10)
     return TrainStep(policy, algo_cfg, trainer, critic=critic_model)
 
 
@@ -64,10 +71,27 @@ def test_weights_change_and_metrics_have_trl_names():
     metrics = step(random_batch(), 0)
     after = weights_of(step.policy.model)
     assert any(not torch.equal(before[k], after[k]) for k in before)
-    for name in ("loss", "pg_loss", "kl", "entropy", "clip_ratio/low", "clip_ratio/high",
-                 "clip_ratio/dual", "approx_kl", "grad_norm", "lr", "mismatch_kl", "reward",
-                 "reward_std", "frac_reward_zero_std", "completions/mean_length", "time/forward",
-                 "time/backward", "time/optimizer", "time/algo"):
+    for name in (
+        "loss",
+        "pg_loss",
+        "kl",
+        "entropy",
+        "clip_ratio/low",
+        "clip_ratio/high",
+        "clip_ratio/dual",
+        "approx_kl",
+        "grad_norm",
+        "lr",
+        "mismatch_kl",
+        "reward",
+        "reward_std",
+        "frac_reward_zero_std",
+        "completions/mean_length",
+        "time/forward",
+        "time/backward",
+        "time/optimizer",
+        "time/algo",
+    ):
         assert name in metrics, name
     assert metrics["lr"] == pytest.approx(1e-3)
     assert step.policy.lr < 1e-3  # the scheduler stepped once
@@ -92,8 +116,7 @@ def test_kl_without_reference_logprobs_is_an_error():
 
 
 def test_gae_runs_the_critic_and_updates_the_value_head():
-    step = make_step(critic=True, advantage_estimator="gae", kl_in="reward", lam=0.95,
-                     loss_agg_mode="token-mean")
+    step = make_step(critic=True, advantage_estimator="gae", kl_in="reward", lam=0.95, loss_agg_mode="token-mean")
     head = step.critic.model.value_head.weight.detach().clone()
     metrics = step(random_batch(), 0)
     assert not torch.equal(head, step.critic.model.value_head.weight)
@@ -120,8 +143,7 @@ def test_bf16_autocast_and_gradient_checkpointing_paths_train():
     batch = random_batch()
     reference = make_step()(batch, 0)
     for options in ({"bf16": True}, {"gradient_checkpointing": True}):
-        trainer = TrainerConfig(micro_batch_size=4, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5},
-                                **options)
+        trainer = TrainerConfig(micro_batch_size=4, ppo_epochs=2, optim={"lr": 1e-3, "max_grad_norm": 0.5}, **options)
         policy = build_policy(build_tiny_llama(), trainer, total_steps=10)
         metrics = TrainStep(policy, AlgorithmConfig(**GRPO), trainer)(batch, 0)
         tolerance = 2e-2 if options.get("bf16") else 1e-6

@@ -1,6 +1,7 @@
 """The training step gives an estimator the extra inputs it declares (`needs=`), never by name:
 ReMax's greedy rewards from the batch, the optimal-token baseline's π_old and Σπ² from the
 old-log-prob pass (which then runs even where it could be skipped)."""
+
 import dataclasses
 
 import pytest
@@ -56,8 +57,13 @@ def test_optimal_token_baseline_gets_old_logprobs_and_sum_pi_squared_from_the_ol
     # the rollout correction's token weights (mode token, cap 2) scale W by ρ̄², as verl's
     weights = torch.exp(stats.logprobs - batch.behaviour_logprobs).clamp(max=2.0) * batch.loss_mask
     expected = get_advantage_estimator("optimal_token_baseline")(
-        rewards=batch.rewards, response_mask=batch.response_mask, group_ids=batch.group_ids,
-        old_logprobs=stats.logprobs, sum_pi_squared=stats.sum_pi_squared, rollout_weights=weights)
+        rewards=batch.rewards,
+        response_mask=batch.response_mask,
+        group_ids=batch.group_ids,
+        old_logprobs=stats.logprobs,
+        sum_pi_squared=stats.sum_pi_squared,
+        rollout_weights=weights,
+    )
     assert_close(prepared.old_logprobs, stats.logprobs, atol=1e-6, rtol=0)
     assert_close(prepared.advantages, expected.advantages, atol=1e-6, rtol=0)
     assert torch.isfinite(torch.tensor(step(batch, 0)["loss"]))
@@ -68,11 +74,11 @@ def test_optimal_token_baseline_refuses_the_rollouts_logprobs_as_old():
         train_step("optimal_token_baseline", old_logprobs="rollout")
 
 
-@pytest.mark.parametrize("estimator, greedy", [("remax", True), ("grpo", False),
-                                               ("optimal_token_baseline", False)])
+@pytest.mark.parametrize("estimator, greedy", [("remax", True), ("grpo", False), ("optimal_token_baseline", False)])
 def test_the_feeder_asks_for_a_greedy_sample_only_when_the_estimator_needs_one(estimator, greedy):
-    cfg = load_config(base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"},
-                            "algorithm": {"advantage_estimator": estimator}})
+    cfg = load_config(
+        base={"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"advantage_estimator": estimator}}
+    )
     feeder = PromptFeeder(None, FakeDataset(), cfg, "run1")
     task = feeder.make_task(feeder.take_draw())
     assert task.sampling.greedy_baseline is greedy

@@ -1,6 +1,7 @@
 """The training step runs the LM head as `trainer.lm_head*` says (meshrl/algos/head_plan.py):
 the chunk size reaches the head, any chunking gives the same update, and a kernel that
 cannot run here is refused when the step is built, naming the key."""
+
 import pytest
 import torch
 
@@ -10,8 +11,7 @@ from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
 
-GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.04, kl_in="loss",
-            entropy_coeff=0.01)
+GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", kl_coef=0.04, kl_in="loss", entropy_coeff=0.01)
 
 
 def make_step(**trainer) -> TrainStep:
@@ -25,6 +25,7 @@ def test_chunk_setting_reaches_the_head_and_changes_nothing_else(monkeypatch):
     def spy(*args):
         seen.append(args[-1])  # rows per chunk
         return real(*args)
+
     monkeypatch.setattr(logprobs, "chunked_rows", spy)
     results = {}
     for chunk in (3 * VOCAB, 1 << 20):

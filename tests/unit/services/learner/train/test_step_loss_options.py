@@ -1,4 +1,5 @@
 """TrainStep hands `algorithm.loss_options` to the policy loss and refuses ones it does not take."""
+
 import pytest
 
 from tests.unit.services.learner.train.helpers import random_batch

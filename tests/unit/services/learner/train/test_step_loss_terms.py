@@ -1,6 +1,7 @@
 """A real TrainStep (tiny Llama, CPU) on multi-turn episodes with the loss's extra terms:
 loss masks, the adaptive entropy coefficient, the importance-weighted KL, and VESPO taking
 the rollout-correction weights itself."""
+
 import pytest
 import torch
 
@@ -65,12 +66,11 @@ def test_adaptive_entropy_above_target_applies_no_bonus_and_lowers_the_coefficie
 def trained_with_minis(algo, seed=7):
     """One step with two mini-batches (two optimizer steps)."""
     model = build_tiny_llama(seed=seed)
-    trainer = TrainerConfig(micro_batch_size=2, mini_batches=2, old_logprobs="recompute",
-                            optim={"lr": 1e-2, "max_grad_norm": 1e6})
-    settings = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="token-mean",
-                    **{**PLAIN, **algo})
-    step = TrainStep(build_policy(model, trainer, total_steps=4), AlgorithmConfig(**settings),
-                     trainer, max_staleness=0)
+    trainer = TrainerConfig(
+        micro_batch_size=2, mini_batches=2, old_logprobs="recompute", optim={"lr": 1e-2, "max_grad_norm": 1e6}
+    )
+    settings = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="token-mean", **{**PLAIN, **algo})
+    step = TrainStep(build_policy(model, trainer, total_steps=4), AlgorithmConfig(**settings), trainer, max_staleness=0)
     metrics = step(holey_batch(), 0)
     return weights_of(model), metrics, step
 
@@ -112,8 +112,7 @@ def test_pf_ppo_redraws_whole_rows_by_reward():
     row carries its own loss mask, advantages and old log-probs (computed before the draw)."""
     batch, timer = holey_batch(), Timer(torch.device("cpu"))
     plain = make_step(build_tiny_llama(seed=7), **PLAIN).prepare(batch, 0, timer, MetricSums())
-    step = make_step(build_tiny_llama(seed=7), pf_ppo={"enabled": True, "reweight_method": "max_min"},
-                     **PLAIN)
+    step = make_step(build_tiny_llama(seed=7), pf_ppo={"enabled": True, "reweight_method": "max_min"}, **PLAIN)
     sums = MetricSums()
     drawn = step.prepare(batch, 0, timer, sums)
     rows = [int(torch.nonzero((plain.response_ids == r).all(-1))[0]) for r in drawn.response_ids]

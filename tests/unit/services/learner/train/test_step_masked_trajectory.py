@@ -13,6 +13,7 @@ are the model's input (attended to) but never its output. Two things must hold:
 And an environment's turn rewards are credited to the turns that earned them by per-token
 estimators, while one-score-per-episode estimators see the episode's total unchanged.
 """
+
 import copy
 import dataclasses
 
@@ -49,10 +50,17 @@ def holey_batch(behaviour_in_holes: float = 0.0, ref_in_holes: float = 0.0) -> R
 
     def per_token(base, in_holes):
         return [np.where(m > 0, base + 0.1 * rng.standard_normal(len(m)), in_holes) for m in masks]
+
     return RolloutBatch.from_sequences(
-        [PROMPTS[g] for g in GROUP_IDS], responses, rewards=np.array(REWARDS),
-        group_ids=np.array(GROUP_IDS), pad_id=0, loss_masks=masks,
-        behaviour_logprobs=per_token(-4.1, behaviour_in_holes), ref_logprobs=per_token(-4.2, ref_in_holes))
+        [PROMPTS[g] for g in GROUP_IDS],
+        responses,
+        rewards=np.array(REWARDS),
+        group_ids=np.array(GROUP_IDS),
+        pad_id=0,
+        loss_masks=masks,
+        behaviour_logprobs=per_token(-4.1, behaviour_in_holes),
+        ref_logprobs=per_token(-4.2, ref_in_holes),
+    )
 
 
 OBSERVATION_IDS = torch.arange(40, 49)  # the episodes' observation tokens (the model's: 11-24)
@@ -78,14 +86,25 @@ class LogitsInTheOpen(nn.Module):
 
 
 def make_step(model, **algo) -> TrainStep:
-    trainer = TrainerConfig(micro_batch_size=2, ppo_epochs=1, mini_batches=1,
-                            old_logprobs=algo.pop("old_logprobs", "recompute"),
-                            optim={"lr": 1e-2, "max_grad_norm": 1e6})
-    settings = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="token-mean",
-                    kl_coef=0.1, kl_in="loss", entropy_coeff=0.01,
-                    rollout_correction={"mode": "token", "cap": 2.0})
-    return TrainStep(build_policy(model, trainer, total_steps=4),
-                     AlgorithmConfig(**{**settings, **algo}), trainer, max_staleness=0)
+    trainer = TrainerConfig(
+        micro_batch_size=2,
+        ppo_epochs=1,
+        mini_batches=1,
+        old_logprobs=algo.pop("old_logprobs", "recompute"),
+        optim={"lr": 1e-2, "max_grad_norm": 1e6},
+    )
+    settings = dict(
+        advantage_estimator="grpo",
+        policy_loss="ppo",
+        loss_agg_mode="token-mean",
+        kl_coef=0.1,
+        kl_in="loss",
+        entropy_coeff=0.01,
+        rollout_correction={"mode": "token", "cap": 2.0},
+    )
+    return TrainStep(
+        build_policy(model, trainer, total_steps=4), AlgorithmConfig(**{**settings, **algo}), trainer, max_staleness=0
+    )
 
 
 def test_the_batch_attends_to_observations_and_trains_on_model_tokens():
@@ -164,19 +183,20 @@ def test_the_step_is_the_hand_computed_step_on_model_tokens():
     no rollout-correction weights."""
     model = build_tiny_llama(seed=4)
     expected = hand_gradient(model)
-    step = make_step(model, kl_coef=0.0, entropy_coeff=0.0, old_logprobs="auto",
-                     rollout_correction={"mode": "none"})
+    step = make_step(model, kl_coef=0.0, entropy_coeff=0.0, old_logprobs="auto", rollout_correction={"mode": "none"})
     seen = {}
 
     def record(*_):  # the gradient the step built, read just before AdamW uses it
         seen.update({name: p.grad.detach().clone() for name, p in model.named_parameters()})
+
     step.policy.optimizer.register_step_pre_hook(record)
     metrics = step(holey_batch(behaviour_in_holes=-3.0), 0)
     assert step.old_source == "current"  # on-policy: the ratio is exactly 1
     for name, grad in expected.items():
         torch.testing.assert_close(seen[name], grad, atol=1e-6, rtol=1e-4, msg=name)
     assert metrics["grad_norm"] == pytest.approx(
-        torch.linalg.vector_norm(torch.stack([g.norm() for g in expected.values()])).item(), rel=1e-4)
+        torch.linalg.vector_norm(torch.stack([g.norm() for g in expected.values()])).item(), rel=1e-4
+    )
 
 
 def credited_batch() -> RolloutBatch:

@@ -3,6 +3,7 @@ were (services/learner/train/transaction.py), whether it fails after its only up
 gradients (the metrics' all-reduce: where every step failed on CUDA, issue 21) or in a later
 update of a multi-update batch (a non-finite loss), and the next step then trains exactly as
 if the failed one had never run."""
+
 import dataclasses
 
 import pytest
@@ -17,25 +18,31 @@ from meshrl.services.learner.train.transaction import snapshot_place
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
 from tests.unit.services.learner.train.test_dpo import make as make_dpo, pairs, with_reference
 
-ADAPTIVE_KL = dict(advantage_estimator="grpo", policy_loss="ppo", kl_in="reward",
-                   kl_ctrl="adaptive", kl_coef=0.05, entropy_coeff=0.01)
+ADAPTIVE_KL = dict(
+    advantage_estimator="grpo", policy_loss="ppo", kl_in="reward", kl_ctrl="adaptive", kl_coef=0.05, entropy_coeff=0.01
+)
 
 
 def make_step(**trainer) -> TrainStep:
     cfg = TrainerConfig(micro_batch_size=3, optim={"lr": 1e-2}, **trainer)
-    return TrainStep(build_policy(build_tiny_llama(), cfg, total_steps=10),
-                     AlgorithmConfig(**ADAPTIVE_KL), cfg)
+    return TrainStep(build_policy(build_tiny_llama(), cfg, total_steps=10), AlgorithmConfig(**ADAPTIVE_KL), cfg)
 
 
 def optimizer_state(optimizer) -> list[dict]:
-    return [{k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p].items()}
-            for group in optimizer.param_groups for p in group["params"]]
+    return [
+        {k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p].items()}
+        for group in optimizer.param_groups
+        for p in group["params"]
+    ]
 
 
 def state_of(step: TrainStep) -> dict:
-    return {"weights": weights_of(step.policy.model),
-            "adam": optimizer_state(step.policy.optimizer),
-            "kl_coef": step.kl_ctrl.value, "lr": step.policy.lr}
+    return {
+        "weights": weights_of(step.policy.model),
+        "adam": optimizer_state(step.policy.optimizer),
+        "kl_coef": step.kl_ctrl.value,
+        "lr": step.policy.lr,
+    }
 
 
 def assert_same_state(got: dict, want: dict) -> None:
@@ -55,6 +62,7 @@ def fail_reduce_once(monkeypatch):
     def reduce(self, *args, **kwargs):
         monkeypatch.setattr(MetricSums, "reduce", real)
         raise RuntimeError("Expected all tensors to be on the same device (injected)")
+
     monkeypatch.setattr(MetricSums, "reduce", reduce)
 
 
@@ -68,6 +76,7 @@ def nan_loss_on_call(step: TrainStep, call: int):
         if calls[0] == call:
             return dataclasses.replace(result, loss_mat=result.loss_mat * float("nan"))
         return result
+
     step.policy_loss = loss
 
 
@@ -89,7 +98,8 @@ def test_single_update_step_failing_after_its_gradients_changes_nothing(monkeypa
         twin(random_batch(seed=9), i)
     got, want = step(batch, earlier_steps), twin(batch, earlier_steps)
     assert {k: v for k, v in got.items() if not k.startswith("time/")} == pytest.approx(
-        {k: v for k, v in want.items() if not k.startswith("time/")}, rel=1e-6, abs=1e-9)
+        {k: v for k, v in want.items() if not k.startswith("time/")}, rel=1e-6, abs=1e-9
+    )
     assert_same_state(state_of(step), state_of(twin))
 
 

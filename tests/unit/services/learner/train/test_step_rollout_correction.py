@@ -5,6 +5,7 @@ GMPO with token-level truncated IS: each row's loss is scaled by ONE weight, the
 mean over its model tokens of w_t = min(π_old/μ, cap) (verl's `geo_mean`). Multiplying token
 by token, as a token-level loss does, would scale it by their arithmetic mean instead.
 """
+
 import math
 
 import pytest
@@ -17,17 +18,20 @@ from tests.unit.services.learner.train.test_step_masked_trajectory import grpo_a
 
 def token_weights(old, behaviour, mask, cap=2.0):
     """Per row: the truncated-IS weight of each model token, by hand."""
-    return [[min(math.exp(o - b), cap) for o, b, m in zip(*row) if m]
-            for row in zip(old, behaviour, mask)]
+    return [[min(math.exp(o - b), cap) for o, b, m in zip(*row) if m] for row in zip(old, behaviour, mask)]
 
 
 def run(policy_loss):
-    step = make_step(build_tiny_llama(seed=6), policy_loss=policy_loss, kl_coef=0.0,
-                     entropy_coeff=0.0, loss_agg_mode="seq-mean-token-mean")
+    step = make_step(
+        build_tiny_llama(seed=6),
+        policy_loss=policy_loss,
+        kl_coef=0.0,
+        entropy_coeff=0.0,
+        loss_agg_mode="seq-mean-token-mean",
+    )
     batch = holey_batch(behaviour_in_holes=-9.0)
     prepared = step.prepare(batch, 0, Timer(torch.device("cpu")), MetricSums())
-    weights = token_weights(prepared.old_logprobs.tolist(), batch.behaviour_logprobs.tolist(),
-                            batch.loss_mask.tolist())
+    weights = token_weights(prepared.old_logprobs.tolist(), batch.behaviour_logprobs.tolist(), batch.loss_mask.tolist())
     return step, batch, prepared, weights
 
 
@@ -63,8 +67,12 @@ def test_rejected_tokens_leave_the_loss_mask_for_the_whole_step():
     old = probe.prepare(batch, 0, Timer(torch.device("cpu")), MetricSums()).old_logprobs
     d = (old - batch.behaviour_logprobs)[batch.loss_mask > 0].abs()
     u = math.exp(d.median().item())
-    step = make_step(build_tiny_llama(seed=6), kl_coef=0.0, entropy_coeff=0.0,
-                     rollout_correction={"mode": "token", "cap": 2.0, "reject": {"token_k1": u}})
+    step = make_step(
+        build_tiny_llama(seed=6),
+        kl_coef=0.0,
+        entropy_coeff=0.0,
+        rollout_correction={"mode": "token", "cap": 2.0, "reject": {"token_k1": u}},
+    )
     sums = MetricSums()
     prepared = step.prepare(batch, 0, Timer(torch.device("cpu")), sums)
     hand = batch.loss_mask * ((old - batch.behaviour_logprobs).abs() <= math.log(u))
@@ -79,7 +87,6 @@ def test_rejected_tokens_leave_the_loss_mask_for_the_whole_step():
 
 def test_rejection_and_batch_normalisation_make_the_old_log_prob_pass_run():
     for rc in ({"reject": {"seq_mean_k3": 0.1}}, {"batch_normalize": True}):
-        step = make_step(build_tiny_llama(seed=6), kl_coef=0.0, old_logprobs="auto",
-                         rollout_correction=rc)
+        step = make_step(build_tiny_llama(seed=6), kl_coef=0.0, old_logprobs="auto", rollout_correction=rc)
         assert step.old_source == "recompute"
     assert make_step(build_tiny_llama(seed=6), kl_coef=0.0, old_logprobs="auto").old_source == "current"

@@ -5,6 +5,7 @@ shortcut, once without — and compares loss, grad norm, metrics and the updated
 (to 1e-5). Also: the skip switches itself off where its condition fails, and the rollout
 engine's log-probs can stand in for π_old.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -15,29 +16,37 @@ from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep, old_logprobs_source
 from tests.unit.services.learner.train.helpers import VOCAB, build_tiny_llama, random_batch, weights_of
 
-GRPO = dict(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean",
-            kl_coef=0.04, kl_in="loss", entropy_coeff=0.01)
+GRPO = dict(
+    advantage_estimator="grpo",
+    policy_loss="ppo",
+    loss_agg_mode="seq-mean-token-mean",
+    kl_coef=0.04,
+    kl_in="loss",
+    entropy_coeff=0.01,
+)
 
 
 def grouped_batch(groups: int = 2, size: int = 4, seed: int = 1) -> RolloutBatch:
     """GRPO-shaped: every row of a group shares one prompt; ragged prompts and responses."""
     rng = np.random.default_rng(seed)
-    prompts = [p for p in (rng.integers(1, VOCAB, rng.integers(3, 7)) for _ in range(groups))
-               for _ in range(size)]
+    prompts = [p for p in (rng.integers(1, VOCAB, rng.integers(3, 7)) for _ in range(groups)) for _ in range(size)]
     responses = [rng.integers(1, VOCAB, rng.integers(1, 7)) for _ in range(groups * size)]
     noisy = lambda base: [base + 0.1 * rng.standard_normal(len(r)) for r in responses]  # noqa: E731
     return RolloutBatch.from_sequences(
-        prompts, responses, rewards=rng.random(groups * size),
-        group_ids=np.arange(groups * size) // size, pad_id=0,
-        ref_logprobs=noisy(-4.2), behaviour_logprobs=noisy(-4.1))
+        prompts,
+        responses,
+        rewards=rng.random(groups * size),
+        group_ids=np.arange(groups * size) // size,
+        pad_id=0,
+        ref_logprobs=noisy(-4.2),
+        behaviour_logprobs=noisy(-4.1),
+    )
 
 
 def run_step(batch, *, max_staleness=0, micro_batch_size=3, algo=None, **trainer):
-    cfg = TrainerConfig(micro_batch_size=micro_batch_size, optim={"lr": 1e-3, "max_grad_norm": 0.5},
-                        **trainer)
+    cfg = TrainerConfig(micro_batch_size=micro_batch_size, optim={"lr": 1e-3, "max_grad_norm": 0.5}, **trainer)
     policy = build_policy(build_tiny_llama(), cfg, total_steps=10)
-    step = TrainStep(policy, AlgorithmConfig(**{**GRPO, **(algo or {})}), cfg,
-                     max_staleness=max_staleness)
+    step = TrainStep(policy, AlgorithmConfig(**{**GRPO, **(algo or {})}), cfg, max_staleness=max_staleness)
     return step, step(batch, 0), weights_of(policy.model)
 
 
@@ -49,8 +58,16 @@ def assert_same_step(a, b, metric_names):
         torch.testing.assert_close(tensor, wb[name], atol=1e-5, rtol=0, msg=name)
 
 
-METRICS = ["loss", "pg_loss", "grad_norm", "kl", "entropy", "rollout_correction/weight/mean",
-           "mismatch_kl", "ratio/max"]
+METRICS = [
+    "loss",
+    "pg_loss",
+    "grad_norm",
+    "kl",
+    "entropy",
+    "rollout_correction/weight/mean",
+    "mismatch_kl",
+    "ratio/max",
+]
 
 
 def test_skipped_old_logprobs_equal_computed_ones():
@@ -95,16 +112,18 @@ def test_attention_auto_is_eager_on_cpu_the_models_own_on_cuda_varlen_when_packe
         set_attention(plain, "eager", "cpu")
 
 
-@pytest.mark.parametrize("trainer, algo, staleness, blocker", [
-    ({}, {}, 1, "max_staleness=1"),
-    ({}, {}, None, "max_staleness=None"),
-    ({"ppo_epochs": 2}, {}, 0, "more than one optimizer step"),
-    ({"mini_batches": 2}, {}, 0, "more than one optimizer step"),
-    ({}, {"kl_in": "reward"}, 0, "kl_in=reward"),
-])
+@pytest.mark.parametrize(
+    "trainer, algo, staleness, blocker",
+    [
+        ({}, {}, 1, "max_staleness=1"),
+        ({}, {}, None, "max_staleness=None"),
+        ({"ppo_epochs": 2}, {}, 0, "more than one optimizer step"),
+        ({"mini_batches": 2}, {}, 0, "more than one optimizer step"),
+        ({}, {"kl_in": "reward"}, 0, "kl_in=reward"),
+    ],
+)
 def test_skip_switches_off_where_its_condition_fails(trainer, algo, staleness, blocker):
-    source, why = old_logprobs_source(TrainerConfig(**trainer), AlgorithmConfig(**{**GRPO, **algo}),
-                                      staleness)
+    source, why = old_logprobs_source(TrainerConfig(**trainer), AlgorithmConfig(**{**GRPO, **algo}), staleness)
     assert source == "recompute" and blocker in why
 
 

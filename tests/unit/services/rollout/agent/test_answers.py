@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_answers.py
 """
+
 import math
 
 import pytest
@@ -13,8 +14,12 @@ from meshrl.services.rollout.agent.failures import InvalidAnswer
 
 
 def with_bad_utf8() -> bytes:
-    good = env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role="tool", content="rAAr", name="calc")],
-                                reward=1.5, done=True, info_json='{"k": "AA"}')
+    good = env_pb2.StepResponse(
+        observation=[env_pb2.ChatMessage(role="tool", content="rAAr", name="calc")],
+        reward=1.5,
+        done=True,
+        info_json='{"k": "AA"}',
+    )
     return good.SerializeToString().replace(b"AA", b"\xff\xfe")
 
 
@@ -44,15 +49,24 @@ def test_bytes_that_are_no_protobuf_come_back_as_none_and_why():
 @pytest.mark.parametrize("role", ["assistant", "system", "", "banana"])
 def test_a_step_cannot_speak_as_the_model_or_the_system(role):
     with pytest.raises(InvalidAnswer, match=f"role {role!r}; allowed: tool, user"):
-        answers.observation([env_pb2.ChatMessage(role=role, content="x")], answers.STEP_ROLES, "Step turn 0's observation")
+        answers.observation(
+            [env_pb2.ChatMessage(role=role, content="x")], answers.STEP_ROLES, "Step turn 0's observation"
+        )
 
 
 def test_a_first_observation_may_hold_system_user_and_tool_messages():
-    got = answers.observation([env_pb2.ChatMessage(role="system", content="rules"),
-                               env_pb2.ChatMessage(role="tool", content="ok", name="n", tool_call_id="c")],
-                              answers.FIRST_ROLES, "Reset's observation")
-    assert got == [{"role": "system", "content": "rules"},
-                   {"role": "tool", "content": "ok", "name": "n", "tool_call_id": "c"}]
+    got = answers.observation(
+        [
+            env_pb2.ChatMessage(role="system", content="rules"),
+            env_pb2.ChatMessage(role="tool", content="ok", name="n", tool_call_id="c"),
+        ],
+        answers.FIRST_ROLES,
+        "Reset's observation",
+    )
+    assert got == [
+        {"role": "system", "content": "rules"},
+        {"role": "tool", "content": "ok", "name": "n", "tool_call_id": "c"},
+    ]
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])

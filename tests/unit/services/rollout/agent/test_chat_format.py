@@ -6,6 +6,7 @@ rendering of the whole conversation.
 
 Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_chat_format.py
 """
+
 import pytest
 
 from meshrl.inputs.models.tiny import CHATML_TEMPLATE, build_tokenizer
@@ -13,18 +14,24 @@ from meshrl.services.rollout.agent.chat_format import ChatFormat
 from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.parsers import get_tool_parser
 
-TOOL = {"type": "function", "function": {"name": "calculator", "description": "arithmetic",
-                                         "parameters": {"type": "object", "properties": {}}}}
+TOOL = {
+    "type": "function",
+    "function": {"name": "calculator", "description": "arithmetic", "parameters": {"type": "object", "properties": {}}},
+}
 QUESTION = [{"role": "user", "content": "What is 17*23?"}]
 CALL_TEXT = '<tool_call>{"name": "calculator", "arguments": {"expression": "17*23"}}</tool_call>'
 # a template that renders tools itself (Qwen's shape, shortened)
-TOOLS_TEMPLATE = ("{% if tools %}<|im_start|>system\nTOOLS:{% for t in tools %}{{ t['function']['name'] }};"
-                  "{% endfor %}<|im_end|>\n{% endif %}" + CHATML_TEMPLATE)
+TOOLS_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\nTOOLS:{% for t in tools %}{{ t['function']['name'] }};"
+    "{% endfor %}<|im_end|>\n{% endif %}" + CHATML_TEMPLATE
+)
 # a template with no "tool" role (Llama-2 style: anything else raises)
-NO_TOOL_ROLE = ("{% for m in messages %}{% if m['role'] not in ['system', 'user', 'assistant'] %}"
-                "{{ raise_exception('unknown role ' + m['role']) }}{% endif %}"
-                "{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
-                "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+NO_TOOL_ROLE = (
+    "{% for m in messages %}{% if m['role'] not in ['system', 'user', 'assistant'] %}"
+    "{{ raise_exception('unknown role ' + m['role']) }}{% endif %}"
+    "{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +54,10 @@ def test_tools_go_into_a_hermes_system_message_when_the_template_cannot_render_t
     ids, _ = chat.prompt_ids(QUESTION, [], [TOOL])
     text = tokenizer.decode(ids)
     system = chat.parser.tools_system_prompt([TOOL])
-    assert text == f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nWhat is 17*23?<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        text
+        == f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nWhat is 17*23?<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_tools_join_an_existing_system_message(tokenizer):
@@ -82,8 +92,9 @@ def test_prompt_turn_and_delta_are_the_template_rendering_of_the_whole_episode(t
     turn = sampled_turn(tokenizer, CALL_TEXT, closed)
     tool = {"role": "tool", "name": "calculator", "tool_call_id": "call_0_0", "content": "391"}
     delta = chat.observation_ids([tool], turn[-1])
-    whole = tokenizer.apply_chat_template([*QUESTION, {"role": "assistant", "content": CALL_TEXT}, tool],
-                                          tokenize=False, add_generation_prompt=True)
+    whole = tokenizer.apply_chat_template(
+        [*QUESTION, {"role": "assistant", "content": CALL_TEXT}, tool], tokenize=False, add_generation_prompt=True
+    )
     assert tokenizer.decode(prompt + turn + delta.ids, skip_special_tokens=False) == whole
     assert delta.text == ("" if closed else "<|im_end|>") + "\n<|im_start|>tool\n391<|im_end|>\n<|im_start|>assistant\n"
 
@@ -92,7 +103,10 @@ def test_a_template_without_a_tool_role_gets_tool_answers_as_user_messages(token
     chat = fmt(tokenizer, NO_TOOL_ROLE)
     assert not chat.tool_role
     delta = chat.observation_ids([{"role": "tool", "name": "calculator", "content": "391"}], None)
-    assert delta.text == "<|im_end|>\n<|im_start|>user\n<tool_response>\n391\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        delta.text
+        == "<|im_end|>\n<|im_start|>user\n<tool_response>\n391\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_an_injected_end_of_turn_and_role_are_escaped_not_read(tokenizer):
@@ -111,8 +125,9 @@ def test_every_special_token_of_the_tokenizer_is_escaped(tokenizer):
     content = "".join(["<s>", "</s>", "<pad>", "<|reserved_3|>"])
     delta = chat.observation_ids([{"role": "user", "content": content}], None)
     assert "<\\s><\\/s><\\pad><\\|reserved_3|>" in delta.text
-    assert [i for i in delta.ids if i in chat.special_ids] == [tokenizer.convert_tokens_to_ids(t) for t in
-                                                              ["<|im_end|>", "<|im_start|>", "<|im_end|>", "<|im_start|>"]]
+    assert [i for i in delta.ids if i in chat.special_ids] == [
+        tokenizer.convert_tokens_to_ids(t) for t in ["<|im_end|>", "<|im_start|>", "<|im_end|>", "<|im_start|>"]
+    ]
 
 
 def test_control_characters_become_replacement_characters(tokenizer):
@@ -131,7 +146,9 @@ def test_a_huge_observation_is_cut_to_the_token_cap_with_a_marker(tokenizer):
 
 def test_messages_of_one_observation_share_the_cap(tokenizer):
     chat = fmt(tokenizer, max_observation_tokens=10)
-    delta = chat.observation_ids([{"role": "user", "content": "abcdefgh"}, {"role": "user", "content": "1234567"}], None)
+    delta = chat.observation_ids(
+        [{"role": "user", "content": "abcdefgh"}, {"role": "user", "content": "1234567"}], None
+    )
     assert "abcdefgh<|im_end|>" in delta.text and "\n12\n[observation cut: 10 tokens at most]" in delta.text
 
 

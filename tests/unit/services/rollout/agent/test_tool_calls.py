@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python -m pytest tests/unit/services/rollout/agent/test_tool_calls.py
 """
+
 import json
 
 import pytest
@@ -10,9 +11,18 @@ from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.parsers import get_tool_parser
 from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation, tool_spec
 
-CALC = tool_spec("calculator", "evaluate an arithmetic expression", json.dumps({
-    "type": "object", "properties": {"expression": {"type": "string"}},
-    "required": ["expression"], "additionalProperties": False}))
+CALC = tool_spec(
+    "calculator",
+    "evaluate an arithmetic expression",
+    json.dumps(
+        {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+            "additionalProperties": False,
+        }
+    ),
+)
 TOOLS = {"calculator": CALC}
 
 
@@ -21,7 +31,7 @@ def checked(text: str, max_calls: int = 4, turn: int = 2):
 
 
 def call(name: str, arguments) -> str:
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
 def test_a_valid_call_is_sent_with_an_id_of_its_turn():
@@ -30,12 +40,24 @@ def test_a_valid_call_is_sent_with_an_id_of_its_turn():
     assert json.loads(record.arguments_json) == {"expression": "2+2"}
 
 
-@pytest.mark.parametrize("arguments, error", [
-    ({"expression": 5}, "the arguments do not match calculator's parameters: 5 is not of type 'string' (at expression)"),
-    ({}, "the arguments do not match calculator's parameters: 'expression' is a required property (at (the arguments))"),
-    ({"expression": "1", "x": 1}, "the arguments do not match calculator's parameters: Additional properties are "
-                                  "not allowed ('x' was unexpected) (at (the arguments))"),
-])
+@pytest.mark.parametrize(
+    "arguments, error",
+    [
+        (
+            {"expression": 5},
+            "the arguments do not match calculator's parameters: 5 is not of type 'string' (at expression)",
+        ),
+        (
+            {},
+            "the arguments do not match calculator's parameters: 'expression' is a required property (at (the arguments))",
+        ),
+        (
+            {"expression": "1", "x": 1},
+            "the arguments do not match calculator's parameters: Additional properties are "
+            "not allowed ('x' was unexpected) (at (the arguments))",
+        ),
+    ],
+)
 def test_arguments_that_break_the_schema_are_errors(arguments, error):
     (record,) = checked(call("calculator", arguments))
     assert record.error == error
@@ -44,8 +66,10 @@ def test_arguments_that_break_the_schema_are_errors(arguments, error):
 def test_an_unknown_tool_is_an_error_listing_the_tools():
     (record,) = checked(call("calc", {"expression": "1"}))
     assert record.error == "unknown tool 'calc'; the tools are: calculator"
-    assert check_calls(get_tool_parser("hermes").parse(call("x", {})), {}, 0, 4)[0].error == \
-        "unknown tool 'x'; the tools are: none"
+    assert (
+        check_calls(get_tool_parser("hermes").parse(call("x", {})), {}, 0, 4)[0].error
+        == "unknown tool 'x'; the tools are: none"
+    )
 
 
 def test_calls_beyond_the_limit_are_answered_with_an_error():
@@ -62,15 +86,22 @@ def test_a_parse_error_is_kept_on_the_record():
 
 def test_the_error_observation_is_a_tool_message_answering_the_call():
     (record,) = checked(call("calc", {}))
-    assert error_observation(record) == {"role": "tool", "name": "calc", "tool_call_id": "call_2_0",
-                                         "content": "error: unknown tool 'calc'; the tools are: calculator"}
+    assert error_observation(record) == {
+        "role": "tool",
+        "name": "calc",
+        "tool_call_id": "call_2_0",
+        "content": "error: unknown tool 'calc'; the tools are: calculator",
+    }
 
 
-@pytest.mark.parametrize("parameters_json, problem", [
-    ("{not json", "parameters_json is not JSON"),
-    ("[1]", "parameters_json must be a JSON Schema object, got list"),
-    ('{"type": "objekt"}', "parameters_json is not a valid JSON Schema"),
-])
+@pytest.mark.parametrize(
+    "parameters_json, problem",
+    [
+        ("{not json", "parameters_json is not JSON"),
+        ("[1]", "parameters_json must be a JSON Schema object, got list"),
+        ('{"type": "objekt"}', "parameters_json is not a valid JSON Schema"),
+    ],
+)
 def test_an_environment_tool_without_a_schema_is_an_invalid_answer(parameters_json, problem):
     with pytest.raises(InvalidAnswer, match=problem):
         tool_spec("t", "", parameters_json)
