@@ -46,8 +46,13 @@ def service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:
 
 async def test_serves_the_runs_reward_model_and_stops_cleanly(tmp_path, nats_url, run_id, bus):
     rm_dir = build_tiny_reward_model(tmp_path / "rm")
+    # plaintext: this test is the process contract; the run's mutual TLS (the default since
+    # d6afc76) needs the launcher's certificates and is tested in tests/unit/launch/test_run_grpc_tls.py
     config = write_config(
-        tmp_path, reward_model={"path": rm_dir, "grpc_port": free_port(), "clip": 0.5}, reward={"components": [RM]}
+        tmp_path,
+        reward_model={"path": rm_dir, "grpc_port": free_port(), "clip": 0.5},
+        reward={"components": [RM]},
+        launch={"grpc_tls": "off"},
     )
     proc = service(nats_url, run_id, config)
     [component] = build_components(called_components(load_config(config)), run_id)
