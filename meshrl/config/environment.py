@@ -103,6 +103,11 @@ class EnvironmentConfig(Strict):
         return bool(self.builtin) and not self.address
 
     @property
+    def addresses(self) -> tuple[str, ...]:
+        """The replicas of `address` ("a:1,b:2" lists several); none when launched here."""
+        return tuple(a.strip() for a in (self.address or "").split(",") if a.strip())
+
+    @property
     def served(self) -> str:
         """The service's --environments entry: the builtin served under the run's name."""
         return self.builtin if self.name == self.builtin else f"{self.name}={self.builtin}"

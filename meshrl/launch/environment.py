@@ -93,10 +93,9 @@ def check_environment_up(cfg: RunConfig) -> None:
 async def wait_environment_serving(env, within_s: float, poll_s: float = 1.0) -> None:
     """Return once every address of `environment.address` ("a:1,b:2" lists replicas) is SERVING;
     ConnectionError naming the ones that are not after `within_s`."""
-    addresses = [a.strip() for a in (env.address or "").split(",") if a.strip()]
     deadline = time.monotonic() + within_s
     while True:
-        statuses = {a: await _status(env, a, timeout_s=min(2.0, within_s)) for a in addresses}
+        statuses = {a: await _status(env, a, timeout_s=min(2.0, within_s)) for a in env.addresses}
         bad = {a: status for a, status in statuses.items() if status != "SERVING"}
         if not bad:
             return

@@ -16,10 +16,6 @@ from meshrl.cli.reward_check.probes import health_row
 from meshrl.cli.reward_check.table import Row
 
 
-def addresses(env) -> list[str]:
-    return [a.strip() for a in (env.address or "").split(",") if a.strip()]
-
-
 async def one_address(env, address: str, timeout_s: float) -> Row:
     tls = env.tls
     channel = open_check_channel(
@@ -36,4 +32,4 @@ async def one_address(env, address: str, timeout_s: float) -> Row:
 
 
 async def environment_health(env, timeout_s: float = 2.0) -> list[Row]:
-    return list(await asyncio.gather(*(one_address(env, a, timeout_s) for a in addresses(env))))
+    return list(await asyncio.gather(*(one_address(env, a, timeout_s) for a in env.addresses)))

@@ -26,9 +26,8 @@ from meshrl.services.rollout.agent.replicas import KvReplicas
 
 def client_settings(cfg: RunConfig) -> EnvClientSettings:
     env = cfg.environment
-    addresses = tuple(a.strip() for a in (env.address or "").split(",") if a.strip())
     return EnvClientSettings(
-        addresses=addresses,
+        addresses=env.addresses,
         timeout_s=env.timeout_s,
         tls=env.tls,
         mesh_tls=env.launched,
