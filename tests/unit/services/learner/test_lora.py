@@ -44,6 +44,28 @@ def synthetic_batch(vocab: int):
     )
 
 
+def policy_with_trained_adapters(cfg):
+    """A LoRA policy whose B matrices are not zero, so the adapter changes the logits."""
+    policy, _ = build.build_policy_model(cfg, DistContext())
+    for name, p in policy.model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    return policy
+
+
+def exported_logits(policy, out, base_dir):
+    """Logits of the policy, of the merged model at `out` and of the base + `out/adapter`."""
+    from peft import PeftModel
+
+    ids = torch.randint(5, 100, (1, 10))
+    with torch.no_grad():
+        expected = policy.model(ids).logits
+        merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
+        base = AutoModelForCausalLM.from_pretrained(base_dir)
+        adapted = PeftModel.from_pretrained(base, out / "adapter")(ids).logits
+    return merged, adapted, expected
+
+
 def test_only_the_adapters_train_and_rollout_gets_the_merged_model(tiny_model_dir, tmp_path):
     cfg = run_config(tiny_model_dir, tmp_path)
     policy, _ = build.build_policy_model(cfg, DistContext())
@@ -67,24 +89,14 @@ def test_only_the_adapters_train_and_rollout_gets_the_merged_model(tiny_model_di
 
 
 def test_final_export_holds_the_merged_model_and_the_adapter(tiny_model_dir, tmp_path):
-    from peft import PeftModel
     from transformers import AutoTokenizer
 
     cfg = run_config(tiny_model_dir, tmp_path)
-    policy, _ = build.build_policy_model(cfg, DistContext())
-    for name, p in policy.model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.1)
+    policy = policy_with_trained_adapters(cfg)
     out = build.save_pretrained(
         policy, AutoTokenizer.from_pretrained(tiny_model_dir), DistContext(), tmp_path / "final"
     )
-    ids = torch.randint(5, 100, (1, 10))
-    with torch.no_grad():
-        expected = policy.model(ids).logits
-        merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
-        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(
-            ids
-        ).logits
+    merged, adapted, expected = exported_logits(policy, out, tiny_model_dir)
     assert torch.allclose(merged, expected, atol=1e-5) and torch.allclose(adapted, expected, atol=1e-5)
     assert (out / "adapter" / "adapter_model.safetensors").stat().st_size < (
         out / "model.safetensors"
@@ -111,25 +123,14 @@ def test_a_checkpoint_resumes_adapters_and_their_optimizer_state(tiny_model_dir,
 
 
 def test_meshrl_export_of_a_lora_checkpoint_writes_the_merged_model_and_the_adapter(tiny_model_dir, tmp_path):
-    from peft import PeftModel
-
     from meshrl.inputs.checkpoint.export import export_hf
     from meshrl.services.learner.checkpointing import LearnerCheckpoints
 
     cfg = run_config(tiny_model_dir, tmp_path)
-    policy, _ = build.build_policy_model(cfg, DistContext())
-    for name, p in policy.model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.1)
+    policy = policy_with_trained_adapters(cfg)
     saved = LearnerCheckpoints(cfg, policy).save(1, {"step": 1, "policy_version": 1, "trained_group_ids": []})
     out = export_hf(saved, tmp_path / "export")  # what `meshrl export RUN_DIR OUT --step 1` does
-    ids = torch.randint(5, 100, (1, 10))
-    with torch.no_grad():
-        expected = policy.model(ids).logits
-        merged = AutoModelForCausalLM.from_pretrained(out)(ids).logits
-        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), out / "adapter")(
-            ids
-        ).logits
+    merged, adapted, expected = exported_logits(policy, out, tiny_model_dir)
     assert torch.allclose(merged, expected, atol=1e-5) and torch.allclose(adapted, expected, atol=1e-5)
 
 
