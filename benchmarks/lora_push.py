@@ -64,24 +64,9 @@ def exporters(model):
 
 async def push_once(export, publisher, version: int):
     """(notice, seconds) of one push as the learner does it, the KV announce aside."""
-    from meshrl.transport.weights import weights_notice
-
     t0 = time.perf_counter()
-    staged = publisher.stage(export())
-    path = publisher.transport.staging_path(version)
-    digest, size = publisher.write_staged(staged, path)
-    location = await publisher.transport.put(version, path)
-    seconds = time.perf_counter() - t0
-    return weights_notice(
-        run_id="bench",
-        version=version,
-        transport="shm",
-        location=location,
-        size_bytes=size,
-        step=version,
-        blake3=digest,
-        format=publisher.format,
-    ), seconds
+    notice, _ = await publisher.deliver(publisher.stage(export()), version, step=version)
+    return notice, time.perf_counter() - t0
 
 
 async def learner_side(model, pushes: int) -> dict:

@@ -132,9 +132,23 @@ class WeightsPublisher:
 
     async def export(self, staged: Staged, version: int, step: int, run_in) -> dict[str, float]:
         t0 = time.perf_counter()
+        notice, written_s = await self.deliver(staged, version, step, run_in)
+        await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
+        pushed_s = time.perf_counter() - t0 - written_s
+        return {
+            "time/weights_serialise": written_s,
+            "time/weights_push": pushed_s,
+            "weights/bytes": float(notice.size_bytes),
+        }
+
+    async def deliver(self, staged: Staged, version: int, step: int, run_in=None):
+        """Write `version` and put it where the rollout fetches it: (its notice, unsigned and not
+        yet announced; the write's seconds). `run_in(fn, *args)` runs the write on a learner
+        thread; None runs it here (benchmarks, tests)."""
+        t0 = time.perf_counter()
         path = self.transport.staging_path(version)
-        digest, size = await run_in(self.write_staged, staged, path)
-        t1 = time.perf_counter()
+        digest, size = await run_in(self.write_staged, staged, path) if run_in else self.write_staged(staged, path)
+        written_s = time.perf_counter() - t0
         location = await self.transport.put(version, path)
         notice = weights_notice(
             run_id=self.run_id,
@@ -146,9 +160,7 @@ class WeightsPublisher:
             format=self.format,
             **{self.digest: digest},
         )
-        await announce(self.bus.state, sign_notice(notice, self.signer))  # the run's version first, then the notice
-        t2 = time.perf_counter()
-        return {"time/weights_serialise": t1 - t0, "time/weights_push": t2 - t1, "weights/bytes": float(size)}
+        return notice, written_s
 
     async def drain(self) -> dict[str, float]:
         """The push in flight, awaited: its figures ({} when none); its error if it failed."""

@@ -23,7 +23,6 @@ from meshrl.config.lora import LoraSettings
 from meshrl.services.learner.lora import adapter_config_json, adapter_state_dict, apply_lora
 from meshrl.services.learner.weights import WeightsPublisher
 from meshrl.transport.bus.codec import unpack_float32, unpack_int32
-from meshrl.transport.weights import weights_notice
 from meshrl.transport.weights.send import ShmTransport
 from meshrl.transport.weights.update import WeightsUpdater
 from tests.fixtures.vllm import prompt_task
@@ -78,19 +77,8 @@ def learner_model(model_dir, seed: int):
 async def push(model, version: int, transport) -> pb.WeightsNotice:
     """What the learner's publisher writes and announces for `version` (the KV put aside)."""
     publisher = WeightsPublisher(None, transport, "test-run", adapter_config=adapter_config_json(model))
-    staging = transport.staging_path(version)
-    digest, size = publisher.write(adapter_state_dict(model), staging)
-    location = await transport.put(version, staging)
-    return weights_notice(
-        run_id="test-run",
-        version=version,
-        transport="shm",
-        location=location,
-        size_bytes=size,
-        step=version,
-        blake3=digest,
-        format=publisher.format,
-    )
+    notice, _ = await publisher.deliver(publisher.stage(adapter_state_dict(model)), version, step=version)
+    return notice
 
 
 def forward_logprobs(model, prompt, response, adapter: bool = True) -> np.ndarray:
