@@ -21,6 +21,10 @@ import string
 import sys
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
 from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
@@ -48,15 +52,6 @@ def tiny_vocab(chars: str = DEFAULT_CHARS) -> dict[str, int]:
 
 def build_tokenizer(chars: str = DEFAULT_CHARS):
     """A PreTrainedTokenizerFast: BPE with no merges (= one token per char), Fuse decoder."""
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-    )  # lazy: torch/tokenizers/transformers, only when a test model is built
-    from transformers import (
-        PreTrainedTokenizerFast,
-    )  # lazy: torch/tokenizers/transformers, only when a test model is built
-
     vocab = tiny_vocab(chars)
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<pad>", fuse_unk=False))
     core.decoder = decoders.Fuse()  # join chars back with nothing in between
@@ -77,8 +72,6 @@ def build_tokenizer(chars: str = DEFAULT_CHARS):
 
 def tiny_config(tokenizer, *, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int, max_positions: int):
     """LlamaConfig sized for tests; tied embeddings like SmolLM2."""
-    from transformers import LlamaConfig  # lazy: torch/tokenizers/transformers, only when a test model is built
-
     if head_dim not in VLLM_CPU_HEAD_SIZES:
         raise ValueError(
             f"head_dim={head_dim}: vLLM's CPU attention supports only {VLLM_CPU_HEAD_SIZES}; pick one of those"
@@ -119,11 +112,6 @@ def build_tiny_model_dir(
 
     `vocab` is the character set; every other id is a special or reserved token.
     """
-    import torch  # lazy: torch/tokenizers/transformers, only when a test model is built
-    from transformers import LlamaForCausalLM  # lazy: torch/tokenizers/transformers, only when a test model is built
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(vocab)
     config = tiny_config(
         tokenizer,
@@ -134,14 +122,16 @@ def build_tiny_model_dir(
         head_dim=head_dim,
         max_positions=max_positions,
     )
+    return save_random_model(out_dir, LlamaForCausalLM, config, tokenizer, max_positions=max_positions, seed=seed)
+
+
+def save_random_model(out_dir: str | Path, model_class, config, tokenizer, *, max_positions: int, seed: int) -> Path:
+    """`model_class(config)` with seeded random float32 weights, saved with `tokenizer` as a
+    complete HF model dir at `out_dir` (created); return it. Every tiny builder ends here."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    return write_model_dir(out, LlamaForCausalLM(config).to(torch.float32), tokenizer, max_positions)
-
-
-def write_model_dir(out: Path, model, tokenizer, max_positions: int) -> Path:
-    """Save a built model + the tiny tokenizer as a complete HF model dir; return it."""
-    from transformers import GenerationConfig  # lazy: as above
-
+    model = model_class(config).to(torch.float32)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )

@@ -21,7 +21,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import gguf
 import numpy as np
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
 def permute_rotary_rows(weight: np.ndarray, n_head: int) -> np.ndarray:
@@ -40,8 +42,6 @@ def bytes_to_unicode() -> dict[int, str]:
 
 def byte_level_tokens(tokenizer) -> tuple[list[str], list[int]]:
     """Tokens in id order, in GPT-2 byte-level spelling, with GGUF token types."""
-    import gguf  # lazy: gguf/transformers, only when a test GGUF is built
-
     to_unicode = bytes_to_unicode()
     special = set(tokenizer.all_special_tokens) | {
         t for t in tokenizer.get_vocab() if t.startswith("<|") or t in ("<s>", "</s>")
@@ -79,12 +79,6 @@ def write_metadata(writer, config, tokenizer) -> None:
 
 def build_tiny_gguf(hf_dir: str | Path, out_file: str | Path) -> Path:
     """Convert the HF Llama at `hf_dir` to an F32 GGUF at `out_file`; return its path."""
-    import gguf  # lazy: gguf/transformers, only when a test GGUF is built
-    from transformers import (
-        AutoModelForCausalLM,
-        AutoTokenizer,
-    )  # lazy: gguf/transformers, only when a test GGUF is built
-
     model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(hf_dir)
     config = model.config

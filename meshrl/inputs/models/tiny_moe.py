@@ -15,7 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from meshrl.inputs.models.tiny import DEFAULT_CHARS, build_tokenizer, write_model_dir
+from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+from meshrl.inputs.models.tiny import DEFAULT_CHARS, build_tokenizer, save_random_model
 
 
 def tiny_moe_config(
@@ -30,8 +32,6 @@ def tiny_moe_config(
     expert_width: int,
     max_positions: int,
 ):
-    from transformers import Qwen3MoeConfig  # lazy: transformers, only when a test model is built
-
     return Qwen3MoeConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
@@ -71,11 +71,6 @@ def build_tiny_moe_model_dir(
     seed: int = 0,
 ) -> Path:
     """Write a loadable HF Qwen3-MoE model dir (float32 safetensors + tokenizer); return it."""
-    import torch  # lazy: torch/transformers, only when a test model is built
-    from transformers import Qwen3MoeForCausalLM  # lazy: as above
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(DEFAULT_CHARS)
     config = tiny_moe_config(
         tokenizer,
@@ -88,8 +83,7 @@ def build_tiny_moe_model_dir(
         expert_width=expert_width,
         max_positions=max_positions,
     )
-    torch.manual_seed(seed)
-    return write_model_dir(out, Qwen3MoeForCausalLM(config).to(torch.float32), tokenizer, max_positions)
+    return save_random_model(out_dir, Qwen3MoeForCausalLM, config, tokenizer, max_positions=max_positions, seed=seed)
 
 
 if __name__ == "__main__":
