@@ -51,6 +51,10 @@ adapter's (`completion_version`), read from the request's own `LoRARequest`, not
 engine's version spans (which stay at the base's 0). vLLM keeps up to `CPU_LORAS` adapters
 (LRU); older ones are dropped by vLLM as new ones arrive.
 
+Modules: vLLM is imported at the top here, so only what starts an engine imports this
+module; its settings are `engine_config.py` (`EngineConfig`) and the completion → `Sample`
+conversion is `samples.py`, both without vLLM.
+
 Simplifications: one engine per process. Construct it in a service process or under
 `if __name__ == "__main__":` (vLLM spawns its engine-core and worker processes). Start-up
 ≈25–35 s on CPU with `enforce_eager=True`.
@@ -63,86 +67,29 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import numpy as np
+from vllm import SamplingParams
+from vllm.engine.arg_utils import AsyncEngineArgs
+from vllm.inputs import TokensPrompt
+from vllm.lora.request import LoRARequest
+from vllm.platforms import current_platform
+from vllm.sampling_params import RequestOutputKind
+from vllm.v1.engine.async_llm import AsyncLLM
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.config.lora import engine_lora_rank, pushes_adapter
-from meshrl.errors import ConfigError
-from meshrl.inputs.models.load import ModelLoadError
-from meshrl.plan.parallel import tensor_parallel_problem
-from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_int32
-
-if TYPE_CHECKING:
-    from meshrl.config import RunConfig
+from meshrl.services.rollout.engine_config import EngineConfig, lora_args
+from meshrl.services.rollout.samples import adapter_name, sample_from_completion
+from meshrl.transport.bus.codec import unpack_int32
 
 GiB = 1 << 30
 log = logging.getLogger(__name__)
 WORKER_EXTENSION = "meshrl.services.rollout.worker_extension.WeightsFileExtension"
 CPU_BATCHED_TOKENS = 8192  # tokens per engine step when prefills are not chunked (CPU)
-# LoRA: adapters in one batch (the new version beside the one running requests started
-# with) and adapters vLLM keeps loaded (meshrl.transport.weights.adapter keeps as many dirs)
-BATCH_LORAS, CPU_LORAS = 2, 3
-ADAPTER_PREFIX = "policy-v"
-FINISH_REASONS = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH, "abort": pb.FINISH_REASON_ABORT}
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """What `RolloutEngine` needs to build its AsyncLLM. `kv_cache_gb` may be fractional."""
-
-    model: str
-    tokenizer: str | None = None
-    max_model_len: int = 512
-    kv_cache_gb: float = 1.0
-    enforce_eager: bool = True
-    dtype: str = "float32"
-    seed: int = 0
-    logprobs_mode: str = "processed_logprobs"
-    pause_mode: str = "keep"  # "keep" in-flight requests across an update, or "wait" for them
-    max_num_seqs: int = 256
-    replica_id: str = "rollout-0"
-    tensor_parallel_size: int = 1  # vLLM workers the engine spans (rollout.tensor_parallel_size)
-    max_lora_rank: int = 0  # > 0: serve pushed LoRA adapters up to this rank (model.lora.push=adapter)
-    extra_engine_args: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_run_config(cls, cfg: "RunConfig", replica_id: str = "rollout-0") -> "EngineConfig":
-        if cfg.model.gguf_file:
-            raise ModelLoadError(
-                f"model.gguf_file={cfg.model.gguf_file!r}: the rollout engine serves HF "
-                f"safetensors dirs; convert the GGUF to safetensors first (see DESIGN.md)"
-            )
-        from meshrl.inputs.models.precision import (
-            resolve_model_dtype,
-        )  # lazy: torch: the config half is used without it
-
-        if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
-            raise ConfigError(problem)
-        dtype, why = resolve_model_dtype(cfg.model.dtype)
-        log.info("rollout dtype %s: %s", dtype, why)
-        return cls(
-            model=cfg.model.path,
-            tokenizer=cfg.model.tokenizer,
-            max_model_len=cfg.rollout.max_model_len,
-            kv_cache_gb=cfg.rollout.kv_cache_gb,
-            enforce_eager=cfg.rollout.enforce_eager,
-            dtype=dtype,
-            seed=cfg.run.seed,
-            replica_id=replica_id,
-            tensor_parallel_size=cfg.rollout.tensor_parallel_size,
-            max_lora_rank=engine_lora_rank(cfg.model.lora.rank) if pushes_adapter(cfg) else 0,
-        )
 
 
 def engine_args(config: EngineConfig):
     """vLLM `AsyncEngineArgs` for `config` (KV cache sized in bytes, our worker extension)."""
-    from vllm.engine.arg_utils import (
-        AsyncEngineArgs,
-    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not Path(config.model, "config.json").exists():
         raise FileNotFoundError(
@@ -172,18 +119,6 @@ def engine_args(config: EngineConfig):
     )
 
 
-def lora_args(config: EngineConfig) -> dict:
-    """vLLM's LoRA support when the run pushes adapters (module docstring), else nothing."""
-    if not config.max_lora_rank:
-        return {}
-    return {
-        "enable_lora": True,
-        "max_lora_rank": config.max_lora_rank,
-        "max_loras": BATCH_LORAS,
-        "max_cpu_loras": CPU_LORAS,
-    }
-
-
 def platform_scheduling(config: EngineConfig) -> dict:
     """On CPU: whole-prompt prefills (no chunking).
 
@@ -193,9 +128,6 @@ def platform_scheduling(config: EngineConfig) -> dict:
     does not use offset") as soon as a large batch forces a chunk — measured with 64 groups
     of 200-token prompts. GPU generators have offsets, so GPUs keep chunked prefill.
     """
-    from vllm.platforms import (
-        current_platform,
-    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
     if not current_platform.is_cpu():
         return {}
@@ -207,13 +139,6 @@ def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
 
     `greedy`: the task's greedy-baseline request instead — one response at temperature 0
     with the same max_tokens and stop (ReMax's baseline)."""
-    from vllm import (
-        SamplingParams,
-    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
-    from vllm.sampling_params import (
-        RequestOutputKind,
-    )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
-
     if sampling.max_tokens < 1:
         raise ValueError(f"sampling.max_tokens={sampling.max_tokens}: set it to at least 1")
     shape = (
@@ -236,48 +161,6 @@ def sampling_params(sampling: pb.SamplingParams, *, greedy: bool = False):
     )
 
 
-def oldest_version(spans, fallback: int) -> int:
-    """The oldest weights version among a sample's `weight_versions` spans (vLLM sets them
-    on the final output); `fallback` when the engine reported none."""
-    versions = [int(span.version) for span in spans or () if str(span.version).isdigit()]
-    return min(versions, default=fallback)
-
-
-def adapter_name(version: int, serial: int) -> str:
-    """The LoRA name of a pushed adapter: its version, and a serial unique in this engine (a
-    version pushed again after a resume is another adapter)."""
-    return f"{ADAPTER_PREFIX}{version}-{serial}"
-
-
-def completion_version(completion, fallback: int) -> int:
-    """The policy version that sampled `completion`: its adapter's when it ran with one (every
-    token of it did), else the oldest of its weight-version spans (`oldest_version`)."""
-    lora = getattr(completion, "lora_request", None)
-    if lora is not None and lora.lora_name.startswith(ADAPTER_PREFIX):
-        return int(lora.lora_name.removeprefix(ADAPTER_PREFIX).split("-")[0])
-    return oldest_version(completion.weight_versions, fallback)
-
-
-def sample_from_completion(completion, fallback_version: int) -> pb.Sample:
-    """One proto `Sample` from a vLLM `CompletionOutput` requested with `logprobs=0`, flat."""
-    token_ids = np.asarray(completion.token_ids, dtype=np.int32)
-    flat = completion.logprobs
-    if flat is None or len(flat.logprobs) != len(token_ids):
-        got = None if flat is None else len(flat.logprobs)
-        raise RuntimeError(
-            f"vLLM returned {got} log-probs for {len(token_ids)} tokens; the "
-            f"request must use logprobs=0 with flat_logprobs=True"
-        )
-    return pb.Sample(
-        index=completion.index,
-        response_token_ids=pack_int32(token_ids),
-        behaviour_logprobs=pack_float32(np.asarray(flat.logprobs, dtype=np.float32)),
-        response_text=completion.text,
-        finish_reason=FINISH_REASONS.get(completion.finish_reason, pb.FINISH_REASON_UNSPECIFIED),
-        policy_version=completion_version(completion, fallback_version),
-    )
-
-
 class RolloutEngine:
     """An AsyncLLM plus the policy version it holds. Build with `await RolloutEngine.start(cfg)`."""
 
@@ -294,9 +177,6 @@ class RolloutEngine:
     @classmethod
     async def start(cls, config: EngineConfig, version: int = 0) -> "RolloutEngine":
         """Construct the AsyncLLM (spawns vLLM's processes; blocks ≈30 s) and tag its version."""
-        from vllm.v1.engine.async_llm import (
-            AsyncLLM,
-        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         llm = AsyncLLM.from_engine_args(engine_args(config))
         engine = cls(llm, config, version)
@@ -315,9 +195,6 @@ class RolloutEngine:
 
     async def generate_group(self, task: pb.PromptTask) -> pb.Group:
         """Sample `task.sampling.n` responses to `task.prompt_token_ids` with the current weights."""
-        from vllm.inputs import (
-            TokensPrompt,
-        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         prompt_ids = unpack_int32(task.prompt_token_ids)
         if prompt_ids.size == 0:
@@ -347,9 +224,6 @@ class RolloutEngine:
         task's sampling but n=1, `max_tokens` and `seed` (0 = unseeded): vLLM's
         `CompletionOutput` (token ids, flat log-probs, text, finish reason, weight versions).
         Turns of many episodes run at once; AsyncLLM batches them like groups."""
-        from vllm.inputs import (
-            TokensPrompt,
-        )  # lazy: vllm (seconds), only when an engine starts; the config half is used without it
 
         turn = pb.SamplingParams()
         turn.CopyFrom(sampling)
@@ -408,7 +282,6 @@ class RolloutEngine:
     async def load_adapter(self, directory: str | Path, version: int) -> float:
         """Serve the LoRA adapter in `directory` (PEFT's format) as `version` from the next
         request on; return seconds. Running requests keep theirs (module docstring)."""
-        from vllm.lora.request import LoRARequest  # lazy: vllm (seconds), only when an engine starts
 
         if not self.config.max_lora_rank:
             raise RuntimeError(

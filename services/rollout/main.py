@@ -37,7 +37,6 @@ import os
 
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.rollout.agent.build import agent_rollout
-from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.services.rollout.engine_watch import watch_engine
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.transport.rpc import stop_server
@@ -61,6 +60,11 @@ class RolloutProcess(ServiceProcess):
 
     async def start(self, ctx: ServiceContext) -> None:
         """Engine, weights follower (current version loaded), gRPC server, KV entry, READY."""
+        from meshrl.services.rollout.engine import (
+            EngineConfig,
+            RolloutEngine,
+        )  # lazy: vLLM and torch (seconds): the metrics port and NATS fail fast first
+
         self.engine = await RolloutEngine.start(EngineConfig.from_run_config(ctx.cfg, replica_id=ctx.replica))
         ctx.on_stop(self.shut_engine_down, ctx.replica)
         self.agent = await agent_rollout(ctx.cfg, self.engine, state=ctx.bus.state, metrics=ctx.metrics)

@@ -37,7 +37,7 @@ from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed
 from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.agent.spans import child_span, episode_span
 from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
-from meshrl.services.rollout.engine import FINISH_REASONS, completion_version
+from meshrl.services.rollout.samples import FINISH_REASONS, completion_version
 
 SEED_MODULUS = 2**31 - 1
 

@@ -50,7 +50,7 @@ def test_tp_must_split_the_heads(tmp_path):
 
 
 def test_a_rollout_replica_refuses_a_tp_that_does_not_fit(tiny_model_dir):
-    from meshrl.services.rollout.engine import EngineConfig
+    from meshrl.services.rollout.engine_config import EngineConfig
 
     with pytest.raises(ConfigError, match="tensor_parallel_size=3 cannot split"):
         EngineConfig.from_run_config(config(tiny_model_dir, "rollout.tensor_parallel_size=3"))
