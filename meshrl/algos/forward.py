@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import torch
 
-from meshrl.algos.varlen_attention import sequence_bounds
 
 SCALED_LOGITS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
@@ -125,3 +124,10 @@ def packed_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask)
     grid = hidden.new_zeros((b, width, hidden.shape[-1])).index_put(real.nonzero(as_tuple=True), hidden)
     p, t = prompt_ids.shape[1], response_ids.shape[1]
     return grid[:, p - 1 : p + t - 1]
+
+
+def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(cumulative lengths [S+1] int32 on lengths' device, the longest) for `cu_seq_lens_q` (meshrl.algos.varlen_attention)."""
+    bounds = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
+    bounds[1:] = lengths.cumsum(0)
+    return bounds, int(lengths.max()) if lengths.numel() else 0

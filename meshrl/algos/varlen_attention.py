@@ -23,30 +23,28 @@ A packed row without boundaries is one causal sequence.
 
 Simplifications: no attention dropout, softcapping, sliding windows or sinks (the models
 this learner trains use none during training); `set_varlen_attention` refuses a model whose
-attention does not go through transformers' `AttentionInterface`.
+attention does not go through transformers' `AttentionInterface`. transformers is imported
+at the top: a learner imports this module only when it switches a model to varlen; the
+boundaries themselves are made without it (`meshrl.algos.forward.sequence_bounds`).
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.varlen import varlen_attn
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 VARLEN = "meshrl_varlen"
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
-
-
-def _sdpa(*args, **kwargs):
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # lazy: transformers (seconds)
-
-    return sdpa_attention_forward(*args, **kwargs)
 
 
 def _mask(*args, attention_mask=None, **kwargs):
     """sdpa's mask when a 2-D attention mask was given; none for a packed row."""
     if attention_mask is None:
         return None
-    from transformers.masking_utils import sdpa_mask  # lazy: transformers (seconds)
-
     return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
 
 
@@ -64,7 +62,9 @@ def varlen_attention(
 ):
     """transformers attention: query [B, Hq, N, D], key/value [B, Hkv, N, D] → ([B, N, Hq, D], None)."""
     if attention_mask is not None or query.shape[0] != 1 or query.shape[2] != key.shape[2]:
-        return _sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     n = query.shape[2]
     bounds = (
         cu_seq_lens_q if cu_seq_lens_q is not None else torch.tensor([0, n], dtype=torch.int32, device=query.device)
@@ -76,8 +76,6 @@ def varlen_attention(
 
 
 def _flash_varlen(query, key, value, bounds, max_len: int, scaling, gqa: bool) -> torch.Tensor:
-    from torch.nn.attention.varlen import varlen_attn  # lazy: CUDA only
-
     q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # [N, H, D]
     out = varlen_attn(q, k, v, bounds, bounds, max_len, max_len, scale=scaling, window_size=(-1, 0), enable_gqa=gqa)
     return out.unsqueeze(0)  # [1, N, Hq, D]
@@ -97,9 +95,6 @@ def _per_sequence(query, key, value, bounds, scaling, gqa: bool) -> torch.Tensor
 
 def register_varlen_attention() -> None:
     """Make `VARLEN` a transformers attention implementation (idempotent)."""
-    from transformers import AttentionInterface  # lazy: transformers (seconds)
-    from transformers.masking_utils import AttentionMaskInterface  # lazy: transformers (seconds)
-
     AttentionInterface.register(VARLEN, varlen_attention)
     AttentionMaskInterface.register(VARLEN, _mask)
 
@@ -119,10 +114,3 @@ def set_varlen_attention(model) -> None:
             f"{model.config._attn_implementation!r} (its attention does not go "
             f"through transformers' AttentionInterface); set trainer.attention=auto"
         )
-
-
-def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(cumulative lengths [S+1] int32 on lengths' device, the longest) for `cu_seq_lens_q`."""
-    bounds = torch.zeros(lengths.numel() + 1, dtype=torch.int32, device=lengths.device)
-    bounds[1:] = lengths.cumsum(0)
-    return bounds, int(lengths.max()) if lengths.numel() else 0

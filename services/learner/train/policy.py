@@ -27,7 +27,6 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.algos.checks import check_finite
-from meshrl.algos.varlen_attention import set_varlen_attention
 from meshrl.services.learner.train.fsdp import DistContext, clip_grad_norm, decoder_layers, shard_model
 
 
@@ -136,6 +135,10 @@ def set_attention(model: nn.Module, setting: str, device: torch.device | str, fo
             )
         return
     if wanted == "varlen":
+        from meshrl.algos.varlen_attention import (
+            set_varlen_attention,
+        )  # lazy: transformers (seconds), only with trainer.attention=varlen (forward=packed's auto)
+
         set_varlen_attention(model)
     else:
         model.set_attn_implementation(wanted)
