@@ -15,6 +15,7 @@ Credentials: MLFLOW_TRACKING_TOKEN or _USERNAME/_PASSWORD in the environment, re
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -23,12 +24,13 @@ import time
 from pathlib import Path
 
 import yaml
+from mlflow.entities import Metric, Param, RunStatus
+from mlflow.tracking import MlflowClient
 
-from meshrl.config import ConfigError, RunConfig
+from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers.background import BackgroundSender, Job
-from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
-from meshrl.services.learner.trackers.flat_config import flat_config
+from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
 from meshrl.run.layout import RunDir
 
@@ -43,16 +45,25 @@ def mlflow_key(key: str) -> str:
     return _NOT_A_NAME.sub("_", key)
 
 
+def flat_config(tree: dict, prefix: str = "") -> dict[str, str]:
+    """The resolved run config as flat `section.key` -> text pairs: the run's MLflow params
+    (the W&B config keeps the nested form)."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flat_config(value, f"{name}."))
+        else:
+            flat[name] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
 def local_store(run_dir: Path) -> str:
     return f"sqlite:///{run_dir.resolve() / 'mlflow.db'}"
 
 
 class MlflowTracker:
     def __init__(self, cfg: RunConfig, run_id: str):
-        try:
-            from mlflow.tracking import MlflowClient  # lazy: an optional extra, only when the tracker is on
-        except ImportError:
-            raise ConfigError(missing_package("mlflow", "mlflow")) from None
         settings, run_dir = cfg.telemetry.mlflow, Path(cfg.run.dir)
         self.uri = settings.tracking_uri or local_store(run_dir)
         # MLflow's own retries would hold a call for minutes; the BackgroundSender retries instead.
@@ -102,16 +113,12 @@ class MlflowTracker:
         return run.info.run_id
 
     def _log_config(self, mlflow_run_id: str, cfg: RunConfig) -> None:
-        from mlflow.entities import Param  # lazy: with the client above
-
         tree = cfg.model_dump(mode="json")
         params = [Param(k, v[:6000]) for k, v in flat_config(tree).items()]
         self.client.log_batch(mlflow_run_id, params=params)
         self.client.log_text(mlflow_run_id, yaml.safe_dump(tree, sort_keys=False), "config.yaml")
 
     def _send(self, job: Job) -> None:
-        from mlflow.entities import Metric, RunStatus  # lazy: with the client above
-
         if job.kind == "metrics":
             now, step = job.payload["time_ms"], job.payload["step"]
             self.client.log_batch(

@@ -16,9 +16,11 @@ import os
 import re
 from pathlib import Path
 
-from meshrl.config import ConfigError, RunConfig
+import wandb
+
+from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
-from meshrl.services.learner.trackers.errors import TrackerUnavailable, missing_package
+from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
 from meshrl.run.layout import RunDir
 
@@ -31,10 +33,6 @@ def wandb_run_id(run_id: str) -> str:
 
 class WandbTracker:
     def __init__(self, cfg: RunConfig, run_id: str):
-        try:
-            import wandb  # lazy: an optional extra, only when the tracker is on
-        except ImportError:
-            raise ConfigError(missing_package("wandb", "wandb")) from None
         self.wandb, settings = wandb, cfg.telemetry.wandb
         root = Path(cfg.run.dir).resolve() / "wandb"
         root.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.services.learner.trackers import start_trackers
-from meshrl.services.learner.trackers.errors import TrackerUnavailable
+from meshrl.services.learner.trackers import TrackerUnavailable, start_trackers
 from meshrl.addresses import free_port
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
 
@@ -122,6 +121,7 @@ def test_a_tracking_server_that_is_not_there_fails_at_start_up(tmp_path):
 
 def test_a_missing_tracker_package_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb now raises ImportError
+    monkeypatch.delitem(sys.modules, "meshrl.services.learner.trackers.wandb_tracker", raising=False)  # re-import it
     with pytest.raises(ConfigError, match=r"wandb package is not installed: pip install 'meshrl\[trackers\]'"):
         start_trackers(config(tmp_path, "telemetry.trackers=[wandb]"), "run-x")
 
