@@ -12,7 +12,7 @@ and the notice run in the background on an export thread of their own while the 
 trains. `drain()` awaits that push (the loop calls it before the next push and at the end)
 and returns its figures. The file is written straight from the buffers with the digest
 computed on the way (`meshrl.transport.weights.file`): BLAKE3 for shm (its file is
-hashed by the learner and by every replica; meshrl.transport.weights.digests), SHA-256 for
+hashed by the learner and by every replica; meshrl.transport.weights.notice), SHA-256 for
 the object store (whose fetch already checks it). The cost is one host copy of the weights
 in the push dtype, kept between pushes; `push_in_background: false` writes from the live
 tensors on the trainer thread instead, with no copy. The learner closes its transport when
@@ -45,7 +45,7 @@ from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.adapter import ADAPTER_FORMAT, adapter_metadata
 from meshrl.transport.weights.collective import WeightsServer, snapshot
 from meshrl.transport.weights.run_version import announce
-from meshrl.transport.weights.signature import sign_notice
+from meshrl.transport.weights.notice import sign_notice
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:

@@ -25,7 +25,7 @@ from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import weights_notice
 from meshrl.transport.weights.run_version import announce
-from meshrl.transport.weights.signature import sign_notice
+from meshrl.transport.weights.notice import sign_notice
 from tests.fixtures.nats import connect_as
 from tests.security.fakes import RecordingEngine
 

@@ -7,7 +7,8 @@ rollout replica watches that key, gets the file to its host, checks its bytes ag
 notice and only then loads it. Which file does what:
 
     notice.py   the notice: what a publisher announces (`weights_notice`) and what a receiver
-                accepts (`check_notice`); the transports' names
+                accepts (`check_notice`); the transports' names; its digests (sha256, blake3:
+                `new_digest`) and the learner's signature (`sign_notice`, `check_signature`)
     file.py     the file: a state dict written as safetensors straight from the tensors,
                 hashed on the way (`write_safetensors`)
     send.py     the sending side of a file: `Transport` (staging_path / put / close),

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from meshrl.transport.weights.digests import new_digest
+from meshrl.transport.weights.notice import new_digest
 
 DTYPES = {
     torch.float32: "F32",

@@ -3,18 +3,44 @@
 The notice is separate from the transport, so the rollout side can verify what it loaded
 whatever carried it: `transport` names how the bytes travel (`TRANSPORTS`), `location` where
 to read them (a file path for `shm`, an object name for `objectstore`, the learner's
-tcp://HOST:PORT for `collective`), `sha256` or `blake3` (meshrl.transport.weights.digests) and `size_bytes` what
+tcp://HOST:PORT for `collective`), `sha256` or `blake3` (Digests below) and `size_bytes` what
 they must be (for `collective`: the sha256 and byte count of the transfer's manifest,
 collective.py).
+
+Digests. The digests a weights notice may carry: `sha256`, or `blake3` (the shm transport's).
+
+BLAKE3 (O'Connor, Aumasson, Neves, Wilcox-O'Hearn 2020) is a cryptographic hash like SHA-256
+— a swapped or corrupted file cannot be made to match — and several times faster: measured
+on this project's 2-core host on 256 MiB, 4.5 GB/s against SHA-256's 1.0 GB/s; it also
+spreads over cores (`max_threads=AUTO`) on bigger hosts. The shm transport's file is hashed
+twice per push (the learner while writing it, each replica before loading it), so its
+digest is BLAKE3. The object store keeps SHA-256: NATS checks each object's SHA-256 while
+fetching it, and the replica reuses that check instead of hashing again.
+
+Unkeyed: the notice that carries the digest travels on the run's authenticated bus and the
+file lies in the run user's private directory (send.py), so a key would guard against no
+one who could not already forge the notice.
+
+Signatures. Weights notices are signed by the learner with the run's key (meshrl.security.run_key).
+
+A notice says which bytes to load and where; only the learner may write it, and the NATS
+permissions say so (permissions.py), but whatever lands under the run KV's notice key is
+read by every replica (the server stores a JetStream API answer aimed there, too). With the
+run's verify key, a replica loads only a notice the learner signed:
+
+    sign_notice(notice, signer)          # the learner, before it puts the notice
+    check_signature(notice, verifier)    # the rollout: WeightsRejected unless signed by the run's key
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from meshrl.api.common.v1 import common_pb2 as pb
 
 TRANSPORTS = ("shm", "objectstore", "collective")
+DIGESTS = ("sha256", "blake3")
 # peft_adapter: a LoRA adapter with PEFT's config in the file's metadata (adapter.py)
 FORMATS = {
     "shm": ("", "safetensors", "peft_adapter"),
@@ -72,3 +98,44 @@ def check_notice(notice: pb.WeightsNotice, run_id: str) -> None:
             f"size_bytes; the publisher must fill a digest and the size so "
             f"the bytes can be verified"
         )
+
+
+def new_digest(kind: str):
+    """A fresh hasher (`update`, `hexdigest`) of `kind`."""
+    if kind == "sha256":
+        return hashlib.sha256()
+    if kind == "blake3":
+        from blake3 import blake3  # lazy: the learner's benchmarks run where only torch is
+
+        return blake3(max_threads=blake3.AUTO)
+    raise ValueError(f"unknown digest {kind!r}; expected one of {', '.join(DIGESTS)}")
+
+
+def notice_digest(notice) -> tuple[str, str]:
+    """(kind, hex) the notice announces: its blake3 when set, else its sha256."""
+    return ("blake3", notice.blake3) if notice.blake3 else ("sha256", notice.sha256)
+
+
+def notice_payload(notice: pb.WeightsNotice) -> bytes:
+    """What is signed: the notice serialized deterministically, its signature field empty."""
+    unsigned = pb.WeightsNotice()
+    unsigned.CopyFrom(notice)
+    unsigned.ClearField("signature")
+    return unsigned.SerializeToString(deterministic=True)
+
+
+def sign_notice(notice: pb.WeightsNotice, signer) -> pb.WeightsNotice:
+    if signer is not None:
+        notice.signature = signer.sign(notice_payload(notice))
+    return notice
+
+
+def check_signature(notice: pb.WeightsNotice, verifier) -> None:
+    """No verifier: nothing to check (a run without keys). Else the learner's signature."""
+    if verifier is None or verifier.valid(notice_payload(notice), notice.signature):
+        return
+    state = "is not signed" if not notice.signature else "has a signature the run's key does not verify"
+    raise WeightsRejected(
+        f"notice for v{notice.version} {state} ({verifier.source}): only the run's learner "
+        "signs weights notices; refusing it"
+    )

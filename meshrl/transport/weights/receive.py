@@ -8,7 +8,7 @@
 Either way `open_verified` opens the file without following links, refuses one that is not
 this user's own in this user's own 0700 directory (meshrl.transport.private_paths: another
 local user could otherwise make or swap it), checks its bytes against the notice's
-`size_bytes` and digest (`blake3` when set, else `sha256`: meshrl.transport.weights.digests)
+`size_bytes` and digest (`blake3` when set, else `sha256`: meshrl.transport.weights.notice)
 through that open file, and keeps it open: the engine loads
 `opened.path`, which names the checked file itself, so a file put in its place after the
 check is never the one loaded. The object store is reached through one callable, so this
@@ -32,7 +32,7 @@ from typing import AsyncIterator, Awaitable, Callable
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.private_paths import UnsafePath, fd_path, make_private_dir, open_private_file
-from meshrl.transport.weights.digests import new_digest, notice_digest
+from meshrl.transport.weights.notice import new_digest, notice_digest
 from meshrl.transport.weights.notice import WeightsRejected
 
 HASH_CHUNK = 8 << 20

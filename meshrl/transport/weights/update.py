@@ -14,7 +14,7 @@ replica keeps serving the version it holds. A notice for the version held is a n
 KV watch replays the latest value on start and after reconnects).
 
 With the run's verify key (MESHRL_RUN_VERIFY_KEY_FILE) a notice the learner did not sign is
-refused before anything else (meshrl.transport.weights.signature).
+refused before anything else (meshrl.transport.weights.notice).
 
 A notice with `format: peft_adapter` (a LoRA run's `model.lora.push: adapter`) is a LoRA
 adapter: its verified bytes are unpacked into a private PEFT directory of this replica
@@ -39,7 +39,7 @@ from meshrl.transport.weights import WeightsRejected, check_notice, local_file, 
 from meshrl.transport.weights.adapter import ADAPTER_FORMAT, AdapterDirs
 from meshrl.transport.weights.collective import ask_for
 from meshrl.transport.weights.receive import FetchObject
-from meshrl.transport.weights.signature import check_signature
+from meshrl.transport.weights.notice import check_signature
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class WeightsUpdater:
         verifier=None,
     ):
         self.engine, self.run_id, self.replica_id = engine, run_id, replica_id
-        self.verifier = verifier  # the run's verify key: only notices the learner signed (signature.py)
+        self.verifier = verifier  # the run's verify key: only notices the learner signed (notice.py)
         self.fetch_object, self.publish_loaded = fetch_object, publish_loaded
         cache = Path(cache_dir)
         self.cache_dir = cache if cache.is_dir() else Path("/tmp")

@@ -77,7 +77,7 @@ def test_check_notice_names_the_bad_field(tmp_path, field, value, message):
 
 
 def test_a_blake3_notice_is_checked_with_blake3(tmp_path):
-    """The shm transport's notices carry BLAKE3 (meshrl.transport.weights.digests): a match loads, a mismatch or
+    """The shm transport's notices carry BLAKE3 (meshrl.transport.weights.notice): a match loads, a mismatch or
     a notice without any digest is refused."""
     import blake3
 
