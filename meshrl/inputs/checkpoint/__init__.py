@@ -17,7 +17,7 @@ _HOMES = {
     "check_compatible": "compat",
     "CheckpointError": "errors",
     "IncompatibleCheckpointError": "errors",
-    "hash_config": "hashing",
+    "hash_config": "manifest",
     "load_checkpoint": "load",
     "read_config": "load",
     "resolve_checkpoint": "load",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import MANIFEST, UNHASHED, step_of
+from meshrl.security.run_key import signer_from_env, verifier_for_run
 from meshrl import __version__
 
 FORMAT = "meshrl-checkpoint/1"
@@ -50,6 +51,12 @@ def hash_files(ckpt: Path, names: list[str]) -> dict[str, dict]:
     return {n: {"sha256": d, "size": (ckpt / n).stat().st_size} for n, d in zip(names, digests)}
 
 
+def hash_config(config: dict) -> str:
+    """sha256 hex of a resolved config dict as sorted-key JSON, for `config_hash=`: equal
+    dicts give equal hashes."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _self_hash(body: dict) -> str:
     fields = {k: v for k, v in body.items() if k not in ("manifest_sha256", "signature")}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
@@ -69,8 +76,6 @@ def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, sign
         "files": hash_files(ckpt, data_files(ckpt)),
     }
     body["manifest_sha256"] = _self_hash(body)
-    from meshrl.security.run_key import signer_from_env  # lazy: cryptography, only when a checkpoint is written
-
     signer = signer or signer_from_env()
     if signer is not None:
         body["signature"] = signer.sign(body["manifest_sha256"].encode()).hex()
@@ -110,8 +115,6 @@ def read_manifest(ckpt: str | Path) -> dict:
 
 def _check_signature(ckpt: Path, body: dict) -> None:
     """With a run key for the checkpoint's run dir: the learner must have signed this manifest."""
-    from meshrl.security.run_key import verifier_for_run  # lazy: cryptography, only when a checkpoint is read
-
     verifier = verifier_for_run(ckpt.parent.parent)
     if verifier is None:
         return
