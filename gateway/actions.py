@@ -21,7 +21,7 @@ from pathlib import Path
 
 import grpc
 
-from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.values import MAX_REPLICAS
 from meshrl.config import load_config
 from meshrl.errors import ConfigError
 from meshrl.gateway.errors import GatewayError, invalid, precondition
@@ -122,7 +122,7 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
     if replicas > MAX_REPLICAS:
         raise invalid(
             f"replicas={replicas}: allowed 1..{MAX_REPLICAS} replicas of one service "
-            "(meshrl.config.limits, the same cap as `meshrl scale` and the run config)"
+            "(meshrl.config.values, the same cap as `meshrl scale` and the run config)"
         )
     write_request(run_dir, {service: replicas})
     changes = {service: {"from": info.replicas[service], "to": replicas}}

@@ -22,7 +22,7 @@ from meshrl.config.parts import (
 )
 from meshrl.config.loss_terms import AdaptiveEntropyConfig, PfPpoConfig, check_loss_masks
 from meshrl.config.rollout_correction import RolloutCorrectionConfig
-from meshrl.config.strict import Strict
+from meshrl.config.values import Strict
 
 
 class CriticConfig(Strict):

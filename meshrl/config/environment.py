@@ -24,7 +24,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name
-from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.values import MAX_REPLICAS
 from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig

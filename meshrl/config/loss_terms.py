@@ -25,7 +25,7 @@ refused at load with the closest name.
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import check_name, loss_masks, reweightings
-from meshrl.config.strict import Strict
+from meshrl.config.values import Strict
 
 
 class AdaptiveEntropyConfig(Strict):

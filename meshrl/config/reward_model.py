@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.values import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
 from meshrl.errors import ConfigError
 from meshrl.config.parts import REWARD_MODEL_KIND

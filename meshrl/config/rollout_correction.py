@@ -17,7 +17,7 @@ typo or a pair given to a one-sided criterion is refused at load, naming the fix
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.parts import check_name, rejection_criteria, rollout_correction_modes
-from meshrl.config.strict import Strict
+from meshrl.config.values import Strict
 
 
 class RolloutCorrectionConfig(Strict):

@@ -11,7 +11,7 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name, check_no_credentials
-from meshrl.config.limits import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
+from meshrl.config.values import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
 from meshrl.config.values import Name, Port, check_address, check_url_port
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig

@@ -6,6 +6,15 @@ which the config error prints as its line (meshrl.config.load).
     name: Name                                           # 1-128 printable characters
     check_address("reference.address", "ref:50053")    # host:port, a,b lists, dns:///host:port
     check_url_port("nats.url", "nats://n:4222")          # a URL's port, when it names one
+
+Also here: `Strict`, the base of every config section (unknown keys, NaN and ±inf, and NUL
+characters are errors), and the caps on counts that one value could otherwise blow up,
+shared by the config, the CLI and the gateway so each says the same number (a typo guard:
+`replicas: 2147483647` starts nothing):
+
+    Field(1, ge=1, le=MAX_REPLICAS)      # config (and MAX_RANKS, MAX_TENSOR_PARALLEL, MAX_NATS_REPLICAS)
+    check_count(...)                     # `meshrl scale rollout=N`
+    actions.scale(...)                   # the gateway's ScaleService
 """
 
 from __future__ import annotations
@@ -13,10 +22,14 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 MAX_PORT = 65535
 MAX_NAME_CHARS = 128
+MAX_REPLICAS = 64  # replicas of one service kind on one run: more processes than this on one machine is never meant
+MAX_RANKS = 64  # learner.ranks: torchrun processes of the learner on this machine
+MAX_TENSOR_PARALLEL = 64  # rollout.tensor_parallel_size: engine workers of one replica
+MAX_NATS_REPLICAS = 5  # nats.replicas: JetStream keeps at most 5 copies of a stream
 Port = Annotated[int, Field(ge=0, le=MAX_PORT)]  # 0 = a free port the process (or launcher) picks
 
 
@@ -83,3 +96,17 @@ def check_url_port(key: str, value: str | None) -> str | None:
         if part.strip():
             port_of(key, value, part.strip())
     return value
+
+
+class Strict(BaseModel):
+    """Base for every config section: unknown keys are errors, not silently ignored, and so
+    is a NaN or ±inf wherever a float is taken (YAML's `.nan`/`.inf`, or `nan` in an override):
+    no knob means anything at a non-finite value, and a NaN would only surface mid-run."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value):
+        """A NUL in a path or URL is refused by the OS mid-run (a traceback in a service): here."""
+        return check_no_nul(value)

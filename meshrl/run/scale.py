@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshrl.config.limits import MAX_REPLICAS
+from meshrl.config.values import MAX_REPLICAS
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
 from meshrl.run import layout

@@ -7,7 +7,7 @@ import pytest
 
 from meshrl.config import ConfigError, load_config
 from meshrl.errors import LaunchError
-from meshrl.config.limits import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
+from meshrl.config.values import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 PORT = "the port must be a number 1..65535"
@@ -63,7 +63,7 @@ CASES = [
         ["environment.name=e", "environment.address=env"],
         ["environment.address='env'", HOST_PORT],
     ),
-    # replica and rank counts within the documented caps (meshrl/config/limits.py)
+    # replica and rank counts within the documented caps (meshrl/config/values.py)
     (
         "rollout-replicas-huge",
         ["rollout.replicas=2147483647"],
