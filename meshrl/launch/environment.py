@@ -32,7 +32,8 @@ from meshrl.errors import LaunchError
 from meshrl.run.secrets import secrets_dir
 from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.transport.rpc.channel import check_status
-from meshrl.transport.rpc.tls import channel_credentials, open_external_channel
+from meshrl.transport.rpc.mesh_tls import channel_credentials
+from meshrl.transport.rpc.tls import open_external_channel
 
 TOKEN_FILE = "environment-token"
 SERVICE = env_pb2.DESCRIPTOR.services_by_name["EnvironmentService"].full_name

@@ -43,7 +43,8 @@ from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.score_cache import ScoreCache
 from meshrl.services.reward.types import ItemScore, RewardItem
 from meshrl.transport.rpc.breaker import BreakerOpen, CircuitBreaker
-from meshrl.transport.rpc.tls import channel_credentials, open_external_channel, read_token
+from meshrl.transport.rpc.mesh_tls import channel_credentials
+from meshrl.transport.rpc.tls import open_external_channel, read_token
 
 RETRYABLE = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}

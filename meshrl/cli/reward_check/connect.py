@@ -6,8 +6,8 @@ from __future__ import annotations
 from grpc import aio
 
 from meshrl.config.secrets import read_secret
-from meshrl.transport.rpc.limits import message_options
-from meshrl.transport.rpc.tls import channel_credentials
+from meshrl.transport.rpc.channel import message_options
+from meshrl.transport.rpc.mesh_tls import channel_credentials
 
 FLAGS = {"ca_file": "--tls-ca", "cert_file": "--tls-cert", "key_file": "--tls-key"}
 

@@ -18,9 +18,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.transport.rpc.deadline import RequireDeadline
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor
-from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
 from meshrl.transport.rpc import mesh_tls
 
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # servers' and channels' alike (gRPC's default is 4 MiB)
 RETRY_POLICY = {
     "maxAttempts": 4,
     "initialBackoff": "0.1s",
@@ -28,6 +28,11 @@ RETRY_POLICY = {
     "backoffMultiplier": 2,
     "retryableStatusCodes": ["UNAVAILABLE"],
 }
+
+
+def message_options(max_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
+    """The message limits of a server or channel (server.py and tls.py use them too)."""
+    return [("grpc.max_send_message_length", max_bytes), ("grpc.max_receive_message_length", max_bytes)]
 
 
 class ServiceUnhealthy(RuntimeError):

@@ -13,6 +13,11 @@ One certificate per service serves and calls (both extended key usages; see
 meshrl.transport.certs). Only paths travel; in Kubernetes or compose a Secret mounted as
 files. Nothing set: plaintext, as before (one host, loopback only).
 
+Every TLS file of a gRPC hop is read here, the mesh's and the external services' alike:
+`channel_credentials(ca_file, cert_file, key_file)` is TLS trusting `ca_file` (None = the
+system roots), mutual with a client certificate and key; a missing or unreadable file is a
+ConfigError naming it (external channels: tls.py).
+
 A process that calls several runs, each with its own CA (the gateway; `launch.grpc_tls`),
 wraps each run's calls in `with caller_env(run_env):`: clients in that block (and tasks it
 starts) read `run_env` instead of os.environ; an empty one falls back to os.environ.
@@ -23,9 +28,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+from pathlib import Path
 from typing import Iterator, Mapping
 
 import grpc
+from cryptography import x509
 
 from meshrl.config.external_calls import (
     MESH_TLS_CA_ENV as CA_ENV,
@@ -37,6 +44,39 @@ from meshrl.config.external_calls import (
 from meshrl.errors import ConfigError
 
 WHO = "mesh gRPC TLS (MESHRL_GRPC_TLS_*)"
+
+
+CONFIG_LABELS = {"ca_file": "tls.ca_file", "cert_file": "tls.cert_file", "key_file": "tls.key_file"}
+
+
+def _read(path: str | None, label: str, who: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as err:
+        raise ConfigError(
+            f"{who}: cannot read {label} {path!r} ({err.strerror}): fix the path, or mount the file there"
+        ) from None
+
+
+def channel_credentials(
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    *,
+    who: str = "external service",
+    labels: dict[str, str] = CONFIG_LABELS,
+) -> grpc.ChannelCredentials:
+    """TLS credentials (mutual TLS when cert_file and key_file are given). `labels` name the
+    three settings in errors: config keys by default, a CLI passes its flags."""
+    if (cert_file is None) != (key_file is None):
+        raise ConfigError(f"{who}: mutual TLS needs both {labels['cert_file']} and {labels['key_file']}")
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read(ca_file, labels["ca_file"], who),
+        private_key=_read(key_file, labels["key_file"], who),
+        certificate_chain=_read(cert_file, labels["cert_file"], who),
+    )
 
 
 _CALLER_ENV: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("meshrl_grpc_tls", default=None)
@@ -80,8 +120,6 @@ def server_credentials(environ=None) -> grpc.ServerCredentials | None:
     require = _client_auth(env)
     if require and ca is None:
         raise ConfigError(f"{CLIENT_AUTH_ENV}=1 needs {CA_ENV}, the CA that signs the clients' certificates")
-    from meshrl.transport.rpc.tls import _read  # lazy: breaks the cycle tls -> channel -> mesh_tls
-
     pair = (_read(key, "key_file", WHO), _read(cert, "cert_file", WHO))
     roots = _read(ca, "ca_file", WHO) if require else None
     return grpc.ssl_server_credentials([pair], root_certificates=roots, require_client_auth=require)
@@ -94,10 +132,6 @@ def authorised_kind(environ=None) -> str | None:
     cert = _get(env, CERT_ENV)
     if cert is None or not _client_auth(env):
         return None
-    from cryptography import x509  # lazy: only servers under mutual TLS read their certificate
-
-    from meshrl.transport.rpc.tls import _read  # lazy: breaks the cycle tls -> channel -> mesh_tls
-
     names = x509.load_pem_x509_certificate(_read(cert, "cert_file", WHO)).subject.get_attributes_for_oid(
         x509.NameOID.COMMON_NAME
     )
@@ -112,8 +146,6 @@ def client_credentials(environ=None) -> grpc.ChannelCredentials | None:
     ca = _get(env, CA_ENV)
     if ca is None:
         return None
-    from meshrl.transport.rpc.tls import channel_credentials  # lazy: breaks the cycle tls -> channel -> mesh_tls
-
     cert, key = _get(env, CERT_ENV), _get(env, KEY_ENV)
     return channel_credentials(ca, cert, key, who=WHO)
 
@@ -131,6 +163,7 @@ __all__ = [
     "SERVER_NAME_ENV",
     "authorised_kind",
     "caller_env",
+    "channel_credentials",
     "client_credentials",
     "client_options",
     "server_credentials",

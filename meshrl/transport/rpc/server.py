@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from meshrl.addresses import bind_host
 from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.authz import KindAuthorization
-from meshrl.transport.rpc.limits import MAX_MESSAGE_BYTES, message_options
+from meshrl.transport.rpc.channel import MAX_MESSAGE_BYTES, message_options
 from meshrl.telemetry.spans.grpc import TracingServerInterceptor
 
 SERVING = health_pb2.HealthCheckResponse.SERVING

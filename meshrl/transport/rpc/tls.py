@@ -1,11 +1,11 @@
 """Channels to services outside the mesh: TLS / mutual TLS, a bearer token, fast reconnect.
 
-    creds = channel_credentials(ca_file="ca.pem", cert_file="client.pem", key_file="client.key")
+    creds = mesh_tls.channel_credentials(ca_file="ca.pem", cert_file="client.pem", key_file="client.key")
     token = read_token(token_env="JUDGE_TOKEN", token_file=None, who="reward component 'judge'")
     channel = open_external_channel("judge:50051", credentials=creds, token=token)
 
-- `channel_credentials`: TLS trusting `ca_file` (None = the system roots); with a client
-  certificate and key, mutual TLS. A missing or unreadable file is a ConfigError naming it.
+- `channel_credentials` (from mesh_tls.py, where every TLS file is read): TLS trusting
+  `ca_file` (None = the system roots); with a client certificate and key, mutual TLS.
 - `read_token`: the token from an environment variable or a file (stripped); the config
   names where it is, never the token itself. The file is read when the channel is opened,
   so a rotated token is picked up at the next channel (callers reopen after an outage).
@@ -20,18 +20,15 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Sequence
 
 import grpc
 from grpc import aio
 
-from meshrl.config import ConfigError
 from meshrl.config.secrets import read_secret
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor
-from meshrl.transport.rpc.channel import service_config
+from meshrl.transport.rpc.channel import message_options, service_config
 from meshrl.transport.rpc.deadline import RequireDeadline
-from meshrl.transport.rpc.limits import message_options
 
 log = logging.getLogger(__name__)
 
@@ -40,39 +37,6 @@ FAST_RECONNECT = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
-
-
-CONFIG_LABELS = {"ca_file": "tls.ca_file", "cert_file": "tls.cert_file", "key_file": "tls.key_file"}
-
-
-def _read(path: str | None, label: str, who: str) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).expanduser().read_bytes()
-    except OSError as err:
-        raise ConfigError(
-            f"{who}: cannot read {label} {path!r} ({err.strerror}): fix the path, or mount the file there"
-        ) from None
-
-
-def channel_credentials(
-    ca_file: str | None = None,
-    cert_file: str | None = None,
-    key_file: str | None = None,
-    *,
-    who: str = "external service",
-    labels: dict[str, str] = CONFIG_LABELS,
-) -> grpc.ChannelCredentials:
-    """TLS credentials (mutual TLS when cert_file and key_file are given). `labels` name the
-    three settings in errors: config keys by default, a CLI passes its flags."""
-    if (cert_file is None) != (key_file is None):
-        raise ConfigError(f"{who}: mutual TLS needs both {labels['cert_file']} and {labels['key_file']}")
-    return grpc.ssl_channel_credentials(
-        root_certificates=_read(ca_file, labels["ca_file"], who),
-        private_key=_read(key_file, labels["key_file"], who),
-        certificate_chain=_read(cert_file, labels["cert_file"], who),
-    )
 
 
 def read_token(token_env: str | None, token_file: str | None, *, who: str) -> str | None:

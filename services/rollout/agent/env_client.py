@@ -41,7 +41,8 @@ from meshrl.config.external_calls import TlsConfig
 from meshrl.services.rollout.agent.answers import parse_answer
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
 from meshrl.transport.rpc import mesh_tls
-from meshrl.transport.rpc.tls import channel_credentials, open_external_channel, read_token
+from meshrl.transport.rpc.mesh_tls import channel_credentials
+from meshrl.transport.rpc.tls import open_external_channel, read_token
 
 log = logging.getLogger(__name__)
 SERVICE = "/meshrl.env.v1.EnvironmentService/"
