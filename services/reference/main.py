@@ -31,7 +31,8 @@ import re
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.service.malloc import keep_freed_memory
 from meshrl.inputs.models.load import resolve_model_source
-from meshrl.services.reference.instruments import reference_instruments
+from meshrl.services.reference.servicer import start_reference_server
+from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker, reference_instruments
 from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reference")
@@ -57,14 +58,6 @@ class ReferenceProcess(ServiceProcess):
         self.scorer = await asyncio.to_thread(ReferenceScorer.from_config, ctx.cfg)
 
     async def start(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reference.server import (
-            start_reference_server,
-        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
-        from meshrl.services.reference.worker import (
-            STAGE,
-            ReferenceWorker,
-        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
-
         server, port = await start_reference_server(self.scorer, grpc_port(ctx.cfg.reference.grpc_port, ctx.replica))
         ctx.on_stop(stop_server, server, 2)
         self.worker = ReferenceWorker(ctx.bus, self.scorer, ctx.replica, reference_instruments(ctx.metrics))
@@ -81,11 +74,6 @@ class ReferenceProcess(ServiceProcess):
 
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `scored` until cancelled; the consumer loop only ends by failing."""
-        from meshrl.services.reference.worker import (
-            DURABLE,
-            STAGE,
-        )  # lazy: torch: after keep_freed_memory() and the model-path check (fails fast)
-
         try:
             await ctx.bus.worker(STAGE, DURABLE, self.worker.handle, auto_in_progress=True)
             raise RuntimeError(f"the {STAGE!r} consumer stopped on its own")

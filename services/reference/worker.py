@@ -7,21 +7,45 @@ the group id as message id (a redelivered group is deduplicated by JetStream). T
 the `scored` message only after the handler returned, i.e. after the publish: a crash in
 between redelivers, never loses. A group the rollout dropped (`Group.drop_reason`) is
 passed on without log-probs: the learner records it as dropped. `on_group(group)` is
-called after each publish (metrics; see instruments.py).
+called after each publish: `reference_instruments(metrics)` counts groups and sequences,
+a callback (default: nothing) so tests that build a worker directly need no metrics
+endpoint. No torch here (the scorer is passed in), so the service's main imports this
+module at its top.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING, Callable
 
 from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
-from meshrl.services.reference.instruments import no_op
-from meshrl.services.reference.scorer import ReferenceScorer
+
+if TYPE_CHECKING:
+    from meshrl.services.reference.scorer import ReferenceScorer
 
 STAGE, DURABLE, OUT_STAGE = "scored", "reference", "ready"
+GroupCallback = Callable[[common_pb2.Group], None]
+
+
+def no_op(group: common_pb2.Group) -> None:
+    """What a worker calls when metrics are off."""
+
+
+def reference_instruments(handle) -> GroupCallback:
+    """Counters of groups and sequences (samples) given reference log-probs."""
+    if handle is None:
+        return no_op
+    groups = handle.counter("meshrl_groups_scored_total", "groups given reference log-probs")
+    sequences = handle.counter("meshrl_sequences_scored_total", "sequences scored")
+
+    def on_group(group: common_pb2.Group) -> None:
+        groups.add(1)
+        sequences.add(len(group.samples))
+
+    return on_group
 
 
 def add_ref_logprobs(scorer: ReferenceScorer, group: common_pb2.Group, replica_id: str) -> common_pb2.Group:

@@ -23,7 +23,7 @@ from meshrl.config.alerts import AlertsConfig, RuleConfig
 from meshrl.telemetry.latency import record_rpc, timed_stage
 from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.learner.metric_logger import PrometheusLogger
-from meshrl.services.reference.instruments import reference_instruments
+from meshrl.services.reference.worker import reference_instruments
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.rollout.agent.instruments import AgentEvents

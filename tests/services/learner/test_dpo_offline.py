@@ -12,7 +12,7 @@ from meshrl.transport.rpc import stop_server
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.assemble import offline
 from meshrl.services.reference.scorer import ReferenceScorer
-from meshrl.services.reference.server import start_reference_server
+from meshrl.services.reference.servicer import start_reference_server
 
 
 @pytest.fixture
