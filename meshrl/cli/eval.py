@@ -35,7 +35,7 @@ from meshrl.config.load import deep_merge
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.data.rows import DatasetError
 from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
-from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval import EvalUnavailable
 from meshrl.errors import LaunchError, RunFailed
 from meshrl.eval.source import model_dir_for, resolve_source
 from meshrl.cli import about

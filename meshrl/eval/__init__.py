@@ -7,4 +7,10 @@
 - `SampleWriter` (samples.py): rows to RUN_DIR/samples.jsonl (train and eval splits).
 
 A client of the services, never a service: nothing here imports `meshrl.services`.
+`EvalUnavailable` (here): why an evaluation could not run.
 """
+
+
+class EvalUnavailable(RuntimeError):
+    """Rollout or reward could not serve the evaluation (unreachable, missing, or on older
+    weights); the message names which and why."""

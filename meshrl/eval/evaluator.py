@@ -30,7 +30,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.data.prompts import PromptItem
 from meshrl.inputs.data.task_fields import task_fields
 from meshrl.eval.correct import judge
-from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval import EvalUnavailable
 from meshrl.eval.metrics import summarize
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.records import EvalSample, from_group, with_environment_reward

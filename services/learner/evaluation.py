@@ -34,7 +34,7 @@ from meshrl.transport.bus.registry import service_addresses
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.inputs.data.prompts import PromptDataset, PromptItem
-from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval import EvalUnavailable
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient

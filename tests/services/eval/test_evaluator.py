@@ -17,7 +17,7 @@ import pytest
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.inputs.data.prompts import PromptDataset
-from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval import EvalUnavailable
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient

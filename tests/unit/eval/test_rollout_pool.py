@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from meshrl.eval.errors import EvalUnavailable
+from meshrl.eval import EvalUnavailable
 from meshrl.eval.rollout_pool import RolloutPool
 from meshrl.api.rollout.v1 import rollout_pb2
 
