@@ -6,12 +6,16 @@ go through the model in one forward pass of up to `max_batch` texts.
 
 The first waiting text starts a batch; texts queued within `max_wait_s` join it. The model
 runs in a thread (the event loop keeps serving). `sizes` records each batch's size.
+`reward_fn(model, normalizer)` is the SDK's per-item function whose items meet in one
+(both ways of starting the service use it: main.py, process.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any, Callable
+
+from meshrl.reward_sdk import Item
 
 
 class MicroBatcher:
@@ -56,3 +60,20 @@ class MicroBatcher:
         if self.task is not None:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
+
+
+def reward_fn(model, normalizer, *, max_batch: int = 32):
+    """An async per-item function for the SDK; items meet in the MicroBatcher."""
+
+    def score_texts(texts: list[str]) -> list[tuple[float, float]]:
+        raw = model.score(texts)
+        return list(zip(normalizer(raw), raw))
+
+    batcher = MicroBatcher(score_texts, max_batch=max_batch)
+
+    async def reward(item: Item) -> tuple[float, dict[str, float]]:
+        value, raw = await batcher.submit(model.text(item.prompt, item.messages, item.response))
+        return value, {"raw_score": raw}
+
+    reward.batcher = batcher
+    return reward

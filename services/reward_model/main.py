@@ -30,28 +30,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from meshrl.reward_sdk import Item, serve
+from meshrl.reward_sdk import serve
 from meshrl.services.reward_model.process import RewardModelProcess, __doc__ as process_doc
-from meshrl.services.reward_model.batcher import MicroBatcher
+from meshrl.services.reward_model.batcher import reward_fn
 from meshrl.service import run_service
 from meshrl.services.reward_model.normalize import RewardNormalizer
-
-
-def reward_fn(model, normalizer, *, max_batch: int = 32):
-    """An async per-item function for the SDK; items meet in the MicroBatcher."""
-
-    def score_texts(texts: list[str]) -> list[tuple[float, float]]:
-        raw = model.score(texts)
-        return list(zip(normalizer(raw), raw))
-
-    batcher = MicroBatcher(score_texts, max_batch=max_batch)
-
-    async def reward(item: Item) -> tuple[float, dict[str, float]]:
-        value, raw = await batcher.submit(model.text(item.prompt, item.messages, item.response))
-        return value, {"raw_score": raw}
-
-    reward.batcher = batcher
-    return reward
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -23,6 +23,7 @@ import logging
 
 from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.config import ConfigError
+from meshrl.services.reward_model.batcher import reward_fn
 from meshrl.services.reward_model.normalize import RewardNormalizer
 from meshrl.reward_sdk import start as start_reward_server
 from meshrl.transport.rpc import stop_server
@@ -65,10 +66,6 @@ class RewardModelProcess(ServiceProcess):
         )
 
     async def prepare(self, ctx: ServiceContext) -> None:
-        from meshrl.services.reward_model.main import (
-            reward_fn,
-        )  # lazy: breaks the cycle with main.py, which imports this module
-
         settings = settings_of(ctx.cfg)
         model, normalizer = await asyncio.to_thread(load_model, settings)
         self.fn = reward_fn(model, normalizer, max_batch=settings.batch_size)

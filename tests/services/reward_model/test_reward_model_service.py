@@ -12,7 +12,8 @@ from meshrl.config.schema import RewardComponentConfig
 from meshrl.reward_sdk import start
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
-from meshrl.services.reward_model.main import main, reward_fn
+from meshrl.services.reward_model.batcher import reward_fn
+from meshrl.services.reward_model.main import main
 from meshrl.services.reward_model.model import RewardModel
 from meshrl.services.reward_model.normalize import RewardNormalizer
 from tests.fixtures.tiny_reward_model import build_tiny_reward_model
