@@ -29,7 +29,7 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import admin_credentials, secrets_dir
 from meshrl.launch.restarts import RestartPolicy, RestartReporter, kept_alive
-from meshrl.transport.bus.permissions import ADMIN
+from meshrl.transport.bus.subjects import ADMIN
 from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 from meshrl.transport.bus.server import EmbeddedNats
 from meshrl.launch.secrets import run_tls

@@ -12,7 +12,7 @@ import yaml
 
 from meshrl.config import load_config
 from meshrl.transport.bus.credentials import ENV_VAR
-from meshrl.transport.bus.permissions import KINDS
+from meshrl.transport.bus.subjects import KINDS
 from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
 from tests.deploy.test_compose import COMPOSE_DIR, check_jsonschema, load_override, override_services
 

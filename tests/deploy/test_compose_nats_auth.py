@@ -22,7 +22,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.errors import PermissionDenied
-from meshrl.transport.bus.permissions import ADMIN, KINDS
+from meshrl.transport.bus.subjects import ADMIN, KINDS
 from meshrl.transport.bus.server import find_nats_server
 from meshrl.addresses import free_port
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR

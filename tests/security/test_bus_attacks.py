@@ -24,7 +24,7 @@ from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.errors import PermissionDenied
-from meshrl.transport.bus.permissions import kv_stream
+from meshrl.transport.bus.subjects import kv_stream
 from tests.fixtures.nats import connect_as
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_ambient_credentials")]

@@ -5,7 +5,7 @@ Modules: server (EmbeddedNats), cluster (NatsCluster: N clustered local nodes), 
 (WeightsStore), codec (packed arrays).
 
 The names below load on first use (PEP 562): importing a pure-Python submodule such as
-`subjects`, `credentials`, `permissions`, `tls`, `errors` or `server` does not import nats
+`subjects` (names and permissions), `credentials`, `tls`, `errors` or `server` does not import nats
 (and aiohttp), so the CLI can import them at start-up.
 """
 

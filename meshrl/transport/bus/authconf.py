@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from meshrl.transport.bus.permissions import Permissions
+from meshrl.transport.bus.subjects import Permissions
 
 AUTH_TIMEOUT_S = 5
 

@@ -15,7 +15,7 @@ three-node cluster; 1, the default, on a single server).
 
 Credentials: `credentials=` or, by default, the file MESHRL_NATS_CREDENTIALS_FILE names
 (credentials.py); the client then uses its user's own inbox prefix, the only one its
-permissions let it subscribe to (permissions.py). None: connect without auth. A publish the
+permissions let it subscribe to (subjects.py). None: connect without auth. A publish the
 server refuses raises PermissionDenied at once (denials.py).
 
 TLS: `tls=` (tls.TlsFiles) or, by default, the files MESHRL_NATS_TLS_CA_FILE (+ _CERT_FILE,
@@ -45,7 +45,7 @@ from meshrl.transport.bus.events import Listener
 from meshrl.transport.bus.kv import RunState
 from meshrl.transport.bus.messages import check_type
 from meshrl.transport.bus.objects import WeightsStore
-from meshrl.transport.bus.permissions import CONSUMER_CREATORS, inbox_prefix
+from meshrl.transport.bus.subjects import CONSUMER_CREATORS, inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus.retry import election_patience, retry_transient
 from meshrl.transport.bus.pull import Puller

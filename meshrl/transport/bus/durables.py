@@ -9,7 +9,7 @@ Why the services do not create their own: creating a consumer lets the creator s
 own behalf, whatever the creator may publish (nats-server checks no permission on it). A
 service that may create its durable could make it a push consumer delivering into `ready`
 or the learner's `weights.loaded`. So a service's NATS user may only look its durable up,
-fetch from it and ack (permissions.py); the pull durables exist before the run KV does, and
+fetch from it and ack (subjects.py); the pull durables exist before the run KV does, and
 services wait for the run KV (run_wait.py). A pull durable cannot be updated into a push
 one (the server refuses), so an existing durable stays safe.
 
@@ -32,7 +32,7 @@ class ConsumerSpec:
 
     def config(self):
         """The nats-py ConsumerConfig of this durable pull consumer (explicit acks, all messages)."""
-        from nats.js import api  # lazy: permissions.py (pure Python, imported by the CLI) reads this module
+        from nats.js import api  # lazy: subjects.py (pure Python, imported by the CLI) reads this module
 
         if self.max_deliver < 1:
             raise ValueError(f"max_deliver={self.max_deliver}: must be >= 1 (the defaults redeliver forever)")

@@ -101,7 +101,7 @@ class RunState:
     async def entries(self, prefix: str) -> list[Entry]:
         """Every live entry whose key starts with `prefix.`, sorted by key.
 
-        No consumer (a service's NATS user may not create one: permissions.py, so `keys()` is
+        No consumer (a service's NATS user may not create one: subjects.py, so `keys()` is
         the learner's and admin's): message gets with `next_by_subj`, one per stored key under
         the prefix (the bucket keeps one revision per key); a key whose last message is a
         delete or purge marker is gone."""
@@ -133,7 +133,7 @@ class RunState:
     async def watch(self, key: str, *, recheck_s: float = WATCH_RECHECK_S) -> AsyncIterator[Entry]:
         """Yield the current value (if any) first, then each newer one; deletes are skipped.
 
-        No consumer (a service's NATS user may not create one: permissions.py): it subscribes
+        No consumer (a service's NATS user may not create one: subjects.py): it subscribes
         to the key's subject and re-reads the key when a put arrives, and every `recheck_s`
         anyway (a put made while the connection was down reaches no subscriber). What it
         yields is the stored entry: a message on the subject is only a hint. A burst of

@@ -11,7 +11,7 @@ on 538 MB: `get()` quadratic, `get(writeinto=)` ≈60 MB/s), so:
   and the whole put is retried, so chunk order is never broken by a partial retry.
 - get: batched direct gets of the object's chunk subject (no consumer: a rollout's NATS
   user may not create one, since a consumer's creator chooses where the server delivers,
-  permissions.py), GET_BATCH chunks per request (16 MiB, well under the server's 64 MB
+  subjects.py), GET_BATCH chunks per request (16 MiB, well under the server's 64 MB
   per-client max_pending) straight into a preallocated buffer or an mmap of the
   destination file; size and sha256 are checked against the object's info before the file
   is renamed into place.
@@ -263,7 +263,7 @@ class WeightsStore:
 
     async def _pull_chunks(self, info: api.ObjectInfo, view: memoryview, hasher: _ThreadedSha256) -> int:
         """Every chunk, in order, by batched direct gets: no consumer is created (a rollout's
-        NATS user may not: permissions.py), GET_BATCH chunks per request."""
+        NATS user may not: subjects.py), GET_BATCH chunks per request."""
         subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=self.bucket, obj=info.nuid)
         nc = self._js._nc
         inbox = await nc.subscribe(nc.new_inbox())

@@ -9,7 +9,7 @@ and `meshrl eval` find them here. Lives in the core package so that no service i
 another to learn the key format.
 
 Dots, not slashes, separate the parts: a KV key is one NATS subject token per dot, so the
-server's permissions can let a kind write `services.<kind>.*` and nothing else (permissions.py).
+server's permissions can let a kind write `services.<kind>.*` and nothing else (subjects.py).
 
 Simplification: an entry of a replica that was killed (no clean stop) stays until the run
 ends; a caller that cannot reach an address treats it as gone.
@@ -45,7 +45,7 @@ async def withdraw_service(state: RunState, kind: str, replica: str) -> None:
 async def service_entries(state: RunState, kind: str) -> list[dict]:
     """Every live entry of `kind`, sorted by replica id ([] when none is announced)."""
     # entries(), not keys(): listing keys needs a consumer, which only the learner may create,
-    # and the rollout lists the environment's replicas (permissions.py)
+    # and the rollout lists the environment's replicas (subjects.py)
     return [e.json() for e in await state.entries(f"{PREFIX}.{kind}") if e.value]
 
 

@@ -5,7 +5,7 @@ server's authorization block.
     EmbeddedNats(run_dir / "nats", auth=auth.server)
     env = {ENV_VAR: str(auth.files["rollout"])}      # what a rollout replica gets
 
-Users: one per service kind (permissions.py) plus `admin` (the launcher). Passwords are new
+Users: one per service kind (subjects.py) plus `admin` (the launcher). Passwords are new
 at every start (a resumed run gets new ones); `remove_run_secrets` deletes the files when
 the server stops, since its passwords die with it.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from meshrl.transport.bus.authconf import ServerAuth, server_auth
 from meshrl.transport.bus.credentials import Credentials, new_password, write_credentials
-from meshrl.transport.bus.permissions import ADMIN, admin_permissions, run_permissions
+from meshrl.transport.bus.subjects import ADMIN, admin_permissions, run_permissions
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ one who could not already forge the notice.
 Signatures. Weights notices are signed by the learner with the run's key (meshrl.security.run_key).
 
 A notice says which bytes to load and where; only the learner may write it, and the NATS
-permissions say so (permissions.py), but whatever lands under the run KV's notice key is
+permissions say so (subjects.py), but whatever lands under the run KV's notice key is
 read by every replica (the server stores a JetStream API answer aimed there, too). With the
 run's verify key, a replica loads only a notice the learner signed:
 

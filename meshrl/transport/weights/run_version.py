@@ -12,7 +12,7 @@ notice only when its version equals the run's (`refusal` is None):
 - a stale notice replayed (a version the run has left) or a forged one skipping ahead is
   refused, and the refusal names both versions.
 A run state with no version (a learner from before this key) accepts every notice, as before.
-The learner alone may write either key (meshrl.transport.bus.permissions).
+The learner alone may write either key (meshrl.transport.bus.subjects).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from meshrl.transport.bus.credentials import (
     read_credentials,
     write_credentials,
 )
-from meshrl.transport.bus.permissions import CONSUMES, kind_permissions, run_permissions
+from meshrl.transport.bus.subjects import CONSUMES, kind_permissions, run_permissions
 from meshrl.transport.bus.run_auth import create_run_auth
 
 
