@@ -24,6 +24,7 @@ Rollout, per replica (over tensor-parallel workers): weights in model.dtype, and
 of it; vLLM preallocates `rollout.kv_cache_gb`. Reference and reward model: weights in their
 dtype plus one micro-batch's logits. Not counted: the framework itself (torch, vLLM's
 runtime, CUDA context: about 0.5–1 GiB per process), allocator fragmentation.
+`ModelShape` is what this arithmetic reads of a model (shapes.py measures it).
 """
 
 from __future__ import annotations
@@ -32,7 +33,21 @@ import math
 from dataclasses import dataclass, field
 
 from meshrl.config import RunConfig
-from meshrl.plan.shapes import ModelShape
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    params: int  # every parameter (tied weights once)
+    layers: int
+    hidden: int
+    kv_dim: int  # key/value heads × head dim: one token's K (or V) per layer
+    mlp_width: int  # the MLP's intermediate size a token goes through (× experts per token for MoE)
+    vocab: int
+    attention_heads: int
+    kv_heads: int
+    largest_layer_params: int  # what FSDP gathers at once
+    linear_shapes: tuple[tuple[str, int, int], ...]  # (module name, in, out) of each nn.Linear
+
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
 

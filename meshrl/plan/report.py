@@ -2,16 +2,22 @@
 
 plan = memory_plan(cfg, device="h100-80gb")   # ServiceMemory per service + warnings
 print("\n".join(plan_lines(plan)))
+
+Named devices a plan is checked against (`meshrl plan --device NAME`): usable memory in
+bytes. GPU sizes are the cards' memory as the driver reports it (what torch can allocate is a
+little less); `cpu` is this host's RAM.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import psutil
+
 from meshrl.config import RunConfig
 from meshrl.plan.parallel import tensor_parallel_problem
-from meshrl.plan.devices import device_bytes
 from meshrl.plan.memory import (
+    ModelShape,
     ServiceMemory,
     dtype_bytes_of,
     frozen_model_memory,
@@ -22,7 +28,30 @@ from meshrl.plan.memory import (
     micro_batch_tokens,
     rollout_memory,
 )
-from meshrl.plan.shapes import ModelShape, hf_config, model_shape
+from meshrl.plan.shapes import hf_config, model_shape
+
+GiB = 1024**3
+
+DEVICES = {
+    "h200": 141 * 10**9,
+    "h100-80gb": 80 * GiB,
+    "a100-80gb": 80 * GiB,
+    "a100-40gb": 40 * GiB,
+    "l40s": 48 * GiB,
+    "a10g": 24 * GiB,
+    "l4": 24 * GiB,
+    "rtx4090": 24 * GiB,
+}
+
+
+def device_bytes(name: str) -> int:
+    """Usable bytes of a named device; `cpu` is the host's RAM. ValueError names the choices."""
+    if name == "cpu":
+        return psutil.virtual_memory().total
+    if name not in DEVICES:
+        raise ValueError(f"--device {name!r} is unknown; choose one of: cpu, {', '.join(DEVICES)}")
+    return DEVICES[name]
+
 
 ADVICE = {
     "learner": "trainer.gradient_checkpointing=true, a smaller trainer.micro_batch_size, or more learner.ranks",

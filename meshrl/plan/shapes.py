@@ -3,40 +3,26 @@
 The model is built from its config on torch's meta device (no weights read, no memory
 used), so any architecture transformers knows — dense or mixture-of-experts — is counted
 exactly, including tied embeddings. The per-token activation sizes come from the config's
-dimensions (hidden, KV heads × head dim, MLP width, experts routed per token).
+dimensions (hidden, KV heads × head dim, MLP width, experts routed per token), into a
+`ModelShape` (memory.py, whose arithmetic reads it). torch and transformers are imported at
+the top: only the plan report (`meshrl plan`, imported by that command alone) reads shapes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
 
-
-@dataclass(frozen=True)
-class ModelShape:
-    params: int  # every parameter (tied weights once)
-    layers: int
-    hidden: int
-    kv_dim: int  # key/value heads × head dim: one token's K (or V) per layer
-    mlp_width: int  # the MLP's intermediate size a token goes through (× experts per token for MoE)
-    vocab: int
-    attention_heads: int
-    kv_heads: int
-    largest_layer_params: int  # what FSDP gathers at once
-    linear_shapes: tuple[tuple[str, int, int], ...]  # (module name, in, out) of each nn.Linear
+from meshrl.plan.memory import ModelShape
 
 
 def hf_config(path: str, gguf_file: str | None = None):
-    from transformers import AutoConfig  # lazy: transformers costs seconds at CLI start-up
-
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     return AutoConfig.from_pretrained(path, **kwargs)
 
 
 def model_shape(config) -> ModelShape:
     """The shape of a transformers causal-LM config (see module docstring)."""
-    import torch  # lazy: torch/transformers cost seconds at CLI start-up
-    from transformers import AutoModelForCausalLM
-
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     heads = config.num_attention_heads
