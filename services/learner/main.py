@@ -5,7 +5,8 @@
 
 Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service.
-Start-up, in order: load the config; start the Prometheus endpoint; connect to NATS and
+Start-up, in order: load the config; start the Prometheus endpoint; connect to NATS; import
+the heavy half (torch, transformers, peft, FSDP, DCP) once, in `start`, and
 create the run's streams; load and validate the dataset (the report goes to the log and
 RUN_DIR/data_report.json before any training); load the model, optimizer (and critic);
 serve LearnerControlService (+ health) on learner.grpc_port; then run the loop (`loop.py`)
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
@@ -41,7 +43,6 @@ from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.service.args import parse_service_args
 from meshrl.service.runner import LOG_FORMAT
 from meshrl.service.malloc import keep_freed_memory
-from meshrl.services.learner import assemble, ranks
 from meshrl.run.audit import control_auditor
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
@@ -72,6 +73,10 @@ class LearnerProcess(ServiceProcess):
 
     async def start(self, ctx: ServiceContext) -> None:
         """Streams, data, model (resumed if asked), the control server, the weights-ack ledger."""
+        from meshrl.services.learner import (
+            assemble,
+        )  # lazy: the heavy half (torch, transformers, peft, FSDP, DCP: seconds), once, after the config and NATS
+
         cfg = ctx.cfg
         await ctx.bus.ensure_streams(run_consumers(cfg.rollout.ack_wait_s))
         state = LearnerState(run_id=ctx.run_id, total_steps=cfg.learner.steps)
@@ -132,9 +137,16 @@ async def follow_weights_acks(bus, run_id: str, ledger: Ledger):
     return await bus.nc.subscribe(names.weights_loaded_subject(run_id), cb=on_ack)
 
 
+def is_follower() -> bool:
+    """A rank > 0 of torchrun's world (ranks.py), read from torchrun's environment."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and int(os.environ.get("RANK", "0")) > 0
+
+
 def main(argv: list[str] | None = None) -> int:
     keep_freed_memory()  # steps reuse their tensors' pages (meshrl/service/malloc.py)
-    if ranks.is_follower():  # torchrun's rank > 0: no NATS, no servers, rank 0's commands
+    if is_follower():  # torchrun's rank > 0: no NATS, no servers, rank 0's commands
+        from meshrl.services.learner import ranks  # lazy: the heavy half, as in LearnerProcess.start
+
         logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
         return ranks.follower_main(parse_service_args(LearnerProcess(), argv))
     return run_service(LearnerProcess(), argv, description=__doc__.splitlines()[0])

@@ -70,10 +70,6 @@ def under_torchrun() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def is_follower() -> bool:
-    return under_torchrun() and int(os.environ.get("RANK", "0")) > 0
-
-
 def join(ranks: int) -> DistContext:
     """A world of one (no process group) outside torchrun, else this rank's place in it; every
     rank calls this first, in the same order (the command group is a collective). `ranks` is

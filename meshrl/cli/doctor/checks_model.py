@@ -13,7 +13,7 @@ from pathlib import Path
 
 from meshrl.cli.doctor.check import Check, failed, passed, skipped, warned
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
-from meshrl.inputs.models.lora import adapter_push_warning
+from meshrl.config.lora import adapter_push_warning
 from meshrl.inputs.models.moe import moe_ratio_warning
 
 NAME = "model"

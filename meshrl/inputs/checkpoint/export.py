@@ -122,7 +122,7 @@ def _with_lora(model: torch.nn.Module, config: dict | None) -> torch.nn.Module:
     if not lora:
         return model
     from meshrl.config.lora import LoraSettings
-    from meshrl.inputs.models.lora import wrap_lora
+    from meshrl.inputs.models.lora import wrap_lora  # lazy: peft (seconds), only for a LoRA run's checkpoint
 
     return wrap_lora(model, LoraSettings(**lora))
 

@@ -26,6 +26,7 @@ import copy
 
 import torch
 from torch import nn
+from transformers import AutoModel
 
 from meshrl.algos.masked import masked_mean
 from meshrl.config.algorithm import CriticConfig, TrainerConfig
@@ -54,8 +55,6 @@ class ValueModel(nn.Module):
 
     @classmethod
     def from_config(cls, config) -> "ValueModel":
-        from transformers import AutoModel  # lazy: transformers (seconds), only when a critic is built
-
         return cls(AutoModel.from_config(config))
 
     @classmethod

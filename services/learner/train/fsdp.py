@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 
 @dataclass(frozen=True)
@@ -93,14 +96,6 @@ def shard_model(
     `bf16_params` adds a MixedPrecisionPolicy: bf16 compute copies of the parameters and
     fp32 gradient reduction, with fp32 master weights and optimizer state.
     """
-    from torch.distributed.device_mesh import (
-        init_device_mesh,
-    )  # lazy: torch.distributed.fsdp costs seconds; only when sharding
-    from torch.distributed.fsdp import (
-        MixedPrecisionPolicy,
-        fully_shard,
-    )  # lazy: torch.distributed.fsdp costs seconds; only when sharding
-
     mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
     kwargs = {"mesh": mesh, "reshard_after_forward": reshard_after_forward}
     if bf16_params:
@@ -139,11 +134,6 @@ def full_state_dict(model: nn.Module, ctx: DistContext) -> dict[str, torch.Tenso
     callers write them out before the model is updated again."""
     if not ctx.distributed:
         return {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        get_model_state_dict,
-    )  # lazy: torch.distributed.checkpoint costs seconds; only when gathering
-
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
     state = get_model_state_dict(model, options=options)
     return state if ctx.is_main else {}

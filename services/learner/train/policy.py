@@ -24,6 +24,7 @@ from typing import Callable
 import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
+from transformers import AutoModelForCausalLM
 
 from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.algos.checks import check_finite
@@ -187,8 +188,6 @@ def build_policy(
 ) -> TrainedModel:
     """The policy ready to train: (sharded) model, AdamW and warmup-cosine schedule."""
     if isinstance(model, str):
-        from transformers import AutoModelForCausalLM  # lazy: transformers (seconds), only when a policy is built
-
         model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
     dist = dist or DistContext()
     model = prepare_model(model, trainer, dist)

