@@ -1,7 +1,8 @@
 """The chaos suite's table: one row per fault, printed at the end of the session by
 tests/chaos/conftest.py (pytest's terminal summary), so CI logs show what each fault cost.
 
-Columns: fault; recover s (from the fault to the next finished step); steps lost (trained
+Each fault's row counts what happened within its own time window (a run of several faults
+gives one row each). Columns: fault; recover s (from the fault to the next finished step); steps lost (trained
 again after a learner resume); redelivered (repeat deliveries over every stage's consumers);
 dropped (groups, by reason); restarts (the launcher's, by service).
 """
@@ -22,9 +23,9 @@ def record(result) -> dict:
     row = {
         "fault": result.fault.name,
         "recover s": "-" if recovery is None else f"{recovery:.1f}",
-        "steps lost": ",".join(map(str, result.proof.steps_lost)) or "0",
+        "steps lost": ",".join(map(str, result.steps_lost())) or "0",
         "redelivered": str(sum(result.redelivered.values())),
-        "dropped": ", ".join(f"{r}={n}" for r, n in sorted(result.proof.dropped.items())) or "0",
+        "dropped": ", ".join(f"{r}={n}" for r, n in sorted(result.dropped().items())) or "0",
         "restarts": ", ".join(f"{s}×{n}" for s, n in sorted(restarts.items())) or "0",
     }
     ROWS.append(row)

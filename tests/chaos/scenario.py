@@ -2,15 +2,21 @@
 moment of a seeded step, then everything the chaos tests judge.
 
     result = run_scenario(Fault("kill -9 reward", "reward-0"), tiny_model_dir, e2e_data, tmp_path)
+    first, second = run_faults([fault_a, fault_b], tiny_model_dir, e2e_data, tmp_path, steps=60, span=2)
 
-The moment: step K (seeded, 1..steps-2; or Fault.step) begins when metrics.jsonl holds K rows; the fault
-comes a seeded 0..MAX_DELAY_S later. The seed is Fault.seed, or MESHRL_CHAOS_SEED when set
-(printed, so a failure can be replayed). A fault is a signal to one process the launcher
-started: a service replica (`--replica-id rollout-1`) or the embedded nats-server; or, with
-`cluster=` (an external NatsCluster the run uses with JetStream replicas = 3), NATS_NODE:
-SIGKILL of the cluster node the learner is connected to, made first the leader of every stage
-stream and of the run-state KV (a leader step-down with that node preferred): the worst
-single loss, the same one each time.
+The moment: step K (seeded, 1..steps/3; or Fault.step) begins when metrics.jsonl holds K
+rows; the fault comes a seeded 0..MAX_DELAY_S later. The seed is Fault.seed, or
+MESHRL_CHAOS_SEED when set (printed, so a failure can be replayed). Several faults share one
+run (run_faults: one mesh start-up for all): each strikes at a seeded step of the `span`
+after the run recovered from the one before (recovered(): the target back, and trained
+again), so no two overlap; each fault's result judges its own time window, from its strike
+to the next one.
+
+A fault is a signal to one process the launcher started: a service replica (`--replica-id
+rollout-1`) or the embedded nats-server; or, with `cluster=` (an external NatsCluster the run
+uses with JetStream replicas = 3), NATS_NODE: SIGKILL of the cluster node the learner is
+connected to, made first the leader of every stage stream and of the run-state KV (a leader
+step-down with that node preferred): the worst single loss, the same one each time.
 
 While the run goes, a watcher reads each stage's consumers from NATS once a second:
 `delivered.consumer_seq - delivered.stream_seq` is how many deliveries were repeats
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import signal
@@ -28,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -40,7 +48,7 @@ from meshrl.transport.bus.client import server_urls
 from meshrl.transport.bus.cluster import NatsCluster
 from meshrl.transport.bus.credentials import credentials_path, read_credentials
 from meshrl.transport.bus.subjects import STAGES, kv_bucket, stage_stream
-from tests.chaos.ledger_proof import LedgerReport, prove_ledger, versions_at_step
+from tests.chaos.ledger_proof import LedgerReport, prove_ledger, superseded_trainings, versions_at_step
 from tests.e2e.conftest import mesh_config
 
 # A tiny-model step takes ~0.2 s once the mesh is up, so a run of 4 steps was over before a
@@ -48,6 +56,7 @@ from tests.e2e.conftest import mesh_config
 # fault within the first third and at most 0.5 s into its step: >= 7 steps still to go.
 STEPS = 12
 MAX_DELAY_S = 0.5
+MIN_STEPS_AFTER = 5  # steps a fault leaves at least after its own (else: raise steps) to show the recovery
 RUN_TIMEOUT_S = 600
 # `meshrl train`, through its own subcommand module (cli/train.py: the launcher, as users run
 # it) rather than the whole CLI, whose other subcommands are not what these tests judge.
@@ -78,6 +87,10 @@ class Fault:
 
 @dataclass
 class ScenarioResult:
+    """What one fault did. A run of several faults gives one each, sharing the run's files
+    (returncode, metrics, ledger, proof) and judged within its own window [since, until): from
+    its strike (the run's start for the first) to the next fault's (the end for the last)."""
+
     fault: Fault
     returncode: int
     stderr: str
@@ -85,15 +98,20 @@ class ScenarioResult:
     fault_time: float
     metrics: list[dict]
     ledger: list[dict]
-    restarts: list[dict]
-    proof: LedgerReport
-    redelivered: dict[str, int] = field(default_factory=dict)
+    restarts: list[dict]  # the launcher's restarts within the window
+    proof: LedgerReport  # the whole run's
+    redelivered: dict[str, int] = field(default_factory=dict)  # repeat deliveries within the window
     victim: str = ""  # what the fault hit: the target, or the cluster node (and what it led)
+    since: float = 0.0
+    until: float = math.inf
+
+    def in_window(self, events: list[dict]) -> list[dict]:
+        return [e for e in events if self.since <= e["time"] < self.until]
 
     def trained_after_fault(self, replica: str | None = None) -> list[dict]:
         return [
             e
-            for e in self.ledger
+            for e in self.in_window(self.ledger)
             if e["event"] == "trained"
             and e["time"] > self.fault_time
             and (replica is None or e.get("replica") == replica)
@@ -104,9 +122,22 @@ class ScenarioResult:
         after = self.trained_after_fault()
         return after[0]["time"] - self.fault_time if after else None
 
+    def dropped(self) -> Counter:
+        """Groups dropped within the window, by reason (the proof's count for a one-fault run)."""
+        return Counter(e["reason"] or "(no reason)" for e in self.in_window(self.ledger) if e["event"] == "dropped")
+
+    def steps_lost(self) -> list[int]:
+        """Steps trained again after a learner resume within the window."""
+        lost_before = superseded_trainings([e for e in self.ledger if e["time"] < self.since])[1]
+        lost_by_end = superseded_trainings([e for e in self.ledger if e["time"] < self.until])[1]
+        return [step for step in lost_by_end if step not in lost_before]
+
 
 def rows(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    """A JSON-lines file's rows; a last line still being written (no newline yet) is left out:
+    the run's files are read while it writes them."""
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(x) for x in text[: text.rfind("\n") + 1].splitlines() if x.strip()]
 
 
 def launched(proc: subprocess.Popen, target: str) -> psutil.Process:
@@ -251,29 +282,79 @@ def strike_node(proc: subprocess.Popen, cluster: NatsCluster) -> tuple[float, st
     return at, f"{node}: the learner's node, leader of {', '.join([*STAGES, 'the run KV'])}"
 
 
-def moment(fault: Fault, steps: int = STEPS) -> tuple[int, float]:
+def moment(fault: Fault, steps: int = STEPS, after: int = 0, span: int | None = None) -> tuple[int, float]:
+    """The fault's step (a seeded one of after+1..after+span; span: the first third of the run)
+    and its delay into that step."""
     seed = int(os.environ.get("MESHRL_CHAOS_SEED", fault.seed))
     rng = random.Random(seed)
-    step, delay = rng.randint(1, max(1, steps // 3)), rng.uniform(0.0, fault.max_delay_s)
+    step, delay = after + rng.randint(1, span or max(1, steps // 3)), rng.uniform(0.0, fault.max_delay_s)
     step = step if fault.step is None else fault.step
     print(f"\n{fault.name}: seed {seed} -> during step {step}, {delay:.2f} s after it began")
     return step, delay
 
 
-def run_scenario(
-    fault: Fault,
+@dataclass
+class Strike:
+    """One fault as it happened: when, what it hit, the watch's redelivery counts at that moment."""
+
+    fault: Fault
+    time: float
+    victim: str
+    redelivered: dict[str, int]
+
+
+def back_at(strike: Strike, run_dir: Path) -> float | None:
+    """When the fault's target was back: its SIGCONT, or the launcher's restart of it (None: not
+    yet); a lost cluster node is not restarted: the cluster goes on at once."""
+    fault = strike.fault
+    if fault.resume_after_s is not None:
+        return strike.time + fault.resume_after_s
+    if fault.target == NATS_NODE:
+        return strike.time
+    restarted = [
+        r["time"]
+        for r in rows(run_dir / "restarts.jsonl")
+        if r["service"] == fault.target and r["event"] == "restart" and r["time"] > strike.time
+    ]
+    return min(restarted, default=None)
+
+
+def recovered(strike: Strike, run_dir: Path) -> bool:
+    """The run got over the fault: a rollout replica target trained a group again after it was
+    back; any other target: two steps trained after (a group gathered before the fault can be
+    trained just after the restart; the next step needs the restarted service)."""
+    back = back_at(strike, run_dir)
+    if back is None or time.time() < back:
+        return False
+    trained = [e for e in rows(run_dir / "groups.jsonl") if e["event"] == "trained" and e["time"] > back]
+    if strike.fault.target.startswith("rollout-"):
+        return any(e.get("replica") == strike.fault.target for e in trained)
+    return len({e["step"] for e in trained}) >= 2
+
+
+def run_scenario(fault: Fault, model_dir, data, tmp_path: Path, *overrides: str, **options) -> ScenarioResult:
+    """Run `meshrl train` with one fault (run_faults' options: steps, cluster, during)."""
+    return run_faults([fault], model_dir, data, tmp_path, *overrides, **options)[0]
+
+
+def run_faults(
+    faults: list[Fault],
     model_dir,
     data,
     tmp_path: Path,
     *overrides: str,
     steps: int = STEPS,
+    span: int | None = None,
+    ready: Callable[[Path], bool] | None = None,
     cluster: NatsCluster | None = None,
     during: Callable[[subprocess.Popen, Path, float], None] | None = None,
-) -> ScenarioResult:
-    """Run `meshrl train` for `steps` steps with `fault`; on `cluster` (every stream and bucket
+) -> list[ScenarioResult]:
+    """Run `meshrl train` for `steps` steps and strike `faults` one after another: each at a
+    seeded step of the `span` steps after the previous one's recovery (recovered(): faults never
+    overlap), the first once ready(run_dir) holds. On `cluster` (every stream and bucket
     replicated on each node) instead of the embedded nats-server when given. `during(proc,
-    run_dir, fault_time)`, when given, runs after the fault while the run goes on (a benchmark's
-    further measures)."""
+    run_dir, fault_time)`, when given, runs after the last fault while the run goes on (a
+    benchmark's further measures). One result per fault, each judging its own time window."""
     run_dir = tmp_path / "run"
     on_cluster = () if cluster is None else (f"nats.url={cluster.url}", f"nats.replicas={len(cluster.specs)}")
     cfg = mesh_config(
@@ -287,41 +368,94 @@ def run_scenario(
         *overrides,
     )
     (tmp_path / "config.yaml").write_text(dump_config(cfg))
-    step, delay = moment(fault, steps)
     # Output to files, not pipes: a pipe nobody reads while `during` runs would block the launcher.
     with open(tmp_path / "train.out", "w") as out, open(tmp_path / "train.err", "w") as err:
         proc = subprocess.Popen([*MESHRL_TRAIN, str(tmp_path / "config.yaml")], stdout=out, stderr=err)
     try:
-        if fault.target == NATS_NODE:  # early, while the engines start: leader moves take seconds
+        if faults[0].target == NATS_NODE:  # early, while the engines start: leader moves take seconds
             aim_at_learners_node(proc, cluster)
-        wait_for(lambda: len(rows(run_dir / "metrics.jsonl")) >= step, proc, f"step {step} to begin")
-        learner = launched(proc, "learner-0")
-        watch = RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"), run_dir, embedded=cluster is None)
-        time.sleep(delay)
-        if fault.when is not None:
-            wait_for(lambda: fault.when(run_dir), proc, f"{fault.name}: the moment to strike")
-        if fault.target == NATS_NODE:
-            fault_time, victim = strike_node(proc, cluster)
-        else:
-            fault_time, victim = strike(proc, fault), fault.target
+        strikes, watch = strike_in_turn(faults, proc, run_dir, steps, span, ready, cluster)
         if during is not None:
-            during(proc, run_dir, fault_time)
+            during(proc, run_dir, strikes[-1].time)
         proc.wait(timeout=RUN_TIMEOUT_S)
         redelivered = watch.stop()
     finally:
         proc.kill()
+    return judged(strikes, redelivered, proc.returncode, tmp_path, cfg.learner.push_every)
+
+
+def strike_in_turn(
+    faults: list[Fault], proc, run_dir: Path, steps: int, span: int | None, ready, cluster
+) -> tuple[list[Strike], RedeliveryWatch]:
+    """Each fault at its moment, the next only once the run recovered from the one before."""
+    strikes, watch = [], None
+    for fault in faults:
+        step, delay = moment(fault, steps, wait_turn(strikes, ready, proc, run_dir), span)
+        assert step <= steps - MIN_STEPS_AFTER, f"{fault.name}: step {step} of {steps} is too late: raise steps"
+        wait_for(lambda at=step: len(rows(run_dir / "metrics.jsonl")) >= at, proc, f"step {step} to begin")
+        watch = watch or start_watch(proc, run_dir, cluster)
+        strikes.append(strike_at(fault, delay, proc, run_dir, cluster, watch))
+    return strikes, watch
+
+
+def wait_turn(strikes: list[Strike], ready, proc: subprocess.Popen, run_dir: Path) -> int:
+    """Until the run recovered from the last fault (before the first: until ready(run_dir), if
+    given); returns the steps begun by then, after which the next fault's step is drawn."""
+    if strikes:
+        last = strikes[-1]
+        wait_for(lambda: recovered(last, run_dir), proc, f"the run to recover from {last.fault.name}")
+    elif ready is not None:
+        wait_for(lambda: ready(run_dir), proc, "the mesh to be ready for the first fault")
+    else:
+        return 0
+    return len(rows(run_dir / "metrics.jsonl"))
+
+
+def start_watch(proc: subprocess.Popen, run_dir: Path, cluster: NatsCluster | None) -> RedeliveryWatch:
+    learner = launched(proc, "learner-0")
+    return RedeliveryWatch(flag(learner, "--nats"), flag(learner, "--run-id"), run_dir, embedded=cluster is None)
+
+
+def strike_at(fault: Fault, delay: float, proc, run_dir: Path, cluster, watch: RedeliveryWatch) -> Strike:
+    """`delay` into the step (and once fault.when holds), the fault; with the counts so far."""
+    time.sleep(delay)
+    if fault.when is not None:
+        wait_for(lambda: fault.when(run_dir), proc, f"{fault.name}: the moment to strike")
+    counts = dict(watch.counts)
+    if fault.target == NATS_NODE:
+        at, victim = strike_node(proc, cluster)
+    else:
+        at, victim = strike(proc, fault), fault.target
+    return Strike(fault, at, victim, counts)
+
+
+def judged(strikes: list[Strike], redelivered: dict, returncode: int, tmp_path: Path, push_every: int):
+    """The run's files read once, a result per fault: its window runs from its strike (the
+    run's start for the first) to the next strike (the run's end for the last)."""
+    run_dir = tmp_path / "run"
     metrics, ledger = rows(run_dir / "metrics.jsonl"), rows(run_dir / "groups.jsonl")
     stderr = (tmp_path / "train.err").read_text(errors="replace")
-    return ScenarioResult(
-        fault,
-        proc.returncode,
-        stderr,
-        run_dir,
-        fault_time,
-        metrics,
-        ledger,
-        rows(run_dir / "restarts.jsonl"),
-        prove_ledger(ledger, versions_at_step(metrics, cfg.learner.push_every)),
-        redelivered,
-        victim,
-    )
+    proof = prove_ledger(ledger, versions_at_step(metrics, push_every))
+    run = dict(returncode=returncode, stderr=stderr, run_dir=run_dir, metrics=metrics, ledger=ledger, proof=proof)
+    restarts = rows(run_dir / "restarts.jsonl")
+    starts = [(0.0, {})] + [(s.time, s.redelivered) for s in strikes[1:]]
+    ends = [(s.time, s.redelivered) for s in strikes[1:]] + [(math.inf, redelivered)]
+    return [
+        ScenarioResult(
+            s.fault,
+            fault_time=s.time,
+            victim=s.victim,
+            restarts=[r for r in restarts if since <= r["time"] < until],
+            redelivered=repeats(counts_before, counts_after),
+            since=since,
+            until=until,
+            **run,
+        )
+        for s, (since, counts_before), (until, counts_after) in zip(strikes, starts, ends)
+    ]
+
+
+def repeats(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Repeat deliveries by stage between two of the watch's counts; at least 0, as a restarted
+    nats-server restores its consumers' counts as last synced to disk."""
+    return {stage: max(0, n - before.get(stage, 0)) for stage, n in after.items()}
