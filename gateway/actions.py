@@ -29,8 +29,7 @@ from meshrl.gateway.tenant import TenantPolicy
 from meshrl.gateway.status import learner_message
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.audit import ON_BEHALF_OF
-from meshrl.run.launch_lock import holds_launch_lock
-from meshrl.run.presence import LauncherInfo
+from meshrl.run.presence import LauncherInfo, holds_launch_lock
 from meshrl.private_files import private_open_append, write_private_file
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
@@ -99,7 +98,7 @@ async def checkpoint(info: LauncherInfo, tag: str, who: str = "") -> gateway_pb2
 
 def stop(info: LauncherInfo, run_dir: Path) -> gateway_pb2.RunActionResponse:
     """SIGTERM to the run's launcher: the pid launcher.json names, once the kernel confirms it
-    holds this run's launch lock (that file is the run's to rewrite: launch_lock.py)."""
+    holds this run's launch lock (that file is the run's to rewrite: meshrl/run/presence.py)."""
     if not holds_launch_lock(info.pid, run_dir):
         raise precondition(
             f"launcher.json of {run_dir.name} names pid {info.pid}, which does not hold the run's "

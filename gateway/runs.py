@@ -16,8 +16,7 @@ from pathlib import Path
 from meshrl.gateway.errors import invalid, not_found
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
-from meshrl.run.launch_lock import launcher_problem
-from meshrl.run.presence import LauncherInfo, find_launcher
+from meshrl.run.presence import LauncherInfo, find_launcher, launcher_problem
 from meshrl.run.layout import RunDir
 from meshrl.run import layout
 

@@ -21,7 +21,7 @@ imports nothing of meshrl, and every floor may use it).
     nats/              JetStream data of the embedded NATS server (the launcher)
     tensorboard/       step metrics as TensorBoard scalars (telemetry.trackers)
     launcher.json      the running launcher's calling card (meshrl.run.presence)
-    launcher.lock      flocked by the running launcher: who it is, told by the kernel (meshrl.run.launch_lock)
+    launcher.lock      flocked by the running launcher: who it is, told by the kernel (meshrl.run.presence)
     scale.json         the replica counts `meshrl scale` asked for (meshrl.run.scale)
     audit.jsonl        every action that changed the run (meshrl.run.audit)
     restarts.jsonl     every restart of a service (meshrl.launch.restarts)

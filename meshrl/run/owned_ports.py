@@ -4,7 +4,7 @@ The gateway connects to the run's NATS (as the run's admin, password and client 
 and to its learner's control port (with the run's certificate) at the addresses launcher.json
 names; a run can rewrite that file, and so send those credentials, and the gateway's calls,
 wherever it likes. So before it connects, the gateway asks the kernel: is a socket listening
-on that port held by the launcher (whose pid launch_lock.py confirmed) or one of its
+on that port held by the launcher (whose pid presence.py's launch lock confirmed) or one of its
 descendants (the embedded nats-server, the learner)?
 
     served_by_tree("127.0.0.1:4222", launcher_pid)    # True / False

@@ -24,8 +24,7 @@ import pytest_asyncio
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
-from meshrl.run.launch_lock import launch_lock
-from meshrl.run.presence import LauncherInfo, write_presence
+from meshrl.run.presence import LauncherInfo, launch_lock, write_presence
 from tests.fixtures.gateway import gateway_for
 
 OPERATOR, VIEWER, OTHER_VIEWER = "operator-token-0123456789", "viewer-token-0123456789ab", "viewer2-token-0123456789"

@@ -53,7 +53,7 @@ class FakeNats:
 LAUNCHER = """
 import fcntl, os, socket, sys, time
 lock = os.open(os.path.join(sys.argv[1], "launcher.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(lock, fcntl.LOCK_EX)  # as meshrl.run.launch_lock does for a launcher's life
+fcntl.flock(lock, fcntl.LOCK_EX)  # as meshrl.run.presence.launch_lock does for a launcher's life
 ports = []
 for _ in range(2):
     sock = socket.socket(); sock.bind(("127.0.0.1", 0)); sock.listen(); ports.append(sock)

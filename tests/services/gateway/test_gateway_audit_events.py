@@ -23,8 +23,7 @@ from meshrl.gateway.serve import start_gateway
 from meshrl.run.audit import control_auditor
 from meshrl.launch.secrets import create_grpc_tls
 from meshrl.run.secrets import grpc_user_env
-from meshrl.run.launch_lock import launch_lock
-from meshrl.run.presence import LauncherInfo, find_launcher, write_presence
+from meshrl.run.presence import LauncherInfo, find_launcher, launch_lock, write_presence
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.subjects import events_subject
