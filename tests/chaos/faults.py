@@ -31,6 +31,14 @@ TWO_ENVIRONMENTS = (
     "reward.components=[{name: env, kind: environment, weight: 1.0}]",
     "rollout.max_model_len=2048",
     "data.max_prompt_tokens=1536",
+    # A turn of 64 tokens, not the e2e default 8: the random tiny model never calls the tool,
+    # so an episode is Reset, one turn, Step, Close. With 8-token turns the episode was open
+    # mostly in those RPCs, and a kill that landed just after its last Step (before Close) cost
+    # nothing: no group dropped, a flaky failure. Generating 64 tokens holds the episode open
+    # waiting for its Step long enough that the kill meets a Step still to come.
+    "rollout.sampling.max_tokens=64",
+    # 4 episodes a group, not 8: a step trains sequences of ~960 tokens, the case's main cost.
+    "rollout.sampling.group_size=4",
 )
 
 
