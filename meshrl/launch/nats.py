@@ -34,7 +34,7 @@ from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 from meshrl.transport.bus.server import EmbeddedNats
 from meshrl.launch.secrets import run_tls
 from meshrl.transport.bus import Bus, BusUnavailable
-from meshrl.transport.bus.durables import run_consumers
+from meshrl.transport.bus.subjects import run_consumers
 from meshrl.run.layout import RunDir
 
 

@@ -50,7 +50,7 @@ from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.transport.bus import subjects as names
 from meshrl.addresses import bind_host
-from meshrl.transport.bus.durables import run_consumers
+from meshrl.transport.bus.subjects import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
 from meshrl.run.layout import RunDir
 

@@ -204,7 +204,7 @@ class Bus:
         await self.close()
 
     async def ensure_streams(self, consumers: dict[str, ConsumerSpec] | None = None) -> None:
-        """Create the run's work queues, their durables (`consumers`: durables.run_consumers()
+        """Create the run's work queues, their durables (`consumers`: subjects.run_consumers()
         by default), dead-letter/events streams, object store and KV."""
         await ensure_run_streams(self.js, self.run_id, replicas=self.replicas, consumers=consumers)
 

@@ -11,7 +11,7 @@ server's `backoff` list would replace `ack_wait` for long handlers, so it is not
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.durables import ConsumerSpec
+from meshrl.transport.bus.subjects import ConsumerSpec
 from meshrl.transport.bus.errors import BusError
 from meshrl.transport.bus.retry import retry_transient
 
@@ -26,7 +26,7 @@ PENDING_BYTES_LIMIT = 32 * 1024 * 1024
 
 async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec, *, may_create: bool = True):
     """Bind to the stage's durable. `may_create` (the learner, admin, a server without users):
-    create it, or update it to `spec`, first; otherwise it must exist (durables.py)."""
+    create it, or update it to `spec`, first; otherwise it must exist (subjects.run_consumers)."""
     stream = names.stage_stream(run_id, stage)
     try:
         if may_create:

@@ -2,7 +2,7 @@
 every meshrl consumer, so a message the server re-published somewhere else is refused.
 
 The server publishes on a client's behalf, without checking that client's permissions, in
-one more way than a consumer's deliver_subject (durables.py): the reply to a request goes to
+one more way than a consumer's deliver_subject (subjects.py's run_consumers): the reply to a request goes to
 whatever reply subject the requester named. A service may ask the JetStream API for the next
 message of its own durable, or for anything at all, with the reply subject set to `ready`,
 `weights.loaded` or another stage it may not publish to; the stream stores what arrives

@@ -3,7 +3,7 @@
 - one work-queue stream per stage (a message lives until a consumer acks it), with a
   duplicate window so a republished group id is stored once;
 - a dead-letter stream and an events stream (limits retention: kept for inspection);
-- the four stages' durable pull consumers (durables.py: the services only bind to them);
+- the four stages' durable pull consumers (subjects.run_consumers: the services only bind to them);
 - the weights object store, then the run-state KV bucket last: services wait for the KV
   (run_wait.py), so when they start, their durables exist.
 Creating with an identical config is a no-op on the server; if a stream already exists
@@ -20,7 +20,7 @@ from nats.js.errors import APIError
 
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.consumer import PUSH_TO_PULL, push_durable
-from meshrl.transport.bus.durables import ConsumerSpec, run_consumers
+from meshrl.transport.bus.subjects import ConsumerSpec, run_consumers
 from meshrl.transport.bus.errors import BusError
 
 DUPLICATE_WINDOW_S = 20 * 60

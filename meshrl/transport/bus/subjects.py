@@ -1,4 +1,4 @@
-"""Names of every NATS subject, stream and bucket a run uses, and who may use each.
+"""Names of every NATS subject, stream, bucket and durable consumer a run uses, and who may use each.
 
 A run id becomes one subject token and part of stream/bucket names: characters outside
 `[A-Za-z0-9_-]` (dots, spaces, wildcards) are replaced by `_`, so `exp.1` and `exp_1`
@@ -33,12 +33,29 @@ replies on its own inbox prefix only (`_INBOX_<user>`), so no service reads anot
 
 The server publishes on a client's behalf too, and checks none of these permissions when it
 does: a consumer delivers to whatever `deliver_subject` its creator set. So only the learner
-(and admin) may create consumers (it makes every stage's durable: durables.py); the other
+(and admin) may create consumers (it makes every stage's durable: `run_consumers`); the other
 kinds look their durable up, fetch and ack; they read the run KV by message get and watch a
 key by subscribing to its subject (kv.py), and rollout reads the weights by direct get
 (objects.py): none of them creates a consumer. (A request's reply subject is the other way
 the server publishes for a client; what lands through it is refused by the consumers:
 origin.py.)
+
+The run's four work-queue consumers (`run_consumers`) are made by whoever creates the
+streams (the learner, the launcher), never by the services that bind to them:
+
+    specs = run_consumers(rollout_ack_wait_s=cfg.rollout.ack_wait_s)
+    await ensure_run_streams(js, run_id, consumers=specs)   # streams, then these, then the KV
+
+Why the services do not create their own: creating a consumer lets the creator set its
+`deliver_subject`, and the server then publishes every message of the stream there on its
+own behalf, whatever the creator may publish (nats-server checks no permission on it). A
+service that may create its durable could make it a push consumer delivering into `ready`
+or the learner's `weights.loaded`. So a service's NATS user may only look its durable up,
+fetch from it and ack (above); the pull durables exist before the run KV does, and
+services wait for the run KV (run_wait.py). A pull durable cannot be updated into a push
+one (the server refuses), so an existing durable stays safe.
+
+ack_wait and max_deliver are the server's: a worker reads them back from its durable.
 
 Simplifies: the stage topology is written out here (the core package cannot import the
 services); tests/unit/transport/bus/test_permissions_policy.py checks it against the services' constants.
@@ -49,8 +66,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from meshrl.transport.bus.durables import durable_of
-
 STAGES = ("prompts", "generated", "scored", "ready")
 # Run-state KV key holding the latest common.v1.WeightsNotice (learner puts, replicas watch).
 WEIGHTS_NOTICE_KEY = "weights_notice"
@@ -58,6 +73,47 @@ WEIGHTS_NOTICE_KEY = "weights_notice"
 # learner puts it BEFORE each notice; a replica loads only the notice of that version.
 RUN_VERSION_KEY = "run_version"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+# The run's work-queue consumers (module docstring): one durable pull consumer per stage.
+ROLLOUT_ACK_WAIT_S = 30.0  # config.rollout.ack_wait_s's default
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    durable: str
+    ack_wait: float = 60.0
+    max_deliver: int = 5
+    max_ack_pending: int = 1000
+
+    def config(self):
+        """The nats-py ConsumerConfig of this durable pull consumer (explicit acks, all messages)."""
+        from nats.js import api  # lazy: this module is pure Python, imported by the CLI without nats
+
+        if self.max_deliver < 1:
+            raise ValueError(f"max_deliver={self.max_deliver}: must be >= 1 (the defaults redeliver forever)")
+        return api.ConsumerConfig(
+            durable_name=self.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_wait=self.ack_wait,
+            max_deliver=self.max_deliver,
+            max_ack_pending=self.max_ack_pending,
+        )
+
+
+def run_consumers(rollout_ack_wait_s: float = ROLLOUT_ACK_WAIT_S) -> dict[str, ConsumerSpec]:
+    """stage -> the durable pull consumer on it (its name is the consuming service kind)."""
+    return {
+        "prompts": ConsumerSpec("rollout", ack_wait=rollout_ack_wait_s, max_deliver=10),
+        "generated": ConsumerSpec("reward", ack_wait=60.0, max_deliver=5),  # heartbeats keep scoring alive
+        "scored": ConsumerSpec("reference", ack_wait=60.0, max_deliver=5),
+        "ready": ConsumerSpec("learner", ack_wait=300.0, max_deliver=5),
+    }
+
+
+def durable_of(stage: str) -> str:
+    return run_consumers()[stage].durable
 
 
 def run_token(run_id: str) -> str:

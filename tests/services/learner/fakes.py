@@ -74,7 +74,7 @@ async def seeded_rollout(
             )
         await bus.publish("ready", group, msg_id=group.group_id)
 
-    await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (durables.py)
+    await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (subjects.run_consumers)
 
 
 async def current_notice_version(bus) -> int:

@@ -73,7 +73,7 @@ def episode_rollout(answered: list):
             answered.append(task)
             await bus.publish("ready", group, msg_id=group.group_id)
 
-        await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (durables.py)
+        await bus.worker("prompts", "rollout", answer)  # the run's durable on prompts (subjects.run_consumers)
 
     return rollout
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from meshrl.transport.bus.durables import durable_of
+from meshrl.transport.bus.subjects import durable_of
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C

@@ -17,7 +17,7 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.bus.durables import durable_of
+from meshrl.transport.bus.subjects import durable_of
 from meshrl.transport.rpc import open_channel, registration, start_server, stop_server
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
