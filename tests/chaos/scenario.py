@@ -345,13 +345,12 @@ def run_faults(
     *overrides: str,
     steps: int = STEPS,
     span: int | None = None,
-    ready: Callable[[Path], bool] | None = None,
     cluster: NatsCluster | None = None,
     during: Callable[[subprocess.Popen, Path, float], None] | None = None,
 ) -> list[ScenarioResult]:
     """Run `meshrl train` for `steps` steps and strike `faults` one after another: each at a
     seeded step of the `span` steps after the previous one's recovery (recovered(): faults never
-    overlap), the first once ready(run_dir) holds. On `cluster` (every stream and bucket
+    overlap). On `cluster` (every stream and bucket
     replicated on each node) instead of the embedded nats-server when given. `during(proc,
     run_dir, fault_time)`, when given, runs after the last fault while the run goes on (a
     benchmark's further measures). One result per fault, each judging its own time window."""
@@ -374,7 +373,7 @@ def run_faults(
     try:
         if faults[0].target == NATS_NODE:  # early, while the engines start: leader moves take seconds
             aim_at_learners_node(proc, cluster)
-        strikes, watch = strike_in_turn(faults, proc, run_dir, steps, span, ready, cluster)
+        strikes, watch = strike_in_turn(faults, proc, run_dir, steps, span, cluster)
         if during is not None:
             during(proc, run_dir, strikes[-1].time)
         proc.wait(timeout=RUN_TIMEOUT_S)
@@ -385,12 +384,12 @@ def run_faults(
 
 
 def strike_in_turn(
-    faults: list[Fault], proc, run_dir: Path, steps: int, span: int | None, ready, cluster
+    faults: list[Fault], proc, run_dir: Path, steps: int, span: int | None, cluster
 ) -> tuple[list[Strike], RedeliveryWatch]:
     """Each fault at its moment, the next only once the run recovered from the one before."""
     strikes, watch = [], None
     for fault in faults:
-        step, delay = moment(fault, steps, wait_turn(strikes, ready, proc, run_dir), span)
+        step, delay = moment(fault, steps, wait_turn(strikes, proc, run_dir), span)
         assert step <= steps - MIN_STEPS_AFTER, f"{fault.name}: step {step} of {steps} is too late: raise steps"
         wait_for(lambda at=step: len(rows(run_dir / "metrics.jsonl")) >= at, proc, f"step {step} to begin")
         watch = watch or start_watch(proc, run_dir, cluster)
@@ -398,16 +397,13 @@ def strike_in_turn(
     return strikes, watch
 
 
-def wait_turn(strikes: list[Strike], ready, proc: subprocess.Popen, run_dir: Path) -> int:
-    """Until the run recovered from the last fault (before the first: until ready(run_dir), if
-    given); returns the steps begun by then, after which the next fault's step is drawn."""
-    if strikes:
-        last = strikes[-1]
-        wait_for(lambda: recovered(last, run_dir), proc, f"the run to recover from {last.fault.name}")
-    elif ready is not None:
-        wait_for(lambda: ready(run_dir), proc, "the mesh to be ready for the first fault")
-    else:
+def wait_turn(strikes: list[Strike], proc: subprocess.Popen, run_dir: Path) -> int:
+    """Until the run recovered from the last fault (none before the first); returns the steps
+    begun by then, after which the next fault's step is drawn."""
+    if not strikes:
         return 0
+    last = strikes[-1]
+    wait_for(lambda: recovered(last, run_dir), proc, f"the run to recover from {last.fault.name}")
     return len(rows(run_dir / "metrics.jsonl"))
 
 
