@@ -8,7 +8,8 @@ import pytest
 
 from meshrl.config import load_config
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.yaml"))
+EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
 
 def test_there_are_examples():
@@ -22,7 +23,7 @@ def test_example_loads(path):
 
 
 def test_the_agent_example_shares_each_groups_prompt_and_keeps_whole_calls():
-    cfg = load_config(EXAMPLES[0].parent / "agent_tool_smollm2.yaml")
+    cfg = load_config(EXAMPLES_DIR / "agent_tool_smollm2.yaml")
     assert cfg.trainer.forward == "shared_prefix" and cfg.trainer.mini_batches == 1
     # a Hermes call of the calculator is ~33 tokens: 32 cut its </tool_call> (every call a parse failure)
     assert cfg.rollout.sampling.max_tokens >= 40
