@@ -8,7 +8,8 @@ share a namespace; pick run ids that differ in letters or digits. Case is kept.
     meshrl.<run>.dead                                   dead letters
     meshrl.<run>.events, meshrl.<run>.weights.loaded    events (one stream)
 
-Who may use them (the second half of this module). Who may do what on a run's bus: one NATS user per service kind, generated from the run id.
+Who may use them (the second half of this module): one NATS user per service kind, its
+permissions generated from the run id.
 
     perms = run_permissions("exp-1", reference_enabled=True)
     perms["rollout"].publish    # ("$JS.API.INFO", "meshrl.exp-1.generated", ...)
