@@ -60,6 +60,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from meshrl.launch.supervisor import stop_on_signals
+
 TRL_PIN, TORCH_PIN = "trl==1.16.0", "torch==2.13.0"
 PROMPTS_PER_STEP, SAMPLES, MAX_TOKENS, LR = 4, 4, 32, 1e-6
 HERE = Path(__file__).resolve().parent
@@ -279,10 +281,17 @@ def run_meshrl(
         child = subprocess.Popen(
             [str(meshrl), "train", str(config), f"run.dir={run_dir}"], stdout=log, stderr=subprocess.STDOUT
         )
-        while child.poll() is None:
-            if first is None and (run_dir / "metrics.jsonl").is_file() and (run_dir / "metrics.jsonl").stat().st_size:
-                first = time.perf_counter() - began
-            time.sleep(0.2)
+        try:
+            while child.poll() is None:
+                if (
+                    first is None
+                    and (run_dir / "metrics.jsonl").is_file()
+                    and (run_dir / "metrics.jsonl").stat().st_size
+                ):
+                    first = time.perf_counter() - began
+                time.sleep(0.2)
+        finally:  # stopped (SIGTERM, Ctrl-C): the run stops too, its services with it
+            stop_child(child)
     if child.returncode != 0:
         sys.exit(f"meshrl train failed (exit {child.returncode}); see {work / 'meshrl.log'} and {run_dir}/logs")
     return {
@@ -291,6 +300,18 @@ def run_meshrl(
         "rows": read_rows(run_dir / "metrics.jsonl"),
         "ledger": read_rows(run_dir / "groups.jsonl"),
     }
+
+
+def stop_child(child: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """SIGTERM a still-running `meshrl train` (it stops its services), SIGKILL after `grace_s`."""
+    if child.poll() is not None:
+        return
+    child.terminate()
+    try:
+        child.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -497,6 +518,11 @@ def run_pairs(args, model: Path, data: Path, work: Path) -> list[dict]:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    with stop_on_signals():  # SIGTERM unwinds like Ctrl-C: no child left running
+        run(args)
+
+
+def run(args) -> None:
     if args.raw_vllm_worker:
         spec = json.loads(args.raw_vllm_worker)
         Path(spec["result"]).write_text(json.dumps(raw_vllm_worker(spec)))

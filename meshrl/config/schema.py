@@ -11,7 +11,7 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name, check_no_credentials
-from meshrl.config.values import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
+from meshrl.config.values import ACK_WAIT_S, MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
 from meshrl.config.values import Name, Port, check_address, check_url_port
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
@@ -80,7 +80,7 @@ class RolloutConfig(Strict):
     # every third of it, however long its generation) loses its prompt tasks to the other
     # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
     # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
-    ack_wait_s: float = Field(30.0, gt=0.0)
+    ack_wait_s: float = Field(ACK_WAIT_S, gt=0.0)
     # vLLM workers one replica's engine spans (tensor parallelism; must divide the model's
     # attention heads, checked when the replica starts: meshrl/plan/parallel.py)
     tensor_parallel_size: int = Field(1, ge=1, le=MAX_TENSOR_PARALLEL)
@@ -165,6 +165,9 @@ class RewardComponentConfig(Strict):
 
 class RewardConfig(Strict):
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
+    # A replica silent this long (killed while scoring a group) loses that group to another
+    # replica; a live one sends in-progress acks every third of it, however long it scores.
+    ack_wait_s: float = Field(ACK_WAIT_S, gt=0.0)
     components: list[RewardComponentConfig] = [RewardComponentConfig(name="math", kind="math_verify", weight=1.0)]
 
     @field_validator("components")
@@ -184,6 +187,7 @@ class ReferenceConfig(Strict):
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     micro_batch_size: int = Field(8, ge=1)
     grpc_port: Port = 0
+    ack_wait_s: float = Field(ACK_WAIT_S, gt=0.0)  # as reward.ack_wait_s, for the scored groups
     address: str | None = None  # host:port the learner calls (DPO); default 127.0.0.1:grpc_port
 
     @field_validator("address")
@@ -343,6 +347,15 @@ class RunConfig(Strict):
         if self.reference.enabled == "auto":
             return self.algorithm.needs_reference
         return self.reference.enabled == "on"
+
+    @property
+    def ack_waits(self) -> dict[str, float]:
+        """Each consuming service kind's ack wait (transport/bus/subjects.py run_consumers)."""
+        return {
+            "rollout": self.rollout.ack_wait_s,
+            "reward": self.reward.ack_wait_s,
+            "reference": self.reference.ack_wait_s,
+        }
 
     @model_validator(mode="after")
     def _batch_arithmetic(self) -> "RunConfig":

@@ -30,6 +30,9 @@ MAX_REPLICAS = 64  # replicas of one service kind on one run: more processes tha
 MAX_RANKS = 64  # learner.ranks: torchrun processes of the learner on this machine
 MAX_TENSOR_PARALLEL = 64  # rollout.tensor_parallel_size: engine workers of one replica
 MAX_NATS_REPLICAS = 5  # nats.replicas: JetStream keeps at most 5 copies of a stream
+# rollout/reward/reference.ack_wait_s: three missed heartbeats (a live consumer sends one every
+# third of it), so a loaded host is not taken for a dead one; what a killed replica's work waits.
+ACK_WAIT_S = 30.0
 Port = Annotated[int, Field(ge=0, le=MAX_PORT)]  # 0 = a free port the process (or launcher) picks
 
 

@@ -429,7 +429,7 @@ def run_local(
             run_id,
             timeout_s=cfg.nats.connect_timeout_s,
             replicas=cfg.nats.replicas,
-            rollout_ack_wait_s=cfg.rollout.ack_wait_s,
+            ack_waits=cfg.ack_waits,
         )
         check_environment_up(cfg)
         for spec in service_specs(cfg):

@@ -66,19 +66,20 @@ def _embedded(cfg: RunConfig, run_dir: Path, auth, tls: str = "") -> Iterator[st
         yield server.url
 
 
-async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int, rollout_ack_wait_s: float) -> None:
+async def _create_streams(url: str, run_id: str, timeout_s: float, replicas: int, ack_waits: dict | None) -> None:
     try:
         bus = await Bus.connect(url, run_id, name="meshrl-launcher", timeout=timeout_s, replicas=replicas)
     except BusUnavailable as err:  # its message names the url and how to start a server
         raise LaunchError(f"{err}; or set nats.url=embedded") from None
     try:
-        await bus.ensure_streams(run_consumers(rollout_ack_wait_s))
+        await bus.ensure_streams(run_consumers(ack_waits))
     finally:
         await bus.close()
 
 
 def create_streams(
-    url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1, rollout_ack_wait_s: float = 30.0
+    url: str, run_id: str, *, timeout_s: float = 5.0, replicas: int = 1, ack_waits: dict | None = None
 ) -> None:
-    """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable."""
-    asyncio.run(_create_streams(url, run_id, timeout_s, replicas, rollout_ack_wait_s))
+    """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable.
+    `ack_waits`: RunConfig.ack_waits (subjects.run_consumers)."""
+    asyncio.run(_create_streams(url, run_id, timeout_s, replicas, ack_waits))

@@ -78,7 +78,7 @@ class LearnerProcess(ServiceProcess):
         )  # lazy: the heavy half (torch, transformers, peft, FSDP, DCP: seconds), once, after the config and NATS
 
         cfg = ctx.cfg
-        await ctx.bus.ensure_streams(run_consumers(cfg.rollout.ack_wait_s))
+        await ctx.bus.ensure_streams(run_consumers(cfg.ack_waits))
         state = LearnerState(run_id=ctx.run_id, total_steps=cfg.learner.steps)
         assemble_loop = assemble.offline if cfg.algorithm.offline else assemble.online
         self.built = await assemble_loop(cfg, ctx.bus, ctx.run_id, state, resume=ctx.args.resume)

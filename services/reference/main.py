@@ -75,7 +75,9 @@ class ReferenceProcess(ServiceProcess):
     async def work(self, ctx: ServiceContext) -> None:
         """Consume `scored` until cancelled; the consumer loop only ends by failing."""
         try:
-            await ctx.bus.worker(STAGE, DURABLE, self.worker.handle, auto_in_progress=True)
+            await ctx.bus.worker(
+                STAGE, DURABLE, self.worker.handle, ack_wait=ctx.cfg.reference.ack_wait_s, auto_in_progress=True
+            )
             raise RuntimeError(f"the {STAGE!r} consumer stopped on its own")
         finally:
             log.info("%s: stopped after %d groups", ctx.replica, self.worker.groups_done)

@@ -47,7 +47,6 @@ from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reward")
 CONCURRENT_GROUPS = 4  # groups scored at once (external calls overlap; math batches queue on the pool)
-ACK_WAIT_S = 60.0  # heartbeats (in_progress) keep longer scoring alive
 
 
 class RewardProcess(ServiceProcess):
@@ -90,7 +89,7 @@ class RewardProcess(ServiceProcess):
                 DURABLE,
                 self.worker.handle,
                 batch=CONCURRENT_GROUPS,
-                ack_wait=ACK_WAIT_S,
+                ack_wait=ctx.cfg.reward.ack_wait_s,  # heartbeats (in_progress) keep longer scoring alive
                 auto_in_progress=True,
             )
         )

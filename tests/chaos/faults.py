@@ -18,7 +18,7 @@ from meshrl.transport.bus.cluster import NatsCluster
 from tests.chaos.scenario import NATS_NODE, Fault, ScenarioResult, run_faults, run_scenario
 
 TWO_ROLLOUTS = "rollout.replicas=2"
-ACK_WAIT_S = 8  # the frozen replica's tasks go elsewhere after this (rollout.ack_wait_s)
+ACK_WAIT_S = 8  # a frozen or dead replica's work goes elsewhere after this (<kind>.ack_wait_s)
 FROZEN_S = 3 * ACK_WAIT_S  # SIGSTOP this long, then SIGCONT
 
 
@@ -84,8 +84,9 @@ CASES = {
         ),
         (TWO_ROLLOUTS, f"rollout.ack_wait_s={ACK_WAIT_S}"),
     ),
-    "reward": Case(Fault("kill -9 reward", "reward-0", seed=3)),
-    "reference": Case(Fault("kill -9 reference", "reference-0", seed=4)),
+    # A group the killed replica held comes back after its ack wait: 8 s, not the default 30.
+    "reward": Case(Fault("kill -9 reward", "reward-0", seed=3), (f"reward.ack_wait_s={ACK_WAIT_S}",)),
+    "reference": Case(Fault("kill -9 reference", "reference-0", seed=4), (f"reference.ack_wait_s={ACK_WAIT_S}",)),
     # A checkpoint every 2 steps: the resume trains again what came after the newest one.
     "learner": Case(Fault("kill -9 learner", "learner-0", seed=5), ("learner.checkpoint_every=2",)),
     "nats-server": Case(Fault("kill -9 nats-server", "nats-server", seed=6)),

@@ -42,17 +42,21 @@ def mesh_config(model_dir, data, run_dir, *overrides, preset="grpo", train_key="
     )
 
 
+def mesh_run(model_dir, data, run_dir, *overrides, preset="grpo", train_key="train"):
+    """One whole run of the mesh → (result, metrics rows, ledger events)."""
+    cfg = mesh_config(model_dir, data, run_dir, *overrides, preset=preset, train_key=train_key)
+    result = run_local(cfg, run_dir, progress=False, grace_s=10.0)
+    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    ledger_path = run_dir / "groups.jsonl"
+    ledger = [json.loads(x) for x in ledger_path.read_text().splitlines()] if ledger_path.exists() else []
+    return result, metrics, ledger
+
+
 @pytest.fixture
 def run_mesh(tiny_model_dir, e2e_data, tmp_path):
-    """run_mesh(*overrides, preset=...) → (result, metrics rows, ledger events)."""
+    """run_mesh(*overrides, preset=...) → (result, metrics rows, ledger events), in tmp_path / "run"."""
 
     def run(*overrides, preset="grpo", train_key="train"):
-        run_dir = tmp_path / "run"
-        cfg = mesh_config(tiny_model_dir, e2e_data, run_dir, *overrides, preset=preset, train_key=train_key)
-        result = run_local(cfg, run_dir, progress=False, grace_s=10.0)
-        metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        ledger_path = run_dir / "groups.jsonl"
-        ledger = [json.loads(x) for x in ledger_path.read_text().splitlines()] if ledger_path.exists() else []
-        return result, metrics, ledger
+        return mesh_run(tiny_model_dir, e2e_data, tmp_path / "run", *overrides, preset=preset, train_key=train_key)
 
     return run

@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from tests.e2e.conftest import mesh_run
+
 pytestmark = pytest.mark.slow
 
 
@@ -20,11 +22,26 @@ def finite(rows, key):
         ("dapo", "clip_ratio/high", ["algorithm.overlong.buffer_len=4", "learner.weights_transport=collective"]),
         # sequence-level ratio; weights through the JetStream object store instead of /dev/shm
         ("gspo", "ratio/mean", ["learner.weights_transport=objectstore"]),
-        ("ppo", "critic/values", []),  # the critic ran (GAE needs values)
     ],
 )
 def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, extra):
-    result, metrics, ledger = run_mesh("learner.steps=2", *extra, preset=preset)
+    assert_two_steps_trained(*run_mesh("learner.steps=2", *extra, preset=preset), signature_metric)
+
+
+@pytest.fixture(scope="module")
+def ppo_run(tiny_model_dir, e2e_data, tmp_path_factory):
+    """One 2-step PPO run (critic, KL penalty from the reference) that three tests read: a mesh
+    start-up is most of a run's time. → (result, metrics, ledger, run_dir)."""
+    run_dir = tmp_path_factory.mktemp("ppo") / "run"
+    return (*mesh_run(tiny_model_dir, e2e_data, run_dir, "learner.steps=2", preset="ppo"), run_dir)
+
+
+def test_ppo_by_config_alone(ppo_run):
+    result, metrics, ledger, _ = ppo_run
+    assert_two_steps_trained(result, metrics, ledger, "critic/values")  # the critic ran (GAE needs values)
+
+
+def assert_two_steps_trained(result, metrics, ledger, signature_metric):
     assert len(metrics) == 2
     assert len(finite(metrics, "loss")) == 2 and len(finite(metrics, signature_metric)) == 2
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
@@ -34,9 +51,9 @@ def test_online_algorithms_by_config_alone(run_mesh, preset, signature_metric, e
     assert all(e["policy_version"] == e["step"] for e in ledger if e["event"] == "trained")
 
 
-def test_ppo_uses_the_reference_for_a_kl_reward_penalty(run_mesh):
+def test_ppo_uses_the_reference_for_a_kl_reward_penalty(ppo_run):
     # The PPO preset puts KL into the reward, so the reference service must have run.
-    result, metrics, _ = run_mesh("learner.steps=2", preset="ppo")
+    _, metrics, _, _ = ppo_run
     assert len(finite(metrics, "kl")) == 2
 
 
@@ -54,14 +71,13 @@ def test_dpo_runs_offline_with_the_reference_service(run_mesh):
     assert metrics[-1]["rewards/margins"] > metrics[0]["rewards/margins"]
 
 
-def test_a_trained_group_is_one_trace_across_all_four_services(run_mesh, tmp_path):
+def test_a_trained_group_is_one_trace_across_all_four_services(ppo_run):
     """learner (publish) → rollout → reward → reference → learner (gather), parent by parent,
     and the step span that trained it links to that trace."""
     from meshrl.telemetry.spans.read import load_spans, trace_for_group
     from meshrl.cli.trace import render_waterfall
 
-    result, metrics, ledger = run_mesh("learner.steps=1", preset="ppo")
-    run_dir = tmp_path / "run"
+    result, metrics, ledger, run_dir = ppo_run
     group_id = next(e["group_id"] for e in ledger if e["event"] == "trained")
     spans = trace_for_group(run_dir, group_id)
     by_name = {s["name"]: s for s in spans}

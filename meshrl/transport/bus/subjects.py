@@ -44,7 +44,7 @@ origin.py.)
 The run's four work-queue consumers (`run_consumers`) are made by whoever creates the
 streams (the learner, the launcher), never by the services that bind to them:
 
-    specs = run_consumers(rollout_ack_wait_s=cfg.rollout.ack_wait_s)
+    specs = run_consumers(cfg.ack_waits)
     await ensure_run_streams(js, run_id, consumers=specs)   # streams, then these, then the KV
 
 Why the services do not create their own: creating a consumer lets the creator set its
@@ -65,6 +65,7 @@ services); tests/unit/transport/bus/test_permissions_policy.py checks it against
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 STAGES = ("prompts", "generated", "scored", "ready")
@@ -77,7 +78,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 # The run's work-queue consumers (module docstring): one durable pull consumer per stage.
-ROLLOUT_ACK_WAIT_S = 30.0  # config.rollout.ack_wait_s's default
+ACK_WAIT_S = 30.0  # the config's default for rollout/reward/reference.ack_wait_s (config/values.py)
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,15 @@ class ConsumerSpec:
         )
 
 
-def run_consumers(rollout_ack_wait_s: float = ROLLOUT_ACK_WAIT_S) -> dict[str, ConsumerSpec]:
-    """stage -> the durable pull consumer on it (its name is the consuming service kind)."""
+def run_consumers(ack_waits: Mapping[str, float] | None = None) -> dict[str, ConsumerSpec]:
+    """stage -> the durable pull consumer on it (its name is the consuming service kind).
+    `ack_waits`: rollout/reward/reference -> seconds (RunConfig.ack_waits); ACK_WAIT_S if not given.
+    Their services send heartbeats, so the wait is only what a dead replica's work is lost for."""
+    wait = {kind: ACK_WAIT_S for kind in ("rollout", "reward", "reference")} | dict(ack_waits or {})
     return {
-        "prompts": ConsumerSpec("rollout", ack_wait=rollout_ack_wait_s, max_deliver=10),
-        "generated": ConsumerSpec("reward", ack_wait=60.0, max_deliver=5),  # heartbeats keep scoring alive
-        "scored": ConsumerSpec("reference", ack_wait=60.0, max_deliver=5),
+        "prompts": ConsumerSpec("rollout", ack_wait=wait["rollout"], max_deliver=10),
+        "generated": ConsumerSpec("reward", ack_wait=wait["reward"], max_deliver=5),
+        "scored": ConsumerSpec("reference", ack_wait=wait["reference"], max_deliver=5),
         "ready": ConsumerSpec("learner", ack_wait=300.0, max_deliver=5),
     }
 

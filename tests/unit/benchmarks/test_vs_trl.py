@@ -1,4 +1,9 @@
-"""benchmarks/vs_trl.py's argument and result parsing (the benchmark itself is not a test)."""
+"""benchmarks/vs_trl.py's argument and result parsing, and stopping its child (the benchmark itself
+is not a test)."""
+
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +18,7 @@ from benchmarks.vs_trl import (
     prompt_rows,
     stale_fraction,
     steady_median,
+    stop_child,
 )
 
 
@@ -114,3 +120,23 @@ def test_the_1p5b_gpu_config_loads():
     cfg = load_config(path, ["model.path=/models/some-1.5b"])
     assert (cfg.learner.weights_transport, cfg.model.dtype, cfg.trainer.precision) == ("collective", "bfloat16", "bf16")
     assert cfg.rollout.enforce_eager is False and cfg.model.path == "/models/some-1.5b"
+
+
+def test_a_stopped_benchmark_stops_its_meshrl_child():
+    """stop_child: SIGTERM first (meshrl train stops its services on it), SIGKILL if it lingers."""
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stop_child(polite)
+    assert polite.returncode == -signal.SIGTERM
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert stubborn.stdout.readline() == b"ready\n"  # its handler is in place
+    stop_child(stubborn, grace_s=0.5)
+    assert stubborn.returncode == -signal.SIGKILL
+    stop_child(stubborn)  # already ended: nothing to do
