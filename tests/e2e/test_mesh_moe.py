@@ -1,7 +1,8 @@
 """A tiny mixture-of-experts model (Qwen3-MoE, built in code) trains through the whole mesh
 with GSPO: real vLLM rollout of the MoE (CPU), weights pushed in the checkpoint's per-expert
-names and loaded by every replica, the router's load balance and aux loss logged per step,
-and the train/rollout log-prob mismatch measured."""
+names through the JetStream object store and loaded by every replica, the router's load
+balance and aux loss logged per step, and the train/rollout log-prob mismatch measured.
+It is also the suite's GSPO-through-the-mesh run (test_mesh_algorithms.py has the others)."""
 
 import json
 import math
@@ -22,11 +23,15 @@ def tiny_moe_dir(tmp_path_factory):
 
 def test_gspo_trains_a_tiny_moe_through_the_mesh(tiny_moe_dir, e2e_data, tmp_path):
     run_dir = tmp_path / "run"
-    cfg = mesh_config(tiny_moe_dir, e2e_data, run_dir, "learner.steps=3", preset="gspo")
+    cfg = mesh_config(
+        tiny_moe_dir, e2e_data, run_dir, "learner.steps=3", "learner.weights_transport=objectstore", preset="gspo"
+    )
     run_local(cfg, run_dir, progress=False, grace_s=10.0)
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     ledger = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
-    assert len(metrics) == 3 and all(math.isfinite(m["loss"]) for m in metrics)
+    assert len(metrics) == 3 and all(math.isfinite(m["loss"]) and math.isfinite(m["ratio/mean"]) for m in metrics)
+    trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
+    assert len(trained) == len(set(trained)) == 3 * 4  # GSPO's sequence-level ratio trained every group once
     # the rollout loaded every pushed version of the MoE's weights (per-expert checkpoint names)
     loaded = {e["version"] for e in ledger if e["event"] == "weights_loaded" and e["ok"]}
     assert {1, 2} <= loaded and not [e for e in ledger if e["event"] == "weights_loaded" and not e["ok"]]
