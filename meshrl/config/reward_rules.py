@@ -94,6 +94,10 @@ class LengthPenaltyParams(RuleParams):
 
 class EnvironmentParams(RuleParams):
     credit: Literal[ENVIRONMENT_CREDITS] = "turn"
+    # The score of an episode meshrl ended at its limits (max_turns, token budget, context)
+    # before the environment rewarded it: ran out of moves without an answer. None: an error
+    # (the group then goes by on_failure: dropped by default, so the policy is never told).
+    truncated: float | None = 0.0
 
 
 RULE_PARAMS: dict[str, type[RuleParams]] = {

@@ -2,8 +2,15 @@
 
     value = Sample.env_reward      the sum of the turn rewards the environment gave
 
-An item whose episode carries no environment reward (a single-turn task, or an environment
-that never rewarded a turn) gets status ERROR saying so, never a silent 0; give the
+An episode meshrl ended at its limits (max_turns, its token budget, the context: finish
+reason LENGTH) before the environment rewarded any turn scores `params.truncated` (default
+0.0): it ran out of moves without an answer, and the policy must learn that this earns
+nothing. Dropping those groups instead (`truncated: null`) trains only on the groups whose
+every episode finished, a biased sample: measured on examples/agent_tool_smollm2.yaml, 22 of
+54 groups dropped, the training reward 1.0 while the held-out accuracy fell from 1.0 to 0.34
+as the policy learned to call the tool again instead of answering.
+Any other item without an environment reward (a single-turn task, an environment that
+said done without rewarding) gets status ERROR saying so, never a silent 0; give the
 component an `on_failure: {value: X}` where a missing reward has a meaning.
 
 `credit` says where the learner puts the turn rewards (the reward service scores the same
@@ -28,4 +35,12 @@ NO_ENV_REWARD = (
 
 @register_reward("environment", params=EnvironmentParams)
 def environment(items: list[RewardItem], params: EnvironmentParams) -> list[ItemScore]:
-    return [failed(Status.ERROR, NO_ENV_REWARD) if it.env_reward is None else ok(it.env_reward) for it in items]
+    return [episode_score(it, params) for it in items]
+
+
+def episode_score(item: RewardItem, params: EnvironmentParams) -> ItemScore:
+    if item.env_reward is not None:
+        return ok(item.env_reward)
+    if item.episode and item.truncated and params.truncated is not None:
+        return ok(params.truncated)  # cut at meshrl's limits before the environment rewarded it
+    return failed(Status.ERROR, NO_ENV_REWARD)

@@ -29,7 +29,7 @@ OBSERVATION = "<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant
 RENDERED = TURN_0 + OBSERVATION + TURN_1
 
 
-def episode_group(*, env_reward: bool = True) -> common_pb2.Group:
+def episode_group(*, env_reward: bool = True, finish=common_pb2.FINISH_REASON_STOP) -> common_pb2.Group:
     task = common_pb2.PromptTask(group_id="g", prompt_text="What is 6*7?", ground_truth="42", environment="tool_arith")
     group = common_pb2.Group(group_id="g", task=task)
     sample = group.samples.add(
@@ -39,7 +39,7 @@ def episode_group(*, env_reward: bool = True) -> common_pb2.Group:
         loss_mask=pack_uint8([1, 1, 1, 0, 0, 1, 1]),
         env_reward=0.75 if env_reward else 0.0,
         has_env_reward=env_reward,
-        finish_reason=common_pb2.FINISH_REASON_STOP,
+        finish_reason=finish,
     )
     sample.turns.add(
         index=0,
@@ -131,6 +131,35 @@ async def test_an_episode_without_environment_reward_is_an_error_not_zero():
     assert math.isnan(sample.reward)  # the learner drops the group as failed_reward
     env = sample.reward_components[0]
     assert env.status == common_pb2.SCORE_STATUS_ERROR and env.error == NO_ENV_REWARD
+
+
+async def scored_env(group: common_pb2.Group, **params) -> tuple[float, common_pb2.RewardComponent]:
+    scorer = GroupScorer(build_components([C(name="env", kind="environment", weight=2.0, params=params)]))
+    await scorer.score_group(group)
+    return group.samples[0].reward, group.samples[0].reward_components[0]
+
+
+async def test_an_episode_cut_at_its_limits_without_a_reward_scores_the_truncated_value():
+    """Out of turns or tokens before the environment rewarded it: 0 by default (trained on,
+    not dropped), `truncated: X` for another value, `truncated: null` the old error."""
+    cut = common_pb2.FINISH_REASON_LENGTH
+    reward, env = await scored_env(episode_group(env_reward=False, finish=cut))
+    assert (reward, env.value, env.status) == (0.0, 0.0, common_pb2.SCORE_STATUS_OK)
+    reward, env = await scored_env(episode_group(env_reward=False, finish=cut), truncated=-0.5)
+    assert (reward, env.value) == (-1.0, -0.5)  # weight 2 × -0.5
+    reward, env = await scored_env(episode_group(env_reward=False, finish=cut), truncated=None)
+    assert math.isnan(reward) and env.error == NO_ENV_REWARD
+    # an environment that rewarded a turn before the cut keeps its reward
+    reward, env = await scored_env(episode_group(env_reward=True, finish=cut), truncated=-0.5)
+    assert (reward, env.value) == (1.5, 0.75)
+
+
+async def test_a_single_turn_answer_cut_at_max_tokens_is_still_an_error():
+    group = episode_group(env_reward=False, finish=common_pb2.FINISH_REASON_LENGTH)
+    for name in ("turns", "loss_mask"):
+        group.samples[0].ClearField(name)
+    reward, env = await scored_env(group)
+    assert math.isnan(reward) and env.status == common_pb2.SCORE_STATUS_ERROR
 
 
 def test_environment_credit_must_be_turn_or_episode():
