@@ -166,3 +166,9 @@ def test_environment_credit_must_be_turn_or_episode():
     # refused when the config is built (meshrl/config/reward_rules.py), before any service starts
     with pytest.raises(ValueError, match="credit: Input should be 'turn' or 'episode'"):
         build_components([C(name="env", kind="environment", params={"credit": "step"})])
+
+
+@pytest.mark.parametrize("value", ["nan", float("inf"), "zero"])
+def test_a_truncated_value_that_is_not_a_finite_number_is_refused(value):
+    with pytest.raises(ValueError, match="truncated"):
+        build_components([C(name="env", kind="environment", params={"truncated": value})])
