@@ -14,12 +14,12 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.transport.bus.registry import service_addresses
 from meshrl.transport.rpc.server import registration, start_server
 from tests.services.reward.test_external_calls import ScriptedService
+from tests.services.reward.test_service_process import write_reward_config
 from tests.services.reward.test_worker import make_group
 
 ACK_WAIT_S = 3.0
@@ -39,18 +39,8 @@ class HoldFirst(ScriptedService):
 
 
 def write_config(tmp_path, address: str) -> str:
-    cfg = {
-        "model": {"path": "unused"},
-        "data": {"train": "unused.jsonl"},
-        "algorithm": {"preset": "dapo"},  # no reference: reward publishes to `ready`
-        "reward": {
-            "ack_wait_s": ACK_WAIT_S,
-            "components": [{"name": "judge", "kind": "external", "address": address, "timeout_s": 600}],
-        },
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return str(path)
+    judge = {"name": "judge", "kind": "external", "address": address, "timeout_s": 600}
+    return write_reward_config(tmp_path, {"ack_wait_s": ACK_WAIT_S, "components": [judge]})
 
 
 def start_replica(nats_url: str, run_id: str, config: str, replica: str) -> subprocess.Popen:

@@ -15,21 +15,25 @@ from meshrl.transport.rpc import wait_healthy
 from tests.services.reward.test_worker import make_group
 
 
-def write_config(tmp_path, external_address: str) -> str:
+def write_reward_config(tmp_path, reward: dict) -> str:
+    """A run config for a reward process: its `reward` section; no reference, so it publishes to `ready`."""
     cfg = {
         "model": {"path": "unused"},
         "data": {"train": "unused.jsonl"},
-        "algorithm": {"preset": "dapo"},  # no reference: reward publishes to `ready`
-        "reward": {
-            "components": [
-                {"name": "math", "kind": "math_verify", "weight": 1.0},
-                {"name": "keywords", "kind": "external", "address": external_address, "weight": 0.5},
-            ]
-        },
+        "algorithm": {"preset": "dapo"},
+        "reward": reward,
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
+
+
+def write_config(tmp_path, external_address: str) -> str:
+    components = [
+        {"name": "math", "kind": "math_verify", "weight": 1.0},
+        {"name": "keywords", "kind": "external", "address": external_address, "weight": 0.5},
+    ]
+    return write_reward_config(tmp_path, {"components": components})
 
 
 @pytest.mark.timeout(120)
