@@ -90,7 +90,7 @@ def eval_mesh(
         run_grpc_tls(cfg, work_dir),
         Supervisor(RunDir(work_dir).logs, grace_s=grace_s) as sup,
     ):
-        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s)
+        create_streams(url, run_id, timeout_s=cfg.nats.connect_timeout_s, ack_waits=cfg.ack_waits)
         for spec in sampling_specs(cfg):
             argv = service_argv(spec, url, run_id, config_path)
             if spec.name != "reward_model":  # it serves where the config says: the reward service calls it there

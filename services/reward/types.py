@@ -29,7 +29,7 @@ class RewardItem:
     prompt: str = ""
     data_source: str = ""
     num_tokens: int = 0  # response length in tokens (0 when unknown, e.g. via the gRPC API)
-    truncated: bool = False  # hit max_tokens
+    truncated: bool = False  # hit max_tokens (an episode: a limit ended it, finish reason LENGTH)
     metadata: dict[str, str] = field(default_factory=dict)  # the mesh's own task labels (e.g. split)
     ground_truth_json: str = ""  # any type, as JSON ("" = none); `ground_truth` is the rules' text
     prompt_messages: tuple[tuple[str, str], ...] = ()  # (role, content) before the chat template

@@ -37,6 +37,13 @@ async def test_each_kinds_ack_wait_reaches_its_durable(nats_url, run_id):
         await bus.close()
 
 
+def test_the_bus_defaults_are_the_configs():
+    """subjects.ACK_WAIT_S repeats config/values.py's (the bus module stays free of the config
+    package's import): what `bus.ensure_streams()` makes equals a default run's durables."""
+    defaults = {s.durable: s.ack_wait for s in names.run_consumers().values()}
+    assert {kind: defaults[kind] for kind in ("rollout", "reward", "reference")} == load_config(base=BASE).ack_waits
+
+
 def test_a_bad_ack_wait_is_refused_naming_the_key():
     with pytest.raises(ConfigError, match="reward.ack_wait_s"):
         load_config(base=BASE, overrides=["reward.ack_wait_s=0"])
