@@ -6,9 +6,8 @@ An episode meshrl ended at its limits (max_turns, its token budget, the context:
 reason LENGTH) before the environment rewarded any turn scores `params.truncated` (default
 0.0): it ran out of moves without an answer, and the policy must learn that this earns
 nothing. Dropping those groups instead (`truncated: null`) trains only on the groups whose
-every episode finished, a biased sample: measured on examples/agent_tool_smollm2.yaml, 22 of
-54 groups dropped, the training reward 1.0 while the held-out accuracy fell from 1.0 to 0.34
-as the policy learned to call the tool again instead of answering.
+every episode finished, a biased sample (on the tool example one seed learned to call the
+tool again instead of answering: docs/benchmarks.md, "Agents").
 Any other item without an environment reward (a single-turn task, an environment that
 said done without rewarding) gets status ERROR saying so, never a silent 0; give the
 component an `on_failure: {value: X}` where a missing reward has a meaning.
