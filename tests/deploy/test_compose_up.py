@@ -55,7 +55,7 @@ def tiny_run_config(run_id: str) -> dict:
 
 
 def prometheus_image() -> str:
-    """Debian's prometheus binary (scripts/setup.sh installs the package for promtool) in an
+    """Debian's prometheus binary (scripts/test_tools.sh installs the package for promtool) in an
     image like prom/prometheus's: entrypoint the binary, user nobody, /prometheus its own."""
     tag = "localhost/meshrl-test-prometheus:debian"
     if podman("image", "exists", tag, check=False).returncode == 0:

@@ -4,7 +4,7 @@ hand-computed time), the Grafana dashboard is well-formed, and every metric eith
 names is one a real meshrl /metrics endpoint exports.
 
     .venv/bin/python -m pytest -q tests/deploy/test_observability.py
-promtool comes from the Debian package prometheus (scripts/setup.sh installs it).
+promtool comes from the Debian package prometheus (scripts/test_tools.sh installs it).
 """
 
 import importlib.util
@@ -82,7 +82,7 @@ STEP_KEYS = [
 
 def promtool(*args: str) -> subprocess.CompletedProcess:
     tool = shutil.which("promtool")
-    assert tool, "promtool missing: bash scripts/setup.sh installs it (Debian package prometheus)"
+    assert tool, "promtool missing: bash scripts/test_tools.sh installs it (Debian package prometheus)"
     return subprocess.run([tool, *args], capture_output=True, text=True, timeout=120)
 
 

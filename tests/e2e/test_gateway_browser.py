@@ -142,7 +142,7 @@ def browser(tmp_path_factory):
 
     for tool in ("chromium", "chromedriver"):
         assert shutil.which(tool), (
-            f"{tool} is missing: run `bash scripts/setup.sh` (apt-installs chromium chromium-driver)"
+            f"{tool} is missing: run `bash scripts/test_tools.sh` (apt-installs chromium chromium-driver)"
         )
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
