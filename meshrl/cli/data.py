@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from meshrl.errors import LaunchError
-from meshrl.cli import about
+from meshrl.cli import about, data_reasoning_gym
 from meshrl.inputs.data import arithmetic as gen
 
 
@@ -40,11 +40,22 @@ def add_parser(sub) -> None:
     pairs = kinds.add_parser("pairs", help="sum problems as DPO pairs (chosen right, rejected wrong)")
     _common(pairs)
     pairs.set_defaults(func=pairs_)
+    data_reasoning_gym.add_parser(kinds)  # meshrl data reasoning-gym (its own module)
+
+
+# The rows are built in memory before they are written (a million is a few hundred MB), and
+# operands and products must fit in int64 (9 digits times 9 digits is under 2**63).
+MAX_ROWS = 1_000_000
+MAX_DIGITS = 9
 
 
 def _check(args) -> None:
-    if args.n < 1 or args.digits < 1:
-        raise LaunchError(f"--n and --digits must be >= 1 (got --n {args.n} --digits {args.digits})")
+    if not 1 <= args.n <= MAX_ROWS:
+        raise LaunchError(f"--n {args.n}: give 1..{MAX_ROWS:,} rows (more: run it again with another --seed)")
+    if not 1 <= args.digits <= MAX_DIGITS:
+        raise LaunchError(f"--digits {args.digits}: give 1..{MAX_DIGITS} digits per operand")
+    if args.seed < 0:
+        raise LaunchError(f"--seed {args.seed}: give a seed >= 0")
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
 

@@ -24,6 +24,11 @@ from pydantic import Field, field_validator
 from meshrl.config.algorithm import Strict
 from meshrl.config.parts import TOOL_PARSERS, check_name
 
+# Typo guards: agentic episodes run to tens of turns; past these an episode is a runaway loop
+# (each turn is a generation and an environment call) rather than a task.
+MAX_TURNS = 256
+MAX_TOOL_CALLS = 64
+
 
 class PolicyEndpointConfig(Strict):
     enabled: bool = False
@@ -32,11 +37,11 @@ class PolicyEndpointConfig(Strict):
 
 
 class AgentConfig(Strict):
-    max_turns: int = Field(4, ge=1)
+    max_turns: int = Field(4, ge=1, le=MAX_TURNS)
     max_episode_tokens: int = Field(512, ge=1)
     tool_parser: str = "hermes"
     max_observation_tokens: int = Field(256, ge=1)
-    max_tool_calls: int = Field(4, ge=1)
+    max_tool_calls: int = Field(4, ge=1, le=MAX_TOOL_CALLS)
     policy_endpoint: PolicyEndpointConfig = PolicyEndpointConfig()
 
     @field_validator("tool_parser")

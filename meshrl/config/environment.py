@@ -36,14 +36,16 @@ KIND = "environment"  # the run-KV service kind and NATS user of launched replic
 
 
 class SandboxConfig(Strict):
-    """Limits of the built-in `python` tool's sandbox (services/environment/sandbox)."""
+    """Limits of the built-in `python` tool's sandbox (services/environment/sandbox). Each has
+    a cap: a tool call is a short program, and past these one call holds a replica's host
+    (CPU, memory, the process table) rather than answering a step."""
 
-    cpu_s: int = Field(5, ge=1)
-    wall_s: float = Field(10.0, gt=0.0)
-    memory_mb: int = Field(1024, ge=64)
-    processes: int = Field(32, ge=1)
-    output_bytes: int = Field(64 * 1024, ge=1024)
-    concurrent: int = Field(2, ge=1)  # programs running at once per replica
+    cpu_s: int = Field(5, ge=1, le=600)
+    wall_s: float = Field(10.0, gt=0.0, le=1800.0)
+    memory_mb: int = Field(1024, ge=64, le=65536)
+    processes: int = Field(32, ge=1, le=1024)
+    output_bytes: int = Field(64 * 1024, ge=1024, le=16 << 20)
+    concurrent: int = Field(2, ge=1, le=64)  # programs running at once per replica
 
 
 class EnvironmentConfig(Strict):

@@ -3,9 +3,15 @@
 Order, later wins: the preset named by `algorithm.preset` (from `meshrl/presets/`), the
 user's YAML, then command-line overrides. Values in overrides are parsed as YAML, so
 `trainer.bf16=true`, `rollout.sampling.stop=["\\n"]` and `model.path=/x` all work.
+
+A preset is a name, looked up among the files of `meshrl/presets/`, never joined into a
+path: `algorithm.preset: ../../tokens` is an unknown preset, not a file to read. Errors name
+keys and short scalar values, never a loaded document's lists or mappings (whatever file
+was read, none of it is echoed). `roots` (the gateway's) confines the config file itself.
 """
 
 import difflib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from meshrl.errors import ConfigError
 from meshrl.config.schema import RunConfig
-from meshrl.config.yaml_text import load_yaml
+from meshrl.config.parts import unknown_name
+from meshrl.config.yaml_text import MAX_DEPTH, load_yaml
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -23,11 +30,18 @@ def available_presets() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
 
 
-def load_preset(name: str) -> dict:
-    path = PRESETS_DIR / f"{name}.yaml"
-    if not path.exists():
-        raise ConfigError(f"algorithm.preset={name!r} is unknown; presets: {', '.join(available_presets())}")
-    return load_yaml(path.read_text(), f"preset {name}") or {}
+def load_preset(name) -> dict:
+    """The preset called `name`: a key of the presets folder's listing, never a path."""
+    presets = {p.stem: p for p in PRESETS_DIR.glob("*.yaml")}
+    if not isinstance(name, str) or name not in presets:
+        raise ConfigError(unknown_name("algorithm.preset", shown(name), presets, "preset"))
+    return load_yaml(presets[name].read_text(encoding="utf-8"), f"preset {name}") or {}
+
+
+def shown(value, limit: int = 80) -> str:
+    """A value as an error message may show it: a scalar's text, cut to `limit` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -39,6 +53,8 @@ def parse_overrides(items: list[str]) -> dict:
             raise ConfigError(f"override {item!r} is not of the form key.path=value")
         node = tree
         *parents, leaf = key.strip().split(".")
+        if len(parents) >= MAX_DEPTH:
+            raise ConfigError(f"override key {shown(key.strip())} is deeper than {MAX_DEPTH} levels; no key is")
         for part in parents:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
@@ -95,17 +111,21 @@ def unknown_key_message(loc: tuple, shown: str) -> str:
     return f"unknown key{shown}{hint}; allowed here: {', '.join(allowed)}"
 
 
+SCALARS = (str, int, float, bool, type(None))
+
+
 def error_message(e: dict) -> str:
-    """One pydantic error as a sentence that says what is wrong and how to fix it."""
+    """One pydantic error as a sentence that says what is wrong and how to fix it. A scalar
+    value is shown, cut short; a list or mapping never (it may be a whole loaded file)."""
     given = e.get("input")
-    shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    got = f" (got {shown(repr(given))})" if isinstance(given, SCALARS) else ""
     if e["type"] == "extra_forbidden":
-        return unknown_key_message(e["loc"], shown)
+        return unknown_key_message(e["loc"], got)
     if e["type"] == "finite_number":
-        return f"must be a finite number{shown}; NaN and ±inf are refused: give a real value"
+        return f"must be a finite number{got}; NaN and ±inf are refused: give a real value"
     if e["type"] == "value_error":  # our validators' messages already name key, value and fix
         return str(e["ctx"]["error"])
-    return f"{e['msg']}{shown}"
+    return f"{e['msg']}{got}"
 
 
 def format_validation_error(err: ValidationError) -> str:
@@ -117,28 +137,43 @@ def format_validation_error(err: ValidationError) -> str:
     return "invalid config: " + "; ".join(problems)
 
 
+def read_document(path: Path, roots: Iterable[Path] | None = None) -> dict:
+    """The mapping in the YAML file `path` (inside one of `roots` when they are given)."""
+    if roots is not None and not any(path.resolve().is_relative_to(Path(r).resolve()) for r in roots):
+        raise ConfigError(f"config file {path} lies outside the folders configs are read from here")
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory; name the YAML file in it")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"config file {path} cannot be read: {err}") from None
+    document = load_yaml(text, f"config file {path}") or {}
+    if not isinstance(document, dict):
+        raise ConfigError(
+            f"config file {path} holds a {type(document).__name__}, not a mapping of sections (model:, data:, ...)"
+        )
+    return document
+
+
 def load_config(
-    path: str | Path | None = None, overrides: list[str] | None = None, base: dict | None = None
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    base: dict | None = None,
+    *,
+    roots: Iterable[Path] | None = None,
+    check_tree: Callable[[dict], None] | None = None,
 ) -> RunConfig:
-    """Load a run config from YAML (or `base`, a dict) plus overrides. Raises ConfigError."""
+    """Load a run config from YAML (or `base`, a dict) plus overrides. Raises ConfigError.
+    `roots`: the folders `path` must lie in; `check_tree`: a caller's check of the merged tree
+    before anything in it is looked up (the gateway refuses parts named by import path there)."""
     tree: dict[str, Any] = dict(base or {})
     if path is not None:
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"config file {path} does not exist")
-        if path.is_dir():
-            raise ConfigError(f"config file {path} is a directory; name the YAML file in it")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise ConfigError(f"config file {path} cannot be read: {err}") from None
-        document = load_yaml(text, f"config file {path}") or {}
-        if not isinstance(document, dict):
-            raise ConfigError(
-                f"config file {path} holds a {type(document).__name__}, not a mapping of sections (model:, data:, ...)"
-            )
-        tree = deep_merge(tree, document)
+        tree = deep_merge(tree, read_document(Path(path), roots))
     tree = deep_merge(tree, parse_overrides(overrides or []))
+    if check_tree is not None:
+        check_tree(tree)
     return validate(resolve_tree(tree))
 
 

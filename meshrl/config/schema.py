@@ -12,7 +12,8 @@ from pydantic import Field, field_validator, model_validator
 
 from meshrl.config.secrets import check_env_name, check_no_credentials
 from meshrl.config.values import ACK_WAIT_S, MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
-from meshrl.config.values import Name, Port, check_address, check_url_port
+from meshrl.config.values import MAX_KV_CACHE_GB, MAX_STEPS
+from meshrl.config.values import Name, Port, check_address, check_endpoint, check_url_port
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
@@ -72,7 +73,7 @@ class SamplingConfig(Strict):
 class RolloutConfig(Strict):
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     sampling: SamplingConfig = SamplingConfig()
-    kv_cache_gb: float = Field(1.0, gt=0.0)  # GiB, fractions allowed (vLLM kv_cache_memory_bytes)
+    kv_cache_gb: float = Field(1.0, gt=0.0, le=MAX_KV_CACHE_GB)  # GiB, fractions allowed (vLLM kv_cache_memory_bytes)
     enforce_eager: bool = True
     max_model_len: int = Field(512, ge=16)
     grpc_port: Port = 0  # 0 = pick a free port
@@ -208,7 +209,7 @@ class ReferenceConfig(Strict):
 
 
 class LearnerConfig(Strict):
-    steps: int = Field(20, ge=1)
+    steps: int = Field(20, ge=1, le=MAX_STEPS)
     prompts_per_step: int = Field(8, ge=1)
     max_staleness: int = Field(0, ge=0)  # 0 = synchronous on-policy
     max_groups_in_flight: int | None = Field(None, ge=1)  # None = prompts_per_step × (staleness+1)
@@ -304,8 +305,9 @@ class TelemetryConfig(Strict):
 
     @field_validator("otlp_endpoint")
     @classmethod
-    def _no_credentials(cls, url: str | None) -> str | None:
-        return check_url_port("telemetry.otlp_endpoint", check_no_credentials(url, "telemetry.otlp_endpoint"))
+    def _endpoint(cls, url: str | None) -> str | None:
+        """http(s)://HOST:PORT[/v1/traces] or HOST:PORT (gRPC); empty = none."""
+        return check_endpoint("telemetry.otlp_endpoint", url or None, ("http", "https"))
 
     @property
     def tracker_names(self) -> list[str]:

@@ -9,13 +9,17 @@ metrics.jsonl is always written; each tracker named here gets the resolved confi
 step's metrics (the held-out eval's `eval/*` among them), the samples.jsonl rows as tables,
 and the final model's path. Credentials never come from here: MLflow reads
 MLFLOW_TRACKING_TOKEN / MLFLOW_TRACKING_USERNAME+PASSWORD and W&B reads WANDB_API_KEY from
-the learner's environment, so a tracking URI that carries a password is refused.
+the learner's environment, so a tracking URI that carries a password, or a query-string
+parameter named like a credential (`?token=`, `?api_key=`, `?sig=`...), is refused; the
+message names the parameter, never its value (the URI is printed by --dry-run, saved in
+RUN_DIR/config.yaml and sent to every service).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, field_validator
 
@@ -24,6 +28,7 @@ from meshrl.config.values import check_url_port
 from meshrl.errors import ConfigError
 
 TRACKERS = ("tensorboard", "mlflow", "wandb")
+SECRET_PARAM = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
 TrackerName = Literal["tensorboard", "mlflow", "wandb"]
 
 
@@ -42,6 +47,7 @@ class MlflowConfig(Strict):
     @field_validator("tracking_uri")
     @classmethod
     def _no_password_in_uri(cls, value: str | None) -> str | None:
+        check_no_secret_params("telemetry.mlflow.tracking_uri", value)
         check_url_port("telemetry.mlflow.tracking_uri", value)
         if value is not None and urlsplit(value).password is not None:
             raise ConfigError(
@@ -50,6 +56,21 @@ class MlflowConfig(Strict):
                 "MLFLOW_TRACKING_TOKEN) in the learner's environment"
             )
         return value
+
+
+def check_no_secret_params(key: str, value: str | None) -> None:
+    """ConfigError naming the query-string parameter of `value` that looks like a credential."""
+    try:
+        query = urlsplit(value).query if value and "://" in value else ""
+    except ValueError:  # a malformed URL: the port check names it
+        return
+    names = [name for name, _ in parse_qsl(query, keep_blank_values=True) if SECRET_PARAM.search(name)]
+    if names:
+        raise ConfigError(
+            f"{key} carries {names[0][:32]!r} in its query string: credentials never go in a URI (it is "
+            "printed and saved); set MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME / "
+            "MLFLOW_TRACKING_PASSWORD) in the learner's environment"
+        )
 
 
 class WandbConfig(Strict):

@@ -9,6 +9,12 @@ is validated or dumped. So a document is refused when it is over MAX_YAML_BYTES,
 than MAX_ALIASES aliases, or expands to more than MAX_VALUES values (counted as walked,
 stopping at the limit). No real config comes near any of them (the largest example has
 under 200 values and no alias).
+
+Two more rules: a document nested deeper than MAX_DEPTH (PyYAML's composer recurses once per
+level, so `[[[[...` a few thousand deep was a RecursionError, and deep trees recurse again in
+every check after it), and a key given twice in one mapping (YAML says a key is unique;
+PyYAML silently kept the last, so a stray second `steps:` won over the one the author read).
+Neither message quotes the document: the key's name and its lines only.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from meshrl.errors import ConfigError
 MAX_YAML_BYTES = 1 << 20  # 1 MiB: the gateway's request cap too
 MAX_ALIASES = 64
 MAX_VALUES = 100_000
+MAX_DEPTH = 32  # nested mappings/lists; the deepest real config is 5 levels (reward.components[].tls.ca_file)
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class _CountingLoader(yaml.SafeLoader):
@@ -29,7 +37,7 @@ class _CountingLoader(yaml.SafeLoader):
 
     def __init__(self, stream, source: str):
         super().__init__(stream)
-        self.source, self.aliases = source, 0
+        self.source, self.aliases, self.depth = source, 0, 0
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -38,7 +46,49 @@ class _CountingLoader(yaml.SafeLoader):
                 raise ConfigError(
                     f"{self.source} uses more than {MAX_ALIASES} YAML aliases (*name); write the values out instead"
                 )
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise ConfigError(
+                    f"{self.source} nests deeper than {MAX_DEPTH} levels (line {line}); a config is a "
+                    "few levels of sections: flatten it"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        """A key given twice in one mapping is refused (merged `<<:` keys may be overridden)."""
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if _hashable(key) and key in seen:
+                    raise ConfigError(
+                        f"{self.source}: key {_shown(key)} is given twice in one mapping (lines "
+                        f"{seen[key]} and {line}); keep one"
+                    )
+                if _hashable(key):
+                    seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _hashable(key) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _shown(key) -> str:
+    """A key for a message: its repr, cut short (a key is a name, not a document)."""
+    text = repr(key)
+    return text if len(text) <= 64 else text[:61] + "..."
 
 
 def _one_line(err: yaml.YAMLError) -> str:
@@ -49,19 +99,24 @@ def _one_line(err: yaml.YAMLError) -> str:
 
 
 def _check_size(tree: Any, source: str) -> None:
-    """ConfigError once walking `tree` (aliases expanded) passes MAX_VALUES values."""
-    stack, seen = [tree], 0
+    """ConfigError once walking `tree` (aliases expanded) passes MAX_VALUES values or MAX_DEPTH
+    levels (aliases of nested lists nest again: the composer saw each level only once)."""
+    stack, seen = [(tree, 0)], 0
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         seen += 1
         if seen > MAX_VALUES:
             raise ConfigError(
                 f"{source} expands to more than {MAX_VALUES:,} values (aliases of aliases?); write a smaller config"
             )
+        if depth > MAX_DEPTH:
+            raise ConfigError(
+                f"{source} nests deeper than {MAX_DEPTH} levels once its aliases are expanded; flatten it"
+            )
         if isinstance(node, dict):
-            stack.extend(node.values())
+            stack.extend((child, depth + 1) for child in node.values())
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((child, depth + 1) for child in node)
 
 
 def load_yaml(text: str, source: str) -> Any:
@@ -82,4 +137,4 @@ def load_yaml(text: str, source: str) -> Any:
     return tree
 
 
-__all__ = ["MAX_ALIASES", "MAX_VALUES", "MAX_YAML_BYTES", "load_yaml"]
+__all__ = ["MAX_ALIASES", "MAX_DEPTH", "MAX_VALUES", "MAX_YAML_BYTES", "load_yaml"]

@@ -80,7 +80,7 @@ def test_ppo_shows_critic_and_reference(capsys, config_file):
         ("trainer.nope=1", "trainer.nope: unknown key"),
         ("trainer.micro_batch_size=zero", "trainer.micro_batch_size"),
         ("learner.max_groups_in_flight=3", "learner.max_groups_in_flight=3 is below"),
-        ("algorithm.preset=nosuch", "algorithm.preset='nosuch' is unknown"),
+        ("algorithm.preset=nosuch", "algorithm.preset='nosuch' is not a known preset"),
     ],
 )
 def test_bad_config_exits_2_naming_the_key(capsys, config_file, override, named):

@@ -52,3 +52,18 @@ def test_arithmetic_tool_rows_offer_the_calculator(tmp_path):
         )
         assert row["reward_model"]["ground_truth"] == str(int(match[1]) * int(match[2]))
         assert row["data_source"] == "tool_arith"
+
+
+def test_out_of_range_sizes_are_one_line_exit_2(tmp_path, capsys):
+    """`--n 10**12` tried to allocate 14.6 TiB (a numpy traceback); `--digits 100000` overflowed int64."""
+    out = str(tmp_path / "x.jsonl")
+    for flags, expected in (
+        (["--n", str(10**12)], "--n 1000000000000: give 1..1,000,000 rows"),
+        (["--n", "0"], "--n 0: give 1..1,000,000 rows"),
+        (["--n", "3", "--digits", "100000"], "--digits 100000: give 1..9 digits per operand"),
+        (["--n", "3", "--seed", "-1"], "--seed -1: give a seed >= 0"),
+    ):
+        assert main(["data", "arithmetic", "--out", out, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err == f"meshrl: error: {expected}" + err.partition(expected)[2] and err.count("\n") == 1, err
+    assert not (tmp_path / "x.jsonl").exists()

@@ -173,7 +173,11 @@ CASES = [
         ["rollout.sampling.temperature=0"],
         ["rollout.sampling.temperature=0", "group_size=8", "set temperature > 0"],
     ),
-    ("unknown-preset", ["algorithm.preset=grpoo"], ["algorithm.preset='grpoo' is unknown", "grpo"]),
+    (
+        "unknown-preset",
+        ["algorithm.preset=grpoo"],
+        ["algorithm.preset='grpoo' is not a known preset", "did you mean 'grpo'"],
+    ),
 ]
 
 

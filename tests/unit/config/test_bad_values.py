@@ -7,13 +7,22 @@ import pytest
 
 from meshrl.config import ConfigError, load_config
 from meshrl.errors import LaunchError
-from meshrl.config.values import MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
+from meshrl.config.agent import MAX_TURNS
+from meshrl.config.values import MAX_KV_CACHE_GB, MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_STEPS
+from meshrl.config.values import MAX_TENSOR_PARALLEL
+from meshrl.config.yaml_text import MAX_DEPTH
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 PORT = "the port must be a number 1..65535"
 HOST_PORT = "expected host:port"
 PRINTABLE = "use printable characters only"
 NUL = "holds a NUL character"
+SWITCH = "is a switch, not a number: give a number here"
+BITS = "is past the 64-bit range of any count or size"
+ENDPOINT = "is not an endpoint URL; give http://HOST:PORT (schemes: http, https)"
+NO_QUERY = "must not hold credentials, a query string or a fragment"
+NOT_PRESET = "is not a known preset"
+PYTHON_ENV = ["environment.name=e", "environment.builtin=python"]
 
 
 def rule(kind: str, params: str) -> str:
@@ -219,6 +228,82 @@ CASES = [
     ("nats-url-nul", ['nats.url="nats://a\\0:4222"'], ["nats.url", NUL]),
     ("stop-string-nul", ['rollout.sampling.stop=["\\0"]'], ["rollout.sampling.stop", NUL]),
     ("params-key-nul", [rule("exact_match", '{"a\\0": 1}')], ["params", NUL]),
+    # numbers that are numbers, within caps (issue 31, point 5)
+    ("learner-steps-bool", ["learner.steps=true"], ["learner.steps: true " + SWITCH]),
+    ("learner-steps-10e30", ["learner.steps=1000000000000000000000000000000"], ["learner.steps: 1e+30 " + BITS]),
+    ("learner-steps-cap", [f"learner.steps={MAX_STEPS + 1}"], ["learner.steps", f"less than or equal to {MAX_STEPS}"]),
+    (
+        "kv-cache-1e12",
+        ["rollout.kv_cache_gb=1e12"],
+        ["rollout.kv_cache_gb", f"less than or equal to {MAX_KV_CACHE_GB:g}"],
+    ),
+    ("kv-cache-bool", ["rollout.kv_cache_gb=false"], ["rollout.kv_cache_gb: false " + SWITCH]),
+    ("seed-past-64-bits", [f"run.seed={2**64}"], ["run.seed", BITS]),
+    (
+        "max-turns-cap",
+        ["rollout.agent.max_turns=1000000"],
+        ["rollout.agent.max_turns", f"less than or equal to {MAX_TURNS}"],
+    ),
+    ("max-turns-bool", ["rollout.agent.max_turns=yes"], ["rollout.agent.max_turns: true " + SWITCH]),
+    (
+        "sandbox-cpu-cap",
+        [*PYTHON_ENV, "environment.sandbox.cpu_s=86400"],
+        ["sandbox.cpu_s", "less than or equal to 600"],
+    ),
+    (
+        "sandbox-wall-cap",
+        [*PYTHON_ENV, "environment.sandbox.wall_s=1e9"],
+        ["sandbox.wall_s", "less than or equal to 1800"],
+    ),
+    (
+        "sandbox-memory-cap",
+        [*PYTHON_ENV, "environment.sandbox.memory_mb=10000000"],
+        ["sandbox.memory_mb", "less than or equal to 65536"],
+    ),
+    (
+        "sandbox-processes-cap",
+        [*PYTHON_ENV, "environment.sandbox.processes=100000"],
+        ["sandbox.processes", "less than or equal to 1024"],
+    ),
+    (
+        "sandbox-output-cap",
+        [*PYTHON_ENV, "environment.sandbox.output_bytes=10000000000"],
+        ["sandbox.output_bytes", "less than or equal to 16777216"],
+    ),
+    (
+        "sandbox-concurrent-cap",
+        [*PYTHON_ENV, "environment.sandbox.concurrent=1000"],
+        ["sandbox.concurrent", "less than or equal to 64"],
+    ),
+    # the OTLP endpoint is an endpoint: scheme, host, port, nothing else
+    ("otlp-scheme-file", ["telemetry.otlp_endpoint=file:///etc/passwd"], ["telemetry.otlp_endpoint=", ENDPOINT]),
+    ("otlp-scheme-ftp", ["telemetry.otlp_endpoint=ftp://collector:21"], ["telemetry.otlp_endpoint=", ENDPOINT]),
+    ("otlp-no-host", ["telemetry.otlp_endpoint=http://:4317"], ["telemetry.otlp_endpoint=", ENDPOINT]),
+    ("otlp-two", ["telemetry.otlp_endpoint='a:4317,b:4317'"], ["telemetry.otlp_endpoint=", ENDPOINT]),
+    ("otlp-space", ["telemetry.otlp_endpoint='http://a b:4317'"], ["telemetry.otlp_endpoint=", ENDPOINT]),
+    ("otlp-query-token", ["telemetry.otlp_endpoint=http://c:4318/v1/traces?token=t0k"], ["otlp_endpoint", NO_QUERY]),
+    ("otlp-fragment", ["telemetry.otlp_endpoint=http://c:4318/#t0k"], ["otlp_endpoint", NO_QUERY]),
+    ("otlp-user", ["telemetry.otlp_endpoint=http://me@c:4317"], ["otlp_endpoint", NO_QUERY]),
+    # a tracker URI carries no credential in its query string either (the value never shown)
+    (
+        "mlflow-query-token",
+        ["telemetry.mlflow.tracking_uri=http://mlflow:5000/?token=t0k"],
+        ["telemetry.mlflow.tracking_uri carries 'token' in its query string", "MLFLOW_TRACKING_TOKEN"],
+    ),
+    (
+        "mlflow-query-api-key",
+        ["telemetry.mlflow.tracking_uri=postgresql://db/mlflow?sslmode=require&API_KEY=t0k"],
+        ["carries 'API_KEY' in its query string"],
+    ),
+    # names are names: a preset is looked up, never joined into a path
+    ("preset-absolute-path", ["algorithm.preset=/etc/hostname"], ["algorithm.preset='/etc/hostname' " + NOT_PRESET]),
+    (
+        "preset-dot-dot",
+        ["algorithm.preset=../../../etc/hostname"],
+        ["algorithm.preset='../../../etc/hostname'", NOT_PRESET],
+    ),
+    ("preset-a-list", ["algorithm.preset=[grpo]"], ["algorithm.preset=\"['grpo']\" " + NOT_PRESET]),
+    ("override-key-deep", [".".join(["a"] * (MAX_DEPTH + 1)) + "=1"], [f"is deeper than {MAX_DEPTH} levels"]),
 ]
 
 
@@ -259,6 +344,23 @@ YAML_CASES = [
         ["is not valid YAML", "could not determine a constructor"],
     ),
     ("two-documents", "model: {path: /m}\n---\ndata: {train: /d}\n", ["is not valid YAML", "another document"]),
+    (
+        "key-twice",
+        "model: {path: /m}\nlearner:\n  steps: 5\n  push_every: 1\n  steps: 50\n",
+        ["key 'steps' is given twice in one mapping (lines 3 and 5); keep one"],
+    ),
+    (
+        "section-twice",
+        "learner: {}\nmodel: {path: /m}\nlearner: {}\n",
+        ["key 'learner' is given twice", "lines 1 and 3"],
+    ),
+    ("nested-deep", "params: " + "[" * 5000 + "]" * 5000 + "\n", [f"nests deeper than {MAX_DEPTH} levels (line 1)"]),
+    ("nested-block", "".join("  " * i + f"k{i}:\n" for i in range(40)) + "  " * 40 + "v\n", ["nests deeper than"]),
+    (
+        "nested-by-aliases",
+        "a: &a " + "[" * 20 + "1" + "]" * 20 + "\nb: " + "[" * 20 + "*a" + "]" * 20 + "\n",
+        [f"nests deeper than {MAX_DEPTH} levels once its aliases are expanded"],
+    ),
 ]
 
 
@@ -285,3 +387,21 @@ def test_a_config_path_that_is_a_folder_or_not_utf8(tmp_path):
 def test_an_override_bomb_is_refused():
     with pytest.raises(ConfigError, match="override run.name= uses more than 64 YAML aliases"):
         load_config(base=BASE, overrides=["run.name=[&a [1], " + ", ".join(["*a"] * 65) + "]"])
+
+
+def test_a_merge_key_may_still_be_overridden_and_lists_are_never_echoed(tmp_path):
+    """`<<: *base` then a key of its own is YAML's override, not a key given twice; and an
+    error over a list shows the key only (a list may be a whole file someone loaded)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "base: &base {steps: 3, prompts_per_step: 2}\nmodel: {path: /m}\ndata: {train: /d.jsonl}\n"
+        "learner: {<<: *base, steps: 4}\n"
+    )
+    with pytest.raises(ConfigError) as err:  # `base` is no section: the merge itself loaded fine
+        load_config(path)
+    assert str(err.value).startswith("invalid config: base: unknown key;"), err.value
+    assert "prompts_per_step': 2" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        load_config(base=BASE, overrides=["learner.steps=[secret-a, secret-b]"])
+    assert "learner.steps: Input should be a valid integer" in str(err.value)
+    assert "secret" not in str(err.value)
