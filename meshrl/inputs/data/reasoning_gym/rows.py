@@ -1,0 +1,92 @@
+"""reasoning-gym tasks as verl-style prompt rows (what `meshrl data reasoning-gym` writes):
+
+    {"prompt": [{"role": "system", "content": <reasoning-gym's system prompt, "direct" by default>},
+                {"role": "user", "content": <the entry's question>}],
+     "reward_model": {"style": "rule", "ground_truth": <the entry's answer>},
+     "data_source": "reasoning_gym/leg_counting",
+     "extra_info": {"index": 0, "reasoning_gym": {"task": "leg_counting", "config": {...}, "entry": {...}}}}
+
+`extra_info.reasoning_gym` is what the reward rule `reasoning_gym` needs: the task and config to
+rebuild its dataset, and the whole entry (answer and metadata) its score_answer reads. The
+system prompts all ask for the answer inside `<answer>...</answer>` (answer.py reads it).
+
+`task_specs("a,b", "3,1", ["a.k=2"])` turns the command's options into the handler's task list:
+names (no repeats), positive weights (one per name), and `KEY=VALUE` settings (`NAME.KEY=VALUE`
+when there are several tasks), each VALUE read as YAML (`3` a number, `true` a bool, `[1, 2]` a list).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import yaml
+
+from meshrl.inputs.data.reasoning_gym.worker import HandlerProcess
+
+
+def task_names(tasks: str) -> list[str]:
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    if not names:
+        raise ValueError("--task names no task; give NAME[,NAME...], e.g. --task leg_counting")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"--task names {', '.join(repeated)} twice; name each task once (weights: --weights)")
+    return names
+
+
+def task_weights(weights: str | None, names: list[str]) -> list[float]:
+    if weights is None:
+        return [1.0] * len(names)
+    try:
+        values = [float(w) for w in weights.split(",")]
+    except ValueError:
+        raise ValueError(f"--weights {weights!r}: give numbers separated by commas, e.g. 3,1") from None
+    if len(values) != len(names) or not all(math.isfinite(w) and w > 0 for w in values):
+        raise ValueError(f"--weights {weights!r}: give {len(names)} positive numbers, one per --task name, e.g. 3,1")
+    return values
+
+
+def parse_setting(setting: str, names: list[str]) -> tuple[str, str, object]:
+    """`[NAME.]KEY=VALUE` -> (task name, key, value read as YAML)."""
+    target, sep, raw = setting.partition("=")
+    if not sep or not target.strip():
+        raise ValueError(f"--config {setting!r}: write KEY=VALUE (NAME.KEY=VALUE with several tasks)")
+    name, dot, key = target.strip().rpartition(".")
+    if not dot:
+        if len(names) > 1:
+            raise ValueError(f"--config {setting!r}: with several tasks name the task, e.g. {names[0]}.{key}={raw}")
+        name = names[0]
+    if name not in names:
+        raise ValueError(f"--config {setting!r}: {name!r} is not one of the --task names ({', '.join(names)})")
+    return name, key, yaml.safe_load(raw)
+
+
+def task_specs(tasks: str, weights: str | None = None, settings: list[str] | None = None) -> list[dict]:
+    names = task_names(tasks)
+    configs: dict[str, dict] = {name: {} for name in names}
+    for setting in settings or []:
+        name, key, value = parse_setting(setting, names)
+        configs[name][key] = value
+    return [
+        {"name": n, "weight": w, "config": configs[n]} for n, w in zip(names, task_weights(weights, names), strict=True)
+    ]
+
+
+def to_row(index: int, item: dict, system_prompt: str) -> dict:
+    entry = item["entry"]
+    answer = entry["answer"]
+    return {
+        "prompt": [{"role": "system", "content": system_prompt}, {"role": "user", "content": entry["question"]}],
+        "reward_model": {"style": "rule", "ground_truth": answer if isinstance(answer, str) else json.dumps(answer)},
+        "data_source": f"reasoning_gym/{item['task']}",
+        "extra_info": {"index": index, "reasoning_gym": item},
+    }
+
+
+def reasoning_gym_rows(
+    worker: HandlerProcess, specs: list[dict], *, n: int, seed: int, prompt: str = "direct"
+) -> list[dict]:
+    """`n` rows drawn by reasoning-gym (HandlerError, one line, when it refuses a name or setting)."""
+    result = worker.call("generate", tasks=specs, n=n, seed=seed, prompt=prompt)
+    return [to_row(i, item, result["system_prompt"]) for i, item in enumerate(result["entries"])]
