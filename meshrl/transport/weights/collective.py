@@ -19,8 +19,11 @@ Anyone who reaches the port can talk to a TCPStore, so the run's weights token (
 rollout only: meshrl.security.run_key, MESHRL_WEIGHTS_TOKEN_FILE) guards it: an ask carries
 `proof` = HMAC-SHA256(token, "ask/<ticket>/<replica>/<version>"), the learner answers only a
 valid one, and the pair group's store prefix is HMAC(token, "pair/<ticket>"), which a process
-without the token cannot name (so it cannot take the replica's place in the group). Without
-a token on the learner (a bare test), asks are not checked.
+without the token cannot name (so it cannot take the replica's place in the group). Every
+other key lives under a namespace derived from the token too, and the answer and the "go"
+carry its HMAC (collective_auth.py), so nobody without the token can pre-write what either
+side reads or push the ticket counter. Without a token on the learner (a bare test), asks
+are not checked.
 
 The notice's `sha256` is the manifest's digest and `size_bytes` its byte count, so the
 replica refuses a transfer whose layout is not the announced one before its engine is
@@ -47,6 +50,7 @@ import torch
 import torch.distributed as dist
 
 from meshrl.security.run_key import WEIGHTS_TOKEN_ENV, weights_token_from_env
+from meshrl.transport.weights.collective_auth import RendezvousKeys
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +144,7 @@ class WeightsServer:
             host, port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout_s)
         )
         self.port, self.timeout_s, self.token = self.store.port, timeout_s, _token(token)
+        self.keys = RendezvousKeys(self.token)
         if self.token is None:
             log.warning(
                 "the collective weights server at port %d has no weights token (%s): any process that "
@@ -183,9 +188,9 @@ class WeightsServer:
         died); None when stopped. Polled with `check` (a timed-out `wait` logs a warning)."""
         waited = 0.0
         while not self._stop.is_set():
-            if self.store.check([f"ask/{ticket}"]):
-                return self.store.get(f"ask/{ticket}").decode()
-            if self.store.add("tickets", 0) >= ticket:  # taken: its ask is on the way
+            if self.store.check([self.keys.key(f"ask/{ticket}")]):
+                return self.store.get(self.keys.key(f"ask/{ticket}")).decode()
+            if self.store.add(self.keys.key("tickets"), 0) >= ticket:  # taken: its ask is on the way
                 waited += poll_s
                 if waited >= ASK_GRACE_S:
                     return "skip"
@@ -201,23 +206,17 @@ class WeightsServer:
                 ticket,
                 ask.get("replica"),
             )
-            self.store.set(
-                f"answer/{ticket}",
-                json.dumps(
-                    {"error": f"not authorised: the ask does not prove the run's weights token ({WEIGHTS_TOKEN_ENV})"}
-                ),
-            )
+            error = f"not authorised: the ask does not prove the run's weights token ({WEIGHTS_TOKEN_ENV})"
+            self._reply(ticket, ask, json.dumps({"error": error}))
             return
         with self._lock:
             snapshot = self._snapshot
         if snapshot is None or snapshot[0].version != ask["version"]:
             held = None if snapshot is None else snapshot[0].version
-            self.store.set(
-                f"answer/{ticket}", json.dumps({"error": f"the learner serves version {held}, not {ask['version']}"})
-            )
+            self._reply(ticket, ask, json.dumps({"error": f"the learner serves version {held}, not {ask['version']}"}))
             return
         manifest, tensors = snapshot
-        self.store.set(f"answer/{ticket}", manifest.to_json())
+        self._reply(ticket, ask, manifest.to_json())
         if not self._accepted(ticket):
             return
         group = pair_group(self.store, pair_prefix(self.token, ticket), 0, tensors[0].device, self.timeout_s)
@@ -225,16 +224,27 @@ class WeightsServer:
             broadcast(group, tensor)
         log.info("weights v%d sent to %s (%d tensors)", manifest.version, ask.get("replica"), len(tensors))
 
+    def _reply(self, ticket: int, ask: dict, body: str) -> None:
+        """Put the answer to `ticket`, sealed for the replica and version that asked."""
+        label = answer_label(ticket, str(ask.get("replica")), ask.get("version"))
+        self.store.set(self.keys.key(f"answer/{ticket}"), self.keys.seal(label, body))
+
     def _accepted(self, ticket: int, poll_s: float = 0.05) -> bool:
         """Whether the replica took the manifest ("go/n" = "1"); False when it refused it,
-        or said nothing within the timeout (it died)."""
+        said nothing within the timeout (it died), or its "go" is not sealed with the token."""
+        key = self.keys.key(f"go/{ticket}")
         for _ in range(int(self.timeout_s / poll_s)):
             if self._stop.is_set():
                 return False
-            if self.store.check([f"go/{ticket}"]):
-                return self.store.get(f"go/{ticket}") == b"1"
+            if self.store.check([key]):
+                return self.keys.open(f"go/{ticket}", self.store.get(key)) == "1"
             time.sleep(poll_s)
         return False
+
+
+def answer_label(ticket: int, replica: str, version) -> str:
+    """What an answer's seal binds it to: the ticket and the ask it answers."""
+    return f"answer/{ticket}/{replica}/{version}"
 
 
 def ask_for(
@@ -250,20 +260,33 @@ def ask_for(
     RuntimeError when the learner no longer serves that version."""
     host, port = split_address(address)
     store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
-    ticket, token = store.add("tickets", 1), _token(token)
+    token = _token(token)
+    keys = RendezvousKeys(token)
+    ticket = store.add(keys.key("tickets"), 1)
     proof = ask_proof(token, ticket, replica, version) if token is not None else ""
-    store.set(f"ask/{ticket}", json.dumps({"replica": replica, "version": version, "proof": proof}))
-    answer = json.loads(store.get(f"answer/{ticket}").decode())  # waits up to timeout_s
+    store.set(keys.key(f"ask/{ticket}"), json.dumps({"replica": replica, "version": version, "proof": proof}))
+    answer = json.loads(keys.open(answer_label(ticket, replica, version), _answer_of(store, keys, ticket, address)))
     if "error" in answer:
         raise RuntimeError(f"weights v{version} from {address}: {answer['error']}")
     manifest = Manifest.from_json(json.dumps(answer))
     try:
         accept(manifest)
     except BaseException:
-        store.set(f"go/{ticket}", "0")  # the learner serves the next replica at once
+        store.set(keys.key(f"go/{ticket}"), keys.seal(f"go/{ticket}", "0"))  # the learner serves the next at once
         raise
-    store.set(f"go/{ticket}", "1")
+    store.set(keys.key(f"go/{ticket}"), keys.seal(f"go/{ticket}", "1"))
     return ticket, manifest
+
+
+def _answer_of(store, keys: RendezvousKeys, ticket: int, address: str) -> bytes:
+    """The raw answer to `ticket`, waited for up to the store's timeout."""
+    try:
+        return store.get(keys.key(f"answer/{ticket}"))
+    except dist.DistStoreError as err:
+        raise RuntimeError(
+            f"no answer from the learner's weights server at {address}: is the learner serving, and does this "
+            f"replica hold the run's weights token ({WEIGHTS_TOKEN_ENV}, the learner's own)? ({err})"
+        ) from None
 
 
 def receive(
