@@ -6,14 +6,19 @@ the command line, which the program could read in /proc/1/cmdline), then the pro
 It runs as root inside fresh PID, network and mount namespaces (root on the host; or, in
 "userns" mode, root of a new user namespace) and:
 
-1. mounts a size-limited tmpfs on /tmp and /dev/shm (the throwaway working dir is /tmp/work,
-   gone with the namespace), and hides each path in spec["hide"] (the run dir, secret files)
-   under an empty read-only tmpfs or /dev/null;
-2. writes the program to /tmp/work/main.py and forks; the child sets the rlimits (CPU time,
+1. builds a new root (view.py says what goes in): an empty tmpfs with the interpreter, its
+   stdlib and shared libraries bound read-only, /dev's null, zero, full, random and urandom,
+   this namespace's /proc, and private /tmp, /var/tmp, /run/lock and /dev/shm sharing one
+   size-limited tmpfs; each path in spec["hide"] (the run dir, secret files, site-packages)
+   is hidden first under an empty read-only tmpfs or /dev/null, so a bind carries the hiding;
+2. pivots into it and detaches the old root: the checkout, datasets, home directories and
+   every other host file are gone, not merely unreadable, and nothing the program writes
+   outlives the namespace (the throwaway working dir is /tmp/work);
+3. writes the program to /tmp/work/main.py and forks; the child sets the rlimits (CPU time,
    address space, processes, file size, open files, no core), drops to spec["uid"] (when
    given: root mode) with no supplementary groups, and execs the interpreter on it with
    spec["env"] only;
-3. reaps every process until the program exits, then exits with its code (128+signal when
+4. reaps every process until the program exits, then exits with its code (128+signal when
    killed). PID 1 leaving makes the kernel kill whatever the program left running (a fork
    bomb's children), and --kill-child kills PID 1 if run.py kills unshare (timeout, output cap).
 """
@@ -21,10 +26,20 @@ It runs as root inside fresh PID, network and mount namespaces (root on the host
 import ctypes
 import json
 import os
+import platform
 import resource
 import sys
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REMOUNT = 1, 2, 4, 4096, 32
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 21
+ST_RELATIME = 4096  # statvfs's bit for relatime (the other ST_ bits equal their MS_ ones)
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # the syscall's number (glibc has no wrapper)
+# Where the new root is assembled: the old root's /tmp, shadowed in this mount namespace only
+# (an interpreter under /tmp could not be bound from there).
+ROOT = "/tmp"
+PRIVATE = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 LIMITS = {
     "cpu": resource.RLIMIT_CPU,
     "as": resource.RLIMIT_AS,
@@ -59,13 +74,68 @@ def hide(path: str) -> None:
         mount("/dev/null", path, None, MS_BIND, None)
 
 
-def prepare(spec: dict, source: bytes) -> None:
-    size = f"size={spec['tmp_bytes']},mode=1777"
-    for target in ("/tmp", "/dev/shm"):
-        if os.path.isdir(target):
-            mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
+def bind(source: str, target: str, writable: bool = False) -> None:
+    """Bind `source` at `target` (made empty first), read-only unless `writable`, never setuid.
+    The remount keeps the flags the source mount already has (a user namespace may not drop them)."""
+    if os.path.isdir(source):
+        os.makedirs(target, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+        open(target, "a").close()
+    mount(source, target, None, MS_BIND | MS_REC, None)
+    kept = os.statvfs(source).f_flag
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if writable else MS_RDONLY | MS_NODEV)
+    flags |= kept & (MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME) | (MS_RELATIME if kept & ST_RELATIME else 0)
+    mount("none", target, None, flags, None)
+
+
+def private_dirs(root: str, size: int) -> None:
+    """/tmp, /var/tmp, /run/lock and /dev/shm of the new root: folders of one fresh tmpfs of
+    `size` bytes (one budget for all), world-writable and sticky like the host's."""
+    scratch = root + "/.scratch"
+    os.mkdir(scratch, 0o700)
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
+    for path in PRIVATE:
+        folder = f"{scratch}/{path.strip('/').replace('/', '-')}"
+        os.mkdir(folder)
+        os.chmod(folder, 0o1777)
+        os.makedirs(root + path, 0o755)
+        mount(folder, root + path, None, MS_BIND, None)
+    if libc.umount2(scratch.encode(), MNT_DETACH) != 0:  # the binds keep the tmpfs alive
+        raise OSError(ctypes.get_errno(), f"umount {scratch}")
+    os.rmdir(scratch)
+
+
+def pivot(root: str) -> None:
+    """Make `root` the root and detach the old one: no path leads back to a host file."""
+    os.chdir(root)
+    if libc.syscall(PIVOT_ROOT[platform.machine()], b".", b".") != 0:
+        raise OSError(ctypes.get_errno(), f"pivot_root {root}: {os.strerror(ctypes.get_errno())}")
+    if libc.umount2(b".", MNT_DETACH) != 0:  # the old root, stacked under the new one
+        raise OSError(ctypes.get_errno(), "umount the old root")
+    os.chdir("/")
+
+
+def new_root(spec: dict) -> None:
+    """An empty tmpfs at ROOT holding only what spec["view"] names, then pivot into it."""
     for path in spec["hide"]:
         hide(path)
+    mount("tmpfs", ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    private_dirs(ROOT, spec["tmp_bytes"])
+    for path, target in spec["view"]["links"]:
+        os.symlink(target, ROOT + path)
+    for path in spec["view"]["binds"]:
+        bind(path, ROOT + path)
+    for device in DEVICES:
+        if os.path.exists(device):
+            bind(device, ROOT + device, writable=True)
+    bind("/proc", ROOT + "/proc", writable=True)  # this PID namespace's own (--mount-proc)
+    pivot(ROOT)
+    mount("none", "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def prepare(spec: dict, source: bytes) -> None:
+    new_root(spec)
     os.mkdir("/tmp/work", 0o700)
     with open("/tmp/work/main.py", "wb") as f:
         f.write(source)

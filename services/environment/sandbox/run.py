@@ -5,7 +5,9 @@
 
 The program runs under `unshare` (isolation.py) with init.py as PID 1 of its namespaces:
 no network (an empty network namespace: not even loopback is up), no view of the host's
-processes (its own /proc), a throwaway /tmp, the run dir and secrets hidden, rlimits for CPU
+processes (its own /proc), a root of its own holding only the interpreter, its stdlib and
+libraries (view.py; no checkout, no datasets, no home), throwaway /tmp, /var/tmp, /run/lock
+and /dev/shm, the run dir and secrets hidden as well, rlimits for CPU
 time, memory, processes, file size and open files, and an environment with nothing but PATH,
 HOME and locale. This process enforces the wall clock and the output cap by killing
 `unshare`, whose --kill-child takes PID 1 and with it every process the program made.
@@ -27,8 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from meshrl.services.environment.sandbox.isolation import UID_BASE, Isolation
+from meshrl.services.environment.sandbox.isolation import UID_BASE, Isolation, SandboxUnavailable
 from meshrl.services.environment.sandbox.limits import SandboxLimits
+from meshrl.services.environment.sandbox.view import View, interpreter_view
 
 INIT = Path(__file__).with_name("init.py")
 PROGRAM_ENV = {
@@ -103,6 +106,7 @@ class Sandbox:
         self.isolation = isolation
         self.python = python or default_python()
         self.hide = [str(Path(p).resolve()) for p in hide]
+        self.view = _view(self.python) if isolation.mode else None
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(limits.concurrent):
             self.slots.put(slot)
@@ -112,11 +116,12 @@ class Sandbox:
         return {
             "uid": uid,
             "gid": uid,
-            "hide": self.hide,
+            "hide": [*self.hide, *self.view.hide],
+            "view": {"binds": self.view.binds, "links": self.view.links},
             "rlimits": self.limits.rlimits(),
             "tmp_bytes": self.limits.tmp_bytes,
             "max_source_bytes": self.limits.source_bytes,
-            "python": self.python,
+            "python": self.view.python,
             "python_flags": ["-I", "-u"],
             "env": PROGRAM_ENV,
         }
@@ -184,6 +189,16 @@ class Sandbox:
                             f"output limit (more than {cap} bytes of stdout + stderr)",
                         )
         return bytes(chunks[proc.stdout]), bytes(chunks[proc.stderr]), ""
+
+
+def _view(python: str) -> View:
+    try:
+        return interpreter_view(python)
+    except (OSError, ValueError, subprocess.SubprocessError) as err:
+        raise SandboxUnavailable(
+            f"cannot work out what {python} needs inside the sandbox (its stdlib and libraries, "
+            f"found with `ldd`, from libc-bin): {err}; install libc-bin or pick another interpreter"
+        ) from None
 
 
 def _feed(proc: subprocess.Popen, source: bytes) -> None:

@@ -1,10 +1,13 @@
 """The python tool's sandbox, attacked for real: each bad program is run in the real
 sandbox (unshare + namespaces + rlimits + a throwaway uid) and must be stopped and reported,
-and must leave nothing behind. Skipped only where the host cannot make namespaces at all
+and must leave nothing behind; a program sees only its interpreter, the standard library and
+private scratch folders (no checkout, no dataset, nothing of the program before it). Skipped only where the host cannot make namespaces at all
 (then the python tool refuses to run: test_unavailable_sandbox_refuses)."""
 
+import json
 import os
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -158,7 +161,7 @@ def test_cannot_read_the_run_dir_secrets_or_the_services_environment(sandbox, ru
     )
     out = sandbox.run(program)
     assert SECRET not in out.stdout + out.stderr
-    assert f"{run_dir}/config.yaml PermissionError" in out.stdout
+    assert f"{run_dir}/config.yaml FileNotFoundError" in out.stdout  # outside its root: not there at all
     assert f"/proc/{os.getpid()}/environ FileNotFoundError" in out.stdout  # another PID namespace's /proc
     assert "MESHRL_ENV_TOKEN" not in out.stdout
 
@@ -178,8 +181,105 @@ def test_userns_mode_hides_the_run_dir_by_mounts(run_dir):
         pytest.skip(f"no user namespaces here: {userns.reason}")
     box = Sandbox(LIMITS, userns, hide=[run_dir])
     out = box.run(f"import os\nprint(os.listdir('{run_dir}'))\nprint(open('{run_dir}/config.yaml').read())")
-    assert SECRET not in out.stdout and out.stdout == "[]\n" and "FileNotFoundError" in out.stderr
+    assert SECRET not in out.stdout and out.stdout == "" and "FileNotFoundError" in out.stderr
     assert "Network is unreachable" in box.run("import socket\nsocket.create_connection(('1.1.1.1', 53))").stderr
+
+
+CHECKOUT = Path(__file__).resolve().parents[3]  # this repository: its source must stay out of reach
+PRIVATE = ["/tmp", "/var/tmp", "/run/lock", "/dev/shm", "."]  # "." is the program's working dir
+
+
+@pytest.fixture(params=["auto", "userns"])
+def box(request, run_dir):
+    """The sandbox in the mode this host picks, and in userns mode (the program keeps a uid that
+    owns its files and is root inside: only its own root keeps the host out)."""
+    isolation = detect(request.param)
+    if not isolation.mode:
+        pytest.skip(f"no {request.param} isolation here: {isolation.reason}")
+    return Sandbox(LIMITS, isolation, hide=[run_dir])
+
+
+@pytest.fixture
+def marker():
+    """A unique file name; whatever a leaking sandbox left on the host under it is removed after."""
+    name = f"meshrl-left-{uuid.uuid4().hex[:12]}"
+    yield name
+    for folder in PRIVATE[:-1]:
+        (Path(folder) / name).unlink(missing_ok=True)
+
+
+@needs_namespaces
+def test_nothing_a_program_writes_is_seen_by_the_next(box, marker):
+    """The first program writes a file in every writable place; the next one (another slot, another
+    uid) looks for them: a shared /var/tmp or /run/lock would show it, readable or not."""
+    first = box.run(f"for d in {PRIVATE!r}:\n    open(d + '/{marker}', 'w').write('from the first program')\n")
+    assert (first.exit_code, first.stderr) == (0, "")
+    second = box.run(f"import os\nprint([os.path.exists(d + '/{marker}') for d in {PRIVATE!r}])")
+    assert second.stdout == "[False, False, False, False, False]\n"
+    assert not any((Path(d) / marker).exists() for d in PRIVATE[:-1])  # nor left on the host
+
+
+@needs_namespaces
+def test_the_projects_own_source_is_not_there(box):
+    source = CHECKOUT / "services" / "environment" / "sandbox" / "run.py"
+    assert source.stat().st_mode & 0o004  # world-readable on the host: only the sandbox's view keeps it out
+    out = box.run(
+        "import os\n"
+        f"for path in ['{source}', '{CHECKOUT}', '/home', '/root', '/etc/passwd', '/usr/share']:\n"
+        "    try:\n        print(path, open(path).read(20) if os.path.isfile(path) else os.listdir(path))\n"
+        "    except OSError as err:\n        print(path, type(err).__name__)\n"
+    )
+    assert "Sandbox" not in out.stdout and out.exit_code == 0
+    for path in [source, CHECKOUT, "/home", "/root", "/etc/passwd", "/usr/share"]:
+        assert f"{path} FileNotFoundError" in out.stdout
+
+
+@pytest.fixture
+def dataset():
+    """A world-readable dataset outside any run dir and outside /tmp (which the sandbox replaces)."""
+    parent = next(d for d in ("/srv", "/opt", "/var/lib", "/var/tmp") if os.access(d, os.W_OK))
+    folder = Path(tempfile.mkdtemp(prefix="meshrl-dataset-", dir=parent))
+    folder.chmod(0o755)
+    rows = folder / "train.jsonl"
+    rows.write_text(json.dumps({"prompt": "2+2", "answer": SECRET}) + "\n")
+    rows.chmod(0o644)
+    yield rows
+    rows.unlink()
+    folder.rmdir()
+
+
+@needs_namespaces
+def test_a_dataset_outside_the_run_dir_cannot_be_read(box, dataset):
+    out = box.run(f"print(open('{dataset}').read())")
+    assert SECRET not in out.stdout + out.stderr and "FileNotFoundError" in out.stderr
+
+
+@needs_namespaces
+def test_the_interpreter_still_runs_the_standard_library(box):
+    program = (
+        "import math, json, decimal, fractions, statistics, re, collections, itertools, hashlib, zlib\n"
+        "import datetime, sqlite3, subprocess, sys, tempfile\n"
+        "print(math.factorial(10), json.dumps({'a': [1, 2]}), decimal.Decimal('0.1') + decimal.Decimal('0.2'))\n"
+        "print(fractions.Fraction(1, 3) * 3, statistics.mean([1, 2, 3, 4]), re.findall(r'\\d+', 'a1b22'))\n"
+        "print(collections.Counter('abca')['a'], list(itertools.accumulate([1, 2, 3])))\n"
+        "print(hashlib.sha256(b'abc').hexdigest()[:8], len(zlib.compress(b'x' * 1000)) < 100)\n"
+        "print(datetime.date(2024, 3, 1) - datetime.date(2024, 2, 1))\n"
+        "print(sqlite3.connect(':memory:').execute('select 6 * 7').fetchone()[0])\n"
+        "print(subprocess.run([sys.executable, '-c', 'print(7)'], capture_output=True, text=True).stdout.strip())\n"
+        "with tempfile.NamedTemporaryFile('w+') as f:\n    f.write('kept'); f.seek(0); print(f.read())\n"
+    )
+    out = box.run(program)
+    assert out.stderr == "" and out.exit_code == 0
+    assert out.stdout.splitlines() == [
+        '3628800 {"a": [1, 2]} 0.3',
+        "1 2.5 ['1', '22']",
+        "2 [1, 3, 6]",
+        "ba7816bf True",
+        "29 days, 0:00:00",
+        "42",
+        "7",
+        "kept",
+    ]
 
 
 def test_unavailable_sandbox_refuses():
