@@ -28,10 +28,14 @@ from meshrl.config.values import MAX_REPLICAS
 from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
+from meshrl.config.openenv import OpenEnvConfig
 
 # services/environment/registry.py registers these; a unit test keeps the two lists equal
 # (the config never imports a service).
 BUILTIN_ENVIRONMENTS = ("calculator", "python", "tool_arith")
+# Blocks that make the environment service run an adapter of a library's environment
+# (services/environment/adapters/<block>), launched like a builtin.
+ADAPTERS = ("openenv",)
 KIND = "environment"  # the run-KV service kind and NATS user of launched replicas
 
 
@@ -61,6 +65,7 @@ class EnvironmentConfig(Strict):
     token_file: str | None = None
     tls: TlsConfig | None = None
     sandbox: SandboxConfig = SandboxConfig()
+    openenv: OpenEnvConfig | None = None  # an OpenEnv server's episodes (meshrl/config/openenv.py)
 
     @field_validator("token_env")
     @classmethod
@@ -74,7 +79,13 @@ class EnvironmentConfig(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> "EnvironmentConfig":
-        if not self.builtin and not self.address:
+        adapters = [a for a in ADAPTERS if getattr(self, a) is not None]
+        if len(adapters) > 1 or (adapters and self.builtin):
+            raise ValueError(
+                f"environment {self.name!r}: set one of builtin, {', '.join(ADAPTERS)}; "
+                f"got {', '.join(([f'builtin={self.builtin}'] if self.builtin else []) + adapters)}"
+            )
+        if not self.builtin and not self.address and not adapters:
             raise ValueError(
                 f"environment {self.name!r}: set builtin (one of {', '.join(BUILTIN_ENVIRONMENTS)}: "
                 f"launched by meshrl) or address (host:port of your environment service), or both "
@@ -100,9 +111,14 @@ class EnvironmentConfig(Strict):
         return self
 
     @property
+    def adapter(self) -> str | None:
+        """The adapter block set (ADAPTERS), if any: the service runs that library's environment."""
+        return next((a for a in ADAPTERS if getattr(self, a) is not None), None)
+
+    @property
     def launched(self) -> bool:
-        """True when `meshrl train` starts the replicas (a builtin with no address)."""
-        return bool(self.builtin) and not self.address
+        """True when `meshrl train` starts the replicas (a builtin or an adapter, with no address)."""
+        return bool(self.builtin or self.adapter) and not self.address
 
     @property
     def addresses(self) -> tuple[str, ...]:

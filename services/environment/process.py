@@ -30,6 +30,7 @@ from pathlib import Path
 from meshrl.config import ConfigError
 from meshrl.env_sdk import start as start_env_server, stop as stop_env_server
 from meshrl.service import ServiceContext, ServiceProcess
+from meshrl.services.environment.adapters.served import adapter_environments
 from meshrl.services.environment.registry import Builtins, environments
 from meshrl.services.environment.sandbox import SandboxLimits, SandboxUnavailable
 
@@ -39,7 +40,7 @@ log = logging.getLogger("meshrl.services.environment")
 def settings_of(cfg):
     """The run's environment section when it names a built-in; a ConfigError otherwise."""
     settings = cfg.environment
-    if settings is None or not settings.builtin:
+    if settings is None or not (settings.builtin or settings.adapter):
         raise ConfigError(
             "the run config has no `environment: {name: ..., builtin: ...}` section: the "
             "environment service serves meshrl's built-in environments (an "
@@ -79,6 +80,11 @@ class EnvironmentProcess(ServiceProcess):
 
     async def prepare(self, ctx: ServiceContext) -> None:
         settings = settings_of(ctx.cfg)
+        if settings.adapter:  # a library's environment (services/environment/adapters)
+            self.served, stop = await adapter_environments(settings)
+            ctx.on_stop(stop)
+            log.info("%s: serving %s through the %s adapter", ctx.replica, settings.name, settings.adapter)
+            return
         run_dir = Path(ctx.args.config).resolve().parent
         try:
             self.served = environments([settings.served], builtins_for(settings, run_dir))

@@ -1,0 +1,151 @@
+"""The OpenEnv adapter as a service: meshrl's environment service (the mesh's process contract,
+real NATS, a real gRPC port) serving `environment.openenv` against a real OpenEnv server built
+with OpenEnv's own classes (openenv_guess_server.py, in the openenv adapter venv). Episodes are
+played over env.proto with hand-computed rewards; the server's faults (down at start, dying
+mid-episode, malformed JSON, never answering, never ending) each give the status the rollout
+drops the group on, and the service goes on.
+
+Run: .venv/bin/python -m pytest -q tests/services/environment/adapters/test_openenv_service.py
+"""
+
+import asyncio
+import contextlib
+import json
+import signal
+
+import grpc
+import pytest
+
+from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from tests.fixtures.adapters import adapter_python
+from tests.fixtures.run_config import write_config
+from tests.services.environment.adapters.openenv_servers import environment_service, guess_server
+from tests.services.environment.test_environment_process import announced
+
+CALL_S = 30
+
+
+@pytest.fixture(scope="module")
+def openenv_python() -> str:
+    return adapter_python("openenv")
+
+
+@pytest.fixture(scope="module")
+def guess_url(openenv_python):
+    with guess_server(openenv_python) as (_, url):
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def adapter(tmp_path, nats_url, run_id, bus, openenv: dict):
+    """A stub on the environment service serving `openenv` as environment `guess`."""
+    config = write_config(tmp_path, environment={"name": "guess", "openenv": openenv})
+    proc = environment_service(nats_url, run_id, config)
+    try:
+        addresses = await announced(bus, proc, within_s=120)
+        assert addresses, proc.communicate()[0][-3000:]
+        async with grpc.aio.insecure_channel(addresses[0]) as channel:
+            yield env_pb2_grpc.EnvironmentServiceStub(channel)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.to_thread(proc.communicate, timeout=60)
+    assert proc.returncode == 0, out[-3000:]
+
+
+async def reset(stub, episode_id: str, seed: int = 0) -> env_pb2.ResetResponse:
+    request = env_pb2.ResetRequest(episode_id=episode_id, environment="guess", seed=seed)
+    return await stub.Reset(request, timeout=CALL_S)
+
+
+async def step(stub, episode_id: str, turn: int, text: str) -> env_pb2.StepResponse:
+    return await stub.Step(env_pb2.StepRequest(episode_id=episode_id, turn=turn, text=text), timeout=CALL_S)
+
+
+async def test_an_episode_plays_on_the_openenv_server_with_its_rewards(tmp_path, nats_url, run_id, bus, guess_url):
+    async with adapter(tmp_path, nats_url, run_id, bus, {"url": guess_url, "observation_field": "prompt"}) as stub:
+        first = await reset(stub, "g/0", seed=4)  # target 4 % 10 + 1 = 5
+        turns = [await step(stub, "g/0", t, text) for t, text in enumerate(["I guess 3", "then 9", "It is 5"])]
+        again = await step(stub, "g/0", 2, "It is 5")  # a retry: the same answer, not a fourth guess
+        with pytest.raises(grpc.aio.AioRpcError) as after_done:
+            await step(stub, "g/0", 3, "5")
+        await stub.Close(env_pb2.CloseRequest(episode_id="g/0"), timeout=CALL_S)
+    assert [(m.role, m.content) for m in first.observation] == [("user", "Guess my number, from 1 to 10.")]
+    assert [t.observation[0].content for t in turns] == ["higher", "lower", "right"]
+    # two wrong guesses before the right one: 1.0 - 0.25 * 2; the episode's reward is the sum of turns'
+    assert [t.reward for t in turns] == [0.0, 0.0, 0.5] and sum(t.reward for t in turns) == 0.5
+    assert [t.done for t in turns] == [False, False, True] and again == turns[2]
+    assert json.loads(turns[0].info_json) == {"guess": 3} and json.loads(first.info_json) == {"episode_id": "g/0"}
+    assert after_done.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_episodes_at_once_keep_their_own_state_and_seeds(tmp_path, nats_url, run_id, bus, guess_url):
+    async with adapter(tmp_path, nats_url, run_id, bus, {"url": guess_url}) as stub:
+        seeds = {f"g/{i}": seed for i, seed in enumerate([0, 1, 12, 9])}  # targets 7 (unseeded), 2, 3, 10
+        firsts = await asyncio.gather(*(reset(stub, e, s) for e, s in seeds.items()))
+        wrong = await asyncio.gather(*(step(stub, e, 0, "guess 1") for e in seeds))
+        right = await asyncio.gather(*(step(stub, e, 1, str(t)) for e, t in zip(seeds, [7, 2, 3, 10])))
+    # no observation_field: the whole observation less its metadata, as JSON
+    assert all(json.loads(f.observation[0].content) == {"prompt": "Guess my number, from 1 to 10."} for f in firsts)
+    assert [json.loads(w.observation[0].content)["prompt"] for w in wrong] == ["higher"] * 4
+    assert [(r.reward, r.done) for r in right] == [(0.75, True)] * 4
+
+
+async def test_an_episode_that_never_ends_stays_open_turn_after_turn(tmp_path, nats_url, run_id, bus, guess_url):
+    """meshrl's rollout.agent.max_turns ends such an episode (truncated); the adapter keeps answering."""
+    block = {"url": guess_url, "observation_field": "prompt", "reset": {"behaviour": "endless"}}
+    async with adapter(tmp_path, nats_url, run_id, bus, block) as stub:
+        await reset(stub, "g/0", seed=4)
+        turns = [await step(stub, "g/0", t, "5") for t in range(8)]
+        await stub.Close(env_pb2.CloseRequest(episode_id="g/0"), timeout=CALL_S)
+    assert [(t.observation[0].content, t.reward, t.done) for t in turns] == [("again", 0.0, False)] * 8
+
+
+async def test_a_server_that_never_answers_is_deadline_exceeded_and_the_service_goes_on(
+    tmp_path, nats_url, run_id, bus, guess_url
+):
+    block = {"url": guess_url, "observation_field": "prompt", "timeout_s": 1.0, "reset": {"behaviour": "hang"}}
+    async with adapter(tmp_path, nats_url, run_id, bus, block) as stub:
+        await reset(stub, "g/0")
+        with pytest.raises(grpc.aio.AioRpcError) as hung:
+            await step(stub, "g/0", 0, "5")
+        later = await reset(stub, "g/1")  # the next episode is served
+    assert (
+        hung.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        and "did not answer step within 1 s" in hung.value.details()
+    )
+    assert later.observation[0].content == "Guess my number, from 1 to 10."
+
+
+async def test_a_server_dying_mid_episode_is_unavailable_and_the_service_goes_on(
+    tmp_path, nats_url, run_id, bus, openenv_python
+):
+    with guess_server(openenv_python) as (server, url):
+        block = {"url": url, "observation_field": "prompt", "reset": {"behaviour": "die"}}
+        async with adapter(tmp_path, nats_url, run_id, bus, block) as stub:
+            await reset(stub, "g/0", seed=4)
+            first = await step(stub, "g/0", 0, "3")
+            with pytest.raises(grpc.aio.AioRpcError) as died:
+                await step(stub, "g/0", 1, "5")  # the server exits here
+            await asyncio.to_thread(server.wait, 30)
+            with pytest.raises(grpc.aio.AioRpcError) as gone:
+                await reset(stub, "g/1")
+    assert first.observation[0].content == "higher"
+    assert died.value.code() == grpc.StatusCode.UNAVAILABLE and "closed the session at step" in died.value.details()
+    assert gone.value.code() == grpc.StatusCode.UNAVAILABLE and "cannot be reached" in gone.value.details()
+
+
+async def test_malformed_json_from_the_server_is_internal_naming_it(tmp_path, nats_url, run_id, bus, openenv_python):
+    with guess_server(openenv_python, malformed=True) as (_, url):
+        async with adapter(tmp_path, nats_url, run_id, bus, {"url": url}) as stub:
+            with pytest.raises(grpc.aio.AioRpcError) as bad:
+                await reset(stub, "g/0")
+    assert bad.value.code() == grpc.StatusCode.INTERNAL
+    assert "answered reset with malformed JSON" in bad.value.details() and "{this is not json" in bad.value.details()
+
+
+def test_a_server_down_at_start_exits_2_with_one_line(tmp_path, nats_url, run_id):
+    config = write_config(tmp_path, environment={"name": "guess", "openenv": {"url": "http://127.0.0.1:9"}})
+    proc = environment_service(nats_url, run_id, config)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out
+    assert "environment.openenv.url='http://127.0.0.1:9': the OpenEnv server is not there" in out
