@@ -8,7 +8,10 @@ attack with a service kind's own credentials:
   `WeightsLoaded` to the learner's `weights.loaded`, or anything into `ready`;
 - a service's own durable turned into a push consumer;
 - a pull request for the reward's own input whose reply subject is `ready` (skipping the
-  reference), and a JetStream API answer aimed at `weights.loaded`.
+  reference), and a JetStream API answer aimed at `weights.loaded`;
+- malformed replica entries written with the kinds' own credentials (each may write its own
+  `services.<kind>.*` keys): the rollout's environment lookup and the learner's health watch
+  and eval lookup skip them instead of raising KeyError.
 
 Run: .venv/bin/python -m pytest tests/security/test_bus_attacks.py -q
 """
@@ -21,9 +24,12 @@ import json
 import pytest
 
 from meshrl.api.common.v1 import common_pb2
+from meshrl.services.learner.health_watch import HealthWatch
+from meshrl.services.rollout.agent.replicas import KvReplicas
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.errors import PermissionDenied
+from meshrl.transport.bus.registry import service_addresses
 from meshrl.transport.bus.subjects import kv_stream
 from tests.fixtures.nats import connect_as
 
@@ -146,3 +152,17 @@ async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner
     first = await acks.next(timeout=5)
     assert (first.replica_id, first.version, first.ok) == ("rollout-0", 1, True)
     await acks.close()
+
+
+async def test_malformed_replica_entries_are_skipped_by_their_readers(secured, learner):
+    async with await connect(secured, "environment") as env:
+        await env.state.put("services.environment.env-0", {"grpc": "127.0.0.1:5001", "replica": "env-0"})
+        await env.state.put("services.environment.empty", {})
+        await env.state.put("services.environment.junk", b"not json")
+    async with await connect(secured, "reward") as reward:
+        await reward.state.put("services.reward.evil", {"grpc": 5001, "replica": ["evil"]})
+    async with await connect(secured, "rollout") as rollout:
+        assert await KvReplicas(rollout.state).refresh() == ["127.0.0.1:5001"]  # the environment lookup
+    assert await service_addresses(learner.state, "reward") == []  # the learner's eval lookup
+    watch = HealthWatch(learner.state, alerts=None, timeout_s=0.5, kinds=("reward", "environment"))
+    assert list(await watch.probe()) == ["environment/env-0"]

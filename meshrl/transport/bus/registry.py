@@ -11,6 +11,9 @@ another to learn the key format.
 Dots, not slashes, separate the parts: a KV key is one NATS subject token per dot, so the
 server's permissions can let a kind write `services.<kind>.*` and nothing else (subjects.py).
 
+A reader gets only well-formed entries (entries.py): one that is not JSON, or lacks a valid
+`grpc` address or its key's `replica`, is skipped with a warning, never a KeyError.
+
 Simplification: an entry of a replica that was killed (no clean stop) stays until the run
 ends; a caller that cannot reach an address treats it as gone.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 
+from meshrl.transport.bus.entries import replica_entry
 from meshrl.transport.bus.kv import RunState
 
 PREFIX = "services"
@@ -43,10 +47,11 @@ async def withdraw_service(state: RunState, kind: str, replica: str) -> None:
 
 
 async def service_entries(state: RunState, kind: str) -> list[dict]:
-    """Every live entry of `kind`, sorted by replica id ([] when none is announced)."""
+    """Every live, well-formed entry of `kind`, sorted by replica id ([] when none is announced)."""
     # entries(), not keys(): listing keys needs a consumer, which only the learner may create,
     # and the rollout lists the environment's replicas (subjects.py)
-    return [e.json() for e in await state.entries(f"{PREFIX}.{kind}") if e.value]
+    found = [replica_entry(e, kind) for e in await state.entries(f"{PREFIX}.{kind}") if e.value]
+    return [entry for entry in found if entry is not None]
 
 
 async def service_addresses(state: RunState, kind: str) -> list[str]:

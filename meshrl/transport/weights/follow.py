@@ -34,8 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from google.protobuf.message import DecodeError
-
+from meshrl.transport.bus.entries import weights_notice_of
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.transport.weights.run_version import refusal, run_version
 from meshrl.api.common.v1 import common_pb2 as pb
@@ -65,15 +64,10 @@ class WeightsFollower:
     async def parsed(self, entry) -> pb.WeightsNotice | None:
         """The entry's notice; None (refused, reported) for bytes that are not one: whatever
         lands under the key (a JetStream API answer someone aimed there) must not stop the replica."""
-        try:
-            return entry.proto(pb.WeightsNotice)
-        except DecodeError as err:
-            await self.updater.refuse(
-                pb.WeightsNotice(),
-                f"the run KV's {self.key!r} holds {len(entry.value)} bytes "
-                f"that are not a WeightsNotice ({err}); ignored",
-            )
-            return None
+        notice, problem = weights_notice_of(entry)
+        if problem is not None:
+            await self.updater.refuse(pb.WeightsNotice(), f"the run KV's {self.key!r} holds {problem}; ignored")
+        return notice
 
     def take(self, entry) -> bool:
         """Whether `entry` is newer than every revision taken so far (and remember it)."""

@@ -17,12 +17,9 @@ The learner alone may write either key (meshrl.transport.bus.subjects).
 
 from __future__ import annotations
 
-import logging
-
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.transport.bus.entries import run_version_of
 from meshrl.transport.bus.subjects import RUN_VERSION_KEY, WEIGHTS_NOTICE_KEY
-
-log = logging.getLogger(__name__)
 
 
 async def announce(state, notice: pb.WeightsNotice) -> None:
@@ -33,21 +30,10 @@ async def announce(state, notice: pb.WeightsNotice) -> None:
 
 async def run_version(state) -> int | None:
     """The run's current weights version, or None when the learner keeps none or the key holds
-    something else (a JetStream API answer someone aimed at it: logged, and notices, which
-    the learner signs, are then judged alone)."""
+    something else (a JetStream API answer someone aimed at it: skipped with a warning by
+    entries.py, and notices, which the learner signs, are then judged alone)."""
     entry = await state.get(RUN_VERSION_KEY)
-    if entry is None:
-        return None
-    try:
-        return int(entry.json()["version"])
-    except (ValueError, KeyError, TypeError) as err:
-        log.error(
-            "run KV key %r holds %d bytes that are not the learner's {version, step} (%r); ignored",
-            RUN_VERSION_KEY,
-            len(entry.value),
-            err,
-        )
-        return None
+    return None if entry is None else run_version_of(entry)
 
 
 def refusal(notice_version: int, current: int | None) -> str | None:

@@ -5,12 +5,13 @@ import asyncio
 from types import SimpleNamespace
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.transport.bus.kv import Entry
 from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 
-def entry(version: int, revision: int):
-    return SimpleNamespace(revision=revision, proto=lambda cls: pb.WeightsNotice(version=version))
+def entry(version: int, revision: int) -> Entry:
+    return Entry(WEIGHTS_NOTICE_KEY, pb.WeightsNotice(version=version).SerializeToString(), revision)
 
 
 class FakeUpdater:
