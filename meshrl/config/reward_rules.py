@@ -100,12 +100,20 @@ class EnvironmentParams(RuleParams):
     truncated: float | None = 0.0
 
 
+class ReasoningGymParams(RuleParams):
+    # The reasoning-gym venv's python; None: $MESHRL_ADAPTER_VENVS/reasoning_gym/bin/python, else
+    # .venv-adapters/reasoning_gym/bin/python in meshrl's checkout (bash scripts/adapter_venv.sh reasoning_gym).
+    python: str | None = None
+    timeout_s: float = Field(30.0, gt=0.0)  # per batch sent to the scorer process (killed and restarted past it)
+
+
 RULE_PARAMS: dict[str, type[RuleParams]] = {
     "exact_match": ExactMatchParams,
     "math_verify": MathVerifyParams,
     "regex": RegexParams,
     "length_penalty": LengthPenaltyParams,
     "environment": EnvironmentParams,
+    "reasoning_gym": ReasoningGymParams,
 }
 
 

@@ -37,6 +37,7 @@ import logging
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.config.reward_model import called_components, start_waits
 from meshrl.services.reward.components import build_components
+from meshrl.services.reward.rules.reasoning_gym import shutdown_scorers
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
@@ -58,6 +59,7 @@ class RewardProcess(ServiceProcess):
     async def prepare(self, ctx: ServiceContext) -> None:
         """Components from the config → a checked, warmed scorer."""
         ctx.on_stop(shutdown_pools)  # first: the pools may start before a later check fails
+        ctx.on_stop(shutdown_scorers)
         components = build_components(called_components(ctx.cfg), ctx.run_id)
         self.scorer = GroupScorer(components, {c.name: c.on_failure for c in ctx.cfg.reward.components})
         ctx.on_stop(self.scorer.close)

@@ -4,7 +4,8 @@
   `within_s` (or its own entry in `waits`), else ConnectionError naming the component and address;
 - external components get their call metrics (instrument_externals);
 - the math-verify process pools are started and warmed (imports paid once, not by the
-  first item's deadline).
+  first item's deadline); so is each reasoning_gym component's scorer child (a missing
+  reasoning-gym venv is a ConfigError here, before the first group).
 """
 
 import asyncio
@@ -12,6 +13,7 @@ import asyncio
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.components import Component, RuleComponent
 from meshrl.services.reward.external import ExternalComponent, check_reachable
+from meshrl.services.reward.rules.reasoning_gym import warm_scorer
 from meshrl.services.reward.rules.verify_pool import shared_pool
 
 EXTERNAL_CHECK_S = 5.0
@@ -35,3 +37,6 @@ def instrument_externals(components: list[Component], handle) -> None:
 async def warm_pools(components: list[Component]) -> None:
     counts = {c.params.workers for c in components if isinstance(c, RuleComponent) and c.rule.kind == "math_verify"}
     await asyncio.gather(*(asyncio.to_thread(shared_pool(n).start) for n in counts))
+    for c in components:
+        if isinstance(c, RuleComponent) and c.rule.kind == "reasoning_gym":
+            await asyncio.to_thread(warm_scorer, c.params)
