@@ -2,7 +2,9 @@
 
 A bug in the environment (a NaN reward, an unknown role, info that is not a dict) raises
 ValueError naming it; the server turns that into INTERNAL, so a wrong answer never reaches
-the model or the reward as if it were right.
+the model or the reward as if it were right. The finished answer is checked with the
+rollout's own check (contract.py: e.g. a step may not answer as "assistant"), so an SDK
+environment cannot send what a run would drop.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numbers
 from typing import Any
 
 from meshrl.api.env.v1 import env_pb2
+from meshrl.env_sdk.contract import reset_problems, step_problems
 from meshrl.env_sdk.environment import Environment, Reset, Step, tool_table
 from meshrl.env_sdk.messages import info_json, to_proto
 
@@ -24,11 +27,12 @@ def reset_response(value: Any, env: Environment) -> env_pb2.ResetResponse:
     if value.tools is not None:  # this episode's own tools: its calls go to them
         env.tool_table = tool_table(value.tools, type(env).__name__)
     tools = env.tool_table
-    return env_pb2.ResetResponse(
+    answer = env_pb2.ResetResponse(
         observation=[to_proto(m) for m in _observation(value.observation, "reset")],
         tools=[t.spec() for t in tools.values()],
         info_json=info_json(value.info, "reset"),
     )
+    return _checked(answer, reset_problems(answer, "reset"))
 
 
 def step_response(value: Any) -> env_pb2.StepResponse:
@@ -41,6 +45,12 @@ def step_response(value: Any) -> env_pb2.StepResponse:
     )
     if value.reward is not None:
         answer.reward = _reward(value.reward)
+    return _checked(answer, step_problems(answer, "step"))
+
+
+def _checked(answer, problems: list[str]):
+    if problems:
+        raise ValueError("; ".join(problems) + " (meshrl would drop the episode)")
     return answer
 
 

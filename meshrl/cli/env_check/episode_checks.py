@@ -1,5 +1,6 @@
 """Rows for one episode's life: Reset, its idempotency, Step, its idempotency, tool calls,
-the end of the episode, and Close. Answers are validated (validate.py) as they come in."""
+the end of the episode, and Close. Answers are checked as they come in with the rollout's own
+check (meshrl.env_sdk.contract), so what passes here is what a run accepts."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import grpc
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.cli.env_check.kit import Answer, Kit
-from meshrl.cli.env_check.validate import reset_problems, step_problems
+from meshrl.env_sdk.contract import reset_problems, step_problems
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
 
 MAX_TURNS = 8  # turns the kit plays before it calls an episode endless
@@ -20,6 +21,11 @@ IDEMPOTENT_FIX = (
 
 def fix_for(answer: Answer) -> str:
     code = answer.code
+    if answer.invalid:
+        return (
+            "answer with a serialized ResetResponse / StepResponse (generated stubs do it); the rollout "
+            "drops an episode whose answer does not parse"
+        )
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return "register meshrl.env.v1.EnvironmentService (protos/meshrl/env/v1/env.proto) on this server"
     if code == grpc.StatusCode.UNAVAILABLE:
@@ -47,7 +53,7 @@ class Episode:
         self.first = await self.kit.reset(self.id)
         if not self.first.ok:
             return Row("reset", FAIL, f"Reset failed: {self.first.status()}", fix_for(self.first))
-        self.problems += reset_problems(self.first.reply, "reset")
+        self.problems += reset_problems(self.first.reply, "Reset")
         names = ", ".join(t.name for t in self.first.reply.tools) or "none"
         return Row("reset", PASS, f"{len(self.first.reply.observation)} observation message(s); tools: {names}")
 
@@ -67,7 +73,7 @@ class Episode:
         first = await self.kit.step(self.id, 0)
         if not first.ok:
             return [Row("step", FAIL, f"Step turn 0 failed: {first.status()}", fix_for(first))]
-        self.problems += step_problems(first.reply, "step turn 0")
+        self.problems += step_problems(first.reply, "Step turn 0")
         self.turns, self.done_at = 1, 0 if first.reply.done else None
         return [
             Row("step", PASS, f"turn 0 answered (done={first.reply.done})"),
@@ -79,7 +85,7 @@ class Episode:
             answer = await self.kit.step(self.id, self.turns)
             if not answer.ok:
                 return Row("episode ends", FAIL, f"Step turn {self.turns}: {answer.status()}", fix_for(answer))
-            self.problems += step_problems(answer.reply, f"step turn {self.turns}")
+            self.problems += step_problems(answer.reply, f"Step turn {self.turns}")
             self.done_at = self.turns if answer.reply.done else None
             self.turns += 1
         if self.done_at is None:
@@ -157,5 +163,5 @@ async def tool_call_row(kit: Kit, tools: list[env_pb2.Tool], problems: list[str]
             "answer a bad tool call with an error observation (role "
             "'tool') the model can read and correct; never fail the call (meshrl.env_sdk does it)",
         )
-    problems += step_problems(answer.reply, "malformed tool calls")
+    problems += step_problems(answer.reply, "Step with malformed tool calls")
     return Row("malformed tool calls answered", PASS, f"{len(answer.reply.observation)} observation message(s)")

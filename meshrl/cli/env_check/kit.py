@@ -1,5 +1,9 @@
 """The kit's caller: every call with a deadline and the token, answers or statuses as values.
 
+Answers are read as the rollout reads them (meshrl.env_sdk.wire: bad UTF-8 repaired, bytes
+that are no protobuf an `invalid` answer, never an exception), so a broken server makes a
+FAIL row, not a traceback.
+
 Episode ids are unique per kit run ("meshrl-env-check-<random>/<n>"), so several kits (or a
 kit and a run) never collide on one server.
 """
@@ -14,28 +18,40 @@ from typing import Any
 import grpc
 from grpc import aio
 
-from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from meshrl.api.env.v1 import env_pb2
+from meshrl.env_sdk.wire import parse_answer
+
+SERVICE = "/meshrl.env.v1.EnvironmentService/"
+METHODS = {
+    "Reset": (env_pb2.ResetRequest, env_pb2.ResetResponse),
+    "Step": (env_pb2.StepRequest, env_pb2.StepResponse),
+    "Close": (env_pb2.CloseRequest, env_pb2.CloseResponse),
+}
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A call's outcome: `reply` (OK) or `code` + `details` (a status)."""
+    """A call's outcome: `reply` (OK), `code` + `details` (a status), or `invalid` (OK with
+    bytes that are no answer: what they were)."""
 
     reply: Any = None
     code: grpc.StatusCode | None = None
     details: str = ""
+    invalid: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.code is None
+        return self.code is None and not self.invalid
 
     def status(self) -> str:
+        if self.invalid:
+            return f"INVALID_ANSWER: answered {self.invalid[:300]}"
         return "OK" if self.ok else f"{self.code.name}: {self.details[:300]}"
 
 
 @dataclass
 class Kit:
-    stub: env_pb2_grpc.EnvironmentServiceStub
+    channel: aio.Channel
     task: env_pb2.ResetRequest  # the template every Reset copies (fields from --task)
     timeout_s: float
     metadata: tuple = ()
@@ -54,13 +70,19 @@ class Kit:
         return request
 
     async def call(self, method: str, request, *, timeout_s: float | None = None, metadata=None) -> Answer:
+        request_cls, response_cls = METHODS[method]
+        rpc = self.channel.unary_unary(
+            SERVICE + method,
+            request_serializer=request_cls.SerializeToString,
+            response_deserializer=parse_answer(response_cls),
+        )
         try:
-            reply = await getattr(self.stub, method)(
+            reply, detail = await rpc(
                 request, timeout=timeout_s or self.timeout_s, metadata=self.metadata if metadata is None else metadata
             )
         except aio.AioRpcError as err:
             return Answer(code=err.code(), details=err.details() or "")
-        return Answer(reply=reply)
+        return Answer(invalid=detail) if reply is None else Answer(reply=reply)
 
     async def reset(self, episode_id: str, **changes) -> Answer:
         return await self.call("Reset", self.reset_request(episode_id, **changes))

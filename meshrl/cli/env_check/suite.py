@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grpc import aio
 
-from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from meshrl.api.env.v1 import env_pb2
 from meshrl.cli.env_check.episode_checks import Episode, tool_call_row
 from meshrl.cli.env_check.error_checks import garbage_row, status_rows, token_row
 from meshrl.cli.env_check.kit import Kit
@@ -17,9 +17,10 @@ from meshrl.cli.reward_check.table import FAIL, PASS, Row
 SERVICE = "meshrl.env.v1.EnvironmentService"
 HEALTH_FIX = health_fix(SERVICE, "meshrl.env_sdk")
 CONTRACT_FIX = (
-    "observation roles are system, user, assistant or tool; tool names 1-64 of A-Z a-z 0-9 _ -, "
-    "each once, parameters_json a JSON Schema object; info_json a JSON object or ''; a reward "
-    "finite (see protos/meshrl/env/v1/env.proto)"
+    "Reset's observation roles are system, user or tool, a Step's tool or user (the rollout drops "
+    "an episode whose answer has another); tool names 1-64 of A-Z a-z 0-9 _ -, each once, "
+    "parameters_json a valid JSON Schema of type object; info_json a JSON object or ''; a reward "
+    "finite (meshrl.env_sdk.contract, protos/meshrl/env/v1/env.proto)"
 )
 
 
@@ -41,7 +42,7 @@ async def run_suite(
     channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout_s: float = 30.0, metadata: tuple = ()
 ) -> list[Row]:
     """Every check, in order; never raises for a misbehaving server (its rows FAIL)."""
-    kit = Kit(env_pb2_grpc.EnvironmentServiceStub(channel), task, timeout_s, tuple(metadata))
+    kit = Kit(channel, task, timeout_s, tuple(metadata))
     health = await health_row(channel, metadata, fix=HEALTH_FIX)
     rows = [
         health,

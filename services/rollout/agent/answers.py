@@ -1,92 +1,42 @@
 """An environment's answers, read leniently and checked against the contract.
 
-- **Bad UTF-8 is repaired, not fatal.** A protobuf string must be UTF-8 and the stock parser
-  refuses a whole answer that has one bad byte. `parse_answer` parses with the stock class
-  and, only when that fails, with a twin whose string fields are `bytes` (same wire format,
-  built once from env.proto's descriptor), decoding each with U+FFFD for bad bytes; it
-  returns (answer, repaired). For bytes that are no protobuf at all it returns (None, why):
-  gRPC would only log a deserializer's exception and hand the caller None, so the client
-  turns that into `InvalidAnswer` itself and the episode is dropped with the reason.
-- **Roles**: a first observation (`Reset`) may hold system, user and tool messages; a
-  step's observation only tool and user messages — an environment cannot write the model's
-  own (assistant) turns or rewrite its instructions mid-episode. Anything else is
-  `InvalidAnswer`, naming the role.
-- **Rewards** must be finite numbers; **tools** must have names and JSON Schemas
-  (`tool_calls.tool_spec`).
+- **Parsing** is meshrl.env_sdk.wire's `parse_answer`: bad UTF-8 repaired, bytes that are no
+  protobuf named (the client turns them into `InvalidAnswer`; the episode is dropped).
+- **The contract** is meshrl.env_sdk.contract, the one check `meshrl env check` and the SDK
+  use too: `check_reset` / `check_step` raise `InvalidAnswer` naming every problem (a role
+  the turn may not carry, a tool name or schema, info_json that is not a JSON object, a
+  reward that is not finite), so an environment the kit passes is one the rollout accepts.
 """
 
 from __future__ import annotations
 
-import math
-from functools import cache
-
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import DecodeError
-
 from meshrl.api.env.v1 import env_pb2
+from meshrl.env_sdk import contract
+from meshrl.env_sdk.wire import parse_answer
 from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.tool_calls import ToolSpec, tool_spec
 
-FIRST_ROLES = ("system", "user", "tool")
-STEP_ROLES = ("tool", "user")
-LENIENT_PACKAGE = "meshrl.env.v1.lenient"
+__all__ = ["check_reset", "check_step", "observation", "parse_answer", "reward", "tools"]
 
 
-@cache
-def lenient_class(name: str):
-    """env.proto's message `name` with every string field read as bytes."""
-    proto = descriptor_pb2.FileDescriptorProto()
-    env_pb2.DESCRIPTOR.CopyToProto(proto)
-    proto.name, proto.package = "meshrl/env/v1/env_lenient.proto", LENIENT_PACKAGE
-    del proto.service[:]
-    for message in proto.message_type:
-        for field in message.field:
-            if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
-                field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-            if field.type_name:  # a message field: point it at the lenient twin
-                field.type_name = field.type_name.replace(".meshrl.env.v1.", f".{LENIENT_PACKAGE}.")
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{LENIENT_PACKAGE}.{name}"))
+def _raise(problems: list[str]) -> None:
+    if problems:
+        more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise InvalidAnswer("; ".join(problems[:3]) + more)
 
 
-def _strict_copy(lenient, strict):
-    """Copy `lenient` into the stock message `strict`, bytes → str with U+FFFD; returns strict."""
-    for field, value in lenient.ListFields():
-        target = strict.DESCRIPTOR.fields_by_name[field.name]
-        if target.message_type is not None and target.is_repeated:
-            for item in value:
-                _strict_copy(item, getattr(strict, field.name).add())
-        elif target.message_type is not None:
-            _strict_copy(value, getattr(strict, field.name))
-        elif target.type == target.TYPE_STRING:
-            setattr(strict, field.name, value.decode("utf-8", errors="replace"))
-        else:
-            setattr(strict, field.name, value)
-    return strict
+def check_reset(answer: env_pb2.ResetResponse) -> None:
+    _raise(contract.reset_problems(answer, "Reset"))
 
 
-def parse_answer(cls):
-    """A gRPC response deserializer for `cls`: (answer, repaired_bad_utf8), or (None, why)."""
-
-    def parse(data: bytes):
-        try:
-            return cls.FromString(data), False
-        except DecodeError as err:
-            stock_error = err
-        try:
-            return _strict_copy(lenient_class(cls.DESCRIPTOR.name).FromString(data), cls()), True
-        except DecodeError:
-            return None, f"{len(data)} bytes that are no {cls.DESCRIPTOR.name} ({stock_error})"
-
-    return parse
+def check_step(answer: env_pb2.StepResponse, turn: int) -> None:
+    _raise(contract.step_problems(answer, f"Step turn {turn}"))
 
 
-def observation(messages, allowed: tuple[str, ...], what: str) -> list[dict]:
+def observation(messages) -> list[dict]:
+    """Checked messages as the dicts chat templates take (tool keys on tool messages)."""
     out = []
     for m in messages:
-        if m.role not in allowed:
-            raise InvalidAnswer(f"{what} has a message with role {m.role!r}; allowed: {', '.join(allowed)}")
         message = {"role": m.role, "content": m.content}
         if m.role == "tool":
             message.update(name=m.name, tool_call_id=m.tool_call_id)
@@ -95,16 +45,9 @@ def observation(messages, allowed: tuple[str, ...], what: str) -> list[dict]:
 
 
 def tools(answer: env_pb2.ResetResponse) -> dict[str, ToolSpec]:
-    specs = [tool_spec(t.name, t.description, t.parameters_json) for t in answer.tools]
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise InvalidAnswer(f"Reset offered a tool name twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
-    return {s.name: s for s in specs}
+    """A checked Reset's tools by name."""
+    return {t.name: tool_spec(t.name, t.description, t.parameters_json) for t in answer.tools}
 
 
 def reward(answer: env_pb2.StepResponse) -> float | None:
-    if not answer.HasField("reward"):
-        return None
-    if not math.isfinite(answer.reward):
-        raise InvalidAnswer(f"Step answered reward={answer.reward}: a reward must be a finite number")
-    return answer.reward
+    return answer.reward if answer.HasField("reward") else None

@@ -20,7 +20,7 @@
   never reset, or lost in a restart), INTERNAL, UNAUTHENTICATED, ..., and INVALID_ANSWER
   (bytes that are no protobuf of the answer's type) — raises `EpisodeFailed(episode,
   status, message)`; the group is then dropped with that reason.
-- Answers with bad UTF-8 are repaired (`answers.parse_answer`): each call returns
+- Answers with bad UTF-8 are repaired (`meshrl.env_sdk.wire.parse_answer`): each call returns
   (answer, repaired).
 - `on_call(method, seconds, status)` after each attempt feeds the latency histogram.
 """
@@ -38,7 +38,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.config.external_calls import TlsConfig
-from meshrl.services.rollout.agent.answers import parse_answer
+from meshrl.env_sdk.wire import parse_answer
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
 from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.mesh_tls import channel_credentials

@@ -131,10 +131,11 @@ class Episode:
                 )
             return await self.ctx.policy.drive(self, first)
         try:
+            answers.check_reset(first)
             self.tools = answers.tools(first)
-            observation = answers.observation(first.observation, answers.FIRST_ROLES, "Reset's observation")
         except InvalidAnswer as err:
             raise self._invalid(err) from None
+        observation = answers.observation(first.observation)
         prompt, bounded = self.ctx.chat.prompt_ids(
             task_messages(self.task), observation, [t.as_openai() for t in self.tools.values()]
         )
@@ -253,15 +254,16 @@ class Episode:
             span.set_attribute("meshrl.done", answer.done)
         if repaired:
             self.ctx.events.repaired()
+        try:
+            answers.check_step(answer, record.index)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
         record.env_latency_s = time.perf_counter() - began
         record.done, record.info_json = answer.done, answer.info_json
         return answer
 
     def score(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> None:
-        try:
-            reward = answers.reward(answer)
-        except InvalidAnswer as err:
-            raise self._invalid(err) from None
+        reward = answers.reward(answer)  # checked finite by `step`
         if reward is not None:
             record.reward = reward
             traj.env_reward += reward
@@ -269,12 +271,7 @@ class Episode:
 
     def append_observation(self, traj: Trajectory, record: pb.Turn, answer: env_pb2.StepResponse) -> bool:
         """Append the Step's observation (after error messages for calls not sent)."""
-        try:
-            messages = answers.observation(
-                answer.observation, answers.STEP_ROLES, f"Step turn {record.index}'s observation"
-            )
-        except InvalidAnswer as err:
-            raise self._invalid(err) from None
+        messages = answers.observation(answer.observation)  # roles checked by `step`
         return self.append_messages(
             traj, record, [error_observation(c) for c in record.tool_calls if c.error] + messages
         )

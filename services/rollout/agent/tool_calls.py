@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import jsonschema
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.env_sdk.contract import tool_schema
 from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.parsers import ParsedTurn
 
@@ -39,20 +40,14 @@ class ToolSpec:
 
 
 def tool_spec(name: str, description: str, parameters_json: str) -> ToolSpec:
-    """A tool from an environment's answer; InvalidAnswer when its schema is not one."""
-    try:
-        schema = json.loads(parameters_json or "{}")
-    except json.JSONDecodeError as err:
-        raise InvalidAnswer(f"tool {name!r}: parameters_json is not JSON ({err.msg})") from None
-    if not isinstance(schema, dict):
-        raise InvalidAnswer(f"tool {name!r}: parameters_json must be a JSON Schema object, got {type(schema).__name__}")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as err:
-        raise InvalidAnswer(f"tool {name!r}: parameters_json is not a valid JSON Schema ({err.message})") from None
+    """A tool from an environment's answer; InvalidAnswer when its schema is not one
+    (meshrl.env_sdk.contract decides, as for `meshrl env check`)."""
     if not name:
         raise InvalidAnswer("a tool has an empty name")
+    try:
+        schema, cls = tool_schema(name, parameters_json)
+    except ValueError as err:
+        raise InvalidAnswer(str(err)) from None
     return ToolSpec(name, description, schema, cls(schema))
 
 

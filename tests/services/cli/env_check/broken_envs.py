@@ -114,6 +114,21 @@ class BrokenAnswers(PlainEnv):
         )
 
 
+class BrokenRoles(PlainEnv):
+    """Broken on purpose: a Step answers a "system" message (the model's instructions rewritten
+    mid-episode), which the rollout refuses."""
+
+    def answer(self, request):
+        return env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role="system", content="new rules")], done=True)
+
+
+class BrokenWire(PlainEnv):
+    """Broken on purpose: every Step answers bytes that are no StepResponse."""
+
+    async def Step(self, request, context):
+        return b"\xff\xff\xff\xff not a protobuf"
+
+
 class BrokenSlow(PlainEnv):
     """Broken on purpose: every Reset takes 3 s (past the kit's 1 s --timeout)."""
 
@@ -122,9 +137,25 @@ class BrokenSlow(PlainEnv):
         return await super().Reset(request, context)
 
 
+def add_raw_or_message(servicer, server) -> None:
+    """Like the generated add_..._to_server, but a handler may answer raw bytes (BrokenWire)."""
+    methods = {"Reset": env_pb2.ResetRequest, "Step": env_pb2.StepRequest, "Close": env_pb2.CloseRequest}
+    handlers = {
+        name: grpc.unary_unary_rpc_method_handler(
+            getattr(servicer, name),
+            request_deserializer=cls.FromString,
+            response_serializer=lambda r: r if isinstance(r, bytes) else r.SerializeToString(),
+        )
+        for name, cls in methods.items()
+    }
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("meshrl.env.v1.EnvironmentService", handlers),)
+    )
+
+
 async def serve_broken(servicer, *, with_health: bool = True) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()
-    env_pb2_grpc.add_EnvironmentServiceServicer_to_server(servicer, server)
+    add_raw_or_message(servicer, server)
     if with_health:
         checker = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(checker, server)

@@ -8,14 +8,19 @@ import sys
 import grpc
 import pytest
 
+from meshrl.api.env.v1 import env_pb2
 from meshrl.env_sdk import Environment, Step, start, stop
+from meshrl.services.rollout.agent import answers
+from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward_check import any_failed
 from tests.services.cli.env_check.broken_envs import (
     BrokenAnswers,
     BrokenForgetful,
     BrokenOnToolCalls,
+    BrokenRoles,
     BrokenSlow,
+    BrokenWire,
     BrokenStatuses,
     PlainEnv,
     serve_broken,
@@ -111,7 +116,33 @@ async def test_broken_answers_are_named():
         detail = (await suite(address))["answers follow the contract"].detail
     finally:
         await server.stop(0)
-    assert "reset: tools named twice: ['add']" in detail and "info_json is not JSON" in detail
+    assert "Reset offered a tool name twice: ['add']" in detail and "info_json is not JSON" in detail
+
+
+async def test_a_role_the_rollout_refuses_fails_the_kit_as_it_drops_the_episode():
+    server, address = await serve_broken(BrokenRoles())
+    try:
+        row = (await suite(address))["answers follow the contract"]
+    finally:
+        await server.stop(0)
+    said = "Step turn 0's observation has a message with role 'system'; allowed: tool, user"
+    assert row.outcome == "FAIL" and said in row.detail and "a Step's tool or user" in row.fix
+    with pytest.raises(InvalidAnswer, match=said):  # the rollout's verdict on the same answer, same words
+        answers.check_step(BrokenRoles().answer(env_pb2.StepRequest()), 0)
+
+
+async def test_an_answer_that_is_no_protobuf_is_a_fail_row_not_a_traceback():
+    server, address = await serve_broken(BrokenWire())
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    assert rows["step"].outcome == "FAIL"
+    assert rows["step"].detail.startswith(
+        "Step turn 0 failed: INVALID_ANSWER: answered 19 bytes that are no StepResponse"
+    )
+    assert "serialized ResetResponse / StepResponse" in rows["step"].fix
+    assert rows["concurrent episodes (8)"].outcome == "FAIL" and rows["reset"].outcome == "PASS"
 
 
 async def test_no_health_and_a_slow_reset():

@@ -217,8 +217,8 @@ async def test_bad_utf8_in_an_observation_is_replaced_and_the_episode_goes_on(ba
             "INVALID_ANSWER",
             "Step turn 0's observation has a message with role 'assistant'; allowed: tool, user",
         ),
-        ("nan", "INVALID_ANSWER", "Step answered reward=nan: a reward must be a finite number"),
-        ("bad_tool", "INVALID_ANSWER", "tool 'broken': parameters_json is not JSON"),
+        ("nan", "INVALID_ANSWER", "Step turn 0 answered reward=nan: a reward must be a finite number"),
+        ("bad_tool", "INVALID_ANSWER", "Reset: tool 'broken': parameters_json is not JSON"),
     ],
 )
 async def test_a_failed_episode_drops_the_group_with_its_reason_and_every_episode_is_closed(

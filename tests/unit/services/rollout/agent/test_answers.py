@@ -48,22 +48,22 @@ def test_bytes_that_are_no_protobuf_come_back_as_none_and_why():
 
 @pytest.mark.parametrize("role", ["assistant", "system", "", "banana"])
 def test_a_step_cannot_speak_as_the_model_or_the_system(role):
-    with pytest.raises(InvalidAnswer, match=f"role {role!r}; allowed: tool, user"):
-        answers.observation(
-            [env_pb2.ChatMessage(role=role, content="x")], answers.STEP_ROLES, "Step turn 0's observation"
-        )
+    answer = env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role=role, content="x")])
+    with pytest.raises(
+        InvalidAnswer, match=f"Step turn 0's observation has a message with role {role!r}; allowed: tool, user"
+    ):
+        answers.check_step(answer, 0)
 
 
 def test_a_first_observation_may_hold_system_user_and_tool_messages():
-    got = answers.observation(
-        [
+    first = env_pb2.ResetResponse(
+        observation=[
             env_pb2.ChatMessage(role="system", content="rules"),
             env_pb2.ChatMessage(role="tool", content="ok", name="n", tool_call_id="c"),
-        ],
-        answers.FIRST_ROLES,
-        "Reset's observation",
+        ]
     )
-    assert got == [
+    answers.check_reset(first)
+    assert answers.observation(first.observation) == [
         {"role": "system", "content": "rules"},
         {"role": "tool", "content": "ok", "name": "n", "tool_call_id": "c"},
     ]
@@ -72,7 +72,7 @@ def test_a_first_observation_may_hold_system_user_and_tool_messages():
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_a_reward_that_is_not_a_finite_number_is_refused(value):
     with pytest.raises(InvalidAnswer, match="a reward must be a finite number"):
-        answers.reward(env_pb2.StepResponse(reward=value))
+        answers.check_step(env_pb2.StepResponse(reward=value), 3)
 
 
 def test_an_unset_reward_is_none_and_zero_is_zero():
@@ -82,4 +82,17 @@ def test_an_unset_reward_is_none_and_zero_is_zero():
 
 def test_a_tool_offered_twice_is_refused():
     with pytest.raises(InvalidAnswer, match=r"offered a tool name twice: \['t'\]"):
-        answers.tools(env_pb2.ResetResponse(tools=[env_pb2.Tool(name="t"), env_pb2.Tool(name="t")]))
+        answers.check_reset(env_pb2.ResetResponse(tools=[env_pb2.Tool(name="t"), env_pb2.Tool(name="t")]))
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (env_pb2.ResetResponse(tools=[env_pb2.Tool(name="a b")]), "tool name 'a b'"),
+        (env_pb2.ResetResponse(info_json="[1]"), "info_json is not a JSON object"),
+        (env_pb2.ResetResponse(tools=[env_pb2.Tool(name="t", parameters_json='{"type": "array"}')]), "type object"),
+    ],
+)
+def test_what_the_kit_refuses_the_rollout_refuses(answer, says):
+    with pytest.raises(InvalidAnswer, match=says):
+        answers.check_reset(answer)
