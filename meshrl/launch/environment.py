@@ -31,6 +31,7 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import secrets_dir
 from meshrl.private_files import make_private_dir, write_private_file
+from meshrl.transport.http_health import wait_http_healthy
 from meshrl.transport.rpc.channel import check_status
 from meshrl.transport.rpc.mesh_tls import channel_credentials
 from meshrl.transport.rpc.tls import open_external_channel
@@ -81,14 +82,27 @@ def run_environment_token(cfg: RunConfig, run_dir: Path) -> Iterator[None]:
 
 
 def check_environment_up(cfg: RunConfig) -> None:
-    """LaunchError unless the environment at `environment.address` is SERVING in time."""
+    """LaunchError unless the environment at `environment.address` is SERVING in time (or, for
+    launched replicas of the OpenEnv adapter, the OpenEnv server they play answers its /health)."""
     env = cfg.environment
+    if env is not None and env.openenv is not None and launches_environment(cfg):
+        check_openenv_up(env)
     if env is None or env.launched or cfg.algorithm.offline:
         return
     try:
         asyncio.run(wait_environment_serving(env, within_s=env.start_timeout_s))
     except ConnectionError as err:
         raise LaunchError(str(err)) from None
+
+
+def check_openenv_up(env) -> None:
+    try:
+        wait_http_healthy(env.openenv.url, within_s=env.start_timeout_s)
+    except ConnectionError as err:
+        raise LaunchError(
+            f"environment {env.name!r}: the OpenEnv server at {err} (environment.start_timeout_s): start it "
+            f"first (its own process or container) or fix environment.openenv.url"
+        ) from None
 
 
 async def wait_environment_serving(env, within_s: float, poll_s: float = 1.0) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from meshrl.cli.doctor.check import Check, failed, passed, run_async, skipped
+from meshrl.transport.http_health import http_health
 
 NAME = "environment"
 
@@ -32,12 +33,24 @@ def _check_builtin(env) -> Check:
     return passed(name, done.stdout.strip() or "can be served here")
 
 
+def _check_openenv(env) -> Check:
+    name = f"environment {env.name!r} (OpenEnv server {env.openenv.url})"
+    reason = http_health(env.openenv.url, timeout_s=min(env.openenv.timeout_s, 10.0))
+    if reason:
+        return failed(
+            name, reason, "start the OpenEnv server first (its own process or container) or fix environment.openenv.url"
+        )
+    return passed(name, "answers GET /health")
+
+
 def check_environment(ctx) -> list[Check]:
     from meshrl.cli.env_check.health import environment_health  # lazy: grpc at CLI start-up
 
     if ctx.config is None or ctx.config.environment is None:
         return [skipped(NAME, "no environment in the config (single-turn tasks)")]
     env = ctx.config.environment
+    if env.openenv is not None and env.launched:
+        return [_check_openenv(env)]
     if env.launched:
         return [_check_builtin(env)]
     rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))
