@@ -4,9 +4,20 @@
     RUN_DIR/checkpoints/step_N.tmp-PID/    a save in progress, or one that crashed (ignored)
     RUN_DIR/checkpoints/rolled_back/...    checkpoints moved aside by `rollback` (never deleted)
 
-Inside a checkpoint: `dcp/` (model + optimizer, torch.distributed.checkpoint), `rng/rank_R.pt`,
-`schedulers.pt`, `state.json`, `config.json`, `hf_config/` (the model's HF config),
-`manifest.json` (sha256 + size of every other file) and `tags.json` (mutable, not hashed).
+Inside a checkpoint (format 2), nothing that can carry code: tensors in safetensors, the rest
+in JSON.
+
+    model/PART.safetensors      a part's full (unsharded) weights, keyed by parameter name
+    optim/PART.safetensors      its optimizer's tensors, keyed `PARAM_NAME/STATE_NAME`
+    optim/PART.json             its optimizer's param_groups and any non-tensor state
+    rng/rank_R.safetensors      rank R's torch (and CUDA) generator states, uint8
+    rng/rank_R.json             rank R's python and numpy generator states
+    schedulers.json, state.json, config.json, hf_config/ (the model's HF config)
+    manifest.json               sha256 + size of every other file, signed (key.py)
+    tags.json                   mutable, not hashed
+
+An older meshrl wrote `dcp/` (torch.distributed.checkpoint, pickled metadata) and `.pt` files:
+`LEGACY_NAMES` tells such a folder apart so it is refused before any of it is read.
 """
 
 from __future__ import annotations
@@ -18,12 +29,15 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.run import layout as run_layout
 
 CHECKPOINTS = run_layout.CHECKPOINTS
+FORMAT = "meshrl-checkpoint/2"  # the manifest's "format": what this meshrl writes and reads
 ROLLED_BACK = "rolled_back"
 MANIFEST = "manifest.json"
 TAGS = "tags.json"
-DCP_DIR = "dcp"
+MODEL_DIR = "model"
+OPTIM_DIR = "optim"
 RNG_DIR = "rng"
-SCHEDULERS = "schedulers.pt"
+SCHEDULERS = "schedulers.json"
+LEGACY_NAMES = ("dcp", "schedulers.pt")  # what only a format-1 checkpoint holds
 STATE = "state.json"
 CONFIG = "config.json"
 HF_CONFIG_DIR = "hf_config"

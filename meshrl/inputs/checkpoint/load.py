@@ -1,10 +1,12 @@
 """Load a checkpoint into live objects, after verifying it against its manifest.
 
 `load_checkpoint(path)` accepts a `step_N` folder or a run dir (then the newest good
-checkpoint is used). Nothing is touched until every checksum matches and, when
-`new_config` is given, the config is compatible. Every rank of a process group calls it
-with its own (possibly sharded) model; DCP reads the slices each rank needs, so the
-world size may differ from the one that saved.
+checkpoint is used). Nothing is read but the manifest until its signature verifies with the
+user's checkpoint key and every checksum matches, and nothing is touched until, when
+`new_config` is given, the config is compatible. Every file read is safetensors or JSON:
+nothing is unpickled. Every rank of a process group calls it with its own (possibly
+sharded) model and keeps the slices it needs, so the world size may differ from the one
+that saved.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import logging
 from pathlib import Path
 from typing import Mapping
 
-import torch
-
 from meshrl.inputs.checkpoint import dist
 from meshrl.inputs.checkpoint.compat import DEFAULT_KEYS, check_compatible
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import CHECKPOINTS, CONFIG, DCP_DIR, MANIFEST, RNG_DIR, SCHEDULERS, STATE
+from meshrl.inputs.checkpoint.layout import CHECKPOINTS, CONFIG, LEGACY_NAMES, MANIFEST, RNG_DIR, SCHEDULERS, STATE
 from meshrl.inputs.checkpoint.manifest import verify_checkpoint
-from meshrl.inputs.checkpoint.parts import Part, apply_part_state, collect_parts, part_state, quiet_single_process
+from meshrl.inputs.checkpoint.parts import Part, collect_parts
 from meshrl.inputs.checkpoint.rng import load_rng
 from meshrl.inputs.checkpoint.scan import latest_good_checkpoint
 
@@ -48,8 +48,8 @@ def resolve_checkpoint(path_or_run_dir: str | Path) -> Path:
 
 
 def _resolve_here(path: Path) -> Path:
-    if (path / MANIFEST).exists() or (path / DCP_DIR).exists():
-        verify_checkpoint(path)
+    if (path / MANIFEST).exists() or any((path / name).exists() for name in LEGACY_NAMES):
+        verify_checkpoint(path)  # an older meshrl's folder is refused first, by its names
         return path
     if path.is_dir() and (path / CHECKPOINTS).is_dir():
         return latest_good_checkpoint(path)  # verifies while it walks back
@@ -98,63 +98,18 @@ def load_checkpoint(
 
 
 def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
-    """Fill every part's model (and optimizer, when given) from `ckpt/dcp`, unpickling
-    nothing but plain data (safe_dcp.py)."""
-    import torch.distributed.checkpoint as dcp  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
-    from torch.distributed.checkpoint.api import (
-        CheckpointException,
-    )  # lazy: torch.distributed.checkpoint costs ~0.5-4 s; only when shards are read
-    from meshrl.inputs.checkpoint.safe_dcp import (
-        SafePlanner,
-        SafeReader,
-        unsafe_cause,
-    )  # lazy: imports torch.distributed.checkpoint, see above
+    """Fill every part's model (and optimizer, when given) from `ckpt` (verified by the caller)."""
+    from meshrl.inputs.checkpoint.state_files import (
+        apply_part,
+        read_part,
+    )  # lazy: torch.distributed.checkpoint.state_dict costs ~0.5-4 s; only when state is read
 
-    _check_saved_parts(ckpt, parts)
-    sd = {name: part_state(part) for name, part in parts.items()}
-    try:
-        with quiet_single_process():
-            dcp.load(
-                sd, storage_reader=SafeReader(str(ckpt / DCP_DIR)), planner=SafePlanner(), no_dist=not dist.active()
-            )
-    except (Exception, CheckpointException) as err:  # a BaseException in DCP: add context
-        if unsafe_cause(err) is not None:
-            raise CheckpointError(f"{ckpt}: {unsafe_cause(err)}") from None
-        last = [line for line in str(err).splitlines() if line.strip()][-1:] or [type(err).__name__]
-        raise CheckpointError(
-            f"{ckpt}: could not load parts {sorted(parts)}: {last[0]}; the "
-            f"model or optimizer does not match the saved one (architecture, "
-            f"parameter names, optimizer type)"
-        ) from err
     for name, part in parts.items():
-        apply_part_state(part, sd[name])
-
-
-def _check_saved_parts(ckpt: Path, parts: dict[str, Part]) -> None:
-    """Name a part (or a part's optimizer) that the checkpoint does not hold, before DCP does."""
-    from meshrl.inputs.checkpoint.safe_dcp import (
-        SafeReader,
-        UnsafeCheckpoint,
-    )  # lazy: torch.distributed.checkpoint, see load_shards
-
-    try:
-        metadata = SafeReader(str(ckpt / DCP_DIR)).read_metadata()
-    except UnsafeCheckpoint as err:
-        raise CheckpointError(f"{ckpt}: {err}") from None
-    saved = {key.split(".")[0] + "." + key.split(".")[1] for key in metadata.state_dict_metadata}
-    for name, part in parts.items():
-        wanted = [f"{name}.model"] + ([f"{name}.optim"] if part.optimizer is not None else [])
-        missing = [w for w in wanted if w not in saved]
-        if missing:
-            raise CheckpointError(
-                f"{ckpt}: the checkpoint has no {missing[0]!r} (it holds "
-                f"{sorted(saved)}); pass optimizer=None / drop that extra "
-                f"module to load what it has"
-            )
+        apply_part(part, read_part(ckpt, name, part), ckpt, name)
 
 
 def _load_schedulers(ckpt: Path, parts: dict[str, Part]) -> None:
-    saved = torch.load(ckpt / SCHEDULERS, weights_only=True)
+    saved = json.loads((ckpt / SCHEDULERS).read_text())
     for name, part in parts.items():
         if part.scheduler is None:
             continue

@@ -3,9 +3,12 @@
 The manifest also hashes itself (`manifest_sha256` over its other fields, canonical JSON),
 so a hand-edited or truncated manifest is told apart from a corrupted data file. That hash
 has no key: anyone who alters a file can recompute it. So the learner also signs it
-(`signature`: Ed25519 over `manifest_sha256`, with the run's key, meshrl.security.run_key),
-and a run dir that has a key (RUN_DIR/keys/run-signing.pub) accepts only checkpoints it
-signed. `tags.json` is deliberately outside the manifest: tags change after the save.
+(`signature`: Ed25519 over `manifest_sha256`, with the user's checkpoint key, key.py: never
+a key from the checkpoint's own folder or run dir), and every reader checks that signature
+first, before any other file is read: an unsigned checkpoint, or one signed by another key,
+is refused with the command that signs it once the operator vouches for it (convert.py).
+A checkpoint of an older meshrl is refused before that, by its file names (legacy.py).
+`tags.json` is deliberately outside the manifest: tags change after the save.
 
 Simplifications: files are hashed after they are written (a second read of the bytes);
 hashing runs on a thread pool (hashlib releases the GIL), one file per task.
@@ -21,11 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import MANIFEST, UNHASHED, step_of
-from meshrl.security.run_key import signer_from_env, verifier_for_run
+from meshrl.inputs.checkpoint.key import KEY_ENV, key_path, trusted_verifier
+from meshrl.inputs.checkpoint.layout import FORMAT, MANIFEST, UNHASHED, step_of
+from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG, convert_command, refuse_legacy
 from meshrl import __version__
 
-FORMAT = "meshrl-checkpoint/1"
 CHUNK = 8 << 20
 
 
@@ -62,9 +65,9 @@ def _self_hash(body: dict) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, signer=None) -> dict:
+def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, signer) -> dict:
     """Hash every data file of `ckpt` and write `manifest.json` (fsynced), signed with
-    `signer` (default: the run key the environment gives the learner, if any); return it."""
+    `signer` (the user's checkpoint key, key.signer_for_save); return it."""
     body = {
         "format": FORMAT,
         "step": int(step),
@@ -75,10 +78,14 @@ def write_manifest(ckpt: Path, *, step: int, config_hash: str, extra: dict, sign
         **extra,
         "files": hash_files(ckpt, data_files(ckpt)),
     }
+    return write_signed(ckpt, body, signer)
+
+
+def write_signed(ckpt: Path, body: dict, signer) -> dict:
+    """`body` with its self-hash and `signer`'s signature, written as the manifest of `ckpt`."""
+    body = {k: v for k, v in body.items() if k not in ("manifest_sha256", "signature")}
     body["manifest_sha256"] = _self_hash(body)
-    signer = signer or signer_from_env()
-    if signer is not None:
-        body["signature"] = signer.sign(body["manifest_sha256"].encode()).hex()
+    body["signature"] = signer.sign(body["manifest_sha256"].encode()).hex()
     write_text_durable(ckpt / MANIFEST, json.dumps(body, indent=2, sort_keys=True) + "\n")
     return body
 
@@ -91,9 +98,12 @@ def write_text_durable(path: Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def read_manifest(ckpt: str | Path) -> dict:
-    """The parsed manifest; CheckpointError when missing, unparsable or edited after writing."""
+def read_manifest(ckpt: str | Path, *, signed: bool = True) -> dict:
+    """The parsed manifest; CheckpointError when the folder is an older meshrl's, or the
+    manifest is missing, unparsable, edited after writing or (with `signed`, always but for
+    the converter) not signed by the user's checkpoint key."""
     ckpt = Path(ckpt)
+    refuse_legacy(ckpt)
     path = ckpt / MANIFEST
     if not path.is_file():
         raise CheckpointError(
@@ -109,25 +119,31 @@ def read_manifest(ckpt: str | Path) -> dict:
             f"does not match its content; it was edited after the save. "
             f"Restore it or use an earlier checkpoint"
         )
-    _check_signature(ckpt, body)
+    refuse_legacy(ckpt, str(body.get("format")))
+    if signed:
+        _check_signature(ckpt, body)
     return body
 
 
 def _check_signature(ckpt: Path, body: dict) -> None:
-    """With a run key for the checkpoint's run dir: the learner must have signed this manifest."""
-    verifier = verifier_for_run(ckpt.parent.parent)
+    """The user's checkpoint key must verify this manifest's signature (key.py)."""
+    verifier = trusted_verifier()
     if verifier is None:
-        return
+        raise CheckpointError(
+            f"{ckpt}: no checkpoint key at {key_path()} to verify it with (the learner makes it on its "
+            f"first save; set {KEY_ENV} to the key your learner signs with), so it is not loaded; if you "
+            f"trust it, sign it: {convert_command(ckpt)}"
+        )
     try:
         signature = bytes.fromhex(body.get("signature") or "")
     except ValueError:
         signature = b""
     if not verifier.valid(str(body["manifest_sha256"]).encode(), signature):
-        state = "is not signed" if not body.get("signature") else "has a signature the run's key does not verify"
+        state = "is not signed" if not body.get("signature") else "has a signature your key does not verify"
         raise CheckpointError(
-            f"{ckpt / MANIFEST}: tampered or foreign checkpoint: its manifest {state} "
-            f"({verifier.source}); only the run's learner signs its checkpoints. Use "
-            f"another checkpoint"
+            f"{ckpt / MANIFEST}: untrusted checkpoint: its manifest {state} ({verifier.source}); only "
+            f"checkpoints your own learner signed load. If you trust it, sign it with {CONVERT_FLAG}: "
+            f"{convert_command(ckpt)}"
         )
 
 

@@ -1,59 +1,59 @@
 """Random-number-generator states (python, numpy, torch CPU, CUDA) captured and restored.
 
-Each rank saves its own file (`rng/rank_R.pt`): ranks draw different numbers (dropout,
-sampling), so one shared state would not resume any rank but 0 exactly. Everything is
-stored as tensors, ints and tuples so `torch.load(weights_only=True)` reads it.
+Each rank saves its own pair of files: ranks draw different numbers (dropout, sampling), so
+one shared state would not resume any rank but 0 exactly. Nothing is pickled: torch's
+generator states (uint8 tensors) go to `rng/rank_R.safetensors`, python's and numpy's
+(integers, a float) to `rng/rank_R.json`.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, save_file
 
 
-def capture_rng() -> dict:
-    """The current state of every generator this process uses."""
+def capture_rng() -> tuple[dict, dict]:
+    """(tensors, plain data): the current state of every generator this process uses."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()
-    states = {
-        "python": random.getstate(),
-        "numpy": {
-            "kind": kind,
-            "keys": torch.from_numpy(keys.astype(np.int64)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached": float(cached),
-        },
-        "torch": torch.get_rng_state(),
+    version, internal, gauss = random.getstate()
+    plain = {
+        "python": {"version": version, "internal": list(internal), "gauss": gauss},
+        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": int(pos), "has_gauss": int(has_gauss), "cached": cached},
     }
+    tensors = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
+        tensors.update({f"cuda.{i}": state for i, state in enumerate(torch.cuda.get_rng_state_all())})
+    return tensors, plain
 
 
-def restore_rng(states: dict) -> None:
+def restore_rng(tensors: dict, plain: dict) -> None:
     """Put back what `capture_rng` returned (CUDA only when both sides have it)."""
-    random.setstate(states["python"])
-    n = states["numpy"]
-    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
-    torch.set_rng_state(states["torch"])
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
+    py = plain["python"]
+    random.setstate((py["version"], tuple(py["internal"]), py["gauss"]))
+    n = plain["numpy"]
+    np.random.set_state((n["kind"], np.array(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"], n["cached"]))
+    torch.set_rng_state(tensors["torch"])
+    cuda = [tensors[k] for k in sorted((k for k in tensors if k.startswith("cuda.")), key=lambda k: int(k[5:]))]
+    if cuda and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda)
 
 
-def save_rng(folder: Path, rank: int) -> Path:
-    path = folder / f"rank_{rank}.pt"
+def save_rng(folder: Path, rank: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(capture_rng(), path)
-    return path
+    tensors, plain = capture_rng()
+    save_file(tensors, folder / f"rank_{rank}.safetensors")
+    (folder / f"rank_{rank}.json").write_text(json.dumps(plain) + "\n")
 
 
 def load_rng(folder: Path, rank: int) -> bool:
     """Restore this rank's saved states; False when the checkpoint has none for this rank."""
-    path = folder / f"rank_{rank}.pt"
-    if not path.is_file():
+    tensors, plain = folder / f"rank_{rank}.safetensors", folder / f"rank_{rank}.json"
+    if not (tensors.is_file() and plain.is_file()):
         return False
-    restore_rng(torch.load(path, weights_only=True))
+    restore_rng(load_file(tensors), json.loads(plain.read_text()))
     return True

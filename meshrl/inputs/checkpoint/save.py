@@ -1,9 +1,10 @@
 """Write a checkpoint atomically: into `step_N.tmp-PID`, then one `os.rename` to `step_N`.
 
-Order on every rank: the model + optimizer shards through `torch.distributed.checkpoint`
-(`dcp/`), then this rank's RNG states (`rng/rank_R.pt`). Rank 0 alone then writes the small
-files (`schedulers.pt`, `state.json`, `config.json`, `hf_config/`), hashes everything into
-`manifest.json` and renames the folder into place. A crash at any point leaves only a
+Order: every rank gathers the parts' whole state to rank 0 (state_files.py), which writes
+it (`model/`, `optim/`: safetensors + JSON); every rank writes its RNG states (`rng/`).
+Rank 0 alone then writes the small files (`schedulers.json`, `state.json`, `config.json`,
+`hf_config/`), hashes everything into `manifest.json`, signs it with the user's checkpoint
+key (key.py) and renames the folder into place. A crash at any point leaves only a
 `.tmp-PID` folder, which readers ignore: a `step_N` folder is always complete.
 
 If `step_N` already exists (a run resumed from an earlier step reaches N again) the old
@@ -24,13 +25,11 @@ from pathlib import Path
 from typing import Mapping
 
 import torch
-import torch.distributed.checkpoint as dcp
 
 from meshrl.inputs.checkpoint import dist
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import (
     CONFIG,
-    DCP_DIR,
     HF_CONFIG_DIR,
     RNG_DIR,
     ROLLED_BACK,
@@ -39,13 +38,14 @@ from meshrl.inputs.checkpoint.layout import (
     checkpoints_dir,
     step_name,
 )
+from meshrl.inputs.checkpoint.key import signer_for_save
 from meshrl.inputs.checkpoint.manifest import write_manifest, write_text_durable
-from meshrl.inputs.checkpoint.parts import POLICY, Part, collect_parts, part_state, quiet_single_process
+from meshrl.inputs.checkpoint.parts import POLICY, Part, collect_parts
 from meshrl.inputs.checkpoint.rng import save_rng
+from meshrl.inputs.checkpoint.state_files import gather_part, write_part
 from meshrl.inputs.checkpoint.tags import write_tags
 
 log = logging.getLogger(__name__)
-WRITER_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 def save_checkpoint(
@@ -69,13 +69,14 @@ def save_checkpoint(
     """
     parts = collect_parts(model, optimizer, scheduler, extra_modules)
     state_text, config_text = _json_or_error("state", state or {}), _json_or_error("config", config)
+    signer = _signer_on_main()
     final = checkpoints_dir(run_dir, must_exist=False) / step_name(step)
     tmp = final.with_name(f"{final.name}.tmp-{dist.broadcast_from_main(os.getpid())}")
     if dist.rank() == 0:
         shutil.rmtree(tmp, ignore_errors=True)  # a stale folder of a crashed process, same PID
         tmp.mkdir(parents=True)
     dist.barrier()
-    _write_shards(parts, tmp)
+    _write_parts(parts, tmp)
     save_rng(tmp / RNG_DIR, dist.rank())
     dist.barrier()
     if dist.rank() == 0:
@@ -85,10 +86,33 @@ def save_checkpoint(
             step=step,
             config_hash=config_hash,
             extra={"parts": sorted(parts), "world_size": dist.world_size(), "torch_version": torch.__version__},
+            signer=signer,
         )
         _publish(tmp, final, tag)
     dist.barrier()
     return final
+
+
+def _signer_on_main():
+    """Rank 0's signer of the user's checkpoint key; a key problem fails on every rank, before any write."""
+    signer, problem = None, None
+    if dist.rank() == 0:
+        try:
+            signer = signer_for_save()
+        except CheckpointError as err:
+            problem = str(err)
+    problem = dist.broadcast_from_main(problem)
+    if problem is not None:
+        raise CheckpointError(problem)
+    return signer
+
+
+def _write_parts(parts: dict[str, Part], tmp: Path) -> None:
+    """Every rank gathers (a collective under FSDP2); rank 0, which then holds it all, writes."""
+    gathered = {name: gather_part(part) for name, part in parts.items()}
+    if dist.rank() == 0:
+        for name, whole in gathered.items():
+            write_part(tmp, name, whole)
 
 
 def _json_or_error(what: str, value) -> str | None:
@@ -103,17 +127,9 @@ def _json_or_error(what: str, value) -> str | None:
         ) from err
 
 
-def _write_shards(parts: dict[str, Part], tmp: Path) -> None:
-    sd = {name: part_state(part) for name, part in parts.items()}
-    # Several files per rank: written by parallel threads, and hashed in parallel later.
-    writer = dcp.FileSystemWriter(str(tmp / DCP_DIR), thread_count=WRITER_THREADS)
-    with quiet_single_process():
-        dcp.save(sd, storage_writer=writer, no_dist=not dist.active())
-
-
 def _write_small_files(tmp: Path, parts: dict[str, Part], state_text: str, config_text: str | None) -> None:
     schedulers = {n: p.scheduler.state_dict() for n, p in parts.items() if p.scheduler is not None}
-    torch.save(schedulers, tmp / SCHEDULERS)
+    write_text_durable(tmp / SCHEDULERS, _json_or_error("the schedulers' state_dict", schedulers))
     write_text_durable(tmp / STATE, state_text)
     if config_text is not None:
         write_text_durable(tmp / CONFIG, config_text)

@@ -18,7 +18,9 @@ def test_sharded_save_loads_on_one_rank(tmp_path):
     ckpt = run / "checkpoints" / "step_1"
     manifest = json.loads((ckpt / "manifest.json").read_text())
     assert manifest["world_size"] == 2
-    assert {"rng/rank_0.pt", "rng/rank_1.pt", "dcp/__0_0.distcp", "dcp/__1_0.distcp"} <= set(manifest["files"])
+    rng = {f"rng/rank_{r}.{ext}" for r in (0, 1) for ext in ("safetensors", "json")}
+    whole = {"model/policy.safetensors", "optim/policy.safetensors", "optim/policy.json", "schedulers.json"}
+    assert rng | whole <= set(manifest["files"]) and not any(n.endswith(".pt") for n in manifest["files"])
     want = torch.load(full_path, weights_only=False)
     assert want["reload_equal"] and want["reload_state"] == {"world": 2}  # 2 ranks → 2 ranks
 

@@ -40,7 +40,7 @@ def test_crash_mid_save_leaves_only_an_ignored_tmp_dir(save_run, monkeypatch, ca
     with pytest.raises(OSError, match="simulated"):
         save_checkpoint(run, 2, model=model, optimizer=optimizer, config_hash="x")
     partial = list((run / "checkpoints").glob("step_2.tmp-*"))
-    assert len(partial) == 1 and (partial[0] / "dcp" / ".metadata").exists()
+    assert len(partial) == 1 and (partial[0] / "model" / "policy.safetensors").exists()
     assert not _ckpt(run, 2).exists()
     with caplog.at_level(logging.WARNING, logger="meshrl.inputs.checkpoint.scan"):
         assert latest_good_checkpoint(run) == _ckpt(run, 1)
@@ -50,14 +50,14 @@ def test_crash_mid_save_leaves_only_an_ignored_tmp_dir(save_run, monkeypatch, ca
 
 def test_corrupted_file_is_named_and_previous_good_is_used(save_run, caplog):
     run = save_run([1, 2, 3])
-    _flip_byte(_ckpt(run, 3) / "dcp" / "__0_0.distcp")
+    _flip_byte(_ckpt(run, 3) / "model" / "policy.safetensors")
     (_ckpt(run, 2) / "manifest.json").unlink()
     with caplog.at_level(logging.WARNING):
         assert latest_good_checkpoint(run) == _ckpt(run, 1)
     with pytest.raises(
         CheckpointError,
         match=r"step_3: corrupt checkpoint: checksum mismatch "
-        r"in dcp/__0_0.distcp",
+        r"in model/policy.safetensors",
     ):
         verify_checkpoint(_ckpt(run, 3))
     rows = {r.step: r for r in list_checkpoints(run)}
@@ -79,12 +79,12 @@ def test_loading_a_corrupt_checkpoint_directly_refuses_before_touching_the_model
 
 def test_truncated_and_unexpected_files_are_reported(save_run):
     run = save_run([1])
-    rng = _ckpt(run, 1) / "rng" / "rank_0.pt"
+    rng = _ckpt(run, 1) / "rng" / "rank_0.safetensors"
     rng.write_bytes(rng.read_bytes()[:10])
     (_ckpt(run, 1) / "stray.bin").write_bytes(b"x")
     with pytest.raises(CheckpointError) as err:
         verify_checkpoint(_ckpt(run, 1))
-    assert "size mismatch in rng/rank_0.pt: 10 bytes" in str(err.value)
+    assert "size mismatch in rng/rank_0.safetensors: 10 bytes" in str(err.value)
     assert "unexpected file stray.bin not in the manifest" in str(err.value)
 
 

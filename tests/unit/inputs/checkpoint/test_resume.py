@@ -104,9 +104,12 @@ def test_manifest_lists_every_file_with_size(tmp_path):
     assert {
         "state.json",
         "config.json",
-        "schedulers.pt",
-        "rng/rank_0.pt",
-        "dcp/.metadata",
+        "schedulers.json",
+        "rng/rank_0.safetensors",
+        "rng/rank_0.json",
+        "model/policy.safetensors",
+        "optim/policy.safetensors",
+        "optim/policy.json",
         "hf_config/config.json",
     } <= set(manifest["files"])
     for name, meta in manifest["files"].items():

@@ -1,0 +1,95 @@
+"""The key checkpoint manifests are signed with: one per user, outside every run dir.
+
+    signer = signer_for_save()      # the learner: the key file, made (0600) on the first save
+    verifier = trusted_verifier()   # every reader: the same file, or None when there is none
+
+Where: `$MESHRL_CHECKPOINT_KEY_FILE`, else `$XDG_CONFIG_HOME/meshrl/checkpoint-signing.key`,
+else `~/.config/meshrl/checkpoint-signing.key`. The file holds an Ed25519 key as PEM: a
+private key signs and verifies; a public key (what a cluster mounts into a reader such as the
+gateway, from a Secret) only verifies.
+
+Why not the run dir's own keys: whoever can write a checkpoint folder can usually write its
+run dir too, and a key read from beside what it signs proves nothing: an attacker who
+replaces the run's key and re-signs, or removes it, would be trusted. This key lives where
+only the user (or the pod's Secret) can write.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.security.run_key import RunSigner, RunVerifier
+
+KEY_ENV = "MESHRL_CHECKPOINT_KEY_FILE"
+KEY_NAME = "checkpoint-signing.key"
+
+
+def key_path(env=os.environ) -> Path:
+    """The checkpoint key file this process uses (it may not exist yet)."""
+    if env.get(KEY_ENV):
+        return Path(env[KEY_ENV]).expanduser()
+    config_home = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "meshrl" / KEY_NAME
+
+
+def _load(path: Path) -> Ed25519PrivateKey | Ed25519PublicKey:
+    try:
+        pem = path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"{KEY_ENV}={path}: cannot read the checkpoint key ({err.strerror})") from None
+    try:
+        key = serialization.load_pem_private_key(pem, password=None) if b"PRIVATE" in pem else None
+        key = key or serialization.load_pem_public_key(pem)
+    except ValueError:
+        key = None
+    if not isinstance(key, (Ed25519PrivateKey, Ed25519PublicKey)):
+        raise CheckpointError(
+            f"{KEY_ENV}={path} is not an Ed25519 key in PEM; remove it to have the next save make one"
+        )
+    return key
+
+
+def trusted_verifier(env=os.environ) -> RunVerifier | None:
+    """The verifier of this user's checkpoint key; None when no key file exists yet."""
+    path = key_path(env)
+    if not path.is_file():
+        return None
+    key = _load(path)
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    return RunVerifier(public, f"checkpoint key {path}")
+
+
+def signer_for_save(env=os.environ) -> RunSigner:
+    """The signer of this user's checkpoint key, making the key (0600 in a 0700 folder) when
+    there is none; a public-only key file cannot sign and says so."""
+    path = key_path(env)
+    if not path.is_file():
+        _create(path)
+    key = _load(path)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise CheckpointError(
+            f"{KEY_ENV}={path} holds a public key, which only verifies; the learner needs the private key file"
+        )
+    return RunSigner(key)
+
+
+def _create(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(pem)
+    try:
+        os.link(tmp, path)  # whole or not at all; never replaces a key another process made first
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
