@@ -157,6 +157,7 @@ def register_policy_loss(
     paper: str = "",
     level: str = "token",
     takes_rollout_weights: bool = False,
+    kl_ratio_level: str | None = None,
 ):
     """Decorator: register `fn` as policy loss `name`.
 
@@ -166,10 +167,14 @@ def register_policy_loss(
     where its importance ratio lives; another `importance_sampling_level` is refused.
     `takes_rollout_weights=True`: the loss folds the rollout-correction weights in itself
     (`rollout_weights=` [B, T] per token, or None) instead of the loop multiplying its loss
-    by them (VESPO puts them inside its sequence weight).
+    by them (VESPO puts them inside its sequence weight). `kl_ratio_level`: the level of the
+    ratio that weighs the KL term under `use_bias_correction_kl` (default: `level`; VESPO's is
+    "token", the level TRL runs it at).
     """
-    if level not in ("token", "sequence"):
-        raise ValueError(f"level={level!r} for policy loss {name!r}; expected token or sequence")
+    kl_ratio_level = kl_ratio_level or level
+    for what, value in (("level", level), ("kl_ratio_level", kl_ratio_level)):
+        if value not in ("token", "sequence"):
+            raise ValueError(f"{what}={value!r} for policy loss {name!r}; expected token or sequence")
     if default_agg not in AGG_MODES:
         raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of {', '.join(AGG_MODES)}")
 
@@ -177,6 +182,7 @@ def register_policy_loss(
         wrapped = validated_policy_loss(fn, name=name, level=level)
         wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
         wrapped.level, wrapped.takes_rollout_weights = level, takes_rollout_weights
+        wrapped.kl_ratio_level = kl_ratio_level
         return POLICY_LOSSES.add(name, wrapped)
 
     return decorate

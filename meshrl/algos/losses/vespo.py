@@ -15,7 +15,8 @@ loss by them (registered `takes_rollout_weights`). Defaults as TRL 1.16: k⁺ = 
 k⁻ = 3, λ⁻ = 2; default aggregation token-mean (TRL's). A non-finite φ becomes 0 (TRL's
 nan_to_num). Metric `vespo/phi_mean`: φ's mean over model tokens. The ratio lives at the
 sequence level (TRL asks for importance_sampling_level="token" only because its own ratio
-flag does not apply).
+flag does not apply); TRL's per-token ratio is also what weighs its KL term under
+`use_bias_correction_kl`, so VESPO registers `kl_ratio_level="token"`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def gamma_weight(log_w, advantages, k_pos, lambda_pos, k_neg, lambda_neg) -> tor
     default_agg="token-mean",
     level="sequence",
     takes_rollout_weights=True,
+    kl_ratio_level="token",
     paper=(
         "VESPO: Variational Sequence-Level Soft Policy Optimization for Stable Off-Policy LLM "
         "Training, arXiv:2602.10693 (TRL's loss_type='vespo')"

@@ -453,7 +453,7 @@ class TrainStep:
         pg_mask, bonus_mask = loss_masks(a, micro, logprobs, entropy, sums)
         pg_mat = weighted(pg.loss_mat, None if folds else micro.loss_weights, pg_mask)
         loss_mat = pg_mat
-        kl = kl_term(a, micro, logprobs, getattr(self.policy_loss, "level", "token"))
+        kl = kl_term(a, micro, logprobs, getattr(self.policy_loss, "kl_ratio_level", "token"))
         if kl is not None:
             loss_mat = loss_mat + kl
         bonus = self.entropy_bonus.term(entropy, mask, bonus_mask)

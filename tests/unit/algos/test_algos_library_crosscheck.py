@@ -97,6 +97,21 @@ def test_bias_corrected_kl_is_trls_value_and_gradient(level):
     torch.testing.assert_close(ours_lp.grad, trl_lp.grad, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("loss, trl_level", [("vespo", "token"), ("gspo", "sequence"), ("ppo", "token")])
+def test_each_loss_weighs_its_kl_at_the_level_trl_runs_it(loss, trl_level):
+    """TRL weighs the KL by its coef_1, the ratio at importance_sampling_level: VESPO runs at
+    "token" there although its own weight w is a sequence's, GSPO at "sequence"."""
+    ours_lp = LOGPROBS.clone().requires_grad_(True)
+    trl_lp = LOGPROBS.clone().requires_grad_(True)
+    kl = kl_estimate(ours_lp, REF, "k3", MASK)
+    ours = importance_weighted_kl(kl, ours_lp, OLD, MASK, get_policy_loss(loss).kl_ratio_level)
+    trl = ref.trl_bias_corrected_kl(trl_lp, OLD, REF, MASK, trl_level) * MASK
+    torch.testing.assert_close(ours, trl, rtol=1e-5, atol=1e-6)
+    ours.sum().backward()
+    trl.sum().backward()
+    torch.testing.assert_close(ours_lp.grad, trl_lp.grad, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["k1", "k2", "k3", "abs", "mse", "k1+", "k3+", "abs+"])
 def test_kl_estimators_are_verls_value_and_gradient(kind):
     ours_lp = LOGPROBS.clone().requires_grad_(True)
