@@ -142,9 +142,11 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenant
     folder.mkdir(mode=0o700, exist_ok=True)
     folder.chmod(0o700)
     config = write_private_file(folder / f"{name}.yaml", config_yaml.encode())
-    try:
-        tenants.check(load_config(config, overrides=overrides), base=root)  # fails here, not in the child
+    try:  # fails here, not in the child; parts named by import path are refused before any lookup
+        cfg = load_config(config, overrides=overrides, roots=[folder], check_tree=tenants.check_tree)
+        tenants.check(cfg, base=root)
     except ConfigError as err:
+        config.unlink()
         raise invalid(f"the config does not load: {err}") from None
     except GatewayError:
         config.unlink()

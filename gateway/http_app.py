@@ -77,7 +77,7 @@ async def request_message(request: web.Request, rpc: str):
     if request.method == "POST" and request.can_read_body:
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
             raise invalid("the body is not JSON; send a JSON object with the request's fields") from None
         if not isinstance(body, dict):
             raise invalid("the body must be a JSON object")

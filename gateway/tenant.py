@@ -62,6 +62,11 @@ class TenantPolicy:
                 )
         _no_import_paths(cfg.model_dump(mode="json"))
 
+    def check_tree(self, tree: dict) -> None:
+        """The submitted tree before it is validated: validation looks a `module:function`
+        part up (importing its parent packages), so such a name is refused first."""
+        _no_import_paths(tree)
+
     def child_env(self, environ) -> dict[str, str]:
         """The submitted run's environment: harmless basics and the named variables only."""
         return {name: environ[name] for name in (*BASE_ENV, *self.env_names) if name in environ}

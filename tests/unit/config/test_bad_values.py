@@ -405,3 +405,17 @@ def test_a_merge_key_may_still_be_overridden_and_lists_are_never_echoed(tmp_path
         load_config(base=BASE, overrides=["learner.steps=[secret-a, secret-b]"])
     assert "learner.steps: Input should be a valid integer" in str(err.value)
     assert "secret" not in str(err.value)
+
+
+def test_a_config_file_outside_the_callers_roots_is_refused(tmp_path):
+    """The gateway loads a submitted config only from its own folder: not another path, nor a
+    link inside it that leads out."""
+    inside, outside = tmp_path / "submitted", tmp_path / "elsewhere"
+    inside.mkdir(), outside.mkdir()
+    (outside / "c.yaml").write_text("model: {path: /m}\ndata: {train: /d.jsonl}\n")
+    (inside / "link.yaml").symlink_to(outside / "c.yaml")
+    (inside / "own.yaml").write_text("model: {path: /m}\ndata: {train: /d.jsonl}\n")
+    for path in (outside / "c.yaml", inside / "link.yaml", inside / ".." / "elsewhere" / "c.yaml"):
+        with pytest.raises(ConfigError, match="lies outside the folders configs are read from here"):
+            load_config(path, roots=[inside])
+    assert load_config(inside / "own.yaml", roots=[inside]).model.path == "/m"
