@@ -5,6 +5,7 @@ process contract, on real NATS), each a real process stopped at the end."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -41,11 +42,12 @@ def guess_server(python: str, malformed: bool = False) -> Iterator[tuple[subproc
         proc.communicate()
 
 
-def environment_service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:
+def environment_service(nats_url: str, run_id: str, config: str, env: dict | None = None) -> subprocess.Popen:
     argv = ["--nats", nats_url, "--run-id", run_id, "--config", config, "--replica-id", "environment-0"]
     return subprocess.Popen(
         [sys.executable, "-m", "meshrl.services.environment", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, **(env or {})},
     )

@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import json
 import signal
+import subprocess
+import sys
 
 import grpc
 import pytest
@@ -23,6 +25,7 @@ from tests.services.environment.adapters.openenv_servers import environment_serv
 from tests.services.environment.test_environment_process import announced
 
 CALL_S = 30
+CLI = [sys.executable, "-m", "meshrl.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -37,19 +40,25 @@ def guess_url(openenv_python):
 
 
 @contextlib.asynccontextmanager
-async def adapter(tmp_path, nats_url, run_id, bus, openenv: dict):
-    """A stub on the environment service serving `openenv` as environment `guess`."""
+async def served_adapter(tmp_path, nats_url, run_id, bus, openenv: dict, env: dict | None = None):
+    """The address of the environment service serving `openenv` as environment `guess`."""
     config = write_config(tmp_path, environment={"name": "guess", "openenv": openenv})
-    proc = environment_service(nats_url, run_id, config)
+    proc = environment_service(nats_url, run_id, config, env=env)
     try:
         addresses = await announced(bus, proc, within_s=120)
         assert addresses, proc.communicate()[0][-3000:]
-        async with grpc.aio.insecure_channel(addresses[0]) as channel:
-            yield env_pb2_grpc.EnvironmentServiceStub(channel)
+        yield addresses[0]
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = await asyncio.to_thread(proc.communicate, timeout=60)
     assert proc.returncode == 0, out[-3000:]
+
+
+@contextlib.asynccontextmanager
+async def adapter(tmp_path, nats_url, run_id, bus, openenv: dict):
+    async with served_adapter(tmp_path, nats_url, run_id, bus, openenv) as address:
+        async with grpc.aio.insecure_channel(address) as channel:
+            yield env_pb2_grpc.EnvironmentServiceStub(channel)
 
 
 async def reset(stub, episode_id: str, seed: int = 0) -> env_pb2.ResetResponse:
@@ -141,6 +150,30 @@ async def test_malformed_json_from_the_server_is_internal_naming_it(tmp_path, na
                 await reset(stub, "g/0")
     assert bad.value.code() == grpc.StatusCode.INTERNAL
     assert "answered reset with malformed JSON" in bad.value.details() and "{this is not json" in bad.value.details()
+
+
+async def test_meshrl_env_check_passes_against_the_adapter_with_a_token(tmp_path, nats_url, run_id, bus, guess_url):
+    token_file = tmp_path / "env-token"
+    token_file.write_text("s3cret-token-for-the-kit")
+    block = {"url": guess_url, "observation_field": "prompt"}
+    async with served_adapter(
+        tmp_path, nats_url, run_id, bus, block, {"MESHRL_ENV_TOKEN_FILE": str(token_file)}
+    ) as address:
+        kit = [
+            *CLI,
+            "env",
+            "check",
+            address,
+            "--environment",
+            "guess",
+            "--token-file",
+            str(token_file),
+            "--timeout",
+            "20",
+        ]
+        done = await asyncio.to_thread(subprocess.run, kit, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no token → UNAUTHENTICATED" in done.stdout and "checks passed" in done.stdout, done.stdout
 
 
 def test_a_server_down_at_start_exits_2_with_one_line(tmp_path, nats_url, run_id):
