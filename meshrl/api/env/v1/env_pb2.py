@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshrl/env/v1/env.proto\x12\rmeshrl.env.v1\"P\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x14\n\x0ctool_call_id\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"B\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x17\n\x0fparameters_json\x18\x03 \x01(\t\"<\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"\xfd\x01\n\x0cResetRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nepisode_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x03 \x01(\t\x12\x33\n\x0fprompt_messages\x18\x04 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\x19\n\x11ground_truth_json\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x06 \x01(\t\x12\x12\n\nextra_json\x18\x07 \x01(\t\x12\x0c\n\x04seed\x18\x08 \x01(\x03\x12-\n\x06policy\x18\t \x01(\x0b\x32\x1d.meshrl.env.v1.PolicyEndpoint\"B\n\x0ePolicyEndpoint\x12\x10\n\x08\x62\x61se_url\x18\x01 \x01(\t\x12\x0f\n\x07\x61pi_key\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\"\x8e\x01\n\rResetResponse\x12/\n\x0bobservation\x18\x01 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\"\n\x05tools\x18\x02 \x03(\x0b\x32\x13.meshrl.env.v1.Tool\x12\x11\n\tinfo_json\x18\x03 \x01(\t\x12\x15\n\rdrives_policy\x18\x04 \x01(\x08\"}\n\x0bStepRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12+\n\ntool_calls\x18\x04 \x03(\x0b\x32\x17.meshrl.env.v1.ToolCall\x12\x11\n\ttruncated\x18\x05 \x01(\x08\"\x80\x01\n\x0cStepResponse\x12/\n\x0bobservation\x18\x01 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\x13\n\x06reward\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0c\n\x04\x64one\x18\x03 \x01(\x08\x12\x11\n\tinfo_json\x18\x04 \x01(\tB\t\n\x07_reward\"\"\n\x0c\x43loseRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\"\x0f\n\rCloseResponse2\xdd\x01\n\x12\x45nvironmentService\x12\x42\n\x05Reset\x12\x1b.meshrl.env.v1.ResetRequest\x1a\x1c.meshrl.env.v1.ResetResponse\x12?\n\x04Step\x12\x1a.meshrl.env.v1.StepRequest\x1a\x1b.meshrl.env.v1.StepResponse\x12\x42\n\x05\x43lose\x12\x1b.meshrl.env.v1.CloseRequest\x1a\x1c.meshrl.env.v1.CloseResponseBd\n\x11\x64\x65v.meshrl.env.v1B\x08\x45nvProtoP\x01Z3github.com/meshrl/meshrl/gen/go/meshrl/env/v1;envv1\xaa\x02\rMeshrl.Env.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshrl/env/v1/env.proto\x12\rmeshrl.env.v1\"P\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x14\n\x0ctool_call_id\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"B\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x17\n\x0fparameters_json\x18\x03 \x01(\t\"<\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"\x91\x02\n\x0cResetRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nepisode_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65nvironment\x18\x03 \x01(\t\x12\x33\n\x0fprompt_messages\x18\x04 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\x19\n\x11ground_truth_json\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61ta_source\x18\x06 \x01(\t\x12\x12\n\nextra_json\x18\x07 \x01(\t\x12\x0c\n\x04seed\x18\x08 \x01(\x03\x12-\n\x06policy\x18\t \x01(\x0b\x32\x1d.meshrl.env.v1.PolicyEndpoint\x12\x12\n\ngroup_seed\x18\n \x01(\x03\"B\n\x0ePolicyEndpoint\x12\x10\n\x08\x62\x61se_url\x18\x01 \x01(\t\x12\x0f\n\x07\x61pi_key\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\"\x8e\x01\n\rResetResponse\x12/\n\x0bobservation\x18\x01 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\"\n\x05tools\x18\x02 \x03(\x0b\x32\x13.meshrl.env.v1.Tool\x12\x11\n\tinfo_json\x18\x03 \x01(\t\x12\x15\n\rdrives_policy\x18\x04 \x01(\x08\"\xbb\x01\n\x0bStepRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04turn\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12+\n\ntool_calls\x18\x04 \x03(\x0b\x32\x17.meshrl.env.v1.ToolCall\x12\x11\n\ttruncated\x18\x05 \x01(\x08\x12<\n\x13rejected_tool_calls\x18\x06 \x03(\x0b\x32\x1f.meshrl.env.v1.RejectedToolCall\"f\n\x10RejectedToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08raw_text\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x05 \x01(\t\"\x80\x01\n\x0cStepResponse\x12/\n\x0bobservation\x18\x01 \x03(\x0b\x32\x1a.meshrl.env.v1.ChatMessage\x12\x13\n\x06reward\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0c\n\x04\x64one\x18\x03 \x01(\x08\x12\x11\n\tinfo_json\x18\x04 \x01(\tB\t\n\x07_reward\"\"\n\x0c\x43loseRequest\x12\x12\n\nepisode_id\x18\x01 \x01(\t\"\x0f\n\rCloseResponse2\xdd\x01\n\x12\x45nvironmentService\x12\x42\n\x05Reset\x12\x1b.meshrl.env.v1.ResetRequest\x1a\x1c.meshrl.env.v1.ResetResponse\x12?\n\x04Step\x12\x1a.meshrl.env.v1.StepRequest\x1a\x1b.meshrl.env.v1.StepResponse\x12\x42\n\x05\x43lose\x12\x1b.meshrl.env.v1.CloseRequest\x1a\x1c.meshrl.env.v1.CloseResponseBd\n\x11\x64\x65v.meshrl.env.v1B\x08\x45nvProtoP\x01Z3github.com/meshrl/meshrl/gen/go/meshrl/env/v1;envv1\xaa\x02\rMeshrl.Env.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,19 +39,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOOLCALL']._serialized_start=192
   _globals['_TOOLCALL']._serialized_end=252
   _globals['_RESETREQUEST']._serialized_start=255
-  _globals['_RESETREQUEST']._serialized_end=508
-  _globals['_POLICYENDPOINT']._serialized_start=510
-  _globals['_POLICYENDPOINT']._serialized_end=576
-  _globals['_RESETRESPONSE']._serialized_start=579
-  _globals['_RESETRESPONSE']._serialized_end=721
-  _globals['_STEPREQUEST']._serialized_start=723
-  _globals['_STEPREQUEST']._serialized_end=848
-  _globals['_STEPRESPONSE']._serialized_start=851
-  _globals['_STEPRESPONSE']._serialized_end=979
-  _globals['_CLOSEREQUEST']._serialized_start=981
-  _globals['_CLOSEREQUEST']._serialized_end=1015
-  _globals['_CLOSERESPONSE']._serialized_start=1017
-  _globals['_CLOSERESPONSE']._serialized_end=1032
-  _globals['_ENVIRONMENTSERVICE']._serialized_start=1035
-  _globals['_ENVIRONMENTSERVICE']._serialized_end=1256
+  _globals['_RESETREQUEST']._serialized_end=528
+  _globals['_POLICYENDPOINT']._serialized_start=530
+  _globals['_POLICYENDPOINT']._serialized_end=596
+  _globals['_RESETRESPONSE']._serialized_start=599
+  _globals['_RESETRESPONSE']._serialized_end=741
+  _globals['_STEPREQUEST']._serialized_start=744
+  _globals['_STEPREQUEST']._serialized_end=931
+  _globals['_REJECTEDTOOLCALL']._serialized_start=933
+  _globals['_REJECTEDTOOLCALL']._serialized_end=1035
+  _globals['_STEPRESPONSE']._serialized_start=1038
+  _globals['_STEPRESPONSE']._serialized_end=1166
+  _globals['_CLOSEREQUEST']._serialized_start=1168
+  _globals['_CLOSEREQUEST']._serialized_end=1202
+  _globals['_CLOSERESPONSE']._serialized_start=1204
+  _globals['_CLOSERESPONSE']._serialized_end=1219
+  _globals['_ENVIRONMENTSERVICE']._serialized_start=1222
+  _globals['_ENVIRONMENTSERVICE']._serialized_end=1443
 # @@protoc_insertion_point(module_scope)

@@ -39,7 +39,7 @@ class ToolCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ResetRequest(_message.Message):
-    __slots__ = ("run_id", "episode_id", "environment", "prompt_messages", "ground_truth_json", "data_source", "extra_json", "seed", "policy")
+    __slots__ = ("run_id", "episode_id", "environment", "prompt_messages", "ground_truth_json", "data_source", "extra_json", "seed", "policy", "group_seed")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
     ENVIRONMENT_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class ResetRequest(_message.Message):
     EXTRA_JSON_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    GROUP_SEED_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     episode_id: str
     environment: str
@@ -58,7 +59,8 @@ class ResetRequest(_message.Message):
     extra_json: str
     seed: int
     policy: PolicyEndpoint
-    def __init__(self, run_id: _Optional[str] = ..., episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., extra_json: _Optional[str] = ..., seed: _Optional[int] = ..., policy: _Optional[_Union[PolicyEndpoint, _Mapping]] = ...) -> None: ...
+    group_seed: int
+    def __init__(self, run_id: _Optional[str] = ..., episode_id: _Optional[str] = ..., environment: _Optional[str] = ..., prompt_messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., ground_truth_json: _Optional[str] = ..., data_source: _Optional[str] = ..., extra_json: _Optional[str] = ..., seed: _Optional[int] = ..., policy: _Optional[_Union[PolicyEndpoint, _Mapping]] = ..., group_seed: _Optional[int] = ...) -> None: ...
 
 class PolicyEndpoint(_message.Message):
     __slots__ = ("base_url", "api_key", "model")
@@ -83,18 +85,34 @@ class ResetResponse(_message.Message):
     def __init__(self, observation: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., info_json: _Optional[str] = ..., drives_policy: _Optional[bool] = ...) -> None: ...
 
 class StepRequest(_message.Message):
-    __slots__ = ("episode_id", "turn", "text", "tool_calls", "truncated")
+    __slots__ = ("episode_id", "turn", "text", "tool_calls", "truncated", "rejected_tool_calls")
     EPISODE_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     episode_id: str
     turn: int
     text: str
     tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCall]
     truncated: bool
-    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    rejected_tool_calls: _containers.RepeatedCompositeFieldContainer[RejectedToolCall]
+    def __init__(self, episode_id: _Optional[str] = ..., turn: _Optional[int] = ..., text: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., truncated: _Optional[bool] = ..., rejected_tool_calls: _Optional[_Iterable[_Union[RejectedToolCall, _Mapping]]] = ...) -> None: ...
+
+class RejectedToolCall(_message.Message):
+    __slots__ = ("id", "name", "raw_text", "reason", "arguments_json")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RAW_TEXT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    raw_text: str
+    reason: str
+    arguments_json: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., raw_text: _Optional[str] = ..., reason: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class StepResponse(_message.Message):
     __slots__ = ("observation", "reward", "done", "info_json")
