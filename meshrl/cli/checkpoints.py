@@ -3,6 +3,7 @@
     meshrl checkpoints list RUN_DIR_OR_URL [--quick]
     meshrl checkpoints tag RUN_DIR STEP NAME
     meshrl checkpoints prune RUN_DIR --keep-last K
+    meshrl checkpoints convert RUN_DIR/checkpoints/step_N --i-trust-this-file
     meshrl rollback RUN_DIR_OR_URL --to STEP
     meshrl export RUN_DIR OUT_DIR [--step N] [--base-model DIR] [--tokenizer DIR] [--dtype D]
 
@@ -13,6 +14,11 @@ Wire with `add_subcommands(subparsers)` (alias `add_parser`, the convention of
 `list` and `rollback` also take a gateway run URL http://HOST:PORT/runs/NAME (token in
 $MESHRL_GATEWAY_TOKEN: viewer to list, admin to roll back): the gateway's ListCheckpoints
 (sizes checked, as --quick) and RollbackRun (a stopped run only), through meshrl.run.remote.
+
+`convert` is the one way to make a checkpoint this user's learner did not sign loadable: an
+older meshrl's (pickled) checkpoint is converted, an unsigned or foreign one signed with the
+user's checkpoint key (meshrl.inputs.checkpoint.convert). Converting an older one unpickles
+it, so it runs only with --i-trust-this-file.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import find_step, step_of
+from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
 from meshrl.run.audit import audit_local_action as record
@@ -100,6 +107,24 @@ def cmd_checkpoints_prune(args) -> int:
 
 
 @user_errors
+def cmd_checkpoints_convert(args) -> int:
+    if not args.i_trust_this_file:
+        print(
+            f"meshrl: error: converting or signing {args.path} makes it loadable, and converting an older "
+            f"meshrl's checkpoint unpickles it (runs any code it carries); if you trust where it came "
+            f"from, run again with {CONVERT_FLAG}",
+            file=sys.stderr,
+        )
+        return 2
+    from meshrl.inputs.checkpoint.convert import (
+        convert_checkpoint,
+    )  # lazy: torch, only for `meshrl checkpoints convert`
+
+    print(convert_checkpoint(args.path))
+    return 0
+
+
+@user_errors
 def cmd_rollback(args) -> int:
     if is_url(args.run_dir):
         print(act(args.run_dir, "rollback", {"to_step": args.to}))
@@ -137,6 +162,10 @@ def add_subcommands(subparsers) -> None:
     p = verbs.add_parser("prune", help="delete all but the last K (and tagged) checkpoints")
     p.add_argument("run_dir"), p.add_argument("--keep-last", type=int, required=True)
     p.set_defaults(func=cmd_checkpoints_prune)
+    p = verbs.add_parser("convert", help="convert an older meshrl's checkpoint, or sign a foreign one, that you trust")
+    p.add_argument("path", help="RUN_DIR/checkpoints/step_N")
+    p.add_argument(CONVERT_FLAG, action="store_true", help="you vouch for the checkpoint (it may be unpickled)")
+    p.set_defaults(func=cmd_checkpoints_convert)
     p = subparsers.add_parser("rollback", help=about("rollback"))
     p.add_argument("run_dir"), p.add_argument("--to", type=int, required=True, metavar="STEP")
     p.set_defaults(func=cmd_rollback)

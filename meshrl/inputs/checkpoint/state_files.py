@@ -66,10 +66,11 @@ def write_part(folder: Path, name: str, gathered: tuple[dict, dict | None]) -> N
                 values.setdefault(param, {})[key] = value
     save_file(_unshared(tensors), folder / OPTIM_DIR / f"{name}.safetensors")
     rest = {"param_groups": optim_sd["param_groups"], "state_values": values}
-    (folder / OPTIM_DIR / f"{name}.json").write_text(_json(rest, f"part {name!r}'s optimizer"))
+    (folder / OPTIM_DIR / f"{name}.json").write_text(json_text(rest, f"part {name!r}'s optimizer"))
 
 
-def _json(value, what: str) -> str:
+def json_text(value, what: str) -> str:
+    """`value` as JSON text; a CheckpointError naming `what` when JSON cannot hold it."""
     try:
         return json.dumps(value, indent=1, sort_keys=True, allow_nan=False) + "\n"
     except (TypeError, ValueError) as err:
