@@ -7,8 +7,11 @@ attack with a service kind's own credentials:
 - a push consumer (on the run KV, where the reward writes its own keys) delivering a forged
   `WeightsLoaded` to the learner's `weights.loaded`, or anything into `ready`;
 - a service's own durable turned into a push consumer;
-- a pull request for the reward's own input whose reply subject is `ready` (skipping the
-  reference), and a JetStream API answer aimed at `weights.loaded`;
+- every request a kind may make (each JetStream API call, publish and pull it is allowed),
+  with its reply subject aimed at `ready`, `weights.loaded`, the weights notice, the run
+  version or another kind's KV key: nothing arrives there (each kind has its own NATS
+  account, meshrl.transport.bus.accounts); and, behind that, the learner ignores a JetStream
+  API answer on `weights.loaded` (origin.py);
 - malformed replica entries written with the kinds' own credentials (each may write its own
   `services.<kind>.*` keys): the rollout's environment lookup and the learner's health watch
   and eval lookup skip them instead of raising KeyError.
@@ -116,25 +119,52 @@ async def test_a_service_cannot_turn_its_durable_into_a_push_consumer(secured, l
         assert denied
 
 
-async def test_a_pull_reply_into_ready_is_refused_by_the_learner(secured, learner):
+KV_TARGETS = (names.RUN_VERSION_KEY, names.WEIGHTS_NOTICE_KEY, "services.learner.forged")
+
+
+def reply_targets(run_id: str, kind: str) -> list[str]:
+    """Where an answer to `kind` must never land: the learner's inputs and run-KV keys that
+    `kind` may not publish to itself (the reference publishes to `ready`, the rollout to
+    `weights.loaded`: there, its own publish would do the same)."""
+    kv = f"$KV.{names.kv_bucket(run_id)}"
+    targets = [names.stage_subject(run_id, "ready"), names.weights_loaded_subject(run_id)]
+    targets += [f"{kv}.{key}" for key in KV_TARGETS]
+    return [t for t in targets if t not in names.kind_permissions(run_id, kind).publish]
+
+
+def requests_of(run_id: str, kind: str) -> list[tuple[str, bytes]]:
+    """A request to every subject `kind` may publish to (a wildcard's tail filled in), each
+    one the server answers: a JetStream API reply, a publish's ack, a pull's next message."""
+    pull = json.dumps({"batch": 1, "no_wait": True}).encode()
+    # not its own publishes to ready / weights.loaded: those store what it sends, as they may
+    own = {names.stage_subject(run_id, "ready"), names.weights_loaded_subject(run_id)}
+    subjects = [s.replace(">", "x") for s in names.kind_permissions(run_id, kind).publish if s not in own]
+    return [(s, pull if ".MSG.NEXT." in s else b"{}") for s in subjects]
+
+
+async def stored(learner: Bus, run_id: str) -> dict[str, int]:
+    streams = (names.stage_stream(run_id, "ready"), names.events_stream(run_id))
+    return {s: (await learner.js.stream_info(s)).state.messages for s in streams}
+
+
+@pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "reward_model", "environment"])
+async def test_no_server_answer_reaches_a_run_subject_or_kv_key_through_a_reply_subject(secured, learner, kind):
     run_id = secured[1]
-    async with await connect(secured, "rollout") as rollout:
-        await rollout.publish("generated", common_pb2.Group(group_id="unscored"), msg_id="unscored")
-    async with await connect(secured, "reward") as reward:  # its own input, redirected past the reference
-        await reward.nc.publish(
-            f"$JS.API.CONSUMER.MSG.NEXT.{names.stage_stream(run_id, 'generated')}.reward",
-            json.dumps({"batch": 1}).encode(),
-            reply=names.stage_subject(run_id, "ready"),
-        )
-        await reward.nc.flush()
-    assert await learner.pull("ready", "learner", max_msgs=1, timeout=QUIET_S) == []
-    async with await connect(secured, "admin") as admin:  # the operator reads the dead letters
-        letter = await admin.js.get_last_msg(names.dead_stream(run_id), names.dead_subject(run_id))
-    assert common_pb2.Group.FromString(letter.data).group_id == "unscored"
-    assert (
-        letter.headers["Meshrl-Error"].startswith("Misrouted: a message on meshrl.")
-        and f"was published to {names.stage_subject(run_id, 'generated')}" in letter.headers["Meshrl-Error"]
-    )
+    acks = await learner.listen(names.weights_loaded_subject(run_id), common_pb2.WeightsLoaded)
+    before = await stored(learner, run_id)
+    if kind == "reward":  # a real message in its own queue, for its pull to hand on
+        async with await connect(secured, "rollout") as rollout:
+            await rollout.publish("generated", common_pb2.Group(group_id="unscored"), msg_id="unscored")
+    async with await connect(secured, kind) as bus:
+        for subject, payload in requests_of(run_id, kind):
+            for target in reply_targets(run_id, kind):
+                await bus.nc.publish(subject, payload, reply=target)
+        await bus.nc.flush()
+    assert await nothing_arrives(acks), f"an answer to the {kind} reached weights.loaded"
+    assert await stored(learner, run_id) == before, f"an answer to the {kind} was stored in ready or events"
+    for key in KV_TARGETS:
+        assert await learner.state.get(key) is None, f"an answer to the {kind} was stored under {key}"
+    await acks.close()
 
 
 async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner):

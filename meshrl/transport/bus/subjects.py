@@ -37,9 +37,13 @@ does: a consumer delivers to whatever `deliver_subject` its creator set. So only
 (and admin) may create consumers (it makes every stage's durable: `run_consumers`); the other
 kinds look their durable up, fetch and ack; they read the run KV by message get and watch a
 key by subscribing to its subject (kv.py), and rollout reads the weights by direct get
-(objects.py): none of them creates a consumer. (A request's reply subject is the other way
-the server publishes for a client; what lands through it is refused by the consumers:
-origin.py.)
+(objects.py): none of them creates a consumer. A request's reply subject is the other way
+the server publishes for a client: each service kind has a NATS account of its own that
+imports exactly these subjects from the run's (accounts.py), so an answer aimed at a run
+subject or KV key stays in the requester's account; what might land anyway is refused by
+the consumers (origin.py) and the KV's readers (entries.py). `$JS.API.INFO` stays granted:
+the client checks JetStream with it when it connects, and its answer says nothing of the
+streams' contents.
 
 The run's four work-queue consumers (`run_consumers`) are made by whoever creates the
 streams (the learner, the launcher), never by the services that bind to them:
