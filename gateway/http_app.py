@@ -15,9 +15,10 @@
     POST /api/session {"token": ...} / GET / DELETE  the dashboard's login (an HttpOnly cookie)
 
 JSON bodies and answers are the proto messages through protobuf's json_format, with the
-proto field names. The token comes as `Authorization: Bearer TOKEN` or the session cookie
-(a browser's EventSource cannot send a header); the cookie is SameSite=Strict, so another
-site cannot make a browser use it.
+proto field names. The token comes as `Authorization: Bearer TOKEN`, or a browser's session
+cookie names it (a browser's EventSource cannot send a header): the cookie holds a random
+session id, never the token (sessions.py), and is SameSite=Strict, so another site cannot
+make a browser use it.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from meshrl.gateway.auth import bearer
 from meshrl.gateway.dispatch import STREAMS, Dispatcher
 from meshrl.gateway.errors import GatewayError, invalid
 from meshrl.gateway.handlers import ROLE
+from meshrl.gateway.sessions import COOKIE, SESSIONS
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 
-COOKIE = "meshrl_gateway_token"
 STATIC = Path(__file__).parent / "static"
 ROUTES = [
     ("GET", "/api/runs", "ListRuns"),
@@ -64,7 +65,11 @@ def to_json(message) -> dict:
 
 
 def token_of(request: web.Request) -> str | None:
-    return bearer(request.headers.get("Authorization")) or request.cookies.get(COOKIE)
+    """The bearer header's token, else the token of whoever holds the cookie's session."""
+    if token := bearer(request.headers.get("Authorization")):
+        return token
+    who = request.app[SESSIONS].principal(request.cookies.get(COOKIE))
+    return who.token if who else None
 
 
 def error_response(err: GatewayError) -> web.Response:

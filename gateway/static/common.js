@@ -14,6 +14,7 @@ function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (k === "class") node.className = v; else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "style") node.style.cssText = v;  // through the CSSOM: the CSP refuses style attributes
     else node.setAttribute(k, v);
   }
   for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));

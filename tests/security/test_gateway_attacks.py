@@ -5,7 +5,10 @@
 - a page on another origin of this host posts with the dashboard's cookie (SameSite=Strict
   does not separate ports of one host): refused, while the gateway's own page still acts;
 - ScaleService asked for 2,147,483,647 replicas: refused with the cap config and CLI use;
-- a viewer opening live streams without end: the ninth is refused (429), others still get theirs.
+- a viewer opening live streams without end: the ninth is refused (429), others still get theirs;
+- the dashboard's cookie: a random session id (never the token), Secure behind TLS, refused
+  after logout, refused by another gateway instance (and the token itself as a cookie is no
+  session); every answer carries a CSP and X-Frame-Options: DENY.
 
 Run: .venv/bin/python -m pytest tests/security/test_gateway_attacks.py -q
 """
@@ -24,6 +27,7 @@ import pytest_asyncio
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
+from meshrl.gateway.sessions import COOKIE
 from meshrl.run.presence import LauncherInfo, launch_lock, write_presence
 from tests.fixtures.gateway import gateway_for
 
@@ -139,3 +143,70 @@ async def test_one_viewer_cannot_hold_streams_without_end(gateway):
         for response in opened:
             response.close()
     await asyncio.sleep(0.5)  # the server notices the closed streams and frees their slots
+
+
+async def login(browser: aiohttp.ClientSession, port: int, token: str, **headers) -> aiohttp.ClientResponse:
+    own = {"Origin": f"http://127.0.0.1:{port}", **headers}
+    async with browser.post("/api/session", json={"token": token}, headers=own) as r:
+        assert r.status == 200
+        return r
+
+
+def cookie_of(response: aiohttp.ClientResponse):
+    return response.cookies[COOKIE]
+
+
+async def test_the_cookie_is_a_session_id_not_the_token(gateway):
+    gw, _, _, _ = gateway
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}") as browser:
+        plain = cookie_of(await login(browser, gw.http_port, OPERATOR))
+        proxied = cookie_of(await login(browser, gw.http_port, OPERATOR, **{"X-Forwarded-Proto": "https"}))
+    assert OPERATOR not in plain.value and OPERATOR not in proxied.value and plain.value != proxied.value
+    assert len(plain.value) >= 40  # 32 random bytes, base64url
+    assert plain["httponly"] and plain["samesite"] == "Strict" and not plain["secure"]  # plain HTTP: no Secure
+    assert proxied["httponly"] and proxied["samesite"] == "Strict" and proxied["secure"]  # behind TLS: Secure
+
+
+async def test_a_cookie_is_refused_after_logout(gateway):
+    gw, _, _, _ = gateway
+    port = gw.http_port
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{port}", cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+        stolen = cookie_of(await login(browser, port, OPERATOR)).value  # a copy kept by whoever saw it
+        async with browser.delete("/api/session", headers={"Origin": f"http://127.0.0.1:{port}"}) as r:
+            assert r.status == 200
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{port}", cookies={COOKIE: stolen}) as thief:
+        for path in ("/api/session", "/api/runs", "/api/runs/live/status"):
+            async with thief.get(path) as r:
+                assert r.status == 401, path
+
+
+async def test_a_cookie_of_another_gateway_or_the_token_itself_is_refused(gateway, tmp_path):
+    gw, _, _, _ = gateway
+    other = await gateway_for(tmp_path, tmp_path, olga=("operator", OPERATOR))  # same tokens, another instance
+    try:
+        jar = aiohttp.CookieJar(unsafe=True)  # keeps cookies of an IP host, as a browser does
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{other.http_port}", cookie_jar=jar) as browser:
+            foreign = cookie_of(await login(browser, other.http_port, OPERATOR)).value
+            async with browser.get("/api/session") as r:
+                assert r.status == 200  # good where it was issued
+    finally:
+        await other.stop()
+    for value in (foreign, OPERATOR):  # OPERATOR: what the cookie used to hold
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}", cookies={COOKIE: value}) as browser:
+            async with browser.get("/api/runs") as r:
+                assert r.status == 401
+
+
+async def test_every_answer_forbids_framing_and_foreign_content(gateway):
+    gw, _, http, _ = gateway
+    viewer = {"Authorization": f"Bearer {VIEWER}"}
+    paths = ["/", "/runs/live", "/static/common.js", "/api/runs", "/api/runs/live/metrics", "/no/such/page"]
+    for path, headers in [*((p, viewer) for p in paths), ("/api/runs", {})]:  # the last: a 401
+        async with http.get(path, headers=headers) as r:
+            assert r.headers.get("X-Frame-Options") == "DENY", path
+            csp = r.headers.get("Content-Security-Policy", "")
+            assert {"default-src 'self'", "script-src 'self'", "frame-ancestors 'none'"} <= set(csp.split("; ")), path
+            assert r.headers.get("X-Content-Type-Options") == "nosniff", path
+    operator = {"Authorization": f"Bearer {OPERATOR}"}  # the viewers' stream slots are another test's
+    async with http.get("/api/runs/live/metrics?follow=1", headers=operator) as r:  # an event stream too
+        assert r.status == 200 and r.headers.get("X-Frame-Options") == "DENY"
