@@ -112,7 +112,10 @@ def _build_model(ckpt: Path, factory, base_model_dir) -> torch.nn.Module:
             f"(its model was not a transformers model); pass model_factory= "
             f"or base_model_dir= (a HF dir with the same architecture)"
         )
-    config = AutoConfig.from_pretrained(source)
+    try:
+        config = AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as err:  # transformers' words for a config it cannot parse
+        raise CheckpointError(f"{source / 'config.json'}: not a readable HF config ({type(err).__name__})") from None
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
 

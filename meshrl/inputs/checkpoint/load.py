@@ -11,7 +11,6 @@ that saved.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Mapping
@@ -22,6 +21,7 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import CHECKPOINTS, CONFIG, LEGACY_NAMES, MANIFEST, RNG_DIR, SCHEDULERS, STATE
 from meshrl.inputs.checkpoint.manifest import verify_checkpoint
 from meshrl.inputs.checkpoint.parts import Part, collect_parts
+from meshrl.inputs.checkpoint.reading import read_json
 from meshrl.inputs.checkpoint.rng import load_rng
 from meshrl.inputs.checkpoint.scan import latest_good_checkpoint
 
@@ -62,7 +62,7 @@ def _resolve_here(path: Path) -> Path:
 def read_config(ckpt: str | Path) -> dict | None:
     """The resolved run config saved with the checkpoint (None when none was given)."""
     path = Path(ckpt) / CONFIG
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def load_checkpoint(
@@ -94,7 +94,7 @@ def load_checkpoint(
             ckpt,
             dist.rank(),
         )
-    return json.loads((ckpt / STATE).read_text())
+    return read_json(ckpt / STATE)
 
 
 def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
@@ -109,7 +109,11 @@ def load_shards(ckpt: Path, parts: dict[str, Part]) -> None:
 
 
 def _load_schedulers(ckpt: Path, parts: dict[str, Part]) -> None:
-    saved = json.loads((ckpt / SCHEDULERS).read_text())
+    saved = read_json(ckpt / SCHEDULERS)
+    if not isinstance(saved, dict):
+        raise CheckpointError(
+            f"{ckpt / SCHEDULERS}: not a mapping of part to scheduler state; the checkpoint is damaged"
+        )
     for name, part in parts.items():
         if part.scheduler is None:
             continue

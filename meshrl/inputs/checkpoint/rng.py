@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
+
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.checkpoint.reading import read_json, read_tensors
 
 
 def capture_rng() -> tuple[dict, dict]:
@@ -55,5 +58,8 @@ def load_rng(folder: Path, rank: int) -> bool:
     tensors, plain = folder / f"rank_{rank}.safetensors", folder / f"rank_{rank}.json"
     if not (tensors.is_file() and plain.is_file()):
         return False
-    restore_rng(load_file(tensors), json.loads(plain.read_text()))
+    try:
+        restore_rng(read_tensors(tensors), read_json(plain))
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{folder}: rank {rank}'s RNG state is damaged ({type(err).__name__}: {err})") from None
     return True

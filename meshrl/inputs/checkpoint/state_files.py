@@ -21,11 +21,12 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import MODEL_DIR, OPTIM_DIR
 from meshrl.inputs.checkpoint.parts import Part
+from meshrl.inputs.checkpoint.reading import read_json, read_tensors
 
 
 def _options(**extra):
@@ -103,15 +104,17 @@ def read_part(ckpt: Path, name: str, part: Part) -> tuple[dict, dict | None]:
                 f"drop that extra module to load what it has"
             )
     if part.optimizer is None:
-        return load_file(model_file), None
+        return read_tensors(model_file), None
     state: dict = {}
-    for key, tensor in load_file(optim_file).items():
-        param, entry = key.rsplit("/", 1)
+    for key, tensor in read_tensors(optim_file).items():
+        param, _, entry = key.rpartition("/")
         state.setdefault(param, {})[entry] = tensor
-    rest = json.loads((ckpt / OPTIM_DIR / f"{name}.json").read_text())
+    rest = read_json(ckpt / OPTIM_DIR / f"{name}.json")
+    if not isinstance(rest, dict) or not isinstance(rest.get("state_values"), dict):
+        raise CheckpointError(f"{ckpt / OPTIM_DIR / name}.json: not an optimizer's state; the checkpoint is damaged")
     for param, values in rest["state_values"].items():
         state.setdefault(param, {}).update(values)
-    return load_file(model_file), {"state": state, "param_groups": rest["param_groups"]}
+    return read_tensors(model_file), {"state": state, "param_groups": rest.get("param_groups")}
 
 
 def _saved(ckpt: Path) -> list[str]:
@@ -134,7 +137,7 @@ def apply_part(part: Part, loaded: tuple[dict, dict | None], where: Path, name: 
             set_optimizer_state_dict(part.module, part.optimizer, optim_sd, options=_options())
             for group, keys in zip(part.optimizer.param_groups, tuples):
                 group.update({k: tuple(group[k]) for k in keys if isinstance(group.get(k), list)})
-    except (RuntimeError, KeyError, ValueError) as err:
+    except (RuntimeError, KeyError, ValueError, TypeError, AttributeError) as err:
         last = [line.strip() for line in str(err).splitlines() if line.strip()][-1:] or [type(err).__name__]
         raise CheckpointError(
             f"{where}: could not load parts [{name!r}]: {last[0]}; the model or optimizer does not match "
