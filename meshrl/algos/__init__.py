@@ -9,7 +9,7 @@ Two pluggable parts per training step, looked up by name from the config:
 
 plus shared parts: `kl_estimate` (k1, k2, k3, abs, mse, k1+, k3+), `kl_control` (adaptive
 KL), `aggregate_loss` and its micro-batch pieces `loss_numerator` / `loss_denominator`, `dpo_loss`, `rollout_correction`,
-`overlong_penalty`, `groups_with_signal`, and the checks `check_finite` / `check_shapes`;
+`overlong_penalty`, `clip_rewards`, `groups_with_signal`, and the checks `check_finite` / `check_shapes`;
 preference losses for the offline path (`get_preference_loss(name)`, `dpo_loss`).
 
 Tensors are [batch, response_len] with a 0/1 float `response_mask`; `group_ids` is int64
@@ -36,7 +36,7 @@ from meshrl.algos.registry import (
     register_preference_loss,
 )
 from meshrl.algos.rollout_correction import ROLLOUT_CORRECTION_MODES, rollout_correction
-from meshrl.algos.shaping import groups_with_signal, overlong_penalty
+from meshrl.algos.shaping import clip_rewards, groups_with_signal, overlong_penalty
 from meshrl.algos.types import AdvantageResult, PolicyLossResult
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "list_policy_losses",
     "loss_denominator",
     "loss_numerator",
+    "clip_rewards",
     "overlong_penalty",
     "register_advantage_estimator",
     "register_policy_loss",

@@ -9,6 +9,9 @@ Reinforcement Learning System at Scale").
              = −1                                    if |y| > L_max
   times `penalty_factor`; added to the task reward.
 
+- `clip_rewards` — each sample's reward clamped into [low, high] before any estimator sees it
+  (TRL's RLOO `reward_clip_range`; the KL-in-reward penalty is added after, as TRL does).
+
 - `groups_with_signal` — dynamic sampling keeps only groups whose rewards are not all equal
   (a group of identical rewards has zero group-relative advantage and no gradient).
 """
@@ -19,6 +22,16 @@ import torch
 
 from meshrl.algos.checks import check_finite, check_group_ids, check_shapes
 from meshrl.algos.groups import group_stats
+
+
+def clip_rewards(rewards: torch.Tensor, clip_range: tuple[float, float] | None) -> torch.Tensor:
+    """rewards [B] clamped into `clip_range` (low, high); unchanged when it is None."""
+    if clip_range is None:
+        return rewards
+    low, high = clip_range
+    if not low < high:
+        raise ValueError(f"reward_clip_range=({low}, {high}): need low < high")
+    return rewards.clamp(min=low, max=high)
 
 
 def overlong_penalty(

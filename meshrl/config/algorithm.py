@@ -6,6 +6,7 @@ who run those can read a meshrl config at a glance. `name` is a label for humans
 metrics; the training loop never branches on it.
 """
 
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -54,6 +55,8 @@ class AlgorithmConfig(Strict):
     norm_adv_by_std_in_grpo: bool = True
     scale_rewards: Literal["group", "batch", "none"] = "group"  # grpo's σ (TRL's option)
     normalize_advantages: bool = False  # rloo: whiten A over the batch (TRL's RLOO option)
+    # each sample's reward clamped into [low, high] before the estimator (TRL's RLOO option)
+    reward_clip_range: tuple[float, float] | None = None
     adv_epsilon: float = Field(1e-6, gt=0.0)  # the estimators' eps in A / (σ + eps)
     # policy loss
     epsilon: float = Field(0.2, gt=0.0)
@@ -139,6 +142,15 @@ class AlgorithmConfig(Strict):
         for one in [name] if isinstance(name, str) else name:
             check_name("algorithm.dpo_loss_type", one, preference_losses(), "DPO loss type")
         return name
+
+    @field_validator("reward_clip_range")
+    @classmethod
+    def _ordered_clip(cls, bounds: tuple[float, float] | None) -> tuple[float, float] | None:
+        if bounds is not None and not (math.isfinite(bounds[0]) and math.isfinite(bounds[1]) and bounds[0] < bounds[1]):
+            raise ValueError(
+                f"algorithm.reward_clip_range={list(bounds)}: need two finite numbers [low, high] with low < high"
+            )
+        return bounds
 
     @model_validator(mode="after")
     def _parts_agree(self) -> "AlgorithmConfig":

@@ -55,22 +55,46 @@ def gdpo(
     **_,
 ) -> AdvantageResult:
     """Per-component group normalisation, weighted sum, batch whitening (module docstring)."""
-    if reward_components is None or reward_components.dim() != 2 or reward_components.shape[0] != rewards.shape[0]:
-        raise ValueError(
-            "advantage estimator 'gdpo' needs reward_components [B, K] (one column "
-            "per reward component); the batch carries none: configure several "
-            "reward.components, each scored for every sample"
-        )
-    k = reward_components.shape[1]
-    weights = (
-        torch.ones(k, dtype=rewards.dtype, device=rewards.device)
-        if reward_component_weights is None
-        else reward_component_weights
-    )
-    if weights.dim() == 2:  # the batch's [B, K] copy of the configured weights
-        weights = weights[0]
     scale = "group" if norm_by_std else "none"
-    summed = sum(weights[j] * group_relative(reward_components[:, j], group_ids, scale, eps) for j in range(k))
+    summed = component_sum("gdpo", rewards, group_ids, reward_components, reward_component_weights, scale, eps)
     advantages = masked_whiten(broadcast_over_tokens(summed, response_mask), response_mask)
     advantages = advantages * response_mask
     return AdvantageResult(advantages=advantages, returns=advantages.clone())
+
+
+@register_advantage_estimator(
+    "normalize_then_sum",
+    paper=(
+        "GDPO (arXiv:2601.05242) as TRL's GRPO runs it: multi_objective_aggregation='normalize_then_sum' "
+        "(per-sample batch normalisation)"
+    ),
+)
+def normalize_then_sum(
+    *, rewards, response_mask, group_ids, reward_components=None, reward_component_weights=None, eps=1e-6, **_
+) -> AdvantageResult:
+    """TRL's normalize_then_sum: Σ_k w_k·(r_k − mean_g)/(std_g + eps), then (x − mean)/(std + eps)
+    over the batch's samples (std with n − 1), not over tokens as `gdpo` (verl) whitens.
+    TRL's eps is 1e-4 in both places: set `algorithm.adv_epsilon: 1e-4` to match it exactly."""
+    summed = component_sum(
+        "normalize_then_sum", rewards, group_ids, reward_components, reward_component_weights, "group", eps
+    )
+    std = summed.std() if summed.numel() > 1 else torch.zeros_like(summed[0])
+    per_sample = (summed - summed.mean()) / (std + eps)
+    advantages = broadcast_over_tokens(per_sample, response_mask)
+    return AdvantageResult(advantages=advantages, returns=advantages.clone())
+
+
+def component_sum(name, rewards, group_ids, components, weights, scale: str, eps: float) -> torch.Tensor:
+    """Σ_k w_k · group_relative(r_k) per sample [B]; weights default to 1 each."""
+    if components is None or components.dim() != 2 or components.shape[0] != rewards.shape[0]:
+        raise ValueError(
+            f"advantage estimator {name!r} needs reward_components [B, K] (one column "
+            "per reward component); the batch carries none: configure several "
+            "reward.components, each scored for every sample"
+        )
+    k = components.shape[1]
+    if weights is None:
+        weights = torch.ones(k, dtype=rewards.dtype, device=rewards.device)
+    if weights.dim() == 2:  # the batch's [B, K] copy of the configured weights
+        weights = weights[0]
+    return sum(weights[j] * group_relative(components[:, j], group_ids, scale, eps) for j in range(k))

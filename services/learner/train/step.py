@@ -76,6 +76,7 @@ from meshrl.algos import (
     kl_estimate,
     loss_denominator,
     loss_numerator,
+    clip_rewards,
     overlong_penalty,
 )
 from meshrl.algos.groups import group_stats
@@ -331,14 +332,15 @@ class TrainStep:
         return -coef * kl
 
     def shaped_rewards(self, batch: RolloutBatch) -> torch.Tensor:
-        """Task reward plus DAPO's soft overlong penalty when enabled."""
-        overlong = self.algo.overlong
-        if not overlong.enabled:
-            return batch.rewards
-        max_tokens = self.max_response_len or batch.response_len
-        return batch.rewards + overlong_penalty(
-            batch.response_lengths(), max_tokens, overlong.buffer_len, overlong.penalty_factor
-        )
+        """Task reward plus DAPO's soft overlong penalty when enabled, clipped into
+        `reward_clip_range` when set."""
+        overlong, rewards = self.algo.overlong, batch.rewards
+        if overlong.enabled:
+            max_tokens = self.max_response_len or batch.response_len
+            rewards = rewards + overlong_penalty(
+                batch.response_lengths(), max_tokens, overlong.buffer_len, overlong.penalty_factor
+            )
+        return clip_rewards(rewards, self.algo.reward_clip_range)
 
     def credited_rewards(self, batch: RolloutBatch, kl_tokens: torch.Tensor | None):
         """(per-episode rewards, per-token rewards or None) for the estimator: the (shaped)

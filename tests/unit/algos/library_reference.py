@@ -2,7 +2,8 @@
 own numbers beside meshrl's (tests/unit/algos/test_algos_library_crosscheck.py). Never
 imported by meshrl itself.
 
-Copied from the PyPI wheels trl-1.16.0 (trl/trainer/grpo_trainer.py) and verl-0.9.1
+Copied from the PyPI wheels trl-1.16.0 (trl/trainer/grpo_trainer.py, rloo_trainer.py,
+utils.py's nanstd) and verl-0.9.1
 (verl/trainer/ppo/core_algos.py, verl/trainer/ppo/rollout_corr_helper.py). Both:
 
     Copyright 2020-2026 The HuggingFace Team. / Copyright 2024-2025 Bytedance Ltd. and/or its affiliates
@@ -90,6 +91,55 @@ def trl_bias_corrected_kl(
     coef_1 = torch.exp(log_importance_weights)
     per_token_kl = torch.exp(ref_per_token_logps - per_token_logps) - (ref_per_token_logps - per_token_logps) - 1
     return per_token_kl * coef_1
+
+
+def trl_nanstd(tensor, dim=None, keepdim=False):
+    mean = torch.nanmean(tensor, dim=dim, keepdim=True)
+    variance = torch.nanmean((tensor - mean) ** 2, dim=dim, keepdim=True)
+    count = torch.sum(~torch.isnan(tensor), dim=dim, keepdim=True)
+    correction = count / (count - 1)
+    correction = torch.where(count > 1, correction, torch.full_like(correction, float("nan")))
+    variance *= correction
+    std = torch.sqrt(variance)
+    if keepdim:
+        return std
+    if dim is None:
+        return std.squeeze()
+    return std.squeeze(dim)
+
+
+def trl_normalize_then_sum(rewards_per_func, reward_weights, num_generations):
+    """GRPOTrainer._generate_and_score_completions, multi_objective_aggregation="normalize_then_sum"."""
+    grouped = rewards_per_func.view(-1, num_generations, rewards_per_func.shape[1])
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = trl_nanstd(grouped, dim=1, keepdim=True) if num_generations > 1 else torch.zeros_like(mean_k)
+    reward_k = (grouped - mean_k) / (std_k + 1e-4)
+    reward_k = reward_k.view(-1, rewards_per_func.shape[1])
+    rewards = (reward_k * reward_weights.unsqueeze(0)).nansum(dim=1)
+    std_rewards = trl_nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
+    advantages = (rewards - torch.nanmean(rewards)) / (std_rewards + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0)
+
+
+def trl_rloo_advantages(
+    rewards, old_per_token_logps, ref_per_token_logps, completion_mask, num_generations, beta,
+    reward_clip_range=None, normalize_advantages=False,
+):  # fmt: skip
+    """RLOOTrainer._generate_and_score_completions: clip, KL in the reward, leave-one-out."""
+    if reward_clip_range:
+        rewards = rewards.clamp(min=reward_clip_range[0], max=reward_clip_range[1])
+    if beta != 0.0:
+        per_token_kl = old_per_token_logps - ref_per_token_logps
+        kl = (per_token_kl * completion_mask).sum(-1)
+        rewards = rewards - beta * kl
+    grouped_rewards = rewards.view(-1, num_generations)
+    scorable_counts = (~torch.isnan(grouped_rewards)).sum(dim=1, keepdim=True)
+    grouped_sum = torch.nansum(grouped_rewards, dim=1, keepdim=True)
+    baselines = (grouped_sum - grouped_rewards) / (scorable_counts - 1)
+    advantages = rewards - baselines.view(-1)
+    if normalize_advantages:
+        advantages = (advantages - torch.nanmean(advantages)) / (trl_nanstd(advantages) + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0)
 
 
 # ---- verl 0.9.1, core_algos.py -------------------------------------------------------------

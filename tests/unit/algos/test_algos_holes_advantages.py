@@ -165,7 +165,7 @@ def hand_remax():
     return [[g - GREEDY[i] for g in row] for i, row in enumerate(returns)], returns
 
 
-def hand_gdpo():
+def component_sums():
     summed = []
     for i in range(5):
         total = 0.0
@@ -174,7 +174,18 @@ def hand_gdpo():
             group = group_values(column, i)
             total += weight * (column[i] - mean(group)) / (std(group) + EPS)
         summed.append(total)
-    return whiten(repeat(summed), 1e-8), None
+    return summed
+
+
+def hand_gdpo():
+    return whiten(repeat(component_sums()), 1e-8), None
+
+
+def hand_normalize_then_sum():
+    """As gdpo's sum, then (x − mean) / (std + eps) over the five samples, not the tokens."""
+    summed = component_sums()
+    m, s = mean(summed), std(summed)
+    return repeat([(x - m) / (s + EPS) for x in summed]), None
 
 
 def path_weights():
@@ -247,6 +258,7 @@ HAND = {
     "reinforce_plus_plus_baseline": hand_reinforce_plus_plus_baseline,
     "remax": hand_remax,
     "gdpo": hand_gdpo,
+    "normalize_then_sum": hand_normalize_then_sum,
     "optimal_token_baseline": hand_optimal_token_baseline,
     "tir_optimal_token_baseline": hand_tir_optimal_token_baseline,
     "gae": hand_gae,

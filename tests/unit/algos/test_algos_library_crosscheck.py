@@ -217,3 +217,40 @@ def test_optimal_token_baselines_are_verls(name, with_weights, empty_row):
     torch.testing.assert_close(ours.advantages, advantages, rtol=1e-5, atol=1e-6)
     # verl leaves reward-to-go in the holes and padding; meshrl's returns are 0 off the mask
     torch.testing.assert_close(ours.returns, returns * mask, rtol=1e-5, atol=1e-6)
+
+
+# Two groups of four (TRL's view(-1, num_generations) needs equal groups), random holes.
+G4 = torch.tensor([3, 3, 3, 3, 8, 8, 8, 8])
+MASK8 = (draw(40, 0.0, 1.0, (8, 6)) > 0.3).float()
+MASK8[:, 0] = 1.0
+
+
+@pytest.mark.parametrize("equal_component", [False, True])
+def test_normalize_then_sum_is_trls(equal_component):
+    components = draw(41, -1.0, 2.0, (8, 3))
+    if equal_component:  # a component that says nothing in group 3: exactly 0 there on both sides
+        components[:4, 1] = 0.5
+    weights = torch.tensor([1.0, 0.5, 2.0])
+    ours = get_advantage_estimator("normalize_then_sum")(
+        rewards=components.sum(-1), response_mask=MASK8, group_ids=G4, reward_components=components,
+        reward_component_weights=weights, eps=1e-4,
+    )  # fmt: skip
+    trl = ref.trl_normalize_then_sum(components, weights, num_generations=4)
+    torch.testing.assert_close(ours.advantages, trl.unsqueeze(-1) * MASK8, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("clip", [None, (0.0, 1.0)])
+@pytest.mark.parametrize("beta", [0.0, 0.05])
+def test_rloo_with_clip_and_kl_in_the_reward_is_trls(clip, beta):
+    """meshrl's pieces in the step's order: clip_rewards, then the KL-in-reward penalty as
+    per-token rewards (kl_in: reward, kl_estimator: k1, on π_old), then `rloo`."""
+    from meshrl.algos import clip_rewards
+
+    rewards = torch.tensor([1.4, -0.3, 0.2, 0.9, 0.5, 2.0, -1.0, 0.1])
+    old, reference = draw(42, -2.5, -0.05, (8, 6)), draw(43, -2.5, -0.05, (8, 6))
+    token_rewards = -beta * kl_estimate(old, reference, "k1", MASK8) * MASK8 if beta else None
+    ours = get_advantage_estimator("rloo")(
+        rewards=clip_rewards(rewards, clip), response_mask=MASK8, group_ids=G4, token_rewards=token_rewards,
+    )  # fmt: skip
+    trl = ref.trl_rloo_advantages(rewards, old, reference, MASK8, 4, beta, reward_clip_range=clip)
+    torch.testing.assert_close(ours.advantages, trl.unsqueeze(-1) * MASK8, rtol=1e-5, atol=1e-6)

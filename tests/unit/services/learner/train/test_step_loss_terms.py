@@ -121,3 +121,19 @@ def test_pf_ppo_redraws_whole_rows_by_reward():
         assert torch.equal(getattr(drawn, name), getattr(plain, name)[rows]), name
     assert sums.reduce(step.dist)["pf_ppo/unique_frac"] == len(set(rows)) / 4
     assert step(batch, 0)["grad_norm"] > 0
+
+
+def test_reward_clip_range_clips_before_the_estimator():
+    """reward_clip_range=(0.4, 0.6) turns the rewards into the clipped ones the estimator sees:
+    the same advantages as the batch with those rewards written in, and other than unclipped."""
+    batch = holey_batch()
+    clipped = holey_batch()
+    clipped.rewards = batch.rewards.clamp(0.4, 0.6)
+    timer = Timer(torch.device("cpu"))
+    ours = make_step(build_tiny_llama(seed=7), reward_clip_range=(0.4, 0.6), **PLAIN).prepare(
+        batch, 0, timer, MetricSums()
+    )
+    by_hand = make_step(build_tiny_llama(seed=7), **PLAIN).prepare(clipped, 0, timer, MetricSums())
+    unclipped = make_step(build_tiny_llama(seed=7), **PLAIN).prepare(holey_batch(), 0, timer, MetricSums())
+    torch.testing.assert_close(ours.advantages, by_hand.advantages)
+    assert not torch.allclose(ours.advantages, unclipped.advantages)
