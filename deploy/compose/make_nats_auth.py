@@ -1,5 +1,5 @@
 """Make the NATS users compose.yaml mounts as secrets: deploy/compose/nats-auth/nats-auth.conf
-(the server's authorization block with the passwords, for `nats-server --config`) and one
+(the server's accounts and users with the passwords, for `nats-server --config`) and one
 credential file per service kind, nats-<user>.json, each user allowed exactly its run's
 subjects (meshrl.transport.bus.subjects, as for the local launcher). Random passwords,
 files 0600 in a 0700 folder (ignored by git); run it again for new passwords, then restart.

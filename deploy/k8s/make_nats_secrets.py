@@ -1,5 +1,5 @@
 """Make the Secrets that give Kubernetes' NATS its users: `nats-auth` (key nats-auth.conf, the
-authorization block with the passwords, which base/nats.yaml's config includes) and one
+accounts and users with the passwords, which base/nats.yaml's config includes) and one
 `meshrl-nats-<user>` per service kind plus `admin` (key credentials.json, mounted in that
 kind's pods and read through MESHRL_NATS_CREDENTIALS_FILE). The same generator as compose's
 (meshrl.transport.bus.auth_files): each user allowed exactly its run's subjects, random

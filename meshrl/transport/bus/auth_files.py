@@ -5,7 +5,7 @@ Compose, Kubernetes): the same users and permissions as the local launcher's (ru
     files.server           # .../nats-auth.conf: for `nats-server --config` (or an `include`)
     files.users["rollout"] # .../nats-rollout.json: for the rollout's MESHRL_NATS_CREDENTIALS_FILE
 
-The server file defines each password as a config variable and then the authorization block
+The server file defines each password as a config variable and then the accounts block
 of authconf.py, which refers to it (`password: $MESHRL_NATS_PASSWORD_ROLLOUT`), so nats-server
 needs nothing in its environment. Passwords are new at every call (restart NATS and every
 service after regenerating); every file is 0600 in a 0700 folder, and none is printed.
@@ -30,7 +30,7 @@ class AuthFiles:
 
 
 def server_config(block: str, passwords: dict[str, str]) -> str:
-    """The variables (JSON strings are valid NATS config) followed by the authorization block."""
+    """The variables (JSON strings are valid NATS config) followed by the accounts block."""
     head = "# meshrl NATS users (meshrl.transport.bus.auth_files); secret: keep it 0600, never commit it\n"
     variables = "".join(f"{name}: {json.dumps(value)}\n" for name, value in passwords.items())
     return head + variables + block

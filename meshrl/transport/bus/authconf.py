@@ -27,7 +27,7 @@ AUTH_TIMEOUT_S = 5
 
 @dataclass(frozen=True)
 class ServerAuth:
-    config: str  # the authorization block, variables in place of passwords
+    config: str  # the accounts block (users, imports, exports), variables in place of passwords
     env: dict[str, str] = field(repr=False)  # variable -> password, for the server's environment
 
 

@@ -1,5 +1,5 @@
 """A run's bus authentication, made at run start: a password per user, its 0600 file, the
-server's authorization block.
+server's accounts block.
 
     auth = create_run_auth(run_dir / "secrets", run_id, reference_enabled=True)
     EmbeddedNats(run_dir / "nats", auth=auth.server)
