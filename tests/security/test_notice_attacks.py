@@ -4,9 +4,10 @@ not stop a replica.
 - Against the rollout's WeightsUpdater given the run's verify key: an unsigned notice, one
   signed with another key, and the learner's notice with its location changed afterwards
   are refused and load nothing; the learner's own notice loads.
-- On a real nats-server with the run's generated users: the reward aims a JetStream API
-  answer at the run KV's notice key (as a request's reply subject; the server stores it
-  there). A rollout's WeightsFollower refuses it, and loads the learner's next notice.
+- On a real nats-server with the run's generated users: a JetStream API answer lands under
+  the run KV's notice and run-version keys (the reward can no longer aim one there through a
+  reply subject: tests/security/test_bus_attacks.py; written here with the only user that may
+  write those keys). A rollout's WeightsFollower refuses it, and loads the learner's next notice.
 
 Run: .venv/bin/python -m pytest tests/security/test_notice_attacks.py -q
 """
@@ -94,10 +95,9 @@ async def test_junk_under_the_notice_key_does_not_stop_a_replica(tmp_path, secur
         watching = asyncio.create_task(follower.run())
         await announce(learner.state, sign_notice(pushed(tmp_path, 1, b"v1"), learner_key))
         await until(lambda: engine.version == 1)
-        bucket = names.kv_bucket(secured[1])
-        for key in (names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY):  # the server stores its answer there
-            await reward.nc.publish("$JS.API.INFO", b"", reply=f"$KV.{bucket}.{key}")
-        await reward.nc.flush()
+        answer = await reward.nc.request("$JS.API.INFO", b"", timeout=5)  # what used to land there
+        for key in (names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY):
+            await learner.state.put(key, answer.data)
         await until(lambda: any("not a WeightsNotice" in r.error for r in reports))
         await announce(learner.state, sign_notice(pushed(tmp_path, 2, b"v2"), learner_key))
         await until(lambda: engine.version == 2)
