@@ -5,7 +5,7 @@
         def reset(self, task):                  # -> None, [observation...] or Reset(...)
             self.answer = task.ground_truth
         def step(self, turn):                   # -> Step(...) or [observation...]
-            if turn.tool_calls:
+            if turn.tried_tools:                # calls sent, or refused by meshrl: not an answer
                 return Step(self.call_tools(turn))
             return Step(done=True, reward=float(turn.text.strip() == self.answer))
 

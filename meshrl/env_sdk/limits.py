@@ -53,6 +53,10 @@ def check_step(request: env_pb2.StepRequest, limits: Limits) -> None:
         _size(f"tool_calls[{i}].name", len(call.name), limits.name_chars)
         _size(f"tool_calls[{i}].arguments_json", len(call.arguments_json), limits.text_chars)
         _size(f"tool_calls[{i}].id", len(call.id), limits.episode_id_chars)
+    _size("rejected_tool_calls", len(request.rejected_tool_calls), limits.tool_calls, "calls")
+    for i, call in enumerate(request.rejected_tool_calls):
+        for name in ("raw_text", "reason", "arguments_json"):
+            _size(f"rejected_tool_calls[{i}].{name}", len(getattr(call, name)), limits.text_chars)
 
 
 def check_close(request: env_pb2.CloseRequest, limits: Limits) -> None:

@@ -33,6 +33,18 @@ class ToolCall:
     arguments_json: str = "{}"
 
 
+@dataclass(frozen=True)
+class RejectedToolCall:
+    """A call of the model's turn that meshrl refused (not in `Turn.tool_calls`); the model
+    reads meshrl's error for it, so an environment does not answer it again."""
+
+    id: str
+    name: str  # "" when it could not be read
+    raw_text: str  # the call as written, markup included
+    reason: str  # what the model is told
+    arguments_json: str = ""  # "" when they could not be read
+
+
 def user(content: str) -> Message:
     return Message("user", content)
 

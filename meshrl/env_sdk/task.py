@@ -12,7 +12,7 @@ from typing import Any
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.env_sdk.errors import EnvError
-from meshrl.env_sdk.messages import ToolCall, from_proto
+from meshrl.env_sdk.messages import RejectedToolCall, ToolCall, from_proto
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,9 @@ class Task:
     ground_truth: Any = None  # decoded JSON; None when the row has none
     data_source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # the row's extra_info
-    seed: int = 0  # 0 = unseeded
+    seed: int = 0  # this episode's own (differs within a group); 0 = unseeded
     run_id: str = ""
+    group_seed: int = 0  # the same for every episode of the group: draw the task from it (0: seed)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,13 @@ class Turn:
     text: str  # the model's whole turn, tool-call markup included
     tool_calls: tuple[ToolCall, ...] = ()
     truncated: bool = False  # cut at the model's token limit
+    rejected_tool_calls: tuple[RejectedToolCall, ...] = ()  # refused by meshrl; the model reads why
+
+    @property
+    def tried_tools(self) -> bool:
+        """The model called a tool this turn (sent, or refused by meshrl): not a final answer.
+        With every call refused, answer done=False: the model reads meshrl's errors and retries."""
+        return bool(self.tool_calls or self.rejected_tool_calls)
 
 
 def _json(text: str, name: str, empty: Any) -> Any:
@@ -57,6 +65,7 @@ def task_from_proto(request: env_pb2.ResetRequest) -> Task:
         extra=extra,
         seed=request.seed,
         run_id=request.run_id,
+        group_seed=request.group_seed or request.seed,
     )
 
 
@@ -65,4 +74,13 @@ def turn_from_proto(request: env_pb2.StepRequest) -> Turn:
         ToolCall(c.id or f"call_{request.turn}_{i}", c.name, c.arguments_json or "{}")
         for i, c in enumerate(request.tool_calls)
     )
-    return Turn(index=request.turn, text=request.text, tool_calls=calls, truncated=request.truncated)
+    rejected = tuple(
+        RejectedToolCall(c.id, c.name, c.raw_text, c.reason, c.arguments_json) for c in request.rejected_tool_calls
+    )
+    return Turn(
+        index=request.turn,
+        text=request.text,
+        tool_calls=calls,
+        truncated=request.truncated,
+        rejected_tool_calls=rejected,
+    )

@@ -2,7 +2,9 @@
 times 2-digit products), the calculator offered as a tool, the reward given at the end.
 
     Reset: ground_truth (the dataset row's answer, a number) is required; tools = [calculator].
-    Step with tool calls: each call answered (role "tool"), no reward, the episode goes on.
+    Step with tool calls: each call answered (role "tool"), no reward, the episode goes on;
+        calls meshrl refused (rejected_tool_calls) count too: the model reads meshrl's error
+        and tries again, so a malformed call is never taken for the final answer.
     Step without tool calls: the turn is the final answer -> done, reward 1.0 when its number
         equals the ground truth (within 1e-6 relative), else 0.0.
 
@@ -50,8 +52,9 @@ class ToolArith(Environment):
         self.calls = 0
 
     def step(self, turn):
-        if turn.tool_calls:
-            self.calls += len(turn.tool_calls)
+        if turn.tried_tools:
+            self.calls += len(turn.tool_calls) + len(turn.rejected_tool_calls)
+            self.tool_errors += len(turn.rejected_tool_calls)
             return Step(self.call_tools(turn), info={"tool_calls": self.calls, "tool_errors": self.tool_errors})
         given = final_number(turn.text)
         correct = given is not None and math.isclose(given, self.truth, rel_tol=1e-6, abs_tol=1e-9)

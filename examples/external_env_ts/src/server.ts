@@ -5,8 +5,9 @@
  * protos/meshrl/env/v1/env.proto (@grpc/proto-loader), plus the grpc.health.v1 health service
  * meshrl requires (grpc-health-check) and reflection (@grpc/reflection). The environment,
  * `guess_number`: the model must find a whole number from 1 to 100 (the row's ground truth, or
- * one drawn from the seed); it may call the tool `check_guess` ("higher", "lower", "correct"),
- * and its first turn without a tool call is its answer: reward 1 when right, else 0, done.
+ * one drawn from the group's seed, so every episode of a group hunts the same number); it may
+ * call the tool `check_guess` ("higher", "lower", "correct"), and its first turn without a tool
+ * call is its answer: reward 1 when right, else 0, done.
  *
  * The contract, as docs/environments.md states it:
  *  - Reset is idempotent per episode id, Step per (episode id, turn): answers are kept and a
@@ -16,6 +17,10 @@
  *    UNAUTHENTICATED (token missing or wrong, when MESHRL_ENV_TOKEN[_FILE] is set).
  *  - A malformed tool call (bad JSON, unknown tool, a guess that is no integer) is answered
  *    with an error observation the model reads, never a failed call.
+ *  - A turn whose calls meshrl refused (rejected_tool_calls: markup it could not read, arguments
+ *    off the schema) is not an answer: done=false, no observation of ours; the model reads
+ *    meshrl's error for each refused call and tries again.
+ *  - The task comes from group_seed (the same for the group's episodes), not the episode's seed.
  *  - TLS when MESHRL_GRPC_TLS_CERT_FILE and _KEY_FILE are set.
  * Simplifications: answers are computed at once, so deadlines are met without checking them;
  * episodes live in memory until Close (no idle expiry); health and reflection need no token.
@@ -59,7 +64,9 @@ function secretOf(request: any): number {
   }
   const given = Number(truth);
   if (truth !== null && Number.isInteger(given)) return given;
-  return (Math.abs(Number(request.seed ?? 0)) % 100) + 1; // same seed, same episode
+  // One number per group: GRPO compares the group's episodes, so they must play one task.
+  const seed = Number(request.group_seed || request.seed || 0);
+  return (Math.abs(seed) % 100) + 1;
 }
 
 function checkGuess(secret: number, call: any): string {
@@ -114,7 +121,8 @@ class GuessNumber {
 
   answer(ep: Episode, request: any): object {
     const calls: any[] = request.tool_calls ?? [];
-    if (calls.length) {
+    const refused: any[] = request.rejected_tool_calls ?? [];
+    if (calls.length || refused.length) { // meshrl answers the refused calls itself
       const observation: Message[] = calls.map((c) => ({ role: "tool", content: checkGuess(ep.secret, c), tool_call_id: c.id, name: c.name }));
       return { observation, done: false, info_json: "{}" };
     }

@@ -34,6 +34,7 @@ def task_request(row: dict, environment: str) -> env_pb2.ResetRequest:
         data_source=row.get("data_source", ""),
         extra_json=json.dumps(row.get("extra_info") or {}),
         seed=1,
+        group_seed=1,
     )
 
 

@@ -8,7 +8,8 @@
 2. Each turn is one request on the shared engine (`engine.generate_turn`): the prompt plus
    everything so far, exactly as sampled. Its tokens join the trajectory with mask 1 and
    their sampling log-probs. The text is parsed (`parsers`), calls checked (`tool_calls`),
-   and `Step` gets the text and the calls that can be sent.
+   and `Step` gets the text, the calls that can be sent and those refused with the reason
+   (`rejected_tool_calls`).
 3. Unless `Step` said done or it was the last turn, the observation — error messages for
    calls that were not sent, then the environment's messages — is appended as the chat
    template's delta, mask 0 and log-prob 0.
@@ -22,12 +23,16 @@
 The episode is its own trace (`spans.py`): a span per turn, its generation and its Step.
 
 Seeds: turn t of episode i of a task seeded s samples with a seed derived from (s, i, t), so
-a redelivered task repeats its episodes; `Reset` gets the episode's own seed. 0 = unseeded.
+a redelivered task repeats its episodes; `Reset` gets the episode's own `seed` (0 = unseeded)
+and the group's `group_seed` (`s`, or one derived from the group id: never 0), the same for
+every episode of the group, so an environment that draws its task from it gives the whole
+group one task.
 """
 
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass, field
 
 from meshrl.api.common.v1 import common_pb2 as pb
@@ -36,7 +41,7 @@ from meshrl.services.rollout.agent import answers
 from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
 from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.agent.spans import child_span, episode_span
-from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation
+from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation, rejected_calls
 from meshrl.services.rollout.samples import FINISH_REASONS, completion_version
 
 SEED_MODULUS = 2**31 - 1
@@ -66,6 +71,14 @@ def episode_seed(task_seed: int, index: int, turn: int = -1) -> int:
     if not task_seed:
         return 0
     return (task_seed * 1_000_003 + index * 7_919 + (turn + 1) * 104_729) % SEED_MODULUS or 1
+
+
+def group_seed(task: pb.PromptTask) -> int:
+    """The seed every episode of the task's group shares (ResetRequest.group_seed): the task's
+    sampling seed, or, for an unseeded task, one derived from its group id; never 0."""
+    if task.sampling.seed:
+        return task.sampling.seed
+    return zlib.crc32(task.group_id.encode()) % SEED_MODULUS or 1
 
 
 def task_messages(task: pb.PromptTask) -> list[dict]:
@@ -98,6 +111,7 @@ class Episode:
     def __init__(self, ctx: EpisodeContext, task: pb.PromptTask, index: int):
         self.ctx, self.task, self.index = ctx, task, index
         self.id = f"{task.group_id}/{index}"
+        self.rejected: dict[int, list[env_pb2.RejectedToolCall]] = {}  # turn → calls not sent
 
     async def run(self) -> Trajectory:
         version = self.ctx.engine.version
@@ -184,6 +198,7 @@ class Episode:
             data_source=t.data_source,
             extra_json=t.extra_json or "{}",
             seed=episode_seed(t.sampling.seed, self.index),
+            group_seed=group_seed(t),
             policy=self.ctx.policy.endpoint_for(self) if self.ctx.policy else None,
         )
 
@@ -224,7 +239,9 @@ class Episode:
             )
         traj.add(list(out.token_ids), logprobs, 1)
         traj.versions.append(completion_version(out, self.ctx.engine.version))
-        calls = check_calls(self.ctx.chat.parser.parse(out.text), tools, turn, self.ctx.limits.max_tool_calls)
+        parsed = self.ctx.chat.parser.parse(out.text)
+        calls = check_calls(parsed, tools, turn, self.ctx.limits.max_tool_calls)
+        self.rejected[turn] = rejected_calls(parsed, calls)
         record = pb.Turn(
             index=turn,
             token_start=start,
@@ -248,7 +265,12 @@ class Episode:
         with child_span("env.step", self.ctx.engine.version, tool_calls=len(sent)) as span:
             answer, repaired = await self.ctx.env.step(
                 env_pb2.StepRequest(
-                    episode_id=self.id, turn=record.index, text=record.text, tool_calls=sent, truncated=truncated
+                    episode_id=self.id,
+                    turn=record.index,
+                    text=record.text,
+                    tool_calls=sent,
+                    truncated=truncated,
+                    rejected_tool_calls=self.rejected.get(record.index, []),
                 )
             )
             span.set_attribute("meshrl.done", answer.done)

@@ -4,8 +4,11 @@ The parser says whether a call could be read; this says whether it can be sent: 
 must be one of the episode's (`ResetResponse.tools`), its arguments must validate against
 that tool's JSON Schema (`jsonschema`, the draft the schema names, 2020-12 by default), and
 a turn may make at most `max_calls` calls. Every call becomes a `ToolCallRecord`
-(id `call_<turn>_<index>`); one with an `error` is not sent to the environment, the model
-reads `error_observation(record)` instead, and it is counted as a parse failure.
+(id `call_<turn>_<index>`); one with an `error` is not sent to the environment as a call:
+the model reads `error_observation(record)` instead, it is counted as a parse failure, and
+the environment gets it in `StepRequest.rejected_tool_calls` (`rejected_calls`: the reason
+and the call as written), so a turn whose calls were all refused is not mistaken for one
+without any.
 
 An environment whose tool has a `parameters_json` that is not a JSON Schema object breaks
 the contract: `InvalidAnswer`, and the episode is dropped.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 import jsonschema
 
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.api.env.v1 import env_pb2
 from meshrl.env_sdk.contract import tool_schema
 from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.parsers import ParsedTurn
@@ -75,6 +79,22 @@ def check_calls(parsed: ParsedTurn, tools: dict[str, ToolSpec], turn: int, max_c
             )
         )
     return records
+
+
+def rejected_calls(parsed: ParsedTurn, records: list[pb.ToolCallRecord]) -> list[env_pb2.RejectedToolCall]:
+    """The calls of `records` not sent, as StepRequest.rejected_tool_calls (the environment sees
+    what was refused and why, e.g. so as not to take the turn for a final answer)."""
+    return [
+        env_pb2.RejectedToolCall(
+            id=r.id,
+            name=r.name,
+            raw_text=call.raw_text,
+            reason=r.error,
+            arguments_json=r.arguments_json if call.name and not call.error else "",
+        )
+        for call, r in zip(parsed.calls, records)
+        if r.error
+    ]
 
 
 def error_observation(record: pb.ToolCallRecord) -> dict:

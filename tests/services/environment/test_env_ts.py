@@ -82,3 +82,27 @@ async def test_an_episode_played_by_hand(ts_env):
             env_pb2.StepRequest(episode_id="g/0", turn=1, text="It is 42."), timeout=10, metadata=AUTH
         )
         assert final.done and final.reward == 1.0 and json.loads(final.info_json) == {"answer": 42, "correct": True}
+
+
+async def test_a_turn_of_refused_calls_is_no_answer_and_the_number_comes_from_the_group_seed(ts_env):
+    address, _ = ts_env
+    refused = env_pb2.RejectedToolCall(id="call_0_0", raw_text="<tool_call>{bad</tool_call>", reason="not JSON")
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = env_pb2_grpc.EnvironmentServiceStub(channel)
+        for episode, seed in (("s/0", 11), ("s/1", 12)):  # one group: one group_seed, two episode seeds
+            await stub.Reset(
+                env_pb2.ResetRequest(episode_id=episode, seed=seed, group_seed=240), timeout=10, metadata=AUTH
+            )
+        turn = await stub.Step(
+            env_pb2.StepRequest(
+                episode_id="s/0", turn=0, text="<tool_call>{bad</tool_call>", rejected_tool_calls=[refused]
+            ),
+            timeout=10,
+            metadata=AUTH,
+        )
+        assert not turn.done and list(turn.observation) == [] and not turn.HasField("reward")
+        for episode, turn_index in (("s/0", 1), ("s/1", 0)):  # 240 % 100 + 1 = 41 for both
+            final = await stub.Step(
+                env_pb2.StepRequest(episode_id=episode, turn=turn_index, text="41"), timeout=10, metadata=AUTH
+            )
+            assert final.done and final.reward == 1.0

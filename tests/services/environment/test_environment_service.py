@@ -65,6 +65,26 @@ async def test_tool_arith_episode(address):
         await stub.Close(env_pb2.CloseRequest(episode_id="g/0"), timeout=10)
 
 
+async def test_tool_arith_takes_a_turn_of_refused_calls_for_no_answer(address):
+    refused = env_pb2.RejectedToolCall(
+        id="call_0_0", raw_text="<tool_call>{865*342</tool_call>", reason="the call is not valid JSON"
+    )
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = env_pb2_grpc.EnvironmentServiceStub(channel)
+        await stub.Reset(
+            env_pb2.ResetRequest(episode_id="r/0", environment="tool_arith", ground_truth_json="295830"), timeout=10
+        )
+        text = "I will compute <tool_call>{865*342</tool_call>"  # a number in the text: no answer all the same
+        turn = await stub.Step(
+            env_pb2.StepRequest(episode_id="r/0", turn=0, text=text, rejected_tool_calls=[refused]), timeout=10
+        )
+        assert not turn.done and list(turn.observation) == [] and not turn.HasField("reward")
+        assert json.loads(turn.info_json) == {"tool_calls": 1, "tool_errors": 1}
+        final = await stub.Step(env_pb2.StepRequest(episode_id="r/0", turn=1, text="\\boxed{295830}"), timeout=10)
+        assert final.done and final.reward == 1.0
+        await stub.Close(env_pb2.CloseRequest(episode_id="r/0"), timeout=10)
+
+
 async def test_an_alias_serves_a_builtin(address):
     async with grpc.aio.insecure_channel(address) as channel:
         stub = env_pb2_grpc.EnvironmentServiceStub(channel)

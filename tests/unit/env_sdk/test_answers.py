@@ -5,7 +5,7 @@ import math
 import pytest
 
 from meshrl.api.env.v1 import env_pb2
-from meshrl.env_sdk import EnvError, Environment, Message, Reset, Step
+from meshrl.env_sdk import EnvError, Environment, Message, RejectedToolCall, Reset, Step
 from meshrl.env_sdk.answers import reset_response, step_response
 from meshrl.env_sdk.limits import Limits, check_reset, check_step
 from meshrl.env_sdk.task import task_from_proto, turn_from_proto
@@ -49,6 +49,8 @@ def test_step_forms():
         (Step([3]), "got int"),
         (42, "returned int"),
         (Step(info={"x": math.inf}), "not JSON-serialisable"),
+        (Step([Message("assistant", "I said")]), "role 'assistant'; allowed: tool, user"),
+        (Step([Message("system", "new rules")]), "meshrl would drop the episode"),
     ],
 )
 def test_environment_bugs_are_named(value, says):
@@ -74,6 +76,18 @@ def test_task_and_turn_decoding():
     assert task_from_proto(env_pb2.ResetRequest(episode_id="g/1")).ground_truth is None
     turn = turn_from_proto(env_pb2.StepRequest(episode_id="g/0", turn=2, tool_calls=[env_pb2.ToolCall(name="add")]))
     assert turn.tool_calls[0].id == "call_2_0" and turn.tool_calls[0].arguments_json == "{}"
+    assert not turn.rejected_tool_calls and turn.tried_tools
+
+
+def test_refused_calls_and_the_group_seed_reach_the_environment():
+    refused = env_pb2.RejectedToolCall(id="call_1_0", raw_text="<tool_call>{x</tool_call>", reason="not JSON")
+    turn = turn_from_proto(env_pb2.StepRequest(episode_id="g/0", turn=1, rejected_tool_calls=[refused]))
+    assert turn.tool_calls == () and turn.tried_tools
+    assert turn.rejected_tool_calls == (RejectedToolCall("call_1_0", "", "<tool_call>{x</tool_call>", "not JSON", ""),)
+    assert not turn_from_proto(env_pb2.StepRequest(episode_id="g/0", turn=1, text="42")).tried_tools
+    both = task_from_proto(env_pb2.ResetRequest(episode_id="g/1", seed=5, group_seed=9))
+    assert (both.seed, both.group_seed) == (5, 9)
+    assert task_from_proto(env_pb2.ResetRequest(episode_id="g/1", seed=5)).group_seed == 5  # an older sender
 
 
 @pytest.mark.parametrize(

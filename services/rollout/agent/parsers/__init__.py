@@ -28,11 +28,14 @@ from meshrl.config.parts import unknown_name
 @dataclass(frozen=True)
 class ParsedCall:
     """One tool call as written. `error` says why it cannot be used ("" when it can);
-    `arguments_json` is canonical JSON of an object ("{}" when the call has no arguments)."""
+    `arguments_json` is canonical JSON of an object ("{}" when the call has no arguments);
+    `raw_text` the call as the model wrote it, markup included (what an environment is shown
+    of a refused call)."""
 
     name: str
     arguments_json: str = "{}"
     error: str = ""
+    raw_text: str = field(default="", compare=False)  # two calls read alike are alike
 
 
 @dataclass(frozen=True)

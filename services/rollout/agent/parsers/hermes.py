@@ -16,6 +16,7 @@ What a model may get wrong, and the error it then reads (the call is never sent)
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from meshrl.services.rollout.agent.parsers import ParsedCall, ParsedTurn, register_tool_parser
 
@@ -72,11 +73,11 @@ class HermesParser:
             body_start = start + len(OPEN)
             end = text.find(CLOSE, body_start)
             if end == -1:
-                calls.append(ParsedCall(name="", error=f"{OPEN} is never closed by {CLOSE}"))
+                calls.append(ParsedCall(name="", error=f"{OPEN} is never closed by {CLOSE}", raw_text=text[start:]))
                 pos = len(text)
                 break
-            calls.append(read_call(text[body_start:end]))
             pos = end + len(CLOSE)
+            calls.append(replace(read_call(text[body_start:end]), raw_text=text[start:pos]))
         content.append(text[pos:])
         return ParsedTurn(content="".join(content).strip(), calls=calls)
 

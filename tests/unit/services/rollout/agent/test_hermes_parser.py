@@ -139,3 +139,10 @@ def test_a_call_written_back_as_text_parses_to_the_same_call():
         parse(hermes.call_text("c", "not json")).calls[0].error
         == '"arguments" is not valid JSON (Expecting value at line 1 column 1)'
     )
+
+
+def test_each_call_keeps_its_text_as_written():
+    good, bad = '<tool_call>{"name": "a"}</tool_call>', "<tool_call>{not json</tool_call>"
+    turn = parse(f"x {good} y {bad} z <tool_call>cut")
+    assert [c.raw_text for c in turn.calls] == [good, bad, "<tool_call>cut"]
+    assert [bool(c.error) for c in turn.calls] == [False, True, True]

@@ -9,7 +9,7 @@ import pytest
 
 from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.parsers import get_tool_parser
-from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation, tool_spec
+from meshrl.services.rollout.agent.tool_calls import check_calls, error_observation, rejected_calls, tool_spec
 
 CALC = tool_spec(
     "calculator",
@@ -110,3 +110,17 @@ def test_an_environment_tool_without_a_schema_is_an_invalid_answer(parameters_js
 def test_an_empty_schema_means_no_arguments_required():
     spec = tool_spec("now", "the time", "")
     assert spec.parameters == {} and spec.as_openai()["function"]["name"] == "now"
+
+
+def test_the_refused_calls_go_to_the_environment_with_their_reason_and_text():
+    text = call("calculator", {"expression": "2+2"}) + "<tool_call>{bad</tool_call>" + call("calc", {"e": 1})
+    parsed = get_tool_parser("hermes").parse(text)
+    records = check_calls(parsed, TOOLS, 1, 4)
+    refused = rejected_calls(parsed, records)
+    assert [(r.id, r.name, r.raw_text) for r in refused] == [
+        ("call_1_1", "", "<tool_call>{bad</tool_call>"),
+        ("call_1_2", "calc", call("calc", {"e": 1})),
+    ]
+    assert refused[0].reason == records[1].error and refused[0].reason.startswith("the call is not valid JSON")
+    assert refused[1].reason == "unknown tool 'calc'; the tools are: calculator"
+    assert (refused[0].arguments_json, json.loads(refused[1].arguments_json)) == ("", {"e": 1})
