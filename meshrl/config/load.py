@@ -74,13 +74,19 @@ def deep_merge(base: dict, top: dict) -> dict:
 
 
 def resolve_tree(tree: dict) -> dict:
-    """Apply the preset under `algorithm.preset`, if any, beneath the user's choices."""
-    algorithm = dict(tree.get("algorithm") or {})
-    preset = algorithm.pop("preset", None)
-    if preset:
-        tree = deep_merge(load_preset(preset), {**tree, "algorithm": algorithm})
+    """Apply the preset under `algorithm.preset`, if any, beneath the user's choices, and
+    fill `${run.name}` into run.dir. A section that is no mapping is left for the schema to
+    refuse by its key."""
+    algorithm = tree.get("algorithm")
+    if isinstance(algorithm, dict) and algorithm.get("preset"):
+        rest = {k: v for k, v in algorithm.items() if k != "preset"}
+        tree = deep_merge(load_preset(algorithm["preset"]), {**tree, "algorithm": rest})
     run = tree.setdefault("run", {})
-    run["dir"] = str(run.get("dir", "runs/${run.name}")).replace("${run.name}", run.get("name", "run"))
+    if isinstance(run, dict):
+        name, folder = run.get("name", "run"), run.get("dir", "runs/${run.name}")
+        run["dir"] = (
+            folder.replace("${run.name}", name) if isinstance(folder, str) and isinstance(name, str) else folder
+        )
     return tree
 
 
@@ -128,11 +134,24 @@ def error_message(e: dict) -> str:
     return f"{e['msg']}{got}"
 
 
+def key_part(part) -> str:
+    """One step of an error's key path: a name as it is, anything else (a number, a key with
+    a newline or a dot in it) as its repr, cut short."""
+    if isinstance(part, str) and part.isprintable() and part and "." not in part:
+        return shown(part, 64)
+    return shown(repr(part), 64)
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters (newlines) written as escapes: an error is one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def format_validation_error(err: ValidationError) -> str:
     """One line (the CLI prints errors as one line): 'invalid config: a.b: why; c: why'."""
     problems = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
+        key = ".".join(key_part(p) for p in e["loc"])
         problems.append(f"{key}: {error_message(e)}" if key else error_message(e))
     return "invalid config: " + "; ".join(problems)
 
@@ -169,12 +188,15 @@ def load_config(
     `roots`: the folders `path` must lie in; `check_tree`: a caller's check of the merged tree
     before anything in it is looked up (the gateway refuses parts named by import path there)."""
     tree: dict[str, Any] = dict(base or {})
-    if path is not None:
-        tree = deep_merge(tree, read_document(Path(path), roots))
-    tree = deep_merge(tree, parse_overrides(overrides or []))
-    if check_tree is not None:
-        check_tree(tree)
-    return validate(resolve_tree(tree))
+    try:
+        if path is not None:
+            tree = deep_merge(tree, read_document(Path(path), roots))
+        tree = deep_merge(tree, parse_overrides(overrides or []))
+        if check_tree is not None:
+            check_tree(tree)
+        return validate(resolve_tree(tree))
+    except ConfigError as err:
+        raise ConfigError(one_line(str(err))) from None
 
 
 def dump_config(cfg: RunConfig) -> str:
