@@ -29,13 +29,14 @@ from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 from meshrl.config.openenv import OpenEnvConfig
+from meshrl.config.verifiers import VerifiersConfig
 
 # services/environment/registry.py registers these; a unit test keeps the two lists equal
 # (the config never imports a service).
 BUILTIN_ENVIRONMENTS = ("calculator", "python", "tool_arith")
 # Blocks that make the environment service run an adapter of a library's environment
 # (services/environment/adapters/<block>), launched like a builtin.
-ADAPTERS = ("openenv",)
+ADAPTERS = ("openenv", "verifiers")
 KIND = "environment"  # the run-KV service kind and NATS user of launched replicas
 
 
@@ -66,6 +67,7 @@ class EnvironmentConfig(Strict):
     tls: TlsConfig | None = None
     sandbox: SandboxConfig = SandboxConfig()
     openenv: OpenEnvConfig | None = None  # an OpenEnv server's episodes (meshrl/config/openenv.py)
+    verifiers: VerifiersConfig | None = None  # a verifiers environment package (meshrl/config/verifiers.py)
 
     @field_validator("token_env")
     @classmethod

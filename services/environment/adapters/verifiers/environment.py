@@ -1,0 +1,112 @@
+"""A verifiers environment as a meshrl Environment: each Reset/Step/Close is one call to the
+library worker child that holds the environment (handlers.py, in the verifiers venv).
+
+    cls = verifiers_environment("sums", block, worker)
+    serve({"sums": cls}, port=50090)
+
+The mapping (docs/environments.md, "Environments you already have"):
+- Reset: the task's `extra_info.verifiers.row` (written by `meshrl data verifiers`) picks the
+  dataset row; the environment's own rollout loop starts on it and stops where it asks the
+  model; its prompt must be the task's prompt (the rows are the environment's), messages it
+  added after it are the observation, its tools (verifiers' tool schemas) the episode's tools.
+- Step: the model's turn (text and parsed tool calls) is the model's answer in that loop; what
+  the loop asks next (tool results, the environment's reply) is the observation; when the
+  loop ends the rubric scores the episode: its weighted total is the turn's reward and each
+  rubric function's score is in the answer's info under `reward_details`.
+- A child that died is started again for the next Reset; the episodes it held are gone
+  (NOT_FOUND: their groups are dropped, never trained half-done).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from meshrl.config.verifiers import VerifiersConfig
+from meshrl.env_sdk import Environment, EnvError, FunctionTool, Reset, Step
+from meshrl.services.environment.adapters.verifiers.paths import init_params
+from meshrl.transport.library import LibraryWorker, WorkerDied, WorkerError, WorkerTimeout
+
+# Errors of the handlers that are the caller's (a row that is not there, a prompt that is not
+# the row's, an episode the child does not hold), not the environment's.
+CALLER_ERRORS = {"IndexError": EnvError.invalid, "ValueError": EnvError.invalid, "KeyError": EnvError.not_found}
+
+
+class SchemaTool(FunctionTool):
+    """A tool known by its schema only: the environment runs it, meshrl only offers it."""
+
+    def __init__(self, name: str, description: str, parameters: dict[str, Any]):
+        self.fn, self.is_async, self.arguments = None, False, None
+        self.name, self.description, self.parameters = name, description, parameters
+
+
+def verifiers_environment(name: str, block: VerifiersConfig, worker: LibraryWorker) -> type[Environment]:
+    """The Environment class playing `block.module`'s episodes under the run's environment name."""
+    attrs = {"name": name, "block": block, "worker": worker, "revive_lock": asyncio.Lock()}
+    return type("VerifiersEnvironment", (VerifiersEnvironment,), attrs)
+
+
+class VerifiersEnvironment(Environment):
+    block: ClassVar[VerifiersConfig]
+    worker: ClassVar[LibraryWorker]
+    revive_lock: ClassVar[asyncio.Lock]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = False  # the child holds this episode
+
+    async def reset(self, task) -> Reset:
+        await self.revive()
+        params = {"episode_id": task.episode_id, "row": row_of(task, self.block.split), "split": self.block.split}
+        answer = await self.ask("reset", {**params, "messages": task.messages})
+        self.open = True
+        tools = [SchemaTool(t["name"], t["description"], t["parameters"]) for t in answer["tools"]]
+        return Reset(answer["observation"], tools=tools, info=answer["info"])
+
+    async def step(self, turn) -> Step:
+        calls = [{"id": c.id, "name": c.name, "arguments_json": c.arguments_json} for c in turn.tool_calls]
+        params = {"episode_id": self.task.episode_id, "text": turn.text, "tool_calls": calls}
+        answer = await self.ask("step", {**params, "truncated": turn.truncated})
+        self.open = not answer["done"]
+        return Step(answer["observation"], reward=answer.get("reward"), done=answer["done"], info=answer.get("info"))
+
+    async def close(self) -> None:
+        if self.open and self.worker.alive:
+            self.open = False
+            await self.ask("close", {"episode_id": self.task.episode_id})
+
+    @classmethod
+    async def revive(cls) -> None:
+        """Start the child again when it died (its episodes are lost; new ones can begin)."""
+        async with cls.revive_lock:
+            if not cls.worker.alive:
+                await cls.worker.start(init_params(cls.block))
+
+    async def ask(self, method: str, params: dict) -> Any:
+        try:
+            return await self.worker.call(method, params, timeout_s=self.block.timeout_s)
+        except WorkerError as err:
+            make = CALLER_ERRORS.get(err.kind)
+            if make is not None:
+                raise make(f"verifiers {method}: {err.message}") from None
+            raise RuntimeError(f"verifiers {method} of {self.block.module}: {err}") from None
+        except WorkerTimeout as err:
+            raise RuntimeError(f"{err} (environment.verifiers.timeout_s)") from None
+        except WorkerDied as err:
+            raise EnvError.not_found(f"the verifiers worker holding this episode died: {err}") from None
+
+
+def row_of(task, split: str) -> int:
+    """The dataset row the task names (`extra_info.verifiers.row`); INVALID_ARGUMENT without one."""
+    block = task.extra.get("verifiers") if isinstance(task.extra, dict) else None
+    row = block.get("row") if isinstance(block, dict) else None
+    if isinstance(row, bool) or not isinstance(row, int):
+        raise EnvError.invalid(
+            "the task carries no extra_info.verifiers.row (the environment's dataset row): make the "
+            "run's rows with `meshrl data verifiers --module NAME --out FILE`"
+        )
+    if isinstance(block.get("split"), str) and block["split"] != split:
+        raise EnvError.invalid(
+            f"the task is a row of the {block['split']!r} split; the service plays {split!r} (environment.verifiers.split)"
+        )
+    return row
