@@ -2,7 +2,7 @@
 --n N --seed S --out FILE [--prompt direct] [--python PATH]`: reasoning-gym tasks as prompt rows.
 
 Generation runs in the reasoning-gym venv (`bash scripts/adapter_venv.sh reasoning_gym`; another
-interpreter with --python) through meshrl/inputs/data/reasoning_gym; the rows carry what the
+interpreter with --python) through the library worker (meshrl/inputs/data/reasoning_gym); the rows carry what the
 reward rule `reasoning_gym` needs to score with the task's own score_answer. Several tasks are
 reasoning-gym's weighted composite. An unknown task (with the closest names), an unknown setting
 (with the allowed keys) or a missing venv is one line and exit 2, before anything is written.
@@ -20,7 +20,7 @@ from pathlib import Path
 from meshrl.errors import LaunchError
 from meshrl.inputs.data.load import write_rows
 from meshrl.inputs.data.reasoning_gym.rows import reasoning_gym_rows, task_specs
-from meshrl.inputs.data.reasoning_gym.worker import HandlerError, HandlerProcess, checked_python
+from meshrl.inputs.data.reasoning_gym.worker import checked_python
 
 MAX_ROWS = 1_000_000  # built in memory before they are written
 
@@ -51,15 +51,9 @@ def reasoning_gym(args) -> int:
         raise LaunchError(f"--n {args.n} --seed {args.seed}: give 1..{MAX_ROWS:,} rows and a seed >= 0")
     try:
         specs = task_specs(args.task, args.weights, args.config)
-    except ValueError as err:
+        rows = reasoning_gym_rows(checked_python(args.python), specs, n=args.n, seed=args.seed, prompt=args.prompt)
+    except ValueError as err:  # our options, or reasoning-gym refusing a name or setting
         raise LaunchError(str(err)) from None
-    worker = HandlerProcess(checked_python(args.python))
-    try:
-        rows = reasoning_gym_rows(worker, specs, n=args.n, seed=args.seed, prompt=args.prompt)
-    except HandlerError as err:
-        raise LaunchError(str(err)) from None
-    finally:
-        worker.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_rows(args.out, rows)
     print(f"wrote {len(rows)} rows to {args.out}")

@@ -10,8 +10,8 @@ The answer is the text inside the response's last `<answer>...</answer>` pair
 (meshrl/inputs/data/reasoning_gym/answer.py, reasoning-gym's convention: the rows of
 `meshrl data reasoning-gym` ask for it); none is passed to score_answer as no answer (0.0 for
 every task), and detail `answered` says which. The score comes from the task's dataset rebuilt
-from the row's `extra_info.reasoning_gym` (task, config, entry) in a scorer child process under
-the reasoning-gym venv's python (handler.py; one per reward replica, started when the service
+from the row's `extra_info.reasoning_gym` (task, config, entry) in a scorer child under the
+reasoning-gym venv's python (handler.py served by the library worker; one per reward replica, started when the service
 starts, restarted after it died or passed `timeout_s`). A row without that block, a scorer that
 raised, or a value that is NaN or no number is that item's ERROR with the reason (its group
 then goes by on_failure: dropped by default), never a crash nor a silent 0.
@@ -27,7 +27,7 @@ from meshrl.config import ConfigError
 from meshrl.config.reward_rules import ReasoningGymParams
 from meshrl.errors import LaunchError
 from meshrl.inputs.data.reasoning_gym.answer import extract_answer
-from meshrl.inputs.data.reasoning_gym.worker import HandlerError, HandlerProcess, checked_python
+from meshrl.inputs.data.reasoning_gym.worker import HandlerError, ScorerChild, checked_python
 from meshrl.services.reward.registry import register_reward
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed, ok
 
@@ -35,11 +35,11 @@ NO_TASK = (
     "the row's extra_info has no reasoning_gym block (task, config, entry); "
     "make the rows with `meshrl data reasoning-gym`"
 )
-_SCORERS: dict[str, HandlerProcess] = {}
+_SCORERS: dict[str, ScorerChild] = {}
 _LOCK = threading.Lock()
 
 
-def scorer(params: ReasoningGymParams) -> HandlerProcess:
+def scorer(params: ReasoningGymParams) -> ScorerChild:
     """This process's scorer child for the params' python (ConfigError when it is not there)."""
     try:
         python = checked_python(params.python)
@@ -47,14 +47,14 @@ def scorer(params: ReasoningGymParams) -> HandlerProcess:
         raise ConfigError(f"reward kind reasoning_gym, params.python: {err}") from None
     with _LOCK:
         if python not in _SCORERS:
-            _SCORERS[python] = HandlerProcess(python)
+            _SCORERS[python] = ScorerChild(python)
         return _SCORERS[python]
 
 
 def warm_scorer(params: ReasoningGymParams) -> None:
     """Start the child and import the library before the first group (a ConfigError if it cannot)."""
     try:
-        scorer(params).call("ping")
+        scorer(params).call("score", {"items": []}, timeout_s=params.timeout_s)
     except HandlerError as err:
         raise ConfigError(f"reward kind reasoning_gym could not start its scorer: {err}") from None
 
@@ -94,7 +94,7 @@ def reasoning_gym(items: list[RewardItem], params: ReasoningGymParams) -> list[I
         return scores
     request = [{**tasks[i], "answer": answers[i]} for i in asked]
     try:
-        values = scorer(params).call("score", timeout_s=params.timeout_s, items=request)
+        values = scorer(params).call("score", {"items": request}, timeout_s=params.timeout_s)
     except HandlerError as err:  # died or stuck: these items fail, the next batch gets a fresh child
         return [failed(Status.ERROR, f"reasoning-gym scorer: {err}") if t else s for t, s in zip(tasks, scores)]
     for i, value in zip(asked, values, strict=True):

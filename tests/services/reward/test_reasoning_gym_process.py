@@ -3,6 +3,7 @@ a `reasoning_gym` component: a group of a real reasoning-gym row in, reasoning-g
 out (its scorer child in the venv tests/fixtures/adapters.py builds); a missing venv stops the
 service before it starts, one line and exit 2."""
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -12,7 +13,6 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.data.reasoning_gym.rows import reasoning_gym_rows, task_specs
-from meshrl.inputs.data.reasoning_gym.worker import HandlerProcess
 from meshrl.transport.bus.codec import pack_int32
 from tests.fixtures.adapters import adapter_python
 from tests.services.reward.test_service_process import write_reward_config
@@ -24,9 +24,7 @@ def reward_cmd(nats_url: str, run_id: str, config: str) -> list[str]:
 
 def legs_group(run_id: str, python: str) -> tuple[common_pb2.Group, str]:
     """A group of one real leg_counting row, answered right, inside a longer answer, and untagged."""
-    worker = HandlerProcess(python)
-    (row,) = reasoning_gym_rows(worker, task_specs("leg_counting"), n=1, seed=5)
-    worker.close()
+    (row,) = reasoning_gym_rows(python, task_specs("leg_counting"), n=1, seed=5)
     answer = row["reward_model"]["ground_truth"]
     task = common_pb2.PromptTask(
         run_id=run_id, group_id="g1", ground_truth=answer, extra_json=json.dumps(row["extra_info"])
@@ -50,7 +48,7 @@ async def test_a_group_is_scored_by_the_tasks_own_scorer(bus, nats_url, run_id, 
         text=True,
     )
     try:
-        group, answer = legs_group(run_id, python)
+        group, answer = await asyncio.to_thread(legs_group, run_id, python)  # its own event loop
         await bus.publish("generated", group, msg_id="g1")
         got = await bus.pull("ready", "learner", max_msgs=1, timeout=90)
         assert got, "no scored group on ready within 90 s"

@@ -1,25 +1,24 @@
-"""reasoning-gym's side of meshrl: a child process, run by the reasoning-gym venv's python, that
-answers one JSON request per stdin line with one JSON reply per stdout line. It imports only the
-standard library and reasoning_gym (never meshrl), so meshrl's own .venv never needs the library.
+"""reasoning-gym's handlers script, served by the library worker (meshrl/transport/library:
+child.py runs it under the reasoning-gym venv's python and calls its functions over JSON lines).
+It imports only the standard library and reasoning_gym (never meshrl), so meshrl's own .venv
+never needs the library.
 
-    request  {"op": "generate", "tasks": [{"name": "leg_counting", "weight": 1, "config": {...}}],
-              "n": 8, "seed": 0, "prompt": "direct"}
-    reply    {"ok": true, "result": {"entries": [{"task": ..., "config": {...}, "entry": {...}}],
-              "system_prompt": "..."}}
-    request  {"op": "score", "items": [{"answer": "12" | null, "task": ..., "config": {...}, "entry": {...}}]}
-    reply    {"ok": true, "result": [1.0, 0.0, 0.25, {"error": "why"}, ...]}   # score_answer's values, as given
-    any bad request: {"ok": false, "error": "one line saying what is wrong and what is allowed"}
+    generate(tasks=[{"name": "leg_counting", "weight": 1, "config": {...}}], n=8, seed=0, prompt="direct")
+        -> {"entries": [{"task": ..., "config": {...}, "entry": {...}}], "system_prompt": "..."}
+    score(items=[{"answer": "12" | None, "task": ..., "config": {...}, "entry": {...}}])
+        -> [1.0, 0.0, 0.25, {"error": "why"}, ...]   # score_answer's values as given, or why not
 
+A request the user can fix raises BadRequest, one line saying what is wrong and what is allowed.
 Several tasks are reasoning-gym's own CompositeDataset (its weighted draw per index), one task
-its dataset alone; `seed` and `size` come from the request, never from a task's config.
+its dataset alone; `seed` and `size` come from the call, never from a task's config.
 Run (by meshrl.inputs.data.reasoning_gym.worker, or by hand):
-    .venv-adapters/reasoning_gym/bin/python meshrl/inputs/data/reasoning_gym/handler.py
+    .venv-adapters/reasoning_gym/bin/python meshrl/transport/library/child.py meshrl/inputs/data/reasoning_gym/handler.py
 """
 
 import dataclasses
 import difflib
 import json
-import sys
+import math
 
 import reasoning_gym
 from reasoning_gym.composite import CompositeConfig, CompositeDataset, DatasetSpec
@@ -76,15 +75,13 @@ def dataset_for(tasks: list[dict], n: int, seed: int):
         raise BadRequest(f"tasks {[t['name'] for t in tasks]}: {err}") from None
 
 
-def generate(request: dict) -> dict:
-    tasks, n, seed = request["tasks"], int(request["n"]), int(request["seed"])
-    prompt = request.get("prompt", "direct")
+def generate(tasks: list[dict], n: int, seed: int, prompt: str = "direct") -> dict:
     if prompt not in SYSTEM_PROMPTS:
         raise BadRequest(f"unknown prompt {prompt!r}; reasoning-gym's prompts: {', '.join(SYSTEM_PROMPTS)}")
-    dataset = dataset_for(tasks, n, seed)
+    dataset = dataset_for(tasks, int(n), int(seed))
     configs = {t["name"]: t.get("config") or {} for t in tasks}
     entries = []
-    for i in range(n):
+    for i in range(int(n)):
         entry = dataset[i]
         task = entry["metadata"]["source_dataset"]
         entries.append({"task": task, "config": configs[task], "entry": entry})
@@ -103,45 +100,17 @@ def scorer(task: str, config: dict):
 
 
 def score_one(item: dict):
-    """score_answer's value as given (NaN included: meshrl judges it); {"error": why} when it
-    raised or gave no number."""
+    """score_answer's value as given; {"error": why} when it raised or gave no finite number."""
     try:
         value = scorer(item["task"], item.get("config") or {})(item.get("answer"), item["entry"])
     except BadRequest as err:
         return {"error": str(err)}
     except Exception as err:  # the task's scorer failed on this entry: that item's error, not the batch's
         return {"error": f"score_answer raised {type(err).__name__}: {err}"}
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return {"error": f"score_answer returned {value!r} ({type(value).__name__}), not a number"}
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return {"error": f"score_answer gave {value!r}, not a finite number"}
     return float(value)
 
 
-def score(request: dict) -> list:
-    return [score_one(item) for item in request["items"]]
-
-
-OPS = {"generate": generate, "score": score, "ping": lambda request: True}
-
-
-def answer(line: str) -> dict:
-    try:
-        request = json.loads(line)
-        op = OPS.get(request.get("op"))
-        if op is None:
-            raise BadRequest(f"unknown op {request.get('op')!r}; ops: {', '.join(OPS)}")
-        return {"ok": True, "result": op(request)}
-    except BadRequest as err:
-        return {"ok": False, "error": str(err)}
-    except (KeyError, TypeError, ValueError) as err:  # a malformed request: meshrl's bug, said plainly
-        return {"ok": False, "error": f"malformed request ({type(err).__name__}: {err})"}
-
-
-def main() -> None:
-    for line in sys.stdin:
-        if line.strip():
-            sys.stdout.write(json.dumps(answer(line)) + "\n")
-            sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main()
+def score(items: list[dict]) -> list:
+    return [score_one(item) for item in items]

@@ -22,7 +22,7 @@ import math
 
 import yaml
 
-from meshrl.inputs.data.reasoning_gym.worker import HandlerProcess
+from meshrl.inputs.data.reasoning_gym.worker import generate
 
 
 def task_names(tasks: str) -> list[str]:
@@ -84,9 +84,8 @@ def to_row(index: int, item: dict, system_prompt: str) -> dict:
     }
 
 
-def reasoning_gym_rows(
-    worker: HandlerProcess, specs: list[dict], *, n: int, seed: int, prompt: str = "direct"
-) -> list[dict]:
-    """`n` rows drawn by reasoning-gym (HandlerError, one line, when it refuses a name or setting)."""
-    result = worker.call("generate", tasks=specs, n=n, seed=seed, prompt=prompt)
+def reasoning_gym_rows(python: str, specs: list[dict], *, n: int, seed: int, prompt: str = "direct") -> list[dict]:
+    """`n` rows drawn by reasoning-gym under `python` (ValueError, one line, when it refuses a
+    name or setting; LaunchError when its child could not run)."""
+    result = generate(python, specs, n=n, seed=seed, prompt=prompt)
     return [to_row(i, item, result["system_prompt"]) for i, item in enumerate(result["entries"])]

@@ -1,36 +1,35 @@
-"""A library's child process, seen from meshrl: `HandlerProcess(python).call(op, **args)` sends one
-JSON request line to handler.py running under `python` (the adapter venv's interpreter) and
-returns its result; the child is started on first use and kept (one per process that uses it:
-the `meshrl data` command, or each reward replica), restarted after it died or timed out.
+"""reasoning-gym's handlers script (handler.py) run by the library worker
+(meshrl/transport/library) under the reasoning-gym venv's python:
 
-    worker = HandlerProcess(adapter_python("reasoning_gym"))
-    worker.call("generate", tasks=[{"name": "leg_counting"}], n=8, seed=0)
+    generate(python, specs, n=8, seed=0)      # one child for one call (`meshrl data reasoning-gym`)
+    child = ScorerChild(python); child.call("score", {"items": [...]}, timeout_s=30)  # kept (a reward replica)
 
 `adapter_python(name)`: `$MESHRL_ADAPTER_VENVS/NAME/bin/python` when that variable is set, else
 `.venv-adapters/NAME/bin/python` in the checkout meshrl runs from (what
 `bash scripts/adapter_venv.sh NAME` builds). A missing interpreter is a LaunchError that says
-the command building it.
+the command building it. A request reasoning-gym refuses (an unknown task or key) is a
+ValueError with the handler's one line; a child that could not start, died or timed out a
+LaunchError (generate) or HandlerError (ScorerChild) saying so.
 """
 
 from __future__ import annotations
 
-import collections
-import json
+import asyncio
 import os
-import queue
-import subprocess
 import threading
 from pathlib import Path
 
 from meshrl.errors import LaunchError
+from meshrl.transport.library import LibraryWorker, WorkerDied, WorkerError, WorkerStartError, WorkerTimeout, run_once
 
-HANDLER = Path(__file__).with_name("handler.py")
+NAME = "reasoning_gym"
+HANDLERS = str(Path(__file__).with_name("handler.py"))
 REPO = Path(__file__).resolve().parents[4]  # meshrl/inputs/data/reasoning_gym/worker.py -> the checkout
-START_TIMEOUT_S = 120.0  # the first request waits for the library's import too
+START_TIMEOUT_S = 120.0  # the child's start waits for the library's import too
 
 
 class HandlerError(RuntimeError):
-    """The child refused a request (a BadRequest line), died, or timed out; the message says which."""
+    """The scorer child raised, died, timed out or could not start; the message says which."""
 
 
 def adapter_python(name: str) -> str:
@@ -51,66 +50,43 @@ def checked_python(python: str | None, name: str = "reasoning_gym") -> str:
     return path
 
 
-class HandlerProcess:
-    def __init__(self, python: str, script: Path = HANDLER):
-        self.python, self.script = python, script
-        self.proc: subprocess.Popen | None = None
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: collections.deque[str] = collections.deque(maxlen=1)  # the child's last word
-        self.lock = threading.Lock()  # one request at a time: replies come back in order
+def generate(python: str, specs: list[dict], *, n: int, seed: int, prompt: str = "direct") -> dict:
+    """The handler's generate() in a child started for this one call."""
+    params = {"tasks": specs, "n": n, "seed": seed, "prompt": prompt}
+    try:
+        return run_once(python, HANDLERS, "generate", params, name=NAME, timeout_s=START_TIMEOUT_S)
+    except WorkerError as err:  # the handler refused the request: its own one line
+        raise ValueError(err.message if err.kind == "BadRequest" else str(err)) from None
+    except (WorkerStartError, WorkerTimeout, WorkerDied) as err:
+        raise LaunchError(str(err)) from None
 
-    def start(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            return
-        self.lines = queue.Queue()
-        self.proc = subprocess.Popen(
-            [self.python, str(self.script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
-        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
-        self.stderr_reader = threading.Thread(target=self._keep_last, args=(self.proc, self.stderr), daemon=True)
-        self.stderr_reader.start()
 
-    @staticmethod
-    def _read(proc: subprocess.Popen, lines: queue.Queue) -> None:
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)  # the child's stdout closed: it exited
+class ScorerChild:
+    """One kept child for synchronous callers (reward rules run in threads): the library
+    worker on an event loop of its own; started on first use, restarted after it died."""
 
-    @staticmethod
-    def _keep_last(proc: subprocess.Popen, last: collections.deque) -> None:
-        for line in proc.stderr:  # drained, so a chatty library never blocks on a full pipe
-            if line.strip():
-                last.append(line.strip())
+    def __init__(self, python: str, script: str | None = None):
+        self.worker = LibraryWorker(python, script or HANDLERS, NAME, start_timeout_s=START_TIMEOUT_S)
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="reasoning-gym-scorer", daemon=True).start()
+        self.lock = threading.Lock()  # one start at a time
 
-    def call(self, op: str, timeout_s: float = START_TIMEOUT_S, **args):
-        """The child's result for one request; HandlerError when it refused, died or took too long."""
-        with self.lock:
-            self.start()
-            try:
-                self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
-                self.proc.stdin.flush()
-                line = self.lines.get(timeout=timeout_s)
-            except (BrokenPipeError, queue.Empty):
-                line = None
-            if line is None:
-                self.close()  # dead or stuck: the next call starts a fresh child
-                said = f" (its last line: {self.stderr[-1]})" if self.stderr else ""
-                raise HandlerError(
-                    f"{self.script.name} under {self.python} gave no reply to {op!r} within {timeout_s:g}s{said}"
-                )
-            reply = json.loads(line)
-            if not reply.get("ok"):
-                raise HandlerError(reply.get("error", "refused without a reason"))
-            return reply["result"]
+    def call(self, method: str, params: dict, timeout_s: float):
+        """The handler's result; HandlerError when it raised, timed out, died or could not start."""
+        try:
+            return asyncio.run_coroutine_threadsafe(self._call(method, params, timeout_s), self.loop).result()
+        except (WorkerError, WorkerTimeout, WorkerDied, WorkerStartError) as err:
+            raise HandlerError(str(err)) from None
+
+    async def _call(self, method: str, params: dict, timeout_s: float):
+        if not self.worker.alive:
+            await self.worker.start()
+        try:
+            return await self.worker.call(method, params, timeout_s=timeout_s)
+        except WorkerTimeout:
+            await self.worker.close()  # stuck: the next call starts a fresh child
+            raise
 
     def close(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.stderr_reader.join(timeout=2.0)  # its last line, read before it is quoted
-            self.proc = None
+        asyncio.run_coroutine_threadsafe(self.worker.close(), self.loop).result(timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)

@@ -13,7 +13,7 @@ import pytest
 from meshrl.config import ConfigError
 from meshrl.config.reward_rules import ReasoningGymParams
 from meshrl.inputs.data.reasoning_gym.rows import reasoning_gym_rows, task_specs
-from meshrl.inputs.data.reasoning_gym.worker import HandlerProcess
+from meshrl.inputs.data.reasoning_gym import worker
 from meshrl.services.reward.components import RuleComponent
 from meshrl.services.reward.registry import get_rule
 from meshrl.services.reward.rules.reasoning_gym import reasoning_gym, shutdown_scorers, warm_scorer
@@ -30,10 +30,8 @@ def rg_python():
 @pytest.fixture(scope="module")
 def rows(rg_python):
     """Two real rows each of leg_counting (one animal) and chain_sum (two terms)."""
-    worker = HandlerProcess(rg_python)
     settings = ["leg_counting.min_animals=1", "leg_counting.max_animals=1", "chain_sum.max_terms=2"]
-    got = reasoning_gym_rows(worker, task_specs("leg_counting,chain_sum", None, settings), n=12, seed=0)
-    worker.close()
+    got = reasoning_gym_rows(rg_python, task_specs("leg_counting,chain_sum", None, settings), n=12, seed=0)
     by_task = {}
     for row in got:
         by_task.setdefault(row["extra_info"]["reasoning_gym"]["task"], []).append(row)
@@ -74,51 +72,58 @@ def test_a_row_without_the_task_is_that_items_error(rg_python, rows):
     assert scored.ok and scored.value == 1.0
 
 
-FAKE_SCORER = """
-import json, sys
-replies = {replies!r}
-for line in sys.stdin:
-    op = json.loads(line)["op"]
-    if op == "score" and replies == "die":
+FAKE_HANDLERS = """
+import os, sys
+REPLIES = {replies!r}
+def score(items):
+    if not items:
+        return []  # the start-up check
+    if REPLIES == "die":
         sys.stderr.write("fake scorer: dying on purpose\\n")
-        sys.exit(3)
-    result = True if op == "ping" else json.loads(replies)
-    sys.stdout.write(json.dumps({{"ok": True, "result": result}}) + "\\n")
-    sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(3)
+    return eval(REPLIES)
 """
 
 
-def fake_scorer(tmp_path, replies: str) -> str:
-    """FakeScorer: a stand-in child (not reasoning-gym) answering `replies` to every score request,
-    behind an executable that HandlerProcess starts as if it were a venv's python."""
-    script = tmp_path / "fake_scorer.py"
-    script.write_text(FAKE_SCORER.format(replies=replies))
-    python = tmp_path / "python"
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
-    python.chmod(0o755)
-    return str(python)
+@pytest.fixture
+def fake_scorer(tmp_path, monkeypatch):
+    """FakeScorer: a stand-in handlers script (not reasoning-gym) served by the real library worker
+    under meshrl's own python, answering `replies` (a Python expression, or "die") to every batch."""
+
+    def make(replies: str) -> ReasoningGymParams:
+        script = tmp_path / f"fake_handlers_{abs(hash(replies))}.py"
+        script.write_text(FAKE_HANDLERS.format(replies=replies))
+        monkeypatch.setattr(worker, "HANDLERS", str(script))
+        return ReasoningGymParams(python=sys.executable)
+
+    yield make
+    shutdown_scorers()
 
 
-def test_nan_or_no_number_from_the_scorer_is_an_error_with_its_reason(tmp_path, rows):
-    legs = rows["leg_counting"][0]
-    params = ReasoningGymParams(
-        python=fake_scorer(tmp_path, '[NaN, "abc", {"error": "score_answer raised KeyError"}, 0.5]')
-    )
+def test_no_number_from_the_scorer_is_that_items_error_with_its_reason(fake_scorer, rows):
+    params = fake_scorer('["abc", {"error": "score_answer raised KeyError"}, None, 0.5]')
     component = RuleComponent("correct", 1.0, get_rule("reasoning_gym"), params)
-    scores = asyncio.run(component.score([item(legs, "<answer>1</answer>")] * 4))
+    scores = asyncio.run(component.score([item(rows["leg_counting"][0], "<answer>1</answer>")] * 4))
     assert [s.status for s in scores] == [Status.ERROR, Status.ERROR, Status.ERROR, Status.OK]
-    assert "score_answer gave nan, not a finite number" in scores[0].error
-    assert "score_answer gave 'abc', not a finite number" in scores[1].error
-    assert scores[2].error == "reasoning-gym task leg_counting: score_answer raised KeyError"
+    assert scores[0].error == "reasoning-gym task leg_counting: score_answer gave 'abc', not a finite number"
+    assert scores[1].error == "reasoning-gym task leg_counting: score_answer raised KeyError"
+    assert scores[2].error == "reasoning-gym task leg_counting: score_answer gave None, not a finite number"
     assert scores[3].value == 0.5 and math.isnan(scores[0].value)
 
 
-def test_a_scorer_that_dies_fails_its_batch_with_its_last_words(tmp_path, rows):
-    legs = rows["leg_counting"][0]
-    params = ReasoningGymParams(python=fake_scorer(tmp_path, "die"))
-    scores = reasoning_gym([item(legs, "<answer>1</answer>")] * 2, params)
+def test_nan_from_the_scorer_fails_its_batch_with_the_reason(fake_scorer, rows):
+    params = fake_scorer('[0.5, float("nan")]')
+    scores = reasoning_gym([item(rows["leg_counting"][0], "<answer>1</answer>")] * 2, params)
+    assert all(s.status == Status.ERROR for s in scores)  # NaN is no JSON: the whole answer is refused
+    assert "Out of range float values are not JSON compliant" in scores[0].error
+
+
+def test_a_scorer_that_dies_fails_its_batch_with_its_last_words(fake_scorer, rows):
+    params = fake_scorer("die")
+    scores = reasoning_gym([item(rows["leg_counting"][0], "<answer>1</answer>")] * 2, params)
     assert all(s.status == Status.ERROR for s in scores)
-    assert "gave no reply to 'score'" in scores[0].error and "fake scorer: dying on purpose" in scores[0].error
+    assert "fake scorer: dying on purpose" in scores[0].error
 
 
 def test_a_missing_venv_is_a_config_error_at_start_naming_the_build_command(tmp_path):
