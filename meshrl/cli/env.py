@@ -21,7 +21,7 @@ from meshrl.cli import about
 from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward import add_connection_flags
 from meshrl.cli.reward_check import any_failed, format_table
-from meshrl.cli.reward_check.connect import connect_from_args
+from meshrl.cli.reward_check.connect import connect_from_args, probe_from_args
 
 
 def add_parser(sub) -> None:
@@ -47,7 +47,9 @@ async def check(args: argparse.Namespace) -> int:
     task = load_task(args.task, args.environment)
     channel, metadata = connect_from_args(args, "meshrl env check")
     async with channel:
-        rows = await run_suite(channel, task=task, timeout_s=args.timeout, metadata=metadata)
+        rows = await run_suite(
+            channel, task=task, timeout_s=args.timeout, metadata=metadata, probe=probe_from_args(args)
+        )
     print(f"meshrl env check {args.address}" + (f" (environment {args.environment!r})" if args.environment else ""))
     print(format_table(rows))
     return 1 if any_failed(rows) else 0

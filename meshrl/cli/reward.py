@@ -17,7 +17,7 @@ import sys
 
 from meshrl.cli import about
 from meshrl.cli.reward_check import any_failed, format_table, run_suite
-from meshrl.cli.reward_check.connect import connect_from_args
+from meshrl.cli.reward_check.connect import connect_from_args, probe_from_args
 
 
 def add_connection_flags(parser) -> None:
@@ -50,7 +50,13 @@ def add_parser(sub) -> None:
 async def check(args: argparse.Namespace) -> int:
     channel, metadata = connect_from_args(args, "meshrl reward check")
     async with channel:
-        rows = await run_suite(channel, component=args.component, timeout_s=args.timeout, metadata=metadata)
+        rows = await run_suite(
+            channel,
+            component=args.component,
+            timeout_s=args.timeout,
+            metadata=metadata,
+            probe=probe_from_args(args),
+        )
     print(f"meshrl reward check {args.address}" + (f" (component {args.component!r})" if args.component else ""))
     print(format_table(rows))
     return 1 if any_failed(rows) else 0

@@ -1,5 +1,6 @@
 """Is the run's environment service up? grpc.health.v1 SERVING for EnvironmentService at every
-address of `environment.address` ("a:1,b:2" lists replicas), over its TLS when configured.
+address of `environment.address` ("a:1,b:2" lists replicas), over its TLS when configured
+(a failed connection named: plaintext against TLS, a refused certificate, no client one).
 Used by `meshrl doctor` (one row per address); `meshrl train` waits for the same answer before
 any process starts (meshrl.launch.environment).
 
@@ -14,6 +15,7 @@ from meshrl.cli.env_check.suite import HEALTH_FIX, SERVICE
 from meshrl.cli.reward_check.connect import open_check_channel
 from meshrl.cli.reward_check.probes import health_row
 from meshrl.cli.reward_check.table import Row
+from meshrl.cli.reward_check.tls_probe import TlsProbe
 
 
 async def one_address(env, address: str, timeout_s: float) -> Row:
@@ -26,8 +28,15 @@ async def one_address(env, address: str, timeout_s: float) -> Row:
         server_name=tls.server_name if tls else None,
         who=f"environment {env.name!r}",
     )
+    probe = TlsProbe(
+        address,
+        tls.ca_file if tls else None,
+        tls.cert_file if tls else None,
+        tls.key_file if tls else None,
+        tls.server_name if tls else None,
+    )
     async with channel:
-        row = await health_row(channel, (), timeout_s, service=SERVICE, fix=HEALTH_FIX)
+        row = await health_row(channel, (), timeout_s, service=SERVICE, fix=HEALTH_FIX, probe=probe)
     return Row(f"environment {env.name!r} at {address}", row.outcome, row.detail, row.fix)
 
 

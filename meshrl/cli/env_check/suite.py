@@ -13,6 +13,7 @@ from meshrl.cli.env_check.kit import Kit
 from meshrl.cli.env_check.load_checks import concurrent_row, deadline_row
 from meshrl.cli.reward_check.probes import health_fix, health_row, reflection_row
 from meshrl.cli.reward_check.table import FAIL, PASS, Row
+from meshrl.cli.reward_check.tls_probe import TlsProbe
 
 SERVICE = "meshrl.env.v1.EnvironmentService"
 HEALTH_FIX = health_fix(SERVICE, "meshrl.env_sdk")
@@ -39,11 +40,19 @@ async def episode_rows(kit: Kit, problems: list[str]) -> list[Row]:
 
 
 async def run_suite(
-    channel: aio.Channel, *, task: env_pb2.ResetRequest, timeout_s: float = 30.0, metadata: tuple = ()
+    channel: aio.Channel,
+    *,
+    task: env_pb2.ResetRequest,
+    timeout_s: float = 30.0,
+    metadata: tuple = (),
+    probe: TlsProbe | None = None,
 ) -> list[Row]:
-    """Every check, in order; never raises for a misbehaving server (its rows FAIL)."""
+    """Every check, in order; never raises for a misbehaving server (its rows FAIL). With
+    `probe`, a connection that fails (TLS, nothing listening) is one row naming why."""
     kit = Kit(channel, task, timeout_s, tuple(metadata))
-    health = await health_row(channel, metadata, fix=HEALTH_FIX)
+    health = await health_row(channel, metadata, fix=HEALTH_FIX, probe=probe)
+    if health.blocking:
+        return [health]
     rows = [
         health,
         await health_row(channel, metadata, service=SERVICE, fix=HEALTH_FIX),

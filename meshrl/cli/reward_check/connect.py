@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from grpc import aio
 
+from meshrl.cli.reward_check.tls_probe import TlsProbe
 from meshrl.config.secrets import read_secret
 from meshrl.transport.rpc.channel import message_options
 from meshrl.transport.rpc.mesh_tls import channel_credentials
@@ -48,3 +49,8 @@ def connect_from_args(args, who: str) -> tuple[aio.Channel, tuple[tuple[str, str
         server_name=args.server_name,
         who=who,
     ), metadata
+
+
+def probe_from_args(args) -> TlsProbe:
+    """The TLS probe that explains a failed connection with the same flags as the channel."""
+    return TlsProbe(args.address, args.tls_ca, args.tls_cert, args.tls_key, args.server_name)

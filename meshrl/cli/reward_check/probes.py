@@ -1,5 +1,8 @@
 """grpc.health.v1 (required) and server reflection (optional) rows, for any meshrl contract
-(the reward kit's RewardService by default; the environment kit passes EnvironmentService)."""
+(the reward kit's RewardService by default; the environment kit passes EnvironmentService).
+A health call that cannot connect is explained by a `TlsProbe` when one is given (plaintext
+against TLS, a refused certificate, no client certificate, nothing listening): that row is
+`blocking`, and the suite stops there."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
+from meshrl.cli.reward_check.tls_probe import TlsProbe
 
 SERVICE = "meshrl.reward.v1.RewardService"
 
@@ -24,7 +28,13 @@ HEALTH_FIX = health_fix()
 
 
 async def health_row(
-    channel: aio.Channel, metadata: tuple = (), timeout_s: float = 5.0, *, service: str = "", fix: str = HEALTH_FIX
+    channel: aio.Channel,
+    metadata: tuple = (),
+    timeout_s: float = 5.0,
+    *,
+    service: str = "",
+    fix: str = HEALTH_FIX,
+    probe: TlsProbe | None = None,
 ) -> Row:
     """Check(`service`) answers SERVING ("" = the whole server)."""
     stub = health_pb2_grpc.HealthStub(channel)
@@ -32,6 +42,9 @@ async def health_row(
     try:
         reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s, metadata=metadata)
     except aio.AioRpcError as err:
+        found = await probe.diagnose(timeout_s) if probe and err.code() == StatusCode.UNAVAILABLE else None
+        if found:
+            return Row(name, FAIL, found[0], found[1], blocking=True)
         what = (
             "no health service (UNIMPLEMENTED)"
             if err.code() == StatusCode.UNIMPLEMENTED

@@ -12,6 +12,7 @@ from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.cli.reward_check import requests
 from meshrl.cli.reward_check.probes import health_row, reflection_row
 from meshrl.cli.reward_check.table import FAIL, PASS, Row
+from meshrl.cli.reward_check.tls_probe import TlsProbe
 from meshrl.cli.reward_check.validate import response_problems, status_counts
 
 CONTRACT_ROWS = {  # row key → (check name, fix)
@@ -145,11 +146,19 @@ def contract_rows(suite: Suite) -> list[Row]:
 
 
 async def run_suite(
-    channel: aio.Channel, *, component: str = "", timeout_s: float = 30.0, metadata: tuple = ()
+    channel: aio.Channel,
+    *,
+    component: str = "",
+    timeout_s: float = 30.0,
+    metadata: tuple = (),
+    probe: TlsProbe | None = None,
 ) -> list[Row]:
-    """Every check, in order; never raises for a misbehaving service (its rows FAIL)."""
+    """Every check, in order; never raises for a misbehaving service (its rows FAIL). With
+    `probe`, a connection that fails (TLS, nothing listening) is one row naming why."""
     suite = Suite(reward_pb2_grpc.RewardServiceStub(channel), component, timeout_s, tuple(metadata))
-    health = await health_row(channel, metadata)
+    health = await health_row(channel, metadata, probe=probe)
+    if health.blocking:
+        return [health]
     rows = [health, await reflection_row(channel, metadata)]
     for name, request in [
         ("basic batch", requests.basic(component)),

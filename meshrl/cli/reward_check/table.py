@@ -13,6 +13,7 @@ class Row:
     outcome: str  # PASS, FAIL or INFO (optional features: reported, never failing)
     detail: str
     fix: str = ""
+    blocking: bool = False  # no connection at all: the suite stops here (every other row would say the same)
 
 
 def any_failed(rows: list[Row]) -> bool:
