@@ -45,6 +45,7 @@ class EvalSample:
     score_error: str = ""
     correct: bool = False
     env_reward: float | None = None  # an episode's environment reward (None: none given, or single turn)
+    extra_json: str = field(default="", repr=False)  # the row's extra_info, for rules that read it (reasoning_gym)
 
     @property
     def score_id(self) -> str:
@@ -52,6 +53,7 @@ class EvalSample:
 
     def as_json(self) -> dict:
         row = asdict(self)
+        del row["extra_json"]  # the row's own data, not what the evaluation found
         row["reward"] = self.reward if math.isfinite(self.reward) else None
         return row
 
@@ -72,6 +74,7 @@ def from_group(group: common_pb2.Group, prompt_index: int, mode: str) -> list[Ev
             finish_reason=finish_reason_name(s.finish_reason),
             policy_version=s.policy_version,
             env_reward=s.env_reward if s.has_env_reward else None,
+            extra_json=task.extra_json,
         )
         for s in group.samples
     ]

@@ -31,6 +31,7 @@ def score_item(s: EvalSample) -> reward_pb2.ScoreItem:
         response=s.response,
         ground_truth_json=json.dumps(s.ground_truth),
         data_source=s.data_source,
+        extra_json=s.extra_json,
     )
 
 
