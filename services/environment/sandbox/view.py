@@ -27,6 +27,7 @@ PROBE = (
     "    'dynload': [p for p in sys.path if p.endswith('lib-dynload')],\n"
     "    'site': sorted({sysconfig.get_path('purelib'), sysconfig.get_path('platlib')})}))\n"
 )
+LDD_ENV = {"LC_ALL": "C", "PATH": "/usr/bin:/bin"}  # ldd is libc-bin's, always there
 EXTRA_FILES = ("/etc/ld.so.cache",)  # where the loader finds libraries (a list of paths, no data)
 
 
@@ -40,7 +41,7 @@ class View:
 
 def shared_libraries(files: list[str]) -> set[str]:
     """Every library path `ldd` names for `files` (as named and as resolved), the loader included."""
-    done = subprocess.run(["ldd", *files], capture_output=True, text=True, timeout=30, env={"LC_ALL": "C"})
+    done = subprocess.run(["ldd", *files], capture_output=True, text=True, timeout=30, env=LDD_ENV)
     found = set()
     for line in done.stdout.splitlines():
         if line.endswith(":"):  # "file:" header of a multi-file answer
