@@ -165,3 +165,30 @@ async def tool_call_row(kit: Kit, tools: list[env_pb2.Tool], problems: list[str]
         )
     problems += step_problems(answer.reply, "Step with malformed tool calls")
     return Row("malformed tool calls answered", PASS, f"{len(answer.reply.observation)} observation message(s)")
+
+
+async def refused_call_row(kit: Kit, tools: list[env_pb2.Tool], problems: list[str]) -> Row:
+    """A turn whose only call meshrl refused is no final answer: done=false, so the model reads
+    meshrl's error and tries again (INFO when done: allowed, but the model never learns why)."""
+    name = "a turn of refused calls is no answer"
+    if not tools:
+        return Row(name, INFO, "the environment offers no tools")
+    episode_id = kit.new_id()
+    await kit.reset(episode_id)
+    text = "<tool_call>{not json</tool_call>"
+    refused = env_pb2.RejectedToolCall(id="call_0_0", raw_text=text, reason="the call is not valid JSON")
+    answer = await kit.call(
+        "Step", env_pb2.StepRequest(episode_id=episode_id, turn=0, text=text, rejected_tool_calls=[refused])
+    )
+    await kit.close(episode_id)
+    if not answer.ok:
+        return Row(name, FAIL, f"Step with one refused call: {answer.status()}", fix_for(answer))
+    problems += step_problems(answer.reply, "Step with a refused call")
+    if answer.reply.done:
+        return Row(
+            name,
+            INFO,
+            "answered done: the model never reads meshrl's error for its malformed call; answer done=false "
+            "when tool_calls is empty and rejected_tool_calls is not (docs/environments.md, refused calls)",
+        )
+    return Row(name, PASS, "done=false: the model reads meshrl's error and tries again")

@@ -35,6 +35,8 @@ class PlainEnv(env_pb2_grpc.EnvironmentServiceServicer):
         return ep["first"]
 
     def answer(self, request) -> env_pb2.StepResponse:
+        if request.rejected_tool_calls and not request.tool_calls:  # meshrl showed the model its error
+            return env_pb2.StepResponse()
         if request.tool_calls:
             return env_pb2.StepResponse(
                 observation=[
@@ -127,6 +129,16 @@ class BrokenWire(PlainEnv):
 
     async def Step(self, request, context):
         return b"\xff\xff\xff\xff not a protobuf"
+
+
+class TakesRefusedCallsForAnAnswer(PlainEnv):
+    """Off the contract's advice on purpose (allowed, reported as INFO): a turn whose calls meshrl
+    refused is taken for the final answer, so the model never reads why its call was refused."""
+
+    def answer(self, request):
+        if not request.tool_calls:
+            return env_pb2.StepResponse(done=True, reward=0.0)
+        return super().answer(request)
 
 
 class BrokenSlow(PlainEnv):

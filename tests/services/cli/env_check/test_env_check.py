@@ -23,6 +23,7 @@ from tests.services.cli.env_check.broken_envs import (
     BrokenWire,
     BrokenStatuses,
     PlainEnv,
+    TakesRefusedCallsForAnAnswer,
     serve_broken,
 )
 
@@ -40,7 +41,7 @@ class Sums(Environment):
     tools = [add]
 
     def step(self, turn):
-        return Step(self.call_tools(turn)) if turn.tool_calls else Step(done=True, reward=float("7" in turn.text))
+        return Step(self.call_tools(turn)) if turn.tried_tools else Step(done=True, reward=float("7" in turn.text))
 
 
 async def suite(address: str, *, timeout_s: float = 10.0, metadata=()) -> dict:
@@ -61,6 +62,7 @@ async def test_an_sdk_environment_passes():
         await stop(server, grace=0)
     assert failed(rows) == set(), [rows[n] for n in failed(rows)]
     assert rows["episode ends"].detail == "done at turn 0" and rows["reflection (optional)"].outcome == "INFO"
+    assert rows["a turn of refused calls is no answer"].outcome == "PASS"
 
 
 async def test_a_plain_grpc_environment_passes():
@@ -145,6 +147,16 @@ async def test_an_answer_that_is_no_protobuf_is_a_fail_row_not_a_traceback():
     assert rows["concurrent episodes (8)"].outcome == "FAIL" and rows["reset"].outcome == "PASS"
 
 
+async def test_refused_calls_taken_for_an_answer_are_reported_not_failed():
+    server, address = await serve_broken(TakesRefusedCallsForAnAnswer())
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    row = rows["a turn of refused calls is no answer"]
+    assert failed(rows) == set() and row.outcome == "INFO" and "never reads meshrl's error" in row.detail
+
+
 async def test_no_health_and_a_slow_reset():
     server, address = await serve_broken(BrokenSlow(), with_health=False)
     try:
@@ -197,7 +209,7 @@ async def test_cli_exit_codes(tmp_path):
         code, out = await cli(f"127.0.0.1:{port}", "--task", str(tmp_path / "row.json"))
         assert code == 0 and "checks passed" in out, out
         code, out = await cli(bad_address)
-        assert code == 1 and "1 of 20 checks FAILED" in out and "fix:" in out, out
+        assert code == 1 and "1 of 21 checks FAILED" in out and "fix:" in out, out
         code, out = await cli(bad_address, "--task", str(tmp_path / "absent.json"))
         assert code == 2 and "--task" in out and "cannot read it" in out, out
     finally:
