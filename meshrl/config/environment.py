@@ -29,6 +29,7 @@ from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 from meshrl.config.openenv import OpenEnvConfig
+from meshrl.config.textarena import TextArenaConfig
 from meshrl.config.verifiers import VerifiersConfig
 
 # services/environment/registry.py registers these; a unit test keeps the two lists equal
@@ -36,7 +37,7 @@ from meshrl.config.verifiers import VerifiersConfig
 BUILTIN_ENVIRONMENTS = ("calculator", "python", "tool_arith")
 # Blocks that make the environment service run an adapter of a library's environment
 # (services/environment/adapters/<block>), launched like a builtin.
-ADAPTERS = ("openenv", "verifiers")
+ADAPTERS = ("openenv", "verifiers", "textarena")
 KIND = "environment"  # the run-KV service kind and NATS user of launched replicas
 
 
@@ -68,6 +69,7 @@ class EnvironmentConfig(Strict):
     sandbox: SandboxConfig = SandboxConfig()
     openenv: OpenEnvConfig | None = None  # an OpenEnv server's episodes (meshrl/config/openenv.py)
     verifiers: VerifiersConfig | None = None  # a verifiers environment package (meshrl/config/verifiers.py)
+    textarena: TextArenaConfig | None = None  # a single-player textarena game (meshrl/config/textarena.py)
 
     @field_validator("token_env")
     @classmethod

@@ -13,6 +13,7 @@ from typing import Awaitable, Callable
 
 from meshrl.env_sdk import Environment
 from meshrl.services.environment.adapters.openenv.start import start_openenv, stop_openenv
+from meshrl.services.environment.adapters.textarena.start import start_textarena, stop_textarena
 from meshrl.services.environment.adapters.verifiers.start import start_verifiers, stop_verifiers
 
 Start = Callable[..., Awaitable[type[Environment]]]
@@ -20,6 +21,7 @@ Stop = Callable[[type[Environment]], Awaitable[None]]
 ADAPTERS: dict[str, tuple[Start, Stop]] = {
     "openenv": (start_openenv, stop_openenv),
     "verifiers": (start_verifiers, stop_verifiers),
+    "textarena": (start_textarena, stop_textarena),
 }
 
 
