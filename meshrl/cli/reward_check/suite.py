@@ -6,9 +6,10 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from google.protobuf.message import DecodeError
 from grpc import aio
 
-from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.api.reward.v1 import reward_pb2
 from meshrl.cli.reward_check import requests
 from meshrl.cli.reward_check.probes import health_row, reflection_row
 from meshrl.cli.reward_check.table import FAIL, PASS, Row
@@ -38,9 +39,21 @@ CONTRACT_ROWS = {  # row key → (check name, fix)
 }
 
 
+SCORE = "/meshrl.reward.v1.RewardService/Score"
+
+
+def parse_score(data: bytes):
+    """(response, "") or (None, what the bytes were): an answer that is no ScoreResponse is a
+    FAIL row, not an exception inside gRPC's deserializer."""
+    try:
+        return reward_pb2.ScoreResponse.FromString(data), ""
+    except DecodeError as err:
+        return None, f"{len(data)} bytes that are no ScoreResponse ({err})"
+
+
 @dataclass
 class Suite:
-    stub: reward_pb2_grpc.RewardServiceStub
+    score: aio.UnaryUnaryMultiCallable
     component: str
     timeout_s: float
     metadata: tuple = ()
@@ -49,9 +62,11 @@ class Suite:
     async def call(self, request: reward_pb2.ScoreRequest, timeout_s: float | None = None):
         """(response, None) or (None, 'CODE: details'); the answer's problems are recorded."""
         try:
-            response = await self.stub.Score(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
+            response, why = await self.score(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
         except aio.AioRpcError as err:
             return None, f"{err.code().name}: {err.details()}"
+        if response is None:
+            return None, f"INVALID_ANSWER: answered {why}"
         for key, text in response_problems(request, response):
             self.problems[key].append(f"[{request.items[0].id.split('/')[0]}] {text}")
         return response, None
@@ -75,6 +90,8 @@ def fix_for(err: str, timeout_s: float) -> str:
         return "start the service, check ADDRESS and the TLS flags (--tls-ca for a TLS server)"
     if err.startswith("UNIMPLEMENTED"):
         return "register meshrl.reward.v1.RewardService (protos/meshrl/reward/v1/reward.proto) on this server"
+    if err.startswith("INVALID_ANSWER"):
+        return "answer with a serialized ScoreResponse (generated stubs do it); meshrl cannot read these bytes"
     if err.startswith("RESOURCE_EXHAUSTED"):
         return "accept messages of at least 64 MiB (grpc.max_receive_message_length)"
     return (
@@ -155,7 +172,10 @@ async def run_suite(
 ) -> list[Row]:
     """Every check, in order; never raises for a misbehaving service (its rows FAIL). With
     `probe`, a connection that fails (TLS, nothing listening) is one row naming why."""
-    suite = Suite(reward_pb2_grpc.RewardServiceStub(channel), component, timeout_s, tuple(metadata))
+    score = channel.unary_unary(
+        SCORE, request_serializer=reward_pb2.ScoreRequest.SerializeToString, response_deserializer=parse_score
+    )
+    suite = Suite(score, component, timeout_s, tuple(metadata))
     health = await health_row(channel, metadata, probe=probe)
     if health.blocking:
         return [health]
