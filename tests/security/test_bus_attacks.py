@@ -168,12 +168,15 @@ async def test_no_server_answer_reaches_a_run_subject_or_kv_key_through_a_reply_
 
 
 async def test_an_api_answer_aimed_at_weights_loaded_is_ignored(secured, learner):
+    # The rollout may publish on weights.loaded, so its own account imports it and an answer it
+    # aims there does arrive: the learner ignores it (no origin stamp: origin.py).
     run_id = secured[1]
     acks = await learner.listen(names.weights_loaded_subject(run_id), common_pb2.WeightsLoaded)
-    async with await connect(secured, "reward") as reward:
-        await reward.nc.publish("$JS.API.INFO", b"", reply=names.weights_loaded_subject(run_id))
-        await reward.nc.flush()
     async with await connect(secured, "rollout") as rollout:
+        await rollout.nc.publish(
+            f"$JS.API.STREAM.INFO.{kv_stream(run_id)}", b"", reply=names.weights_loaded_subject(run_id)
+        )
+        await rollout.nc.flush()
         await asyncio.sleep(0.5)  # the answer first, then the rollout's real ack
         await rollout.publish_event(
             names.weights_loaded_subject(run_id),

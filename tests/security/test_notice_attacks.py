@@ -95,7 +95,7 @@ async def test_junk_under_the_notice_key_does_not_stop_a_replica(tmp_path, secur
         watching = asyncio.create_task(follower.run())
         await announce(learner.state, sign_notice(pushed(tmp_path, 1, b"v1"), learner_key))
         await until(lambda: engine.version == 1)
-        answer = await reward.nc.request("$JS.API.INFO", b"", timeout=5)  # what used to land there
+        answer = await learner.nc.request("$JS.API.INFO", b"", timeout=5)  # what used to land there
         for key in (names.WEIGHTS_NOTICE_KEY, names.RUN_VERSION_KEY):
             await learner.state.put(key, answer.data)
         await until(lambda: any("not a WeightsNotice" in r.error for r in reports))

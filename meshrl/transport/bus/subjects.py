@@ -42,8 +42,10 @@ the server publishes for a client: each service kind has a NATS account of its o
 imports exactly these subjects from the run's (accounts.py), so an answer aimed at a run
 subject or KV key stays in the requester's account; what might land anyway is refused by
 the consumers (origin.py) and the KV's readers (entries.py). `$JS.API.INFO` stays granted:
-the client checks JetStream with it when it connects, and its answer says nothing of the
-streams' contents.
+the client checks JetStream with it when it connects, which must be a kind's first JetStream
+request through its imports (nats-server answers the others "JetStream not enabled for
+account" until an account-info request has come that way), and its answer says nothing of
+the streams' contents.
 
 The run's four work-queue consumers (`run_consumers`) are made by whoever creates the
 streams (the learner, the launcher), never by the services that bind to them:
