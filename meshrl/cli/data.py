@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from meshrl.errors import LaunchError
-from meshrl.cli import about, data_reasoning_gym
+from meshrl.cli import about, data_reasoning_gym, data_verifiers
 from meshrl.inputs.data import arithmetic as gen
 
 
@@ -41,6 +41,7 @@ def add_parser(sub) -> None:
     _common(pairs)
     pairs.set_defaults(func=pairs_)
     data_reasoning_gym.add_parser(kinds)  # meshrl data reasoning-gym (its own module)
+    data_verifiers.add_parser(kinds)  # meshrl data verifiers (its own module)
 
 
 # The rows are built in memory before they are written (a million is a few hundred MB), and

@@ -30,6 +30,7 @@ from meshrl.api.env.v1 import env_pb2
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import secrets_dir
+from meshrl.services.environment.adapters.verifiers.probe import ProbeFailed, probe
 from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.transport.http_health import wait_http_healthy
 from meshrl.transport.rpc.channel import check_status
@@ -87,6 +88,8 @@ def check_environment_up(cfg: RunConfig) -> None:
     env = cfg.environment
     if env is not None and env.openenv is not None and launches_environment(cfg):
         check_openenv_up(env)
+    if env is not None and env.verifiers is not None and launches_environment(cfg):
+        check_verifiers_loads(env)
     if env is None or env.launched or cfg.algorithm.offline:
         return
     try:
@@ -103,6 +106,14 @@ def check_openenv_up(env) -> None:
             f"environment {env.name!r}: the OpenEnv server at {err} (environment.start_timeout_s): start it "
             f"first (its own process or container) or fix environment.openenv.url"
         ) from None
+
+
+def check_verifiers_loads(env) -> None:
+    """The interpreter of environment.verifiers loads the module's environment (probe.py)."""
+    try:
+        probe(env.verifiers)
+    except ProbeFailed as err:
+        raise LaunchError(f"environment {env.name!r}: {err}") from None
 
 
 async def wait_environment_serving(env, within_s: float, poll_s: float = 1.0) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from meshrl.cli.doctor.check import Check, failed, passed, run_async, skipped
+from meshrl.services.environment.adapters.verifiers.probe import ProbeFailed, probe
 from meshrl.transport.http_health import http_health
 
 NAME = "environment"
@@ -43,6 +44,19 @@ def _check_openenv(env) -> Check:
     return passed(name, "answers GET /health")
 
 
+def _check_verifiers(env) -> Check:
+    name = f"environment {env.name!r} (verifiers module {env.verifiers.module})"
+    try:
+        return passed(name, probe(env.verifiers))
+    except ProbeFailed as err:
+        return failed(
+            name,
+            str(err),
+            "build the venv (bash scripts/adapter_venv.sh verifiers), install the environment into it "
+            "(.venv-adapters/verifiers/bin/pip install ./my_env) or fix environment.verifiers",
+        )
+
+
 def check_environment(ctx) -> list[Check]:
     from meshrl.cli.env_check.health import environment_health  # lazy: grpc at CLI start-up
 
@@ -51,6 +65,8 @@ def check_environment(ctx) -> list[Check]:
     env = ctx.config.environment
     if env.openenv is not None and env.launched:
         return [_check_openenv(env)]
+    if env.verifiers is not None and env.launched:
+        return [_check_verifiers(env)]
     if env.launched:
         return [_check_builtin(env)]
     rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))

@@ -7,7 +7,7 @@ worker's methods; the environment service (adapters/verifiers/environment.py) ca
     reset(episode_id, row, split, messages)      start dataset row `row`'s episode; the first prompt
     step(episode_id, text, tool_calls, truncated) the model's turn in; the environment's answer out
     close(episode_id)           drop an episode (the rollout loop is cancelled)
-    probe(module, args)         load it and say what it is (meshrl doctor, the launcher's start check)
+    info()                      what init loaded (meshrl doctor, the launcher's start check: probe.py)
 
 By hand: `.venv-adapters/verifiers/bin/python meshrl/transport/library/child.py THIS_FILE`, one
 JSON request a line ({"id": 1, "method": "init", "params": {"module": "my_env"}}).
@@ -63,8 +63,8 @@ def _count(env, split: str) -> int:
     return len(ds) if ds is not None else 0
 
 
-def probe(module: str, args: dict | None = None) -> dict:
-    return described(loaded(module, args or {}))
+def info() -> dict:
+    return described(ENV)
 
 
 def dataset(split: str):
