@@ -4,6 +4,7 @@ built by `bash scripts/adapter_venv.sh textarena`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 HANDLERS = str(Path(__file__).resolve().with_name("handlers.py"))
@@ -12,8 +13,12 @@ DEFAULT_PYTHON = ROOT / ".venv-adapters" / "textarena" / "bin" / "python"
 
 
 def python_of(block) -> str:
-    """The interpreter the block names (relative to the working directory), else the default."""
-    return str(Path(block.python).expanduser().absolute()) if block.python else str(DEFAULT_PYTHON)
+    """The interpreter the block names (relative to the working directory), else
+    $MESHRL_ADAPTER_VENVS/textarena/bin/python, else the checkout's."""
+    if block.python:
+        return str(Path(block.python).expanduser().absolute())
+    root = os.environ.get("MESHRL_ADAPTER_VENVS")
+    return str(Path(root) / "textarena" / "bin" / "python") if root else str(DEFAULT_PYTHON)
 
 
 def init_params(block) -> dict:

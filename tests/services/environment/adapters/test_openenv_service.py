@@ -99,6 +99,17 @@ async def test_episodes_at_once_keep_their_own_state_and_seeds(tmp_path, nats_ur
     assert [(r.reward, r.done) for r in right] == [(0.75, True)] * 4
 
 
+async def test_an_action_the_server_refuses_is_invalid_argument_with_its_reason(
+    tmp_path, nats_url, run_id, bus, guess_url
+):
+    async with adapter(tmp_path, nats_url, run_id, bus, {"url": guess_url, "action_field": "guess"}) as stub:
+        await reset(stub, "g/0")
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await step(stub, "g/0", 0, "5")
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "refused step: VALIDATION_ERROR" in refused.value.details() and "message" in refused.value.details()
+
+
 async def test_an_episode_that_never_ends_stays_open_turn_after_turn(tmp_path, nats_url, run_id, bus, guess_url):
     """meshrl's rollout.agent.max_turns ends such an episode (truncated); the adapter keeps answering."""
     block = {"url": guess_url, "observation_field": "prompt", "reset": {"behaviour": "endless"}}
