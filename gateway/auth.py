@@ -106,8 +106,11 @@ class TokenAuth:
         self.principals = principals
 
     def authenticate(self, token: str | None) -> Principal:
+        # A header's bytes that are no UTF-8 arrive as surrogates: they match no token, and
+        # must not fail the encoding (an HTTP 500) on the way to saying so.
+        given = token.encode("utf-8", "surrogateescape") if token else b""
         for p in self.principals:  # no early exit on a match length: compare_digest each
-            if token and hmac.compare_digest(p.token.encode(), token.encode()):
+            if given and hmac.compare_digest(p.token.encode(), given):
                 return p
         raise GatewayError(
             grpc.StatusCode.UNAUTHENTICATED,

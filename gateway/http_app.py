@@ -80,8 +80,8 @@ async def request_message(request: web.Request, rpc: str):
     """The RPC's request message from the path, the query (GET) or the JSON body (POST)."""
     fields = {k: v for k, v in request.query.items() if k != "follow"}
     if request.method == "POST" and request.can_read_body:
-        try:
-            body = await request.json()
+        try:  # JSON is UTF-8 (RFC 8259) whatever charset the Content-Type names
+            body = json.loads(await request.read())
         except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
             raise invalid("the body is not JSON; send a JSON object with the request's fields") from None
         if not isinstance(body, dict):

@@ -21,7 +21,7 @@ from meshrl.config import ConfigError, load_config
 from meshrl.config.load import dump_config
 from tests.fixtures.fuzz_configs import BASE, overrides, yaml_texts
 
-CASES = 400
+CASES = 250
 FOLDER = Path(tempfile.mkdtemp(prefix="meshrl-fuzz-config-"))
 FUZZ = settings(
     max_examples=CASES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
