@@ -132,6 +132,10 @@ class Episode:
             first, repaired = await self.ctx.env.reset(self.reset_request())
         if repaired:
             self.ctx.events.repaired()
+        try:
+            answers.check_reset(first)  # every first answer, a black-box agent's too (as the kit checks it)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
         if first.drives_policy:  # the environment runs its own agent against the policy endpoint
             if self.ctx.policy is None:
                 raise EpisodeFailed(
@@ -145,7 +149,6 @@ class Episode:
                 )
             return await self.ctx.policy.drive(self, first)
         try:
-            answers.check_reset(first)
             self.tools = answers.tools(first)
         except InvalidAnswer as err:
             raise self._invalid(err) from None
