@@ -73,11 +73,16 @@ async function loadSamples(token) {
     el("td", {}, s.finish_reason), el("td", {}, s.turns ? s.turns.length : "-"))));
 }
 
+// The parts of a turn's reward the environment named (a verifiers rubric's functions).
+function detailsText(details) {
+  return details ? ` (${Object.entries(details).map(([name, v]) => `${name}=${fmt(v)}`).join(", ")})` : "";
+}
+
 // An agent's episode, turn by turn: what the model wrote, the tools it called (and why a call
 // failed), what the environment answered, and the turn's reward.
 function episodeView(sample) {
   const turns = sample.turns.map(t => el("li", {class: "turn", "data-turn": t.index, "data-reward": t.reward ?? ""},
-    el("div", {class: "turn-head"}, `turn ${t.index} · reward ${fmt(t.reward)} · ${t.finish_reason}${t.done ? " · done" : ""}`),
+    el("div", {class: "turn-head"}, `turn ${t.index} · reward ${fmt(t.reward)}${detailsText(t.reward_details)} · ${t.finish_reason}${t.done ? " · done" : ""}`),
     el("pre", {class: "turn-text"}, t.text),
     ...(t.tool_calls.length ? [el("ul", {class: "tool-calls"}, ...t.tool_calls.map(c =>
       el("li", {class: c.error ? "tool-call bad" : "tool-call"}, `${c.name}(${c.arguments})${c.error ? ` — ${c.error}` : ""}`)))] : []),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from meshrl.errors import LaunchError
 from meshrl.inputs.data.load import write_rows
-from meshrl.services.environment.adapters.verifiers.paths import DEFAULT_PYTHON, HANDLERS
+from meshrl.services.environment.adapters.verifiers.paths import HANDLERS, default_python
 from meshrl.transport.library import WorkerDied, WorkerError, WorkerStartError, WorkerTimeout, run_once
 
 
@@ -29,7 +29,9 @@ def add_parser(kinds) -> None:
     p.add_argument("--split", choices=["train", "eval"], default="train")
     p.add_argument("--n", type=int, default=-1, help="rows to write (default: all)")
     p.add_argument("--seed", type=int, default=None, help="shuffle the rows with this seed (default: in order)")
-    p.add_argument("--python", default=str(DEFAULT_PYTHON), help="the verifiers venv's python (with the package)")
+    p.add_argument(
+        "--python", default=None, help="the verifiers venv's python, with the package (default: the adapter venv)"
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds for loading and writing (default 600)")
     p.add_argument("--out", type=Path, required=True, help="output .jsonl (or .parquet)")
     p.set_defaults(func=verifiers)
@@ -50,7 +52,13 @@ def verifiers(args) -> int:
     params = {"split": args.split, "n": args.n, "seed": args.seed}
     try:
         rows = run_once(
-            args.python, HANDLERS, "rows", params, name="verifiers", init_params=init, timeout_s=args.timeout
+            args.python or default_python(),
+            HANDLERS,
+            "rows",
+            params,
+            name="verifiers",
+            init_params=init,
+            timeout_s=args.timeout,
         )
     except (WorkerStartError, WorkerError, WorkerTimeout, WorkerDied) as err:
         raise LaunchError(f"meshrl data verifiers --module {args.module}: {err}") from None

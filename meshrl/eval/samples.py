@@ -13,7 +13,9 @@ response token, observations included) and "turns": one object per model turn, {
 "text", "tokens": [start, end, observation end] (the model wrote [start, end), the observation
 fills [end, observation end): the loss mask's hole), "tool_calls": [{"name", "arguments",
 "error"}], "observation", "observation_truncated", "reward" (null when the environment gave
-none), "finish_reason", "done", "env_latency_s"}; its "response" is the final turn and
+none), "finish_reason", "done", "env_latency_s"} and, when the Step's info gave them, "reward_details"
+(its `reward_details` object: the parts of the turn's reward by name, e.g. a verifiers
+rubric's functions); its "response" is the final turn and
 "num_tokens" counts the model's own tokens.
 
 `write_train(step, groups)` takes the step's trained `Group`s (reward already filled in);
@@ -98,7 +100,20 @@ def turn_row(t: common_pb2.Turn) -> dict:
         "finish_reason": finish_reason_name(t.finish_reason),
         "done": t.done,
         "env_latency_s": t.env_latency_s,
-    }
+    } | reward_details(t.info_json)
+
+
+def reward_details(info_json: str) -> dict:
+    """{"reward_details": {name: value}} when a Step's info names the parts of its reward; else {}."""
+    try:
+        info = json.loads(info_json) if info_json else {}
+    except ValueError:
+        return {}
+    details = info.get("reward_details") if isinstance(info, dict) else None
+    if not isinstance(details, dict):
+        return {}
+    numbers = {str(k): float(v) for k, v in details.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"reward_details": {k: finite_or_none(v) for k, v in numbers.items()}}
 
 
 def eval_row(step: int, s: EvalSample) -> dict:

@@ -151,3 +151,16 @@ def test_a_turn_without_reward_is_null_not_zero(tmp_path):
     group_.samples[0].turns[1].ClearField("reward")
     SampleWriter.for_run(tmp_path, k=10).write_train(4, [group_])
     assert rows(tmp_path / "samples.jsonl")[0]["turns"][1]["reward"] is None
+
+
+def test_a_steps_reward_details_go_beside_its_turn(tmp_path):
+    """A Step's info `reward_details` (e.g. a verifiers rubric's functions) is kept by name; a
+    NaN is null, a value that is no number left out, and a turn without them has no key."""
+    group_ = episode_group()
+    details = {"correct_answer": 1.0, "answer_format": 0.5, "broken": float("nan"), "text": "high"}
+    group_.samples[0].turns[2].info_json = json.dumps({"reward_details": details, "other": 1})
+    group_.samples[0].turns[1].info_json = "not json"
+    SampleWriter.for_run(tmp_path, k=10).write_train(4, [group_])
+    turns = rows(tmp_path / "samples.jsonl")[0]["turns"]
+    assert turns[2]["reward_details"] == {"correct_answer": 1.0, "answer_format": 0.5, "broken": None}
+    assert "reward_details" not in turns[0] and "reward_details" not in turns[1]

@@ -9,7 +9,8 @@ The mapping (docs/environments.md, "Environments you already have"):
   dataset row; the environment's own rollout loop starts on it and stops where it asks the
   model; its prompt must be the task's prompt (the rows are the environment's), messages it
   added after it are the observation, its tools (verifiers' tool schemas) the episode's tools.
-- Step: the model's turn (text and parsed tool calls) is the model's answer in that loop; what
+- Step: the model's turn (text, parsed tool calls and the calls meshrl refused) is the
+  model's answer in that loop (tool results to refused calls left out: meshrl answered them); what
   the loop asks next (tool results, the environment's reply) is the observation; when the
   loop ends the rubric scores the episode: its weighted total is the turn's reward and each
   rubric function's score is in the answer's info under `reward_details`.
@@ -64,8 +65,16 @@ class VerifiersEnvironment(Environment):
         return Reset(answer["observation"], tools=tools, info=answer["info"])
 
     async def step(self, turn) -> Step:
-        calls = [{"id": c.id, "name": c.name, "arguments_json": c.arguments_json} for c in turn.tool_calls]
-        params = {"episode_id": self.task.episode_id, "text": turn.text, "tool_calls": calls}
+        # Calls meshrl refused go to the environment too (they are the model's turn as written,
+        # so its state counts them and goes on), but meshrl already told the model why: the
+        # environment's own answers to them are left out of the observation.
+        calls = [*turn.tool_calls, *turn.rejected_tool_calls]
+        params = {
+            "episode_id": self.task.episode_id,
+            "text": turn.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments_json": c.arguments_json} for c in calls],
+            "rejected": [c.id for c in turn.rejected_tool_calls],
+        }
         answer = await self.ask("step", {**params, "truncated": turn.truncated})
         self.open = not answer["done"]
         return Step(answer["observation"], reward=answer.get("reward"), done=answer["done"], info=answer.get("info"))

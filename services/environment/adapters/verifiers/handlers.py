@@ -119,10 +119,15 @@ async def reset(episode_id: str, row: int, split: str = "train", messages: list 
     }
 
 
-async def step(episode_id: str, text: str, tool_calls: list | None = None, truncated: bool = False) -> dict:
+async def step(
+    episode_id: str, text: str, tool_calls: list | None = None, rejected: list | None = None, truncated: bool = False
+) -> dict:
+    """`rejected`: ids of calls meshrl refused and answered itself; the environment's answers
+    to them stay out of the observation (the model would read two errors)."""
     episode = EPISODES.get(episode_id)
     if episode is None:
         raise KeyError(f"no open episode {episode_id!r}")
+    episode.hidden = set(rejected or [])
     episode.answer(model_response(text, tool_calls or [], truncated))
     try:
         kind, value = await episode.next_event()
@@ -139,9 +144,13 @@ def asked(episode: Episode, prompt: list) -> dict:
     """The environment's answer to the turn: the messages after the model's own."""
     if len(prompt) < episode.seen + 1:
         raise EpisodeError("the environment rewrote the conversation (a non-linear message sequence)")
-    observation = prompt[episode.seen + 1 :]
+    observation = [to_plain(m) for m in prompt[episode.seen + 1 :]]
     episode.seen = len(prompt)
-    return {"observation": [to_plain(m) for m in observation], "done": False}
+    return {"observation": shown(observation, episode.hidden), "done": False}
+
+
+def shown(observation: list, hidden: set) -> list:
+    return [m for m in observation if m.get("tool_call_id") not in hidden]
 
 
 def finished(episode: Episode, result: dict) -> dict:
@@ -154,7 +163,7 @@ def finished(episode: Episode, result: dict) -> dict:
         "stop_condition": str(state.get("stop_condition") or ""),
     }
     return {
-        "observation": [m for m in tail if m["role"] in ("user", "tool")],
+        "observation": shown([m for m in tail if m["role"] in ("user", "tool")], episode.hidden),
         "reward": result["reward"],
         "done": True,
         "info": info,

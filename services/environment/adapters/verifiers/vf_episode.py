@@ -61,6 +61,7 @@ class Episode:
         self.events: asyncio.Queue = asyncio.Queue()  # ("ask", (prompt, tools)), ("done", result), ("error", exc)
         self.turns: asyncio.Queue = asyncio.Queue()  # the model's turns, as vf.Response
         self.seen = 0  # messages of the conversation the model has read
+        self.hidden: set = set()  # this turn's refused call ids (meshrl answered them)
         self.task: asyncio.Task | None = None
 
     def start(self, row: dict) -> None:

@@ -136,16 +136,19 @@ async def test_a_tool_using_episode_runs_the_environments_tool_over_several_turn
         call = env_pb2.ToolCall(id="call_7", name="add", arguments_json=json.dumps({"a": 207, "b": 95}))
         text = 'Adding. <tool_call>{"name": "add", "arguments": {"a": 207, "b": 95}}</tool_call>'
         used = await step(stub, "g/0", 0, text, [call])
-        bad = env_pb2.ToolCall(id="call_8", name="add", arguments_json="{not json")
-        error = await step(stub, "g/0", 1, "<tool_call>{not json</tool_call>", [bad])
+        bad = env_pb2.RejectedToolCall(id="call_1_0", name="add", raw_text="<tool_call>{not json", reason="bad JSON")
+        refused = await stub.Step(
+            env_pb2.StepRequest(episode_id="g/0", turn=1, text=bad.raw_text, rejected_tool_calls=[bad]), timeout=CALL_S
+        )
         final = await step(stub, "g/0", 2, "So <answer>302</answer>")
     [tool] = first.tools
     assert tool.name == "add" and tool.description == "Add two integers."
     assert json.loads(tool.parameters_json)["required"] == ["a", "b"]
     assert [(m.role, m.content, m.tool_call_id) for m in used.observation] == [("tool", "302", "call_7")]
     assert not used.done and not used.HasField("reward")
-    # the environment's own error text for arguments that are no JSON, to the call's id
-    assert [(m.role, m.tool_call_id) for m in error.observation] == [("tool", "call_8")] and not error.done
+    # a turn of calls meshrl refused goes on (the environment counts the call, meshrl told the
+    # model why: the environment's own error for it is not shown twice)
+    assert list(refused.observation) == [] and not refused.done
     # ended by max_turns (3): correct_answer 1.0 x 1.0 + used_tool 1.0 x 0.5
     assert final.done and final.reward == 1.5
     info = json.loads(final.info_json)
