@@ -28,6 +28,7 @@ import sys
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import find_step, step_of
+from meshrl.inputs.checkpoint.manifest import verify_checkpoint
 from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
@@ -137,11 +138,12 @@ def cmd_rollback(args) -> int:
 
 @user_errors
 def cmd_export(args) -> int:
+    ckpt = find_step(args.run_dir, args.step) if args.step is not None else latest_good_checkpoint(args.run_dir)
+    verify_checkpoint(ckpt, full=False)  # signature and sizes: a refused checkpoint costs no torch import
     from meshrl.inputs.checkpoint.export import (
         export_hf,
     )  # lazy: torch, only for `meshrl export` (checkpoints and rollback share this module)
 
-    ckpt = find_step(args.run_dir, args.step) if args.step is not None else latest_good_checkpoint(args.run_dir)
     out = export_hf(ckpt, args.out_dir, base_model_dir=args.base_model, tokenizer_dir=args.tokenizer, dtype=args.dtype)
     audit_local_action(args.run_dir, "export", step=step_of(ckpt), path=str(out))
     print(f"exported {ckpt.name} to {out}")

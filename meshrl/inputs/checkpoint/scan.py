@@ -37,8 +37,8 @@ def inspect_checkpoint(path: Path, step: int, *, full: bool = True) -> Checkpoin
     """The status of one finished checkpoint folder (`full=False`: sizes only, no hashing)."""
     size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     try:
+        manifest = verify_checkpoint(path, full=full)  # first: nothing else is read from an untrusted folder
         tags = read_tags(path)
-        manifest = verify_checkpoint(path, full=full)
     except CheckpointError as err:
         return CheckpointInfo(step, path, "corrupt", str(err), size=size)
     return CheckpointInfo(step, path, "ok", created=manifest.get("created", ""), size=size, tags=tags)

@@ -22,11 +22,14 @@ def read_tags(ckpt: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        return list(json.loads(path.read_text())["tags"])
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        tags = json.loads(path.read_text())["tags"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(
-            f'{path} is not a tags file ({err}); expected {{"tags": ["name", ...]}}; fix or delete it'
-        ) from err
+            f'{path} is not a tags file ({type(err).__name__}); expected {{"tags": ["name", ...]}}; fix or delete it'
+        ) from None
+    if not isinstance(tags, list) or not all(isinstance(t, str) and TAG_RE.match(t) for t in tags):
+        raise CheckpointError(f'{path} is not a tags file: expected {{"tags": ["name", ...]}}; fix or delete it')
+    return tags
 
 
 def check_tag(name: str) -> str:
