@@ -16,6 +16,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import grpc
 import pytest
@@ -23,6 +25,7 @@ import pytest
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
 from meshrl.env_sdk.messages import to_proto
 from tests.fixtures.run_config import write_config
+from tests.fixtures.tls_certs import make_certs
 from tests.fixtures.verifiers_envs import calc_prompt, sums_prompt, verifiers_python
 from tests.services.environment.adapters.openenv_servers import environment_service
 from tests.services.environment.test_environment_process import announced
@@ -30,6 +33,7 @@ from tests.services.environment.test_environment_process import announced
 pytestmark = pytest.mark.slow  # each service imports verifiers in its own child (tens of seconds on 2 cores)
 
 CALL_S = 60
+CLI = [sys.executable, "-m", "meshrl.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +180,37 @@ async def test_a_rubric_that_gives_nan_or_text_fails_the_episode_naming_it_and_t
     assert "broken_reward returned nan (not finite)" in failures[0][1]
     assert "broken_reward returned 'high' (not a number)" in failures[1][1]
     assert fine.reward == 1.5 and json.loads(fine.info_json)["reward_details"]["broken_reward"] == 0.0
+
+
+async def test_meshrl_env_check_passes_against_the_adapter_under_mutual_tls_with_a_token(
+    tmp_path, nats_url, run_id, bus, vf_python
+):
+    """The run's TLS and token are the environment service's, so the adapter gets them as a
+    built-in does (MESHRL_GRPC_TLS_*, MESHRL_ENV_TOKEN_FILE: what the launcher gives replicas)."""
+    certs, token = make_certs(tmp_path), tmp_path / "env-token"
+    token.write_text("a-token-for-the-kit")
+    secured = {
+        "MESHRL_GRPC_TLS_CERT_FILE": str(certs.server_cert), "MESHRL_GRPC_TLS_KEY_FILE": str(certs.server_key),
+        "MESHRL_GRPC_TLS_CLIENT_AUTH": "1", "MESHRL_GRPC_TLS_CA_FILE": str(certs.ca),
+        "MESHRL_ENV_TOKEN_FILE": str(token),
+    }  # fmt: skip
+    row = tmp_path / "row.json"
+    row.write_text(json.dumps({"prompt": calc_prompt(0), "reward_model": {"ground_truth": "165"},
+                               "extra_info": {"verifiers": {"row": 0, "split": "train"}}}))  # fmt: skip
+    config = write_config(tmp_path, environment={"name": "calc", "verifiers": {
+        "module": "meshrl_vf_calc", "args": {"n": 2}, "python": vf_python}})  # fmt: skip
+    proc = environment_service(nats_url, run_id, config, env=secured)
+    try:
+        [address] = await announced(bus, proc, within_s=300)
+        kit = [*CLI, "env", "check", address, "--environment", "calc", "--task", str(row), "--timeout", "60",
+               "--tls-ca", str(certs.ca), "--tls-cert", str(certs.client_cert), "--tls-key", str(certs.client_key),
+               "--token-file", str(token)]  # fmt: skip
+        done = await asyncio.to_thread(subprocess.run, kit, capture_output=True, text=True, timeout=600)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.communicate, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no token → UNAUTHENTICATED" in done.stdout and "checks passed" in done.stdout, done.stdout
 
 
 def child_of(pid: int) -> int:
