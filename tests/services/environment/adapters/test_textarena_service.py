@@ -14,6 +14,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 
 import grpc
 import psutil
@@ -100,6 +102,26 @@ async def test_a_killed_child_loses_its_games_and_the_next_reset_plays(
         _, turns = await play(stub, "g/1", [f"[{target(SEED)}]"])
     assert lost.value.code() == grpc.StatusCode.NOT_FOUND and "worker holding this game died" in lost.value.details()
     assert turns[0].done and turns[0].reward == 1.0
+
+
+async def test_meshrl_env_check_passes_against_the_adapter(tmp_path, nats_url, run_id, bus, textarena_python):
+    block = {"game": "GuessTheNumber-v0", "python": textarena_python}
+    async with adapter(tmp_path, nats_url, run_id, bus, block) as (stub, proc):
+        address = (await announced(bus, proc))[0]
+        kit = [
+            sys.executable,
+            "-m",
+            "meshrl.cli.main",
+            "env",
+            "check",
+            address,
+            "--environment",
+            "guess",
+            "--timeout",
+            "30",
+        ]
+        done = await asyncio.to_thread(subprocess.run, kit, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "checks passed" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(
