@@ -30,6 +30,7 @@ from meshrl.api.env.v1 import env_pb2
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.run.secrets import secrets_dir
+from meshrl.services.environment.adapters.textarena import probe as textarena_probe
 from meshrl.services.environment.adapters.verifiers.probe import ProbeFailed, probe
 from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.transport.http_health import wait_http_healthy
@@ -90,6 +91,8 @@ def check_environment_up(cfg: RunConfig) -> None:
         check_openenv_up(env)
     if env is not None and env.verifiers is not None and launches_environment(cfg):
         check_verifiers_loads(env)
+    if env is not None and env.textarena is not None and launches_environment(cfg):
+        check_textarena_plays(env)
     if env is None or env.launched or cfg.algorithm.offline:
         return
     try:
@@ -113,6 +116,14 @@ def check_verifiers_loads(env) -> None:
     try:
         probe(env.verifiers)
     except ProbeFailed as err:
+        raise LaunchError(f"environment {env.name!r}: {err}") from None
+
+
+def check_textarena_plays(env) -> None:
+    """The interpreter of environment.textarena makes the game for one player (probe.py)."""
+    try:
+        textarena_probe.probe(env.textarena)
+    except textarena_probe.ProbeFailed as err:
         raise LaunchError(f"environment {env.name!r}: {err}") from None
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from meshrl.cli.doctor.check import Check, failed, passed, run_async, skipped
+from meshrl.services.environment.adapters.textarena import probe as textarena_probe
 from meshrl.services.environment.adapters.verifiers.probe import ProbeFailed, probe
 from meshrl.transport.http_health import http_health
 
@@ -57,6 +58,16 @@ def _check_verifiers(env) -> Check:
         )
 
 
+def _check_textarena(env) -> Check:
+    name = f"environment {env.name!r} (textarena game {env.textarena.game})"
+    try:
+        return passed(name, textarena_probe.probe(env.textarena))
+    except textarena_probe.ProbeFailed as err:
+        return failed(
+            name, str(err), "build the venv (bash scripts/adapter_venv.sh textarena) or fix environment.textarena"
+        )
+
+
 def check_environment(ctx) -> list[Check]:
     from meshrl.cli.env_check.health import environment_health  # lazy: grpc at CLI start-up
 
@@ -67,6 +78,8 @@ def check_environment(ctx) -> list[Check]:
         return [_check_openenv(env)]
     if env.verifiers is not None and env.launched:
         return [_check_verifiers(env)]
+    if env.textarena is not None and env.launched:
+        return [_check_textarena(env)]
     if env.launched:
         return [_check_builtin(env)]
     rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))

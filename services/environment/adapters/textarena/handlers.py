@@ -88,3 +88,8 @@ def plain(value) -> dict:
     if not isinstance(value, dict):
         return {}
     return {str(k): v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for k, v in value.items()}
+
+
+def info() -> dict:
+    """What init set up (for the start-up probe)."""
+    return {"game": GAME.get("id"), "args": GAME.get("args"), "textarena": getattr(ta, "__version__", "")}

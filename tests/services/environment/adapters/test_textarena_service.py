@@ -22,6 +22,10 @@ import psutil
 import pytest
 
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from meshrl.cli.doctor.checks_environment import _check_textarena
+from meshrl.config.load import load_config
+from meshrl.errors import LaunchError
+from meshrl.launch.environment import check_environment_up
 from tests.fixtures.adapters import adapter_python
 from tests.fixtures.run_config import write_config
 from tests.services.environment.adapters.openenv_servers import environment_service
@@ -135,3 +139,16 @@ def test_a_game_it_cannot_play_exits_2_with_one_line(tmp_path, nats_url, run_id,
     proc = environment_service(nats_url, run_id, config)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 2 and f"environment.textarena (game {game!r})" in out and says in out, out
+
+
+def test_meshrl_train_and_doctor_refuse_a_game_it_cannot_play_before_anything_starts(textarena_python):
+    base = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
+    block = {"game": "TicTacToe-v0", "python": textarena_python}
+    cfg = load_config(base={**base, "environment": {"name": "ttt", "textarena": block}})
+    with pytest.raises(
+        LaunchError, match=r"environment 'ttt': environment.textarena \(game 'TicTacToe-v0'\): .*one player"
+    ):
+        check_environment_up(cfg)
+    good = load_config(base={**base, "environment": {"name": "g", "textarena": {**block, "game": "GuessTheNumber-v0"}}})
+    check_environment_up(good)  # no error: the game is made for one player
+    assert _check_textarena(cfg.environment).status == "fail" and _check_textarena(good.environment).status == "pass"
