@@ -37,3 +37,11 @@ def test_an_openenv_block_is_launched_like_a_builtin():
 def test_a_bad_openenv_block_is_refused_naming_it(section, says):
     with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
         environment(**section)
+
+
+def test_the_configs_adapter_blocks_are_the_services_adapters():
+    """The config never imports a service, so the two lists are kept equal here."""
+    from meshrl.config.environment import ADAPTERS
+    from meshrl.services.environment.adapters.served import ADAPTERS as SERVED
+
+    assert set(ADAPTERS) == set(SERVED)
