@@ -7,7 +7,9 @@ Run: .venv/bin/python -m pytest -q tests/services/environment/adapters/test_open
 import pytest
 
 from meshrl.config import ConfigError
+from meshrl.config.environment import ADAPTERS
 from meshrl.config.load import load_config
+from meshrl.services.environment.adapters.served import ADAPTERS as SERVED
 
 
 def environment(**section):
@@ -41,7 +43,4 @@ def test_a_bad_openenv_block_is_refused_naming_it(section, says):
 
 def test_the_configs_adapter_blocks_are_the_services_adapters():
     """The config never imports a service, so the two lists are kept equal here."""
-    from meshrl.config.environment import ADAPTERS
-    from meshrl.services.environment.adapters.served import ADAPTERS as SERVED
-
     assert set(ADAPTERS) == set(SERVED)
