@@ -3,9 +3,9 @@
 Builds the SmolLM2-135M architecture from a LlamaConfig with random weights (hidden 576, 30
 layers, 9 heads, 3 kv heads, intermediate 1536, vocab 49152, tied embeddings), fills AdamW
 state with one step on random gradients (no forward pass: only the bytes matter), then times
-`save_checkpoint` (DCP write + RNG/scheduler files + sha256 manifest + rename),
+`save_checkpoint` (safetensors + JSON write + RNG/scheduler files + signed sha256 manifest + rename),
 `verify_checkpoint` alone (the hashing part), and `load_checkpoint` into a fresh model and
-optimizer (verify + DCP read + set_state_dict), against `shutil.copyfile` of the same files
+optimizer (verify + safetensors read + set_state_dict), against `shutil.copyfile` of the same files
 (the floor: moving the bytes once, no hashing). Simplified: one process, no FSDP, page cache
 not dropped between runs (no root assumptions), so loads read from memory when RAM allows.
 Each figure is the best of `--repeat` runs (default 3): on a shared machine the minimum is
@@ -117,6 +117,8 @@ def main() -> None:
     optimizer, scheduler = with_adamw_state(model)
     params = sum(p.numel() for p in model.parameters())
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        # A signing key of the benchmark's own: it must not make the user's (~/.config/meshrl).
+        os.environ.setdefault("MESHRL_CHECKPOINT_KEY_FILE", str(Path(tmp) / "checkpoint-signing.key"))
         figures = measure(model, optimizer, scheduler, Path(tmp), args.repeat)
     size = figures.pop("size")
     print(
