@@ -1,16 +1,18 @@
 """The learner's checkpoints: what a step's checkpoint holds and how a run resumes from one.
 
 A checkpoint (`RUN_DIR/checkpoints/step_N`, written by `meshrl.inputs.checkpoint`, atomically, with
-a manifest of checksums) holds the policy and its AdamW state (sharded through
-`torch.distributed.checkpoint`), the critic and its optimizer when there is one, every
-LR schedule, the RNG states, and the loop's own state as JSON: the step, the policy
+a signed manifest of checksums; safetensors and JSON only, nothing pickled) holds the policy
+and its AdamW state (whole, gathered from every rank), the critic and its optimizer when
+there is one, every LR schedule, the RNG states, and the loop's own state as JSON: the step, the policy
 version, the feeder's dataset cursor, draw counter and in-flight draws, the ids of every
 group trained so far, and the drop counters. The resolved config goes with it, so a resume
 under a config that changes what is trained (model, algorithm) is refused with the
 differing keys named.
 
 `restore(source)` accepts a run dir (its newest intact checkpoint; a corrupt newer one is
-reported and skipped) or a `step_N` folder.
+reported and skipped) or a `step_N` folder. It loads only what the user's checkpoint key
+signed (meshrl.inputs.checkpoint.key); an older meshrl's checkpoint, or another user's, is
+refused with the `meshrl checkpoints convert` command that adopts it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""Checkpoints for the learner: atomic save, verified load, retention, rollback, HF export.
+"""Checkpoints for the learner: atomic save, signed and verified load, retention, rollback, HF export.
 
     path = save_checkpoint(run_dir, step, model=m, optimizer=o, scheduler=s,
                            extra_modules={"critic": (critic, critic_opt)},
                            state={"cursor": 17, "policy_version": 3}, config_hash=h, config=cfg)
     state = load_checkpoint(run_dir, model=m, optimizer=o, scheduler=s, new_config=cfg)
 
-Layout and guarantees: see `meshrl.inputs.checkpoint.layout`, `.save`, `.retention`. The library
-never imports `meshrl.services`: it takes modules, optimizers, schedulers and dicts.
+Layout and guarantees: see `meshrl.inputs.checkpoint.layout`, `.save`, `.retention`; the key
+manifests are signed with, `.key`; older checkpoints, `.legacy` and `.convert`. Nothing is
+unpickled on any load path. The library never imports `meshrl.services`: it takes modules,
+optimizers, schedulers and dicts.
 """
 
 import importlib
@@ -15,6 +17,7 @@ import importlib
 _HOMES = {
     "DEFAULT_KEYS": "compat",
     "check_compatible": "compat",
+    "convert_checkpoint": "convert",
     "CheckpointError": "errors",
     "IncompatibleCheckpointError": "errors",
     "hash_config": "manifest",
@@ -49,6 +52,7 @@ __all__ = [
     "IncompatibleCheckpointError",
     "Part",
     "check_compatible",
+    "convert_checkpoint",
     "export_hf",
     "hash_config",
     "latest_good_checkpoint",
