@@ -64,18 +64,24 @@ def serve_one(kind: str, port: int, url: str) -> None:
 
 
 async def episode(stub, i: int, latencies: list[float]) -> None:
-    eid, seed = f"b{time.monotonic_ns()}/{i}", 1 + i % 9  # targets 2..10
+    seed = 1 + i % 9  # targets 2..10
     target = seed % 10 + 1
-    await stub.Reset(env_pb2.ResetRequest(episode_id=eid, environment="guess", seed=seed), timeout=30)
-    for turn, guess in enumerate([1, 11, target]):
-        start = time.perf_counter()
-        answer = await stub.Step(env_pb2.StepRequest(episode_id=eid, turn=turn, text=str(guess)), timeout=30)
-        latencies.append(time.perf_counter() - start)
+    answer = await play(stub, f"b{time.monotonic_ns()}/{i}", seed, ["1", "11", str(target)], latencies)
     assert answer.done and answer.reward == 0.5, answer  # two wrong guesses: 1 - 0.25 * 2
+
+
+async def play(stub, eid: str, seed: int, texts: list[str], latencies: list[float]) -> env_pb2.StepResponse:
+    """Reset, one Step per text (each timed), Close; the last answer."""
+    await stub.Reset(env_pb2.ResetRequest(episode_id=eid, environment="guess", seed=seed), timeout=30)
+    for turn, text in enumerate(texts):
+        start = time.perf_counter()
+        answer = await stub.Step(env_pb2.StepRequest(episode_id=eid, turn=turn, text=text), timeout=30)
+        latencies.append(time.perf_counter() - start)
     await stub.Close(env_pb2.CloseRequest(episode_id=eid), timeout=30)
+    return answer
 
 
-async def measure(address: str, episodes: int, concurrency: int) -> dict:
+async def measure(address: str, episodes: int, concurrency: int, episode=episode) -> dict:
     latencies: list[float] = []
     gate = asyncio.Semaphore(concurrency)
     async with grpc.aio.insecure_channel(address) as channel:
@@ -92,9 +98,10 @@ async def measure(address: str, episodes: int, concurrency: int) -> dict:
     return {"p50_ms": q[49] * 1e3, "p99_ms": q[98] * 1e3, "episodes_s": episodes / wall}
 
 
-def start_child(kind: str, url: str) -> tuple[subprocess.Popen, str]:
+def start_child(kind: str, url: str, module: str = "benchmarks.openenv_adapter") -> tuple[subprocess.Popen, str]:
+    """`python -m module --serve kind` on a free port, once it accepts connections."""
     port = free_port()
-    argv = [sys.executable, "-m", "benchmarks.openenv_adapter", "--serve", kind, "--port", str(port), "--url", url]
+    argv = [sys.executable, "-m", module, "--serve", kind, "--port", str(port), "--url", url]
     proc = subprocess.Popen(argv)
     time.sleep(0.5)
     deadline = time.monotonic() + 120
