@@ -1,5 +1,5 @@
 """`meshrl data reasoning-gym --task NAME[,NAME...] [--weights W,...] [--config [NAME.]KEY=VALUE ...]
---n N --seed S --out FILE [--prompt direct] [--python PATH]`: reasoning-gym tasks as prompt rows.
+--n N --seed S --out FILE [--prompt direct] [--shots K] [--python PATH]`: reasoning-gym tasks as prompt rows.
 
 Generation runs in the reasoning-gym venv (`bash scripts/adapter_venv.sh reasoning_gym`; another
 interpreter with --python) through the library worker (meshrl/inputs/data/reasoning_gym); the rows carry what the
@@ -8,7 +8,7 @@ reasoning-gym's weighted composite. An unknown task (with the closest names), an
 (with the allowed keys) or a missing venv is one line and exit 2, before anything is written.
 
     meshrl data reasoning-gym --task leg_counting --config min_animals=1 --config max_animals=2 \\
-        --n 1000 --seed 0 --out data/rg_legs_train.jsonl
+        --shots 2 --n 1000 --seed 0 --out data/rg_legs_train.jsonl
     meshrl data reasoning-gym --task chain_sum,leg_counting --weights 3,1 \\
         --config chain_sum.max_terms=2 --n 1000 --seed 0 --out data/rg_mix.jsonl
 """
@@ -42,6 +42,12 @@ def add_parser(kinds) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="output .jsonl")
     p.add_argument("--prompt", default="direct", help="reasoning-gym's system prompt by name (default direct)")
+    p.add_argument(
+        "--shots",
+        type=int,
+        default=0,
+        help="worked examples (0-8) as turns before each question: <answer>...</answer> shown",
+    )
     p.add_argument("--python", help="the reasoning-gym venv's python (default .venv-adapters/reasoning_gym/bin/python)")
     p.set_defaults(func=reasoning_gym)
 
@@ -51,7 +57,9 @@ def reasoning_gym(args) -> int:
         raise LaunchError(f"--n {args.n} --seed {args.seed}: give 1..{MAX_ROWS:,} rows and a seed >= 0")
     try:
         specs = task_specs(args.task, args.weights, args.config)
-        rows = reasoning_gym_rows(checked_python(args.python), specs, n=args.n, seed=args.seed, prompt=args.prompt)
+        rows = reasoning_gym_rows(
+            checked_python(args.python), specs, n=args.n, seed=args.seed, prompt=args.prompt, shots=args.shots
+        )
     except ValueError as err:  # our options, or reasoning-gym refusing a name or setting
         raise LaunchError(str(err)) from None
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,13 @@
 rebuild its dataset, and the whole entry (answer and metadata) its score_answer reads. The
 system prompts all ask for the answer inside `<answer>...</answer>` (answer.py reads it).
 
+`shots=K` puts K worked examples before each question, as conversation turns (the example's
+question, then `<answer>its answer</answer>` from the assistant): a small model rarely writes
+the tag from the instruction alone but copies it from turns it has seen (measured:
+docs/benchmarks.md, "reasoning-gym"). They are the K entries drawn after the file's own n (the
+same tasks and settings, never one of its rows) and the same in every row, so the prompts share
+their prefix.
+
 `task_specs("a,b", "3,1", ["a.k=2"])` turns the command's options into the handler's task list:
 names (no repeats), positive weights (one per name), and `KEY=VALUE` settings (`NAME.KEY=VALUE`
 when there are several tasks), each VALUE read as YAML (`3` a number, `true` a bool, `[1, 2]` a list).
@@ -22,7 +29,10 @@ import math
 
 import yaml
 
+from meshrl.inputs.data.reasoning_gym.answer import TAG
 from meshrl.inputs.data.reasoning_gym.worker import generate
+
+MAX_SHOTS = 8
 
 
 def task_names(tasks: str) -> list[str]:
@@ -73,19 +83,36 @@ def task_specs(tasks: str, weights: str | None = None, settings: list[str] | Non
     ]
 
 
-def to_row(index: int, item: dict, system_prompt: str) -> dict:
+def shot_turns(items: list[dict]) -> list[dict]:
+    """Worked examples as turns: each question, then its answer in the tag the rule reads."""
+    turns = []
+    for item in items:
+        entry = item["entry"]
+        turns.append({"role": "user", "content": entry["question"]})
+        turns.append({"role": "assistant", "content": f"<{TAG}>{entry['answer']}</{TAG}>"})
+    return turns
+
+
+def to_row(index: int, item: dict, head: list[dict]) -> dict:
+    """One row: `head` (the system prompt and any worked examples), then the entry's question."""
     entry = item["entry"]
     answer = entry["answer"]
     return {
-        "prompt": [{"role": "system", "content": system_prompt}, {"role": "user", "content": entry["question"]}],
+        "prompt": [*head, {"role": "user", "content": entry["question"]}],
         "reward_model": {"style": "rule", "ground_truth": answer if isinstance(answer, str) else json.dumps(answer)},
         "data_source": f"reasoning_gym/{item['task']}",
         "extra_info": {"index": index, "reasoning_gym": item},
     }
 
 
-def reasoning_gym_rows(python: str, specs: list[dict], *, n: int, seed: int, prompt: str = "direct") -> list[dict]:
+def reasoning_gym_rows(
+    python: str, specs: list[dict], *, n: int, seed: int, prompt: str = "direct", shots: int = 0
+) -> list[dict]:
     """`n` rows drawn by reasoning-gym under `python` (ValueError, one line, when it refuses a
     name or setting; LaunchError when its child could not run)."""
-    result = generate(python, specs, n=n, seed=seed, prompt=prompt)
-    return [to_row(i, item, result["system_prompt"]) for i, item in enumerate(result["entries"])]
+    if not 0 <= shots <= MAX_SHOTS:
+        raise ValueError(f"--shots {shots}: give 0..{MAX_SHOTS} worked examples")
+    result = generate(python, specs, n=n + shots, seed=seed, prompt=prompt)
+    entries = result["entries"]
+    head = [{"role": "system", "content": result["system_prompt"]}, *shot_turns(entries[n:])]
+    return [to_row(i, item, head) for i, item in enumerate(entries[:n])]

@@ -4,7 +4,7 @@
 import pytest
 
 from meshrl.inputs.data.reasoning_gym.answer import extract_answer
-from meshrl.inputs.data.reasoning_gym.rows import task_specs, to_row
+from meshrl.inputs.data.reasoning_gym.rows import shot_turns, task_specs, to_row
 
 
 @pytest.mark.parametrize(
@@ -60,10 +60,21 @@ def test_bad_options_say_what_to_write(tasks, weights, settings, message):
 
 def test_a_row_carries_what_the_scorer_needs():
     item = {"task": "t", "config": {"k": 1}, "entry": {"question": "Q?", "answer": "42", "metadata": {"x": 1}}}
-    row = to_row(3, item, "SYSTEM")
+    head = [{"role": "system", "content": "SYSTEM"}]
+    row = to_row(3, item, head)
     assert row == {
         "prompt": [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "Q?"}],
         "reward_model": {"style": "rule", "ground_truth": "42"},
         "data_source": "reasoning_gym/t",
         "extra_info": {"index": 3, "reasoning_gym": item},
     }
+
+
+def test_worked_examples_are_turns_answering_in_the_tag():
+    items = [{"task": "t", "config": {}, "entry": {"question": f"Q{i}?", "answer": str(i)}} for i in (1, 2)]
+    assert shot_turns(items) == [
+        {"role": "user", "content": "Q1?"},
+        {"role": "assistant", "content": "<answer>1</answer>"},
+        {"role": "user", "content": "Q2?"},
+        {"role": "assistant", "content": "<answer>2</answer>"},
+    ]
