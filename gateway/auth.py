@@ -108,7 +108,7 @@ class TokenAuth:
     def authenticate(self, token: str | None) -> Principal:
         # A header's bytes that are no UTF-8 arrive as surrogates: they match no token, and
         # must not fail the encoding (an HTTP 500) on the way to saying so.
-        given = token.encode("utf-8", "surrogateescape") if token else b""
+        given = token.encode("utf-8", "surrogatepass") if token else b""
         for p in self.principals:  # no early exit on a match length: compare_digest each
             if given and hmac.compare_digest(p.token.encode(), given):
                 return p

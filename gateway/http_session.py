@@ -7,6 +7,8 @@ old cookie is refused even if a copy of it was kept."""
 
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
 from meshrl.gateway.auth import TokenAuth
@@ -23,11 +25,11 @@ def over_https(request: web.Request) -> bool:
 def session_routes(auth: TokenAuth) -> list[web.RouteDef]:
     async def login(request: web.Request) -> web.Response:
         try:
-            body = await request.json()
+            body = json.loads(await request.read())  # JSON is UTF-8, whatever charset the header names
             who = auth.authenticate(str(body.get("token", "")) if isinstance(body, dict) else None)
         except GatewayError as err:
             return error_response(err)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
             return web.json_response({"error": 'send {"token": "..."}'}, status=400)
         request.app[SESSIONS].close(request.cookies.get(COOKIE))  # a new login never keeps the old id
         session_id = request.app[SESSIONS].open(who)

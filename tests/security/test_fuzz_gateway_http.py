@@ -21,15 +21,16 @@ import sys
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from meshrl.config import load_config
 from meshrl.config.load import dump_config
 from meshrl.run import layout
-from tests.fixtures.fuzz_configs import BASE, GARBAGE, overrides, yaml_texts
+from tests.fixtures.fuzz_configs import BASE, GARBAGE, fuzz, overrides, yaml_texts
 
 CASES = 250
+OWN_ORIGIN = "http://127.0.0.1:PORT"
 # what http.client sends in a header: latin-1 without control characters
 HEADER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=10)
 ADMIN = "admin-token-fuzz-0123456789abcdef"
@@ -92,6 +93,8 @@ def requests(draw):
     headers = {} if token is None else {"Authorization": draw(st.sampled_from(["Bearer ", "bearer ", ""])) + token}
     if draw(st.booleans()):
         headers["Content-Type"] = draw(st.sampled_from(["application/json", "text/plain", "x/y;charset=nope"]))
+    if draw(st.booleans()):  # as the gateway's own pages send it (filled in with the port)
+        headers["Origin"] = draw(st.sampled_from([OWN_ORIGIN, "null", "http://evil.example"]))
     if draw(st.booleans()):
         headers["Cookie"] = "meshrl_gateway_token=" + draw(st.sampled_from([ADMIN, "x"]) | HEADER_TEXT)
     method = draw(st.sampled_from(["GET", "POST", "POST", "POST", "DELETE", "PUT", "HEAD"]))
@@ -113,11 +116,12 @@ def bodies() -> st.SearchStrategy[bytes | None]:
     return st.none() | as_json | st.binary(max_size=64) | deep
 
 
-@settings(max_examples=CASES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@fuzz(CASES)
 @given(requests())
 def test_every_request_is_answered_below_500(gateway, request_):
     port, _, log = gateway
     method, path, headers, body = request_
+    headers = {k: v.replace(":PORT", f":{port}") for k, v in headers.items()}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.request(method, path, body=body, headers=headers)
@@ -128,20 +132,26 @@ def test_every_request_is_answered_below_500(gateway, request_):
     assert answer.status < 500, (answer.status, method, path, text[:300], log.read_text()[-2000:])
 
 
+FOUND = [  # (method, path, headers, body, the answer): each was a 500
+    ("GET", "/api/runs", {"Authorization": "Bearer \x80"}, None, 401),  # a non-UTF-8 header byte: encode failed
+    ("POST", "/api/runs", {"Authorization": f"Bearer {ADMIN}", "Content-Type": "x/y;charset=nope"}, b"{}", 400),
+    ("POST", "/api/runs", {"Authorization": f"Bearer {ADMIN}"}, b"[" * 20_000 + b"]" * 20_000, 400),
+    ("POST", "/api/session", {}, b"[" * 1_500 + b"]" * 1_500, 400),  # RecursionError
+    ("POST", "/api/session", {}, b'{"token": "\\ud800"}', 401),  # a lone surrogate: encode failed
+    ("POST", "/api/session", {"Content-Type": "text/plain;charset=nope"}, b'{"token": "x"}', 401),
+]
+
+
 @pytest.mark.parametrize(
-    "headers, body, status",
-    [
-        ({"Authorization": "Bearer \x80"}, None, 401),  # was a 500: the token's surrogate failed to encode
-        ({"Authorization": f"Bearer {ADMIN}", "Content-Type": "x/y;charset=nope"}, b"{}", 400),  # LookupError
-        ({"Authorization": f"Bearer {ADMIN}"}, b"[" * 20_000 + b"]" * 20_000, 400),  # RecursionError
-    ],
-    ids=["non-utf8-token", "unknown-charset", "nested-20000"],
+    "method, path, headers, body, status",
+    FOUND,
+    ids=["non-utf8-token", "unknown-charset", "nested-20000", "session-nested", "session-surrogate", "session-charset"],
 )
-def test_what_the_fuzz_found_is_a_4xx(gateway, headers, body, status):
+def test_what_the_fuzz_found_is_a_4xx(gateway, method, path, headers, body, status):
     port, _, _ = gateway
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST" if body else "GET", "/api/runs", body=body, headers=headers)
+    try:  # from the gateway's own page: what a browser with its cookie would send
+        conn.request(method, path, body=body, headers={"Origin": f"http://127.0.0.1:{port}", **headers})
         answer = conn.getresponse()
         text = answer.read().decode()
     finally:

@@ -19,16 +19,15 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from meshrl.cli.main import main
-from tests.fixtures.fuzz_configs import overrides, yaml_texts
+from tests.fixtures.fuzz_configs import fuzz, overrides, yaml_texts
 
 IN_PROCESS_CASES = 150
 PROCESS_CASES = 3
 FOLDER = Path(tempfile.mkdtemp(prefix="meshrl-fuzz-cli-"))
-FUZZ = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 STRAY = st.lists(
     st.sampled_from(["--run-dir", "--resume", str(FOLDER), "/nonexistent", "-x", "--", "a=b", "=", "--dry-run"])
     | st.text(max_size=8),
@@ -52,7 +51,7 @@ def check(status: int, out: str, err: str) -> None:
     assert err.startswith("meshrl") and err.count("\n") == 1 and err.endswith("\n"), err
 
 
-@settings(max_examples=IN_PROCESS_CASES, **FUZZ)
+@fuzz(IN_PROCESS_CASES)
 @given(yaml_texts(), overrides(), STRAY)
 def test_train_dry_run_in_process(text, items, stray):
     out, err = io.StringIO(), io.StringIO()
@@ -64,7 +63,7 @@ def test_train_dry_run_in_process(text, items, stray):
     check(status, out.getvalue(), err.getvalue())
 
 
-@settings(max_examples=PROCESS_CASES, **FUZZ)
+@fuzz(PROCESS_CASES)
 @given(yaml_texts(), overrides())
 def test_train_dry_run_as_a_process(text, items):
     items = [i for i in items if "\x00" not in i]  # the OS refuses NUL in an argument before meshrl runs

@@ -15,17 +15,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from meshrl.config import ConfigError, load_config
 from meshrl.config.load import dump_config
-from tests.fixtures.fuzz_configs import BASE, overrides, yaml_texts
+from tests.fixtures.fuzz_configs import BASE, fuzz, overrides, yaml_texts
 
 CASES = 250
 FOLDER = Path(tempfile.mkdtemp(prefix="meshrl-fuzz-config-"))
-FUZZ = settings(
-    max_examples=CASES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
-)
+FUZZ = fuzz(CASES)
 
 
 def loads_or_one_line(**kwargs):
