@@ -86,3 +86,18 @@ def test_a_missing_venv_names_the_command_that_builds_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith("is missing; build it with: bash scripts/adapter_venv.sh reasoning_gym")
     assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_shots_are_the_same_worked_examples_before_every_question(rg_python, tmp_path):
+    plain, shots = tmp_path / "plain.jsonl", tmp_path / "shots.jsonl"
+    assert make(rg_python, plain, "--task", "chain_sum", "--n", "6", "--seed", "4") == 0
+    assert make(rg_python, shots, "--task", "chain_sum", "--n", "6", "--seed", "4", "--shots", "2") == 0
+    without, with_shots = rows(plain), rows(shots)
+    heads = {json.dumps(r["prompt"][:5]) for r in with_shots}
+    roles = [m["role"] for m in with_shots[0]["prompt"]]
+    assert len(heads) == 1 and roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    shot_answers = [m["content"] for m in with_shots[0]["prompt"][2:5:2]]
+    assert all(a.startswith("<answer>") and a.endswith("</answer>") for a in shot_answers)
+    # the rows themselves are the same draws as without shots (the examples come after them)
+    assert [r["prompt"][-1] for r in with_shots] == [r["prompt"][-1] for r in without]
+    assert [r["extra_info"] for r in with_shots] == [r["extra_info"] for r in without]
