@@ -23,6 +23,7 @@ from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.private_files import keep_new_files_private
 from meshrl.cli import about
 from meshrl.launch.local import run_local
+from meshrl.launch.model_settings import check_model_settings
 from meshrl.run.layout import RunDir
 from meshrl.run import layout
 
@@ -104,6 +105,7 @@ def check_not_a_previous_run(run_dir: Path) -> None:
 
 def run(args) -> int:
     cfg = load_config(config_path(args), args.overrides)
+    check_model_settings(cfg)  # LoRA targets and rank, tensor parallel, trackers: before anything starts
     if args.dry_run:
         return dry_run(cfg)
     run_dir = args.resume or args.run_dir or Path(cfg.run.dir)

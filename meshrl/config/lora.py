@@ -8,8 +8,10 @@ whole model.
 Each targeted linear layer W (out × in) gets B·A with A (rank × in), B (out × rank), B = 0 at
 the start, and computes W·x + (alpha / rank)·B·A·x (Hu et al. 2021, "LoRA", arXiv:2106.09685).
 Only A and B are trained and held by AdamW. `target_modules` are module-name suffixes (PEFT's
-matching) or "all-linear". Whether they match and whether `rank` fits the layers is checked
-against the model when the learner loads it (services/learner/lora.py).
+matching) or "all-linear". Whether they match and whether `rank` fits the layers
+(`lora_problem`) is checked before anything starts, from the model's config built on torch's
+meta device (meshrl/launch/model_settings.py: `meshrl train`, `--dry-run`, `meshrl doctor`),
+and again against the loaded model in the learner (services/learner/lora.py).
 
 `push` says what reaches the rollout engines after each step: `adapter` (the default) sends
 only A and B in PEFT's format and every replica's vLLM serves it as a LoRA adapter over the
@@ -53,6 +55,36 @@ class LoraSettings(Strict):
                 "(e.g. [q_proj, v_proj]) or all-linear"
             )
         return value
+
+
+def lora_problem(settings: LoraSettings, linears, model_name: str) -> str | None:
+    """What is wrong with `settings` for a model whose linear layers are `linears` (name,
+    in_features, out_features), or None: a `target_modules` entry matching no layer (suffix
+    match, as PEFT does; lm_head left out of all-linear, as PEFT does), or a rank at or above
+    the smaller side of a matched layer (no longer low-rank: as large as the layer)."""
+    linears = list(linears)
+    if settings.target_modules == "all-linear":
+        matched = [layer for layer in linears if not layer[0].endswith("lm_head")]
+    else:
+        matched = []
+        for target in settings.target_modules:
+            hits = [layer for layer in linears if layer[0] == target or layer[0].endswith(f".{target}")]
+            if not hits:
+                names = sorted({name.rsplit(".", 1)[-1] for name, _, _ in linears})
+                return (
+                    f"model.lora.target_modules entry {target!r} matches no linear layer of {model_name}; "
+                    f"its linear layers are: {', '.join(names)} (or use target_modules: all-linear)"
+                )
+            matched += hits
+    if not matched:
+        return None
+    name, fan_in, fan_out = min(matched, key=lambda layer: min(layer[1], layer[2]))
+    if settings.rank >= min(fan_in, fan_out):
+        return (
+            f"model.lora.rank={settings.rank} is not below the smaller side of {name} ({fan_in} → {fan_out}): "
+            f"the adapter would be as large as the layer; choose rank < {min(fan_in, fan_out)} (typically 8–64)"
+        )
+    return None
 
 
 def pushes_adapter(cfg: "RunConfig") -> bool:

@@ -11,10 +11,13 @@ Learner, per rank (FSDP shards weights, gradients and optimizer state over `lear
       checkpointed   T × L × h × b + T × (11 h + 3 kv + 4 m) × b   layer inputs + one layer recomputed
     logits           5 × T × V × 4 B                       fp32 logits and what log-probs + entropy keep
     critic           the same again (PPO's value model on the policy's architecture)
+    weights-push     params × engine dtype bytes           the copy a push writes from (the adapter
+                                                           alone with LoRA's push: adapter)
 
 with T = trainer.micro_batch_size × (data.max_prompt_tokens + rollout.sampling.max_tokens),
 L layers, h hidden, kv = KV heads × head dim, m the MLP width a token passes (MoE: experts per
-token × expert width), V vocabulary, b = 4 B (fp32) or 2 B (bf16 autocast). The per-layer
+token × expert width), V vocabulary, b = 4 B (fp32) or 2 B (bf16 autocast: configured, or
+`trainer.precision: auto` on a GPU). The per-layer
 count is what an HF Llama-style layer keeps for backward (norm inputs and outputs, q/k/v and
 their rotary copies, GQA's repeated k/v, attention output, four MLP tensors).
 
@@ -112,12 +115,30 @@ def lora_params(shape: ModelShape, lora) -> int:
     return sum(lora.rank * (fan_in + fan_out) for module, fan_in, fan_out in shape.linear_shapes if named(module))
 
 
-def learner_memory(cfg: RunConfig, shape: ModelShape) -> ServiceMemory:
-    act_bytes = 2 if cfg.trainer.bf16 or cfg.trainer.precision == "bf16" else 4
+def activation_bytes_per_element(cfg: RunConfig, on_gpu: bool) -> int:
+    """What the learner's precision gives: bf16 autocast (configured, or `auto` on a GPU) 2 B,
+    else 4 B (`auto` on CPU: fp32, as for the engines' dtype here)."""
+    if cfg.trainer.bf16 or cfg.trainer.precision == "bf16":
+        return 2
+    return 2 if cfg.trainer.precision == "auto" and on_gpu else 4
+
+
+def push_copy_bytes(cfg: RunConfig, shape: ModelShape, trainable: int, on_gpu: bool) -> int:
+    """The learner's copy of what it pushes, in the engines' dtype (weights_staging.py: an
+    on-device snapshot on a GPU, host buffers on CPU): the adapter alone with `push: adapter`."""
+    pushed = trainable if cfg.model.lora is not None and cfg.model.lora.push == "adapter" else shape.params
+    return pushed * dtype_bytes_of(cfg.model.dtype, on_gpu)
+
+
+def learner_memory(cfg: RunConfig, shape: ModelShape, on_gpu: bool = False) -> ServiceMemory:
+    act_bytes = activation_bytes_per_element(cfg, on_gpu)
     trainable = shape.params if cfg.model.lora is None else lora_params(shape, cfg.model.lora)
     items = trained_model(shape, cfg, trainable=trainable, act_bytes=act_bytes)
     if cfg.model.lora is not None:
         items["LoRA adapters"] = 4 * trainable  # beside the frozen fp32 base
+    if not cfg.algorithm.offline:
+        push_bits = 8 * dtype_bytes_of(cfg.model.dtype, on_gpu)
+        items[f"weights-push copy ({push_bits}-bit)"] = push_copy_bytes(cfg, shape, trainable, on_gpu)
     if cfg.algorithm.critic.enabled:
         items.update(
             {

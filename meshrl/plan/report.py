@@ -16,6 +16,7 @@ import psutil
 
 from meshrl.config import RunConfig
 from meshrl.plan.parallel import tensor_parallel_problem
+from meshrl.config.lora import lora_problem
 from meshrl.plan.memory import (
     ModelShape,
     ServiceMemory,
@@ -75,7 +76,7 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
     shape = shape or model_shape(hf_config(cfg.model.path, cfg.model.gguf_file))
     on_gpu = device not in (None, "cpu")
     dtype = dtype_bytes_of(cfg.model.dtype, on_gpu)
-    services = [learner_memory(cfg, shape)]
+    services = [learner_memory(cfg, shape, on_gpu)]
     if not cfg.algorithm.offline:
         services.append(rollout_memory(cfg, shape, dtype, tp=cfg.rollout.tensor_parallel_size))
     if cfg.reference_enabled:
@@ -89,6 +90,8 @@ def memory_plan(cfg: RunConfig, device: str | None = None, shape: ModelShape | N
         )
     plan = MemoryPlan(shape, services, device, device_bytes(device) if device else None)
     if problem := tensor_parallel_problem(cfg.model.path, cfg.rollout.tensor_parallel_size):
+        plan.warnings.append(problem)
+    if cfg.model.lora is not None and (problem := lora_problem(cfg.model.lora, shape.linear_shapes, "the model")):
         plan.warnings.append(problem)
     check_kv_cache(plan, cfg, dtype)
     check_fit(plan)

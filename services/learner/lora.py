@@ -1,11 +1,9 @@
 """LoRA in the learner, through PEFT: wrap the base model, check the config against it, and
 give rollout and export the merged weights (base names, base shapes).
 
-`apply_lora` checks `model.lora` against the loaded model first (ConfigError naming the fix):
-a `target_modules` entry that matches no linear layer (the layers it could name are listed),
-and a `rank` at or above the smaller side of a matched layer (a rank that large is no longer
-low-rank: the adapter is as big as the layer). Then PEFT's `get_peft_model` freezes the base
-and adds A, B to each matched layer.
+`apply_lora` checks `model.lora` against the loaded model first (meshrl.config.lora's
+`lora_problem`, which `meshrl train` also runs before anything starts; ConfigError naming the
+fix). Then PEFT's `get_peft_model` freezes the base and adds A, B to each matched layer.
 
 `merged_state_dict` is the policy rollout serves: for every adapted layer W + (alpha/rank)·B·A
 (PEFT's own `get_delta_weight`), every other tensor as is, under the base model's names — so
@@ -31,50 +29,20 @@ from peft import get_peft_model_state_dict
 from torch import nn
 
 from meshrl.config import ConfigError
-from meshrl.config.lora import LoraSettings
+from meshrl.config.lora import LoraSettings, lora_problem
 from meshrl.inputs.models.lora import wrap_lora
 
 BASE_PREFIX = "base_model.model."
 
 
-def linear_layers(model: nn.Module) -> dict[str, nn.Linear]:
-    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
-
-
-def matched_layers(model: nn.Module, settings: LoraSettings) -> dict[str, nn.Linear]:
-    """The linear layers `target_modules` names (suffix match, as PEFT does), lm_head excluded
-    from all-linear (as PEFT does); a ConfigError when an entry matches none."""
-    linears = linear_layers(model)
-    if settings.target_modules == "all-linear":
-        return {n: m for n, m in linears.items() if not n.endswith("lm_head")}
-    matched = {}
-    for target in settings.target_modules:
-        hits = {n: m for n, m in linears.items() if n == target or n.endswith(f".{target}")}
-        if not hits:
-            names = sorted({n.rsplit(".", 1)[-1] for n in linears})
-            raise ConfigError(
-                f"model.lora.target_modules entry {target!r} matches no linear layer of "
-                f"{type(model).__name__}; its linear layers are: {', '.join(names)} "
-                f"(or use target_modules: all-linear)"
-            )
-        matched.update(hits)
-    return matched
-
-
-def check_rank(settings: LoraSettings, layers: dict[str, nn.Linear]) -> None:
-    name, layer = min(layers.items(), key=lambda kv: min(kv[1].in_features, kv[1].out_features))
-    smallest = min(layer.in_features, layer.out_features)
-    if settings.rank >= smallest:
-        raise ConfigError(
-            f"model.lora.rank={settings.rank} is not below the smaller side of {name} "
-            f"({layer.in_features} → {layer.out_features}): the adapter would be as large as "
-            f"the layer; choose rank < {smallest} (typically 8–64)"
-        )
+def linear_shapes(model: nn.Module) -> list[tuple[str, int, int]]:
+    return [(name, m.in_features, m.out_features) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
 
 
 def apply_lora(model: nn.Module, settings: LoraSettings) -> nn.Module:
     """The PEFT model: base frozen, adapters on the matched layers (checked first)."""
-    check_rank(settings, matched_layers(model, settings))
+    if problem := lora_problem(settings, linear_shapes(model), type(model).__name__):
+        raise ConfigError(problem)
     return wrap_lora(model, settings)
 
 

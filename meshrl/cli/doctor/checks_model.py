@@ -1,4 +1,6 @@
-"""Model checks: the path resolves (meshrl.inputs.models.load), its config loads, and its size.
+"""Model checks: the path resolves (meshrl.inputs.models.load), its config loads, its size, and
+the settings that depend on it (LoRA targets and rank, tensor parallel, a tracker's server:
+meshrl/launch/model_settings.py, what `meshrl train` refuses before it starts anything).
 
 `parameter_count` reads only headers (safetensors JSON header, GGUF tensor table), never
 the weights, so it is instant even for large models; the disk check uses it.
@@ -6,26 +8,17 @@ the weights, so it is instant even for large models; the disk check uses it.
 
 from __future__ import annotations
 
-import json
-import math
-import struct
 from pathlib import Path
 
 from meshrl.cli.doctor.check import Check, failed, passed, skipped, warned
+from meshrl.inputs.models.headers import safetensors_numel
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
 from meshrl.config.lora import adapter_push_warning
+from meshrl.launch.model_settings import model_setting_problems, tracker_problems
 from meshrl.inputs.models.moe import moe_ratio_warning
 
 NAME = "model"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
-
-
-def safetensors_numel(path: Path) -> int:
-    """Elements in one .safetensors file, from its header: 8-byte LE length, then JSON."""
-    with open(path, "rb") as fh:
-        (length,) = struct.unpack("<Q", fh.read(8))
-        header = json.loads(fh.read(length))
-    return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
 
 
 def parameter_count(folder: Path, gguf_file: str | None) -> int:
@@ -79,6 +72,8 @@ def check_model(ctx) -> Check:
         NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
     )
     rows = [found]
+    for problem in model_setting_problems(cfg) + tracker_problems(cfg):
+        rows.append(failed(problem.split(" ")[0].split("=")[0], problem.split(";")[0], problem))
     if moe := moe_ratio_warning(cfg):
         rows.append(warned("moe ratio", moe.split(":")[0], moe))
     if lora := adapter_push_warning(cfg):

@@ -113,3 +113,28 @@ def test_lora_trains_the_adapters_only_and_drops_the_reference_copy(model_dir):
     from meshrl.plan.report import memory_plan
 
     assert "reference" not in [s.service for s in memory_plan(cfg, shape=shape).services]
+
+
+def test_the_push_copy_and_the_precision_the_learner_picks(model_dir):
+    """The push copy in the engines' dtype (fp32 on CPU, bf16 on a GPU under model.dtype=auto;
+    the adapter alone with LoRA's push: adapter); `trainer.precision: auto` means bf16
+    activations on a GPU, fp32 on CPU."""
+    shape = model_shape(hf_config(model_dir))
+    tokens, per_token = 4 * (24 + 8), 2 * (11 * 64 + 3 * 32 + 4 * 160)
+    cpu = learner_memory(run_config(model_dir, "model.dtype=auto"), shape).items
+    gpu = learner_memory(run_config(model_dir, "model.dtype=auto"), shape, on_gpu=True).items
+    assert (
+        cpu["weights-push copy (32-bit)"] == 4 * shape.params and gpu["weights-push copy (16-bit)"] == 2 * shape.params
+    )
+    assert (cpu["activations"], gpu["activations"]) == (tokens * per_token * 4, tokens * per_token * 2)
+    lora = learner_memory(run_config(model_dir, "model.lora.rank=4", "model.lora.target_modules=[q_proj]"), shape)
+    adapter = 2 * 4 * (64 + 64)  # two layers' q_proj, rank × (in + out)
+    assert lora.items["weights-push copy (32-bit)"] == 4 * adapter
+
+
+def test_the_plan_warns_on_a_lora_target_that_matches_nothing(model_dir):
+    from meshrl.plan.report import memory_plan
+
+    plan = memory_plan(run_config(model_dir, "model.lora.target_modules=[q_proj,wqkv]"))
+    assert any("entry 'wqkv' matches no linear layer" in w for w in plan.warnings)
+    assert not memory_plan(run_config(model_dir, "model.lora.target_modules=[q_proj]")).warnings
