@@ -132,10 +132,12 @@ def test_every_request_is_answered_below_500(gateway, request_):
     assert answer.status < 500, (answer.status, method, path, text[:300], log.read_text()[-2000:])
 
 
+DEEP_CONFIG = {"name": "deep", "config_yaml": "params: " + "[" * 5_000 + "]" * 5_000}  # the YAML composer recursed
 FOUND = [  # (method, path, headers, body, the answer): each was a 500
     ("GET", "/api/runs", {"Authorization": "Bearer \x80"}, None, 401),  # a non-UTF-8 header byte: encode failed
     ("POST", "/api/runs", {"Authorization": f"Bearer {ADMIN}", "Content-Type": "x/y;charset=nope"}, b"{}", 400),
     ("POST", "/api/runs", {"Authorization": f"Bearer {ADMIN}"}, b"[" * 20_000 + b"]" * 20_000, 400),
+    ("POST", "/api/runs", {"Authorization": f"Bearer {ADMIN}"}, json.dumps(DEEP_CONFIG).encode(), 400),
     ("POST", "/api/session", {}, b"[" * 1_500 + b"]" * 1_500, 400),  # RecursionError
     ("POST", "/api/session", {}, b'{"token": "\\ud800"}', 401),  # a lone surrogate: encode failed
     ("POST", "/api/session", {"Content-Type": "text/plain;charset=nope"}, b'{"token": "x"}', 401),
@@ -145,7 +147,15 @@ FOUND = [  # (method, path, headers, body, the answer): each was a 500
 @pytest.mark.parametrize(
     "method, path, headers, body, status",
     FOUND,
-    ids=["non-utf8-token", "unknown-charset", "nested-20000", "session-nested", "session-surrogate", "session-charset"],
+    ids=[
+        "non-utf8-token",
+        "unknown-charset",
+        "nested-20000",
+        "config-nested-5000",
+        "session-nested",
+        "session-surrogate",
+        "session-charset",
+    ],
 )
 def test_what_the_fuzz_found_is_a_4xx(gateway, method, path, headers, body, status):
     port, _, _ = gateway

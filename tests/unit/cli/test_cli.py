@@ -224,3 +224,14 @@ def test_train_refuses_a_run_dir_holding_a_previous_run(capsys, config_file, tmp
     assert rc == 2 and f"run dir {run_dir} already holds a run ({left_behind})" in err
     assert f"meshrl train --resume {run_dir}" in err and "run.dir=NEW_DIR" in err
     assert "model.path" not in err  # refused before anything else is looked at
+
+
+def test_a_tracker_token_in_a_uri_is_never_printed(capsys, config_file):
+    """`?token=` in an MLflow URI: refused naming the parameter; the value is in no output
+    (--dry-run would print the URI, and RUN_DIR/config.yaml would keep it)."""
+    secret = "tok-5e1f0c2d9a"
+    for uri in (f"http://mlflow:5000/?token={secret}", f"http://mlflow:99999/?access_token={secret}"):
+        rc = main(["train", str(config_file), f"telemetry.mlflow.tracking_uri={uri}", "--dry-run"])
+        out = capsys.readouterr()
+        assert rc == 2 and "in its query string" in out.err and out.err.count("\n") == 1, out.err
+        assert secret not in out.out + out.err
