@@ -112,7 +112,8 @@ def test_two_ranks_checkpoint_and_write_the_final_policy(runs):
     step_2 = run_dir / "checkpoints" / "step_2"
     manifest = read_manifest(step_2)
     assert manifest["world_size"] == 2 and manifest["step"] == 2
-    assert {"dcp/__0_0.distcp", "dcp/__1_0.distcp"} <= set(manifest["files"])  # one shard file per rank
+    rng = {f"rng/rank_{r}.safetensors" for r in (0, 1)}  # one RNG state per rank, the model whole
+    assert rng | {"model/policy.safetensors", "optim/policy.safetensors"} <= set(manifest["files"])
     assert json.loads((step_2 / "state.json").read_text())["step"] == 2
     assert (run_dir / "final" / "model.safetensors").is_file()
 

@@ -97,7 +97,7 @@ def test_a_corrupted_newest_checkpoint_falls_back_to_the_previous_good_one(runs,
     import logging
 
     run_dir = Path(runs["split"].run.dir)
-    shard = next((run_dir / "checkpoints" / "step_4" / "dcp").glob("*.distcp"))
+    shard = run_dir / "checkpoints" / "step_4" / "model" / "policy.safetensors"
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))

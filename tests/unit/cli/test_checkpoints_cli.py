@@ -70,3 +70,16 @@ def test_table_formatting():
         "10    corrupt  -                     5 B     -     checksum mismatch in x",
     ]
     assert human_size(3 * 1024**3) == "3.0 GB"
+
+
+def test_convert_needs_the_trust_flag_then_signs_a_foreign_checkpoint(save_run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MESHRL_CHECKPOINT_KEY_FILE", str(tmp_path / "theirs.key"))
+    step_1 = save_run([1]) / "checkpoints" / "step_1"
+    monkeypatch.setenv("MESHRL_CHECKPOINT_KEY_FILE", str(tmp_path / "mine.key"))
+    assert _run(["checkpoints", "convert", str(step_1)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--i-trust-this-file" in err and not (tmp_path / "mine.key").exists()
+    assert _run(["checkpoints", "convert", str(step_1), "--i-trust-this-file"]) == 0
+    assert capsys.readouterr().out == f"signed {step_1} with your checkpoint key\n"
+    assert _run(["checkpoints", "list", str(step_1.parent.parent)]) == 0
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[1:]] == [["1", "ok"]]
