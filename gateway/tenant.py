@@ -14,7 +14,10 @@ OTLP, NATS, trackers). So, before anything starts, `TenantPolicy.check(cfg)`:
   host (or host:port) of the gateway's allow-list; nats.url must be `embedded` otherwise;
 - every token_env must be a variable the gateway passes to tenants;
 - no part is named by import path (`pkg.module:function` would run code of the tenant's
-  choosing in the learner). Alerts go to the run dir's own alerts file only (`alerts.events_file`
+  choosing in the learner), and no interpreter is chosen (a `python:` key of an adapter,
+  e.g. `environment.textarena.python` or a reasoning_gym rule's `params.python`, names the
+  program a service runs: any executable on the host, run as the gateway's user; a submitted
+  run gets the adapters' default venvs). Alerts go to the run dir's own alerts file only (`alerts.events_file`
   is on or off: no path to name).
 
 A refusal names the key, the value's kind and the rule, and which `meshrl gateway serve`
@@ -37,6 +40,7 @@ from meshrl.gateway.errors import invalid
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 DEFAULT_PORTS = {"http": 80, "https": 443}
+INTERPRETER_KEY = "python"  # an adapter's interpreter (config/reward_rules.py, textarena.py, verifiers.py)
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -61,11 +65,13 @@ class TenantPolicy:
                     "passes this one"
                 )
         _no_import_paths(cfg.model_dump(mode="json"))
+        _no_interpreters(cfg.model_dump(mode="json"))
 
     def check_tree(self, tree: dict) -> None:
         """The submitted tree before it is validated: validation looks a `module:function`
         part up (importing its parent packages), so such a name is refused first."""
         _no_import_paths(tree)
+        _no_interpreters(tree)
 
     def child_env(self, environ) -> dict[str, str]:
         """The submitted run's environment: harmless basics and the named variables only."""
@@ -160,3 +166,16 @@ def _no_import_paths(tree, key: str = "") -> None:
             f"{key}: a submitted run may not name a part by import path (module:function): the "
             "learner would import and run that code as the gateway's user; use a built-in part"
         )
+
+
+def _no_interpreters(tree, key: str = "") -> None:
+    """A `python:` key with a value names the program a service starts for an adapter."""
+    children = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
+    for name, value in children:
+        where = f"{key}[{name}]" if isinstance(tree, list) else f"{key}.{name}" if key else str(name)
+        if name == INTERPRETER_KEY and value:
+            raise invalid(
+                f"{where}: a submitted run may not choose an interpreter (the service would run that "
+                "program as the gateway's user); remove it: the adapters' default venvs are used"
+            )
+        _no_interpreters(value, where)

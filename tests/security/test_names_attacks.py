@@ -130,3 +130,29 @@ async def test_a_part_named_by_import_path_is_refused_before_any_import(gateway,
         status, text = r.status, await r.text()
     assert status == 400 and "may not name a part by import path" in text, text
     assert not marker.exists(), "the gateway imported the submitted package"
+
+
+INTERPRETERS = {  # the adapters' interpreter keys, each aimed at a program of the host
+    "reasoning-gym-rule": (
+        "reward: {components: [{name: c, kind: reasoning_gym, params: {python: /bin/sh}}]}\n",
+        "reward.components[0].params.python",
+    ),
+    "textarena": (
+        "environment: {name: g, textarena: {game: GuessTheNumber-v0, python: /usr/bin/env}}\n",
+        "environment.textarena.python",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(INTERPRETERS))
+async def test_a_submitted_run_cannot_choose_an_interpreter(gateway, case):
+    """An adapter's `python:` names the program its service starts: from a submitted config,
+    any executable of the host run as the gateway's user. Refused, naming the key."""
+    http, _, data, _ = gateway
+    extra, key = INTERPRETERS[case]
+    yaml_text = config_yaml(data, "grpo") + extra
+    body = {"name": f"interpreter-{case}", "config_yaml": yaml_text, "overrides": []}
+    async with http.post("/api/runs", json=body, headers={"Authorization": f"Bearer {ADMIN}"}) as r:
+        status, text = r.status, await r.text()
+    assert status == 400, text
+    assert f"{key}: a submitted run may not choose an interpreter" in json.loads(text)["error"], text
