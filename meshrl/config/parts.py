@@ -226,12 +226,16 @@ def imported_part(key: str, value: str, family: str) -> Declared:
         raise ValueError(
             f"{where}: cannot find module {module!r} ({err}); install the package or add its folder to PYTHONPATH"
         ) from None
+    except Exception as err:  # its parent package's __init__ raised: named by type, not echoed
+        raise ValueError(
+            f"{where}: importing the packages above {module!r} raised {type(err).__name__}; fix that package"
+        ) from None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ValueError(
             f"{where}: no Python module {module!r} here (expected `package.module:function`); "
             f"install the package or add its folder to PYTHONPATH"
         )
-    defined = functions(Path(spec.origin))
+    defined = source_functions(where, Path(spec.origin))
     if attr not in defined:
         close = difflib.get_close_matches(attr, list(defined), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -240,6 +244,16 @@ def imported_part(key: str, value: str, family: str) -> Declared:
             f"Functions there: {', '.join(sorted(defined)) or 'none'}"
         )
     return declared_for(where, family, value, defined[attr])
+
+
+def source_functions(where: str, path: Path) -> dict[str, ast.FunctionDef]:
+    """`functions(path)`, its failures as one line naming the file and line, never its text."""
+    try:
+        return functions(path)
+    except SyntaxError as err:
+        raise ValueError(f"{where}: {path} is not valid Python ({err.msg}, line {err.lineno}); fix the file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{where}: {path} cannot be read ({type(err).__name__}); fix the file") from None
 
 
 def declared_for(where: str, family: str, name: str, fn: ast.FunctionDef) -> Declared:

@@ -419,3 +419,21 @@ def test_a_config_file_outside_the_callers_roots_is_refused(tmp_path):
         with pytest.raises(ConfigError, match="lies outside the folders configs are read from here"):
             load_config(path, roots=[inside])
     assert load_config(inside / "own.yaml", roots=[inside]).model.path == "/m"
+
+
+def test_a_part_module_that_does_not_parse_is_named_not_quoted(tmp_path, monkeypatch):
+    """A `module:function` part is read as source: a file that is no Python (a secret, say),
+    or a package whose __init__ raises, is one line naming the file or the error's type,
+    never the file's text or the error's message."""
+    secret = "sk-live-8d1e0a"
+    (tmp_path / "not_python.py").write_text(f"token = {secret} {secret}\n")
+    (tmp_path / "raising_pkg").mkdir()
+    (tmp_path / "raising_pkg" / "__init__.py").write_text(f"raise RuntimeError({secret!r})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for part, expected in (
+        ("not_python:f", f"{tmp_path / 'not_python.py'} is not valid Python (invalid decimal literal, line 1)"),
+        ("raising_pkg.mod:f", "importing the packages above 'raising_pkg.mod' raised RuntimeError"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            load_config(base=BASE, overrides=[f"algorithm.policy_loss={part}"])
+        assert expected in str(err.value) and secret not in str(err.value), err.value
