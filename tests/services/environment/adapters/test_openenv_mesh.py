@@ -4,7 +4,8 @@ OpenEnv server (openenv_guess_server.py, its own process in the openenv venv). E
 an episode of the guessing game (Reset, the model's turns as guesses, the server's rewards);
 after the first step the environment replica is killed with SIGKILL: its open episodes' groups
 are dropped with a reason (never trained half-done), the launcher restarts it, and the run
-finishes with every group trained once or dropped, each turn in the replica's traces.
+finishes with every group trained once or dropped, each turn in the replica's traces. The run
+keeps its defaults: mutual TLS on the mesh's gRPC and a fresh bearer token for the environment.
 
 Run: timeout 1200 .venv/bin/python -m pytest -q -s -m slow tests/services/environment/adapters/test_openenv_mesh.py
 """
@@ -17,7 +18,7 @@ import sys
 import psutil
 import pytest
 
-from meshrl.config.load import dump_config
+from meshrl.config.load import dump_config, load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows
 from tests.e2e.conftest import mesh_config
@@ -85,6 +86,8 @@ def test_an_openenv_environment_trains_through_the_mesh_and_survives_a_kill(tiny
     assert samples and all(s["environment"] == "guess" and 1 <= len(s["turns"]) <= 2 for s in samples)
     assert all(s["env_reward"] in GAME_REWARDS and s["reward"] == s["env_reward"] for s in samples)
     assert served_steps(run_dir)  # each turn a Step span of the adapter's replica
+    resolved = load_config(run_dir / "config.yaml")
+    assert resolved.launch.grpc_tls == "mutual" and resolved.environment.token_file.endswith("environment-token")
     ledger = rows(run_dir / "groups.jsonl")
     published = {e["group_id"] for e in ledger if e["event"] == "published"}
     trained = [e["group_id"] for e in ledger if e["event"] == "trained"]
