@@ -41,11 +41,12 @@ key by subscribing to its subject (kv.py), and rollout reads the weights by dire
 the server publishes for a client: each service kind has a NATS account of its own that
 imports exactly these subjects from the run's (accounts.py), so an answer aimed at a run
 subject or KV key stays in the requester's account; what might land anyway is refused by
-the consumers (origin.py) and the KV's readers (entries.py). `$JS.API.INFO` stays granted:
-the client checks JetStream with it when it connects, which must be a kind's first JetStream
-request through its imports (nats-server answers the others "JetStream not enabled for
-account" until an account-info request has come that way), and its answer says nothing of
-the streams' contents.
+the consumers (origin.py) and the KV's readers (entries.py). `$JS.API.INFO` stays granted
+(and imported): nats-server gives an account without JetStream of its own a `$JS.API.>`
+import of the system's "JetStream not enabled for account" answers unless that account
+imports `$JS.API.INFO` from elsewhere, and those answers would race the run account's for
+every other call; the client also checks JetStream with it when it connects. Its answer
+says nothing of the streams' contents.
 
 The run's four work-queue consumers (`run_consumers`) are made by whoever creates the
 streams (the learner, the launcher), never by the services that bind to them:
