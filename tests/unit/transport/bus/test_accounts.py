@@ -32,3 +32,11 @@ def test_the_rendered_config_exports_each_import_to_its_importer_only():
     (export,) = [line for line in config.splitlines() if f'{{service: "{weights_loaded}"' in line]
     assert re.search(r'accounts: \["KIND_ROLLOUT"\]', export)  # only the rollout acks a load
     assert config.count(f'{{service: {{account: "RUN", subject: "{weights_loaded}"}}}}') == 1
+
+
+def test_every_kind_imports_the_account_info_that_keeps_the_servers_own_jetstream_answers_out():
+    # Without it nats-server adds its own `$JS.API.>` import ("not enabled for account") to
+    # the kind's account, racing the run account's answers (subjects.py).
+    for kind in names.KINDS:
+        if account_of(kind) != RUN_ACCOUNT:
+            assert "$JS.API.INFO" in crossing(kind, names.kind_permissions("r", kind)).services, kind
