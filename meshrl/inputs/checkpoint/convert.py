@@ -48,8 +48,8 @@ KEPT = (STATE, CONFIG, HF_CONFIG_DIR, TAGS)  # carried over as they are: JSON an
 def convert_checkpoint(ckpt: str | Path) -> str:
     """Convert (format 1) or sign (format 2) `ckpt` in place; return what was done, in words."""
     ckpt = Path(ckpt)
-    if not ckpt.is_dir():
-        raise CheckpointError(f"{ckpt} is not a checkpoint folder; pass RUN_DIR/checkpoints/step_N")
+    if not (ckpt / MANIFEST).is_file():
+        raise CheckpointError(f"{ckpt} is not a checkpoint folder (no {MANIFEST}); pass RUN_DIR/checkpoints/step_N")
     if is_legacy(ckpt):
         _convert_legacy(ckpt)
         return f"converted {ckpt} to {FORMAT} and signed it; the old folder is under {ckpt.parent / ROLLED_BACK}/"
