@@ -146,6 +146,7 @@ def browser(tmp_path_factory):
         )
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console: CSP refusals land there
     for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
@@ -541,3 +542,11 @@ def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_r
     assert [t["reward"] for t in shown] == ["0", "0.25", "0.75"]
     browser.save_screenshot(str(tmp_path / "episode.png"))
     print(f"\nscreenshot: {tmp_path / 'episode.png'}")
+
+
+def test_no_page_broke_a_content_security_policy_rule(live_run, browser):
+    """Last of this file: every page the tests above drove ran under the gateway's CSP
+    (gateway/headers.py); the browser logs each thing it refused (an inline style, a script)."""
+    browser.get(f"{live_run[0]}/runs/{live_run[1]}")
+    refused = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert refused == []
