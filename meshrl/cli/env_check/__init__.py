@@ -11,7 +11,8 @@ deadline, so the kit ends even against a server that never answers. The suite:
   done (FAILED_PRECONDITION), Close twice (both OK), a Step after Close (NOT_FOUND);
 - malformed tool calls (bad JSON, an unknown tool, no arguments) answered, not failed; a
   turn whose only call meshrl refused (rejected_tool_calls) not taken for a final answer
-  (INFO when it is);
+  (INFO when it is); two episodes of one group (one group_seed, two seeds) given one task
+  (INFO when their first answers differ);
 - statuses: an unknown episode (NOT_FOUND), an empty id on Step and Reset, a turn out of order
   (INVALID_ARGUMENT), bytes that are no message (any status but OK); without the token when
   one is given (UNAUTHENTICATED);

@@ -192,3 +192,25 @@ async def refused_call_row(kit: Kit, tools: list[env_pb2.Tool], problems: list[s
             "when tool_calls is empty and rejected_tool_calls is not (docs/environments.md, refused calls)",
         )
     return Row(name, PASS, "done=false: the model reads meshrl's error and tries again")
+
+
+async def group_row(kit: Kit) -> Row:
+    """Two episodes of one group (one group_seed, two episode seeds) should get one task: GRPO
+    compares them. INFO, not a failure, when their first answers differ (a first view may
+    legitimately vary), naming the likely cause."""
+    name = "one task per group (group_seed)"
+    ids = [kit.new_id(), kit.new_id()]
+    firsts = [await kit.reset(i, seed=seed, group_seed=kit.task.group_seed or 1) for i, seed in zip(ids, (11, 12))]
+    for i in ids:
+        await kit.close(i)
+    failed = next((a for a in firsts if not a.ok), None)
+    if failed is not None:
+        return Row(name, FAIL, f"Reset with another episode seed: {failed.status()}", fix_for(failed))
+    if firsts[0].reply != firsts[1].reply:
+        return Row(
+            name,
+            INFO,
+            "two episodes of one group (same group_seed, seeds 11 and 12) got different first answers; if the "
+            "task is drawn from ResetRequest.seed, draw it from group_seed so a group plays one task",
+        )
+    return Row(name, PASS, "two episodes of one group (seeds 11 and 12) got the same first answer")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from grpc import aio
 
 from meshrl.api.env.v1 import env_pb2
-from meshrl.cli.env_check.episode_checks import Episode, refused_call_row, tool_call_row
+from meshrl.cli.env_check.episode_checks import Episode, group_row, refused_call_row, tool_call_row
 from meshrl.cli.env_check.error_checks import garbage_row, status_rows, token_row
 from meshrl.cli.env_check.kit import Kit
 from meshrl.cli.env_check.load_checks import concurrent_row, deadline_row
@@ -37,7 +37,7 @@ async def episode_rows(kit: Kit, problems: list[str]) -> list[Row]:
     rows += await episode.close_rows()
     tools = list(episode.first.reply.tools)
     rows += [await tool_call_row(kit, tools, problems), await refused_call_row(kit, tools, problems)]
-    return rows
+    return rows + [await group_row(kit)]
 
 
 async def run_suite(

@@ -55,7 +55,7 @@ def test_meshrl_env_check_passes(ts_env):
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "22 of 22 checks passed" in done.stdout and "no token → UNAUTHENTICATED" in done.stdout
+    assert "23 of 23 checks passed" in done.stdout and "no token → UNAUTHENTICATED" in done.stdout
     assert TOKEN not in done.stdout
 
 

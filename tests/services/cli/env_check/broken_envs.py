@@ -141,6 +141,14 @@ class TakesRefusedCallsForAnAnswer(PlainEnv):
         return super().answer(request)
 
 
+class TaskFromEpisodeSeed(PlainEnv):
+    """Off the contract's advice on purpose (allowed, reported as INFO): the task is drawn from
+    the episode's seed, so the episodes of one group play different tasks."""
+
+    def first(self, request):
+        return env_pb2.ResetResponse(observation=[env_pb2.ChatMessage(role="user", content=f"board {request.seed}")])
+
+
 class BrokenSlow(PlainEnv):
     """Broken on purpose: every Reset takes 3 s (past the kit's 1 s --timeout)."""
 

@@ -24,6 +24,7 @@ from tests.services.cli.env_check.broken_envs import (
     BrokenStatuses,
     PlainEnv,
     TakesRefusedCallsForAnAnswer,
+    TaskFromEpisodeSeed,
     serve_broken,
 )
 
@@ -63,6 +64,7 @@ async def test_an_sdk_environment_passes():
     assert failed(rows) == set(), [rows[n] for n in failed(rows)]
     assert rows["episode ends"].detail == "done at turn 0" and rows["reflection (optional)"].outcome == "INFO"
     assert rows["a turn of refused calls is no answer"].outcome == "PASS"
+    assert rows["one task per group (group_seed)"].outcome == "PASS"
 
 
 async def test_a_plain_grpc_environment_passes():
@@ -157,6 +159,16 @@ async def test_refused_calls_taken_for_an_answer_are_reported_not_failed():
     assert failed(rows) == set() and row.outcome == "INFO" and "never reads meshrl's error" in row.detail
 
 
+async def test_a_task_drawn_from_the_episode_seed_is_reported_not_failed():
+    server, address = await serve_broken(TaskFromEpisodeSeed())
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    row = rows["one task per group (group_seed)"]
+    assert failed(rows) == set() and row.outcome == "INFO" and "draw it from group_seed" in row.detail
+
+
 async def test_no_health_and_a_slow_reset():
     server, address = await serve_broken(BrokenSlow(), with_health=False)
     try:
@@ -209,7 +221,7 @@ async def test_cli_exit_codes(tmp_path):
         code, out = await cli(f"127.0.0.1:{port}", "--task", str(tmp_path / "row.json"))
         assert code == 0 and "checks passed" in out, out
         code, out = await cli(bad_address)
-        assert code == 1 and "1 of 21 checks FAILED" in out and "fix:" in out, out
+        assert code == 1 and "1 of 22 checks FAILED" in out and "fix:" in out, out
         code, out = await cli(bad_address, "--task", str(tmp_path / "absent.json"))
         assert code == 2 and "--task" in out and "cannot read it" in out, out
     finally:
