@@ -130,10 +130,11 @@ def start_child(kind: str, python: str) -> tuple[subprocess.Popen, str]:
     raise RuntimeError(f"the {kind} server did not start")
 
 
-def rss_mb(pid: int) -> float:
-    """The process's resident memory and its children's (the adapter's library worker)."""
+def rss_mb(pid: int) -> str:
+    """The process's resident memory, and its children's (the adapter's library worker)."""
     proc = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+    own, children = proc.memory_info().rss, sum(p.memory_info().rss for p in proc.children(recursive=True))
+    return f"{own / 2**20:.0f} MiB" + (f" + child {children / 2**20:.0f} MiB" if children else "")
 
 
 def main() -> None:
@@ -166,7 +167,7 @@ def main() -> None:
         print(
             f"{kind:8s} step p50 {med['p50_ms']:.2f} ms  p99 {med['p99_ms']:.2f} ms  {med['episodes_s']:.1f} episodes/s"
         )
-    print("RSS after the rounds (process + children): " + ", ".join(f"{k} {v:.0f} MiB" for k, v in memory.items()))
+    print("RSS after the rounds: " + ", ".join(f"{k} {v}" for k, v in memory.items()))
 
 
 if __name__ == "__main__":
