@@ -1,6 +1,6 @@
 """Both kits (`meshrl env check`, `meshrl reward check`) against real gRPC servers on real
 ports whose TLS does not match the kit's flags: each failure is one row naming it (plaintext
-against TLS, the server's certificate refused, TLS against plaintext, no client certificate,
+against TLS, the server's certificate refused or not issued for the name, TLS against plaintext, no client certificate,
 a client certificate refused, nothing listening) with its fix, not "serve grpc.health.v1".
 Certificates are made in the test (tests/fixtures/tls_certs.py), two CAs.
 
@@ -47,8 +47,10 @@ def server_credentials(ours, *, mutual: bool):
 
 
 async def kit_rows(kit: str, address: str, **flags) -> list:
-    probe = TlsProbe(address, flags.get("ca"), flags.get("cert"), flags.get("key"))
-    channel = open_check_channel(address, tls_ca=probe.ca, tls_cert=probe.cert, tls_key=probe.key)
+    probe = TlsProbe(address, flags.get("ca"), flags.get("cert"), flags.get("key"), flags.get("server_name"))
+    channel = open_check_channel(
+        address, tls_ca=probe.ca, tls_cert=probe.cert, tls_key=probe.key, server_name=probe.server_name
+    )
     async with channel:
         if kit == "env":
             return await env_check.run_suite(channel, task=env_check.load_task(None, ""), timeout_s=5.0, probe=probe)
@@ -58,6 +60,12 @@ async def kit_rows(kit: str, address: str, **flags) -> list:
 CASES = [  # (server TLS, kit flags from (ours, other), the row's detail starts with, its fix holds)
     ("tls", lambda o, x: {}, "the server speaks TLS and the kit connected in plaintext", "--tls-ca"),
     ("tls", lambda o, x: {"ca": str(x.ca)}, "the server's certificate was refused (", "--tls-ca CA_FILE"),
+    (
+        "tls",
+        lambda o, x: {"ca": str(o.ca), "server_name": "env.example"},
+        "the server's certificate was refused: it is not issued for 'env.example'",
+        "--server-name",
+    ),
     ("plain", lambda o, x: {"ca": str(o.ca)}, "the server speaks plaintext and the kit connected with TLS", "drop"),
     (
         "mutual",
