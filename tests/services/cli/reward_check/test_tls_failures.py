@@ -1,7 +1,8 @@
 """Both kits (`meshrl env check`, `meshrl reward check`) against real gRPC servers on real
 ports whose TLS does not match the kit's flags: each failure is one row naming it (plaintext
-against TLS, the server's certificate refused or not issued for the name, TLS against plaintext, no client certificate,
-a client certificate refused, nothing listening) with its fix, not "serve grpc.health.v1".
+against TLS, the server's certificate refused or not issued for the name, TLS against
+plaintext, no client certificate, a client certificate refused, nothing listening) with its
+fix, not "serve grpc.health.v1".
 Certificates are made in the test (tests/fixtures/tls_certs.py), two CAs.
 
 Run: .venv/bin/python -m pytest tests/services/cli/reward_check/test_tls_failures.py
