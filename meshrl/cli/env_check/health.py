@@ -17,6 +17,13 @@ from meshrl.cli.reward_check.probes import health_row
 from meshrl.cli.reward_check.table import Row
 from meshrl.cli.reward_check.tls_probe import TlsProbe
 
+CONFIG_LABELS = (  # the doctor's fixes name the run config's keys, not the kit's flags
+    ("ca", "environment.tls.ca_file"),
+    ("cert", "environment.tls.cert_file"),
+    ("key", "environment.tls.key_file"),
+    ("server_name", "environment.tls.server_name"),
+)
+
 
 async def one_address(env, address: str, timeout_s: float) -> Row:
     tls = env.tls
@@ -34,6 +41,7 @@ async def one_address(env, address: str, timeout_s: float) -> Row:
         tls.cert_file if tls else None,
         tls.key_file if tls else None,
         tls.server_name if tls else None,
+        labels=CONFIG_LABELS,
     )
     async with channel:
         row = await health_row(channel, (), timeout_s, service=SERVICE, fix=HEALTH_FIX, probe=probe)

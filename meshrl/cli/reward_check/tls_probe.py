@@ -23,7 +23,7 @@ import ssl
 from dataclasses import dataclass
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
-TLS_FLAGS = "--tls-ca CA_FILE (the CA that signed the server's certificate)"
+FLAGS = {"ca": "--tls-ca", "cert": "--tls-cert", "key": "--tls-key", "server_name": "--server-name"}
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -38,6 +38,10 @@ class TlsProbe:
     cert: str | None = None
     key: str | None = None
     server_name: str | None = None
+    labels: tuple[tuple[str, str], ...] = tuple(FLAGS.items())  # how the fixes name the settings
+
+    def label(self, name: str) -> str:
+        return dict(self.labels)[name]
 
     @property
     def tls(self) -> bool:
@@ -71,7 +75,8 @@ class TlsProbe:
             return None  # no TLS there: a plaintext server, so something else fails
         return (
             "the server speaks TLS and the kit connected in plaintext",
-            f"pass {TLS_FLAGS}; add --tls-cert and --tls-key if it asks for a client certificate",
+            f"pass {self.trust()}; add {self.label('cert')} and {self.label('key')} if it asks for a client "
+            "certificate",
         )
 
     def _handshake(self, sock: socket.socket, host: str) -> tuple[str, str] | None:
@@ -92,8 +97,8 @@ class TlsProbe:
             if err.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"):
                 return (
                     "the server speaks plaintext and the kit connected with TLS",
-                    "drop --tls-ca/--tls-cert/--tls-key, or give the server a certificate "
-                    "(MESHRL_GRPC_TLS_CERT_FILE and MESHRL_GRPC_TLS_KEY_FILE)",
+                    f"drop {self.label('ca')}/{self.label('cert')}/{self.label('key')}, or give the server a "
+                    "certificate (MESHRL_GRPC_TLS_CERT_FILE and MESHRL_GRPC_TLS_KEY_FILE)",
                 )
             return self._refused_client(err.reason or str(err))
         except OSError as err:
@@ -104,20 +109,24 @@ class TlsProbe:
         if "mismatch" in (err.verify_message or ""):
             return (
                 f"the server's certificate was refused: it is not issued for {name!r} ({err.verify_message})",
-                "connect by a name the certificate holds, or pass --server-name with one",
+                f"connect by a name the certificate holds, or pass {self.label('server_name')} with one",
             )
         return (
             f"the server's certificate was refused ({err.verify_message})",
-            f"pass {TLS_FLAGS}" if self.ca else f"the system CAs do not trust it: pass {TLS_FLAGS}",
+            f"pass {self.trust()}" if self.ca else f"the system CAs do not trust it: pass {self.trust()}",
         )
+
+    def trust(self) -> str:
+        return f"{self.label('ca')} CA_FILE (the CA that signed the server's certificate)"
 
     def _refused_client(self, why: str) -> tuple[str, str]:
         if self.cert is None:
             return (
                 f"no client certificate: the server requires one (mutual TLS) and refused the connection ({why})",
-                "pass --tls-cert and --tls-key: a client certificate signed by a CA the server trusts",
+                f"pass {self.label('cert')} and {self.label('key')}: a client certificate signed by a CA the "
+                "server trusts",
             )
         return (
-            f"the server refused the client certificate --tls-cert ({why})",
+            f"the server refused the client certificate {self.label('cert')} ({why})",
             "use a client certificate signed by the CA the server trusts (its MESHRL_GRPC_TLS_CA_FILE)",
         )

@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from meshrl.addresses import free_port
 from meshrl.cli import env_check, reward_check
+from meshrl.cli.env_check.health import CONFIG_LABELS
 from meshrl.cli.reward_check.connect import open_check_channel
 from meshrl.cli.reward_check.tls_probe import TlsProbe
 from tests.fixtures.tls_certs import make_certs
@@ -137,3 +138,13 @@ async def test_the_cli_prints_the_named_failure_and_exits_1(certs):
     finally:
         await server.stop(0)
     assert proc.returncode == 1 and "the server's certificate was refused" in out and "1 of 1 checks FAILED" in out
+
+
+async def test_the_doctor_names_the_run_configs_keys(certs):
+    ours, _ = certs
+    server, address = await health_server(server_credentials(ours, mutual=True))
+    try:
+        found = await TlsProbe(address, str(ours.ca), labels=CONFIG_LABELS).diagnose(5.0)
+    finally:
+        await server.stop(0)
+    assert found[0].startswith("no client certificate") and "environment.tls.cert_file" in found[1]
