@@ -47,6 +47,7 @@ from meshrl.inputs.checkpoint.manifest import data_files, hash_files, write_sign
 from meshrl.security.run_key import create_run_keys, signer_from_env
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from tests.fixtures.gateway import gateway_for
+from tests.unit.inputs.checkpoint.conftest import tokenizer_dir  # noqa: F401 (fixture: a tokenizer dir)
 from tests.unit.inputs.checkpoint.helpers import tiny_model, trainer
 from tests.unit.inputs.checkpoint.legacy_writer import write_legacy
 
@@ -266,3 +267,24 @@ def test_a_signed_checkpoint_holding_a_pickle_is_still_refused(tmp_path, name):
         with pytest.raises(CheckpointError, match=f"{name}: not a readable"):
             export_hf(ckpt, tmp_path / "exported", tokenizer_dir=tmp_path)
     assert not marker.exists()
+
+
+def test_a_whole_resume_and_export_unpickle_nothing(tmp_path, monkeypatch, tokenizer_dir):  # noqa: F811
+    """Every way to unpickle, made to fail: a good checkpoint still resumes and exports."""
+    import pickle
+
+    ckpt = saved(tmp_path / "run")
+
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args)  # noted, in case a caller swallows the error
+        raise AssertionError("a checkpoint loader unpickled something")
+
+    for owner, name in ((pickle, "load"), (pickle, "loads"), (pickle, "Unpickler"), (torch, "load")):
+        monkeypatch.setattr(owner, name, refuse)
+    model = tiny_model(seed=1)
+    optimizer, scheduler = trainer(model)
+    assert load_checkpoint(ckpt, model=model, optimizer=optimizer, scheduler=scheduler) == {"step": 1}
+    assert (export_hf(ckpt, tmp_path / "exported", tokenizer_dir=tokenizer_dir) / "model.safetensors").is_file()
+    assert calls == []
