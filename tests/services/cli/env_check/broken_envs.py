@@ -131,6 +131,17 @@ class BrokenWire(PlainEnv):
         return b"\xff\xff\xff\xff not a protobuf"
 
 
+class BadUtf8(PlainEnv):
+    """Sloppy on purpose: every Step's observation carries a byte that is no UTF-8 (the rollout
+    repairs it with U+FFFD and goes on; so must the kit)."""
+
+    async def Step(self, request, context):
+        answer = await super().Step(request, context)
+        reply = env_pb2.StepResponse(observation=[env_pb2.ChatMessage(role="user", content="okAY")])
+        reply.MergeFrom(answer)
+        return reply.SerializeToString().replace(b"AY", b"\xff\xfe")  # same length: only the bytes go bad
+
+
 class TakesRefusedCallsForAnAnswer(PlainEnv):
     """Off the contract's advice on purpose (allowed, reported as INFO): a turn whose calls meshrl
     refused is taken for the final answer, so the model never reads why its call was refused."""

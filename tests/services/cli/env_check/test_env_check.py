@@ -15,6 +15,7 @@ from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.cli.env_check import load_task, run_suite
 from meshrl.cli.reward_check import any_failed
 from tests.services.cli.env_check.broken_envs import (
+    BadUtf8,
     BrokenAnswers,
     BrokenForgetful,
     BrokenOnToolCalls,
@@ -147,6 +148,15 @@ async def test_an_answer_that_is_no_protobuf_is_a_fail_row_not_a_traceback():
     )
     assert "serialized ResetResponse / StepResponse" in rows["step"].fix
     assert rows["concurrent episodes (8)"].outcome == "FAIL" and rows["reset"].outcome == "PASS"
+
+
+async def test_bad_utf8_in_an_answer_is_repaired_as_the_rollout_repairs_it():
+    server, address = await serve_broken(BadUtf8())
+    try:
+        rows = await suite(address)
+    finally:
+        await server.stop(0)
+    assert failed(rows) == set(), [rows[n] for n in failed(rows)]
 
 
 async def test_refused_calls_taken_for_an_answer_are_reported_not_failed():
