@@ -2,7 +2,9 @@
 serve` process on a real port gets generated requests (methods, paths with hostile run names,
 query strings, headers with and without tokens of each role, bodies of random bytes, random
 JSON, deeply nested JSON and SubmitRun bodies carrying fuzzed configs and overrides); every
-answer is below 500, and the gateway's log holds no traceback when it stops.
+answer is below 500, and the gateway's log holds no traceback when it stops. Its gRPC
+SubmitRun gets fuzzed names, configs, overrides and tokens: every refusal is a status of the
+API, never UNKNOWN or INTERNAL.
 
 No tenant root is declared, so no submitted config can name its model: nothing is ever
 started (checked: the runs root holds only what the test put there). A fixed set of cases
@@ -20,21 +22,32 @@ import subprocess
 import sys
 from urllib.parse import quote
 
+import grpc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.config import load_config
 from meshrl.config.load import dump_config
 from meshrl.run import layout
 from tests.fixtures.fuzz_configs import BASE, GARBAGE, fuzz, overrides, yaml_texts
 
 CASES = 250
+GRPC_CASES = 100
+GRPC_PORT: list[int] = []  # the gateway's gRPC port, once the fixture started it
 OWN_ORIGIN = "http://127.0.0.1:PORT"
 # what http.client sends in a header: latin-1 without control characters
 HEADER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=10)
 ADMIN = "admin-token-fuzz-0123456789abcdef"
 VIEWER = "viewer-token-fuzz-0123456789abcdef"
+API_CODES = {  # what a refused SubmitRun answers
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
 ROUTES = [
     "/api/runs",
     "/api/runs/{run}/status",
@@ -78,6 +91,7 @@ def gateway(tmp_path_factory):
         proc = subprocess.Popen([*cmd, "--port", "0", "--grpc-port", "0"], stdout=subprocess.PIPE, stderr=err, env=env)
         line = proc.stdout.readline().decode()
         assert line.startswith("gateway: http://"), log.read_text()
+        GRPC_PORT.append(int(line.split("grpc ")[1].split()[0].rsplit(":", 1)[1]))
         yield int(line.split("/")[2].rsplit(":", 1)[1]), runs, log
         proc.terminate()
         proc.wait(timeout=30)
@@ -168,6 +182,25 @@ def test_what_the_fuzz_found_is_a_4xx(gateway, method, path, headers, body, stat
         conn.close()
     assert answer.status == status, text
     assert "\n" not in json.loads(text)["error"]
+
+
+@fuzz(GRPC_CASES)
+@given(
+    st.text(max_size=8),
+    yaml_texts(),
+    overrides(),
+    st.sampled_from([ADMIN, VIEWER, "x" * 40, ""]),
+)
+def test_every_grpc_submit_is_answered_with_a_status_of_the_api(gateway, name, config_yaml, items, token):
+    """SubmitRun over gRPC: refused with a status the API documents, never UNKNOWN/INTERNAL
+    (an exception that escaped a handler)."""
+    request = pb.SubmitRunRequest(name=name, config_yaml=config_yaml, overrides=items)
+    with grpc.insecure_channel(f"127.0.0.1:{GRPC_PORT[0]}") as channel:
+        stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SubmitRun(request, metadata=(("authorization", f"Bearer {token}"),), timeout=60)
+    assert refused.value.code() in API_CODES, (refused.value.code(), refused.value.details())
+    assert "\n" not in (refused.value.details() or "")
 
 
 def test_nothing_was_started_and_nothing_was_logged_as_a_crash(gateway):
