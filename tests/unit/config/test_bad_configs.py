@@ -52,7 +52,10 @@ CASES = [
     (
         "reward-kind-unknown",
         ["reward.components=[{name: m, kind: bleu}]"],
-        ["reward component kind", "Valid: environment, exact_match, external, length_penalty, math_verify, reasoning_gym, regex"],
+        [
+            "reward component kind",
+            "Valid: environment, exact_match, external, length_penalty, math_verify, reasoning_gym, regex",
+        ],
     ),
     (
         "alert-rule-typo",
