@@ -10,9 +10,7 @@ learner and rollout users do their jobs.
 
 import asyncio
 import contextlib
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,9 +21,8 @@ from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.errors import PermissionDenied
 from meshrl.transport.bus.subjects import ADMIN, KINDS
-from meshrl.transport.bus.server import find_nats_server
-from meshrl.addresses import free_port
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR
+from tests.fixtures.nats import nats_on_own_ports
 
 sys.path.insert(0, str(COMPOSE_DIR))
 import make_nats_auth  # noqa: E402 - deploy/compose/make_nats_auth.py
@@ -84,32 +81,20 @@ def test_compose_mounts_the_generated_files_as_secrets(compose, auth_dir):
         assert not secrets, name
 
 
-def compose_nats_command(compose: dict, auth_dir: Path, store: Path, port: int) -> list[str]:
-    """compose's nats command, /run/secrets/X -> the generated file, store and ports moved."""
+def compose_nats_command(compose: dict, auth_dir: Path, store: Path) -> list[str]:
+    """compose's nats command, /run/secrets/X -> the generated file, store moved (ports: nats_on_own_ports)."""
     args = list(compose["services"]["nats"]["command"])
     for i, arg in enumerate(args):
         if arg.startswith("/run/secrets/"):
             args[i] = str(secret_file(compose, arg.removeprefix("/run/secrets/"), auth_dir.parent))
     args[args.index("--store_dir") + 1] = str(store)
-    args[args.index("--http_port") + 1] = str(free_port())
-    return [str(find_nats_server()), *args, "--port", str(port), "--addr", "127.0.0.1"]
+    return args
 
 
 @contextlib.contextmanager
 def compose_nats(compose: dict, auth_dir: Path, store: Path):
-    port = free_port()
-    log = store.parent / "nats.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(compose_nats_command(compose, auth_dir, store, port), stdout=out, stderr=out)
-    try:
-        deadline = time.monotonic() + 15
-        while "Server is ready" not in log.read_text(errors="replace"):
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.05)
+    with nats_on_own_ports(compose_nats_command(compose, auth_dir, store), store.parent / "nats-run") as port:
         yield f"nats://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 async def connect(url: str, auth_dir: Path, user: str) -> Bus:

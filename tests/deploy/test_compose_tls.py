@@ -8,15 +8,12 @@ paths moved into a temp dir) takes a service's certificate and refuses a client 
 """
 
 import asyncio
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from meshrl.transport.bus.server import find_nats_server
-from meshrl.addresses import free_port
+from tests.fixtures.nats import nats_on_own_ports
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, check_jsonschema
 from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
 from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path
@@ -72,9 +69,9 @@ def test_every_service_reads_its_own_certificate_files(override, files):
     assert oct((files / "meshrl-tls-rollout").stat().st_mode & 0o777) == "0o700"
 
 
-def nats_command(override: dict, files: Path, auth_dir: Path, store: Path, port: int) -> list[str]:
+def nats_command(override: dict, files: Path, auth_dir: Path, store: Path) -> list[str]:
     """The override's NATS command, its /tls, /run/secrets and /data moved to the test's
-    folders, on `port`."""
+    folders (ports: nats_on_own_ports)."""
     nats = override["services"]["nats"]
     tls_dir = mounts(nats, files.parent)["/tls"]
     base = yaml.safe_load(COMPOSE.read_text())
@@ -85,8 +82,7 @@ def nats_command(override: dict, files: Path, auth_dir: Path, store: Path, port:
         for a in nats["command"]
     ]
     args[args.index("--store_dir") + 1] = str(store)
-    args[args.index("--http_port") + 1] = str(free_port())
-    return [str(find_nats_server()), *args, "--port", str(port), "--addr", "127.0.0.1"]
+    return args
 
 
 def test_nats_with_the_override_command_requires_client_certificates(override, files, auth_dir, tmp_path):
@@ -94,34 +90,23 @@ def test_nats_with_the_override_command_requires_client_certificates(override, f
     from meshrl.transport.bus.credentials import read_credentials
     from meshrl.transport.bus.tls import TlsFiles
 
-    port = free_port()
-    server = subprocess.Popen(
-        nats_command(override, files, auth_dir, tmp_path / "store", port),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     client = files / "meshrl-tls-rollout"
 
-    async def connect(tls, attempts=1):
-        for _ in range(attempts):
-            try:
-                async with await Bus.connect(
-                    f"nats://localhost:{port}",
-                    "r",
-                    name="t",
-                    timeout=3,
-                    tls=tls,
-                    credentials=read_credentials(auth_dir / "nats-rollout.json"),
-                ):
-                    return "connected"
-            except BusUnavailable:
-                time.sleep(0.5)  # the server may still be starting
-        return "refused"
+    async def connect(tls):  # the server is ready: nats_on_own_ports waited for its own word
+        try:
+            async with await Bus.connect(
+                f"nats://localhost:{port}",
+                "r",
+                name="t",
+                timeout=3,
+                tls=tls,
+                credentials=read_credentials(auth_dir / "nats-rollout.json"),
+            ):
+                return "connected"
+        except BusUnavailable:
+            return "refused"
 
-    try:
-        mutual = TlsFiles(str(client / "ca.crt"), str(client / "tls.crt"), str(client / "tls.key"))
-        assert asyncio.run(connect(mutual, attempts=20)) == "connected"
+    mutual = TlsFiles(str(client / "ca.crt"), str(client / "tls.crt"), str(client / "tls.key"))
+    with nats_on_own_ports(nats_command(override, files, auth_dir, tmp_path / "store"), tmp_path / "nats-run") as port:
+        assert asyncio.run(connect(mutual)) == "connected"
         assert asyncio.run(connect(TlsFiles(str(client / "ca.crt")))) == "refused"
-    finally:
-        server.terminate()
-        server.wait(10)

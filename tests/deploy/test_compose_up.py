@@ -183,6 +183,18 @@ def targets(port: int = 9090) -> list[dict]:
         return []
 
 
+def up_targets(scraped: list[dict]) -> set[tuple[str, str]]:
+    return {(t["labels"].get("service"), t["labels"].get("instance")) for t in scraped if t["health"] == "up"}
+
+
+def every_replica_up(scraped: list[dict]) -> bool:
+    """What the test asserts of Prometheus: every service scraped, both rollout replicas among them
+    (the second replica's target can come up a scrape after the first)."""
+    up = up_targets(scraped)
+    services = {service for service, _ in up}
+    return services >= {"learner", "rollout", "reward", "reference"} and sum(s == "rollout" for s, _ in up) == 2
+
+
 def published(container: str) -> list[str]:
     return podman("port", container).stdout.split()
 
@@ -203,16 +215,14 @@ def test_compose_trains_scales_and_is_scraped(tiny_model_dir, e2e_data, tmp_path
         wait_for(lambda: project.healthy("rollout") == 2, 900, "the second rollout replica", project, "rollout")
         project.compose("up", "-d", "--no-build", "reward", "gateway")
         project.compose("--profile", "observability", "up", "-d", "--no-build", "prometheus")
+        seen: list[list[dict]] = [[]]  # the targets that met the wait are the ones asserted on
         wait_for(
-            lambda: (
-                {t["labels"].get("service") for t in targets() if t["health"] == "up"}
-                >= {"learner", "rollout", "reward", "reference"}
-            ),
+            lambda: every_replica_up(seen.append(targets()) or seen[-1]),
             180,
-            "Prometheus to scrape every service",
+            "Prometheus to scrape every service and both rollout replicas",
             project,
         )
-        scraped = targets()
+        scraped = seen[-1]
         nats_ports, prometheus_ports = (
             published("meshrl-nats"),
             published(project.containers("prometheus")[0]["Names"][0]),
@@ -244,7 +254,7 @@ def test_compose_trains_scales_and_is_scraped(tiny_model_dir, e2e_data, tmp_path
     assert not report.problems, report.problems
     trained_by = {e["replica"] for e in ledger if e["event"] == "trained"}
     assert len(trained_by) == 2, f"both rollout replicas train groups: {trained_by}"
-    up = {(t["labels"]["service"], t["labels"]["instance"]) for t in scraped if t["health"] == "up"}
+    up = up_targets(scraped)
     assert sum(1 for s, _ in up if s == "rollout") == 2, up
     assert nats_ports == ["4222/tcp", "->", "127.0.0.1:4222"], nats_ports
     assert prometheus_ports == ["9090/tcp", "->", "127.0.0.1:9090"], prometheus_ports

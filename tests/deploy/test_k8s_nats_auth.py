@@ -12,20 +12,17 @@ ready stream, while the learner and rollout users do their jobs.
 import asyncio
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
-from meshrl.transport.bus.server import find_nats_server
-from meshrl.addresses import free_port
+from tests.fixtures.nats import nats_on_own_ports
 from tests.deploy.test_compose_nats_auth import exercise
 from tests.deploy.kustomize import kustomization, render, requires_kubectl
 from tests.deploy.test_k8s import K8S, OVERLAYS, by_kind, meshrl_containers
@@ -117,27 +114,6 @@ def test_made_users_work_on_a_real_nats_server_with_the_rendered_config(tmp_path
     monkeypatch.delenv(ENV_VAR, raising=False)
     conf = single_node_conf(render(K8S / "overlays" / "cpu-dev"), tmp_path)
     assert "cluster" not in conf.read_text() and "include" in conf.read_text()
-    port, log = free_port(), tmp_path / "nats.log"
-    cmd = [
-        str(find_nats_server()),
-        "-c",
-        str(conf),
-        "-a",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "--http_port",
-        str(free_port()),
-    ]
-    with log.open("wb") as out:
-        server = subprocess.Popen(cmd, stdout=out, stderr=out, env={**os.environ, "POD_NAME": "nats-0"})
-    try:
-        deadline = time.monotonic() + 15
-        while "Server is ready" not in log.read_text(errors="replace"):
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.05)
+    with nats_on_own_ports(["-c", str(conf)], tmp_path / "nats-run", env={"POD_NAME": "nats-0"}) as port:
         asyncio.run(exercise(f"nats://127.0.0.1:{port}", tmp_path))
-    finally:
-        server.terminate()
-        server.wait(10)
     assert read_credentials(tmp_path / "nats-rollout.json").user == "rollout"

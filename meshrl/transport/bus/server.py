@@ -11,8 +11,13 @@ appended to it (meshrl.transport.bus.cluster adds a server name and cluster rout
 permissions: its block goes in the config, its passwords only in the server's environment.
 Without it the server accepts any client (tests, clusters). `tls` (a `tls {}` block, see
 meshrl.transport.bus.tls.server_block) makes it require TLS, and with `verify` client certificates.
+
+Without a `port` the server binds one itself (`-p -1`) and writes it to a ports file in
+`store_dir`, read back once it is ready: a port picked free beforehand could be taken by
+another process before the server binds it. A restart passes the port it got to keep it.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -20,10 +25,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 from meshrl.transport.bus.authconf import ServerAuth
 from meshrl.transport.bus.errors import BusUnavailable
-from meshrl.addresses import free_port
 
 READY_TIMEOUT_S = 10.0
 MAX_PAYLOAD = "8MB"
@@ -51,6 +56,18 @@ def _accepts(host: str, port: int) -> bool:
         return False
 
 
+def bound_port(ports_dir: Path, pid: int) -> int:
+    """The client port nats-server `pid` bound, from the ports file `--ports_file_dir` makes it
+    write (`{"nats": ["nats://127.0.0.1:PORT"], "monitoring": [...]}`); 0 before it exists."""
+    found = list(Path(ports_dir).glob(f"*_{pid}.ports"))
+    if not found:
+        return 0
+    try:
+        return urlparse(json.loads(found[0].read_text())["nats"][0]).port or 0
+    except (ValueError, KeyError, IndexError):
+        return 0  # written but not yet complete: asked again on the next poll
+
+
 class EmbeddedNats:
     """A nats-server child process with JetStream; stopped on close() / context exit."""
 
@@ -61,7 +78,7 @@ class EmbeddedNats:
     ):
         self.store_dir = Path(store_dir)
         self.tls = tls
-        self.port = port or free_port(self.host)
+        self.port = port  # 0 until the server has bound one of its own choosing
         self.extra_config = extra_config
         self.auth = auth
         self._proc: subprocess.Popen | None = None
@@ -87,7 +104,9 @@ class EmbeddedNats:
             "-a",
             self.host,
             "-p",
-            str(self.port),
+            str(self.port or -1),
+            "--ports_file_dir",
+            str(self.store_dir),
         ]
         # The passwords reach the server only through its environment (authconf.py).
         env = {**os.environ, **self.auth.env} if self.auth else None
@@ -99,8 +118,10 @@ class EmbeddedNats:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 break
-            if "Server is ready" in self._server_output(tail=None) and _accepts(self.host, self.port):
-                return  # its own log line: a TCP accept alone may be another process on the port
+            if "Server is ready" in self._server_output(tail=None):
+                self.port = self.port or bound_port(self.store_dir, self._proc.pid)
+                if _accepts(self.host, self.port):
+                    return  # its own log line: a TCP accept alone may be another process on the port
             time.sleep(0.05)
         output = self._server_output()
         self.close()
