@@ -5,7 +5,9 @@
       name: guess
       openenv:
         url: http://127.0.0.1:8000    # the OpenEnv server (its own process or container)
-        action_field: message         # the model's whole turn goes into this field of the action
+        action_field: message         # the model's whole turn goes into this field of the action, or
+        action_tool: ""               # a tool of this name is offered, its parameters the server's
+                                      # action schema (GET /schema), and a call's arguments are the action
         action_fields: {}             # constant fields added to every action
         observation_field: ""         # the observation's field shown to the model ("" = all of it, as JSON)
         reset: {}                     # extra keyword arguments of the server's reset()
@@ -28,6 +30,7 @@ from meshrl.config.algorithm import Strict
 class OpenEnvConfig(Strict):
     url: str
     action_field: str = Field("message", min_length=1)
+    action_tool: str = Field("", pattern=r"^$|^[A-Za-z0-9_\-]{1,64}$")
     action_fields: dict[str, Any] = {}
     observation_field: str = ""
     reset: dict[str, Any] = {}

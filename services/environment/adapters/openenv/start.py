@@ -5,6 +5,8 @@ line, before it serves anything (the launcher checked it already; this covers `m
 from __future__ import annotations
 
 import asyncio
+import json
+import urllib.request
 
 from meshrl.config import ConfigError
 from meshrl.env_sdk import Environment
@@ -20,7 +22,23 @@ async def start_openenv(settings) -> type[Environment]:
             f"environment.openenv.url={block.url!r}: the OpenEnv server is not there ({reason}); "
             f"start it first (its own process or container) or fix the url"
         )
-    return openenv_environment(settings.name, block)
+    schema = await asyncio.to_thread(action_schema, block) if block.action_tool else None
+    return openenv_environment(settings.name, block, schema)
+
+
+def action_schema(block) -> dict:
+    """The server's Action JSON Schema (GET /schema), less OpenEnv's own `metadata` field."""
+    try:
+        with urllib.request.urlopen(f"{block.url}/schema", timeout=min(block.timeout_s, 10.0)) as answer:
+            schema = json.loads(answer.read())["action"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(
+            f"environment.openenv.action_tool: the server at {block.url} gave no action schema "
+            f"(GET /schema: {type(err).__name__}: {err}); set action_field instead"
+        ) from None
+    fields = {k: v for k, v in schema.get("properties", {}).items() if k != "metadata" and k not in block.action_fields}
+    required = [k for k in schema.get("required", []) if k in fields and k not in block.action_fields]
+    return {"type": "object", "properties": fields, "required": required}
 
 
 async def stop_openenv(cls: type[OpenEnvEnvironment]) -> None:

@@ -99,6 +99,41 @@ async def test_episodes_at_once_keep_their_own_state_and_seeds(tmp_path, nats_ur
     assert [(r.reward, r.done) for r in right] == [(0.75, True)] * 4
 
 
+async def test_with_action_tool_the_servers_action_is_a_tool_and_a_call_its_action(
+    tmp_path, nats_url, run_id, bus, guess_url
+):
+    def guess(call_id: str, arguments: dict) -> env_pb2.ToolCall:
+        return env_pb2.ToolCall(id=call_id, name="guess", arguments_json=json.dumps(arguments))
+
+    block = {"url": guess_url, "observation_field": "prompt", "action_tool": "guess"}
+    async with adapter(tmp_path, nats_url, run_id, bus, block) as stub:
+        first = await reset(stub, "g/0", seed=4)  # target 5
+        turns = [await step(stub, "g/0", 0, "5")]  # no call: told to call the tool
+        for t, calls in enumerate([[guess("a", {"message": "3"})], [guess("b", {"msg": "5"})]], start=1):
+            turns.append(
+                await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=t, tool_calls=calls), timeout=CALL_S)
+            )
+        calls = [guess("c", {"message": "5"}), guess("d", {"message": "6"})]
+        turns.append(await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=3, tool_calls=calls), timeout=CALL_S))
+    [tool] = first.tools
+    schema = {
+        "type": "object",
+        "properties": {"message": {"title": "Message", "type": "string"}},
+        "required": ["message"],
+    }
+    assert tool.name == "guess" and json.loads(tool.parameters_json) == schema
+    assert turns[0].observation[0].role == "user" and "act by calling the guess tool" in turns[0].observation[0].content
+    assert [(m.role, m.tool_call_id, m.content) for m in turns[1].observation] == [("tool", "a", "higher")]
+    assert "VALIDATION_ERROR" in turns[2].observation[0].content and not turns[2].done  # the model may correct it
+    assert [(m.tool_call_id, m.content[:20]) for m in turns[3].observation] == [
+        ("c", "right"),
+        ("d", "error: one action pe"),
+    ]
+    # one wrong guess before the right one (the refused call was no guess): 1.0 - 0.25
+    assert [t.reward for t in turns[1:]] == [0.0, 0.0, 0.75] and turns[3].done
+    assert not turns[0].HasField("reward") and not turns[2].HasField("reward")
+
+
 async def test_an_action_the_server_refuses_is_invalid_argument_with_its_reason(
     tmp_path, nats_url, run_id, bus, guess_url
 ):
