@@ -8,7 +8,11 @@ is ready and how many groups it generated), then the replica counts the launcher
 that failed `max_deliver` times or could not be parsed: it is not lost, it is there to read)
 and how often each service was restarted (`restarts: reward-0 ×1`, from RUN_DIR/restarts.jsonl). `--json` prints the same as one JSON object.
 
-Needs the run's launcher running (RUN_DIR/launcher.json names its NATS and run id).
+A live run is asked through its launcher (RUN_DIR/launcher.json names its NATS and run id).
+A run no launcher is running (finished, stopped, failed) is summed up from its run dir
+(meshrl.run.summary): steps trained of the total, the last step's reward, the held-out
+accuracy before and after, the last policy version, where the weights are (final/, the
+checkpoints), the ledger's dropped groups by reason and how it ended; `--json` prints that.
 `meshrl status http://HOST:PORT/runs/NAME` asks a gateway instead (meshrl.run.remote).
 """
 
@@ -23,7 +27,9 @@ from pathlib import Path
 from meshrl.run.remote import is_url, print_status
 from meshrl.errors import LaunchError
 from meshrl.run.presence import find_launcher
+from meshrl.run.layout import RunDir
 from meshrl.run.status import gather_status, restart_counts, restarts_line
+from meshrl.run.summary import run_summary
 from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.credentials import credentials_path
@@ -107,11 +113,66 @@ def describe(status: dict) -> str:
     )
 
 
+def number(value, digits: int = 3) -> str:
+    return "-" if not isinstance(value, (int, float)) else f"{value:.{digits}f}"
+
+
+def accuracy_line(held_out: dict) -> str:
+    before, after = held_out["before"].get("eval/accuracy"), held_out["after"].get("eval/accuracy")
+    if before is None and after is None:
+        return "held-out accuracy: not evaluated (eval.every_steps, data.eval)"
+    n = held_out["after"].get("eval/n", held_out["before"].get("eval/n"))
+    where = f"after step {held_out['after_step']}" if after is not None else "no evaluation after training"
+    return f"held-out accuracy: {number(before)} at start -> {number(after)} {where}" + (
+        f" ({n:.0f} prompts)" if n else ""
+    )
+
+
+def weights_lines(summary: dict) -> list[str]:
+    saved = summary["checkpoints"]
+    return [
+        f"final model: {summary['final_model'] or 'none (final/ is written when the last step is trained)'}",
+        f"checkpoints: {len(saved)}" + (f", newest {saved[-1]}" if saved else ""),
+    ]
+
+
+def describe_summary(summary: dict) -> str:
+    """What `meshrl status` prints for a run no launcher is running."""
+    groups, total = summary["groups"], summary["total_steps"]
+    dropped = ", ".join(f"{reason} {n}" for reason, n in groups["dropped_by_reason"].items())
+    version = summary["policy_version"]
+    return "\n".join(
+        [
+            f"run {summary['run_dir']}: no launcher is running; {summary['ended']}",
+            f"steps trained {summary['steps_trained']}/{'-' if total is None else total}  "
+            f"policy v{'-' if version is None else version}  final reward {number(summary['final_reward'])}",
+            accuracy_line(summary["held_out"]),
+            *weights_lines(summary),
+            f"groups: {groups['published']} published, {groups['trained']} trained, {groups['dropped']} dropped"
+            + (f" ({dropped})" if dropped else ""),
+            restarts_line(summary.get("restarts", {})),
+        ]
+    )
+
+
+def finished_run(args) -> int:
+    """Print a run's summary when no launcher runs it; LaunchError when the dir holds no run."""
+    if not (RunDir(args.run_dir).config.is_file() or RunDir(args.run_dir).metrics.is_file()):
+        find_launcher(args.run_dir)  # raises, saying what is missing
+    summary = run_summary(args.run_dir)
+    summary["restarts"] = restart_counts(args.run_dir)
+    print(json.dumps(summary, indent=1) if args.json else describe_summary(summary))
+    return 0
+
+
 def run(args) -> int:
     if is_url(args.run_dir):
         return print_status(args.run_dir, args.json)
     args.run_dir = Path(args.run_dir)
-    launcher = find_launcher(args.run_dir)
+    try:
+        launcher = find_launcher(args.run_dir)
+    except LaunchError:
+        return finished_run(args)
     admin = credentials_path(secrets_dir(args.run_dir), "admin")
     try:
         # The embedded NATS admits only the run's users: read with the launcher's (admin) file.

@@ -10,7 +10,14 @@
 
 Offsets are from the trace's first span; bars place each span on the trace's time axis
 (`width` columns). Spans come from RUN_DIR/traces/*.jsonl (OTLP JSON, spans/export.py),
-which are written with or without an OTLP collector. Without GROUP_ID the command lists the traced groups.
+which are written with or without an OTLP collector. Without GROUP_ID the command lists the
+run's groups, one a line, with what the ledger says (step trained at, mean reward, or why it
+was dropped) and how long its trace took (meshrl.run.groups):
+
+    GROUP  STEP  REWARD  DURATION  STATE
+    g-1       0   0.500   120.0ms  trained
+    g-2       -       -    30.0ms  dropped: stale
+
 With a gateway run URL (http://HOST:PORT/runs/NAME, a viewer token in $MESHRL_GATEWAY_TOKEN)
 the spans come from the gateway's GetGroupTrace (meshrl/run/remote.py) and GROUP_ID is needed.
 """
@@ -20,11 +27,12 @@ from __future__ import annotations
 import math
 import sys
 from collections import defaultdict
-from pathlib import Path
 
+from meshrl.run.groups import group_rows
+from meshrl.run.layout import RunDir
 from meshrl.run.remote import group_trace, is_url
 from meshrl.cli import about
-from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, trace_for_group, tree_order
+from meshrl.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group, tree_order
 
 BAR = "█"
 DEFAULT_WIDTH = 40
@@ -104,6 +112,38 @@ def render_waterfall(spans: list[dict], *, width: int = DEFAULT_WIDTH, linked: l
     return "\n\n".join(blocks)
 
 
+def group_table(rows: list[dict]) -> str:
+    """The groups as aligned columns: GROUP, STEP, REWARD, DURATION, STATE ('-' where unknown)."""
+    cells = [("GROUP", "STEP", "REWARD", "DURATION", "STATE")] + [
+        (
+            r["group_id"],
+            "-" if r["step"] is None else str(r["step"]),
+            "-" if not isinstance(r["reward"], (int, float)) else f"{r['reward']:.3f}",
+            "-" if r["duration_ns"] is None else format_duration(r["duration_ns"]),
+            r["state"],
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(4)]
+    return "\n".join(
+        f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:>{widths[2]}}  {d:>{widths[3]}}  {e}" for a, b, c, d, e in cells
+    )
+
+
+def list_groups(run_dir: str) -> int:
+    """Print the run's groups (ledger and traces); exit 2 when neither is there."""
+    traces = RunDir(run_dir).traces
+    spans = load_spans(run_dir) if traces.is_dir() else []
+    rows = group_rows(run_dir, spans)
+    if not rows:
+        if not traces.is_dir():
+            raise FileNotFoundError(f"{run_dir} holds neither a ledger nor traces: pass a run dir")
+        print(f"no groups in {run_dir} (no ledger rows, no traced groups in {traces})")
+        return 0
+    print(group_table(rows))
+    return 0
+
+
 def trace_from_gateway(args) -> int:
     """Print GROUP_ID's waterfall as the gateway at the run URL reads it (errors: LaunchError)."""
     if not args.group_id:
@@ -123,11 +163,9 @@ def cmd_trace(args) -> int:
     if is_url(args.run_dir):
         return trace_from_gateway(args)
     try:
-        spans = load_spans(args.run_dir)
         if not args.group_id:
-            known = group_ids(spans)
-            print("\n".join(known) if known else f"no traced groups in {Path(args.run_dir) / 'traces'}")
-            return 0
+            return list_groups(args.run_dir)
+        spans = load_spans(args.run_dir)
         tree = trace_for_group(args.run_dir, args.group_id, spans=spans)
     except (FileNotFoundError, TraceNotFound) as err:
         print(f"meshrl trace: error: {err}", file=sys.stderr)
@@ -146,7 +184,9 @@ def add_subcommand(subparsers) -> None:
         help="the run directory (holds traces/*.jsonl), or a "
         "gateway run URL http://HOST:PORT/runs/NAME (viewer token in $MESHRL_GATEWAY_TOKEN)",
     )
-    p.add_argument("group_id", nargs="?", help="the group to show; leave out to list traced groups")
+    p.add_argument(
+        "group_id", nargs="?", help="the group to show; leave out to list the groups with step, reward and duration"
+    )
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH, help="columns of the time bars")
     p.set_defaults(func=cmd_trace)
 

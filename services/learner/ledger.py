@@ -8,6 +8,7 @@ group. Also records the rollout replicas' "loaded version N" acknowledgements.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -30,12 +31,15 @@ class Ledger:
         self._write("dropped", group_id=group_id, reason=reason, policy_version=policy_version, **extra)
 
     def trained(self, group, step: int) -> None:
+        """`reward`: the group's mean sample reward, for `meshrl trace RUN_DIR`'s list of groups."""
+        rewards = [s.reward for s in getattr(group, "samples", ()) if math.isfinite(s.reward)]
         self._write(
             "trained",
             group_id=group.group_id,
             step=step,
             policy_version=group.policy_version,
             replica=group.rollout_replica,
+            reward=sum(rewards) / len(rewards) if rewards else None,
         )
 
     def resumed(self, step: int, policy_version: int) -> None:

@@ -1,0 +1,128 @@
+"""A run that no launcher is running any more, summed up from its run dir alone.
+
+    summary = run_summary("runs/x")    # a dict, what `meshrl status RUN_DIR --json` prints
+    print(describe_summary(summary))   # what `meshrl status RUN_DIR` prints
+
+Read from the files the run left (meshrl.run.layout): config.yaml (the steps asked for),
+metrics.jsonl (steps trained, the last step's reward and policy version, the held-out
+`eval/*` metrics at start, logged as `eval_start/*` on the first step, and the last ones),
+groups.jsonl (groups published, trained and dropped by reason), checkpoints/ and final/
+(where the weights are), audit.jsonl (who stopped it) and the learner's log (the last
+warning or error, when it ended early). Missing or cut files give what can be read: a
+summary is for reading after the fact, never refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from meshrl.run.layout import RunDir
+from meshrl.run.records import read_rows
+
+CHECKPOINT_NAME = re.compile(r"step_(\d+)")
+LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
+LEARNER_LOG = "learner-0"
+
+
+def total_steps(run: RunDir) -> int | None:
+    """learner.steps of the run's resolved config; None when it cannot be read."""
+    try:
+        config = yaml.safe_load(run.config.read_text())
+        return int(config["learner"]["steps"])
+    except (OSError, yaml.YAMLError, TypeError, KeyError, ValueError):
+        return None
+
+
+def held_out(rows: list[dict]) -> dict:
+    """The `eval/*` metrics before training (`eval_start/*` of the first step) and the last ones logged."""
+    before = next(
+        (
+            {k.replace("eval_start/", "eval/"): v for k, v in r.items() if k.startswith("eval_start/")}
+            for r in rows
+            if any(k.startswith("eval_start/") for k in r)
+        ),
+        {},
+    )
+    last = next((r for r in reversed(rows) if any(k.startswith("eval/") for k in r)), None)
+    after = {k: v for k, v in (last or {}).items() if k.startswith("eval/")}
+    return {"before": before, "after": after, "after_step": None if last is None else last.get("step")}
+
+
+def checkpoints(run: RunDir) -> list[str]:
+    """The checkpoint dirs, oldest step first."""
+    if not run.checkpoints.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in run.checkpoints.iterdir() if (m := CHECKPOINT_NAME.fullmatch(p.name))]
+    return [str(p) for _, p in sorted(found)]
+
+
+def ledger_counts(run: RunDir) -> dict:
+    """Groups published, trained and dropped (by reason) according to the ledger."""
+    events = read_rows(run.ledger)
+    kinds = Counter(e.get("event") for e in events)
+    dropped = Counter(str(e.get("reason", "?")) for e in events if e.get("event") == "dropped")
+    return {
+        "published": kinds["published"],
+        "trained": kinds["trained"],
+        "dropped": kinds["dropped"],
+        "dropped_by_reason": dict(dropped.most_common()),
+    }
+
+
+def last_problem(run: RunDir) -> str | None:
+    """The learner log's last warning or error line, if any."""
+    try:
+        lines = run.log(LEARNER_LOG).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line.strip()[:300] for line in reversed(lines) if LOG_PROBLEM.search(line)), None)
+
+
+def how_it_ended(run: RunDir, trained: int, total: int | None) -> str:
+    """One line: finished, stopped by whom, or where it failed, and what to do next."""
+    if total is not None and trained >= total and run.final.is_dir():
+        return "finished: every step trained, final model saved"
+    stops = [a for a in read_rows(run.audit) if a.get("action") == "stop"]
+    if stops:
+        s = stops[-1]
+        ended = f"stopped by {s.get('who', '?')} via {s.get('via', '?')} at {s.get('when', '?')} after {trained} steps"
+    elif run.presence.is_file():  # the launcher's card outlives it only when it was killed
+        ended = f"its launcher died (killed?) after {trained} steps"
+    else:
+        problem = last_problem(run)
+        where = "before its first step" if trained == 0 else f"after {trained} steps"
+        ended = f"ended {where} without finishing" + (f"; the learner's last word: {problem}" if problem else "")
+    return ended + next_move(run)
+
+
+def next_move(run: RunDir) -> str:
+    """How to go on: resume from a checkpoint only where one exists."""
+    if checkpoints(run):
+        return f"; continue with `meshrl train --resume {run.path}`"
+    return f"; no checkpoint to resume from: start again with `meshrl train` and run.dir={run.path} after removing it, or a new run.dir"
+
+
+def run_summary(run_dir: str | Path) -> dict:
+    """The summary of the run in `run_dir` (see the module docstring)."""
+    run = RunDir(run_dir)
+    rows = [r for r in read_rows(run.metrics) if isinstance(r.get("step"), int)]
+    last = rows[-1] if rows else {}
+    trained = last["step"] + 1 if rows else 0
+    total = total_steps(run)
+    version = last.get("weights_version")
+    return {
+        "run_dir": str(run.path),
+        "steps_trained": trained,
+        "total_steps": total,
+        "final_reward": last.get("reward"),
+        "policy_version": int(version) if isinstance(version, (int, float)) else None,
+        "held_out": held_out(rows),
+        "final_model": str(run.final) if run.final.is_dir() else None,
+        "checkpoints": checkpoints(run),
+        "groups": ledger_counts(run),
+        "ended": how_it_ended(run, trained, total),
+    }

@@ -1,0 +1,151 @@
+"""A finished or stopped run answers `meshrl status RUN_DIR` and `meshrl trace RUN_DIR` from its
+run dir alone: the files are written by the real writers (the resolved config, the learner's
+JsonlLogger and Ledger, the OTLP JSON span exporter, the audit log), the commands run as the
+`meshrl` command does (meshrl.cli.main.main), no launcher, no NATS."""
+
+import json
+import types
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from meshrl.cli.main import main
+from meshrl.run.audit import record_action
+from meshrl.run.summary import run_summary
+from meshrl.services.learner.ledger import Ledger
+from meshrl.services.learner.metric_logger import JsonlLogger
+from meshrl.telemetry.spans.export import OtlpJsonFileExporter, traces_file
+from tests.fixtures.run_config import write_config
+
+MS = 1_000_000
+
+
+def group(gid: str, version: int, rewards: list[float]):
+    samples = [types.SimpleNamespace(reward=r) for r in rewards]
+    return types.SimpleNamespace(group_id=gid, policy_version=version, rollout_replica="rollout-0", samples=samples)
+
+
+def write_metrics(run_dir, steps: int) -> None:
+    logger = JsonlLogger(run_dir / "metrics.jsonl")
+    for step in range(steps):
+        row = {"reward": 0.25 * (step + 1), "kl": 0.01, "weights_version": float(step + 1)}
+        if step == 0:
+            row.update({"eval_start/accuracy": 0.25, "eval_start/n": 8.0})
+        if step == steps - 1:
+            row.update({"eval/accuracy": 0.625, "eval/n": 8.0})
+        logger.log(step, row)
+    logger.close()
+
+
+def write_ledger(run_dir) -> None:
+    ledger = Ledger(run_dir / "groups.jsonl")
+    for gid in ("g-1", "g-2", "g-3", "g-4"):
+        ledger.published(gid, 0)
+    ledger.trained(group("g-1", 0, [1.0, 0.0]), step=0)
+    ledger.trained(group("g-2", 1, [1.0, 1.0]), step=1)
+    ledger.dropped("g-3", "stale", 1)
+    ledger.close()
+
+
+def write_spans(run_dir) -> None:
+    """g-1: publish at 0 ms, generate 10-60 ms; g-2: publish at 100 ms, gather at 130-150 ms."""
+    exporter = OtlpJsonFileExporter(traces_file(run_dir, "learner", "0"))
+    provider = TracerProvider(resource=Resource.create({"service.name": "learner", "service.instance.id": "0"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer, t0 = provider.get_tracer("test"), 1_000_000 * MS
+    for gid, spans in (("g-1", [(0, 10), (10, 60)]), ("g-2", [(100, 110), (130, 150)])):
+        root = tracer.start_span("learner.publish_prompt", start_time=t0 + spans[0][0] * MS)
+        root.set_attribute("meshrl.group_id", gid)
+        child = tracer.start_span(
+            "rollout.generate", context=trace.set_span_in_context(root), start_time=t0 + spans[1][0] * MS
+        )
+        child.end(end_time=t0 + spans[1][1] * MS)
+        root.end(end_time=t0 + spans[0][1] * MS)
+    provider.shutdown()
+
+
+def finished_run(tmp_path, steps: int = 3, total: int = 3):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_config(run_dir, learner={"steps": total})
+    write_metrics(run_dir, steps)
+    write_ledger(run_dir)
+    write_spans(run_dir)
+    (run_dir / "checkpoints" / "step_2").mkdir(parents=True)
+    (run_dir / "checkpoints" / "step_10").mkdir()
+    return run_dir
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_a_finished_run_shows_its_summary(tmp_path, capsys):
+    run_dir = finished_run(tmp_path)
+    (run_dir / "final").mkdir()
+    rc, out, err = cli(capsys, "status", run_dir)
+    assert rc == 0, err
+    assert out.splitlines() == [
+        f"run {run_dir}: no launcher is running; finished: every step trained, final model saved",
+        "steps trained 3/3  policy v3  final reward 0.750",
+        "held-out accuracy: 0.250 at start -> 0.625 after step 2 (8 prompts)",
+        f"final model: {run_dir / 'final'}",
+        f"checkpoints: 2, newest {run_dir / 'checkpoints' / 'step_10'}",
+        "groups: 4 published, 2 trained, 1 dropped (stale 1)",
+        "restarts: none",
+    ]
+
+
+def test_status_json_is_the_summary(tmp_path, capsys):
+    run_dir = finished_run(tmp_path, steps=2, total=5)
+    record_action(run_dir, "stop", via="cli")
+    rc, out, _ = cli(capsys, "status", run_dir, "--json")
+    summary = json.loads(out)
+    assert rc == 0 and summary == {**run_summary(run_dir), "restarts": {}}
+    assert (summary["steps_trained"], summary["total_steps"], summary["policy_version"]) == (2, 5, 2)
+    assert summary["held_out"] == {
+        "before": {"eval/accuracy": 0.25, "eval/n": 8.0},
+        "after": {"eval/accuracy": 0.625, "eval/n": 8.0},
+        "after_step": 1,
+    }
+    assert summary["final_model"] is None and summary["groups"]["dropped_by_reason"] == {"stale": 1}
+    assert summary["ended"].startswith("stopped by ") and " via cli at " in summary["ended"]
+    assert summary["ended"].endswith(f"after 2 steps; continue with `meshrl train --resume {run_dir}`")
+
+
+def test_a_run_that_failed_before_its_first_step_says_so_and_offers_no_resume(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    write_config(run_dir, learner={"steps": 4})
+    (run_dir / "logs" / "learner-0.log").write_text(
+        "2026-01-01 00:00:00,000 meshrl.learner INFO starting\n"
+        "2026-01-01 00:00:01,000 meshrl.learner ERROR the model at /m cannot be loaded\n"
+    )
+    rc, out, _ = cli(capsys, "status", run_dir)
+    first = out.splitlines()[0]
+    assert rc == 0 and "ended before its first step without finishing" in first
+    assert "ERROR the model at /m cannot be loaded" in first
+    assert "--resume" not in first and "no checkpoint to resume from" in first
+    assert "steps trained 0/4  policy v-  final reward -" in out
+
+
+def test_a_dir_that_holds_no_run_is_still_refused(tmp_path, capsys):
+    rc, _, err = cli(capsys, "status", tmp_path)
+    assert rc == 2 and "no launcher is running for" in err
+
+
+def test_trace_without_a_group_lists_groups_with_step_reward_and_duration(tmp_path, capsys):
+    run_dir = finished_run(tmp_path)
+    rc, out, _ = cli(capsys, "trace", run_dir)
+    assert rc == 0
+    assert out.splitlines() == [
+        "GROUP  STEP  REWARD  DURATION  STATE",
+        "g-1       0   0.500    60.0ms  trained",
+        "g-2       1   1.000    50.0ms  trained",
+        "g-3       -       -         -  dropped: stale",
+        "g-4       -       -         -  not settled",
+    ]
