@@ -54,8 +54,12 @@ def assert_same_step(a, b, metric_names):
     (_, ma, wa), (_, mb, wb) = a, b
     for name in metric_names:
         assert ma[name] == pytest.approx(mb[name], abs=1e-5), name
+    # AdamW moves every weight by up to lr = 1e-3 per step whatever its gradient's size, so a
+    # gradient near zero computed in another summation order (eager vs SDPA, packed vs padded,
+    # one thread vs two) can move one weight a little differently: 5 % of a step is the bound,
+    # a real difference between the paths moves many weights by whole steps.
     for name, tensor in wa.items():
-        torch.testing.assert_close(tensor, wb[name], atol=1e-5, rtol=0, msg=name)
+        torch.testing.assert_close(tensor, wb[name], atol=5e-5, rtol=0, msg=name)
 
 
 METRICS = [
