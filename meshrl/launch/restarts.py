@@ -66,6 +66,7 @@ from meshrl.alerts.sinks import build_sinks
 from meshrl.alerts.types import Alert
 from meshrl.config.schema import RunConfig
 from meshrl.errors import RunFailed
+from meshrl.launch.failed_start import how_to_go_on
 from meshrl.launch.supervisor import Child, Supervisor, tail_lines
 from meshrl.service.errors import USER_ERROR_EXIT
 from meshrl.telemetry.metrics import MetricsHandle, start_metrics
@@ -325,12 +326,13 @@ class Keeper:
         reporter: RestartReporter,
         *,
         run_dir: Path,
+        run_id: str = "",
         argv_for_restart: Callable[[str, list[str]], list[str]] = lambda k, a: a,
         on_restarted: Callable[[str], None] = lambda key: None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.sup, self.policy, self.reporter = sup, policy, reporter
-        self.run_dir, self.argv_for_restart = Path(run_dir), argv_for_restart
+        self.run_dir, self.run_id, self.argv_for_restart = Path(run_dir), run_id, argv_for_restart
         self.on_restarted, self.clock = on_restarted, clock
         self.histories: dict[str, RestartHistory] = defaultdict(lambda: RestartHistory(policy))
         self.pending: dict[str, float] = {}  # key -> when its restart is due
@@ -387,8 +389,7 @@ class Keeper:
         raise ServiceGaveUp(
             f"{death.key} {describe_exit(death.returncode)} and was not restarted: {reason}.\n"
             f"Last lines of {death.log_path}:\n{death.tail or '(log is empty)'}\n"
-            f"Fix the cause, then continue the run from its newest checkpoint with "
-            f"`meshrl train --resume {self.run_dir}` (restarts so far: {RunDir(self.run_dir).restarts}; "
+            f"Fix the cause, then {how_to_go_on(self.run_dir, self.run_id)} (restarts so far: {RunDir(self.run_dir).restarts}; "
             f"launch.restart_budget={self.policy.budget} sets how many are allowed)"
         )
 

@@ -3,7 +3,8 @@
 Who makes them: `multiprocessing.shared_memory.SharedMemory` names its segments `psm_<hex>`;
 vLLM's engine core makes one per engine for its executor's message queue
 (`VLLM_MQ_MAX_CHUNK_BYTES_MB` 16 MiB × 10 chunks = 160 MiB), and torch multiprocessing can
-too. Python's resource tracker unlinks them at a clean exit; a SIGKILL of the process group
+too; named semaphores (`sem.mp-*` of multiprocessing, `sem.loky-*` of loky, joblib's process
+pool) live there as well. Python's resource tracker unlinks them at a clean exit; a SIGKILL of the process group
 kills the tracker with it, and the 160 MiB of tmpfs stay taken until reboot.
 
 How they are found: /dev/shm files carry no owner pid, so the tracker looks at who maps
@@ -13,7 +14,7 @@ keeps its group) and remembers each mapped `psm_*` file with the child that mapp
 `free(keys)` unlinks the remembered segments of those children that no live process of the
 run maps any more (a restart); `free()` with no keys unlinks all of them (the end of a run).
 
-Simplification: a segment created and leaked between two scans (default every 2 s) by a
+Simplification: a segment created and leaked between two scans (every SHM_SCAN_S, local.py) by a
 process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
 """
 
@@ -29,7 +30,9 @@ from typing import Iterable, Mapping
 import psutil
 
 log = logging.getLogger("meshrl.launch")
-SEGMENT_PATTERNS = ("psm_*",)
+# multiprocessing's shared memory, and the named semaphores of multiprocessing and of loky
+# (joblib's workers): a SIGKILLed holder leaves each, and none is unlinked by anyone else
+SEGMENT_PATTERNS = ("psm_*", "sem.mp-*", "sem.loky-*")
 
 
 def pids_by_group(pgids: Iterable[int]) -> dict[int, list[int]]:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
+from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.run.layout import RunDir
 from meshrl.run.records import read_rows
 
-CHECKPOINT_NAME = re.compile(r"step_(\d+)")
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 LEARNER_LOG = "learner-0"
 
@@ -53,11 +53,8 @@ def held_out(rows: list[dict]) -> dict:
 
 
 def checkpoints(run: RunDir) -> list[str]:
-    """The checkpoint dirs, oldest step first."""
-    if not run.checkpoints.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in run.checkpoints.iterdir() if (m := CHECKPOINT_NAME.fullmatch(p.name))]
-    return [str(p) for _, p in sorted(found)]
+    """The finished checkpoint dirs, oldest step first."""
+    return [str(path) for _, path in step_dirs(run.path)]
 
 
 def ledger_counts(run: RunDir) -> dict:
@@ -100,10 +97,10 @@ def how_it_ended(run: RunDir, trained: int, total: int | None) -> str:
 
 
 def next_move(run: RunDir) -> str:
-    """How to go on: resume from a checkpoint only where one exists."""
+    """How to go on: from the newest checkpoint, or from step 0 where none was saved."""
     if checkpoints(run):
         return f"; continue with `meshrl train --resume {run.path}`"
-    return f"; no checkpoint to resume from: start again with `meshrl train` and run.dir={run.path} after removing it, or a new run.dir"
+    return f"; there is no checkpoint: `meshrl train --resume {run.path}` starts it again at step 0"
 
 
 def run_summary(run_dir: str | Path) -> dict:

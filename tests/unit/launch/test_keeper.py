@@ -80,6 +80,7 @@ def test_a_killed_service_is_restarted_and_the_others_run_on(tmp_path, capsys):
 
 def test_a_crash_loop_stops_the_run_naming_service_reason_and_resume(tmp_path):
     crash = "import sys; print('reward model file missing: /x'); sys.exit(1)"
+    (tmp_path / "checkpoints" / "step_1").mkdir(parents=True)  # a run with a checkpoint: resume is the way on
     with Supervisor(tmp_path / "logs") as sup:
         sup.start("reward", [PY, "-c", crash])
         learner = sup.start("learner", [PY, "-c", SLEEPER])

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from meshrl.cli.main import main
+from meshrl.cli.train import check_not_a_previous_run
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError, RunFailed
 from meshrl.launch.local import SHM_SCAN_S, run_local
@@ -97,7 +98,10 @@ def test_a_crash_looping_service_stops_the_run_with_its_log_tail(tmp_path):
     assert "reward-0 exited with code 1 and was not restarted" in str(info.value)
     assert "launch.restart_budget=2" in str(info.value)
     assert "CUDA out of cheese" in str(info.value)
-    assert f"meshrl train --resume {tmp_path / 'run'}" in str(info.value)
+    # nothing was trained: no resume offered, the same dir takes a fresh start
+    assert "--resume" not in str(info.value)
+    assert "start it again with `meshrl train` and the same run.dir (nothing was trained" in str(info.value)
+    check_not_a_previous_run(tmp_path / "run")
     restarts = (tmp_path / "run" / "restarts.jsonl").read_text().splitlines()
     assert [json.loads(r)["event"] for r in restarts] == ["restart", "restart", "gave_up"]
     assert not any(alive(int(p)) for p in pidfile.read_text().split())
@@ -163,6 +167,55 @@ def test_a_killed_service_is_restarted_and_the_run_finishes(tmp_path):
     assert not any(Path("/dev/shm", name).exists() for _, name in made)
     [row] = [json.loads(r) for r in (tmp_path / "run" / "restarts.jsonl").read_text().splitlines()]
     assert (row["service"], row["signal"]) == ("reward-0", "SIGKILL")
+
+
+# A stand-in that maps what vLLM and loky leave behind when killed: a psm_* segment (taken off
+# the resource tracker) and a sem.loky-* semaphore file, records "pid name name", then sleeps.
+SEGMENTS_AND_SEMAPHORE = textwrap.dedent("""
+    import mmap, os, sys, time
+    from multiprocessing import resource_tracker, shared_memory
+    shm = shared_memory.SharedMemory(create=True, size=1 << 20)
+    resource_tracker.unregister(shm._name, "shared_memory")
+    sem = f"sem.loky-{os.getpid()}-test"
+    fd = os.open(f"/dev/shm/{sem}", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    os.ftruncate(fd, 32)
+    held = mmap.mmap(fd, 32)
+    open(sys.argv[1], "a").write(f"{os.getpid()} {shm.name} {sem}\\n")
+    time.sleep(600)
+""")
+
+
+def test_a_start_that_fails_leaves_no_shared_memory_and_the_dir_starts_again(tmp_path):
+    """The rollout exits 2 (a bad setting) once the reward mapped its segment and semaphore:
+    the run fails, /dev/shm holds neither, and `meshrl train`'s check and a new run take the
+    same dir (the failed start's config is kept under logs/)."""
+    records, run_dir = tmp_path / "reward", tmp_path / "run"
+    base = stand_ins(tmp_path / "pids")
+    bad_rollout = (
+        "import os, sys, time\n"
+        f"while not os.path.exists({str(records)!r}): time.sleep(0.05)\n"
+        "print('model cannot be loaded'); sys.exit(2)"
+    )
+
+    def argv_for(spec, url, run_id, config_path):
+        if spec.name == "reward":
+            return [PY, "-c", SEGMENTS_AND_SEMAPHORE, str(records)]
+        if spec.name == "rollout":
+            return [PY, "-c", bad_rollout]
+        if spec.name == "learner":
+            return [PY, "-c", "import time; time.sleep(600)"]
+        return base(spec, url, run_id, config_path)
+
+    with pytest.raises(RunFailed, match="rollout-0 exited with code 2") as info:
+        run_local(make_cfg(), run_dir, progress=False, argv_for=argv_for)
+    [(_, segment, semaphore)] = [line.split() for line in records.read_text().splitlines()]
+    assert not Path("/dev/shm", segment).exists() and not Path("/dev/shm", semaphore).exists()
+    assert "--resume" not in str(info.value)
+    check_not_a_previous_run(run_dir)  # no FileExistsError
+    [aside] = (run_dir / "logs").glob("failed-start-*")
+    assert (aside / "config.yaml").is_file()
+    result = run_local(make_cfg(), run_dir, progress=False, argv_for=stand_ins(tmp_path / "pids2"))
+    assert result.steps == 3 and (run_dir / "config.yaml").is_file()
 
 
 def test_unreachable_nats_is_a_launch_error(tmp_path):

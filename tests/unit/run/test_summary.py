@@ -117,7 +117,7 @@ def test_status_json_is_the_summary(tmp_path, capsys):
     assert summary["ended"].endswith(f"after 2 steps; continue with `meshrl train --resume {run_dir}`")
 
 
-def test_a_run_that_failed_before_its_first_step_says_so_and_offers_no_resume(tmp_path, capsys):
+def test_a_run_that_failed_before_its_first_step_says_so_and_how_to_start_again(tmp_path, capsys):
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)
     write_config(run_dir, learner={"steps": 4})
@@ -129,7 +129,7 @@ def test_a_run_that_failed_before_its_first_step_says_so_and_offers_no_resume(tm
     first = out.splitlines()[0]
     assert rc == 0 and "ended before its first step without finishing" in first
     assert "ERROR the model at /m cannot be loaded" in first
-    assert "--resume" not in first and "no checkpoint to resume from" in first
+    assert first.endswith(f"there is no checkpoint: `meshrl train --resume {run_dir}` starts it again at step 0")
     assert "steps trained 0/4  policy v-  final reward -" in out
 
 
