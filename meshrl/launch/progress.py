@@ -1,7 +1,9 @@
 """A live progress bar fed by the learner's `metrics.jsonl` (one JSON object per step).
 
 The file is tailed from where it ended when the run started (the learner appends, so an
-earlier run in the same dir is not counted); only complete lines are read.
+earlier run in the same dir is not counted); only complete lines are read. `time_split`
+says where a step's time went on average (generation, waiting for the batch, scoring,
+training by phase, the weights push, idle), so a user sees which service to scale.
 """
 
 from __future__ import annotations
@@ -12,6 +14,20 @@ from pathlib import Path
 from tqdm import tqdm
 
 POSTFIX = (("reward", "reward", "{:.3f}"), ("kl", "kl", "{:.4f}"), ("perf/throughput", "tok/s", "{:.0f}"))
+# (label, metrics.jsonl key): the parts of a step, in the order a step runs them
+TIME_SPLIT = (
+    ("generate", "time/generate_busy"),
+    ("wait", "time/wait_for_batch"),
+    ("score", "time/reward_busy"),
+    ("reference", "time/reference_busy"),
+    ("train", "time/train"),
+    ("forward", "time/forward"),
+    ("backward", "time/backward"),
+    ("optimizer", "time/optimizer"),
+    ("push", "time/weights_push"),
+    ("idle", "time/idle"),
+)
+TRAIN_PHASES = ("forward", "backward", "optimizer")
 
 
 class MetricsTail:
@@ -55,6 +71,26 @@ def postfix(row: dict) -> dict[str, str]:
     return shown
 
 
+def time_split(rows: list[dict]) -> str:
+    """'a step 22.1 s on average: generate 6.1 s, wait 6.3 s, ..., train 5.5 s (forward 1.2 s,
+    backward 3.1 s, optimizer 0.4 s), push 0.8 s, idle 1.1 s' over `rows`; "" without steps."""
+    steps = [row["time/step"] for row in rows if isinstance(row.get("time/step"), (int, float))]
+    if not steps:
+        return ""
+    means = {}
+    for label, key in TIME_SPLIT:
+        values = [row[key] for row in rows if isinstance(row.get(key), (int, float))]
+        if values:
+            means[label] = sum(values) / len(values)
+    phases = ", ".join(f"{p} {means[p]:.1f} s" for p in TRAIN_PHASES if p in means)
+    parts = [
+        f"{label} {means[label]:.1f} s" + (f" ({phases})" if label == "train" and phases else "")
+        for label, _ in TIME_SPLIT
+        if label in means and label not in TRAIN_PHASES
+    ]
+    return f"a step {sum(steps) / len(steps):.1f} s on average: " + ", ".join(parts)
+
+
 class RunProgress:
     """step/total with reward, KL and tokens/s; `update()` is cheap enough to call often."""
 
@@ -64,6 +100,7 @@ class RunProgress:
         self.tail = MetricsTail(metrics_path)
         self.steps_done = 0
         self.last: dict = {}
+        self.rows: list[dict] = []  # every step this bar saw, for `time_split`
         self.bar = tqdm(
             total=total_steps,
             desc=desc,
@@ -79,6 +116,7 @@ class RunProgress:
         if not rows:
             return
         self.last = rows[-1]
+        self.rows += rows
         # Rows carry their step, so a resumed run's bar starts where the checkpoint was.
         done = int(self.last["step"]) + 1 if isinstance(self.last.get("step"), int) else self.steps_done + len(rows)
         self.bar.set_postfix(postfix(self.last), refresh=False)

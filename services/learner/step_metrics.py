@@ -108,6 +108,7 @@ def with_derived(metrics: dict[str, float]) -> dict[str, float]:
     step = metrics.get("time/step", 0.0)
     metrics["perf/throughput"] = metrics.get("perf/tokens", 0.0) / max(step, 1e-9)
     metrics["mesh/overhead_share"] = overhead_share(metrics)
+    metrics["time/idle"] = metrics["mesh/overhead_share"] * step  # seconds no service nor the trainer worked
     return metrics
 
 
