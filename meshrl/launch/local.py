@@ -80,6 +80,7 @@ from meshrl.launch.environment import (
 )
 from meshrl.errors import LaunchError
 from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls, service_credentials_env
+from meshrl.launch.failed_start import cleared_if_nothing_trained
 from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, close_restart_counter, open_restart_counter
 from meshrl.launch.nats import create_streams, nats_url
 from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
@@ -92,7 +93,7 @@ from meshrl.private_files import make_private_dir
 from meshrl.run.layout import RunDir
 from meshrl.security.run_key import ensure_run_keys, run_key_env
 
-SHM_SCAN_S = 2.0  # how often the run's processes are checked for shared-memory segments
+SHM_SCAN_S = 0.5  # how often the run's processes are checked for shared-memory segments
 
 
 @dataclass
@@ -323,6 +324,16 @@ def freed_segments(tracker: ShmTracker):
         tracker.free()
 
 
+@contextlib.contextmanager
+def scanned_before_stop(shm: ShmTracker, sup: Supervisor):
+    """However the block ends (a start that failed included): note the segments the run's live
+    processes map before the supervisor stops them, so freed_segments frees them after."""
+    try:
+        yield
+    finally:
+        shm.scan(process_groups(sup))
+
+
 def keep_running(
     cfg: RunConfig,
     sup: Supervisor,
@@ -342,6 +353,7 @@ def keep_running(
         RestartPolicy.from_config(cfg.launch),
         reporter,
         run_dir=run_dir,
+        run_id=run_id,
         argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == "learner-0" else argv,
         on_restarted=lambda key: shm.free([key], live=process_groups(sup)),
     )
@@ -418,6 +430,7 @@ def run_local(
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
     with (
+        cleared_if_nothing_trained(run_dir, run_id, resume=resume),
         stop_on_signals(),
         nats_url(cfg, run_dir, run_id) as url,
         run_grpc_tls(cfg, run_dir),
@@ -425,6 +438,7 @@ def run_local(
         run_environment_token(cfg, run_dir),
         freed_segments(ShmTracker()) as shm,
         Supervisor(RunDir(run_dir).logs, grace_s=grace_s) as sup,
+        scanned_before_stop(shm, sup),
     ):
         create_streams(
             url,
