@@ -87,7 +87,7 @@ from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
 from meshrl.launch.progress import RunProgress, time_split
 from meshrl.run.scale import SCALABLE
 from meshrl.launch.scaler import Scaler
-from meshrl.launch.shm import ShmTracker
+from meshrl.launch.shm import ShmTracker, reclaim
 from meshrl.launch.supervisor import Supervisor, stop_on_signals
 from meshrl.private_files import make_private_dir
 from meshrl.run.layout import RunDir
@@ -429,6 +429,7 @@ def run_local(
     run_dir = Path(run_dir)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     run_id = run_id or make_run_id(cfg.run.name)
+    reclaim(RunDir(run_dir).shm_segments)  # what a killed launcher of this run could not free
     with (
         cleared_if_nothing_trained(run_dir, run_id, resume=resume),
         stop_on_signals(),
@@ -436,7 +437,7 @@ def run_local(
         run_grpc_tls(cfg, run_dir),
         freed_shm(run_id),
         run_environment_token(cfg, run_dir),
-        freed_segments(ShmTracker()) as shm,
+        freed_segments(ShmTracker(record=RunDir(run_dir).shm_segments)) as shm,
         Supervisor(RunDir(run_dir).logs, grace_s=grace_s) as sup,
         scanned_before_stop(shm, sup),
     ):

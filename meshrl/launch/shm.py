@@ -14,6 +14,11 @@ keeps its group) and remembers each mapped `psm_*` file with the child that mapp
 `free(keys)` unlinks the remembered segments of those children that no live process of the
 run maps any more (a restart); `free()` with no keys unlinks all of them (the end of a run).
 
+A launcher killed with SIGKILL frees nothing, so the tracker keeps what it noted in a record
+(RUN_DIR/shm_segments.json, rewritten as it changes); the next launcher of the run calls
+`reclaim(record)` before it starts anything, and unlinks each noted segment that no process
+on the host maps any more (the names are random: a noted one is the run's).
+
 Simplification: a segment created and leaked between two scans (every SHM_SCAN_S, local.py) by a
 process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
 """
@@ -22,12 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import logging
 import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import psutil
+
+from meshrl.run.presence import write_atomically
 
 log = logging.getLogger("meshrl.launch")
 # multiprocessing's shared memory, and the named semaphores of multiprocessing and of loky
@@ -64,10 +72,42 @@ def mapped_segments(pid: int, root: Path = Path("/dev/shm"), patterns: Iterable[
     return names
 
 
+def mapped_anywhere(root: Path = Path("/dev/shm"), patterns: Iterable[str] = SEGMENT_PATTERNS) -> set[str]:
+    """The segments any process this user can see maps now."""
+    return set().union(*(mapped_segments(pid, root, patterns) for pid in psutil.pids()))
+
+
+def reclaim(record: Path, root: Path = Path("/dev/shm")) -> list[str]:
+    """Unlink the segments a previous launcher noted in `record` that nothing maps now; the
+    names removed. The record goes: what is still mapped is the new tracker's to note again."""
+    try:
+        noted = json.loads(Path(record).read_text())
+    except (OSError, ValueError):
+        return []
+    in_use = mapped_anywhere(root) if noted else set()
+    removed = []
+    for name in noted:
+        if "/" not in name and name not in in_use:
+            with contextlib.suppress(FileNotFoundError):
+                (Path(root) / name).unlink()
+                removed.append(name)
+    Path(record).unlink(missing_ok=True)
+    if removed:
+        log.info("freed %d shared-memory segment(s) a previous launcher of the run left: %s", len(removed), removed)
+    return removed
+
+
 class ShmTracker:
-    def __init__(self, root: Path = Path("/dev/shm"), patterns: Iterable[str] = SEGMENT_PATTERNS):
-        self.root, self.patterns = Path(root), tuple(patterns)
+    def __init__(
+        self, root: Path = Path("/dev/shm"), patterns: Iterable[str] = SEGMENT_PATTERNS, record: Path | None = None
+    ):
+        self.root, self.patterns, self.record = Path(root), tuple(patterns), record
         self.owners: dict[str, str] = {}  # segment name -> key of the child that mapped it first
+
+    def _save(self) -> None:
+        """Keep the record in step with `owners` (for the next launcher, should this one be killed)."""
+        if self.record is not None:
+            write_atomically(self.record, json.dumps(self.owners) + "\n")
 
     def mapped_by(self, pgids: Iterable[int]) -> dict[int, set[str]]:
         """For each process group: the tracked-pattern segments its processes map now."""
@@ -79,9 +119,12 @@ class ShmTracker:
     def scan(self, groups: Mapping[str, int]) -> None:
         """Remember what each child's process group (`key -> pgid`) maps now."""
         mapped = self.mapped_by(groups.values())
+        before = len(self.owners)
         for key, pgid in groups.items():
             for name in mapped[pgid]:
                 self.owners.setdefault(name, key)
+        if len(self.owners) != before:
+            self._save()
 
     def free(self, keys: Iterable[str] | None = None, live: Mapping[str, int] = {}) -> list[str]:
         """Unlink the segments of `keys` (all when None) that no group in `live` maps; the
@@ -95,6 +138,7 @@ class ShmTracker:
                     (self.root / name).unlink()
                     removed.append(name)
                 del self.owners[name]
+        self._save()
         if removed:
             log.info(
                 "freed %d shared-memory segment(s) left by %s: %s",

@@ -25,6 +25,7 @@ imports nothing of meshrl, and every floor may use it).
     scale.json         the replica counts `meshrl scale` asked for (meshrl.run.scale)
     audit.jsonl        every action that changed the run (meshrl.run.audit)
     restarts.jsonl     every restart of a service (meshrl.launch.restarts)
+    shm_segments.json  the shared memory the run's processes map, for the next launcher to free (meshrl.launch.shm)
     secrets/           the run's NATS users, TLS files and gRPC certificates (meshrl.run.secrets)
     keys/              the run's signing key: notices and checkpoints (meshrl.security.run_key)
     metrics.png        `meshrl plot`'s default output
@@ -51,6 +52,7 @@ LAUNCH_LOCK = "launcher.lock"
 SCALE = "scale.json"
 AUDIT = "audit.jsonl"
 RESTARTS = "restarts.jsonl"
+SHM_SEGMENTS = "shm_segments.json"
 SECRETS = "secrets"
 KEYS = "keys"
 PLOT = "metrics.png"
@@ -85,6 +87,7 @@ class RunDir:
     audit = property(lambda self: self.path / AUDIT)
     keys = property(lambda self: self.path / KEYS)
     restarts = property(lambda self: self.path / RESTARTS)
+    shm_segments = property(lambda self: self.path / SHM_SEGMENTS)
     secrets = property(lambda self: self.path / SECRETS)
     plot = property(lambda self: self.path / PLOT)
 

@@ -2,6 +2,7 @@
 made and that outlive it (a SIGKILL takes Python's resource tracker along) are found through
 /proc/PID/maps and unlinked; a segment of a process outside the run is left alone."""
 
+import json
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.launch.shm import ShmTracker, mapped_segments
+from meshrl.launch.shm import ShmTracker, mapped_segments, reclaim
 
 PY = sys.executable
 # Makes a 1 MiB segment the way vLLM does, unregisters it from the resource tracker (as a
@@ -69,6 +70,27 @@ def test_a_restart_frees_only_what_no_live_process_maps():
         assert tracker.free(["rollout-0", "rollout-1"], live=groups) == [dead_name]
         assert Path("/dev/shm", live_name).exists()
         assert tracker.owners == {live_name: "rollout-1"}  # still tracked for the end of the run
+    finally:
+        kill_group(live)
+        Path("/dev/shm", live_name).unlink(missing_ok=True)
+
+
+def test_a_killed_launchers_segments_are_reclaimed_by_the_next_one(tmp_path):
+    """The launcher dies with its services (SIGKILL: nothing freed); its record lets the next
+    launcher of the run free the dead one's segment, and leave the one a live process maps."""
+    dead, dead_name = start_maker()
+    live, live_name = start_maker()
+    record = tmp_path / "shm_segments.json"
+    try:
+        tracker = ShmTracker(record=record)
+        tracker.scan({"rollout-0": dead.pid, "rollout-1": live.pid})
+        assert json.loads(record.read_text()) == {dead_name: "rollout-0", live_name: "rollout-1"}
+        kill_group(dead)
+        del tracker  # the launcher is gone: nobody calls free()
+        assert Path("/dev/shm", dead_name).exists()
+        assert reclaim(record) == [dead_name]
+        assert not Path("/dev/shm", dead_name).exists() and Path("/dev/shm", live_name).exists()
+        assert not record.exists() and reclaim(record) == []
     finally:
         kill_group(live)
         Path("/dev/shm", live_name).unlink(missing_ok=True)

@@ -19,6 +19,7 @@ FILES = {
     layout.SCALE,
     layout.AUDIT,
     layout.RESTARTS,
+    layout.SHM_SEGMENTS,
     layout.PLOT,
 }
 # the same names used for something else than a run dir's file
