@@ -3,8 +3,8 @@ tracking server never holds up a training step.
 
 Jobs are sent in order. A job that fails stays at the head of the queue and is retried every
 `retry_every_s` (one warning per outage, one line when the server is back); meanwhile new jobs
-wait behind it, at most `max_pending` (the oldest are then dropped and counted — every number
-is in metrics.jsonl anyway). `close()` gives the queue one last chance within `timeout_s`, then
+wait behind it, at most `max_pending` (the oldest then leave the queue for `unsent_path`, so a
+long outage costs memory no more than rows). `close()` gives the queue one last chance within `timeout_s`, then
 writes what is still unsent to `unsent_path` as JSON lines and says so.
 """
 
@@ -46,13 +46,14 @@ class BackgroundSender:
         with self.wakeup:
             self.jobs.append(job)
             if len(self.jobs) > self.max_pending:
-                self.jobs.popleft()
+                self._append_unsent([self.jobs.popleft()])
                 self.dropped += 1
                 if self.dropped == 1:
                     log.warning(
-                        "%s: more than %d rows waiting; dropping the oldest (metrics.jsonl keeps every step)",
+                        "%s: more than %d rows waiting; the oldest go to %s, sent when the server is back",
                         self.name,
                         self.max_pending,
+                        self.unsent_path,
                     )
             self.wakeup.notify()
 
@@ -119,8 +120,11 @@ class BackgroundSender:
         with self.wakeup:
             left = list(self.jobs)
         if left:
-            self.unsent_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.unsent_path.open("a", encoding="utf-8") as f:
-                f.writelines(json.dumps(asdict(job)) + "\n" for job in left)
+            self._append_unsent(left)
             log.warning("%s: %d rows could not be sent; kept in %s", self.name, len(left), self.unsent_path)
         return len(left)
+
+    def _append_unsent(self, jobs: list[Job]) -> None:
+        self.unsent_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.unsent_path.open("a", encoding="utf-8") as f:
+            f.writelines(json.dumps(asdict(job)) + "\n" for job in jobs)

@@ -9,7 +9,10 @@ A resumed learner continues the MLflow run tagged with the same meshrl run id.
 
 Start-up asks the server for the experiment: no answer within `timeout_s` is a start-up error
 naming the URI. Afterwards every call goes through a BackgroundSender: a server that goes
-down costs the run nothing (rows wait and are retried; metrics.jsonl has them all).
+down costs the run nothing (rows wait and are retried). Rows it has not taken when the learner
+stops stay in the run dir (mlflow_unsent.py) and are sent by the next start of the run or by
+`meshrl trackers flush RUN_DIR`, which also ends the MLflow run (FINISHED, or KILLED when
+the run stopped before its final model).
 Credentials: MLFLOW_TRACKING_TOKEN or _USERNAME/_PASSWORD in the environment, read by MLflow.
 """
 
@@ -24,11 +27,12 @@ import time
 from pathlib import Path
 
 import yaml
-from mlflow.entities import Metric, Param, RunStatus
+from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
+from meshrl.services.learner.trackers import mlflow_unsent
 from meshrl.services.learner.trackers.background import BackgroundSender, Job
 from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
@@ -78,9 +82,29 @@ class MlflowTracker:
             name=f"MLflow at {self.uri}",
             retry_every_s=settings.retry_every_s,
             max_pending=settings.max_pending,
-            unsent_path=run_dir / "trackers" / "mlflow-unsent.jsonl",
+            unsent_path=mlflow_unsent.unsent_path(run_dir),
         )
         self.timeout_s = settings.timeout_s
+        self._resend_earlier_rows(run_dir)
+
+    def _resend_earlier_rows(self, run_dir: Path) -> None:
+        """Rows an earlier learner of this run could not send go first (its end left out: the run
+        goes on); rows kept for another MLflow run stay for `meshrl trackers flush`."""
+        remembered = mlflow_unsent.remembered_run(run_dir)
+        if remembered != (self.uri, self.run_id):
+            if remembered and mlflow_unsent.load_unsent(run_dir):
+                aside = mlflow_unsent.set_aside(run_dir, *remembered)
+                log.warning(
+                    "MLflow: rows for run %s at %s (not this one) moved to %s", remembered[1], remembered[0], aside
+                )
+            mlflow_unsent.remember_run(run_dir, self.uri, self.run_id)
+            return
+        earlier = [job for job in mlflow_unsent.load_unsent(run_dir) if job.kind != "end"]
+        mlflow_unsent.save_unsent(run_dir, [])
+        if earlier:
+            log.info("MLflow: sending %d rows an earlier learner of this run could not send", len(earlier))
+        for job in earlier:
+            self.sender.submit(job)
 
     def _start_run(self, cfg: RunConfig, run_id: str, run_dir: Path) -> str:
         """The MLflow run for this meshrl run (found by tag on a resume, else new), config logged."""
@@ -100,6 +124,7 @@ class MlflowTracker:
             earlier = self.client.search_runs([experiment_id], f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
             if earlier:
                 log.info("MLflow: continuing run %s of %s", earlier[0].info.run_id, self.uri)
+                self.client.update_run(earlier[0].info.run_id, status="RUNNING")  # ended by the last learner
                 return earlier[0].info.run_id
             run = self.client.create_run(experiment_id, run_name=run_id, tags={RUN_ID_TAG: run_id})
             self._log_config(run.info.run_id, cfg)
@@ -119,20 +144,7 @@ class MlflowTracker:
         self.client.log_text(mlflow_run_id, yaml.safe_dump(tree, sort_keys=False), "config.yaml")
 
     def _send(self, job: Job) -> None:
-        if job.kind == "metrics":
-            now, step = job.payload["time_ms"], job.payload["step"]
-            self.client.log_batch(
-                self.run_id, metrics=[Metric(k, v, now, step) for k, v in job.payload["values"].items()]
-            )
-        elif job.kind == "samples":
-            columns, data = job.payload["columns"], job.payload["data"]
-            self.client.log_table(
-                self.run_id, {c: [row[i] for row in data] for i, c in enumerate(columns)}, artifact_file="samples.json"
-            )
-        elif job.kind == "tag":
-            self.client.set_tag(self.run_id, job.payload["key"], job.payload["value"])
-        elif job.kind == "end":
-            self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, job.payload["status"])))
+        mlflow_unsent.send(self.client, self.run_id, job)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         values = {mlflow_key(k): float(v) for k, v in finite_numbers(metrics).items()}

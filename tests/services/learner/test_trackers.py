@@ -4,14 +4,18 @@ library's own reader (MlflowClient; `wandb leet inspect`). Bad input: a password
 tracking URI, a server that is not there at start-up, a tracker whose package is missing."""
 
 import json
+import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.services.learner.trackers import TrackerUnavailable, start_trackers
+from meshrl.cli.main import main
+from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_unsent, start_trackers
+from meshrl.services.learner.trackers.background import Job
 from meshrl.addresses import free_port
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
 
@@ -126,6 +130,34 @@ def test_a_missing_tracker_package_names_the_extra(tmp_path, monkeypatch):
         start_trackers(config(tmp_path, "telemetry.trackers=[wandb]"), "run-x")
 
 
+def test_the_next_start_of_the_run_sends_what_the_last_learner_could_not(tmp_path):
+    """Rows a stopped learner left unsent (the server was down) go first at the next start,
+    less their end: the MLflow run goes on, RUNNING, and ends FINISHED with every step."""
+    cfg = config(tmp_path, "telemetry.trackers=[mlflow]")
+    (first,) = start_trackers(cfg, "run-n")
+    first.log(0, {"reward": 0.1})
+    first.close()
+    left = [Job("metrics", {"step": 1, "time_ms": 1, "values": {"reward": 0.2}}), Job("end", {"status": "KILLED"})]
+    mlflow_unsent.unsent_path(tmp_path).write_text("".join(json.dumps(asdict(j)) + "\n" for j in left))
+    (second,) = start_trackers(cfg, "run-n")
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    wait_for(lambda: not second.sender.jobs)
+    assert client.get_run(first.run_id).info.status == "RUNNING"
+    second.log(2, {"reward": 0.3})
+    second.log_final_model(tmp_path / "final")
+    second.close()
+    assert history(client, first.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3)]
+    assert client.get_run(first.run_id).info.status == "FINISHED"
+    assert not mlflow_unsent.unsent_path(tmp_path).exists()
+
+
+def test_flush_without_unsent_rows_says_so_and_a_wrong_dir_is_one_line(tmp_path, capsys):
+    assert main(["trackers", "flush", str(tmp_path)]) == 0
+    assert "no unsent MLflow rows" in capsys.readouterr().out
+    assert main(["trackers", "flush", str(tmp_path / "nope")]) == 2
+    assert "is no run dir" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path):
     """Down mid-run: logging returns at once, rows wait and are sent when the server is back;
@@ -139,6 +171,7 @@ def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path)
             f"telemetry.mlflow.tracking_uri={server.uri}",
             "telemetry.mlflow.timeout_s=3",
             "telemetry.mlflow.retry_every_s=0.5",
+            "telemetry.mlflow.max_pending=3",
         )
         (tracker,) = start_trackers(cfg, "run-s")
         tracker.log(0, {"reward": 0.1})
@@ -154,14 +187,29 @@ def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path)
         tracker.log(4, {"reward": 0.5})
         wait_for(lambda: not tracker.sender.jobs)
         server.stop()
-        tracker.log(5, {"reward": 0.6})
+        for step in (5, 6, 7):  # the queue holds 3: steps 5 and 6 leave it for the unsent file
+            tracker.log(step, {"reward": step / 10})
+        tracker.log_final_model(tmp_path / "final")
         tracker.close()
+        client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'server' / 'store.db'}")  # the server's store
+        assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4), (4, 0.5)]
+        assert client.get_run(tracker.run_id).info.status == "RUNNING"  # its end is not sent yet
+        unsent = mlflow_unsent.load_unsent(tmp_path / "run")
+        assert [j.kind for j in unsent] == ["metrics", "metrics", "metrics", "tag", "end"]
+
+        flush = [sys.executable, "-m", "meshrl.cli.main", "trackers", "flush", str(tmp_path / "run")]
+        down = subprocess.run(flush, capture_output=True, text=True, timeout=300)
+        assert down.returncode == 2 and "did not take row 1 of 5" in down.stderr and "5 rows stay" in down.stderr
+        server.start()
+        up = subprocess.run(flush, capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0 and f"sent 5 rows to MLflow run {tracker.run_id}" in up.stdout, up.stderr
     finally:
         server.stop()
-    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'server' / 'store.db'}")  # the server's own store
-    assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4), (4, 0.5)]
-    unsent = [json.loads(x) for x in (tmp_path / "run" / "trackers" / "mlflow-unsent.jsonl").read_text().splitlines()]
-    assert [j["kind"] for j in unsent] == ["metrics", "end"] and unsent[0]["payload"]["values"] == {"reward": 0.6}
+    steps = [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4), (4, 0.5), (5, 0.5), (6, 0.6), (7, 0.7)]
+    assert history(client, tracker.run_id, "reward") == steps
+    run = client.get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["meshrl.final_model"] == str((tmp_path / "final").resolve())
+    assert not mlflow_unsent.unsent_path(tmp_path / "run").exists()
 
 
 def wait_for(condition, timeout_s: float = 60.0) -> None:

@@ -1,0 +1,41 @@
+"""`meshrl trackers flush RUN_DIR`: send the MLflow rows a run could not send, and end its MLflow run.
+
+A tracking server that was down when the learner stopped leaves the rows it did not take in
+RUN_DIR/trackers/mlflow-unsent.jsonl (the run's end included), and the MLflow run RUNNING with
+part of its steps. Once the server is back this sends them in order to the same MLflow run,
+which the end then marks FINISHED (KILLED when the run stopped before its final model). The
+next start of the same run sends them too. A server still down: one line, exit 2, the rows
+kept for the next try.
+
+    meshrl trackers flush runs/grpo
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from meshrl.cli import about
+from meshrl.errors import LaunchError
+from meshrl.services.learner.trackers import mlflow_unsent
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "trackers", help=about("trackers"), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    flush = actions.add_parser("flush", help="send RUN_DIR's unsent MLflow rows and end its MLflow run")
+    flush.add_argument("run_dir", type=Path, help="the run dir (holds trackers/mlflow-unsent.jsonl)")
+    flush.set_defaults(func=run_flush)
+
+
+def run_flush(args) -> int:
+    if not args.run_dir.is_dir():
+        raise LaunchError(f"{args.run_dir} is no run dir: name the run.dir of the run to flush")
+    sent, mlflow_run_id = mlflow_unsent.flush(args.run_dir)
+    if sent == 0:
+        print(f"{args.run_dir}: no unsent MLflow rows")
+    else:
+        print(f"{args.run_dir}: sent {sent} rows to MLflow run {mlflow_run_id}")
+    return 0
