@@ -38,6 +38,9 @@ COMMANDS = {
     "gateway": Command("meshrl.cli.gateway", "serve the run API and the dashboard for a runs root"),
     "reward": Command("meshrl.cli.reward", "reward-service tools: `meshrl reward check ADDRESS`"),
     "env": Command("meshrl.cli.env", "environment-service tools: `meshrl env check ADDRESS`"),
+    "certs": Command(
+        "meshrl.cli.certs", "TLS certificates for an environment or reward service meshrl does not launch"
+    ),
     "trackers": Command(
         "meshrl.cli.trackers", "send a run's MLflow rows the server did not take: `meshrl trackers flush RUN_DIR`"
     ),

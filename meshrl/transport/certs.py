@@ -5,7 +5,9 @@
     ca.issue("nats-server", hosts=["127.0.0.1", "localhost"]).write(secrets / "nats-server")
     ca.issue("rollout", client=True).write(secrets / "nats-client-rollout")   # .pem + .key
 
-Used by the local launcher (nats.tls: on | mutual) and by the tests (tests/fixtures/tls_certs.py).
+Used by the local launcher (nats.tls: on | mutual), by `meshrl certs issue` (certificates for
+services meshrl does not launch, from a CA of the operator's: `load_ca`) and by the tests
+(tests/fixtures/tls_certs.py).
 EC P-256 keys (fast to make). Keys are written mode 0600 from the start, never in a log.
 Simplification: no revocation, no rotation; a run's CA lives `days` (default 30) and a new
 one is made at every launcher start, so a certificate never outlives its run for long.
@@ -68,6 +70,13 @@ class CertificateAuthority:
         path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
         return path
 
+    def write_key(self, path: Path) -> Path:
+        """The CA's private key (0600), for a CA that issues again later (`load_ca`)."""
+        key_pem = self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return write_private_file(Path(path), key_pem)
+
     def issue(self, subject: str, *, hosts: Iterable[str] = (), server: bool = True, client: bool = False) -> Issued:
         """A certificate for `subject`; `hosts` (IPs or DNS names) go in its SAN. `server` and
         `client` pick the extended key usages (both: one identity serving and calling)."""
@@ -78,7 +87,7 @@ class CertificateAuthority:
             raise ValueError(f"certificate {subject!r}: pick server=True and/or client=True")
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (
-            _builder(subject, key, self.name, self.days)
+            _builder(subject, key, self.cert.subject, self.days)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         )
@@ -88,13 +97,13 @@ class CertificateAuthority:
         return Issued(builder.sign(self.key, hashes.SHA256()), key)
 
 
-def _builder(subject: str, key, issuer: str, days: int) -> x509.CertificateBuilder:
+def _builder(subject: str, key, issuer: x509.Name, days: int) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.timezone.utc)
     # Five minutes back: a peer whose clock is a little behind still accepts it.
     return (
         x509.CertificateBuilder()
         .subject_name(_name(subject))
-        .issuer_name(_name(issuer))
+        .issuer_name(issuer)  # the CA's whole subject: an operator's CA may name more than a CN
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
@@ -107,7 +116,7 @@ def new_ca(name: str, *, days: int = 30) -> CertificateAuthority:
         raise ValueError(f"days={days}: a CA must be valid for at least one day")
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
-        _builder(name, key, name, days)
+        _builder(name, key, _name(name), days)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -128,4 +137,39 @@ def new_ca(name: str, *, days: int = 30) -> CertificateAuthority:
     return CertificateAuthority(name, cert, key, days)
 
 
-__all__ = ["CertificateAuthority", "Issued", "new_ca"]
+class NotACa(ValueError):
+    """A CA certificate or key that cannot issue: the message names the file and the fix."""
+
+
+def load_ca(cert_file: Path, key_file: Path, *, days: int) -> CertificateAuthority:
+    """An operator's CA from its PEM certificate and unencrypted PEM key; certificates it issues
+    live `days`, never past the CA's own expiry."""
+    cert = _read_pem(cert_file, "certificate", x509.load_pem_x509_certificate)
+    key = _read_pem(key_file, "private key", lambda data: serialization.load_pem_private_key(data, None))
+    try:
+        is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
+        raise NotACa(f"{cert_file} is no CA certificate (no basicConstraints CA:TRUE): name the CA's own certificate")
+    if key.public_key().public_numbers() != cert.public_key().public_numbers():
+        raise NotACa(f"{key_file} is not the key of {cert_file}: name the CA certificate's own key")
+    left = (cert.not_valid_after_utc - dt.datetime.now(dt.timezone.utc)).days
+    if left < 1:
+        raise NotACa(f"{cert_file} expires within a day ({cert.not_valid_after_utc:%Y-%m-%d}): renew the CA first")
+    name = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return CertificateAuthority(name[0].value if name else "CA", cert, key, min(days, left))
+
+
+def _read_pem(path: Path, what: str, parse):
+    try:
+        return parse(Path(path).read_bytes())
+    except OSError as err:
+        raise NotACa(f"cannot read the CA {what} {path}: {err.strerror}") from None
+    except (ValueError, TypeError) as err:
+        raise NotACa(
+            f"{path} is no PEM {what} meshrl can use ({str(err)[:120]}); an encrypted key: decrypt it first"
+        ) from None
+
+
+__all__ = ["CertificateAuthority", "Issued", "NotACa", "load_ca", "new_ca"]

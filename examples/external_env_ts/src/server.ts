@@ -21,7 +21,8 @@
  *    off the schema) is not an answer: done=false, no observation of ours; the model reads
  *    meshrl's error for each refused call and tries again.
  *  - The task comes from group_seed (the same for the group's episodes), not the episode's seed.
- *  - TLS when MESHRL_GRPC_TLS_CERT_FILE and _KEY_FILE are set.
+ *  - TLS when MESHRL_GRPC_TLS_CERT_FILE and _KEY_FILE are set; mutual TLS (the caller's client
+ *    certificate required) when MESHRL_GRPC_TLS_CA_FILE is set too (`meshrl certs issue`).
  * Simplifications: answers are computed at once, so deadlines are met without checking them;
  * episodes live in memory until Close (no idle expiry); health and reflection need no token.
  *
@@ -160,10 +161,14 @@ function handler(token: string | null, fn: (request: any) => object): grpc.handl
   };
 }
 
+// With a CA file too, mutual TLS: a caller without a client certificate that CA signed is refused
+// in the handshake (`meshrl certs issue` writes all three files and meshrl's client certificate).
 function credentials(): grpc.ServerCredentials {
   const cert = process.env.MESHRL_GRPC_TLS_CERT_FILE, key = process.env.MESHRL_GRPC_TLS_KEY_FILE;
+  const ca = process.env.MESHRL_GRPC_TLS_CA_FILE;
   if (!cert || !key) return grpc.ServerCredentials.createInsecure();
-  return grpc.ServerCredentials.createSsl(null, [{ cert_chain: fs.readFileSync(cert), private_key: fs.readFileSync(key) }]);
+  const pair = [{ cert_chain: fs.readFileSync(cert), private_key: fs.readFileSync(key) }];
+  return ca ? grpc.ServerCredentials.createSsl(fs.readFileSync(ca), pair, true) : grpc.ServerCredentials.createSsl(null, pair);
 }
 
 function arg(name: string, fallback: string): string {

@@ -13,12 +13,14 @@
  * ERROR result, never a number; a request that repeats an id is refused (INVALID_ARGUMENT).
  * Simplification: scoring is synchronous and fast, so the deadline is only checked between
  * items (items not reached in time come back TIMEOUT).
+ * TLS from MESHRL_GRPC_TLS_CERT_FILE / _KEY_FILE, mutual TLS with MESHRL_GRPC_TLS_CA_FILE too.
  *
  * Run (from this folder):
  *   npm ci && npm run build
  *   node dist/server.js --port 50071 --keywords answer,because --max-chars 400
  *   meshrl reward check localhost:50071
  */
+import * as fs from "fs";
 import * as path from "path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -73,6 +75,17 @@ function arg(name: string, fallback: string): string {
   return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
 }
 
+// TLS when MESHRL_GRPC_TLS_CERT_FILE and _KEY_FILE are set; with MESHRL_GRPC_TLS_CA_FILE too, mutual
+// TLS: a caller without a client certificate that CA signed is refused in the handshake
+// (`meshrl certs issue --kind reward` writes the files, and meshrl's client certificate).
+function credentials(): grpc.ServerCredentials {
+  const cert = process.env.MESHRL_GRPC_TLS_CERT_FILE, key = process.env.MESHRL_GRPC_TLS_KEY_FILE;
+  const ca = process.env.MESHRL_GRPC_TLS_CA_FILE;
+  if (!cert || !key) return grpc.ServerCredentials.createInsecure();
+  const pair = [{ cert_chain: fs.readFileSync(cert), private_key: fs.readFileSync(key) }];
+  return ca ? grpc.ServerCredentials.createSsl(fs.readFileSync(ca), pair, true) : grpc.ServerCredentials.createSsl(null, pair);
+}
+
 function main(): void {
   const port = Number(arg("port", "50071"));
   const host = arg("host", "127.0.0.1");
@@ -88,7 +101,7 @@ function main(): void {
   const health = new HealthImplementation({ "": "SERVING", [SERVICE]: "SERVING" });
   health.addToServer(server);
   new ReflectionService(definition).addToServer(server);
-  server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+  server.bindAsync(`${host}:${port}`, credentials(), (err, bound) => {
     if (err) {
       console.error(`cannot bind ${host}:${port}: ${err.message}; pick another --port`);
       process.exit(2);
