@@ -3,7 +3,7 @@
 #
 #   entrypoint.sh SERVICE [the service's own flags...]    e.g.  entrypoint.sh rollout --grpc-port 50051
 #   MESHRL_SERVICE=reward entrypoint.sh                   (the service from the environment)
-#   entrypoint.sh meshrl doctor                           (anything else runs as given)
+#   entrypoint.sh meshrl doctor                           (any other command runs as given)
 #
 # runs   meshrl serve SERVICE --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
 #            --config "$MESHRL_CONFIG" --replica-id "$MESHRL_REPLICA_ID" [flags...]
@@ -24,6 +24,11 @@ is_service() {
 }
 
 if [ "$#" -gt 0 ] && ! is_service "$1"; then
+  # A mistyped service name ("rolout") is no command either: name the services, not "not found".
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "meshrl entrypoint: '$1' is no service and no command: services are $SERVICES (or give a command to run)" >&2
+    exit 2
+  fi
   exec "$@"
 fi
 if [ "$#" -gt 0 ]; then

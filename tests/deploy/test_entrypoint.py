@@ -96,6 +96,9 @@ def test_no_or_unknown_service_is_refused(fakes):
     assert done.returncode == 2 and "no service" in done.stderr and calls == []
     done, calls = run(fakes, [], {**ENV, "MESHRL_SERVICE": "rollot"})
     assert done.returncode == 2 and "unknown service 'rollot'" in done.stderr and calls == []
+    done, calls = run(fakes, ["rolout", "--grpc-port", "50051"], ENV)  # a mistyped service as the command
+    assert done.returncode == 2 and calls == []
+    assert "'rolout' is no service and no command: services are rollout reward" in done.stderr
 
 
 def test_any_other_command_runs_as_given(fakes):
