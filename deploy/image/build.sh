@@ -19,8 +19,9 @@
 # mounts at the same place: none of them lands in the image. podman builds with --network host
 # (no bridge state left behind) and --format docker (OCI images drop HEALTHCHECK). With docker,
 # local paths cannot be mounted into a build: only --pip-conf is passed (as a secret).
-# Errors a user can fix (no variant, a missing base image, an unreachable index) are one line
-# on stderr and exit 2, before anything is built.
+# Errors a user can fix (no variant, a missing base image, a base whose registry cannot be
+# reached — no Docker Hub here: add --make-base —, an unreachable index) are one line on stderr
+# and exit 2, before anything is built.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=deploy/image
@@ -39,7 +40,7 @@ while [ "$#" -gt 0 ]; do
     --torch-index) torch_index=${2-}; shift 2 ;;
     --engine) engine=${2:-}; shift 2 ;;
     --target) target=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -98,6 +99,29 @@ else
   [ -z "$pip_conf" ] || args+=(--secret "id=pip.conf,src=$pip_conf")
 fi
 [ "$torch_index" = unset ] || args+=(--build-arg "TORCH_INDEX=$torch_index")
+
+# The base, last of the checks: one that is neither here nor at a registry this host reaches (no
+# Docker Hub) stops the build with the fix, rather than after the engine's own retries.
+registry_of() {  # the registry host of an image name (docker.io when the name has none)
+  local first=${1%%/*}
+  if [[ "$1" == */* && ( "$first" == *.* || "$first" == *:* || "$first" == localhost ) ]]; then echo "$first"; else echo docker.io; fi
+}
+reachable() {  # any HTTP answer from the registry's /v2/ (401 included) means it is there
+  python3 - "$1" <<'PY'
+import sys, urllib.error, urllib.request
+host = "registry-1.docker.io" if sys.argv[1] == "docker.io" else sys.argv[1]
+try:
+    urllib.request.urlopen(f"https://{host}/v2/", timeout=10)
+except urllib.error.HTTPError:
+    pass
+except OSError:
+    sys.exit(1)
+PY
+}
+from=${base:-$(sed -n 's/^ARG BASE=//p' "$here/Dockerfile")}
+if ! "$engine" image inspect "$from" >/dev/null 2>&1 && ! reachable "$(registry_of "$from")"; then
+  die "base image $from is not here and $(registry_of "$from") cannot be reached: add --make-base (a base made here from Debian packages), or --base IMAGE from a registry this host reaches"
+fi
 
 start=$(date +%s)
 "$engine" "${args[@]}" .

@@ -161,3 +161,15 @@ def test_only_the_learner_and_gateway_hold_the_run_dir(compose):
         elif name in ("rollout", "reward", "reference"):
             assert runs == [f"{name}-runs:/runs"], f"{name}: its own volume for its traces, not the run dir"
             assert service["read_only"] is True and service["tmpfs"] == ["/tmp"]
+
+
+def test_up_build_takes_the_base_build_sh_made_where_docker_hub_is_out_of_reach(compose):
+    """`MESHRL_BASE=localhost/meshrl-base:bookworm ... up --build`: every image built from the
+    Dockerfile gets the base as its BASE build argument (default: the Dockerfile's own)."""
+    dockerfile_default = next(
+        line.split("=", 1)[1]
+        for line in (COMPOSE_DIR.parents[1] / "deploy" / "image" / "Dockerfile").read_text().splitlines()
+        if line.startswith("ARG BASE=")
+    )
+    builds = [svc["build"] for svc in compose["services"].values() if "build" in svc]
+    assert builds and all(b["args"]["BASE"] == f"${{MESHRL_BASE:-{dockerfile_default}}}" for b in builds)

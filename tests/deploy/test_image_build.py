@@ -74,6 +74,19 @@ def test_a_missing_local_base_image_says_how_to_make_it():
     assert "base image localhost/meshrl-base:missing is missing" in line and "make-base.sh" in line
 
 
+def test_a_base_from_a_registry_this_host_cannot_reach_says_to_add_make_base():
+    """The first build command on a host without Docker Hub: the default base's registry is the
+    one it cannot reach; here a registry address nothing answers on stands for it."""
+    reason = podman_unavailable()
+    if reason:
+        pytest.skip(reason)
+    line = one_line_exit_2(build("--variant", "none", "--base", "127.0.0.1:9/library/python:3.11-slim-bookworm"))
+    assert (
+        "base image 127.0.0.1:9/library/python:3.11-slim-bookworm is not here and 127.0.0.1:9 cannot be reached" in line
+    )
+    assert "add --make-base" in line
+
+
 def test_an_unreachable_index_stops_the_build_at_once(tmp_path):
     reason = podman_unavailable()
     if reason:
