@@ -1,22 +1,20 @@
-"""The run's signing key: weights notices and checkpoint manifests are signed by the learner
-(Ed25519), and every reader checks the signature with the public half.
+"""The run's signing key: weights notices are signed by the learner (Ed25519), and every reader
+checks the signature with the public half. (Checkpoint manifests are signed with another key,
+the user's, which no run dir holds: meshrl.inputs.checkpoint.key.)
 
     keys = ensure_run_keys(run_dir)                 # the launcher, once per run dir
     env = run_key_env(run_dir, "rollout")           # what the launcher gives each kind
     token = weights_token_from_env()                # learner and rollout: the collective's shared token
     signer = signer_from_env()                      # the learner: MESHRL_RUN_SIGNING_KEY_FILE
     verifier = verifier_from_env()                  # every service: MESHRL_RUN_VERIFY_KEY_FILE
-    verifier = verifier_for_run(run_dir)            # a run dir's checkpoints: RUN_DIR/keys/run-signing.pub
 
-Why a signature and not a keyed hash: the readers (rollout replicas, eval, export, the
-gateway) can check it without being able to make one, so a compromised reader cannot
-forge a notice or re-sign a checkpoint it altered. The private key is given to the
-learner only (an environment variable naming a 0600 file; in a cluster, a Secret mounted
-in the learner's pods alone). It lives in RUN_DIR/keys/ and is kept across restarts:
-checkpoints signed before a restart must still verify after it.
+Why a signature and not a keyed hash: the readers (rollout replicas) can check it without
+being able to make one, so a compromised reader cannot forge a notice. The private key is given to the learner only (an environment variable
+naming a 0600 file; in a cluster, a Secret mounted in the learner's pods alone). It lives in
+RUN_DIR/keys/ and is kept across restarts.
 
-Where no verify key is configured (a run dir made before keys existed, a bare test), an
-unsigned notice or manifest is accepted as before; where one is, unsigned is refused.
+Where no verify key is configured (a bare test), an unsigned notice is accepted; where one
+is, unsigned is refused.
 
 RUN_DIR/keys/weights.token is a shared secret of the learner and the rollout replicas only:
 with `weights_transport: collective` a replica proves it holds it before the learner's
@@ -91,14 +89,10 @@ def _write_key_pair(keys: RunKeys) -> None:
     )
 
 
-def ensure_run_keys(run_dir: str | Path) -> RunKeys | None:
-    """The launcher's: the run dir's keys, made for a run dir without checkpoints yet. A run
-    dir with checkpoints but no keys (made before signing existed) stays unsigned, or its
-    own checkpoints would be refused on resume."""
-    keys = run_keys(run_dir)
-    if keys.public.is_file() or not any(RunDir(run_dir).checkpoints.glob("step_*")):
-        return create_run_keys(run_dir)
-    return None
+def ensure_run_keys(run_dir: str | Path) -> RunKeys:
+    """The launcher's: the run dir's keys, made once. A run dir made before keys existed gets
+    them too: checkpoints no longer depend on them (meshrl.inputs.checkpoint.key)."""
+    return create_run_keys(run_dir)
 
 
 def run_key_env(run_dir: str | Path, kind: str) -> dict[str, str]:
@@ -172,10 +166,3 @@ def weights_token_from_env(env=os.environ) -> bytes | None:
 def verifier_from_env(env=os.environ) -> RunVerifier | None:
     path = env.get(VERIFY_KEY_ENV)
     return load_verifier(path) if path else None
-
-
-def verifier_for_run(run_dir: str | Path, env=os.environ) -> RunVerifier | None:
-    """The key a run dir's checkpoints are checked with: RUN_DIR/keys/run-signing.pub, else
-    the environment's verify key, else None (a run dir made before keys existed)."""
-    public = run_keys(run_dir).public
-    return load_verifier(public, "run key") if public.is_file() else verifier_from_env(env)

@@ -1,5 +1,5 @@
 """The run's signing key: made once per run dir (0600 in a 0700 folder), kept across starts,
-given to the learner alone; a run dir with checkpoints from before keys stays unsigned.
+given to the learner alone; a run dir with checkpoints from before keys gets keys too.
 
 Run: .venv/bin/python -m pytest tests/unit/security -q
 """
@@ -18,7 +18,6 @@ from meshrl.security.run_key import (
     load_verifier,
     run_key_env,
     signer_from_env,
-    verifier_for_run,
     weights_token_from_env,
 )
 
@@ -52,10 +51,11 @@ def test_only_the_learner_is_given_the_signing_key_and_the_rollout_the_weights_t
         assert bool(env[WEIGHTS_TOKEN_ENV]) == (kind == "rollout")
 
 
-def test_a_run_dir_with_checkpoints_but_no_keys_stays_unsigned(tmp_path):
+def test_a_run_dir_with_checkpoints_but_no_keys_gets_keys(tmp_path):
+    """Checkpoints are signed with the user's key, not the run's: nothing keeps an old run dir unsigned."""
     (tmp_path / "checkpoints" / "step_2").mkdir(parents=True)
-    assert ensure_run_keys(tmp_path) is None and run_key_env(tmp_path, "learner") == {}
-    assert verifier_for_run(tmp_path, env={}) is None
+    keys = ensure_run_keys(tmp_path)
+    assert keys.private.is_file() and run_key_env(tmp_path, "learner")[SIGNING_KEY_ENV] == str(keys.private)
 
 
 def test_a_missing_key_file_is_named(tmp_path):
