@@ -172,7 +172,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> t
     check_run_dir(run_dir, resume=resume)
     make_private_dir(run_dir)
     RunDir(run_dir).logs.mkdir(exist_ok=True)
-    ensure_run_keys(run_dir)  # the learner signs notices and checkpoints with it (security/run_key.py)
+    ensure_run_keys(run_dir)  # the learner signs weights notices with it (security/run_key.py)
     cfg = resolve_for_run(cfg, run_dir, resume=resume)
     config_path = RunDir(run_dir).config
     config_path.write_text(dump_config(cfg))
