@@ -7,7 +7,8 @@
 #
 # runs   meshrl serve SERVICE --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
 #            --config "$MESHRL_CONFIG" --replica-id "$MESHRL_REPLICA_ID" [flags...]
-# MESHRL_REPLICA_ID defaults to the hostname (the pod or container name). A missing
+# MESHRL_REPLICA_ID defaults to the hostname (the pod or container name);
+# MESHRL_CONFIG_OVERRIDES ("learner.steps=2 ...") changes the config without editing it. A missing
 # variable is named on stderr, exit 2, before anything starts.
 # MESHRL_TORCHRUN_ARGS (learner only, e.g. "--nnodes=2 --nproc-per-node=8 --node-rank=0
 # --master-addr=learner-0.learner --master-port=29500"): the learner runs under torchrun,
@@ -62,6 +63,24 @@ if [ -n "$missing" ]; then
   exit 2
 fi
 replica=${MESHRL_REPLICA_ID:-${HOSTNAME:-$(hostname)}}
+
+# MESHRL_CONFIG_OVERRIDES="learner.steps=2 rollout.sampling.group_size=4": `a.b=c` overrides of
+# the mounted (read-only) config, as `meshrl train` takes them; the config they make is written
+# to /tmp and served instead, so a short run needs no edit of the file every service shares.
+if [ -n "${MESHRL_CONFIG_OVERRIDES:-}" ]; then
+  # shellcheck disable=SC2086  # one override per word is intended
+  python3 -c '
+import sys
+from meshrl.config.load import dump_config, load_config
+from meshrl.errors import ConfigError
+try:
+    text = dump_config(load_config(sys.argv[1], sys.argv[3:]))
+except ConfigError as err:
+    sys.exit(f"meshrl entrypoint: MESHRL_CONFIG_OVERRIDES: {err}")
+open(sys.argv[2], "w").write(text)
+' "$MESHRL_CONFIG" "${TMPDIR:-/tmp}/meshrl-config.yaml" $MESHRL_CONFIG_OVERRIDES || exit 2
+  MESHRL_CONFIG=${TMPDIR:-/tmp}/meshrl-config.yaml
+fi
 
 set -- serve "$service" --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
   --config "$MESHRL_CONFIG" --replica-id "$replica" "$@"

@@ -8,9 +8,11 @@ missing variable.
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "deploy" / "image" / "entrypoint.sh"
 # A stand-in for a real program: writes its own name and argv as JSON, does nothing else.
@@ -31,9 +33,10 @@ def fakes(tmp_path):
     return bin_dir, tmp_path / "argv.log"
 
 
-def run(fakes, args, env):
+def run(fakes, args, env, extra_path: str = ""):
     bin_dir, log = fakes
-    full = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_ARGV_LOG": str(log), **env}
+    path = ":".join(p for p in (str(bin_dir), extra_path, "/usr/bin", "/bin") if p)
+    full = {"PATH": path, "FAKE_ARGV_LOG": str(log), **env}
     done = subprocess.run([str(ENTRYPOINT), *args], env=full, capture_output=True, text=True, timeout=30)
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return done, calls
@@ -139,3 +142,33 @@ def test_learner_under_torchrun(fakes):
         "grpo-1",
         ["--replica-id", "learner-1"],
     )
+
+
+def test_config_overrides_make_a_config_of_their_own(fakes, tmp_path):
+    """MESHRL_CONFIG_OVERRIDES: the mounted config stays as it is; the service gets a config with
+    the overrides applied (written to TMPDIR), so a short compose run needs no edit."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "run: {name: c, dir: /runs/c}\nmodel: {path: tiny}\ndata: {train: t.jsonl}\nalgorithm: {preset: grpo}\n"
+        "learner: {steps: 20}\n"
+    )
+    venv_bin = str(Path(sys.executable).parent)  # the image's python3 has meshrl: here the venv's
+    env = {**ENV, "MESHRL_CONFIG": str(config), "TMPDIR": str(tmp_path), "MESHRL_REPLICA_ID": "learner-0"}
+    env["MESHRL_CONFIG_OVERRIDES"] = "learner.steps=2 rollout.sampling.group_size=4"
+    done, calls = run(fakes, ["learner"], env, extra_path=venv_bin)
+    assert done.returncode == 0, done.stderr
+    made = tmp_path / "meshrl-config.yaml"
+    assert calls[0][calls[0].index("--config") + 1] == str(made)
+    resolved = yaml.safe_load(made.read_text())
+    assert resolved["learner"]["steps"] == 2 and resolved["rollout"]["sampling"]["group_size"] == 4
+    assert "steps: 20" in config.read_text()  # the shared file is untouched
+
+
+def test_a_bad_config_override_is_one_line_and_nothing_runs(fakes, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("run: {name: c, dir: /runs/c}\nmodel: {path: tiny}\ndata: {train: t.jsonl}\n")
+    env = {**ENV, "MESHRL_CONFIG": str(config), "TMPDIR": str(tmp_path), "MESHRL_CONFIG_OVERRIDES": "learner.stepz=2"}
+    done, calls = run(fakes, ["learner"], env, extra_path=str(Path(sys.executable).parent))
+    assert done.returncode == 2 and calls == []
+    assert done.stderr.startswith("meshrl entrypoint: MESHRL_CONFIG_OVERRIDES:") and "stepz" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
