@@ -5,7 +5,7 @@ resets it, each Step sends the model's turn as an action, Close ends the session
     serve({"guess": cls}, port=50090)
 
 The mapping (docs/environments.md, "Environments you already have"):
-- Reset: OpenEnv reset with the task's `seed` (when set), the episode id and `openenv.reset`;
+- Reset: OpenEnv reset with the group's seed (`group_seed`, else the episode's `seed`; when set), the episode id and `openenv.reset`;
   its observation becomes one user message (below).
 - Step: the action is `{action_field: the model's whole turn, **action_fields}`; the answer's
   observation becomes one user message, its reward this turn's reward, its done the episode's.
@@ -67,8 +67,8 @@ class OpenEnvEnvironment(Environment):
         self.session = Session(self.http(), self.settings.ws_url, self.settings.timeout_s)
         await self.session.open()
         data = {**self.settings.reset, "episode_id": task.episode_id}
-        if task.seed:
-            data["seed"] = task.seed
+        if seed := task.group_seed or task.seed:  # the group's: a GRPO group's episodes play one task
+            data["seed"] = seed
         try:
             answer = await self.session.send("reset", data)
         except EnvError:

@@ -5,7 +5,8 @@ worker child that holds the games (handlers.py, in the textarena venv).
     serve({"guess": cls}, port=50090)
 
 The mapping (docs/environments.md, "Environments you already have"):
-- Reset: a new game, seeded with the task's seed (0: unseeded); its prompt is the observation.
+- Reset: a new game, seeded with the group's seed (`group_seed`, else the episode's; 0: unseeded), so
+  every episode of a group plays the same game; its prompt is the observation.
 - Step: the model's whole turn is the player's action (each game reads its own format, e.g.
   GuessTheNumber's `[5]`); the game's new messages are the observation; when the game ends its
   reward (textarena's, e.g. 1 for a win, partial credit for some games) is the turn's reward and
@@ -42,7 +43,9 @@ class TextArenaEnvironment(Environment):
 
     async def reset(self, task) -> Reset:
         await self.revive()
-        answer = await self.ask("reset", {"episode_id": task.episode_id, "seed": task.seed or None})
+        # the group's seed: every episode of a GRPO group plays the same game, so their rewards compare
+        seed = task.group_seed or task.seed
+        answer = await self.ask("reset", {"episode_id": task.episode_id, "seed": seed or None})
         self.open = True
         return Reset([answer["observation"]], info={"game": self.block.game})
 

@@ -152,3 +152,19 @@ def test_meshrl_train_and_doctor_refuse_a_game_it_cannot_play_before_anything_st
     good = load_config(base={**base, "environment": {"name": "g", "textarena": {**block, "game": "GuessTheNumber-v0"}}})
     check_environment_up(good)  # no error: the game is made for one player
     assert _check_textarena(cfg.environment).status == "fail" and _check_textarena(good.environment).status == "pass"
+
+
+async def test_a_groups_episodes_play_the_groups_game(tmp_path, nats_url, run_id, bus, textarena_python):
+    """Episodes of one group carry their own seeds and the group's group_seed: each plays the
+    group's number (so GRPO compares rewards on one task), won by guessing target(group_seed)."""
+    block = {"game": "GuessTheNumber-v0", "python": textarena_python}
+    n, episodes = target(SEED), [("g/0", 11), ("g/1", 12), ("g/2", 13)]
+    assert len({target(seed) for _, seed in episodes} | {n}) > 1  # the episodes' own seeds would differ
+    async with adapter(tmp_path, nats_url, run_id, bus, block) as (stub, _):
+        won = []
+        for episode_id, seed in episodes:
+            request = env_pb2.ResetRequest(episode_id=episode_id, environment="guess", seed=seed, group_seed=SEED)
+            await stub.Reset(request, timeout=CALL_S)
+            answer = await stub.Step(env_pb2.StepRequest(episode_id=episode_id, turn=0, text=f"[{n}]"), timeout=CALL_S)
+            won.append((answer.done, answer.reward))
+    assert won == [(True, 1.0)] * 3
