@@ -23,6 +23,8 @@ from meshrl.run.records import follow_rows, read_rows
 from meshrl.gateway.tenant import TenantPolicy
 from meshrl.gateway.runs import RunsRoot, check_name
 from meshrl.gateway.status import live_status
+from meshrl.gateway.ended import ended_status
+from meshrl.gateway.sample_view import view_row
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.run.audit import record_action
 from meshrl.run.audit import record_and_announce
@@ -85,7 +87,7 @@ class Handlers:
     async def GetRunStatus(self, req: pb.GetRunStatusRequest, who: Principal) -> pb.GetRunStatusResponse:
         summary, info = self.root.summary(req.run), self.root.launcher(req.run)
         with self.grpc_tls(req.run):
-            out = await live_status(info, self.root.path(req.run)) if info else pb.GetRunStatusResponse()
+            out = await live_status(info, self.root.path(req.run)) if info else ended_status(self.root.path(req.run))
         out.run.CopyFrom(summary)
         return out
 
@@ -119,7 +121,7 @@ class Handlers:
             raise invalid(f"page_token {req.page_token!r} is not one this API gave out") from None
         end = start + size
         return pb.ListSamplesResponse(
-            samples=[struct(r) for r in rows[start:end]],
+            samples=[struct(view_row(r)) for r in rows[start:end]],  # observations also without markup
             total=len(rows),
             next_page_token=str(end) if end < len(rows) else "",
         )

@@ -4,8 +4,8 @@
 // fractions) or stack its series as areas (parts of a whole: the step's time). Each chart's
 // element carries what a person sees, for the browser tests: data-points (rows drawn),
 // data-keys (its series), data-filled (rows with a number for one of them), data-axes (each
-// series' axis), data-ranges (each axis' drawn [min, max]) and, stacked, data-top (the height
-// of the stack at the last step).
+// series' axis), data-ranges (each axis' drawn [min, max]), data-ticks (each value axis' tick
+// labels as drawn) and, stacked, data-top (the height of the stack at the last step).
 "use strict";
 
 // The step's time as parts that add up to time/step: waiting for groups, the trainer's
@@ -48,6 +48,30 @@ function stackUp(columns) {
     return (below || 0) + (v || 0);
   })));
   return sums;
+}
+
+// Tick labels that tell the ticks apart at any scale: as many decimals as the tick spacing
+// needs, and an exponent for values below 1e-3 or above 1e6 (a KL of 1e-4 read "0.00" with
+// uPlot's default labels).
+function tickLabels(splits, incr) {
+  const big = Math.max(...splits.map(Math.abs));
+  const step = incr > 0 ? incr : big || 1;
+  if (big && (big < 1e-3 || big >= 1e6)) {
+    const digits = Math.min(6, Math.max(0, Math.ceil(Math.log10(big / step) - 1e-9)));
+    return splits.map(v => (v === 0 ? "0" : v.toExponential(digits)));
+  }
+  const decimals = Math.min(10, Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
+  return splits.map(v => v.toFixed(decimals));
+}
+
+// A value axis' labels, also kept on the chart's element (the canvas holds no text to read).
+function valueAxis(scale) {
+  return {scale, values: (u, splits, axisIdx, space, incr) => {
+    const labels = tickLabels(splits, incr);
+    const box = u.root.parentNode;
+    if (box) box.dataset.ticks = JSON.stringify({...JSON.parse(box.dataset.ticks || "{}"), [scale]: labels});
+    return labels;
+  }};
 }
 
 class Charts {
@@ -104,8 +128,8 @@ class Charts {
     if (old) { old.plot.destroy(); old.box.replaceWith(box); } else this.container.append(box);
     const chart = {box, keys, raw: []};
     const series = [{label: "step"}, ...keys.map((k, i) => this.series(group, chart, k, i))];
-    const axes = [{}, {scale: "y"}];
-    if (keys.some(k => group.right && group.right(k))) axes.push({scale: "right", side: 1, label: group.rightLabel, grid: {show: false}});
+    const axes = [{}, valueAxis("y")];
+    if (keys.some(k => group.right && group.right(k))) axes.push({...valueAxis("right"), side: 1, label: group.rightLabel, grid: {show: false}});
     const scales = {x: {time: false}};
     if (group.stacked) scales.y = {range: (u, min, max) => [0, max > 0 ? max * 1.05 : 1]};  // a stack stands on 0
     const opts = {title: group.title, width: 420, height: 220, series, axes, scales,

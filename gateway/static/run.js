@@ -32,7 +32,7 @@ async function refreshStatus() {
   setButtons(s.run.live);
   document.getElementById("state").textContent = s.run.live ? (l.state || l.error || "-") : "ENDED";
   document.getElementById("step").textContent = l.step ?? s.run.last_step;
-  document.getElementById("total").textContent = l.total_steps || "-";
+  document.getElementById("total").textContent = Number(l.total_steps) || "-";  // 0: not known
   document.getElementById("policy").textContent = l.policy_version ?? "-";
   document.querySelector("#services tbody").replaceChildren(...s.replicas.map(r => el("tr", {"data-replica": r.replica},
     el("td", {}, r.service), el("td", {}, r.replica), el("td", {}, r.has_weights_version ? `v${r.weights_version}` : "-"),
@@ -78,6 +78,13 @@ function detailsText(details) {
   return details ? ` (${Object.entries(details).map(([name, v]) => `${name}=${fmt(v)}`).join(", ")})` : "";
 }
 
+// What the environment answered, without the chat template's markup (the gateway parses it
+// into messages: sample_view.py); a role is named only when the answer holds several.
+function observationText(turn) {
+  const messages = turn.observation_messages || [{role: "tool", content: turn.observation}];
+  return messages.length === 1 ? messages[0].content : messages.map(m => `[${m.role}] ${m.content}`).join("\n");
+}
+
 // An agent's episode, turn by turn: what the model wrote, the tools it called (and why a call
 // failed), what the environment answered, and the turn's reward.
 function episodeView(sample) {
@@ -86,7 +93,7 @@ function episodeView(sample) {
     el("pre", {class: "turn-text"}, t.text),
     ...(t.tool_calls.length ? [el("ul", {class: "tool-calls"}, ...t.tool_calls.map(c =>
       el("li", {class: c.error ? "tool-call bad" : "tool-call"}, `${c.name}(${c.arguments})${c.error ? ` — ${c.error}` : ""}`)))] : []),
-    ...(t.observation ? [el("pre", {class: "observation"}, `${t.observation}${t.observation_truncated ? "\n[truncated]" : ""}`)] : [])));
+    ...(t.observation ? [el("pre", {class: "observation"}, `${observationText(t)}${t.observation_truncated ? "\n[truncated]" : ""}`)] : [])));
   return el("div", {id: "episode", "data-turns": sample.turns.length},
     el("h3", {}, `Episode in ${sample.environment || "?"} · ${sample.turns.length} turns · environment reward ${fmt(sample.env_reward)}`),
     el("ol", {class: "turns"}, ...turns));
@@ -97,12 +104,14 @@ async function openTrace(sample) {
   panel.hidden = false;
   document.getElementById("trace-group").textContent = sample.group_id;
   document.getElementById("sample-detail").replaceChildren(
-    el("pre", {}, `prompt: ${sample.prompt}\nresponse: ${sample.response}\nreward: ${fmt(sample.reward)}  (${componentsText(sample.components)})`),
+    el("h3", {}, sample.prompt_read ? "Prompt as the model read it" : "Prompt"),
+    el("pre", {class: "prompt"}, sample.prompt_read || sample.prompt),
+    el("pre", {}, `response: ${sample.response}\nreward: ${fmt(sample.reward)}  (${componentsText(sample.components)})`),
     ...(sample.turns ? [episodeView(sample)] : []));
   const target = document.getElementById("waterfall");
   try {
     const trace = await api(`${BASE}/groups/${encodeURIComponent(sample.group_id)}/trace`);
-    renderWaterfall(target, trace.spans, trace.linked);
+    renderWaterfall(target, trace.spans, trace.linked, `${sample.group_id}/${sample.sample_index}`);
   } catch (err) { target.replaceChildren(el("p", {class: "error"}, err.message)); }
   panel.scrollIntoView();
 }

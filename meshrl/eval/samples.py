@@ -16,7 +16,8 @@ fills [end, observation end): the loss mask's hole), "tool_calls": [{"name", "ar
 none), "finish_reason", "done", "env_latency_s"} and, when the Step's info gave them, "reward_details"
 (its `reward_details` object: the parts of the turn's reward by name, e.g. a verifiers
 rubric's functions); its "response" is the final turn and
-"num_tokens" counts the model's own tokens.
+"num_tokens" counts the model's own tokens. With a tokenizer it adds "prompt_read": the prompt
+as the model read it (the group's prompt tokens decoded: tools block and first observation).
 
 `write_train(step, groups)` takes the step's trained `Group`s (reward already filled in);
 `write_eval(step, samples)` takes an evaluation's `EvalSample`s. Each call writes `k` rows
@@ -72,7 +73,18 @@ def sample_row(step: int, group: common_pb2.Group, s: common_pb2.Sample, tokeniz
         "num_tokens": model_token_count(s),
         "policy_version": s.policy_version,
     }
-    return row | episode_fields(group, s) if s.turns else row
+    return row | episode_fields(group, s) | prompt_read(group, tokenizer) if s.turns else row
+
+
+def prompt_read(group: common_pb2.Group, tokenizer) -> dict:
+    """{"prompt_read": text}: an episode's prompt as the model read it, decoded from the
+    group's prompt tokens (the rollout's rendering: the tools block and the environment's
+    first observation included, which `prompt`, the learner's rendering, lacks); {} without
+    a tokenizer."""
+    if tokenizer is None or not group.task.prompt_token_ids:
+        return {}
+    ids = unpack_int32(group.task.prompt_token_ids).tolist()
+    return {"prompt_read": tokenizer.decode(ids, skip_special_tokens=False)}
 
 
 def episode_fields(group: common_pb2.Group, s: common_pb2.Sample) -> dict:

@@ -11,7 +11,13 @@ run, whose page then says ENDED with Pause/Resume/Checkpoint disabled. A second,
 under the same runs root (written with the learner's own writers: metrics.jsonl rows with the
 issue's held-out numbers, samples.jsonl rows of agent episodes built as the rollout publishes
 them) shows an episode's turns, the held-out accuracy on its own axis beside the count of
-prompts, and the step's time as a stack whose height is the step time.
+prompts, and the step's time as a stack whose height is the step time; its episodes are
+rendered with the rollout's own chat format for the tiny model and traced with the rollout's
+span helpers (issue 34.6), so the page shows the prompt as the model read it (the tools block
+included), observations without the template's markup, the sample's own episode marked in its
+group's waterfall, "step 3 / 3 · policy v3" for the finished run and KL ticks at 1e-4 that
+read. These finished-run tests need no training run: they run alone with
+`-k "held_out or step_time or episode or prompt_is or finished or kl_axis"`.
 Everything read from a part the page redraws (the service map every 2 s, the samples every
 3 s) is read in one script call, so a redraw between two reads cannot leave a stale element.
 Screenshots go to the test's tmp dir (the path is printed).
@@ -99,29 +105,38 @@ def runs_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def live_run(tiny_model_dir, e2e_data, runs_root):
-    """(gateway base URL, run name): a real run under a runs root, served by a real gateway."""
-    root = runs_root
-    config = root.parent / "browser-run.yaml"
-    config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", *RUN_OVERRIDES)))
-    tokens = root.parent / "tokens.yaml"
+def gateway(runs_root):
+    """The base URL of a real `meshrl gateway serve` over the runs root (operator and viewer
+    tokens): the live run and the finished runs the tests write are served by it."""
+    tokens = runs_root.parent / "tokens.yaml"
     tokens.write_text(
         f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
         f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
     )
-    train = subprocess.Popen(
-        [*CLI, "train", str(config)], stdout=subprocess.DEVNULL, stderr=open(root.parent / "train.log", "w")
-    )
     port = free_port()
-    gateway = subprocess.Popen(
-        [*CLI, "gateway", "serve", "--runs-root", str(root), "--port", str(port), "--grpc-port", str(free_port())],
+    served = subprocess.Popen(
+        [*CLI, "gateway", "serve", "--runs-root", str(runs_root), "--port", str(port), "--grpc-port", str(free_port())],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)},
     )
     try:
-        assert gateway.stdout.readline().startswith("gateway: http://"), "meshrl gateway serve did not start"
-        base = f"http://127.0.0.1:{port}"
+        assert served.stdout.readline().startswith("gateway: http://"), "meshrl gateway serve did not start"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(served, 10)
+
+
+@pytest.fixture(scope="session")
+def live_run(tiny_model_dir, e2e_data, runs_root, gateway):
+    """(gateway base URL, run name, the launcher): a real run under the runs root."""
+    root, base = runs_root, gateway
+    config = root.parent / "browser-run.yaml"
+    config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, root / "tiny", *RUN_OVERRIDES)))
+    train = subprocess.Popen(
+        [*CLI, "train", str(config)], stdout=subprocess.DEVNULL, stderr=open(root.parent / "train.log", "w")
+    )
+    try:
         wait_until(
             lambda: (
                 train.poll() is None
@@ -131,7 +146,6 @@ def live_run(tiny_model_dir, e2e_data, runs_root):
         )
         yield base, "tiny", train
     finally:
-        stop(gateway, 10)
         stop(train)
 
 
@@ -443,19 +457,82 @@ TIMES = {
 }
 
 
+KL = [1.2e-4, 2.5e-4, 3.1e-4]  # a KL of 1e-4 scale: its axis once read "0.00" at every tick
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "evaluates an arithmetic expression",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+    },
+}
+
+
+def rendered_as_the_rollout_does(group, model_dir) -> None:
+    """The group's prompt tokens and its turns' observations as the rollout's chat format
+    renders them for the tiny model (ChatML; the calculator in the system message's Hermes
+    tools block): what the model read, template markup included."""
+    from transformers import AutoTokenizer
+
+    from meshrl.services.rollout.agent.chat_format import ChatFormat
+    from meshrl.services.rollout.agent.parsers import get_tool_parser
+    from meshrl.transport.bus.codec import pack_int32
+
+    chat = ChatFormat(AutoTokenizer.from_pretrained(model_dir), get_tool_parser("hermes"))
+    ids, _ = chat.prompt_ids([{"role": "user", "content": group.task.prompt_text}], [], [CALCULATOR])
+    group.task.prompt_token_ids = pack_int32(ids)
+    for sample in group.samples:
+        for turn in sample.turns:
+            if turn.observation_text:
+                turn.observation_text = chat.observation_ids(
+                    [{"role": "tool", "content": turn.observation_text}], None
+                ).text
+
+
+def write_episode_traces(run_dir, group) -> None:
+    """The group's trace as the rollout writes it (tracing's own file exporter): the group's
+    span, and each episode its own trace (rollout.episode, a turn span per turn)."""
+    from meshrl.services.rollout.agent.spans import child_span, episode_span
+    from meshrl.telemetry.tracing import group_span, init_tracing, shutdown_tracing
+
+    tracer = init_tracing("rollout", "0", AGENTS, run_dir=run_dir)
+    try:
+        with group_span("rollout.generate", group.group_id):
+            for sample in group.samples:
+                with episode_span(f"{group.group_id}/{sample.index}", group.group_id, group.task.environment, 3):
+                    for turn in sample.turns:
+                        with child_span("episode.turn", 3, turn=turn.index):
+                            pass
+    finally:
+        shutdown_tracing(tracer)
+
+
 @pytest.fixture(scope="session")
-def agents_run(runs_root):
+def agents_run(runs_root, tiny_model_dir, e2e_data):
+    """A finished 3-step agents run (its config asks for 3 steps), written with the learner's
+    writers: metrics (KL at 1e-4 scale, weights_version 1..3), an episode group's samples
+    rendered as the rollout renders them, and its trace."""
+    from transformers import AutoTokenizer
+
     from meshrl.eval.samples import SampleWriter
+    from meshrl.run.layout import RunDir
     from meshrl.services.learner.metric_logger import JsonlLogger
     from tests.fixtures.episodes import episode_group
 
     run_dir = runs_root / AGENTS
+    run_dir.mkdir()
+    RunDir(run_dir).config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, run_dir)))
     logger = JsonlLogger(run_dir / "metrics.jsonl")
     for step in range(3):
         held_out = {"eval/accuracy": 0.5 + 0.22 * step, "eval/n": 64.0} if step != 1 else {}  # 0.5, 0.94
-        logger.log(step, {"reward": 0.2 * step, **TIMES, **held_out})
+        pushed = {"kl": KL[step], "weights_version": float(step + 1)}
+        logger.log(step, {"reward": 0.2 * step, **TIMES, **held_out, **pushed})
     logger.close()
-    SampleWriter.for_run(run_dir, k=10).write_train(3, [episode_group()])
+    group = episode_group()
+    rendered_as_the_rollout_does(group, tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    SampleWriter.for_run(run_dir, k=10, tokenizer=tokenizer).write_train(2, [group])
+    write_episode_traces(run_dir, group)
     return AGENTS
 
 
@@ -474,9 +551,8 @@ def chart_view(driver, title: str) -> dict | None:
     }
 
 
-def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(live_run, agents_run, browser):
-    base, _, _ = live_run
-    browser.get(f"{base}/runs/{agents_run}")
+def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(gateway, agents_run, browser):
+    log_in(browser, gateway, agents_run, VIEWER)
     chart = wait_until(lambda: chart_view(browser, "Held-out eval"), "the held-out chart", 30)
     assert chart["axes"] == {"eval/accuracy": "y", "eval/n": "right"}
     low, high = chart["ranges"]["y"]  # accuracy 0.5 → 0.94 fills its axis, not the bottom of 0..64
@@ -484,7 +560,7 @@ def test_held_out_accuracy_and_the_count_of_prompts_have_their_own_axes(live_run
     assert chart["ranges"]["right"][1] >= 64
 
 
-def test_the_step_time_is_a_stack_whose_height_is_the_step_time(live_run, agents_run, browser):
+def test_the_step_time_is_a_stack_whose_height_is_the_step_time(gateway, agents_run, browser):
     chart = wait_until(lambda: chart_view(browser, "Step time split (s)"), "the step-time chart", 30)
     assert chart["stacked"] == "1"
     assert chart["keys"] == [
@@ -503,7 +579,7 @@ def test_the_step_time_is_a_stack_whose_height_is_the_step_time(live_run, agents
     assert stages["keys"] == ["time/generate", "time/train"] and stages["stacked"] == "0"
 
 
-def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_run, agents_run, browser, tmp_path):
+def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(gateway, agents_run, browser, tmp_path):
     from tests.fixtures.episodes import TURNS
 
     wait_until(
@@ -534,7 +610,11 @@ def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_r
         "turn 2 · reward 0.7500 · stop · done",
     ]
     assert [t["text"] for t in shown] == [text for text, *_ in TURNS]
+    # shown without the template's markup the model read around it (the row keeps that)
     assert [t["observation"] for t in shown] == ["error: arguments are not valid JSON", "42", None]
+    rows = api(gateway, f"/api/runs/{agents_run}/samples?page_size=10", VIEWER)[1]["samples"]
+    read = next(r for r in rows if len(r["turns"]) == 3)["turns"][1]["observation"]
+    assert read == "<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n", read
     assert shown[0]["calls"] == [
         ['calculator({"expression": 6*7}) — arguments are not valid JSON: Expecting value', "tool-call bad"]
     ]
@@ -542,6 +622,70 @@ def test_an_episode_shows_each_turn_its_tool_calls_observation_and_reward(live_r
     assert [t["reward"] for t in shown] == ["0", "0.25", "0.75"]
     browser.save_screenshot(str(tmp_path / "episode.png"))
     print(f"\nscreenshot: {tmp_path / 'episode.png'}")
+
+
+def test_the_prompt_is_shown_as_the_model_read_it_with_its_tools(agents_run, browser):
+    """The sample opened above: its prompt as the rollout rendered it, the tools block in the
+    system message before the user's question, up to the assistant header the model wrote after."""
+    from tests.fixtures.episodes import PROMPT
+
+    head, prompt = browser.execute_script(
+        "const d = document.getElementById('sample-detail');"
+        "return [d.querySelector('h3').textContent, d.querySelector('pre.prompt').textContent]"
+    )
+    assert head == "Prompt as the model read it"
+    assert prompt.startswith("<|im_start|>system\n# Tools\n"), prompt
+    assert f"<tools>\n{json.dumps(CALCULATOR)}\n</tools>" in prompt, prompt
+    assert prompt.endswith(f"<|im_start|>user\n{PROMPT}<|im_end|>\n<|im_start|>assistant\n"), prompt
+
+
+def test_the_samples_episode_is_marked_in_its_groups_waterfall(agents_run, browser, tmp_path):
+    """The group's trace: its rollout.generate span, then each episode's own trace; the rows
+    of the opened sample's episode (0: 3 turns) are marked, the other episode's are not."""
+    shown = wait_until(
+        lambda: browser.execute_script(
+            "const rows = [...document.querySelectorAll('#waterfall .span-row')];"
+            "return rows.length && {head: document.querySelector('#waterfall .trace-head').textContent,"
+            " rows: rows.map(r => [r.dataset.span, r.classList.contains('this-episode')])}"
+        ),
+        "the group's waterfall",
+        30,
+    )
+    assert shown["rows"] == [
+        ["rollout.generate", False],
+        ["rollout.episode", True],
+        ["episode.turn", True],
+        ["episode.turn", True],
+        ["episode.turn", True],
+        ["rollout.episode", False],
+        ["episode.turn", False],
+    ]
+    assert shown["head"].endswith(" · this sample's episode agents-g1/0 marked"), shown["head"]
+    browser.save_screenshot(str(tmp_path / "episode-trace.png"))
+    print(f"\nscreenshot: {tmp_path / 'episode-trace.png'}")
+
+
+def test_a_finished_run_shows_its_last_step_and_policy_version(agents_run, browser):
+    """3 steps of 3 trained, the last one pushing policy version 3; no launcher: ENDED."""
+    shown = wait_until(
+        lambda: browser.execute_script(
+            "const t = id => document.getElementById(id).textContent;"
+            "return t('step') !== '-' && [t('state'), t('step'), t('total'), t('policy')]"
+        ),
+        "the run's status shown",
+        30,
+    )
+    assert shown == ["ENDED", "3", "3", "3"]
+
+
+def test_the_kl_axis_ticks_read_at_small_values(agents_run, browser):
+    """KL of 1.2e-4 … 3.1e-4: each tick of its axis reads a different number (not "0.00")."""
+    ticks = wait_until(lambda: chart_attributes(browser, "KL").get("ticks"), "the KL chart's ticks", 30)
+    labels = json.loads(ticks)["y"]
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert all("e-4" in x or x == "0" for x in labels) and all(float(x) < 1e-3 for x in labels), labels
+    reward = json.loads(chart_attributes(browser, "Reward")["ticks"])["y"]  # 0 … 0.4: plain decimals
+    assert all("e" not in x for x in reward) and len(set(reward)) == len(reward), reward
 
 
 def test_no_page_broke_a_content_security_policy_rule(live_run, browser):

@@ -19,8 +19,10 @@ OPERATOR, VIEWER, ADMIN = "operator-token-0123456789", "viewer-token-0123456789a
 
 def write_run(run_dir):
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text("run: {name: ended}\n")
-    (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "reward": i / 10}) + "\n" for i in range(4)))
+    (run_dir / "config.yaml").write_text("run: {name: ended}\nlearner: {steps: 10}\n")
+    (run_dir / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": i, "reward": i / 10, "weights_version": float(i + 1)}) + "\n" for i in range(4))
+    )
     (run_dir / "samples.jsonl").write_text(
         "".join(
             json.dumps(
@@ -74,6 +76,18 @@ async def test_list_runs_is_the_same_over_grpc_and_http(gateway):
     assert [(r.name, r.live, r.last_step) for r in reply.runs] == [("ended", False, 3)]
     status, body = await get(http, "/api/runs")
     assert status == 200 and [(r["name"], r["live"], r["last_step"]) for r in body["runs"]] == [("ended", False, "3")]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_an_ended_runs_status_is_its_last_step_of_its_total_and_its_policy_version(gateway):
+    """Steps 0..3 trained of learner.steps 10, the last one pushing weights version 4."""
+    _, stub, http = gateway
+    reply = await stub.GetRunStatus(pb.GetRunStatusRequest(run="ended"), metadata=auth(VIEWER))
+    learner = reply.learner
+    assert (learner.state, learner.step, learner.total_steps, learner.policy_version) == ("ENDED", 4, 10, 4)
+    assert not reply.run.live and not reply.replicas
+    status, body = await get(http, "/api/runs/ended/status")
+    assert status == 200 and body["learner"]["step"] == "4" and body["learner"]["policy_version"] == "4"
 
 
 @pytest.mark.asyncio(loop_scope="session")
@@ -168,7 +182,10 @@ async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch
     assert "set MESHRL_GATEWAY_TOKEN" in capsys.readouterr().err
     monkeypatch.setenv("MESHRL_GATEWAY_TOKEN", VIEWER)
     assert await asyncio.to_thread(main, ["status", url]) == 0
-    assert capsys.readouterr().out.splitlines() == ["run ended  (not running; last step 3)"]
+    assert capsys.readouterr().out.splitlines() == [
+        "run ended  (not running; last step 3)",
+        "learner  ENDED  step 4/10  policy v4  groups trained 0",  # the run dir's last step (gateway/ended.py)
+    ]
     assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
     assert "the gateway answered 404: no run 'nope'" in capsys.readouterr().err
 

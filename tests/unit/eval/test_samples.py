@@ -164,3 +164,19 @@ def test_a_steps_reward_details_go_beside_its_turn(tmp_path):
     turns = rows(tmp_path / "samples.jsonl")[0]["turns"]
     assert turns[2]["reward_details"] == {"correct_answer": 1.0, "answer_format": 0.5, "broken": None}
     assert "reward_details" not in turns[0] and "reward_details" not in turns[1]
+
+
+def test_an_episode_row_holds_the_prompt_the_model_read(tmp_path):
+    """The rollout's rendering (tools included) decoded from the group's prompt tokens."""
+
+    class CharTokenizerStandIn:  # a stand-in, not the code under test
+        def decode(self, ids, skip_special_tokens=True):
+            return "".join(map(chr, ids))
+
+    group_ = episode_group()
+    read = "<|im_start|>system\n<tools>calculator</tools><|im_end|>\n"
+    group_.task.prompt_token_ids = pack_int32([ord(c) for c in read])
+    SampleWriter.for_run(tmp_path, k=10, tokenizer=CharTokenizerStandIn()).write_train(4, [group_])
+    assert [r["prompt_read"] for r in rows(tmp_path / "samples.jsonl")] == [read, read]
+    SampleWriter.for_run(tmp_path / "none", k=10).write_train(4, [group_])  # no tokenizer: none
+    assert all("prompt_read" not in r for r in rows(tmp_path / "none" / "samples.jsonl"))
