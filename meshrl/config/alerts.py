@@ -126,13 +126,16 @@ class EnvOutageConfig(RuleConfig):
     environment could not be reached or did not answer in time (`env_unavailable`,
     `env_deadline_exceeded`: the environment service is down or stuck).
 
-    The learner acts on it as on `reward_outage`: one probe prompt per `after_s` instead of a
-    full in-flight bound, its status says what it waits for, full speed again at the first
-    group whose episodes ran, and after `max_wait_s` a checkpoint and a stop with a message."""
+    The learner does not wait for `after_s` (the alert's): from the first such drop it sends one
+    probe prompt per `probe_every_s` instead of a full in-flight bound, and every group dropped
+    for the outage gives its prompt back to the draw (trained later, same seed), so an outage
+    costs its duration, not the dataset. Its status says what it waits for, full speed again
+    at the first group whose episodes ran, and after `max_wait_s` a checkpoint and a stop."""
 
     severity: Severity = "critical"
     after_s: float = Field(30.0, gt=0.0)
     max_wait_s: float = Field(600.0, gt=0.0)
+    probe_every_s: float = Field(5.0, gt=0.0)
 
 
 class DroppedInARowConfig(RuleConfig):

@@ -72,6 +72,7 @@ class PromptFeeder:
         self.policy_version = 0
         self.next_draw = 0
         self.outstanding: dict[str, Draw] = {}  # group id -> draw, published and not settled
+        self.kept: set[str] = set()  # arrived, kept, waiting for their step (not a probe's place)
         self.replay: deque[Draw] = deque()  # draws to re-issue first (after a resume)
         self.trained = 0  # groups trained on so far (this run, including before a resume)
         self.last_publish = 0.0  # time.monotonic() of the last publish
@@ -80,21 +81,33 @@ class PromptFeeder:
         # learner's, whose draws it issues again (see Gatherer).
         self.after_restart = False
 
-    def settle(self, group_ids: list[str], *, trained: bool = False) -> None:
-        """Groups trained on or dropped free their place in the in-flight bound."""
+    def settle(self, group_ids: list[str], *, trained: bool = False, give_back: bool = False) -> None:
+        """Groups trained on or dropped free their place in the in-flight bound. `give_back`:
+        their draws go back to the front of the draw, in draw order (a group dropped because its
+        environment was unreachable: its prompt is trained later with the same seed)."""
         for group_id in group_ids:
-            self.outstanding.pop(group_id, None)
+            self.kept.discard(group_id)
+            draw = self.outstanding.pop(group_id, None)
+            if give_back and draw is not None:
+                self.replay = deque(sorted([*self.replay, draw], key=lambda d: d.number))
         self.state.settled += len(group_ids)
         self.trained += len(group_ids) if trained else 0
         self.state.wake.set()
 
+    def arrived(self, group_id: str) -> None:
+        """A group arrived and was kept: it waits for its step, and during an outage it does not
+        hold the probe's place (else a kept group beside a dropped one would block every probe)."""
+        self.kept.add(group_id)
+        self.state.wake.set()
+
     def wanted(self) -> int:
         """Groups to keep in flight: the bound, but never more than the run still trains on
-        (so the last step leaves no prompts behind)."""
+        (so the last step leaves no prompts behind). During an outage: the kept groups waiting
+        for their step, plus one probe when one is due."""
         still_needed = self.cfg.learner.steps * self.cfg.learner.prompts_per_step - self.trained
         bound = self.cfg.learner.in_flight_bound
         if self.state.waiting_for:
-            bound = 1 if self.until_probe() == 0 else 0
+            bound = len(self.kept) + (1 if self.until_probe() == 0 else 0)
         return min(bound, still_needed)
 
     def until_probe(self) -> float:
@@ -180,7 +193,7 @@ class PromptFeeder:
                 await self.publish_next()
             self.state.wake.clear()
             # Waiting on an outage with no probe out: wake when the next one is due.
-            idle_probe = self.state.waiting_for and self.state.in_flight == 0 and not self.state.paused
+            idle_probe = self.state.waiting_for and self.state.in_flight == len(self.kept) and not self.state.paused
             probe_in = self.until_probe() if idle_probe else None
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.state.wake.wait(), timeout=probe_in)

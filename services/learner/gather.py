@@ -12,8 +12,10 @@ same run, a group the dead learner published is dropped as "orphaned": its draw 
 A reward outage (every group failing scoring for `alerts.reward_outage.after_s`) throttles
 the feeder to one probe prompt in flight and says so in the status; the first group scored
 again lifts it; after `max_wait_s` the gather gives up with `ScoringUnavailable`, which the
-loop turns into a checkpoint and a stop. An environment outage (every group dropped
-`env_unavailable` / `env_deadline_exceeded`, `alerts.env_outage`) is handled the same way
+loop turns into a checkpoint and a stop. An environment outage (a group dropped
+`env_unavailable` / `env_deadline_exceeded`, `alerts.env_outage`) throttles at once, to one
+probe per `probe_every_s`, and each such group's prompt goes back to the draw (trained later,
+same seed), so the outage costs its duration and no data; it gives up the same way
 (`EnvironmentUnavailable`). Any other drop that does not pass by itself counts towards
 `alerts.dropped_in_a_row.max_groups`: that many in a row with none kept and the gather gives
 up with `GroupsKeepDropping`, naming the top reasons and how to fix them — else such a run
@@ -103,7 +105,8 @@ class Gatherer:
         self.ledger.dropped(msg.message.group_id, reason, msg.message.policy_version, detail)
         step_groups.dropped[reason] += 1
         self.totals[reason] += 1
-        self.feeder.settle([msg.message.group_id])
+        # an environment that was not there says nothing about the prompt: it goes back to the draw
+        self.feeder.settle([msg.message.group_id], give_back=reason in OUTAGE_CODES)
 
     async def _drop_orphan(self, msg) -> None:
         """A group a dead learner published (this one restarted in the same run): its draw
@@ -135,17 +138,18 @@ class Gatherer:
         """Throttle the feeder to probes while nothing scores or no environment answers; give
         up after each outage's max_wait_s, or after too many groups dropped in a row."""
         now, waiting = time.monotonic(), []
-        outages = (
-            (self.outage, self.cfg.alerts.reward_outage, "reward scoring", ScoringUnavailable),
-            (self.env_outage, self.cfg.alerts.env_outage, "the environment", EnvironmentUnavailable),
+        reward, env = self.cfg.alerts.reward_outage, self.cfg.alerts.env_outage
+        outages = (  # (clock, limits, what, gave up, throttled after (s), probe every (s))
+            (self.outage, reward, "reward scoring", ScoringUnavailable, reward.after_s, reward.after_s),
+            (self.env_outage, env, "the environment", EnvironmentUnavailable, 0.0, env.probe_every_s),
         )
-        for clock, limits, what, gave_up in outages:
+        for clock, limits, what, gave_up, throttle_after, probe_every in outages:
             down = clock.down_for(now)
             if down >= limits.max_wait_s:
                 key = "reward_outage" if gave_up is ScoringUnavailable else "env_outage"
                 raise gave_up(f"{clock.describe(now)}; gave up after alerts.{key}.max_wait_s={limits.max_wait_s:g} s")
-            if down >= limits.after_s:
-                waiting.append((f"{what}: {clock.describe(now)}", limits.after_s))
+            if clock.failing_since is not None and down >= throttle_after:
+                waiting.append((f"{what}: {clock.describe(now)}", probe_every))
         limit = self.cfg.alerts.dropped_in_a_row.max_groups
         if self.streak.length >= limit:
             raise GroupsKeepDropping(self.streak.describe(limit))
@@ -216,5 +220,6 @@ class Gatherer:
             return await self._drop(msg, "no_signal", out)
         self.streak.kept()
         self._progress("kept")
+        self.feeder.arrived(group.group_id)
         out.groups.append(group)
         out.messages.append(msg)

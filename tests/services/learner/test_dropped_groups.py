@@ -7,7 +7,10 @@ on a group: `Group.drop_reason`, no samples).
   checkpoints the step it trained and stops, naming the reason, an example and the fix —
   it used to republish prompts forever and never finish the step;
 - an environment that is unreachable (env_unavailable: an outage, as the reward's): the
-  learner throttles to probes, alerts `env_outage`, and after `max_wait_s` stops.
+  learner throttles to probes, alerts `env_outage`, and after `max_wait_s` stops;
+- an outage that ends: it costs its duration, not the dataset: every dropped group's prompt
+  goes back to the draw and is trained later, and the run trains exactly the draws it would
+  have trained without the outage.
 """
 
 import asyncio
@@ -73,6 +76,7 @@ async def test_an_environment_outage_throttles_to_probes_then_stops_after_max_wa
         "env-outage",
         **{
             "alerts.env_outage.after_s": 0.3,
+            "alerts.env_outage.probe_every_s": 0.3,
             "alerts.env_outage.max_wait_s": 2.5,
             "alerts.dropped_in_a_row.max_groups": 3,
         },
@@ -94,7 +98,37 @@ async def test_an_environment_outage_throttles_to_probes_then_stops_after_max_wa
     assert "(the last: env_unavailable: episode " in state.message
     assert state.message.endswith("gave up after alerts.env_outage.max_wait_s=2.5 s")
     published = [e["time"] for e in read_ledger(Path(cfg.run.dir) / "groups.jsonl") if e["event"] == "published"]
-    # throttled for ≈2.2 s (from 0.3 s into the outage to 2.5 s): one probe per 0.3 s, ≈8;
-    # unthrottled, ≈30 groups a second went out
+    # throttled from the first drop to 2.5 s: one probe per 0.3 s, ≈8; unthrottled, ≈30
+    # groups a second went out
     assert throttled_at and 1 <= len([t for t in published if t > throttled_at[0] + 0.1]) <= 12
     assert [a["rule"] for a in alerts_of(cfg) if a["rule"] in ("env_outage", "dropped_in_a_row")] == ["env_outage"]
+
+
+def outage_of(after: int, lasting: int):
+    """drop(): the first `after` tasks answered, the next `lasting` dropped env_unavailable
+    (the environment killed), every later one answered again (it came back)."""
+    seen: list = []
+
+    def drop(task) -> str:
+        seen.append(task.group_id)
+        return UNAVAILABLE.format(gid=task.group_id) if after < len(seen) <= after + lasting else ""
+
+    return drop
+
+
+async def test_an_outage_costs_its_duration_not_the_dataset(tmp_path, tiny_model_dir, nats_url):
+    """4 steps × 2 prompts; 6 tasks dropped env_unavailable after the first 3. Before, each drop
+    freed its place and a NEW prompt was drawn (≈5.7 passes over the data in a 10 s outage);
+    now each dropped draw goes back to the front and is trained later under a new group id."""
+    cfg = make_config(tmp_path, tiny_model_dir, "env-back", **{"alerts.env_outage.probe_every_s": 0.1})
+    rollout = partial(seeded_rollout, drop=outage_of(3, 6))
+    loop, state = await asyncio.wait_for(run_once(cfg, nats_url, rollout=rollout), timeout=400)
+    assert loop.step == 4, state.message
+    ledger = read_ledger(Path(cfg.run.dir) / "groups.jsonl")
+    draw_of = {e["group_id"]: e["draw"] for e in ledger if e["event"] == "published"}
+    dropped = [draw_of[e["group_id"]] for e in ledger if e["event"] == "dropped" and e["reason"] == "env_unavailable"]
+    trained = sorted(draw_of[e["group_id"]] for e in ledger if e["event"] == "trained")
+    assert len(dropped) == 6
+    assert trained == list(range(8))  # exactly the draws an outage-free run trains: none burned
+    assert set(dropped) <= set(trained)  # every prompt the outage dropped was trained later
+    assert max(draw_of.values()) <= 7 + cfg.learner.in_flight_bound  # never drew far past what it trains

@@ -84,14 +84,12 @@ def test_ppo_with_critic(forward):
 
 @pytest.mark.parametrize("estimator", [n for n, values in ADVANTAGE_ESTIMATORS.items() if not values])
 def test_every_advantage_estimator(estimator):
-    """optimal_token_baseline: the Σπ² pass; remax: the batch's greedy rewards; gdpo: reward
-    components; none (zero advantages): the entropy bonus alone moves the weights."""
+    """optimal_token_baseline: the Σπ² pass; remax: the batch's greedy rewards; gdpo and
+    normalize_then_sum: reward components; none (zero advantages): the entropy bonus alone moves the weights."""
     batch = random_batch()
     n = batch.batch_size
-    extra = {
-        "remax": {"greedy_rewards": torch.full((n,), 0.5)},
-        "gdpo": {"reward_components": torch.rand(n, 2), "reward_component_weights": torch.ones(n, 2)},
-    }
+    components = {"reward_components": torch.rand(n, 2), "reward_component_weights": torch.ones(n, 2)}
+    extra = {"remax": {"greedy_rewards": torch.full((n,), 0.5)}, "gdpo": components, "normalize_then_sum": components}
     batch = dataclasses.replace(batch, **extra.get(estimator, {}))
     algo = {"advantage_estimator": estimator, "policy_loss": "ppo", "kl_coef": 0.0, "entropy_coeff": 0.01}
     assert_steps_off_the_default_device(build_step(algo), batch)
