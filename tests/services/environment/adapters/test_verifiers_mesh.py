@@ -24,7 +24,7 @@ from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 from tests.e2e.test_mesh_scale import rows, wait_for
 from tests.fixtures.verifiers_envs import verifiers_python
-from tests.services.environment.adapters.test_openenv_mesh import environment_pid
+from tests.services.environment.adapters.test_openenv_mesh import environment_pid, served_steps
 
 CLI = [sys.executable, "-m", "meshrl.cli.main"]
 SUMS_REWARDS = {0.0, 0.5, 1.0, 1.5}  # correct_answer x 1.0 + answer_format x 0.5
@@ -126,6 +126,7 @@ def test_a_tool_using_verifiers_environment_trains_on_replicas_and_survives_a_ki
         details = s["turns"][-1]["reward_details"]
         assert {"correct_answer", "used_tool", "num_turns", "total_tool_calls", "add_calls"} == set(details)
         assert s["env_reward"] == details["correct_answer"] + 0.5 * details["used_tool"]
+    assert served_steps(run_dir)  # each turn a Step span of the adapter's replica
     published, trained, dropped = ledger_of(run_dir)
     assert trained and len(trained) == len(set(trained)) and published == set(trained) | set(dropped)
     assert all(dropped.values())
