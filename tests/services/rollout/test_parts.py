@@ -83,7 +83,7 @@ async def test_follower_is_ready_at_once_without_a_notice():
 
 
 async def test_follower_is_not_ready_while_the_newest_version_failed():
-    entry = SimpleNamespace(proto=lambda cls: pb.WeightsNotice(version=2))
+    entry = SimpleNamespace(value=pb.WeightsNotice(version=2).SerializeToString())  # a KV entry (FAKE)
     follower = WeightsFollower(FakeState(entry), FakeUpdater(bad={2}))
     await follower.start()
     assert not follower.ready.is_set() and follower.latest_seen == 2 and follower.held == 0
