@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import signal
 import sys
+import time
 
 import grpc
 import pytest
@@ -112,8 +113,10 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
         assert (group.group_id, group.policy_version, group.rollout_replica) == ("g-proc", 1, "rollout-p")
         await check_metrics(bus, run_id, group)
 
+        stop_asked = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 60) == 0
+        print(f"rollout: exit 0 {time.monotonic() - stop_asked:.1f} s after SIGTERM")  # a figure, not asserted
         assert await bus.state.get(service_key("rollout", "rollout-p")) is None
         assert await bus.state.get(metrics_key("rollout", "rollout-p")) is None
     finally:
