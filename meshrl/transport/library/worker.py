@@ -17,6 +17,7 @@ call fails at once, with the tail of the child's stderr; `start` again restarts 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -110,7 +111,8 @@ class LibraryWorker:
             try:
                 await asyncio.wait_for(proc.wait(), 5.0)
             except asyncio.TimeoutError:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):  # it may exit on its own just now
+                    proc.kill()
                 await proc.wait()
         for task in self.tasks:
             task.cancel()
