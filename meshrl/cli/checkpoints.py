@@ -4,6 +4,7 @@
     meshrl checkpoints tag RUN_DIR STEP NAME
     meshrl checkpoints prune RUN_DIR --keep-last K
     meshrl checkpoints convert RUN_DIR/checkpoints/step_N --i-trust-this-file
+    meshrl checkpoints key [--out DIR]      # the signing key (made once) and its public half
     meshrl rollback RUN_DIR_OR_URL --to STEP
     meshrl export RUN_DIR OUT_DIR [--step N] [--base-model DIR] [--tokenizer DIR] [--dtype D]
 
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.checkpoint.key import KEY_ENV, KEY_NAME, key_pair, key_path
 from meshrl.inputs.checkpoint.layout import find_step, step_of
 from meshrl.inputs.checkpoint.manifest import verify_checkpoint
 from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG
@@ -126,6 +129,17 @@ def cmd_checkpoints_convert(args) -> int:
 
 
 @user_errors
+@user_errors
+def cmd_checkpoints_key(args) -> int:
+    """Make (or find) the checkpoint signing key and write its public half beside it."""
+    private = (args.out / KEY_NAME) if args.out else key_path()
+    private, public = key_pair(private)
+    print(f"signing key (the learner's; keep it, a new one orphans every checkpoint): {private}")
+    print(f"public key (readers that only verify, e.g. the gateway): {public}")
+    print(f"in containers: mount each from a Secret and point {KEY_ENV} at it (docs/guide/cluster.md)")
+    return 0
+
+
 def cmd_rollback(args) -> int:
     if is_url(args.run_dir):
         print(act(args.run_dir, "rollback", {"to_step": args.to}))
@@ -168,6 +182,11 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("path", help="RUN_DIR/checkpoints/step_N")
     p.add_argument(CONVERT_FLAG, action="store_true", help="you vouch for the checkpoint (it may be unpickled)")
     p.set_defaults(func=cmd_checkpoints_convert)
+    p = verbs.add_parser(
+        "key", help="make the checkpoint signing key (once) and its public half, e.g. for a Secret of compose or k8s"
+    )
+    p.add_argument("--out", type=Path, default=None, help="a folder for the key (default: the user's key file)")
+    p.set_defaults(func=cmd_checkpoints_key)
     p = subparsers.add_parser("rollback", help=about("rollback"))
     p.add_argument("run_dir"), p.add_argument("--to", type=int, required=True, metavar="STEP")
     p.set_defaults(func=cmd_rollback)

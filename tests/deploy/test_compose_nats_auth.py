@@ -71,7 +71,7 @@ def test_compose_mounts_the_generated_files_as_secrets(compose, auth_dir):
     assert {"learner", "rollout", "reward", "reference"} <= set(kinds)
     for kind in kinds:
         svc = compose["services"][kind]
-        assert svc["secrets"] == [f"nats-{kind}"], kind  # its own user, no other
+        assert [n for n in svc["secrets"] if n.startswith("nats-")] == [f"nats-{kind}"], kind  # its own user, no other
         assert svc["environment"][ENV_VAR] == f"/run/secrets/nats-{kind}", kind
         assert read_credentials(secret_file(compose, f"nats-{kind}", auth_dir.parent)).user == kind
     for name, svc in compose["services"].items():  # a secret's path travels, never its value
@@ -119,3 +119,27 @@ def test_real_nats_with_compose_command_enforces_the_users(compose, auth_dir, tm
     monkeypatch.delenv(ENV_VAR, raising=False)
     with compose_nats(compose, auth_dir, tmp_path / "store") as url:
         asyncio.run(exercise(url, auth_dir))
+
+
+def test_the_checkpoint_key_is_made_once_the_learner_signs_the_gateway_verifies(compose, auth_dir, tmp_path):
+    """make_nats_auth.py makes the checkpoint key beside nats-auth/ once (again: the same key, a
+    new one would orphan every checkpoint); compose mounts the private key into the learner
+    alone and the public half into the gateway, each through MESHRL_CHECKPOINT_KEY_FILE."""
+    keys = auth_dir.parent / "checkpoint-key"
+    private, public = keys / "checkpoint-signing.key", keys / "checkpoint-verify.pub"
+    before = private.read_bytes()
+    assert (
+        make_nats_auth.main(
+            ["--out", str(auth_dir.parent / "again"), "--run-id", RUN_ID, "--checkpoint-key", str(keys)]
+        )
+        == 0
+    )
+    assert private.read_bytes() == before and b"PRIVATE KEY" in before and b"PUBLIC KEY" in public.read_bytes()
+    learner, gateway = compose["services"]["learner"], compose["services"]["gateway"]
+    assert "checkpoint-key" in learner["secrets"] and "checkpoint-verify" in gateway["secrets"]
+    assert learner["environment"]["MESHRL_CHECKPOINT_KEY_FILE"] == "/run/secrets/checkpoint-key"
+    assert gateway["environment"]["MESHRL_CHECKPOINT_KEY_FILE"] == "/run/secrets/checkpoint-verify"
+    assert secret_file(compose, "checkpoint-key", auth_dir.parent) == private
+    assert secret_file(compose, "checkpoint-verify", auth_dir.parent) == public
+    others = [n for n, svc in compose["services"].items() if "checkpoint-key" in svc.get("secrets", [])]
+    assert others == ["learner"]

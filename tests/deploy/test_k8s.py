@@ -251,6 +251,22 @@ def test_disruption_budgets_select_real_pods_and_secrets_are_files(overlay):
         assert "meshrl-runs" in pvcs and pvcs <= set(by_kind(docs, "PersistentVolumeClaim")), name
 
 
+def test_the_learner_alone_mounts_the_checkpoint_key_it_points_at(overlay):
+    """The signing key comes from a Secret made once (`meshrl checkpoints key`), so a restarted
+    learner pod signs with the key it resumed from; no other pod gets it."""
+    _, docs = overlay
+    holders = []
+    for name, w, c in meshrl_containers(docs):
+        volumes = {v["name"]: v for v in w["spec"]["template"]["spec"]["volumes"]}
+        mounts = {m["mountPath"]: volumes[m["name"]] for m in c.get("volumeMounts", [])}
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        keyed = [p for p, v in mounts.items() if v.get("secret", {}).get("secretName") == "meshrl-checkpoint-key"]
+        if keyed:
+            holders.append(name)
+            assert env["MESHRL_CHECKPOINT_KEY_FILE"] == f"{keyed[0]}/checkpoint-signing.key", name
+    assert holders == ["learner"]
+
+
 def allowed_flows(docs):
     """{(from, to, port)} between the workloads' pods that the NetworkPolicies allow."""
     pods = {

@@ -27,6 +27,7 @@ from meshrl.security.run_key import RunSigner, RunVerifier
 
 KEY_ENV = "MESHRL_CHECKPOINT_KEY_FILE"
 KEY_NAME = "checkpoint-signing.key"
+PUBLIC_NAME = "checkpoint-verify.pub"  # the public half, for readers that only verify (a gateway)
 
 
 def key_path(env=os.environ) -> Path:
@@ -76,6 +77,22 @@ def signer_for_save(env=os.environ) -> RunSigner:
             f"{KEY_ENV}={path} holds a public key, which only verifies; the learner needs the private key file"
         )
     return RunSigner(key)
+
+
+def key_pair(private: Path) -> tuple[Path, Path]:
+    """The signing key at `private` (made when absent, never replaced: a new key would orphan
+    every checkpoint the old one signed) and its public half written beside it (PUBLIC_NAME),
+    for a container or pod to mount from a Secret (docs/guide/cluster.md)."""
+    if not private.is_file():
+        _create(private)
+    key = _load(private)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise CheckpointError(f"{private} holds a public key; name the private key file")
+    public = private.with_name(PUBLIC_NAME)
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return private, public
 
 
 def _create(path: Path) -> None:

@@ -48,3 +48,19 @@ def test_a_file_that_is_no_key_is_one_clear_line(tmp_path):
     (tmp_path / "k").write_text("not a key\n")
     with pytest.raises(CheckpointError, match=r"k is not an Ed25519 key in PEM; remove it"):
         trusted_verifier({KEY_ENV: str(tmp_path / "k")})
+
+
+def test_meshrl_checkpoints_key_makes_the_pair_once_and_the_public_half_verifies(tmp_path, capsys):
+    """What compose and Kubernetes mount: the learner's private key (made once, never replaced)
+    and its public half, which verifies what the private one signed and cannot sign."""
+    from meshrl.cli.main import main
+
+    assert main(["checkpoints", "key", "--out", str(tmp_path)]) == 0
+    private, public = tmp_path / "checkpoint-signing.key", tmp_path / "checkpoint-verify.pub"
+    first = private.read_bytes()
+    assert main(["checkpoints", "key", "--out", str(tmp_path)]) == 0 and private.read_bytes() == first
+    signed = signer_for_save({KEY_ENV: str(private)}).sign(b"manifest")
+    assert trusted_verifier({KEY_ENV: str(public)}).valid(b"manifest", signed)
+    with pytest.raises(CheckpointError, match="public key, which only verifies"):
+        signer_for_save({KEY_ENV: str(public)})
+    assert str(private) in capsys.readouterr().out
