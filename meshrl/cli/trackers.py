@@ -5,7 +5,8 @@ RUN_DIR/trackers/mlflow-unsent.jsonl (the run's end included), and the MLflow ru
 part of its steps. Once the server is back this sends them in order to the same MLflow run,
 which the end then marks FINISHED (KILLED when the run stopped before its final model). The
 next start of the same run sends them too. A server still down: one line, exit 2, the rows
-kept for the next try.
+kept for the next try. Then every step of RUN_DIR/metrics.jsonl the MLflow run still lacks is
+sent (a learner killed outright wrote no unsent rows; metrics.jsonl has every step).
 
     meshrl trackers flush runs/grpo
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from meshrl.cli import about
 from meshrl.errors import LaunchError
 from meshrl.services.learner.trackers import mlflow_unsent
+from meshrl.services.learner.trackers.mlflow_backfill import backfill
 
 
 def add_parser(sub) -> None:
@@ -33,9 +35,20 @@ def add_parser(sub) -> None:
 def run_flush(args) -> int:
     if not args.run_dir.is_dir():
         raise LaunchError(f"{args.run_dir} is no run dir: name the run.dir of the run to flush")
-    sent, mlflow_run_id = mlflow_unsent.flush(args.run_dir)
-    if sent == 0:
-        print(f"{args.run_dir}: no unsent MLflow rows")
-    else:
-        print(f"{args.run_dir}: sent {sent} rows to MLflow run {mlflow_run_id}")
+    sent = mlflow_unsent.flush(args.run_dir)
+    found = mlflow_unsent.client_for(args.run_dir)
+    if found is None:
+        print(f"{args.run_dir}: no MLflow run (telemetry.trackers had no mlflow): nothing to send")
+        return 0
+    client, uri, mlflow_run_id = found
+    try:
+        filled = backfill(args.run_dir, client, mlflow_run_id)
+    except Exception as err:  # MLflow raises its own and requests' errors: all mean "not taken"
+        raise LaunchError(
+            f"MLflow at {uri} did not answer ({type(err).__name__}: {str(err)[:200]}): start the server and "
+            f"run `meshrl trackers flush {args.run_dir}` again"
+        ) from None
+    print(
+        f"{args.run_dir}: sent {sent} waiting rows and {filled} steps only metrics.jsonl had to MLflow run {mlflow_run_id}"
+    )
     return 0

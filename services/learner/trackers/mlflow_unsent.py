@@ -91,21 +91,28 @@ def send(client: MlflowClient, mlflow_run_id: str, job: Job) -> None:
         client.set_terminated(mlflow_run_id, RunStatus.to_string(getattr(RunStatus, job.payload["status"])))
 
 
-def flush(run_dir: Path) -> tuple[int, str]:
-    """Send RUN_DIR's unsent jobs in order: (how many were sent, the MLflow run). A server that
-    fails keeps the rest in the file and raises one line saying so."""
-    jobs, where = load_unsent(run_dir), remembered_run(run_dir)
-    if not jobs:
-        return 0, where[1] if where else ""
+def client_for(run_dir: Path) -> tuple[MlflowClient, str, str] | None:
+    """(a client, the tracking URI, the MLflow run) of RUN_DIR's MLflow run; None without one."""
+    where = remembered_run(run_dir)
     if where is None:
-        raise LaunchError(
-            f"{unsent_path(run_dir)} has rows but {run_file(run_dir)} is missing: no MLflow run to send them to"
-        )
-    uri, mlflow_run_id = where
+        return None
     # one try each: MLflow's own retries would hold a down server's answer for minutes
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
-    client = MlflowClient(tracking_uri=uri)
+    return MlflowClient(tracking_uri=where[0]), *where
+
+
+def flush(run_dir: Path) -> int:
+    """Send RUN_DIR's unsent jobs in order; how many were sent. A server that fails keeps the
+    rest in the file and raises one line saying so."""
+    jobs, found = load_unsent(run_dir), client_for(run_dir)
+    if not jobs:
+        return 0
+    if found is None:
+        raise LaunchError(
+            f"{unsent_path(run_dir)} has rows but {run_file(run_dir)} is missing: no MLflow run to send them to"
+        )
+    client, uri, mlflow_run_id = found
     for sent, job in enumerate(jobs):
         try:
             send(client, mlflow_run_id, job)
@@ -117,4 +124,4 @@ def flush(run_dir: Path) -> tuple[int, str]:
                 f"start the server and run `meshrl trackers flush {run_dir}` again"
             ) from None
     save_unsent(run_dir, [])
-    return len(jobs), mlflow_run_id
+    return len(jobs)

@@ -151,11 +151,33 @@ def test_the_next_start_of_the_run_sends_what_the_last_learner_could_not(tmp_pat
     assert not mlflow_unsent.unsent_path(tmp_path).exists()
 
 
-def test_flush_without_unsent_rows_says_so_and_a_wrong_dir_is_one_line(tmp_path, capsys):
+def test_flush_without_an_mlflow_run_says_so_and_a_wrong_dir_is_one_line(tmp_path, capsys):
     assert main(["trackers", "flush", str(tmp_path)]) == 0
-    assert "no unsent MLflow rows" in capsys.readouterr().out
+    assert "no MLflow run" in capsys.readouterr().out
     assert main(["trackers", "flush", str(tmp_path / "nope")]) == 2
     assert "is no run dir" in capsys.readouterr().err
+
+
+def test_flush_sends_the_steps_only_metrics_jsonl_has_after_a_learner_killed_outright(tmp_path, capsys):
+    """SIGKILL leaves no unsent file: the steps the tracker never sent come from metrics.jsonl
+    (the learner's own rows: step, time, numbers, text); a step MLflow has is not sent again."""
+    cfg = config(tmp_path, "telemetry.trackers=[mlflow]")
+    (tracker,) = start_trackers(cfg, "run-k")
+    tracker.log(0, {"reward": 0.1, "clip_ratio/low": 0.0})
+    wait_for(lambda: not tracker.sender.jobs)  # then the learner dies: nothing more reaches MLflow
+    rows = [
+        {"step": s, "time": 1000.0 + s, "reward": r, "clip_ratio/low": 0.0, "note": "x"}
+        for s, r in [(0, 0.1), (1, 0.2), (2, 0.3)]
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["trackers", "flush", str(tmp_path)]) == 0
+    assert (
+        f"sent 0 waiting rows and 2 steps only metrics.jsonl had to MLflow run {tracker.run_id}"
+        in capsys.readouterr().out
+    )
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3)]
+    assert history(client, tracker.run_id, "clip_ratio/low") == [(0, 0.0), (1, 0.0), (2, 0.0)]
 
 
 @pytest.mark.slow
@@ -202,7 +224,7 @@ def test_mlflow_server_down_mid_run_keeps_the_run_going_and_catches_up(tmp_path)
         assert down.returncode == 2 and "did not take row 1 of 5" in down.stderr and "5 rows stay" in down.stderr
         server.start()
         up = subprocess.run(flush, capture_output=True, text=True, timeout=300)
-        assert up.returncode == 0 and f"sent 5 rows to MLflow run {tracker.run_id}" in up.stdout, up.stderr
+        assert up.returncode == 0 and "sent 5 waiting rows and 0 steps" in up.stdout, up.stderr
     finally:
         server.stop()
     steps = [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4), (4, 0.5), (5, 0.5), (6, 0.6), (7, 0.7)]
