@@ -36,6 +36,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from meshrl.inputs.checkpoint.key import KEY_NAME, key_pair
+
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
 from tests.deploy.test_image_mesh import UID, readable_copy, tiny_run
 from tests.deploy.test_multihost_drill import nats_users
@@ -87,6 +89,8 @@ class Project:
         self.config.chmod(0o644)
         users = nats_users(self.dir / "nats-auth", self.name, self.config)
         for path in users.iterdir():  # the meshrl image runs as 10001, NATS included here
+            os.chown(path, UID, UID)
+        for path in key_pair(self.dir / "checkpoint-key" / KEY_NAME):  # the learner's and the gateway's
             os.chown(path, UID, UID)
         tokens = self.dir / "gateway-tokens.yaml"
         tokens.write_text(yaml.safe_dump({"tokens": [{"name": "ci", "role": "viewer", "token": uuid.uuid4().hex}]}))
