@@ -78,7 +78,8 @@ def test_unknown_param_and_unknown_kind_name_what_is_allowed():
     with pytest.raises(ConfigError, match=r"Allowed params: case_sensitive, strip"):
         get_rule("exact_match").parse_params({"casesensitive": True}, component="em")
     with pytest.raises(
-        ConfigError, match=r"unknown; built-in kinds: environment, exact_match, length_penalty, math_verify, reasoning_gym, regex"
+        ConfigError,
+        match=r"unknown; built-in kinds: environment, exact_match, length_penalty, math_verify, reasoning_gym, regex",
     ):
         get_rule("nope")
 
