@@ -6,7 +6,10 @@ part of its steps. Once the server is back this sends them in order to the same 
 which the end then marks FINISHED (KILLED when the run stopped before its final model). The
 next start of the same run sends them too. A server still down: one line, exit 2, the rows
 kept for the next try. Then every step of RUN_DIR/metrics.jsonl the MLflow run still lacks is
-sent (a learner killed outright wrote no unsent rows; metrics.jsonl has every step).
+sent (a learner killed outright wrote no unsent rows; metrics.jsonl has every step), and
+`--end killed|finished|failed` ends an MLflow run such a learner left RUNNING.
+
+    meshrl trackers flush runs/grpo --end killed
 
     meshrl trackers flush runs/grpo
 """
@@ -29,6 +32,11 @@ def add_parser(sub) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     flush = actions.add_parser("flush", help="send RUN_DIR's unsent MLflow rows and end its MLflow run")
     flush.add_argument("run_dir", type=Path, help="the run dir (holds trackers/mlflow-unsent.jsonl)")
+    flush.add_argument(
+        "--end",
+        choices=["finished", "killed", "failed"],
+        help="then mark the MLflow run ended so (a learner killed outright left it RUNNING)",
+    )
     flush.set_defaults(func=run_flush)
 
 
@@ -43,6 +51,8 @@ def run_flush(args) -> int:
     client, uri, mlflow_run_id = found
     try:
         filled = backfill(args.run_dir, client, mlflow_run_id)
+        if args.end:
+            client.set_terminated(mlflow_run_id, args.end.upper())
     except Exception as err:  # MLflow raises its own and requests' errors: all mean "not taken"
         raise LaunchError(
             f"MLflow at {uri} did not answer ({type(err).__name__}: {str(err)[:200]}): start the server and "
