@@ -170,7 +170,7 @@ def test_flush_sends_the_steps_only_metrics_jsonl_has_after_a_learner_killed_out
         for s, r in [(0, 0.1), (1, 0.2), (2, 0.3)]
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["trackers", "flush", str(tmp_path)]) == 0
+    assert main(["trackers", "flush", str(tmp_path), "--end", "killed"]) == 0
     assert (
         f"sent 0 waiting rows and 2 steps only metrics.jsonl had to MLflow run {tracker.run_id}"
         in capsys.readouterr().out
@@ -178,6 +178,7 @@ def test_flush_sends_the_steps_only_metrics_jsonl_has_after_a_learner_killed_out
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3)]
     assert history(client, tracker.run_id, "clip_ratio/low") == [(0, 0.0), (1, 0.0), (2, 0.0)]
+    assert client.get_run(tracker.run_id).info.status == "KILLED"  # not left RUNNING
 
 
 @pytest.mark.slow
