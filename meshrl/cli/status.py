@@ -27,6 +27,7 @@ from pathlib import Path
 from meshrl.run.remote import is_url, print_status
 from meshrl.errors import LaunchError
 from meshrl.run.presence import find_launcher
+from meshrl.launch.failed_start import failed_start_dir
 from meshrl.run.layout import RunDir
 from meshrl.run.status import gather_status, restart_counts, restarts_line
 from meshrl.run.summary import run_summary
@@ -158,6 +159,12 @@ def describe_summary(summary: dict) -> str:
 def finished_run(args) -> int:
     """Print a run's summary when no launcher runs it; LaunchError when the dir holds no run."""
     if not (RunDir(args.run_dir).config.is_file() or RunDir(args.run_dir).metrics.is_file()):
+        failed = sorted(RunDir(args.run_dir).logs.glob(f"{failed_start_dir(args.run_dir, '').name}*"))
+        if failed:
+            raise LaunchError(
+                f"no run in {args.run_dir}: its last start failed before training anything (its config and "
+                f"logs: {failed[-1]}); start it again with `meshrl train` and run.dir={args.run_dir}"
+            )
         find_launcher(args.run_dir)  # raises, saying what is missing
     summary = run_summary(args.run_dir)
     summary["restarts"] = restart_counts(args.run_dir)

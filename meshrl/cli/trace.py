@@ -25,6 +25,7 @@ the spans come from the gateway's GetGroupTrace (meshrl/run/remote.py) and GROUP
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections import defaultdict
 
@@ -140,7 +141,10 @@ def list_groups(run_dir: str) -> int:
             raise FileNotFoundError(f"{run_dir} holds neither a ledger nor traces: pass a run dir")
         print(f"no groups in {run_dir} (no ledger rows, no traced groups in {traces})")
         return 0
-    print(group_table(rows))
+    try:
+        print(group_table(rows))
+    except BrokenPipeError:  # `meshrl trace RUN | head`: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # so the exit's flush does not raise again
     return 0
 
 

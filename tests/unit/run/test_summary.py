@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from meshrl.cli.main import main
+from meshrl.launch.failed_start import set_aside
 from meshrl.run.audit import record_action
 from meshrl.run.summary import run_summary
 from meshrl.services.learner.ledger import Ledger
@@ -149,3 +150,15 @@ def test_trace_without_a_group_lists_groups_with_step_reward_and_duration(tmp_pa
         "g-3       -       -         -  dropped: stale",
         "g-4       -       -         -  not settled",
     ]
+
+
+def test_a_dir_whose_start_failed_says_to_start_it_again(tmp_path, capsys):
+    """The launcher set the failed start's files aside (meshrl.launch.failed_start): status names
+    where they are and the command that takes the dir again."""
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    write_config(run_dir)
+    aside = set_aside(run_dir, "t-20260101-000000")
+    rc, _, err = cli(capsys, "status", run_dir)
+    assert rc == 2 and f"its last start failed before training anything (its config and logs: {aside})" in err
+    assert f"start it again with `meshrl train` and run.dir={run_dir}" in err
