@@ -22,7 +22,7 @@ from meshrl.cli.main import main
 from meshrl.cli.train import check_not_a_previous_run
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError, RunFailed
-from meshrl.launch.local import SHM_SCAN_S, run_local
+from meshrl.launch.local import run_local
 
 PY = sys.executable
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(600)"
@@ -151,11 +151,14 @@ def test_a_killed_service_is_restarted_and_the_run_finishes(tmp_path):
         return base(spec, url, run_id, config_path)
 
     def kill_first_reward():
-        deadline = time.monotonic() + 30
-        while not records.exists() and time.monotonic() < deadline:
+        """SIGKILL the first reward once the launcher noted its segment (its shm record says so)."""
+        record, deadline = tmp_path / "run" / "shm_segments.json", time.monotonic() + 60
+        while time.monotonic() < deadline:
+            made = records.read_text().split() if records.exists() else []  # "pid name" once written
+            if len(made) == 2 and record.exists() and made[1] in record.read_text():
+                break
             time.sleep(0.05)
-        time.sleep(SHM_SCAN_S + 0.5)  # let the launcher see the segment mapped
-        os.kill(int(records.read_text().split()[0]), signal.SIGKILL)
+        os.kill(int(made[0]), signal.SIGKILL)
 
     killer = threading.Thread(target=kill_first_reward)
     killer.start()
