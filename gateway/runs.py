@@ -22,7 +22,8 @@ from meshrl.run import layout
 
 log = logging.getLogger("meshrl.gateway")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-RUN_MARKERS = (layout.CONFIG, layout.METRICS, layout.PRESENCE)
+# logs/: a start that failed sets its config and metrics aside there (meshrl/launch/failed_start.py)
+RUN_MARKERS = (layout.CONFIG, layout.METRICS, layout.PRESENCE, layout.LOGS)
 
 
 def check_name(name: str) -> str:
