@@ -50,18 +50,26 @@ function stackUp(columns) {
   return sums;
 }
 
-// Tick labels that tell the ticks apart at any scale: as many decimals as the tick spacing
-// needs, and an exponent for values below 1e-3 or above 1e6 (a KL of 1e-4 read "0.00" with
-// uPlot's default labels).
+// The decimals `x` needs to be written exactly (0.25: 2; 5: 0), float noise aside.
+function decimalsOf(x) {
+  for (let d = 0; d < 10; d++) {
+    const scaled = Math.abs(x) * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 10;
+}
+
+// Tick labels that tell the ticks apart at any scale: the decimals the tick spacing needs
+// (2.5 apart: 0.0, 2.5, 5.0), and an exponent for values below 1e-3 or from 1e6 (a KL of 1e-4
+// read "0.00" at every tick with uPlot's default labels).
 function tickLabels(splits, incr) {
   const big = Math.max(...splits.map(Math.abs));
   const step = incr > 0 ? incr : big || 1;
   if (big && (big < 1e-3 || big >= 1e6)) {
-    const digits = Math.min(6, Math.max(0, Math.ceil(Math.log10(big / step) - 1e-9)));
+    const digits = decimalsOf(step / 10 ** Math.floor(Math.log10(big)));
     return splits.map(v => (v === 0 ? "0" : v.toExponential(digits)));
   }
-  const decimals = Math.min(10, Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
-  return splits.map(v => v.toFixed(decimals));
+  return splits.map(v => v.toFixed(decimalsOf(step)));
 }
 
 // A value axis' labels, also kept on the chart's element (the canvas holds no text to read).
