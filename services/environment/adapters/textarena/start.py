@@ -7,25 +7,24 @@ from __future__ import annotations
 
 import logging
 
-from meshrl.config import ConfigError
 from meshrl.env_sdk import Environment
-from meshrl.services.environment.adapters.textarena.environment import TextArenaEnvironment, textarena_environment
+from meshrl.services.environment.adapters.textarena.environment import TextArenaEnvironment
 from meshrl.services.environment.adapters.textarena.paths import HANDLERS, init_params, python_of
-from meshrl.transport.library import LibraryWorker, WorkerStartError
+from meshrl.services.environment.adapters.worker_environment import (
+    start_worker_environment,
+    stop_worker_environment,
+)
 
 log = logging.getLogger("meshrl.services.environment")
 
 
 async def start_textarena(settings) -> type[Environment]:
     block = settings.textarena
-    worker = LibraryWorker(python_of(block), HANDLERS, "textarena", start_timeout_s=block.start_timeout_s)
-    try:
-        info = await worker.start(init_params(block))
-    except WorkerStartError as err:
-        raise ConfigError(f"environment.textarena (game {block.game!r}): {err}") from None
+    cls, info = await start_worker_environment(
+        TextArenaEnvironment, settings, block, HANDLERS, python_of(block), init_params(block)
+    )
     log.info("textarena %s: playing %s", info.get("textarena"), info.get("game"))
-    return textarena_environment(settings.name, block, worker)
+    return cls
 
 
-async def stop_textarena(cls: type[TextArenaEnvironment]) -> None:
-    await cls.worker.close()
+stop_textarena = stop_worker_environment

@@ -1,7 +1,7 @@
 """A verifiers environment as a meshrl Environment: each Reset/Step/Close is one call to the
 library worker child that holds the environment (handlers.py, in the verifiers venv).
 
-    cls = verifiers_environment("sums", block, worker)
+    cls, info = await start_worker_environment(VerifiersEnvironment, settings, block, HANDLERS, python, params)
     serve({"sums": cls}, port=50090)
 
 The mapping (docs/environments.md, "Environments you already have"):
@@ -15,18 +15,15 @@ The mapping (docs/environments.md, "Environments you already have"):
   loop ends the rubric scores the episode: its weighted total is the turn's reward and each
   rubric function's score is in the answer's info under `reward_details`.
 - A child that died is started again for the next Reset; the episodes it held are gone
-  (NOT_FOUND: their groups are dropped, never trained half-done).
+  (NOT_FOUND: their groups are dropped, never trained half-done): worker_environment.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, ClassVar
+from typing import Any
 
-from meshrl.config.verifiers import VerifiersConfig
-from meshrl.env_sdk import Environment, EnvError, FunctionTool, Reset, Step
-from meshrl.services.environment.adapters.verifiers.paths import init_params
-from meshrl.transport.library import LibraryWorker, WorkerDied, WorkerError, WorkerTimeout
+from meshrl.env_sdk import EnvError, FunctionTool, Reset, Step
+from meshrl.services.environment.adapters.worker_environment import WorkerEnvironment
 
 # Errors of the handlers that are the caller's (a row that is not there, a prompt that is not
 # the row's, an episode the child does not hold), not the environment's.
@@ -41,20 +38,8 @@ class SchemaTool(FunctionTool):
         self.name, self.description, self.parameters = name, description, parameters
 
 
-def verifiers_environment(name: str, block: VerifiersConfig, worker: LibraryWorker) -> type[Environment]:
-    """The Environment class playing `block.module`'s episodes under the run's environment name."""
-    attrs = {"name": name, "block": block, "worker": worker, "revive_lock": asyncio.Lock()}
-    return type("VerifiersEnvironment", (VerifiersEnvironment,), attrs)
-
-
-class VerifiersEnvironment(Environment):
-    block: ClassVar[VerifiersConfig]
-    worker: ClassVar[LibraryWorker]
-    revive_lock: ClassVar[asyncio.Lock]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.open = False  # the child holds this episode
+class VerifiersEnvironment(WorkerEnvironment):
+    library, subject_key, caller_errors = "verifiers", "module", CALLER_ERRORS
 
     async def reset(self, task) -> Reset:
         await self.revive()
@@ -78,31 +63,6 @@ class VerifiersEnvironment(Environment):
         answer = await self.ask("step", {**params, "truncated": turn.truncated})
         self.open = not answer["done"]
         return Step(answer["observation"], reward=answer.get("reward"), done=answer["done"], info=answer.get("info"))
-
-    async def close(self) -> None:
-        if self.open and self.worker.alive:
-            self.open = False
-            await self.ask("close", {"episode_id": self.task.episode_id})
-
-    @classmethod
-    async def revive(cls) -> None:
-        """Start the child again when it died (its episodes are lost; new ones can begin)."""
-        async with cls.revive_lock:
-            if not cls.worker.alive:
-                await cls.worker.start(init_params(cls.block))
-
-    async def ask(self, method: str, params: dict) -> Any:
-        try:
-            return await self.worker.call(method, params, timeout_s=self.block.timeout_s)
-        except WorkerError as err:
-            make = CALLER_ERRORS.get(err.kind)
-            if make is not None:
-                raise make(f"verifiers {method}: {err.message}") from None
-            raise RuntimeError(f"verifiers {method} of {self.block.module}: {err}") from None
-        except WorkerTimeout as err:
-            raise RuntimeError(f"{err} (environment.verifiers.timeout_s)") from None
-        except WorkerDied as err:
-            raise EnvError.not_found(f"the verifiers worker holding this episode died: {err}") from None
 
 
 def row_of(task, split: str) -> int:

@@ -104,7 +104,7 @@ async def test_a_killed_child_loses_its_games_and_the_next_reset_plays(
         with pytest.raises(grpc.aio.AioRpcError) as lost:
             await stub.Step(env_pb2.StepRequest(episode_id="g/0", turn=0, text="[1]"), timeout=CALL_S)
         _, turns = await play(stub, "g/1", [f"[{target(SEED)}]"])
-    assert lost.value.code() == grpc.StatusCode.NOT_FOUND and "worker holding this game died" in lost.value.details()
+    assert lost.value.code() == grpc.StatusCode.NOT_FOUND and "worker holding this episode died" in lost.value.details()
     assert turns[0].done and turns[0].reward == 1.0
 
 
