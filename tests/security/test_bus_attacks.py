@@ -12,6 +12,8 @@ attack with a service kind's own credentials:
   version or another kind's KV key: nothing arrives there (each kind has its own NATS
   account, meshrl.transport.bus.accounts); and, behind that, the learner ignores a JetStream
   API answer on `weights.loaded` (origin.py);
+- a put to a kind's own KV key with `Nats-Rollup: all` (the server would purge every other
+  key of the bucket): the KV's stream refuses rollup headers (streams.refuse_rollups);
 - malformed replica entries written with the kinds' own credentials (each may write its own
   `services.<kind>.*` keys): the rollout's environment lookup and the learner's health watch
   and eval lookup skip them instead of raising KeyError.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import nats.js.errors
 import pytest
 
 from meshrl.api.common.v1 import common_pb2
@@ -199,3 +202,18 @@ async def test_malformed_replica_entries_are_skipped_by_their_readers(secured, l
     assert await service_addresses(learner.state, "reward") == []  # the learner's eval lookup
     watch = HealthWatch(learner.state, alerts=None, timeout_s=0.5, kinds=("reward", "environment"))
     assert list(await watch.probe()) == ["environment/env-0"]
+
+
+@pytest.mark.parametrize("kind", ["rollout", "reward", "reference", "reward_model", "environment"])
+async def test_no_service_wipes_the_run_kv_with_a_rollup_header(secured, learner, kind):
+    """A put to its own key with `Nats-Rollup: all` would have the server purge every other key
+    of the bucket (the run version, the weights notice, the other replicas): the KV's stream
+    refuses rollup headers, the put fails and every key stays."""
+    run_id = secured[1]
+    await learner.state.put(names.RUN_VERSION_KEY, {"version": 3, "step": 3})
+    own = f"$KV.{names.kv_bucket(run_id)}.services.{kind}.roll"
+    async with await connect(secured, kind) as bus:
+        with pytest.raises(nats.js.errors.APIError, match="(?i)rollup"):  # the stream refuses it
+            await bus.js.publish(own, b"{}", headers={"Nats-Rollup": "all"})
+    kept = await learner.state.get(names.RUN_VERSION_KEY)
+    assert kept is not None and kept.json() == {"version": 3, "step": 3}, f"the {kind} wiped the run KV"

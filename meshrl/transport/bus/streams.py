@@ -102,6 +102,23 @@ async def ensure_run_streams(
     await ensure_durables(js, run_id, run_consumers() if consumers is None else consumers)
     kv, objects = names.kv_bucket(run_id), names.object_bucket(run_id)
     await _keep_existing(js.create_object_store(bucket=objects, replicas=replicas), f"object store {objects}", replicas)
-    await _keep_existing(
-        js.create_key_value(bucket=kv, history=KV_HISTORY, replicas=replicas), f"KV bucket {kv}", replicas
+    await _keep_existing(js.add_stream(kv_stream_config(kv, replicas)), f"KV bucket {kv}", replicas)
+
+
+def kv_stream_config(bucket: str, replicas: int) -> api.StreamConfig:
+    """The run KV's stream as nats-py's create_key_value makes it, but refusing `Nats-Rollup`
+    headers: with one, a service allowed to put only its own key would have the server purge
+    every other key of the bucket (meshrl never rolls the KV up: deletes are markers, no purge)."""
+    return api.StreamConfig(
+        name=f"KV_{bucket}",
+        subjects=[f"$KV.{bucket}.>"],
+        allow_rollup_hdrs=False,
+        allow_msg_ttl=True,
+        deny_delete=True,
+        discard=api.DiscardPolicy.NEW,
+        duplicate_window=120.0,
+        max_consumers=-1,
+        max_msgs=-1,
+        max_msgs_per_subject=KV_HISTORY,
+        num_replicas=replicas,
     )
