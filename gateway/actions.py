@@ -191,6 +191,10 @@ def export(run_dir: Path, step: int | None) -> gateway_pb2.RunActionResponse:
         out = export_hf(ckpt, run_dir / "exports" / ckpt.name)
     except CheckpointError as err:
         raise invalid(str(err)) from None
+    except OSError as err:  # the run's exports/ is not a folder the gateway can write (a dangling link)
+        raise invalid(
+            f"cannot write the export under {run_dir.name}/exports: {err.strerror or type(err).__name__}"
+        ) from None
     return gateway_pb2.RunActionResponse(
         message=f"exported {ckpt.name} to {out}", path=str(out), checkpoint_step=int(ckpt.name.removeprefix("step_"))
     )

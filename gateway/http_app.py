@@ -65,9 +65,11 @@ def to_json(message) -> dict:
 
 
 def token_of(request: web.Request) -> str | None:
-    """The bearer header's token, else the token of whoever holds the cookie's session."""
-    if token := bearer(request.headers.get("Authorization")):
-        return token
+    """The bearer header's token, else the token of whoever holds the cookie's session. A request
+    with an Authorization header is judged by it alone (a malformed one never falls back to the
+    cookie, which a browser may attach to a request another page made)."""
+    if "Authorization" in request.headers:
+        return bearer(request.headers["Authorization"]) or None
     who = request.app[SESSIONS].principal(request.cookies.get(COOKIE))
     return who.token if who else None
 

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from meshrl.gateway.auth import bearer
+
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -26,7 +28,9 @@ def same_origin(request: web.Request) -> bool:
 
 @web.middleware
 async def refuse_cross_origin(request: web.Request, handler):
-    if request.method in SAFE_METHODS or request.headers.get("Authorization") or same_origin(request):
+    # only a well-formed bearer token skips the check: it is then the request's only credential
+    # (http_app.token_of never falls back to the cookie when an Authorization header is there)
+    if request.method in SAFE_METHODS or bearer(request.headers.get("Authorization")) or same_origin(request):
         return await handler(request)
     return web.json_response(
         {

@@ -140,6 +140,7 @@ def cmd_checkpoints_key(args) -> int:
     return 0
 
 
+@user_errors
 def cmd_rollback(args) -> int:
     if is_url(args.run_dir):
         print(act(args.run_dir, "rollback", {"to_step": args.to}))

@@ -35,8 +35,9 @@ import sys
 
 from meshrl.cli import COMMANDS
 from meshrl.errors import ConfigError, LaunchError, RunFailed, StopRequested
+from meshrl.inputs.checkpoint.errors import CheckpointError
 
-USER_ERRORS = (ConfigError, LaunchError, FileNotFoundError, FileExistsError, PermissionError)
+USER_ERRORS = (ConfigError, LaunchError, CheckpointError, FileNotFoundError, FileExistsError, PermissionError)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -112,6 +112,24 @@ async def test_a_cookie_post_from_another_origin_is_refused(gateway):
     assert json.loads((run_dir / "scale.json").read_text()) == {"rollout": 2}
 
 
+async def test_a_cookie_post_with_a_non_bearer_authorization_header_is_refused(gateway):
+    """A browser may attach an Authorization header of its own (Basic auth to a proxy in front):
+    it skipped the origin check, and the request was then authorised by the cookie. Only a
+    bearer token skips the check, and a request carrying any Authorization header is judged by
+    it alone (found by an independent re-audit)."""
+    gw, _, _, run_dir = gateway
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{gw.http_port}", cookie_jar=jar) as browser:
+        await login(browser, gw.http_port, OPERATOR)
+        before = (run_dir / "scale.json").read_text() if (run_dir / "scale.json").exists() else None
+        for header in ("Basic eDp5", "Bearer", "Bearer "):
+            body = {"service": "rollout", "replicas": 3}
+            async with browser.post("/api/runs/live/scale", json=body, headers={"Authorization": header}) as r:
+                assert r.status in (401, 403), (header, r.status)
+        after = (run_dir / "scale.json").read_text() if (run_dir / "scale.json").exists() else None
+    assert after == before
+
+
 async def test_scale_asks_for_at_most_the_cap(gateway):
     _, stub, _, _ = gateway
     with pytest.raises(grpc.aio.AioRpcError) as refused:

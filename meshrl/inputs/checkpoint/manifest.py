@@ -27,6 +27,7 @@ from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.key import KEY_ENV, key_path, trusted_verifier
 from meshrl.inputs.checkpoint.layout import FORMAT, MANIFEST, UNHASHED, step_of
 from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG, convert_command, refuse_legacy
+from meshrl.inputs.checkpoint.reading import json_text, parse_json
 from meshrl import __version__
 
 CHUNK = 8 << 20
@@ -110,9 +111,9 @@ def read_manifest(ckpt: str | Path, *, signed: bool = True) -> dict:
             f"{ckpt}: missing {MANIFEST} (the save did not finish, or the file was removed); use an earlier checkpoint"
         )
     try:
-        body = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{path}: tampered manifest, not valid JSON ({err})") from err
+        body = parse_json(json_text(path))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise CheckpointError(f"{path}: tampered manifest, not valid JSON ({str(err)[:200]})") from None
     if not isinstance(body, dict) or body.get("manifest_sha256") != _self_hash(body):
         raise CheckpointError(
             f"{path}: tampered manifest, its self-checksum (manifest_sha256) "

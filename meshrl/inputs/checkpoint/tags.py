@@ -13,6 +13,9 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.layout import TAGS
+from meshrl.inputs.checkpoint.reading import json_text, parse_json
+
+MAX_TAGS_BYTES = 64 << 10  # a list of tag names
 
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -22,7 +25,7 @@ def read_tags(ckpt: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        tags = json.loads(path.read_text())["tags"]
+        tags = parse_json(json_text(path, limit=MAX_TAGS_BYTES))["tags"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(
             f'{path} is not a tags file ({type(err).__name__}); expected {{"tags": ["name", ...]}}; fix or delete it'
