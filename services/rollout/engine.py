@@ -203,6 +203,11 @@ class RolloutEngine:
                 f"must tokenise the prompt before publishing it"
             )
         start, version_at_start = time.time(), self.version
+        if too_long := self._prompt_too_long(task, prompt_ids.size):
+            return pb.Group(
+                run_id=task.run_id, group_id=task.group_id, task=task, drop_reason=too_long,
+                policy_version=version_at_start, rollout_replica=self.config.replica_id,
+            )  # fmt: skip
         prompt = TokensPrompt(prompt_token_ids=prompt_ids.tolist())
         requests = [self._final_output(prompt, sampling_params(task.sampling), task.group_id)]
         if task.sampling.greedy_baseline:  # batched with the group by vLLM, not after it
@@ -244,6 +249,19 @@ class RolloutEngine:
         for completion in final.outputs:  # vLLM sets it on the RequestOutput only
             completion.lora_request = lora
         return final
+
+    def _prompt_too_long(self, task: pb.PromptTask, prompt_tokens: int) -> str:
+        """The drop reason of a prompt whose answer cannot fit the engine's context: vLLM would
+        refuse the request on every redelivery until the task went to the dead letters, and the
+        learner would wait for a group that never comes. "" when it fits."""
+        limit, answer = self.config.max_model_len, task.sampling.max_tokens
+        if prompt_tokens + answer <= limit:
+            return ""
+        return (
+            f"prompt_too_long: group {task.group_id}: a prompt of {prompt_tokens} tokens and an answer of up "
+            f"to {answer} do not fit rollout.max_model_len={limit}; raise rollout.max_model_len (the model's "
+            f"context allowing) or shorten the prompts (data.max_prompt_tokens)"
+        )
 
     def _group(self, task: pb.PromptTask, samples: list[pb.Sample], start: float) -> pb.Group:
         self.groups_generated += 1
