@@ -4,12 +4,13 @@
     meshrl serve {rollout,reward,reward_model,environment,reference,learner} --nats URL --run-id RUN --config FILE
     meshrl scale RUN_DIR_OR_URL rollout=3 reward=2 env=2   |   meshrl status RUN_DIR_OR_URL [--json]
     meshrl pause|resume|checkpoint|stop RUN_DIR_OR_URL [--reason TEXT]
-    meshrl models fetch-smollm2
-    meshrl data arithmetic --out FILE --n N ...   |   meshrl data pairs --out FILE --n N ...
+    meshrl models fetch-smollm2 [--cache-dir DIR]
+    meshrl data arithmetic|pairs --out FILE --n N ...
+    meshrl data reasoning-gym --task NAME[,NAME] --n N --out FILE ...   |   meshrl data verifiers --module M --out FILE
     meshrl plot RUN_DIR [--out F]
     meshrl trace RUN_DIR [GROUP_ID]
     meshrl doctor [CONFIG]
-    meshrl checkpoints {list,tag,prune} RUN_DIR ...  |  meshrl rollback RUN_DIR --to STEP
+    meshrl checkpoints {list,tag,prune,convert,key} ...  |  meshrl rollback RUN_DIR --to STEP
       (list and rollback also take a gateway URL)
     meshrl export RUN_DIR --step N OUT_DIR
     meshrl eval CHECKPOINT_OR_EXPORT DATA [--out FILE] [key=value ...]
@@ -19,6 +20,8 @@
     meshrl plan CONFIG [key=value ...] [--device h100-80gb]   (memory per service and device)
     meshrl env check HOST:PORT [--environment NAME] [--task ROW.json] [--tls-* F] [--token-file F]
     meshrl gateway serve --runs-root DIR [--port N --grpc-port M]   (run API + dashboard)
+    meshrl certs issue --kind environment|reward --name N --host H --out DIR   (TLS for your service)
+    meshrl trackers flush RUN_DIR   (metrics an MLflow server did not take)
 
 RUN_DIR_OR_URL: a local run dir, or a gateway's run page http://HOST:PORT/runs/NAME with the
 token in $MESHRL_GATEWAY_TOKEN (meshrl.run.remote).
