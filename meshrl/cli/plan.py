@@ -57,6 +57,8 @@ def _service_lines(cfg: RunConfig) -> list[str]:
             f"  reward                 ×{cfg.reward.replicas}: "
             + ", ".join(f"{c.name}({c.kind})×{c.weight:g}" for c in cfg.reward.components)
         )
+    if cfg.environment is not None and not algo.offline:
+        lines.append(environment_line(cfg.environment))
     lines.append(
         f"  reference              {'×' + str(cfg.reference.replicas) if cfg.reference_enabled else 'off'} ({ref_why})"
     )
@@ -66,6 +68,14 @@ def _service_lines(cfg: RunConfig) -> list[str]:
         f"advantages + {algo.policy_loss} loss, {algo.loss_agg_mode}"
     )
     return lines
+
+
+def environment_line(env) -> str:
+    """Where the episodes' environment runs: replicas meshrl launches (a built-in or an adapter),
+    or a service at an address nothing launches."""
+    what = env.adapter or (f"built-in {env.builtin}" if env.builtin else "your service")
+    where = f"×{env.replicas}" if env.launched else f"at {env.address} (not launched)"
+    return f"  environment            {where}: {env.name} ({what})"
 
 
 def describe_plan(cfg: RunConfig) -> str:

@@ -73,6 +73,15 @@ def test_ppo_shows_critic_and_reference(capsys, config_file):
     assert "critic                 on" in out and "reference              ×1" in out
 
 
+def test_the_dry_run_names_the_environment_service(capsys, config_file):
+    """An agent run's services include its environment: launched replicas, or an address."""
+    env = "environment={name: tool_arith, builtin: tool_arith, replicas: 2}"
+    rc, out, _ = run_cli(capsys, "train", config_file, env, "--dry-run")
+    assert rc == 0 and "environment            ×2: tool_arith (built-in tool_arith)" in out
+    rc, out, _ = run_cli(capsys, "train", config_file, "environment={name: mine, address: 'h:50090'}", "--dry-run")
+    assert rc == 0 and "environment            at h:50090 (not launched): mine (your service)" in out
+
+
 @pytest.mark.parametrize(
     "override, named",
     [
