@@ -172,6 +172,10 @@ def reap(program: int) -> int:
 
 
 def main() -> int:
+    # The root is built with modes of our own choosing, whatever umask the service inherited
+    # (meshrl's runner sets 077 for its own files): under it /dev/null and the bound folders'
+    # mount points came out 0600/0700 and the program's uid could open none of them.
+    os.umask(0o022)
     spec = json.loads(sys.stdin.buffer.readline())
     source = sys.stdin.buffer.read(spec["max_source_bytes"] + 1)
     if len(source) > spec["max_source_bytes"]:

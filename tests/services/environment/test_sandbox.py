@@ -286,3 +286,15 @@ def test_unavailable_sandbox_refuses():
     box = Sandbox(LIMITS, Isolation("", "no namespaces (test)"))
     with pytest.raises(SandboxUnavailable, match="no namespaces"):
         box.run("print(1)")
+
+
+@needs_namespaces
+def test_a_private_umask_in_the_service_does_not_break_the_sandbox(sandbox):
+    """meshrl's service runner sets umask 077 for its own files; the sandbox's root (its /dev
+    nodes, its mount points) must not inherit it, or the program's uid can open none of them."""
+    old = os.umask(0o077)
+    try:
+        outcome = sandbox.run("print(6 * 7)")
+    finally:
+        os.umask(old)
+    assert outcome.exit_code == 0 and outcome.stdout == "42\n", outcome
