@@ -18,17 +18,13 @@ seeds Python's global random), which the figures include.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import re
-import statistics
 import time
 from types import SimpleNamespace
 
-import psutil
-
-from benchmarks.openenv_adapter import measure, play, rss_mb, start_child
+from benchmarks.env_compare import SIDES, bench_args, compare, play, print_report, start_child
 from meshrl.config.textarena import TextArenaConfig
 from meshrl.env_sdk import Environment, Reset, Step, serve, start
 from meshrl.services.environment.adapters.textarena.start import start_textarena
@@ -80,40 +76,12 @@ async def episode(stub, i: int, latencies: list[float]) -> None:
     assert answer.done and answer.reward == 1.0, answer
 
 
-def tree_rss_mb(pid: int) -> float:
-    """The process and its children (the adapter's library worker)."""
-    proc = psutil.Process(pid)
-    return rss_mb(pid) + sum(rss_mb(c.pid) for c in proc.children(recursive=True))
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--serve", choices=["native", "adapter"], help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--url", default="", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = bench_args(__doc__)
     if args.serve:
         serve_one(args.serve, args.port)
         return
-    children = {kind: start_child(kind, "", MODULE) for kind in ("native", "adapter")}
-    try:
-        runs = {kind: [] for kind in children}
-        for _ in range(args.rounds):
-            for kind, (_, address) in children.items():
-                runs[kind].append(asyncio.run(measure(address, args.episodes, args.concurrency, episode)))
-        memory = {kind: tree_rss_mb(proc.pid) for kind, (proc, _) in children.items()}
-    finally:
-        for proc, _ in children.values():
-            proc.kill()
-    for kind, rows in runs.items():
-        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        print(
-            f"{kind:8s} step p50 {med['p50_ms']:.2f} ms  p99 {med['p99_ms']:.2f} ms  {med['episodes_s']:.1f} episodes/s"
-        )
-    print("RSS after the rounds (service + children): " + ", ".join(f"{k} {v:.0f} MiB" for k, v in memory.items()))
+    print_report(*compare({kind: start_child(MODULE, kind, timeout_s=120) for kind in SIDES}, episode, args))
 
 
 if __name__ == "__main__":

@@ -17,23 +17,18 @@ Simplified: plaintext gRPC, no token (both alike); the first episodes warm both 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
-import statistics
-import subprocess
-import sys
 import time
 
-import grpc
-import psutil
-
-from meshrl.addresses import free_port
-from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
+from benchmarks.env_compare import SIDES, bench_args, compare, print_report, start_child
+from meshrl.api.env.v1 import env_pb2
 from meshrl.env_sdk import Environment, Step, start
 from meshrl.env_sdk.messages import to_proto
 from tests.fixtures.verifiers_envs import calc_prompt, verifiers_python
+
+MODULE = "benchmarks.verifiers_adapter"
 
 ROWS = 16
 
@@ -98,76 +93,14 @@ async def episode(stub, i: int, latencies: list[float]) -> None:
     await stub.Close(env_pb2.CloseRequest(episode_id=eid), timeout=60)
 
 
-async def measure(address: str, episodes: int, concurrency: int) -> dict:
-    latencies: list[float] = []
-    gate = asyncio.Semaphore(concurrency)
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = env_pb2_grpc.EnvironmentServiceStub(channel)
-
-        async def one(i):
-            async with gate:
-                await episode(stub, i, latencies)
-
-        start_s = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(episodes)))
-        wall = time.perf_counter() - start_s
-    q = statistics.quantiles(latencies, n=100)
-    return {"p50_ms": q[49] * 1e3, "p99_ms": q[98] * 1e3, "episodes_s": episodes / wall}
-
-
-def start_child(kind: str, python: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    argv = [sys.executable, "-m", "benchmarks.verifiers_adapter", "--serve", kind, "--port", str(port)]
-    proc = subprocess.Popen([*argv, "--python", python])
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and proc.poll() is None:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-            try:
-                grpc.channel_ready_future(ch).result(timeout=2)
-                return proc, f"127.0.0.1:{port}"
-            except grpc.FutureTimeoutError:
-                continue
-    raise RuntimeError(f"the {kind} server did not start")
-
-
-def rss_mb(pid: int) -> str:
-    """The process's resident memory, and its children's (the adapter's library worker)."""
-    proc = psutil.Process(pid)
-    own, children = proc.memory_info().rss, sum(p.memory_info().rss for p in proc.children(recursive=True))
-    return f"{own / 2**20:.0f} MiB" + (f" + child {children / 2**20:.0f} MiB" if children else "")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--serve", choices=["native", "adapter"], help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--python", default="", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = bench_args(__doc__, python="")
     if args.serve:
         asyncio.run(serve_one(args.serve, args.port, args.python))
         return
     python = verifiers_python()
-    children = {kind: start_child(kind, python) for kind in ("native", "adapter")}
-    try:
-        runs = {kind: [] for kind in children}
-        for _ in range(args.rounds):
-            for kind, (_, address) in children.items():
-                runs[kind].append(asyncio.run(measure(address, args.episodes, args.concurrency)))
-        memory = {kind: rss_mb(proc.pid) for kind, (proc, _) in children.items()}
-    finally:
-        for proc, _ in children.values():
-            for child in psutil.Process(proc.pid).children(recursive=True):
-                child.kill()
-            proc.kill()
-    for kind, rows in runs.items():
-        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        print(
-            f"{kind:8s} step p50 {med['p50_ms']:.2f} ms  p99 {med['p99_ms']:.2f} ms  {med['episodes_s']:.1f} episodes/s"
-        )
-    print("RSS after the rounds: " + ", ".join(f"{k} {v}" for k, v in memory.items()))
+    children = {kind: start_child(MODULE, kind, ["--python", python]) for kind in SIDES}
+    print_report(*compare(children, episode, args))
 
 
 if __name__ == "__main__":
