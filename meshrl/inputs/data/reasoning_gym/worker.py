@@ -4,9 +4,8 @@
     generate(python, specs, n=8, seed=0)      # one child for one call (`meshrl data reasoning-gym`)
     child = ScorerChild(python); child.call("score", {"items": [...]}, timeout_s=30)  # kept (a reward replica)
 
-`adapter_python(name)`: `$MESHRL_ADAPTER_VENVS/NAME/bin/python` when that variable is set, else
-`.venv-adapters/NAME/bin/python` in the checkout meshrl runs from (what
-`bash scripts/adapter_venv.sh NAME` builds). A missing interpreter is a LaunchError that says
+The interpreter is the adapter venv's (`meshrl/transport/library/venvs.py`: the named one,
+else `$MESHRL_ADAPTER_VENVS/reasoning_gym`, else the checkout's `.venv-adapters`). A missing interpreter is a LaunchError that says
 the command building it. A request reasoning-gym refuses (an unknown task or key) is a
 ValueError with the handler's one line; a child that could not start, died or timed out a
 LaunchError (generate) or HandlerError (ScorerChild) saying so.
@@ -21,10 +20,10 @@ from pathlib import Path
 
 from meshrl.errors import LaunchError
 from meshrl.transport.library import LibraryWorker, WorkerDied, WorkerError, WorkerStartError, WorkerTimeout, run_once
+from meshrl.transport.library.venvs import VENVS_ENV, adapter_python
 
 NAME = "reasoning_gym"
 HANDLERS = str(Path(__file__).with_name("handler.py"))
-REPO = Path(__file__).resolve().parents[4]  # meshrl/inputs/data/reasoning_gym/worker.py -> the checkout
 START_TIMEOUT_S = 120.0  # the child's start waits for the library's import too
 
 
@@ -32,18 +31,11 @@ class HandlerError(RuntimeError):
     """The scorer child raised, died, timed out or could not start; the message says which."""
 
 
-def adapter_python(name: str) -> str:
-    root = os.environ.get("MESHRL_ADAPTER_VENVS")
-    return str((Path(root) if root else REPO / ".venv-adapters") / name / "bin" / "python")
-
-
 def checked_python(python: str | None, name: str = "reasoning_gym") -> str:
     """`python` (default: the adapter venv's), refused in one line when it is not there."""
     path = python or adapter_python(name)
     if not os.access(path, os.X_OK):
-        hint = (
-            "" if python or os.environ.get("MESHRL_ADAPTER_VENVS") else " (or set MESHRL_ADAPTER_VENVS to its folder)"
-        )
+        hint = "" if python or os.environ.get(VENVS_ENV) else " (or set MESHRL_ADAPTER_VENVS to its folder)"
         raise LaunchError(
             f"{name} interpreter {path} is missing; build it with: bash scripts/adapter_venv.sh {name}{hint}"
         )

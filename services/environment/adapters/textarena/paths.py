@@ -4,21 +4,16 @@ built by `bash scripts/adapter_venv.sh textarena`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from meshrl.transport.library.venvs import adapter_python
+
 HANDLERS = str(Path(__file__).resolve().with_name("handlers.py"))
-ROOT = Path(__file__).resolve().parents[4]  # the checkout: services/environment/adapters/textarena
-DEFAULT_PYTHON = ROOT / ".venv-adapters" / "textarena" / "bin" / "python"
 
 
 def python_of(block) -> str:
-    """The interpreter the block names (relative to the working directory), else
-    $MESHRL_ADAPTER_VENVS/textarena/bin/python, else the checkout's."""
-    if block.python:
-        return str(Path(block.python).expanduser().absolute())
-    root = os.environ.get("MESHRL_ADAPTER_VENVS")
-    return str(Path(root) / "textarena" / "bin" / "python") if root else str(DEFAULT_PYTHON)
+    """The interpreter the block names, else the textarena adapter venv (transport/library/venvs.py)."""
+    return adapter_python("textarena", block.python)
 
 
 def init_params(block) -> dict:

@@ -4,22 +4,21 @@ and the interpreter used when `environment.verifiers.python` is "": $MESHRL_ADAP
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from meshrl.transport.library.venvs import adapter_python, checkout_python
+
 HANDLERS = str(Path(__file__).resolve().with_name("handlers.py"))
-ROOT = Path(__file__).resolve().parents[4]  # the checkout: services/environment/adapters/verifiers
-DEFAULT_PYTHON = ROOT / ".venv-adapters" / "verifiers" / "bin" / "python"
+DEFAULT_PYTHON = checkout_python("verifiers")
 
 
 def default_python() -> str:
-    root = os.environ.get("MESHRL_ADAPTER_VENVS")
-    return str(Path(root) / "verifiers" / "bin" / "python") if root else str(DEFAULT_PYTHON)
+    return adapter_python("verifiers")
 
 
 def python_of(block) -> str:
-    """The interpreter the block names (relative to the working directory), else the default."""
-    return str(Path(block.python).expanduser().absolute()) if block.python else default_python()
+    """The interpreter the block names, else the verifiers adapter venv (transport/library/venvs.py)."""
+    return adapter_python("verifiers", block.python)
 
 
 def init_params(block) -> dict:
