@@ -19,23 +19,13 @@ start (exit 2, one line).
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import Field
 
-from pydantic import Field, field_validator
-
-from meshrl.config.algorithm import Strict
+from meshrl.config.library_block import LibraryBlock
 
 
-class TextArenaConfig(Strict):
+class TextArenaConfig(LibraryBlock):
+    library = "textarena"
     game: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$", max_length=200)
-    args: dict[str, Any] = {}
-    python: str = ""
     timeout_s: float = Field(30.0, gt=0.0, le=3600.0)
     start_timeout_s: float = Field(120.0, gt=0.0, le=3600.0)
-
-    @field_validator("python")
-    @classmethod
-    def _one_line(cls, python: str) -> str:
-        if any(c in python for c in "\n\r\0"):
-            raise ValueError("environment.textarena.python: a path to an interpreter, on one line")
-        return python

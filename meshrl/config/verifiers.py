@@ -20,26 +20,18 @@ load_environment works. The run's rows are the environment's own dataset rows, w
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from meshrl.config.algorithm import Strict
+from meshrl.config.library_block import LibraryBlock
 
 MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 
-class VerifiersConfig(Strict):
+class VerifiersConfig(LibraryBlock):
+    library = "verifiers"
     module: str = Field(pattern=MODULE_PATTERN, max_length=200)
-    args: dict[str, Any] = {}
-    python: str = ""
     split: Literal["train", "eval"] = "train"
     timeout_s: float = Field(60.0, gt=0.0, le=3600.0)
     start_timeout_s: float = Field(300.0, gt=0.0, le=3600.0)
-
-    @field_validator("python")
-    @classmethod
-    def _no_newline(cls, python: str) -> str:
-        if any(c in python for c in "\n\r\0"):
-            raise ValueError("environment.verifiers.python: a path to an interpreter, on one line")
-        return python
