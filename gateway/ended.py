@@ -15,7 +15,7 @@ from pathlib import Path
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.gateway.runs import last_line
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.run.summary import total_steps
 
 

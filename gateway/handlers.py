@@ -30,8 +30,8 @@ from meshrl.run.audit import record_action
 from meshrl.run.audit import record_and_announce
 from meshrl.run.secrets import grpc_user_env, secrets_dir
 from meshrl.transport.rpc.mesh_tls import caller_env
-from meshrl.run.layout import RunDir
-from meshrl.run import layout
+from meshrl.run_layout import RunDir
+from meshrl import run_layout as layout
 
 VIEW = (
     "ListRuns",

@@ -17,8 +17,8 @@ from meshrl.gateway.errors import invalid, not_found
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
 from meshrl.run.presence import LauncherInfo, find_launcher, launcher_problem
-from meshrl.run.layout import RunDir
-from meshrl.run import layout
+from meshrl.run_layout import RunDir
+from meshrl import run_layout as layout
 
 log = logging.getLogger("meshrl.gateway")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -47,7 +47,7 @@ from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
 from meshrl.eval.report import metrics_table, result_document, write_result
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 
 def add_parser(sub) -> None:

@@ -30,7 +30,7 @@ import sys
 from collections import defaultdict
 
 from meshrl.run.groups import group_rows
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.run.remote import group_trace, is_url
 from meshrl.cli import about
 from meshrl.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group, tree_order

@@ -24,8 +24,8 @@ from meshrl.private_files import keep_new_files_private
 from meshrl.cli import about
 from meshrl.launch.local import run_local
 from meshrl.launch.model_settings import check_model_settings
-from meshrl.run.layout import RunDir
-from meshrl.run import layout
+from meshrl.run_layout import RunDir
+from meshrl import run_layout as layout
 
 
 def add_parser(sub) -> None:

@@ -198,7 +198,7 @@ class WebhookConfig(Strict):
 
 class AlertsConfig(Strict):
     enabled: bool = True
-    events_file: bool = True  # every alert also goes to the run dir's alerts file (meshrl.run.layout.ALERTS)
+    events_file: bool = True  # every alert also goes to the run dir's alerts file (meshrl.run_layout.ALERTS)
     webhook: WebhookConfig | None = None
     kl_high: KLHighConfig = KLHighConfig()
     entropy_collapse: EntropyCollapseConfig = EntropyCollapseConfig()

@@ -36,7 +36,7 @@ from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls
 from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import service_addresses
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.run.secrets import grpc_user_env, secrets_dir
 
 

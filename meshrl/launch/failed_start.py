@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.layout import step_dirs
-from meshrl.run.layout import CONFIG, LEDGER, METRICS, RunDir
+from meshrl.run_layout import CONFIG, LEDGER, METRICS, RunDir
 from meshrl.run.records import read_rows
 
 log = logging.getLogger("meshrl.launch")

@@ -90,7 +90,7 @@ from meshrl.launch.scaler import Scaler
 from meshrl.launch.shm import ShmTracker, reclaim
 from meshrl.launch.supervisor import Supervisor, stop_on_signals
 from meshrl.private_files import make_private_dir
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.security.run_key import ensure_run_keys, run_key_env
 
 SHM_SCAN_S = 0.5  # how often the run's processes are checked for shared-memory segments

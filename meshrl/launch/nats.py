@@ -35,7 +35,7 @@ from meshrl.transport.bus.server import EmbeddedNats
 from meshrl.launch.secrets import run_tls
 from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.subjects import run_consumers
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 
 @contextlib.contextmanager

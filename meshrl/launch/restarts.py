@@ -74,7 +74,7 @@ from meshrl.telemetry.service_metrics import announce_metrics, metrics_key
 from meshrl.transport.bus import Bus, EmbeddedNats, subjects
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.publish import publish_with_retry
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.launch")
 

@@ -36,7 +36,7 @@ from meshrl.run.secrets import admin_connect_args
 from meshrl.transport.bus.subjects import events_subject
 from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus import Bus
-from meshrl.run import layout
+from meshrl import run_layout as layout
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.errors import LaunchError
-from meshrl.run import layout
+from meshrl import run_layout as layout
 
 PRESENCE_FILE = layout.PRESENCE
 LOCKS = Path("/proc/locks")

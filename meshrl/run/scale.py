@@ -20,7 +20,7 @@ from pathlib import Path
 from meshrl.config.values import MAX_REPLICAS
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
-from meshrl.run import layout
+from meshrl import run_layout as layout
 
 REQUEST_FILE = layout.SCALE
 SCALABLE = ("rollout", "reward", "reward_model", "environment", "reference")

@@ -22,7 +22,7 @@ from meshrl.config.external_calls import MESH_TLS_CA_ENV, MESH_TLS_CERT_ENV, MES
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path, read_credentials
 from meshrl.transport.bus.subjects import ADMIN
 from meshrl.transport.bus.tls import TlsFiles, tls_from_env
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 GRPC_CA_FILE = "grpc-ca.pem"
 NATS_CA_FILE = "nats-ca.pem"

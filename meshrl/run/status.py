@@ -34,7 +34,7 @@ from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.transport.bus.registry import service_entries
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.dead_summary import dead_letter_summary
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
 HEALTH_ONLY = ("environment",)

@@ -3,7 +3,7 @@
     summary = run_summary("runs/x")    # a dict, what `meshrl status RUN_DIR --json` prints
     print(describe_summary(summary))   # what `meshrl status RUN_DIR` prints
 
-Read from the files the run left (meshrl.run.layout): config.yaml (the steps asked for),
+Read from the files the run left (meshrl.run_layout): config.yaml (the steps asked for),
 metrics.jsonl (steps trained, the last step's reward and policy version, the held-out
 `eval/*` metrics at start, logged as `eval_start/*` on the first step, and the last ones),
 groups.jsonl (groups published, trained and dropped by reason), checkpoints/ and final/
@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from meshrl.inputs.checkpoint.layout import step_dirs
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.run.records import read_rows
 
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")

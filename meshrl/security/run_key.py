@@ -32,7 +32,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from meshrl.run.layout import KEYS, RunDir
+from meshrl.run_layout import KEYS, RunDir
 
 WEIGHTS_TOKEN_ENV = "MESHRL_WEIGHTS_TOKEN_FILE"
 SIGNING_KEY_ENV = "MESHRL_RUN_SIGNING_KEY_FILE"

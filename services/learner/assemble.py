@@ -44,7 +44,7 @@ from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights import CollectivePublisher, publisher_for
 from meshrl.transport.weights import Transport
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 if TYPE_CHECKING:  # transformers is imported when the tokenizer is loaded, not at start-up
     from transformers import PreTrainedTokenizerBase

@@ -31,7 +31,7 @@ from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
 from meshrl.services.learner.train.step import TrainStep
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 

@@ -52,7 +52,7 @@ from meshrl.transport.bus import subjects as names
 from meshrl.addresses import bind_host
 from meshrl.transport.bus.subjects import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 

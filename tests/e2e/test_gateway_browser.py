@@ -515,7 +515,7 @@ def agents_run(runs_root, tiny_model_dir, e2e_data):
     from transformers import AutoTokenizer
 
     from meshrl.eval.samples import SampleWriter
-    from meshrl.run.layout import RunDir
+    from meshrl.run_layout import RunDir
     from meshrl.services.learner.metric_logger import JsonlLogger
     from tests.fixtures.episodes import episode_group
 

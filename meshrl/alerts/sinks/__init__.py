@@ -1,7 +1,7 @@
 """Where alerts go: log, a JSONL events file, NATS (an async publish), a webhook.
 
 `build_sinks(config, run_dir, publish)` makes the ones `AlertsConfig` asks for: always the
-log; the run dir's alerts file (`meshrl.run.layout.ALERTS`) when `events_file` is on and a run dir is given; NATS when `publish` is given; the webhook
+log; the run dir's alerts file (`meshrl.run_layout.ALERTS`) when `events_file` is on and a run dir is given; NATS when `publish` is given; the webhook
 when `config.webhook` is set.
 """
 
@@ -14,7 +14,7 @@ from meshrl.alerts.sinks.jsonl import JsonlSink
 from meshrl.alerts.sinks.log import LogSink
 from meshrl.alerts.sinks.nats import NatsSink
 from meshrl.alerts.sinks.webhook import WebhookSink
-from meshrl.run import layout
+from meshrl import run_layout as layout
 
 __all__ = ["JsonlSink", "LogSink", "NatsSink", "WebhookSink", "build_sinks"]
 

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 from meshrl.cli.plot.panels import PANELS, Panel  # noqa: E402
 from meshrl.cli.plot.series import PlotError, load_series  # noqa: E402
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 COLUMNS = 3
 

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.run import layout as run_layout
+from meshrl import run_layout
 
 CHECKPOINTS = run_layout.CHECKPOINTS
 FORMAT = "meshrl-checkpoint/2"  # the manifest's "format": what this meshrl writes and reads

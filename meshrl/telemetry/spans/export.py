@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from meshrl.telemetry.spans.otlp_json import to_otlp_json
-from meshrl.run import layout
+from meshrl import run_layout as layout
 
 TRACES_DIR = layout.TRACES
 

@@ -16,7 +16,7 @@ import importlib
 
 from meshrl.config import ConfigError, RunConfig
 from meshrl.services.learner.metric_logger import MetricLogger, TensorBoardLogger
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 # tracker name -> (its module, its class, the package it needs): imported only when named
 OPTIONAL = {

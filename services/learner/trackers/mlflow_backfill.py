@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers import mlflow_unsent
 from meshrl.services.learner.trackers.background import Job

@@ -36,7 +36,7 @@ from meshrl.services.learner.trackers import mlflow_unsent
 from meshrl.services.learner.trackers.background import BackgroundSender, Job
 from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 RUN_ID_TAG = "meshrl.run_id"

@@ -22,7 +22,7 @@ from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
-from meshrl.run.layout import RunDir
+from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 
