@@ -196,20 +196,22 @@ class TrainerConfig(Strict):
     # auto: skip the old-log-prob pass when strictly on-policy with one optimizer step
     # (old = current, detached), else recompute; rollout: the engine's log-probs as π_old
     old_logprobs: Literal["auto", "recompute", "rollout"] = "auto"
-    # how the model runs on a micro-batch (meshrl.algos.forward); auto = padded (measured fastest on CPU)
+    # how the model runs on a micro-batch (meshrl.algos.forward); auto = padded, the cheapest
+    # in CPU-seconds (docs/benchmarks.md, "Training step"); the other two are opt-in
     forward: Literal["auto", "padded", "shared_prefix", "packed"] = "auto"
     # attention kernel of a transformers model; auto = varlen with forward=packed (each packed
     # sequence attends to itself, no N x N mask: meshrl/algos/varlen_attention.py), else eager
-    # on CPU (its backward measured 1.1-1.3 s vs SDPA's 1.5-1.7 s on SmolLM2, 16 x 76 tokens,
-    # bf16), the model's own on CUDA
+    # on CPU (its backward is faster than SDPA's there: docs/benchmarks.md, "meshrl side by
+    # side with TRL"), the model's own on CUDA
     attention: Literal["auto", "eager", "sdpa", "varlen"] = "auto"
     gradient_checkpointing: bool = False
     # torch.compile each decoder layer (dynamic shapes: response lengths vary); the first
-    # step pays the compilation (95 s for a 2-layer tiny Llama on a busy 2-core CPU)
+    # step pays the compilation (minutes on a small CPU: docs/benchmarks.md, "Training step")
     compile: bool = False
     # the LM head + log-softmax (meshrl/algos/head_plan.py): chunked = ours, liger =
     # Liger-Kernel's fused linear cross-entropy (CUDA, liger-kernel>=0.8.2, no entropy bonus);
-    # auto = chunked until the GPU benchmark shows liger faster
+    # auto = chunked until benchmarks/gpu_train_step.py shows liger faster (a lever is
+    # switched on by a measurement, not presumed)
     lm_head: Literal["auto", "chunked", "liger"] = "auto"
     # logits (rows x vocab) per head chunk; auto = 4M on CPU, on CUDA lm_head_memory x the
     # free device memory at start / 20 bytes per logit
