@@ -36,7 +36,7 @@ class LaunchConfig(Strict):
     backoff_max_s: float = Field(60.0, ge=0.0)
     backoff_reset_s: float = Field(120.0, gt=0.0)
     # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
-    # auto = shared (measured faster here, also asynchronous: meshrl/launch/cores.py).
+    # auto = shared (the faster one on a small host, asynchronous runs included: meshrl/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
     # The mesh's own gRPC (learner→reference, eval→rollout, control, health): "on" serves TLS
     # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" (the default) also requires

