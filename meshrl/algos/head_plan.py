@@ -3,24 +3,24 @@
 The head is applied to the real response rows only, in chunks of rows, each checkpointed
 (`meshrl.algos.logprobs.head_logprobs`). Each chunk costs a fixed amount besides its rows:
 in backward the head weight is cast, read twice and a full-size weight gradient written
-(≈4.7 GB of memory traffic per chunk for a 151,936 × 1,536 head, issue 21). So the chunk
-should be as large as memory allows:
+(≈4.7 GB of memory traffic per chunk for a 151,936 × 1,536 head). So the chunk should be
+as large as memory allows:
 
 - `cpu`: `CPU_CHUNK_ELEMENTS` = 4M logits (16 MiB of float32), the constant the learner
   always had (`trainer.lm_head_chunk` sets another);
 - `cuda`: `memory` × the device's free memory at start ÷ `BYTES_PER_LOGIT`, the peak bytes
-  one chunk's forward + backward holds per logit (20, measured with torch's MemTracker under
-  bf16 autocast: bf16 logits, their float32 copy, the softmax and the gradients;
-  `tests/unit/algos/test_head_plan.py` checks it holds). For a 1.5B Qwen on an H200 with
-  ~100 GB free and `memory: 0.1`, that is ~500M logits = ~3,300 rows of a 151,936-word
-  vocabulary per chunk instead of 27.
+  one chunk's forward + backward holds per logit (20: bf16 logits, their float32 copy, the
+  softmax and the gradients under bf16 autocast; torch's MemTracker peak, rounded up, is in
+  docs/benchmarks.md, "The learner on a GPU", and `tests/unit/algos/test_head_plan.py`
+  checks it holds). For a 1.5B Qwen on a GPU with ~100 GB free and `memory: 0.1`, that is
+  ~500M logits = ~3,300 rows of a 151,936-word vocabulary per chunk instead of 27.
 
 Kernels (`trainer.lm_head`): `chunked` (ours, above) or `liger` — Liger-Kernel's fused
 linear cross-entropy (`meshrl.algos.liger_head`), which never materialises a chunk's
 logits for backward. `liger` gives log-probs only: entropy (and Σπ²) come detached from a
 no-grad pass, so it cannot serve a loss with an entropy bonus. `auto` is `chunked` until
-the GPU benchmark (`benchmarks/gpu_train_step.py`) shows Liger faster: a lever measured,
-not presumed.
+the GPU benchmark (`benchmarks/gpu_train_step.py`) shows Liger faster: a lever is switched
+on by a measurement, not presumed.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 `forward: packed` puts every sequence of a micro-batch into one row of N tokens. With
 transformers' `sdpa`/`eager` a packed row gets a dense block-diagonal mask built from the
 position ids: N² booleans, and attention computed over all N² pairs — the work packing was
-meant to save (issue 21 measured packed slower than padded on an H200 for that reason).
+meant to save, which is why packed rows ran slower than padded ones on a GPU
+(docs/benchmarks.md, "The learner on a GPU").
 
 `VARLEN` ("meshrl_varlen") is registered with transformers' `AttentionInterface`, and with
 its `AttentionMaskInterface` as a mask function that builds no mask for a packed row (no 2-D
