@@ -23,8 +23,8 @@ through Liger-Kernel's fused linear cross-entropy instead (`meshrl.algos.liger_h
 Precision under bf16 autocast: each chunk casts the head weight to bf16 itself, so each
 chunk's weight gradient is cast back to float32 and summed into `.grad` in float32.
 (Autocast's own weight cache would share one cast across chunks, and autograd would then
-sum every chunk's gradient in bf16: relative error 1.1 % over 256 chunks against 0.29 %
-for one, `tests/unit/algos/test_head_precision.py`.)
+sum every chunk's gradient in bf16, an error that grows with the number of chunks:
+`tests/unit/algos/test_head_precision.py`; docs/benchmarks.md, "The learner on a GPU".)
 
 Observation tokens (a multi-turn episode's environment answers inside the response) are
 attended to like every response token but never scored: a batch's `loss_mask` (when it has
