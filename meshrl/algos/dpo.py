@@ -64,57 +64,61 @@ def dpo_loss(
     policy_chosen_full: torch.Tensor | None = None,
     pair_weights: torch.Tensor | None = None,
 ):
-    """Per-pair loss [B] and metrics for preference pairs (module docstring).
+    """Per-pair loss [B] and metrics for preference pairs (module docstring): `(loss [B], metrics)`.
 
-    `options` go to every loss that takes them (e.g. `discopop_tau`, `f_divergence`); one that
-    no chosen loss takes is refused. `policy_chosen_full`: the chosen sums without LD-DPO's
-    weighting (for `sft`; default `policy_chosen`); `pair_weights` [B]: W. Returns
-    `(loss [B], metrics: dict[str, 0-dim tensor])`.
+    `options` go to every loss that takes them (`discopop_tau`, `f_divergence`, ...), refused if none does.
+    `policy_chosen_full`: the chosen sums before LD-DPO's weighting (for `sft`); `pair_weights` [B]: W.
     """
+    terms, options = checked_terms(beta, kind, weights, label_smoothing, options)
+    inputs = checked_inputs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, chosen_lengths, rejected_lengths)
+    state = {} if state is None else state  # one dict for every term: a loss may keep running values in it
+    loss = sum(
+        w * fn(**inputs, beta=beta, state=state, policy_chosen_full=policy_chosen_full, **options) for fn, w in terms
+    )
+    loss = weighted_per_pair(loss, pair_weights, terms)
+    return loss, implicit_reward_metrics(beta, policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+
+
+def checked_terms(beta: float, kind, weights, label_smoothing: float, options: Mapping[str, object] | None):
+    """The weighted losses and the options they share, refused early when they cannot fit together."""
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta}")
     terms = loss_terms(kind, weights)
     options = {**({"label_smoothing": label_smoothing} if label_smoothing else {}), **(options or {})}
     check_options("algorithm.loss_options", options, [fn for fn, _ in terms])
     check_f_divergence(options.get("f_divergence", "reverse_kl"), [fn for fn, _ in terms])
-    inputs = dict(
+    return terms, options
+
+
+def checked_inputs(policy_chosen, policy_rejected, ref_chosen, ref_rejected, chosen_lengths, rejected_lengths):
+    """What every loss reads, all [B]: the four sums finite, the reference's detached (it is frozen)."""
+    sums = dict(
         policy_chosen=policy_chosen,
         policy_rejected=policy_rejected,
         ref_chosen=ref_chosen.detach(),
         ref_rejected=ref_rejected.detach(),
     )
     check_shapes(
-        **{k: (v, "B") for k, v in inputs.items()},
+        **{k: (v, "B") for k, v in sums.items()},
         chosen_lengths=(chosen_lengths, "B"),
         rejected_lengths=(rejected_lengths, "B"),
     )
-    for name, tensor in inputs.items():
+    for name, tensor in sums.items():
         check_finite(name, tensor)
-    state = {} if state is None else state
-    loss = sum(
-        w
-        * fn(
-            **inputs,
-            chosen_lengths=chosen_lengths,
-            rejected_lengths=rejected_lengths,
-            beta=beta,
-            state=state,
-            policy_chosen_full=policy_chosen_full,
-            **options,
+    return {**sums, "chosen_lengths": chosen_lengths, "rejected_lengths": rejected_lengths}
+
+
+def weighted_per_pair(loss: torch.Tensor, pair_weights: torch.Tensor | None, terms) -> torch.Tensor:
+    """W · L (W = 1 when not given); refused after a loss whose rows are sorted, not pairs."""
+    if pair_weights is None:
+        return loss
+    unpaired = [fn.registered_name for fn, _ in terms if not getattr(fn, "per_pair", True)]
+    if unpaired:
+        raise ValueError(
+            f"pair weights (algorithm.dpo_use_weighting) cannot follow {unpaired[0]}, "
+            f"whose rows are sorted, not pairs; remove one"
         )
-        for fn, w in terms
-    )
-    if pair_weights is not None:
-        unpaired = [fn.registered_name for fn, _ in terms if not getattr(fn, "per_pair", True)]
-        if unpaired:
-            raise ValueError(
-                f"pair weights (algorithm.dpo_use_weighting) cannot follow {unpaired[0]}, "
-                f"whose rows are sorted, not pairs; remove one"
-            )
-        loss = loss * pair_weights.detach()
-    chosen = beta * (policy_chosen - ref_chosen).detach()
-    rejected = beta * (policy_rejected - ref_rejected).detach()
-    return loss, _reward_metrics(chosen, rejected)
+    return loss * pair_weights.detach()
 
 
 def check_f_divergence(f_divergence: str, losses) -> None:
@@ -138,7 +142,10 @@ def f_divergence_losses() -> list[str]:
     return [n for n in PREFERENCE_LOSSES.names() if "f_divergence" in part_options(PREFERENCE_LOSSES.get(n))]
 
 
-def _reward_metrics(chosen: torch.Tensor, rejected: torch.Tensor) -> dict[str, torch.Tensor]:
+def implicit_reward_metrics(beta: float, policy_chosen, policy_rejected, ref_chosen, ref_rejected) -> dict:
+    """TRL's reward metrics from the implicit reward β·(log π − log π_ref), batch means, detached."""
+    chosen = beta * (policy_chosen - ref_chosen).detach()
+    rejected = beta * (policy_rejected - ref_rejected).detach()
     return {
         "rewards/chosen": chosen.mean(),
         "rewards/rejected": rejected.mean(),
