@@ -6,17 +6,17 @@ Why: by default glibc serves every allocation above its dynamic mmap threshold (
 growing to at most 32 MiB) with a fresh mmap, unmaps it on free and trims the heap's top
 whenever 128 KiB is free, so each step page-faults (and the kernel zeroes) its activations
 and gradients anew, most of all after other processes (vLLM between steps) took the pages.
-Measured with the learner's TrainStep on SmolLM2-135M-Instruct, bf16 autocast, 16 rows of
-44 + 8..32 tokens, 2 cores, 7 steps: forward 0.56–0.95 s and backward 1.9–3.2 s a step by
-default, a steady 0.57 s and 1.7 s with these settings (docs/benchmarks.md has the mesh's
-figures). The cost: the process keeps its peak heap instead of returning it.
+With these settings a step reuses what the last one freed, and its forward and backward stop
+swinging from step to step (docs/benchmarks.md, "meshrl side by side with TRL", has the
+figures, alone and in the mesh). The cost: the process keeps its peak heap instead of
+returning it.
 
 Transparent huge pages: with the kernel's THP mode `madvise` (this host's), glibc ≥ 2.35 asks
 for 2 MiB pages for its mmapped chunks and heap when started with `HUGE_PAGES_ENV`; an
 environment variable, read once at start, so the launcher sets it for the learner and the
 reference (a container or Kubernetes deployment sets it in the service's environment; the
-image does not, as it would reach vLLM too, which was not measured). Measured the same way: page faults per step
-27,649 → 1,671, backward 1.45 → 1.2 s.
+image does not, as it would reach vLLM too, where its effect is unknown). Fewer, larger pages
+mean far fewer page faults per step and a shorter backward (the same section's figures).
 
 `MALLOC_*` variables set by the operator win (glibc reads them at start; we only call
 mallopt for the ones not set). Not glibc (musl, macOS): nothing changes, and we say so.
