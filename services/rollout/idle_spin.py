@@ -5,10 +5,9 @@ a shared-memory ring; the worker's reader spins on it with `sched_yield()` for a
 second after its last read (`SpinCondition.busy_loop_s = 1`) before it sleeps on a zmq
 poll. On a GPU host that second costs one idle core. On a shared CPU host it is the
 learner's: in strictly on-policy mode the learner starts training the moment the last
-group is generated, so for its first second it shares the cores with a spinning thread.
-Measured (SmolLM2-135M, bf16, 16 × ≤ 76 tokens, 2 cores, `benchmarks.vs_trl --skip-trl`,
-per-thread CPU sampled every 50 ms): the worker's main thread ran at 90–110 % for 0.95 s
-after every batch, and the learner's forward took 1.75–1.79 s against 0.55 s alone.
+group is generated, so for its first second it shares the cores with a spinning thread,
+and on a 2-core host its forward took several times as long as alone
+(docs/benchmarks.md, "meshrl side by side with TRL": "vLLM's worker spins after every batch").
 
 Between two decode steps of one batch the worker waits well under a millisecond, so a
 short spin keeps its hand-off latency; after that it sleeps until the engine notifies it.
