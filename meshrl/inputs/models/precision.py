@@ -1,18 +1,18 @@
 """`precision: auto`: train (and roll out) in bf16 only where this host runs it faster.
 
-CPUs differ: with AVX512-BF16 / AMX-BF16, bf16 matmuls ran ~2.7x faster than fp32 and a
-SmolLM2 forward + backward took 0.6x the time; on a CPU without them autocast's bf16
-kernels fall back to slow paths (backward ~30x slower). So `auto` reads the CPU's flags
-(/proc/cpuinfo) and, if they are present, runs a short probe — a Linear layer's forward
-and backward, fp32 vs bf16 autocast — and picks bf16 only if the probe is at least
+CPUs differ: with AVX512-BF16 / AMX-BF16, bf16 matmuls run faster than fp32 and so does a
+whole training step; on a CPU without them autocast's bf16 kernels fall back to slow paths,
+an order of magnitude slower (docs/benchmarks.md, "Training step"). So `auto` reads the
+CPU's flags (/proc/cpuinfo) and, if they are present, runs a short probe — a Linear layer's
+forward and backward, fp32 vs bf16 autocast — and picks bf16 only if the probe is at least
 `MIN_SPEEDUP` faster. The choice and its figures are logged by the caller. Master weights
 and optimizer state stay fp32 either way (bf16 is autocast only).
 
 On CUDA, `auto` is bf16 where the device supports it.
 
-Simplifications: the probe is ~0.3 s on one layer shape (SmolLM2's MLP: 576 -> 1536); a
-busy machine can blur it, hence the margin. Run `python -m meshrl.inputs.models.precision`
-to see this host's choice.
+Simplifications: the probe is one short timing of one layer shape (SmolLM2's MLP: 576 ->
+1536); a busy machine can blur it, hence the margin. Run
+`python -m meshrl.inputs.models.precision` to see this host's choice.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ def probe_gflops(rows: int = 512, d_in: int = 576, d_out: int = 1536, repeats: i
     """(fp32, bf16-autocast) GFLOP/s of a Linear forward + backward, best of `repeats` each.
 
     The two are timed in alternation, round by round, so that a load that comes and goes
-    (the other services of a run start at the same moment) hits both alike; measured one
-    after the other, a burst once made bf16 look 0.74x of fp32 on a host where it is 3.5x."""
+    (the other services of a run start at the same moment) hits both alike; timed one after
+    the other, a burst can make bf16 look slower on a host where it is several times faster."""
     layer = torch.nn.Linear(d_in, d_out, bias=False)
     x = torch.randn(rows, d_in, requires_grad=True)
     best = {False: float("inf"), True: float("inf")}
