@@ -7,8 +7,9 @@ scopeSpans → spans, hex ids, `startTimeUnixNano` strings, typed attribute valu
 otlp_json.py), the format an OpenTelemetry collector's file exporter writes, so Jaeger or
 Tempo can import the file as it is. `meshrl trace` and the gateway read it back through
 spans/read.py. One file per process, appended to, so a restarted replica adds to its own file.
-Simplification: no rotation; a long run's file grows by ≈0.56 KB per span in a 50-span batch, ≈1.1 KB
-for a batch of one (the resource is repeated per line; measured with rollout.generate spans).
+Simplification: no rotation; a long run's file grows with its spans, about twice as fast per
+span when batches are small (the resource is repeated per line; docs/benchmarks.md,
+"Observability overhead", has the size per span).
 """
 
 from __future__ import annotations
