@@ -2,8 +2,8 @@
 
 Objects are stored in the standard layout (chunks on `$O.<bucket>.C.<nuid>`, a rolled-up
 JSON info on `$O.<bucket>.M.<name>`, digest `SHA-256=<urlsafe b64>`), so stock clients and
-the `nats` CLI can read them. The stock nats-py paths are too slow for weights (measured
-on 538 MB: `get()` quadratic, `get(writeinto=)` ≈60 MB/s), so:
+the `nats` CLI can read them. The stock nats-py paths are too slow for weights (`get()`
+grows quadratically with the size; docs/benchmarks.md, "Weights push"), so:
 
 - put: 1 MiB chunks published in order from one coroutine, at most PUT_WINDOW un-acked
   (each ack awaited with a timeout; never `publish_async_completed()`, which hangs on a

@@ -6,7 +6,8 @@ Anything else is a real error and is raised at once. Backoff doubles from `base_
 up to 2 s; with the defaults 8 attempts span ≈ 6 s. `patience_s` keeps retrying past the
 attempts until that much time has passed: in a cluster, losing a stream's leader answers
 "no responders" in microseconds for the seconds a new election takes, which a count of
-attempts alone would spend at once. ELECTION_PATIENCE_S covers one (measured ≈ 2-10 s).
+attempts alone would spend at once. ELECTION_PATIENCE_S covers one with room to spare
+(docs/benchmarks.md, "Recovery on the real mesh").
 Only a connection that knows more than one server waits that long (`election_patience`): on a
 single server "no responders" means a missing stream or bucket, and 30 s per call would only
 hide that error (and slow every clean-up that meets it).
