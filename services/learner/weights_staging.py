@@ -5,7 +5,7 @@ A file push (shm, object store) needs the weights on the host, in the engines' d
 the next optimizer step changes the live parameters. `HostStaging.stage` copies each tensor
 into a buffer kept from push to push (no allocation after the first). On CUDA, on a side
 stream that first waits for the training stream: an on-device snapshot in the engines'
-dtype (the collective transport's 6 ms for 1.5B on an H200), then a `non_blocking` copy into
+dtype (the collective transport's own, milliseconds on a GPU), then a `non_blocking` copy into
 pinned host memory. The training stream waits only for the snapshot, so the host copy
 overlaps the next step and the trainer thread never blocks; the snapshot's device memory is
 freed once its copy is done. On CPU it is one memcpy (and cast) per tensor — much cheaper

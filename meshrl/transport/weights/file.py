@@ -5,10 +5,10 @@ on the way: one pass, no intermediate `bytes` of the whole model.
     blake3_hex, size = write_safetensors(state_dict, path, digest="blake3")
 
 `safetensors.torch.save` first builds the whole file in memory (538 MB for SmolLM2-135M
-in fp32, ≈1.4 s on this machine) before anything can be written or hashed. Here the header
-is built from shapes alone, then each tensor's buffer is written in place while a second
-thread feeds the same buffers, in the same order, to sha256 (both release the GIL), so the
-hash costs almost nothing on top of the write. The file is the standard format (8-byte
+in fp32; docs/benchmarks.md, "Weights push") before anything can be written or hashed.
+Here the header is built from shapes alone, then each tensor's buffer is written in place
+while a second thread feeds the same buffers, in the same order, to sha256 (both release the
+GIL), so the hash costs almost nothing on top of the write. The file is the standard format (8-byte
 little-endian header length, JSON header padded to 8 bytes, raw little-endian data), loaded
 by `safetensors.safe_open`, vLLM and transformers alike.
 

@@ -10,11 +10,10 @@ collective.py).
 Digests. The digests a weights notice may carry: `sha256`, or `blake3` (the shm transport's).
 
 BLAKE3 (O'Connor, Aumasson, Neves, Wilcox-O'Hearn 2020) is a cryptographic hash like SHA-256
-— a swapped or corrupted file cannot be made to match — and several times faster: measured
-on this project's 2-core host on 256 MiB, 4.5 GB/s against SHA-256's 1.0 GB/s; it also
-spreads over cores (`max_threads=AUTO`) on bigger hosts. The shm transport's file is hashed
-twice per push (the learner while writing it, each replica before loading it), so its
-digest is BLAKE3. The object store keeps SHA-256: NATS checks each object's SHA-256 while
+— a swapped or corrupted file cannot be made to match — and several times faster on one
+core (docs/benchmarks.md, "The learner on a GPU", digest speed); it also spreads over cores
+(`max_threads=AUTO`) on bigger hosts. The shm transport's file is hashed twice per push (the
+learner while writing it, each replica before loading it), so its digest is BLAKE3. The object store keeps SHA-256: NATS checks each object's SHA-256 while
 fetching it, and the replica reuses that check instead of hashing again.
 
 Unkeyed: the notice that carries the digest travels on the run's authenticated bus and the
