@@ -1,6 +1,6 @@
 """The status of a run no launcher runs (finished, stopped, failed), read from its run dir:
 the steps it trained, of how many, and the policy version its last step pushed. Without it
-the dashboard of a finished run read "step 3 / - · policy v-" (issue 34.6).
+the dashboard of a finished run would read "step 3 / - · policy v-".
 
     ended_status(Path("runs/grpo-0412"))   # GetRunStatusResponse, learner state "ENDED"
 

@@ -1,6 +1,6 @@
 """What a `Sample` says about its episode, read the same way by every service.
 
-A multi-turn sample (an agent's episode, issue 20) holds the model's turns and the
+A multi-turn sample (an agent's episode) holds the model's turns and the
 environment's observations in one response; `Sample.turns` and `Sample.loss_mask` say which
 is which. A single-turn sample has neither, and each function below then answers for the
 one response it is. The reward service scores with these; the learner counts with them.

@@ -41,8 +41,8 @@ from meshrl import run_layout as layout
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}
 # gRPC metadata naming whom a control call is made for (the gateway: its token's holder). The
-# learner records it in its own row as the caller's claim; it never skips the row (issue 23:
-# a caller-supplied header that skipped it let any caller act unaudited).
+# learner records it in its own row as the caller's claim; it never skips the row (a
+# caller-supplied header that skipped it would let any caller act unaudited).
 ON_BEHALF_OF = "meshrl-on-behalf-of"
 AUDIT_FILE = layout.AUDIT
 

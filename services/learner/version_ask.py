@@ -9,10 +9,10 @@ groups sampled with its version minus k. That is what the prompt must ask for.
 The old rule asked for `version - k` at publish time. In steady asynchronous state
 (`max_staleness: 1`, in-flight bound 2 × prompts_per_step) the prompts published right after
 v was pushed are trained one step later, at v + 1, so `v - 1` let a replica that had not
-loaded v yet serve them on v - 1: two versions behind, dropped as stale (12–16 of 36–40
-groups in issue 15). Asked this way they wait for v, which the replica loads while the
-learner trains on the groups already generated, so generation overlaps training and only
-groups overtaken by later ones are still dropped.
+loaded v yet serve them on v - 1: two versions behind, dropped as stale (a third of the
+groups: docs/benchmarks.md, "meshrl side by side with TRL"). Asked this way they wait for v,
+which the replica loads while the learner trains on the groups already generated, so
+generation overlaps training and only groups overtaken by later ones are still dropped.
 
 The answer never exceeds the version the learner holds: no replica can have a newer one.
 

@@ -7,8 +7,8 @@ Two mechanisms, chosen by how many optimizer steps the batch takes:
   the optimizer step. The step's last update is left *pending* (gradients computed and
   clipped, the norm checked) while the metrics are reduced across ranks; only then does
   `apply_pending` call `optimizer.step()`. After it come only the LR scheduler and float
-  conversions. (On CUDA the metrics' all-reduce was exactly where a step failed after
-  `optimizer.step()`, issue 21.)
+  conversions. (On CUDA the metrics' all-reduce is exactly where a step can fail after
+  `optimizer.step()`.)
 - **several** (`ppo_epochs` or `mini_batches` > 1): update k+1's forward must see update k's
   weights, so a later failure (a non-finite loss, an out-of-memory) comes after weights have
   moved. The step then takes a snapshot of every parameter and optimizer-state tensor at its

@@ -1,4 +1,4 @@
-"""`environment`: the episode's reward from its environment (multi-turn tasks, issue 20).
+"""`environment`: the episode's reward from its environment (multi-turn tasks).
 
     value = Sample.env_reward      the sum of the turn rewards the environment gave
 
