@@ -125,8 +125,8 @@ def platform_scheduling(config: EngineConfig) -> dict:
     Every task carries a sampling seed (a resumed run must reproduce its samples). When
     vLLM chunks a seeded request's prefill it rewinds that request's torch.Generator with
     `get_offset()`, which CPU generators do not have: the engine core dies ("CPU Generator
-    does not use offset") as soon as a large batch forces a chunk — measured with 64 groups
-    of 200-token prompts. GPU generators have offsets, so GPUs keep chunked prefill.
+    does not use offset") as soon as a large batch forces a chunk (64 groups of 200-token
+    prompts do). GPU generators have offsets, so GPUs keep chunked prefill.
     """
 
     if not current_platform.is_cpu():

@@ -15,7 +15,7 @@ from meshrl.cli.doctor.check import Check, failed, passed
 from meshrl.addresses import free_port
 
 WORLD = 2
-TIMEOUT_S = 120.0  # two ranks each import torch: ≈30 s on a loaded 2-core machine
+TIMEOUT_S = 120.0  # two ranks each import torch, which takes long on a loaded small host
 EXPECTED = [3.0, 30.0]
 FIX = (
     "torch.distributed cannot talk over loopback: check that 127.0.0.1 is reachable, no firewall "
