@@ -7,6 +7,7 @@
       backoff_max_s: 60.0        # ... capped here
       backoff_reset_s: 120.0     # a service that ran this long starts its back-off over
       cores: auto                # shared | split | auto (meshrl/launch/cores.py)
+      rollout_cores: null        # split only: how many cores vLLM gets (null = half); the learner the rest
       grpc_tls: mutual           # off | on | mutual: the mesh's gRPC over TLS (meshrl/launch/secrets.py)
 
 Kubernetes' restartPolicy Always + CrashLoopBackOff on one machine: a dead service is
@@ -38,6 +39,9 @@ class LaunchConfig(Strict):
     # Which cores rollout and learner compute on: all each (shared), disjoint halves (split),
     # auto = shared (the faster one on a small host, asynchronous runs included: meshrl/launch/cores.py).
     cores: Literal["auto", "shared", "split"] = "auto"
+    # With `split`: the rollout's share of the usable cores (None = half); checked against the
+    # host's cores before anything starts (meshrl/launch/model_settings.py), since only then are they known.
+    rollout_cores: int | None = Field(None, ge=1)
     # The mesh's own gRPC (learner→reference, eval→rollout, control, health): "on" serves TLS
     # with a run CA the launcher makes in RUN_DIR/secrets; "mutual" (the default) also requires
     # each caller's certificate and authorises each method by the caller's kind
@@ -49,6 +53,15 @@ class LaunchConfig(Strict):
     @classmethod
     def _yaml_booleans(cls, value):
         return yaml_switch(value)
+
+    @model_validator(mode="after")
+    def _rollout_cores_only_when_split(self) -> "LaunchConfig":
+        if self.rollout_cores is not None and self.cores != "split":
+            raise ValueError(
+                f"launch.rollout_cores={self.rollout_cores} splits the cores, but launch.cores={self.cores}; "
+                f"set launch.cores=split or drop launch.rollout_cores"
+            )
+        return self
 
     @model_validator(mode="after")
     def _cap_above_start(self) -> "LaunchConfig":

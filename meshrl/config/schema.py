@@ -363,6 +363,7 @@ class RunConfig(Strict):
     def _batch_arithmetic(self) -> "RunConfig":
         for problem in (
             batch_arithmetic_problems(self)
+            + staleness_problems(self)
             + eval_problems(self)
             + sampling_problems(self)
             + reward_model_problems(self)
@@ -407,6 +408,23 @@ def adapter_push_problems(cfg: "RunConfig") -> list[str]:
             f"{ENGINE_LORA_RANKS[-1]}; lower the rank or set model.lora.push=merged"
         )
     return problems
+
+
+def staleness_problems(cfg: "RunConfig") -> list[str]:
+    """Asynchrony the rollout cannot give: with `max_staleness` ≥ 1 the rollout generates the
+    next step's groups while the learner trains, which needs room for more than one step's
+    groups in flight; an explicit bound of one step's makes the setting do nothing."""
+    learner = cfg.learner
+    if learner.max_staleness == 0 or learner.max_groups_in_flight is None:
+        return []
+    if learner.max_groups_in_flight > learner.prompts_per_step:
+        return []
+    return [
+        f"learner.max_staleness={learner.max_staleness} asks the rollout to generate ahead, but "
+        f"learner.max_groups_in_flight={learner.max_groups_in_flight} lets no group out beyond the step being "
+        f"trained (learner.prompts_per_step={learner.prompts_per_step}); raise it to "
+        f"{learner.prompts_per_step * (learner.max_staleness + 1)}, drop it (that is the default), or set max_staleness=0"
+    ]
 
 
 def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:

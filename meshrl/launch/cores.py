@@ -6,19 +6,20 @@ On one CPU host generation (vLLM) and training (torch) either take turns or run 
   bound to all of them explicitly. This is right when they take turns, which is what an
   on-policy run (`max_staleness: 0`) does: the learner waits for the batch, rollout waits
   for the weights.
-- `split`: rollout gets the first half of the cores and the learner (and the reference)
-  the other half, each bound to its own (`VLLM_CPU_OMP_THREADS_BIND` for vLLM,
-  `GOMP_CPU_AFFINITY` for torch's libgomp), so an asynchronous run (`max_staleness >= 1`)
-  generates the next batch while it trains without the two fighting over cores.
-- `auto` (the default): `shared`. Measured on SmolLM2-135M, 2 cores, `max_staleness: 1`
-  (benchmarks/vs_trl.py, docs/benchmarks.md): shared 13.9 s a step, split 22.9 s (training
-  on one core takes longer than generating and training on two); one run each under a
-  changing load, so `split` stays available for hosts where it wins.
+- `split`: rollout gets the first `launch.rollout_cores` of the cores (default half) and the
+  learner (and the reference) the rest, each bound to its own (`VLLM_CPU_OMP_THREADS_BIND` for
+  vLLM, `GOMP_CPU_AFFINITY` for torch's libgomp), so an asynchronous run (`max_staleness >= 1`)
+  generates the next batch while it trains without the two fighting over cores. A split that
+  leaves either side no core, or fewer rollout cores than tensor-parallel workers, is refused
+  before anything starts (`core_split_problem`).
+- `auto` (the default): `shared`. On a 2-core host one core each trains slower than both cores
+  taking turns, asynchronous runs included (docs/benchmarks.md, "Cores for asynchronous
+  runs"), so `split` is for hosts with cores to spare.
 
 Either way vLLM is bound explicitly: its automatic binding reserves one core for its
-scheduler, so on a 2-core host generation ran on one core (issue 15: raw vLLM 74.5 tok/s
-on one core, 100.6 on both). Several rollout replicas share the rollout cores round-robin.
-A variable already set in the launcher's own environment wins (see local.py).
+scheduler, which on a small host leaves generation a core short. Several rollout replicas
+share the rollout cores round-robin. A variable already set in the launcher's own
+environment wins (see local.py).
 
     plan_cores([0, 1], mode="split", max_staleness=1).rollout_env(0)
     == {"VLLM_CPU_OMP_THREADS_BIND": "0", "OMP_NUM_THREADS": "1"}
@@ -75,20 +76,47 @@ def usable_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
-def plan_cores(cores: list[int], *, mode: str = "auto", max_staleness: int = 0) -> CorePlan:
-    """The plan for `cores` (see the module docstring); ValueError names a bad mode."""
+def core_split_problem(
+    cores: list[int], *, mode: str = "auto", rollout_cores: int | None = None, tensor_parallel: int = 1
+) -> str | None:
+    """Why `cores` cannot be planned this way (one line naming the key and the fix), or None."""
     if mode not in MODES:
-        raise ValueError(f"launch.cores={mode!r}; choose one of {', '.join(MODES)}")
+        return f"launch.cores={mode!r}; choose one of {', '.join(MODES)}"
     if not cores:
-        raise ValueError("no CPU core is usable by this process; check its affinity (taskset)")
+        return "no CPU core is usable by this process; check its affinity (taskset)"
+    if mode != "split":
+        return None
+    if len(cores) < 2:
+        return f"launch.cores=split needs at least 2 cores, this process may use {cores}; use launch.cores=shared"
+    share = rollout_share(len(cores), rollout_cores)
+    if share >= len(cores):
+        return (
+            f"launch.rollout_cores={rollout_cores} leaves the learner no core of the {len(cores)} this process "
+            f"may use ({cores}); give rollout at most {len(cores) - 1}"
+        )
+    if tensor_parallel > share:
+        return (
+            f"rollout.tensor_parallel_size={tensor_parallel} needs a core per worker, launch.cores=split gives "
+            f"rollout {share} of {len(cores)}; raise launch.rollout_cores or use launch.cores=shared"
+        )
+    return None
+
+
+def rollout_share(usable: int, rollout_cores: int | None) -> int:
+    """How many of `usable` cores the rollout gets under `split`: `rollout_cores`, else half."""
+    return rollout_cores if rollout_cores is not None else usable // 2
+
+
+def plan_cores(
+    cores: list[int], *, mode: str = "auto", max_staleness: int = 0, rollout_cores: int | None = None
+) -> CorePlan:
+    """The plan for `cores` (see the module docstring); ValueError names a bad setting."""
+    if problem := core_split_problem(cores, mode=mode, rollout_cores=rollout_cores):
+        raise ValueError(problem)
     if mode == "auto":
         mode = "shared"  # the faster measured here, asynchronous runs included (see above)
-    if mode == "split" and len(cores) < 2:
-        raise ValueError(
-            f"launch.cores=split needs at least 2 cores, this process may use {cores}; use launch.cores=shared"
-        )
     everything = tuple(cores)
     if mode == "shared":
         return CorePlan("shared", everything, everything)
-    half = len(cores) // 2
-    return CorePlan("split", everything[:half], everything[half:])
+    share = rollout_share(len(cores), rollout_cores)
+    return CorePlan("split", everything[:share], everything[share:])

@@ -188,7 +188,10 @@ COMMON_ENV = {"TOKENIZERS_PARALLELISM": "false"}
 
 
 def core_plan(cfg: RunConfig) -> CorePlan:
-    return plan_cores(usable_cores(), mode=cfg.launch.cores, max_staleness=cfg.learner.max_staleness)
+    launch = cfg.launch
+    return plan_cores(
+        usable_cores(), mode=launch.cores, max_staleness=cfg.learner.max_staleness, rollout_cores=launch.rollout_cores
+    )
 
 
 def sampling_specs(cfg: RunConfig) -> list[ServiceSpec]:

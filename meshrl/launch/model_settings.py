@@ -5,7 +5,9 @@ refuse only after NATS, vLLM and every service had started.
   matched layer's smaller side (meshrl.config.lora.lora_problem, the learner's own rule), on
   the shapes in the model's safetensors headers (no torch, no weight read);
 - `rollout.tensor_parallel_size` divides the model's attention heads (meshrl.plan.parallel);
-- a tracker's server answers (an MLflow tracking server over http(s)).
+- a tracker's server answers (an MLflow tracking server over http(s));
+- `launch.cores=split` leaves rollout and learner a core each on the cores this process may
+  use, and rollout one per tensor-parallel worker (meshrl.launch.cores).
 
 `meshrl train` (with or without `--dry-run`) and `meshrl doctor` run these; the first problem
 is one line and exit 2.
@@ -21,6 +23,7 @@ from urllib.parse import urlsplit
 from meshrl.config.lora import lora_problem
 from meshrl.config.schema import RunConfig
 from meshrl.errors import ConfigError, LaunchError
+from meshrl.launch.cores import core_split_problem, usable_cores
 from meshrl.inputs.models.headers import linear_shapes
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
 from meshrl.plan.parallel import tensor_parallel_problem
@@ -41,6 +44,18 @@ def model_setting_problems(cfg: RunConfig) -> list[str]:
     if cfg.model.lora is not None and (problem := lora_setting_problem(cfg, folder, gguf)):
         problems.append(problem)
     return problems
+
+
+def core_problems(cfg: RunConfig) -> list[str]:
+    """The core split against the cores this process may use (known only on this host)."""
+    launch = cfg.launch
+    problem = core_split_problem(
+        usable_cores(),
+        mode=launch.cores,
+        rollout_cores=launch.rollout_cores,
+        tensor_parallel=cfg.rollout.tensor_parallel_size,
+    )
+    return [problem] if problem else []
 
 
 def lora_setting_problem(cfg: RunConfig, folder: Path, gguf: str | None) -> str | None:
@@ -90,7 +105,7 @@ def tracker_problems(cfg: RunConfig, timeout_s: float = TRACKER_PROBE_S) -> list
 def check_model_settings(cfg: RunConfig) -> None:
     """ConfigError for a model setting the model cannot take, LaunchError for a tracker that
     does not answer; both one line, before anything starts."""
-    if problems := model_setting_problems(cfg):
+    if problems := core_problems(cfg) + model_setting_problems(cfg):
         raise ConfigError(problems[0])
     if problems := tracker_problems(cfg):
         raise LaunchError(problems[0])

@@ -14,7 +14,7 @@ from meshrl.cli.doctor.check import Check, failed, passed, skipped, warned
 from meshrl.inputs.models.headers import safetensors_numel
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
 from meshrl.config.lora import adapter_push_warning
-from meshrl.launch.model_settings import model_setting_problems, tracker_problems
+from meshrl.launch.model_settings import core_problems, model_setting_problems, tracker_problems
 from meshrl.inputs.models.moe import moe_ratio_warning
 
 NAME = "model"
@@ -72,7 +72,7 @@ def check_model(ctx) -> Check:
         NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
     )
     rows = [found]
-    for problem in model_setting_problems(cfg) + tracker_problems(cfg):
+    for problem in core_problems(cfg) + model_setting_problems(cfg) + tracker_problems(cfg):
         rows.append(failed(problem.split(" ")[0].split("=")[0], problem.split(";")[0], problem))
     if moe := moe_ratio_warning(cfg):
         rows.append(warned("moe ratio", moe.split(":")[0], moe))

@@ -10,6 +10,12 @@ EXTERNAL = "reward.components=[{name: judge, kind: external}]"
 
 # (id, overrides, substrings the message must hold)
 CASES = [
+    # asynchrony the rollout cannot give: no room beyond the step being trained
+    (
+        "staleness-without-room",
+        ["learner.max_staleness=1", "learner.prompts_per_step=4", "learner.max_groups_in_flight=4"],
+        ["learner.max_staleness=1 asks the rollout to generate ahead", "max_groups_in_flight=4", "raise it to 8"],
+    ),
     # names of registered parts: the valid ones listed, the closest suggested
     (
         "estimator-typo",

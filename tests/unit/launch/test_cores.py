@@ -66,3 +66,32 @@ def test_launcher_env_per_mode(monkeypatch):
     monkeypatch.delenv("GLIBC_TUNABLES")
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # the user's own setting wins
     assert "VLLM_CPU_OMP_THREADS_BIND" not in service_specs(load_config(base=BASE))[0].env
+
+
+def test_rollout_cores_sets_the_split():
+    plan = plan_cores([0, 1, 2, 3], mode="split", max_staleness=1, rollout_cores=3)
+    assert plan.rollout == (0, 1, 2) and plan.trainer == (3,)
+    assert plan.rollout_env() == {"VLLM_CPU_OMP_THREADS_BIND": "0,1,2", "OMP_NUM_THREADS": "3"}
+    assert plan.trainer_env() == {"OMP_NUM_THREADS": "1", "GOMP_CPU_AFFINITY": "3"}
+
+
+def test_a_split_that_leaves_a_side_no_core_is_named():
+    problem = cores_module.core_split_problem([0, 1], mode="split", rollout_cores=2)
+    assert problem == (
+        "launch.rollout_cores=2 leaves the learner no core of the 2 this process may use ([0, 1]); "
+        "give rollout at most 1"
+    )
+    with pytest.raises(ValueError, match="leaves the learner no core"):
+        plan_cores([0, 1], mode="split", rollout_cores=5)
+    tp = cores_module.core_split_problem([0, 1, 2, 3], mode="split", tensor_parallel=4)
+    assert tp.startswith(
+        "rollout.tensor_parallel_size=4 needs a core per worker, launch.cores=split gives rollout 2 of 4"
+    )
+    assert cores_module.core_split_problem([0, 1, 2, 3], mode="split", rollout_cores=2, tensor_parallel=2) is None
+    assert cores_module.core_split_problem([0], mode="shared", tensor_parallel=2) is None  # workers share the core
+
+
+def test_rollout_cores_needs_the_split_mode():
+    with pytest.raises(ValueError, match="launch.rollout_cores=1 splits the cores, but launch.cores=auto"):
+        load_config(base=BASE, overrides=["launch.rollout_cores=1"])
+    assert load_config(base=BASE, overrides=["launch.cores=split", "launch.rollout_cores=1"]).launch.rollout_cores == 1

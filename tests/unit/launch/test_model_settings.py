@@ -103,3 +103,21 @@ def test_meshrl_doctor_fails_the_setting(tiny_model_dir):
     rows = [row for row in rows if row.status == "fail"]  # a CPU host also warns about the adapter push
     assert found.status == "pass" and len(rows) == 2
     assert "rollout.tensor_parallel_size=3" in rows[0].fix and "model.lora.rank=64" in rows[1].fix
+
+
+def test_a_core_split_that_leaves_a_service_no_core_is_refused_before_anything_starts(tiny_model_dir, tmp_path):
+    """The real command on this host's cores: rollout given every usable core leaves the learner
+    none (exit 2, one line, no run dir)."""
+    import os
+
+    usable = len(os.sched_getaffinity(0))
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"model": {"path": str(tiny_model_dir)}, "data": {"train": str(path)}}))
+    run_dir = tmp_path / "run"
+    argv = [str(Path(sys.executable).with_name("meshrl")), "train", str(path), f"run.dir={run_dir}", "--dry-run"]
+    argv += ["launch.cores=split", f"launch.rollout_cores={usable}"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"launch.rollout_cores={usable} leaves the learner no core" in lines[0]
+    assert not run_dir.exists()
