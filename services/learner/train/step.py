@@ -109,6 +109,11 @@ class PreparedBatch(RolloutBatch):
     returns: torch.Tensor | None = None
     loss_weights: torch.Tensor | None = None  # rollout correction; None = all 1
 
+    @classmethod
+    def of(cls, trained: RolloutBatch, **computed) -> PreparedBatch:
+        """`trained` (the batch with the loss mask it is trained on) and what step 2 computed for it."""
+        return cls(**{f.name: getattr(trained, f.name) for f in dataclasses.fields(RolloutBatch)}, **computed)
+
 
 class TrainStep:
     """`TrainStep(policy, algo, trainer, critic=...)(batch, step) -> metrics`."""
@@ -131,44 +136,42 @@ class TrainStep:
         self.estimator = get_advantage_estimator(algo.advantage_estimator)
         self.policy_loss = get_policy_loss(algo.policy_loss)
         check_options("algorithm.loss_options", algo.loss_options, [self.policy_loss])
-        # KL-in-reward coefficient (fixed, or adaptive towards algorithm.kl_target)
+        # the KL-in-reward and entropy-bonus coefficients: fixed, or adaptive towards their targets
         self.kl_ctrl = kl_controller(algo.kl_ctrl, algo.kl_coef, algo.kl_target, algo.kl_horizon)
-        # the entropy bonus's coefficient (fixed, or adaptive towards a target entropy)
         self.entropy_bonus = EntropyBonus(algo)
         self.entropy_ctrl = self.entropy_bonus.ctrl
-        self.critic = critic if getattr(self.estimator, "needs_values", False) else None
-        if getattr(self.estimator, "needs_values", False) and critic is None:
-            raise ValueError(
-                f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
-                f"critic's values: set algorithm.critic.enabled=true (and pass "
-                f"critic=build_critic(...)) or pick an estimator without values"
-            )
+        self.critic = critic_for(self.estimator, algo.advantage_estimator, critic)
         self.needs = getattr(self.estimator, "needs", frozenset())
-        self.old_source, reason = old_logprobs_source(trainer, algo, max_staleness, self.needs)
-        if "sum_pi_squared" in self.needs and self.old_source != "recompute":
+        self.old_source, reason = self.old_logprobs_plan(max_staleness)
+        self.forward, self.head = self.forward_plan()
+        plans = (self.old_source, reason, self.forward, self.head.why)
+        log.info("old log-probs: %s (%s); model forward: %s; LM head: %s", *plans)
+
+    def old_logprobs_plan(self, max_staleness: int | None) -> tuple[str, str]:
+        """(where π_old comes from, why); refused when the estimator's Σπ² would be skipped with it."""
+        source, reason = old_logprobs_source(self.trainer, self.algo, max_staleness, self.needs)
+        if "sum_pi_squared" in self.needs and source != "recompute":
             raise ValueError(
-                f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs Σπ² "
+                f"algorithm.advantage_estimator={self.algo.advantage_estimator!r} needs Σπ² "
                 f"from the learner's old-log-prob pass, which "
-                f"trainer.old_logprobs={trainer.old_logprobs} skips; set "
+                f"trainer.old_logprobs={self.trainer.old_logprobs} skips; set "
                 f"trainer.old_logprobs=auto or recompute"
             )
+        return source, reason
+
+    def forward_plan(self):
+        """(the model forward's layout, the LM head's plan) for this trainer on this device."""
         # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
         # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
-        self.forward = "padded" if trainer.forward == "auto" else trainer.forward
-        self.head = plan_head(
-            trainer.lm_head,
-            trainer.lm_head_chunk,
-            trainer.lm_head_memory,
+        forward = "padded" if self.trainer.forward == "auto" else self.trainer.forward
+        head = plan_head(
+            self.trainer.lm_head,
+            self.trainer.lm_head_chunk,
+            self.trainer.lm_head_memory,
             self.dist.device,
             entropy_in_loss=self.entropy_bonus.active,
         )
-        log.info(
-            "old log-probs: %s (%s); model forward: %s; LM head: %s",
-            self.old_source,
-            reason,
-            self.forward,
-            self.head.why,
-        )
+        return forward, head
 
     @property
     def head_args(self) -> dict:
@@ -228,44 +231,28 @@ class TrainStep:
 
     # ---- 2. prepare (no grad) --------------------------------------------------------
     def prepare(self, batch: RolloutBatch, step: int, timer: Timer, sums: MetricSums) -> PreparedBatch:
-        old = old_values = sum_pi_squared = None
+        """Step 2 (module docstring): π_old and V_old, rewards, rollout correction, advantages."""
         with timer("old_logprobs"), torch.no_grad():
-            if self.old_source == "recompute":
-                old, sum_pi_squared = self.recompute_logprobs(batch)
-            elif self.old_source == "rollout":
-                old = batch.behaviour_logprobs
-            if self.critic is not None:
-                old_values = self.recompute_values(batch)
+            old, old_values, sum_pi_squared = self.old_pass(batch)
         if old is not None:
             check_finite("old_logprobs", old, batch.group_ids, step)
         with timer("algo"):
             rewards, token_rewards = self.credited_rewards(batch, self.kl_reward_penalty(batch, old, sums))
             weights, kept = self.correction(batch, old, sums) if self.old_source == "recompute" else (None, None)
             trained = batch if kept is None else dataclasses.replace(batch, loss_mask=kept)
-            result = self.estimator(
+            result = self.estimate(
+                trained,
+                step,
                 rewards=rewards,
-                response_mask=trained.loss_mask,
-                group_ids=batch.group_ids,
-                values=old_values,
                 token_rewards=token_rewards,
-                gamma=self.algo.gamma,
-                lam=self.algo.lam,
-                norm_by_std=self.algo.norm_adv_by_std_in_grpo,
-                eps=self.algo.adv_epsilon,
-                scale_rewards=self.algo.scale_rewards,
-                normalize_advantages=self.algo.normalize_advantages,
-                step=step,
-                reward_components=batch.reward_components,
-                reward_component_weights=batch.reward_component_weights,
-                greedy_rewards=batch.greedy_rewards,
+                values=old_values,
                 old_logprobs=old,
                 sum_pi_squared=sum_pi_squared,
                 rollout_weights=weights,
             )
         self.batch_metrics(batch, result.advantages, trained.loss_mask, sums)
-        base = {f.name: getattr(trained, f.name) for f in dataclasses.fields(RolloutBatch)}
-        prepared = PreparedBatch(
-            **base,
+        prepared = PreparedBatch.of(
+            trained,
             old_logprobs=old,
             old_values=old_values,
             advantages=result.advantages,
@@ -273,6 +260,35 @@ class TrainStep:
             loss_weights=at_level(weights, trained.loss_mask, self.policy_loss),
         )
         return self.resampled(prepared, self.shaped_rewards(batch), step, sums)
+
+    def old_pass(self, batch: RolloutBatch):
+        """(π_old or None, V_old or None, Σπ² or None), under the weights before the update."""
+        old = sum_pi_squared = None
+        if self.old_source == "recompute":
+            old, sum_pi_squared = self.recompute_logprobs(batch)
+        elif self.old_source == "rollout":
+            old = batch.behaviour_logprobs
+        old_values = self.recompute_values(batch) if self.critic is not None else None
+        return old, old_values, sum_pi_squared
+
+    def estimate(self, trained: RolloutBatch, step: int, **computed):
+        """The registered estimator's advantages and returns over the trained tokens; every
+        estimator is offered the same inputs and reads those it needs."""
+        return self.estimator(
+            response_mask=trained.loss_mask,
+            group_ids=trained.group_ids,
+            gamma=self.algo.gamma,
+            lam=self.algo.lam,
+            norm_by_std=self.algo.norm_adv_by_std_in_grpo,
+            eps=self.algo.adv_epsilon,
+            scale_rewards=self.algo.scale_rewards,
+            normalize_advantages=self.algo.normalize_advantages,
+            step=step,
+            reward_components=trained.reward_components,
+            reward_component_weights=trained.reward_component_weights,
+            greedy_rewards=trained.greedy_rewards,
+            **computed,
+        )
 
     def resampled(self, prepared: PreparedBatch, scores, step: int, sums: MetricSums) -> PreparedBatch:
         """PF-PPO (`algorithm.pf_ppo`): the rows redrawn by reward, reproducibly per seed, step
@@ -438,20 +454,7 @@ class TrainStep:
         (services/learner/train/loss_terms.py)."""
         a, mask = self.algo, micro.loss_mask
         folds = getattr(self.policy_loss, "takes_rollout_weights", False)
-        pg = self.policy_loss(
-            logprobs=logprobs,
-            old_logprobs=micro.old_logprobs,
-            advantages=micro.advantages,
-            response_mask=mask,
-            epsilon=a.epsilon,
-            epsilon_high=a.epsilon_high,
-            dual_clip_c=a.dual_clip_c,
-            importance_sampling_level=a.importance_sampling_level,
-            group_ids=micro.group_ids,
-            step=step,
-            **({"rollout_weights": micro.loss_weights} if folds else {}),
-            **a.loss_options,
-        )
+        pg = self.registered_policy_loss(micro, logprobs, step, folds)
         pg_mask, bonus_mask = loss_masks(a, micro, logprobs, entropy, sums)
         pg_mat = weighted(pg.loss_mat, None if folds else micro.loss_weights, pg_mask)
         loss_mat = pg_mat
@@ -467,6 +470,25 @@ class TrainStep:
         sums.mean("entropy", masked_mean(entropy.detach(), mask), tokens)
         return loss_mat, pg_mat
 
+    def registered_policy_loss(self, micro: PreparedBatch, logprobs, step: int, folds_weights: bool):
+        """The registered policy loss on one micro-batch; one that folds the rollout-correction
+        weights into itself gets them here, and they are not applied again outside."""
+        a = self.algo
+        return self.policy_loss(
+            logprobs=logprobs,
+            old_logprobs=micro.old_logprobs,
+            advantages=micro.advantages,
+            response_mask=micro.loss_mask,
+            epsilon=a.epsilon,
+            epsilon_high=a.epsilon_high,
+            dual_clip_c=a.dual_clip_c,
+            importance_sampling_level=a.importance_sampling_level,
+            group_ids=micro.group_ids,
+            step=step,
+            **({"rollout_weights": micro.loss_weights} if folds_weights else {}),
+            **a.loss_options,
+        )
+
     def critic_micro_batch(self, micro: PreparedBatch, scale, step: int, timer: Timer, sums: MetricSums) -> None:
         with timer("forward"), self.critic.autocast():
             values = response_values(self.critic.model, micro)
@@ -479,6 +501,19 @@ class TrainStep:
             (cfg.vf_coef * numerator * scale).backward()
         sums.add_dict(metrics, mask.sum())
         sums.total("critic/vf_loss", numerator.detach() * scale / self.dist.world_size)
+
+
+def critic_for(estimator, estimator_name: str, critic: TrainedModel | None) -> TrainedModel | None:
+    """The critic when the estimator reads values (refused without one), else None: it is not trained."""
+    if not getattr(estimator, "needs_values", False):
+        return None
+    if critic is None:
+        raise ValueError(
+            f"algorithm.advantage_estimator={estimator_name!r} needs a "
+            f"critic's values: set algorithm.critic.enabled=true (and pass "
+            f"critic=build_critic(...)) or pick an estimator without values"
+        )
+    return critic
 
 
 def old_logprobs_source(
