@@ -19,6 +19,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Callable
 
+from meshrl import topology
 from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
@@ -26,7 +27,8 @@ from meshrl.telemetry.tracing import group_span, inject_headers
 if TYPE_CHECKING:
     from meshrl.services.reference.scorer import ReferenceScorer
 
-STAGE, DURABLE, OUT_STAGE = "scored", "reference", "ready"
+KIND = "reference"  # its durable is named after it (topology)
+STAGE, DURABLE, OUT_STAGE = topology.consumed_stage(KIND), KIND, topology.output_stage(KIND)
 GroupCallback = Callable[[common_pb2.Group], None]
 
 

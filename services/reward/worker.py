@@ -19,6 +19,7 @@ import logging
 import math
 import time
 
+from meshrl import topology
 from meshrl.api.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
@@ -28,11 +29,12 @@ from meshrl.services.reward.scorer import GroupScorer
 
 log = logging.getLogger(__name__)
 
-IN_STAGE, DURABLE = "generated", "reward"
+KIND = "reward"  # its durable is named after it (topology)
+IN_STAGE, DURABLE = topology.consumed_stage(KIND), KIND
 
 
 def next_stage(reference_enabled: bool) -> str:
-    return "scored" if reference_enabled else "ready"
+    return topology.output_stage(KIND, reference_enabled=reference_enabled)
 
 
 class RewardWorker:

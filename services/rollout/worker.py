@@ -26,13 +26,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from meshrl import topology
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.instruments import no_op
 from meshrl.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
 
-IN_STAGE, OUT_STAGE, DURABLE = "prompts", "generated", "rollout"
+KIND = "rollout"  # its durable is named after it (topology)
+IN_STAGE, OUT_STAGE, DURABLE = topology.consumed_stage(KIND), topology.output_stage(KIND), KIND
 VERSION_POLL_S = 0.05
 
 

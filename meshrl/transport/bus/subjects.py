@@ -65,8 +65,8 @@ one (the server refuses), so an existing durable stays safe.
 
 ack_wait and max_deliver are the server's: a worker reads them back from its durable.
 
-Simplifies: the stage topology is written out here (the core package cannot import the
-services); tests/unit/transport/bus/test_permissions_policy.py checks it against the services' constants.
+Which kind consumes and publishes which stage comes from meshrl/topology.py, as the workers'
+own constants do; tests/unit/transport/bus/test_permissions_policy.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-STAGES = ("prompts", "generated", "scored", "ready")
+from meshrl import topology
+
+STAGES = tuple(topology.STAGES)
 # Run-state KV key holding the latest common.v1.WeightsNotice (learner puts, replicas watch).
 WEIGHTS_NOTICE_KEY = "weights_notice"
 # Run-state KV key holding the run's current weights version, {"version": V, "step": S}: the
@@ -85,9 +87,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 # The run's work-queue consumers (module docstring): one durable pull consumer per stage.
-ACK_WAIT_S = 30.0  # the config's default for rollout/reward/reference.ack_wait_s (config/values.py)
-
-
 @dataclass(frozen=True)
 class ConsumerSpec:
     durable: str
@@ -113,14 +112,12 @@ class ConsumerSpec:
 
 def run_consumers(ack_waits: Mapping[str, float] | None = None) -> dict[str, ConsumerSpec]:
     """stage -> the durable pull consumer on it (its name is the consuming service kind).
-    `ack_waits`: rollout/reward/reference -> seconds (RunConfig.ack_waits); ACK_WAIT_S if not given.
+    `ack_waits`: consuming kind -> seconds (RunConfig.ack_waits); the topology's default if not given.
     Their services send heartbeats, so the wait is only what a dead replica's work is lost for."""
-    wait = {kind: ACK_WAIT_S for kind in ("rollout", "reward", "reference")} | dict(ack_waits or {})
+    waits = dict(ack_waits or {})
     return {
-        "prompts": ConsumerSpec("rollout", ack_wait=wait["rollout"], max_deliver=10),
-        "generated": ConsumerSpec("reward", ack_wait=wait["reward"], max_deliver=5),
-        "scored": ConsumerSpec("reference", ack_wait=wait["reference"], max_deliver=5),
-        "ready": ConsumerSpec("learner", ack_wait=300.0, max_deliver=5),
+        s.name: ConsumerSpec(s.consumer, ack_wait=waits.get(s.consumer, s.ack_wait_s), max_deliver=s.max_deliver)
+        for s in topology.STAGE_TABLE
     }
 
 
@@ -136,9 +133,7 @@ def run_token(run_id: str) -> str:
 
 
 def check_stage(stage: str) -> str:
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}: allowed stages are {', '.join(STAGES)}")
-    return stage
+    return topology.stage(stage).name
 
 
 def stage_subject(run_id: str, stage: str) -> str:
@@ -188,11 +183,11 @@ def weights_object_name(version: int) -> str:
     return f"weights-v{version:010d}.safetensors"
 
 
-KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment")
-ADMIN = "admin"
+KINDS = tuple(topology.KINDS)
+ADMIN = topology.ADMIN
 CONSUMER_CREATORS = ("learner", ADMIN)  # the users that may create consumers (see above)
-# kind -> (stage it consumes, durable name); its output stage is in `_output_stage`.
-CONSUMES = {durable_of(stage): (stage, durable_of(stage)) for stage in STAGES}
+# kind -> (stage it consumes, durable name); its output stage is topology.output_stage.
+CONSUMES = {s.consumer: (s.name, durable_of(s.name)) for s in topology.STAGE_TABLE}
 
 
 @dataclass(frozen=True)
@@ -204,12 +199,6 @@ class Permissions:
 def inbox_prefix(user: str) -> str:
     """The reply-subject prefix a user's client must use (the only inbox it may subscribe to)."""
     return f"_INBOX_{user}"
-
-
-def _output_stage(kind: str, reference_enabled: bool) -> str | None:
-    if kind == "reward":
-        return "scored" if reference_enabled else "ready"
-    return {"rollout": "generated", "reference": "ready", "learner": "prompts"}.get(kind)
 
 
 def consumer_api(stream: str, durable: str) -> list[str]:
@@ -326,9 +315,8 @@ def _merge(*parts: Permissions) -> Permissions:
 
 def kind_permissions(run_id: str, kind: str, *, reference_enabled: bool = True) -> Permissions:
     """Exactly the subjects one service kind publishes and subscribes to in run `run_id`."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown service kind {kind!r}: allowed are {', '.join(KINDS)}")
-    output = _output_stage(kind, reference_enabled)
+    topology.kind(kind)  # refuses an unknown one, naming the allowed
+    output = topology.output_stage(kind, reference_enabled=reference_enabled)
     parts = [_common(run_id, kind)]
     if kind in CONSUMES:  # reward_model and environment serve gRPC only: no queue in, no stage out
         parts += [_consumer(run_id, kind), Permissions(publish=(stage_subject(run_id, output),), subscribe=())]
