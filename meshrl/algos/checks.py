@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import torch
 
-
-class UnknownNameError(KeyError):
-    """A part name that is not registered. The message lists the registered names."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message and show the quotes
-        return str(self.args[0]) if self.args else ""
+from meshrl.registry import UnknownNameError  # noqa: F401  (raised by the algos lookups)
 
 
 class NonFiniteError(ValueError):

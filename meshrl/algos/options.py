@@ -26,6 +26,11 @@ def part_options(fn: Callable) -> dict[str, object]:
     }
 
 
+def declared_options(fn: Callable) -> list[str]:
+    """The options a part declares to the config: `part_options` less those with a key of their own."""
+    return [name for name in part_options(fn) if name not in DEDICATED]
+
+
 def check_options(key: str, options: Mapping[str, object], parts: Iterable[Callable]) -> None:
     """ValueError naming every key of `options` that no part in `parts` takes."""
     parts = list(parts)

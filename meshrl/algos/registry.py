@@ -22,19 +22,18 @@ decorator's defaults.
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from typing import Callable, Iterable
+from typing import Callable
 
 from meshrl.algos.aggregation import AGG_MODES
-from meshrl.algos.checks import UnknownNameError
+from meshrl.algos.options import declared_options
 from meshrl.algos.validate import validated_estimator, validated_policy_loss
+from meshrl.registry import Registry, UnknownNameError, import_modules
 
 
-def import_folder(package: str, path: Iterable[str]) -> None:
+def import_folder(package: str, path) -> None:
     """Import every module of a part folder (a package's `__name__`, `__path__`): importing a
     file runs its decorators, so the folder is the list of its parts."""
-    for module in pkgutil.iter_modules(path):
-        importlib.import_module(f"{package}.{module.name}")
+    import_modules(package, path)
 
 
 def import_function(path: str, kind: str) -> Callable:
@@ -49,35 +48,15 @@ def import_function(path: str, kind: str) -> Callable:
     return fn
 
 
-class Registry:
-    """A named table of functions of one kind (e.g. "advantage estimator")."""
+class PartRegistry(Registry):
+    """A registry of algorithm parts: a name may also be `package.module:function`."""
 
-    def __init__(self, kind: str, decorator_name: str):
-        self.kind, self.decorator_name = kind, decorator_name
-        self._entries: dict[str, Callable] = {}
-        self.register: Callable[[str], Callable] | None = None  # the family's decorator, with defaults
-
-    def add(self, name: str, fn: Callable) -> Callable:
-        if not name or not isinstance(name, str):
-            raise ValueError(f"a {self.kind} needs a non-empty string name, got {name!r}")
-        if name in self._entries:
-            other = self._entries[name]
-            raise ValueError(
-                f"{self.kind} {name!r} is already registered by "
-                f"{other.__module__}.{other.__qualname__}; pick another name"
-            )
-        self._entries[name] = fn
-        return fn
+    register: Callable  # the family's decorator, with its declarations' defaults
 
     def get(self, name: str) -> Callable:
         if ":" in name and name not in self._entries:
             self.add_import_path(name)
-        if name not in self._entries:
-            raise UnknownNameError(
-                f"unknown {self.kind} {name!r}; registered: {', '.join(self.names())}. "
-                f"Add one with @{self.decorator_name}({name!r})."
-            )
-        return self._entries[name]
+        return super().get(name)
 
     def add_import_path(self, path: str) -> None:
         """Make `package.module:function` a name of this registry (see the module docstring)."""
@@ -85,35 +64,32 @@ class Registry:
         registered = getattr(fn, "registered_name", None)
         if registered is None:
             self.register(path)(fn)
-        elif self._entries.get(registered) is fn:
-            self._entries[path] = fn
+        elif registered in self._entries and self._entries[registered].obj is fn:
+            self.add(path, fn)
         else:
             raise UnknownNameError(
                 f"{self.kind} {path!r} is registered as another kind of part "
-                f"({registered!r}), not with @{self.decorator_name}"
+                f"({registered!r}), not with @{self.decorator}"
             )
 
     def names(self) -> list[str]:
         """The registered names (import paths used so far left out)."""
-        return sorted(n for n in self._entries if ":" not in n)
-
-    def remove(self, name: str) -> None:
-        """Forget a name (for tests that register throw-away parts)."""
-        self._entries.pop(name, None)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._entries
+        return [n for n in super().names() if ":" not in n]
 
 
-ADVANTAGE_ESTIMATORS = Registry("advantage estimator", "register_advantage_estimator")
+ADVANTAGE_ESTIMATORS = PartRegistry(
+    "advantage estimator", decorator="register_advantage_estimator", folder="meshrl.algos.advantages"
+)
 # the extra inputs an estimator may declare (`needs=`), each delivered by the mesh on demand
 ESTIMATOR_INPUTS = {
     "greedy_rewards": "the rollout decodes a greedy response per prompt, the reward scores it",
     "old_logprobs": "the learner runs its old-log-prob pass before the advantages",
     "sum_pi_squared": "that pass also computes Σ_v π(v)² per response token",
 }
-POLICY_LOSSES = Registry("policy loss", "register_policy_loss")
-PREFERENCE_LOSSES = Registry("preference loss", "register_preference_loss")
+POLICY_LOSSES = PartRegistry("policy loss", decorator="register_policy_loss", folder="meshrl.algos.losses")
+PREFERENCE_LOSSES = PartRegistry(
+    "preference loss", decorator="register_preference_loss", folder="meshrl.algos.preference"
+)
 
 
 def register_advantage_estimator(name: str, *, needs_values: bool = False, needs=(), paper: str = ""):
@@ -136,7 +112,9 @@ def register_advantage_estimator(name: str, *, needs_values: bool = False, needs
         wrapped = validated_estimator(fn, name=name, needs_values=needs_values)
         wrapped.registered_name, wrapped.needs_values, wrapped.paper = name, needs_values, paper
         wrapped.needs = frozenset(needs)
-        return ADVANTAGE_ESTIMATORS.add(name, wrapped)
+        return ADVANTAGE_ESTIMATORS.add(
+            name, wrapped, needs_values=needs_values, needs=sorted(needs), options=declared_options(fn)
+        )
 
     return decorate
 
@@ -183,7 +161,7 @@ def register_policy_loss(
         wrapped.registered_name, wrapped.default_agg, wrapped.paper = name, default_agg, paper
         wrapped.level, wrapped.takes_rollout_weights = level, takes_rollout_weights
         wrapped.kl_ratio_level = kl_ratio_level
-        return POLICY_LOSSES.add(name, wrapped)
+        return POLICY_LOSSES.add(name, wrapped, level=level, options=declared_options(fn))
 
     return decorate
 
@@ -215,7 +193,9 @@ def register_preference_loss(
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper, fn.needs_lengths = name, paper, needs_lengths
         fn.uses_reference, fn.per_pair = uses_reference, per_pair
-        return PREFERENCE_LOSSES.add(name, fn)
+        return PREFERENCE_LOSSES.add(
+            name, fn, uses_reference=uses_reference, per_pair=per_pair, options=declared_options(fn)
+        )
 
     return decorate
 

@@ -1,15 +1,2 @@
-"""The built-in alert rules, one file per family; importing this registers them all."""
-
-from meshrl.alerts.rules import (  # noqa: F401 (imported to register)
-    drop_streak,
-    entropy,
-    env_drops,
-    env_outage,
-    health,
-    kl,
-    memory,
-    outage,
-    reward,
-    stability,
-    stall,
-)
+"""The built-in alert rules, one file per family; the registry imports every file here on
+its first lookup (meshrl.alerts.registry), which registers them all."""

@@ -13,7 +13,7 @@ token or one per sequence (batch normalisation averages over tokens or over sequ
 rejection criterion returns the divergence statistic it thresholds; `two_sided=True` marks
 the k1 statistics, kept between log(lower) and log(upper) (the others: at most upper).
 
-The config reads these decorators from this folder's files (meshrl.config.parts), so
+The config reads what they declare from the parts table (meshrl.config.parts), so
 `algorithm.rollout_correction.mode` and `.reject` learn a new name from its file alone.
 """
 
@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from meshrl.algos.registry import Registry
+from meshrl.algos.options import declared_options
+from meshrl.registry import Registry
 
 LEVELS = ("token", "sequence")
-ROLLOUT_WEIGHTS = Registry("rollout-correction mode", "register_rollout_weights")
-REJECTIONS = Registry("rejection criterion", "register_rejection")
+FOLDER = "meshrl.algos.correction"
+ROLLOUT_WEIGHTS = Registry("rollout-correction mode", decorator="register_rollout_weights", folder=FOLDER)
+REJECTIONS = Registry("rejection criterion", decorator="register_rejection", folder=FOLDER)
 
 
 def check_level(kind: str, name: str, level: str) -> None:
@@ -39,7 +41,7 @@ def register_rollout_weights(name: str, *, level: str = "token", paper: str = ""
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.level, fn.paper = name, level, paper
-        return ROLLOUT_WEIGHTS.add(name, fn)
+        return ROLLOUT_WEIGHTS.add(name, fn, level=level, options=declared_options(fn))
 
     return decorate
 
@@ -50,10 +52,6 @@ def register_rejection(name: str, *, level: str = "token", two_sided: bool = Fal
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.level, fn.two_sided, fn.paper = name, level, two_sided, paper
-        return REJECTIONS.add(name, fn)
+        return REJECTIONS.add(name, fn, level=level, two_sided=two_sided)
 
     return decorate
-
-
-ROLLOUT_WEIGHTS.register = register_rollout_weights
-REJECTIONS.register = register_rejection

@@ -10,16 +10,17 @@ current policy's, detached), `old_logprobs`, `behaviour_logprobs` (the engine's,
 come from `algorithm.loss_masks.<name>`. The loop multiplies the per-token policy loss by
 every configured mask (the KL term is not masked, as TRL); `also_entropy=True` restricts the
 entropy bonus (and the adaptive entropy controller's measurement) to the kept tokens, as
-TRL does with its entropy mask. The config reads these decorators from this folder's files.
+TRL does with its entropy mask. The config reads what they declare from the parts table.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from meshrl.algos.registry import Registry
+from meshrl.algos.options import declared_options
+from meshrl.registry import Registry
 
-LOSS_MASKS = Registry("loss mask", "register_loss_mask")
+LOSS_MASKS = Registry("loss mask", decorator="register_loss_mask", folder="meshrl.algos.loss_masks")
 
 
 def register_loss_mask(name: str, *, also_entropy: bool = False, paper: str = ""):
@@ -27,9 +28,6 @@ def register_loss_mask(name: str, *, also_entropy: bool = False, paper: str = ""
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.also_entropy, fn.paper = name, also_entropy, paper
-        return LOSS_MASKS.add(name, fn)
+        return LOSS_MASKS.add(name, fn, also_entropy=also_entropy, options=declared_options(fn))
 
     return decorate
-
-
-LOSS_MASKS.register = register_loss_mask

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from meshrl.algos.registry import Registry
+from meshrl.registry import Registry
 
-PREFERENCE_WEIGHTINGS = Registry("DPO log-prob weighting", "register_preference_weighting")
+PREFERENCE_WEIGHTINGS = Registry(
+    "DPO log-prob weighting", decorator="register_preference_weighting", folder="meshrl.algos.preference_weighting"
+)
 
 
 def register_preference_weighting(name: str, *, config_key: str, paper: str = ""):
@@ -21,9 +23,6 @@ def register_preference_weighting(name: str, *, config_key: str, paper: str = ""
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper, fn.config_key = name, paper, config_key
-        return PREFERENCE_WEIGHTINGS.add(name, fn)
+        return PREFERENCE_WEIGHTINGS.add(name, fn, config_key=config_key)
 
     return decorate
-
-
-PREFERENCE_WEIGHTINGS.register = register_preference_weighting

@@ -4,16 +4,17 @@
     def pow_weights(scores, *, weight_pow=2.0, **_) -> weights [B] ≥ 0
 
 `scores` [B] are the sequences' rewards; the weights are the (unnormalised) probabilities
-each row is drawn with (`pf_ppo.py`). The config reads these decorators from this folder.
+each row is drawn with (`pf_ppo.py`). The config reads their names from the parts table.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from meshrl.algos.registry import Registry
+from meshrl.algos.options import declared_options
+from meshrl.registry import Registry
 
-REWEIGHTINGS = Registry("PF-PPO reweighting", "register_reweighting")
+REWEIGHTINGS = Registry("PF-PPO reweighting", decorator="register_reweighting", folder="meshrl.algos.resampling")
 
 
 def register_reweighting(name: str, *, paper: str = ""):
@@ -21,9 +22,6 @@ def register_reweighting(name: str, *, paper: str = ""):
 
     def decorate(fn: Callable) -> Callable:
         fn.registered_name, fn.paper = name, paper
-        return REWEIGHTINGS.add(name, fn)
+        return REWEIGHTINGS.add(name, fn, options=declared_options(fn))
 
     return decorate
-
-
-REWEIGHTINGS.register = register_reweighting
