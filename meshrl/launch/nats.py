@@ -83,3 +83,13 @@ def create_streams(
     """Connect, create the run's streams and durables (idempotent), disconnect. LaunchError if unreachable.
     `ack_waits`: RunConfig.ack_waits (subjects.run_consumers)."""
     asyncio.run(_create_streams(url, run_id, timeout_s, replicas, ack_waits))
+
+
+@contextlib.contextmanager
+def run_bus(cfg: RunConfig, run_dir: Path, run_id: str) -> Iterator[str]:
+    """`nats_url` for the block, with the run's streams created before any service starts."""
+    with nats_url(cfg, run_dir, run_id) as url:
+        create_streams(
+            url, run_id, timeout_s=cfg.nats.connect_timeout_s, replicas=cfg.nats.replicas, ack_waits=cfg.ack_waits
+        )
+        yield url
