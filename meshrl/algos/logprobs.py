@@ -174,17 +174,13 @@ def response_logprobs(
 ) -> ResponseLogprobs:
     """Per-token log-probs `[B, T]` of the response tokens (and entropy if asked).
 
-    `batch_or_tensors` is a `meshrl.algos.batch.RolloutBatch` or anything with (or a mapping of)
-    `prompt_ids`, `prompt_mask`, `response_ids`, `response_mask` (and optionally `loss_mask`:
-    only those tokens are scored, the rest are 0). Gradients flow when
-    autograd is on; wrap in `torch.no_grad()` for old/reference log-probs.
-
-    `forward` picks how the model is run (`meshrl.algos.forward`): `padded` (one padded
-    forward), `shared_prefix` (each distinct prompt once, its KV cache expanded to its rows)
-    or `packed` (all sequences in one row without padding). All three give the same values
-    and gradients; a model the fast paths cannot serve falls back to `padded`.
-    `chunk_elements` (None: from the device) and `head_kernel` (`chunked` | `liger`): the
-    LM head's plan (`meshrl.algos.head_plan`).
+    `batch_or_tensors`: a `RolloutBatch` or anything with (or a mapping of) `prompt_ids`,
+    `prompt_mask`, `response_ids`, `response_mask` (and optionally `loss_mask`: only those tokens
+    are scored, the rest are 0). Gradients flow when autograd is on. `forward`
+    (`meshrl.algos.forward`): `padded`, `shared_prefix` (each distinct prompt once) or `packed`
+    (no padding), same values and gradients, falling back to `padded` where a model needs it.
+    `chunk_elements` (None: from the device) and `head_kernel` (`chunked` | `liger`): the LM
+    head's plan (`meshrl.algos.head_plan`).
     """
     stats = response_stats(
         model,
@@ -211,43 +207,44 @@ def response_stats(
 ) -> ResponseStats:
     """`response_logprobs` plus, when asked, Σ_v π(v)² per response token `[B, T]` (the
     optimal-token baseline's input), from the same chunks of logits."""
-    prompt_ids, prompt_mask, response_ids, response_mask = _tensors(batch_or_tensors)
-    scored = _score_mask(batch_or_tensors, response_mask)
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
-    if forward not in FORWARDS:
-        raise ValueError(f"unknown forward {forward!r}; choose one of {FORWARDS}")
-
+    tensors = _tensors(batch_or_tensors)
+    scored = _score_mask(batch_or_tensors, tensors[3])
+    _check_stats_args(temperature, forward)
+    wanted = dict(
+        temperature=temperature,
+        with_entropy=with_entropy,
+        with_sum_pi_squared=with_sum_pi_squared,
+        chunk_elements=chunk_elements,
+    )
     parts = split_head(model)
     if parts is None:
-        logits = response_logits(model, prompt_ids, prompt_mask, response_ids, response_mask)
-        stats = token_stats(
-            logits,
-            response_ids,
-            temperature=temperature,
-            with_entropy=with_entropy,
-            with_sum_pi_squared=with_sum_pi_squared,
-            chunk_elements=chunk_elements,
-        )
+        stats = token_stats(response_logits(model, *tensors), tensors[2], **wanted)
     else:
-        decoder, head = parts
-        hidden = response_hidden(decoder, prompt_ids, prompt_mask, response_ids, response_mask, forward)
-        stats = head_logprobs(
-            head,
-            hidden,
-            response_ids,
-            scored,
-            temperature=temperature,
-            with_entropy=with_entropy,
-            with_sum_pi_squared=with_sum_pi_squared,
-            chunk_elements=chunk_elements,
-            kernel=head_kernel,
-        )
+        stats = split_head_stats(*parts, tensors, scored, forward, head_kernel, **wanted)
+    return scored_only(stats, scored, with_entropy, with_sum_pi_squared)
+
+
+def scored_only(stats, scored: torch.Tensor, with_entropy: bool, with_sum_pi_squared: bool) -> ResponseStats:
+    """The stats zeroed outside the scored tokens; those not asked for are None."""
     logprob, entropy, sum_pi_squared = stats
     mask = scored.to(logprob.dtype)
     return ResponseStats(
         logprob * mask, entropy * mask if with_entropy else None, sum_pi_squared * mask if with_sum_pi_squared else None
     )
+
+
+def _check_stats_args(temperature: float, forward: str) -> None:
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
+    if forward not in FORWARDS:
+        raise ValueError(f"unknown forward {forward!r}; choose one of {FORWARDS}")
+
+
+def split_head_stats(decoder, head, tensors, scored: torch.Tensor, forward: str, kernel: str, **wanted):
+    """(log-prob, entropy, Σπ²) `[B, T]` from the decoder's hidden states at response positions,
+    the LM head run on the scored tokens only (`head_logprobs`)."""
+    hidden = response_hidden(decoder, *tensors, forward)
+    return head_logprobs(head, hidden, tensors[2], scored, kernel=kernel, **wanted)
 
 
 def _head_chunk(head, hidden, ids, temperature: float, with_entropy: bool, with_sum_pi_squared: bool):
@@ -280,12 +277,8 @@ def head_logprobs(
     kernel: str = "chunked",
 ):
     """LM head + log-softmax on the real response rows of `hidden [B, T, H]` only, in chunks:
-    (log-prob, entropy, Σπ²) `[B, T]` each, entropy and Σπ² zeros unless asked.
-
-    Padding rows never reach the head; under autograd each chunk is checkpointed, so neither
-    forward nor backward ever holds more than one chunk of logits. `kernel="liger"`: the
-    log-probs from Liger's fused head, entropy and Σπ² (if asked) detached, from a no-grad
-    pass of our chunks.
+    (log-prob, entropy, Σπ²) `[B, T]` each, entropy and Σπ² zeros unless asked; padding rows
+    never reach the head (`chunked_rows` checkpoints each chunk, `liger_rows` fuses them).
     """
     b, t = ids.shape
     keep = mask.reshape(-1) > 0
