@@ -114,7 +114,7 @@ def plan_cores(
     if problem := core_split_problem(cores, mode=mode, rollout_cores=rollout_cores):
         raise ValueError(problem)
     if mode == "auto":
-        mode = "shared"  # the faster measured here, asynchronous runs included (see above)
+        mode = "shared"  # the faster on a small host, asynchronous runs included (see above)
     everything = tuple(cores)
     if mode == "shared":
         return CorePlan("shared", everything, everything)

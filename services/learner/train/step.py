@@ -161,8 +161,8 @@ class TrainStep:
 
     def forward_plan(self):
         """(the model forward's layout, the LM head's plan) for this trainer on this device."""
-        # auto = padded: on this project's 2-core CPU host shared_prefix and packed measured
-        # slower in CPU-seconds (docs/benchmarks.md, training step); they stay opt-in
+        # auto = padded: shared_prefix and packed cost more CPU-seconds on a small CPU host
+        # (docs/benchmarks.md, "Training step"); they stay opt-in
         forward = "padded" if self.trainer.forward == "auto" else self.trainer.forward
         head = plan_head(
             self.trainer.lm_head,
