@@ -13,11 +13,12 @@ import os
 import sys
 from pathlib import Path
 
+from meshrl import topology
 from meshrl.service.args import nats_url
 from meshrl.errors import LaunchError
 from meshrl.cli import about
 
-SERVICES = ("rollout", "reward", "reward_model", "environment", "reference", "learner")
+SERVICES = tuple(topology.KINDS)
 
 
 def add_parser(sub) -> None:

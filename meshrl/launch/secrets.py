@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from meshrl import topology
 from meshrl.addresses import AddressError, advertise_host
 from meshrl.config.schema import RunConfig
 from meshrl.private_files import make_private_dir
@@ -105,8 +106,9 @@ def create_run_tls(secrets_dir: Path, users: Iterable[str], *, mutual: bool) -> 
     return RunTls(server_block(cert, key, ca_file, verify=mutual), files)
 
 
-# admin: this host's operator tools (`meshrl status`, the gateway) calling the learner and rollouts
-KINDS = ("learner", "rollout", "reward", "reference", "reward_model", "environment", "admin")
+# Every kind issued a certificate, and admin: this host's operator tools (`meshrl status`, the
+# gateway) calling the learner and rollouts.
+KINDS = topology.holders(topology.TLS)
 
 
 def create_grpc_tls(directory: Path) -> None:

@@ -7,9 +7,10 @@ its modification time on every tick (twice a second) and reconciles (`scaler.py`
 not the run KV: the launcher's loop is synchronous and must keep working while NATS
 restarts, and only a process on this machine can start local replicas anyway.
 
-Only rollout, reward, reward_model (a run's learned reward model, when the launcher started
-it), environment (`env` for short; a built-in environment the launcher started) and reference
-scale: the learner's torchrun ranks are fixed for a run (`learner.ranks`).
+The kinds meshrl/topology.py marks scalable scale: rollout, reward, reference, reward_model
+(a run's learned reward model, when the launcher started it) and environment (`env` for short;
+a built-in environment the launcher started); the learner's torchrun ranks are fixed for a run
+(`learner.ranks`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meshrl import topology
 from meshrl.config.values import MAX_REPLICAS
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
 from meshrl import run_layout as layout
 
 REQUEST_FILE = layout.SCALE
-SCALABLE = ("rollout", "reward", "reward_model", "environment", "reference")
+SCALABLE = topology.scalable()
 ALIASES = {"env": "environment"}
 
 
@@ -49,7 +51,8 @@ def check_service(name: str) -> str:
             f"scalable: {', '.join(SCALABLE)}"
         )
     if name not in SCALABLE:
-        raise LaunchError(f"unknown service {name!r}; scalable: {', '.join(SCALABLE)}")
+        what = f"{name!r} does not scale" if name in topology.KINDS else f"unknown service {name!r}"
+        raise LaunchError(f"{what}; scalable: {', '.join(SCALABLE)}")
     return name
 
 

@@ -1,8 +1,8 @@
 """The learner's watch over the other services: the `service_down` alert's source.
 
 Every `interval_s` it lists the replicas announced in the run KV (`services.<kind>.<replica>`,
-put by rollout, reward, reference and environment once their gRPC server listens, deleted on a clean
-stop), probes each with grpc.health.v1, and hands `{"rollout/rollout-0": True, ...}` to the
+put by every kind meshrl/topology.py marks watched once its gRPC server listens, deleted on a
+clean stop), probes each with grpc.health.v1, and hands `{"rollout/rollout-0": True, ...}` to the
 alert engine (`poll(health=...)`), whose `service_down` rule fires after
 `alerts.service_down.consecutive_failures` failed probes in a row. A replica that crashed
 keeps its entry, fails its probes and so is reported; one that stopped cleanly is gone
@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from meshrl import topology
 from meshrl.transport.bus.registry import service_entries
 from meshrl.transport.rpc.channel import is_serving
 
 log = logging.getLogger("meshrl.learner")
-KINDS = ("rollout", "reward", "reference", "environment")
+KINDS = topology.watched()
 
 
 class HealthWatch:

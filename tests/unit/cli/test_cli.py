@@ -6,6 +6,7 @@ import sys
 import pytest
 import yaml
 
+from meshrl import topology
 from meshrl.cli.main import main
 from meshrl.cli.serve import SERVICES
 
@@ -116,7 +117,7 @@ def test_serve_unknown_service_lists_the_known_ones(capsys, config_file):
     rc, _, err = run_cli(capsys, "serve", "bogus", "--nats", "nats://x:4222", "--run-id", "r", "--config", config_file)
     assert rc == 2
     assert (
-        "unknown service 'bogus'; known services: rollout, reward, reward_model, environment, reference, learner" in err
+        "unknown service 'bogus'; known services: learner, rollout, reward, reference, reward_model, environment" in err
     )
 
 
@@ -156,7 +157,11 @@ def test_serve_builds_the_service_command(config_file):
         "--replica-id",
         "reference-2",
     ]
-    assert SERVICES == ("rollout", "reward", "reward_model", "environment", "reference", "learner")
+    assert (
+        SERVICES
+        == tuple(topology.KINDS)
+        == ("learner", "rollout", "reward", "reference", "reward_model", "environment")
+    )
 
 
 def test_cli_does_not_import_services_or_torch():

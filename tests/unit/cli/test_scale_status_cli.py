@@ -38,7 +38,7 @@ def live_run(tmp_path):
     "counts, says",
     [
         (["learner=2"], "the learner does not scale"),
-        (["critic=2"], "unknown service 'critic'; scalable: rollout, reward, reward_model, environment, reference"),
+        (["critic=2"], "unknown service 'critic'; scalable: rollout, reward, reference, reward_model, environment"),
         (["rollout=0"], "rollout=0: allowed 1..64"),
         (["rollout=two"], "the count must be a whole number"),
         (["rollout"], "expected SERVICE=COUNT"),
