@@ -229,33 +229,49 @@ class RolloutBatch(_Rows):
 
         `loss_masks`: one 0/1 array per response (1 = the model's token; an empty array
         means all 1, as `Sample.loss_mask`); None = every response token is the model's."""
-        if not len(prompts) == len(responses) == len(rewards) == len(group_ids):
-            raise ShapeError(
-                f"from_sequences got {len(prompts)} prompts, {len(responses)} "
-                f"responses, {len(rewards)} rewards, {len(group_ids)} group ids; "
-                f"they must be equal (one per sample)"
-            )
-        prompt_ids, prompt_mask = pad_left(prompts, pad_id, np.int64)
-        response_ids, response_mask = pad_right(responses, pad_id, np.int64)
-        width = response_ids.shape[1]
-
-        def floats(seqs):
-            return None if seqs is None else torch.from_numpy(pad_right(seqs, 0.0, np.float32, width)[0])
-
+        _one_per_sample(prompts, responses, rewards, group_ids)
+        ids = _padded_ids(prompts, responses, pad_id)
+        width = ids["response_ids"].shape[1]
         return cls(
-            prompt_ids=torch.from_numpy(prompt_ids),
-            prompt_mask=torch.from_numpy(prompt_mask).long(),
-            response_ids=torch.from_numpy(response_ids),
-            response_mask=torch.from_numpy(response_mask).float(),
-            rewards=torch.as_tensor(np.asarray(rewards, dtype=np.float32), device="cpu"),  # host-built
-            group_ids=torch.as_tensor(np.asarray(group_ids, dtype=np.int64), device="cpu"),
-            behaviour_logprobs=floats(behaviour_logprobs),
-            ref_logprobs=floats(ref_logprobs),
-            policy_versions=None
-            if policy_versions is None
-            else torch.as_tensor(np.asarray(policy_versions, dtype=np.int64), device="cpu"),
-            loss_mask=None if loss_masks is None else floats(_full_masks(loss_masks, responses)),
+            **ids,
+            rewards=_host(rewards, np.float32),
+            group_ids=_host(group_ids, np.int64),
+            behaviour_logprobs=_per_token(behaviour_logprobs, width),
+            ref_logprobs=_per_token(ref_logprobs, width),
+            policy_versions=_host(policy_versions, np.int64),
+            loss_mask=None if loss_masks is None else _per_token(_full_masks(loss_masks, responses), width),
         )
+
+
+def _one_per_sample(prompts, responses, rewards, group_ids) -> None:
+    if not len(prompts) == len(responses) == len(rewards) == len(group_ids):
+        raise ShapeError(
+            f"from_sequences got {len(prompts)} prompts, {len(responses)} "
+            f"responses, {len(rewards)} rewards, {len(group_ids)} group ids; "
+            f"they must be equal (one per sample)"
+        )
+
+
+def _padded_ids(prompts, responses, pad_id: int) -> dict[str, torch.Tensor]:
+    """Prompts left-padded and responses right-padded (`meshrl.algos.batch`'s layout), with their masks."""
+    prompt_ids, prompt_mask = pad_left(prompts, pad_id, np.int64)
+    response_ids, response_mask = pad_right(responses, pad_id, np.int64)
+    return dict(
+        prompt_ids=torch.from_numpy(prompt_ids),
+        prompt_mask=torch.from_numpy(prompt_mask).long(),
+        response_ids=torch.from_numpy(response_ids),
+        response_mask=torch.from_numpy(response_mask).float(),
+    )
+
+
+def _per_token(seqs, width: int) -> torch.Tensor | None:
+    """Per-token floats right-padded with 0 to the responses' width, like their ids."""
+    return None if seqs is None else torch.from_numpy(pad_right(seqs, 0.0, np.float32, width)[0])
+
+
+def _host(values, dtype) -> torch.Tensor | None:
+    """Per-row values as a CPU tensor: batches are built on the host and moved as a whole."""
+    return None if values is None else torch.as_tensor(np.asarray(values, dtype=dtype), device="cpu")
 
 
 def _full_masks(loss_masks: Sequence[np.ndarray], responses: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -344,10 +360,6 @@ class PreferenceBatch(_Rows):
         width = max((len(s) for s in [*chosen, *rejected]), default=0)
         chosen_ids, chosen_mask = pad_right(chosen, pad_id, np.int64, width)
         rejected_ids, rejected_mask = pad_right(rejected, pad_id, np.int64, width)
-
-        def opt(x):
-            return None if x is None else torch.as_tensor(np.asarray(x, dtype=np.float32), device="cpu")
-
         return cls(
             torch.from_numpy(prompt_ids),
             torch.from_numpy(prompt_mask).long(),
@@ -355,6 +367,6 @@ class PreferenceBatch(_Rows):
             torch.from_numpy(chosen_mask).float(),
             torch.from_numpy(rejected_ids),
             torch.from_numpy(rejected_mask).float(),
-            opt(ref_chosen_logps),
-            opt(ref_rejected_logps),
+            _host(ref_chosen_logps, np.float32),
+            _host(ref_rejected_logps, np.float32),
         )
