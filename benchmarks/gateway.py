@@ -38,7 +38,7 @@ from pathlib import Path
 import aiohttp
 import psutil
 
-from meshrl.gateway.status import live_status
+from meshrl.gateway.runs.status import live_status
 from meshrl.run.presence import find_launcher
 from meshrl.addresses import free_port
 

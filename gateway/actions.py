@@ -1,5 +1,6 @@
-"""What the gateway does to a run. Each returns a RunActionResponse; handlers.py checks the
-role and writes the audit row (meshrl.run.audit, the file `meshrl scale` writes).
+"""What the gateway does to a run. Each returns a RunActionResponse; the API checks the role
+(api/dispatch.py) and writes the audit row (api/handlers.py, through meshrl.run.audit, the
+file `meshrl scale` writes).
 `meshrl pause|resume|checkpoint|stop RUN_DIR` (meshrl/cli/control.py) uses the first four
 on a local run, and audits them itself.
 
@@ -20,17 +21,17 @@ import sys
 from pathlib import Path
 
 import grpc
-
-from meshrl.config.values import MAX_REPLICAS
-from meshrl.config import load_config
-from meshrl.errors import ConfigError
+from meshrl.gateway.auth.tenant import TenantPolicy
 from meshrl.gateway.errors import GatewayError, invalid, precondition
-from meshrl.gateway.tenant import TenantPolicy
-from meshrl.gateway.status import learner_message
+from meshrl.gateway.runs.status import learner_message
+
 from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.config import load_config
+from meshrl.config.values import MAX_REPLICAS
+from meshrl.errors import ConfigError
+from meshrl.private_files import private_open_append, write_private_file
 from meshrl.run.audit import ON_BEHALF_OF
 from meshrl.run.presence import LauncherInfo, holds_launch_lock
-from meshrl.private_files import private_open_append, write_private_file
 
 CONTROL_TIMEOUT_S = 120.0  # Checkpoint answers after the current step and the write
 
@@ -131,7 +132,7 @@ def scale(info: LauncherInfo, run_dir: Path, service: str, replicas: int) -> tup
 
 
 def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenants: TenantPolicy) -> int:
-    """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it as a tenant (tenant.py:
+    """Write ROOT/.submitted/NAME.yaml and start `meshrl train` on it as a tenant (auth/tenant.py:
     checked against the policy first, a clean environment, the runs root as its working
     directory); the launcher's pid."""
     run_dir = root / name
@@ -142,8 +143,23 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenant
     folder.mkdir(mode=0o700, exist_ok=True)
     folder.chmod(0o700)
     config = write_private_file(folder / f"{name}.yaml", config_yaml.encode())
-    try:  # fails here, not in the child; parts named by import path are refused before any lookup
-        cfg = load_config(config, overrides=overrides, roots=[folder], check_tree=tenants.check_tree)
+    checked_config(config, overrides, root, tenants)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
+        stdout=private_open_append(folder / f"{name}.log"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=root,
+        env=tenants.child_env(os.environ),
+    )
+    return proc.pid
+
+
+def checked_config(config: Path, overrides: list[str], root: Path, tenants: TenantPolicy) -> None:
+    """Load the submitted config and hold it to the tenant policy, so it fails here, not in the
+    child; a config refused is deleted."""
+    try:  # parts named by import path are refused before any lookup
+        cfg = load_config(config, overrides=overrides, roots=[config.parent], check_tree=tenants.check_tree)
         tenants.check(cfg, base=root)
     except ConfigError as err:
         config.unlink()
@@ -151,16 +167,6 @@ def submit(root: Path, name: str, config_yaml: str, overrides: list[str], tenant
     except GatewayError:
         config.unlink()
         raise
-    log = private_open_append(folder / f"{name}.log")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshrl.cli.main", "train", str(config), *overrides],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        cwd=root,
-        env=tenants.child_env(os.environ),
-    )
-    return proc.pid
 
 
 def rollback(run_dir: Path, live: bool, to_step: int) -> gateway_pb2.RunActionResponse:

@@ -1,12 +1,14 @@
 """GatewayError: what went wrong in a call, with the gRPC code and HTTP status that say it.
 
-Handlers raise it; grpc_server.py aborts the call with `code`, http_app.py answers
-`http_status` with {"error": message}. The message tells the caller what to fix.
+Every room raises it; api/grpc_server.py aborts the call with `code`, an HTTP answer is
+`error_response(err)`: `http_status` with {"error": message, "code": name}. The message
+tells the caller what to fix.
 """
 
 from __future__ import annotations
 
 import grpc
+from aiohttp import web
 
 HTTP_STATUS = {
     grpc.StatusCode.INVALID_ARGUMENT: 400,
@@ -41,3 +43,7 @@ def not_found(message: str) -> GatewayError:
 
 def precondition(message: str) -> GatewayError:
     return GatewayError(grpc.StatusCode.FAILED_PRECONDITION, message)
+
+
+def error_response(err: GatewayError) -> web.Response:
+    return web.json_response({"error": err.message, "code": err.code.name}, status=err.http_status)

@@ -2,7 +2,7 @@
 
 - A request is at most MAX_REQUEST_BYTES (gRPC and HTTP alike): the largest is SubmitRun's
   YAML. gRPC calls without a known token are refused before their message is read
-  (token_gate.py), so an anonymous caller cannot make the gateway parse anything.
+  (api/grpc_server.py), so an anonymous caller cannot make the gateway parse anything.
 - A following stream (SSE or a gRPC Stream* with follow) holds a task and a file handle
   until the run ends: at most MAX_FOLLOWS_PER_USER per token holder and MAX_FOLLOWS in all;
   one more is refused with RESOURCE_EXHAUSTED (HTTP 429) saying how many are open.
@@ -15,7 +15,6 @@ from collections import Counter
 from typing import Iterator
 
 import grpc
-
 from meshrl.gateway.errors import GatewayError
 
 MAX_REQUEST_BYTES = 1 << 20

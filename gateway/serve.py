@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from meshrl.gateway.api.dispatch import Dispatcher
+from meshrl.gateway.api.grpc_server import TokenGate, gateway_registration
+from meshrl.gateway.api.handlers import Handlers
+from meshrl.gateway.api.http_app import make_app
+from meshrl.gateway.auth.tenant import TenantPolicy
+from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
+from meshrl.gateway.limits import MAX_REQUEST_BYTES
+from meshrl.gateway.runs.root import RunsRoot
 
 from meshrl.errors import LaunchError
-
-from meshrl.gateway.app import make_app
-from meshrl.gateway.auth import TokenAuth, load_tokens
-from meshrl.gateway.dispatch import STREAMS, Dispatcher
-from meshrl.gateway.grpc_server import gateway_registration
-from meshrl.gateway.handlers import Handlers
-from meshrl.gateway.limits import MAX_REQUEST_BYTES
-from meshrl.gateway.runs import RunsRoot
-from meshrl.gateway.tenant import TenantPolicy
-from meshrl.gateway.token_gate import TokenGate
 from meshrl.transport.rpc.server import start_server, stop_server
 
 
@@ -56,22 +54,30 @@ async def start_gateway(
         [gateway_registration(dispatcher)],
         port=grpc_port,
         host=host,
-        interceptors=[TokenGate(auth, set(STREAMS))],
+        interceptors=[TokenGate(auth)],
         max_receive_bytes=MAX_REQUEST_BYTES,
     )
+    try:
+        runner, port = await start_http(dispatcher, host, http_port)
+    except BaseException:  # the HTTP port is taken: the gRPC server started above goes too
+        await stop_server(server, grace=0)
+        raise
+    return Gateway(runner, server, port, bound)
+
+
+async def start_http(dispatcher: Dispatcher, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """The HTTP app listening on host:port; (its runner, the bound port when 0 was asked)."""
     # Open event streams (dashboards following a live run) never end by themselves: on stop,
     # give them a second, then close them.
     runner = web.AppRunner(make_app(dispatcher), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, http_port)
+    site = web.TCPSite(runner, host, port)
     try:
         await site.start()
-    except BaseException:  # the HTTP port is taken: the gRPC server started above goes too
+    except BaseException:
         await runner.cleanup()
-        await stop_server(server, grace=0)
         raise
-    port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
-    return Gateway(runner, server, port, bound)
+    return runner, site._server.sockets[0].getsockname()[1]
 
 
 async def serve_forever(args) -> None:

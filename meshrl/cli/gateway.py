@@ -21,8 +21,8 @@ ENV_VAR = "MESHRL_GATEWAY_TOKENS_FILE"
 def check_start(args) -> None:
     """Every start-up problem as one ConfigError (main prints it on one line, exit 2): ports,
     the runs root, the tokens file, the tenant roots, hosts and variables."""
-    from meshrl.gateway.auth import load_tokens
-    from meshrl.gateway.runs import RunsRoot
+    from meshrl.gateway.auth.tokens import load_tokens
+    from meshrl.gateway.runs.root import RunsRoot
 
     for flag, port in (("--port", args.port), ("--grpc-port", args.grpc_port)):
         if not 0 <= port <= MAX_PORT:
@@ -76,7 +76,7 @@ def add_parser(sub) -> None:
     s.add_argument("--port", type=int, default=8080, help="HTTP port (dashboard and JSON API); 0 picks one")
     s.add_argument("--grpc-port", type=int, default=8081, help="gRPC port; 0 picks one")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    # What a run submitted through SubmitRun may reach (gateway/tenant.py); none by default.
+    # What a run submitted through SubmitRun may reach (gateway/auth/tenant.py); none by default.
     s.add_argument(
         "--tenant-root",
         type=Path,

@@ -690,7 +690,7 @@ def test_the_kl_axis_ticks_read_at_small_values(agents_run, browser):
 
 def test_no_page_broke_a_content_security_policy_rule(live_run, browser):
     """Last of this file: every page the tests above drove ran under the gateway's CSP
-    (gateway/headers.py); the browser logs each thing it refused (an inline style, a script)."""
+    (gateway/auth/browser.py); the browser logs each thing it refused (an inline style, a script)."""
     browser.get(f"{live_run[0]}/runs/{live_run[1]}")
     refused = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
     assert refused == []

@@ -25,7 +25,7 @@ import pytest_asyncio
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.config.load import PRESETS_DIR
-from meshrl.gateway.tenant import TenantPolicy
+from meshrl.gateway.auth.tenant import TenantPolicy
 from tests.fixtures.gateway import gateway_for
 
 ADMIN = "admin-token-names-0123456789abcdef"

@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from meshrl.gateway.tenant import TenantPolicy
+from meshrl.gateway.auth.tenant import TenantPolicy
 from tests.fixtures.gateway import gateway_for
 
 ADMIN = "admin-token-tenants-0123456789"

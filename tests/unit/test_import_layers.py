@@ -44,7 +44,7 @@ def test_the_repository_keeps_every_contract(tree):
             "meshrl.services.reward is not allowed to import meshrl.services.rollout",
         ),
         (
-            "gateway/handlers.py",
+            "gateway/api/handlers.py",
             "from meshrl.services.learner import control",
             "meshrl.gateway is not allowed to import meshrl.services.learner",
         ),

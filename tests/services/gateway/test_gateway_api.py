@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
-from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 
 OPERATOR, VIEWER, ADMIN = "operator-token-0123456789", "viewer-token-0123456789ab", "admin-token-0123456789abc"
@@ -184,7 +184,7 @@ async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch
     assert await asyncio.to_thread(main, ["status", url]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "run ended  (not running; last step 3)",
-        "learner  ENDED  step 4/10  policy v4  groups trained 0",  # the run dir's last step (gateway/ended.py)
+        "learner  ENDED  step 4/10  policy v4  groups trained 0",  # the run dir's last step (gateway/runs/status.py)
     ]
     assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
     assert "the gateway answered 404: no run 'nope'" in capsys.readouterr().err

@@ -18,7 +18,7 @@ import pytest
 
 from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 from meshrl.run.audit import control_auditor
 from meshrl.launch.secrets import create_grpc_tls

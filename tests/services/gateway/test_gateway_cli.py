@@ -26,9 +26,9 @@ import pytest
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link
 
-from meshrl.gateway.auth import TokenAuth, load_tokens
+from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
-from meshrl.gateway.tenant import TenantPolicy
+from meshrl.gateway.auth.tenant import TenantPolicy
 from meshrl.cli.main import main
 from meshrl.run.audit import current_user
 from meshrl.telemetry import tracing

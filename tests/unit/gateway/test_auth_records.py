@@ -6,10 +6,10 @@ import json
 import grpc
 import pytest
 
-from meshrl.gateway.auth import TokenAuth, bearer, load_tokens
+from meshrl.gateway.auth.tokens import TokenAuth, bearer, load_tokens
 from meshrl.gateway.errors import GatewayError
 from meshrl.run.records import LineTail, follow_rows
-from meshrl.gateway.runs import RunsRoot
+from meshrl.gateway.runs.root import RunsRoot
 
 TOKENS = """tokens:
   - {name: olga, role: operator, token: operator-token-0123456789}

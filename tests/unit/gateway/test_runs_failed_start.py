@@ -1,7 +1,7 @@
 """A run whose start failed keeps being a run the gateway lists: the launcher sets its
 config.yaml, metrics.jsonl and groups.jsonl aside under logs/failed-start-<run id>/."""
 
-from meshrl.gateway.runs import RunsRoot
+from meshrl.gateway.runs.root import RunsRoot
 
 
 def test_a_failed_start_is_still_listed(tmp_path):

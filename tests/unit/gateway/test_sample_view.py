@@ -1,7 +1,7 @@
 """What the dashboard shows of an observation: the messages the environment sent, without the
-chat template's markup the model read around them (gateway/sample_view.py)."""
+chat template's markup the model read around them (gateway/runs/samples.py)."""
 
-from meshrl.gateway.sample_view import observation_messages, view_row
+from meshrl.gateway.runs.samples import observation_messages, view_row
 
 CHATML_TOOL = "<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n"
 CHATML_HERMES = "\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"

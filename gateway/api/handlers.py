@@ -1,7 +1,7 @@
 """One async function per RPC of meshrl.gateway.v1.GatewayService, shared by the gRPC and
 HTTP transports: `await handlers.PauseRun(request, who)` → the response message; the
-streaming RPCs are async generators of Record. `ROLE` says which role each RPC needs
-(dispatch.py checks it before the call); every RPC that changes a run appends a row to
+streaming RPCs are async generators of Record. The caller's role is checked before the call
+(dispatch.py); every RPC that changes a run appends a row to
 RUN_DIR/audit.jsonl naming the token's holder and, while the run is live, publishes it on the
 run's events subject (meshrl.run.audit).
 
@@ -15,37 +15,22 @@ import asyncio
 from typing import AsyncIterator
 
 from google.protobuf import struct_pb2
-
 from meshrl.gateway import actions
-from meshrl.gateway.auth import Principal
+from meshrl.gateway.auth.tenant import TenantPolicy
+from meshrl.gateway.auth.tokens import Principal
 from meshrl.gateway.errors import invalid, not_found, precondition
-from meshrl.run.records import follow_rows, read_rows
-from meshrl.gateway.tenant import TenantPolicy
-from meshrl.gateway.runs import RunsRoot, check_name
-from meshrl.gateway.status import live_status
-from meshrl.gateway.ended import ended_status
-from meshrl.gateway.sample_view import view_row
-from meshrl.api.gateway.v1 import gateway_pb2 as pb
-from meshrl.run.audit import record_action
-from meshrl.run.audit import record_and_announce
-from meshrl.run.secrets import grpc_user_env, secrets_dir
-from meshrl.transport.rpc.mesh_tls import caller_env
-from meshrl.run_layout import RunDir
-from meshrl import run_layout as layout
+from meshrl.gateway.runs.root import RunsRoot, check_name
+from meshrl.gateway.runs.samples import view_row
+from meshrl.gateway.runs.status import ended_status, live_status
 
-VIEW = (
-    "ListRuns",
-    "GetRunStatus",
-    "ListCheckpoints",
-    "ListSamples",
-    "GetGroupTrace",
-    "StreamMetrics",
-    "StreamAlerts",
-    "StreamEvents",
-)
-OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService", "ExportRun")
-ADMIN = ("SubmitRun", "RollbackRun")
-ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
+from meshrl import run_layout as layout
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.run.audit import record_action, record_and_announce
+from meshrl.run.records import follow_rows, read_rows
+from meshrl.run.secrets import grpc_user_env, secrets_dir
+from meshrl.run_layout import RunDir
+from meshrl.transport.rpc.mesh_tls import caller_env
+
 STREAM_FILES = {"StreamMetrics": layout.METRICS, "StreamAlerts": layout.ALERTS, "StreamEvents": layout.AUDIT}
 MAX_PAGE = 200
 
@@ -59,7 +44,7 @@ def struct(row: dict) -> struct_pb2.Struct:
 class Handlers:
     def __init__(self, root: RunsRoot, tenants: TenantPolicy | None = None):
         self.root = root
-        self.tenants = tenants or TenantPolicy()  # what a submitted run may reach (tenant.py)
+        self.tenants = tenants or TenantPolicy()  # what a submitted run may reach (auth/tenant.py)
 
     def live(self, name: str):
         info = self.root.launcher(name)

@@ -4,6 +4,8 @@
     async for record in dispatch.stream("StreamMetrics", request, token): ...
 
 Both transports (grpc_server.py, http_app.py) go through here, so a rule holds for both.
+`ROLE` says which role each RPC needs: a viewer reads, an operator also steers a run, an
+admin also submits and rolls back (auth/tokens.py).
 """
 
 from __future__ import annotations
@@ -13,16 +15,29 @@ import logging
 from typing import AsyncIterator
 
 import grpc
-
-from meshrl.gateway.auth import TokenAuth
+from meshrl.gateway.auth.tokens import TokenAuth
 from meshrl.gateway.errors import GatewayError
-from meshrl.gateway.handlers import ROLE, STREAM_FILES, Handlers
-from meshrl.errors import ConfigError
-from meshrl.errors import LaunchError
 from meshrl.gateway.limits import FollowSlots
 
+from meshrl.api.gateway.v1 import gateway_pb2
+from meshrl.errors import ConfigError, LaunchError
+
 log = logging.getLogger("meshrl.gateway")
-STREAMS = tuple(STREAM_FILES)
+VIEW = (
+    "ListRuns",
+    "GetRunStatus",
+    "ListCheckpoints",
+    "ListSamples",
+    "GetGroupTrace",
+    "StreamMetrics",
+    "StreamAlerts",
+    "StreamEvents",
+)
+OPERATE = ("PauseRun", "ResumeRun", "CheckpointRun", "StopRun", "ScaleService", "ExportRun")
+ADMIN = ("SubmitRun", "RollbackRun")
+ROLE = {**{r: "viewer" for r in VIEW}, **{r: "operator" for r in OPERATE}, **{r: "admin" for r in ADMIN}}
+SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+STREAMS = tuple(m.name for m in SERVICE.methods if m.server_streaming)
 UNARY = tuple(rpc for rpc in ROLE if rpc not in STREAMS)
 
 
@@ -36,7 +51,9 @@ def as_gateway_error(err: Exception) -> GatewayError:
 
 
 class Dispatcher:
-    def __init__(self, handlers: Handlers, auth: TokenAuth, follows: FollowSlots | None = None):
+    """`handlers`: one async method (or async generator, for a stream) per RPC (handlers.py)."""
+
+    def __init__(self, handlers, auth: TokenAuth, follows: FollowSlots | None = None):
         self.handlers, self.auth = handlers, auth
         self.follows = follows or FollowSlots()  # live streams per user (limits.py)
 

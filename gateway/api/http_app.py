@@ -17,8 +17,13 @@
 JSON bodies and answers are the proto messages through protobuf's json_format, with the
 proto field names. The token comes as `Authorization: Bearer TOKEN`, or a browser's session
 cookie names it (a browser's EventSource cannot send a header): the cookie holds a random
-session id, never the token (sessions.py), and is SameSite=Strict, so another site cannot
+session id, never the token (auth/sessions.py), and is SameSite=Strict, so another site cannot
 make a browser use it.
+
+The application (`make_app`) serves these routes, the login's and the dashboard's static
+files (static/: plain HTML, JS and CSS, no build step). Requests are at most
+limits.MAX_REQUEST_BYTES; a cookie-authorised change must come from the gateway's own pages
+and every answer carries the browser's security headers (auth/browser.py).
 """
 
 from __future__ import annotations
@@ -28,15 +33,15 @@ from pathlib import Path
 
 from aiohttp import web
 from google.protobuf import json_format
+from meshrl.gateway.api.dispatch import ROLE, SERVICE, STREAMS, Dispatcher
+from meshrl.gateway.auth.browser import add_security_headers, refuse_cross_origin
+from meshrl.gateway.auth.sessions import SESSIONS, Login, Sessions, token_of
+from meshrl.gateway.errors import GatewayError, error_response, invalid
+from meshrl.gateway.limits import MAX_REQUEST_BYTES
 
-from meshrl.gateway.auth import bearer
-from meshrl.gateway.dispatch import STREAMS, Dispatcher
-from meshrl.gateway.errors import GatewayError, invalid
-from meshrl.gateway.handlers import ROLE
-from meshrl.gateway.sessions import COOKIE, SESSIONS
 from meshrl.api.gateway.v1 import gateway_pb2 as pb
 
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parents[1] / "static"
 ROUTES = [
     ("GET", "/api/runs", "ListRuns"),
     ("GET", "/api/runs/{run}/status", "GetRunStatus"),
@@ -55,27 +60,12 @@ ROUTES = [
     ("POST", "/api/runs", "SubmitRun"),
     ("POST", "/api/runs/{run}/rollback", "RollbackRun"),
 ]
-SERVICE = pb.DESCRIPTOR.services_by_name["GatewayService"]
 
 
 def to_json(message) -> dict:
     return json_format.MessageToDict(
         message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
-
-
-def token_of(request: web.Request) -> str | None:
-    """The bearer header's token, else the token of whoever holds the cookie's session. A request
-    with an Authorization header is judged by it alone (a malformed one never falls back to the
-    cookie, which a browser may attach to a request another page made)."""
-    if "Authorization" in request.headers:
-        return bearer(request.headers["Authorization"]) or None
-    who = request.app[SESSIONS].principal(request.cookies.get(COOKIE))
-    return who.token if who else None
-
-
-def error_response(err: GatewayError) -> web.Response:
-    return web.json_response({"error": err.message, "code": err.code.name}, status=err.http_status)
 
 
 async def request_message(request: web.Request, rpc: str):
@@ -132,3 +122,22 @@ def endpoint(dispatcher: Dispatcher, rpc: str):
             return error_response(err)
 
     return handle
+
+
+def page(name: str):
+    async def handle(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+
+    return handle
+
+
+def make_app(dispatcher: Dispatcher) -> web.Application:
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[refuse_cross_origin])
+    app[SESSIONS] = Sessions()
+    app.on_response_prepare.append(add_security_headers)
+    app.add_routes([web.route(method, path, endpoint(dispatcher, rpc)) for method, path, rpc in ROUTES])
+    app.add_routes(Login(dispatcher.auth).routes())
+    app.add_routes(
+        [web.get("/", page("index.html")), web.get("/runs/{run}", page("run.html")), web.static("/static", STATIC)]
+    )
+    return app

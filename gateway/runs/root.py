@@ -8,17 +8,17 @@ directory name. Names are one path component, so a request can never reach outsi
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
 
-from meshrl.gateway.errors import invalid, not_found
+from meshrl import run_layout as layout
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import LaunchError
+from meshrl.gateway.errors import invalid, not_found
+from meshrl.gateway.runs.status import last_metrics_row
 from meshrl.run.presence import LauncherInfo, find_launcher, launcher_problem
 from meshrl.run_layout import RunDir
-from meshrl import run_layout as layout
 
 log = logging.getLogger("meshrl.gateway")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -32,14 +32,6 @@ def check_name(name: str) -> str:
             f"run name {name!r} is not a run dir name: letters, digits, '.', '_', '-', starting with a letter or digit"
         )
     return name
-
-
-def last_line(path: Path, chunk: int = 65536) -> str:
-    """The file's last complete line (read from the end, not the whole file)."""
-    with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - chunk))
-        lines = [x for x in fh.read().split(b"\n") if x.strip()]
-    return lines[-1].decode(errors="replace") if lines else ""
 
 
 class RunsRoot:
@@ -79,13 +71,13 @@ class RunsRoot:
     def summary(self, name: str) -> gateway_pb2.RunSummary:
         path, launcher = self.path(name), self.launcher(name)
         out = gateway_pb2.RunSummary(name=name, live=launcher is not None, run_id=launcher.run_id if launcher else "")
-        metrics = RunDir(path).metrics
-        if metrics.is_file():
-            out.updated_unix = metrics.stat().st_mtime
+        run = RunDir(path)
+        if run.metrics.is_file():
+            out.updated_unix = run.metrics.stat().st_mtime
             try:
-                out.last_step = int(json.loads(last_line(metrics)).get("step", 0))
-            except (ValueError, AttributeError):
-                pass  # a line cut mid-write: the next call reads it whole
+                out.last_step = int(last_metrics_row(run).get("step", 0))
+            except (ValueError, TypeError, OverflowError):
+                pass  # a step that is no number: the summary shows none
         return out
 
     def summaries(self) -> list[gateway_pb2.RunSummary]:

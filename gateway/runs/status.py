@@ -1,20 +1,33 @@
-"""A live run's status as a GetRunStatusResponse: the learner, every announced replica with
-the weights version it holds and its gRPC health, and the depth of each work queue.
+"""A run's status as a GetRunStatusResponse, live or ended.
 
-Sources: LearnerControlService.GetStatus and, per rollout, RolloutService.GetStatus (through
-meshrl.run.status); grpc.health.v1 per replica; the run KV and JetStream's
-consumer info over the run's NATS, logged in with the run's admin credential (and TLS) files
-(passed explicitly, so concurrent calls for different runs never share an environment variable).
-Each call has a short deadline: what does not answer is reported, never waited for.
+A live run: the learner, every announced replica with the weights version it holds and its
+gRPC health, and the depth of each work queue. Sources: LearnerControlService.GetStatus and,
+per rollout, RolloutService.GetStatus (through meshrl.run.status); grpc.health.v1 per
+replica; the run KV and JetStream's consumer info over the run's NATS, logged in with the
+run's admin credential (and TLS) files (passed explicitly, so concurrent calls for different
+runs never share an environment variable). Each call has a short deadline: what does not
+answer is reported, never waited for.
+
+A run no launcher runs (finished, stopped, failed), read from its run dir: the steps it
+trained, of how many, and the policy version its last step pushed.
+
+    await live_status(info, Path("runs/grpo-0412"))   # learner, replicas, queues
+    ended_status(Path("runs/grpo-0412"))              # learner state "ENDED"
+
+Simplification: an ended run's status reads only metrics.jsonl's last line and config.yaml
+(the status is polled every 2 s); `meshrl status RUN_DIR` prints the full summary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.presence import LauncherInfo
+from meshrl.run.summary import total_steps
+from meshrl.run_layout import RunDir
 
 TIMEOUT_S = 2.0
 
@@ -102,3 +115,35 @@ async def live_status(
 
 async def _none() -> str:
     return "UNKNOWN"
+
+
+def last_line(path: Path, chunk: int = 65536) -> str:
+    """The file's last complete line (read from the end, not the whole file)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - chunk))
+        lines = [x for x in fh.read().split(b"\n") if x.strip()]
+    return lines[-1].decode(errors="replace") if lines else ""
+
+
+def last_metrics_row(run: RunDir) -> dict:
+    """metrics.jsonl's last row; {} when there is none (or its last line is cut mid-write)."""
+    if not run.metrics.is_file():
+        return {}
+    try:
+        row = json.loads(last_line(run.metrics) or "{}")
+    except ValueError:
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
+def ended_status(path: Path) -> gateway_pb2.GetRunStatusResponse:
+    """Steps trained (the last step's index + 1, as the live learner counts them), the total
+    the config asked for and the policy version of the last step (its `weights_version`)."""
+    run = RunDir(path)
+    last = last_metrics_row(run)
+    learner = gateway_pb2.Learner(state="ENDED", total_steps=total_steps(run) or 0)
+    if isinstance(last.get("step"), int):
+        learner.step = last["step"] + 1
+    if isinstance(version := last.get("weights_version"), (int, float)):
+        learner.policy_version = int(version)
+    return gateway_pb2.GetRunStatusResponse(learner=learner)
