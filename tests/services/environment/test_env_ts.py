@@ -12,11 +12,11 @@ import grpc
 import pytest
 
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
-from meshrl.addresses import free_port
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
-from tests.fixtures.served import served
+from tests.fixtures.served import served_on_any_port
 
 EXAMPLE = EXAMPLES / "external_env_ts"
+ANNOUNCED = r" on \S+:(\d+)$"  # the line the server prints once it listens: its bound port
 TOKEN = "ts-env-token-not-a-secret"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)
 pytestmark = needs_node
@@ -27,9 +27,8 @@ def ts_env(tmp_path_factory):
     build(EXAMPLE)
     token_file = tmp_path_factory.mktemp("ts-env") / "token"
     token_file.write_text(TOKEN + "\n")
-    port = free_port()
     env = {**os.environ, "MESHRL_ENV_TOKEN_FILE": str(token_file)}
-    with served(["node", "dist/server.js", "--port", str(port)], port, cwd=EXAMPLE, env=env) as address:
+    with served_on_any_port(["node", "dist/server.js", "--port", "0"], ANNOUNCED, cwd=EXAMPLE, env=env) as address:
         yield address, token_file
 
 

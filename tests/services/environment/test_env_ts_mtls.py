@@ -12,12 +12,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
-from tests.fixtures.served import served
+from tests.fixtures.served import served_on_any_port
 
 EXAMPLE = EXAMPLES / "external_env_ts"
+ANNOUNCED = r" on \S+:(\d+)$"  # the line the server prints once it listens: its bound port
 pytestmark = needs_node
 
 
@@ -35,9 +35,9 @@ def mtls_env(tmp_path_factory):
     assert issued.returncode == 0, issued.stderr
     assert f"cert_file: {out / 'guess-client.pem'}" in issued.stdout  # the environment.tls line
     server_env = dict(line.strip().split("=", 1) for line in issued.stdout.splitlines() if "MESHRL_GRPC_TLS_" in line)
-    port = free_port()
-    with served(["node", "dist/server.js", "--port", str(port)], port, cwd=EXAMPLE, env={**os.environ, **server_env}):
-        yield f"127.0.0.1:{port}", out
+    command = ["node", "dist/server.js", "--port", "0"]
+    with served_on_any_port(command, ANNOUNCED, cwd=EXAMPLE, env={**os.environ, **server_env}) as address:
+        yield address, out
 
 
 def reset(address: str, credentials: grpc.ChannelCredentials) -> env_pb2.ResetResponse:

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.addresses import free_port
-from tests.fixtures.served import served
+from tests.fixtures.served import served_on_any_port
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward" / "server.py"
 
@@ -14,7 +13,6 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "external_reward" /
 @pytest.fixture(scope="session")
 def example_reward_address():
     """host:port of examples/external_reward/server.py (keywords answer,because; max 20 chars)."""
-    port = free_port()
-    cmd = [sys.executable, str(EXAMPLE), "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"]
-    with served(cmd, port) as address:
+    cmd = [sys.executable, str(EXAMPLE), "--port", "0", "--keywords", "answer,because", "--max-chars", "20"]
+    with served_on_any_port(cmd, r"on port (\d+) ") as address:  # its log line, once it listens
         yield address

@@ -7,23 +7,19 @@ import pytest
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.cli.reward_check import any_failed, run_suite
-from meshrl.addresses import free_port
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
-from tests.fixtures.served import served
+from tests.fixtures.served import served_on_any_port
 
 EXAMPLE = EXAMPLES / "external_reward_ts"
+ANNOUNCED = r" on \S+:(\d+)$"  # the line the server prints once it listens: its bound port
 pytestmark = needs_node
 
 
 @pytest.fixture(scope="module")
 def ts_address():
     build(EXAMPLE)
-    port = free_port()
-    with served(
-        ["node", "dist/server.js", "--port", str(port), "--keywords", "answer,because", "--max-chars", "20"],
-        port,
-        cwd=EXAMPLE,
-    ) as address:
+    command = ["node", "dist/server.js", "--port", "0", "--keywords", "answer,because", "--max-chars", "20"]
+    with served_on_any_port(command, ANNOUNCED, cwd=EXAMPLE) as address:
         yield address
 
 

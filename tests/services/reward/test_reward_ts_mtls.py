@@ -9,12 +9,12 @@ import sys
 import grpc
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from tests.fixtures.node_example import EXAMPLES, build, needs_node
-from tests.fixtures.served import served
+from tests.fixtures.served import served_on_any_port
 
 EXAMPLE = EXAMPLES / "external_reward_ts"
+ANNOUNCED = r" on \S+:(\d+)$"  # the line the server prints once it listens: its bound port
 pytestmark = needs_node
 
 
@@ -30,10 +30,9 @@ def mtls_reward(tmp_path_factory):
     assert issued.returncode == 0, issued.stderr
     assert "reward.components[judge].tls" in issued.stdout
     server_env = dict(line.strip().split("=", 1) for line in issued.stdout.splitlines() if "MESHRL_GRPC_TLS_" in line)
-    port = free_port()
-    command = ["node", "dist/server.js", "--port", str(port), "--keywords", "answer"]
-    with served(command, port, cwd=EXAMPLE, env={**os.environ, **server_env}):
-        yield f"127.0.0.1:{port}", out
+    command = ["node", "dist/server.js", "--port", "0", "--keywords", "answer"]
+    with served_on_any_port(command, ANNOUNCED, cwd=EXAMPLE, env={**os.environ, **server_env}) as address:
+        yield address, out
 
 
 def test_meshrl_reward_check_with_the_client_files_passes(mtls_reward):
