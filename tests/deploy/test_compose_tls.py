@@ -22,6 +22,8 @@ from tests.deploy.test_compose_nats_auth import auth_dir, secret_file  # noqa: E
 
 OVERRIDE = COMPOSE_DIR / "tls.yaml"
 MESHRL = ("learner", "rollout", "reward", "reference")
+# The services of environment.yaml and reward-model.yaml get theirs from an override each.
+EXTRA = {name: COMPOSE_DIR / f"tls-{name}.yaml" for name in ("environment", "reward-model")}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +49,9 @@ def mounts(service: dict, compose_root: Path) -> dict[str, Path]:
     return out
 
 
-def test_override_is_valid_against_the_compose_spec():
-    done = check_jsonschema(OVERRIDE)
+@pytest.mark.parametrize("path", [OVERRIDE, *EXTRA.values()], ids=lambda p: p.name)
+def test_override_is_valid_against_the_compose_spec(path):
+    done = check_jsonschema(path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -56,8 +59,10 @@ def test_every_service_reads_its_own_certificate_files(override, files):
     assert set(override["services"]) == {"nats", *MESHRL} and set(MESHRL) <= set(
         yaml.safe_load(COMPOSE.read_text())["services"]
     )
-    for name in MESHRL:
-        service = override["services"][name]
+    extra = {name: yaml.safe_load(path.read_text())["services"] for name, path in EXTRA.items()}
+    assert all(set(services) == {name} for name, services in extra.items())
+    for name in (*MESHRL, *EXTRA):
+        service = override["services"][name] if name in MESHRL else extra[name][name]
         env = service["environment"]
         assert {k for k in env if k.startswith(("MESHRL_NATS_TLS_", "MESHRL_GRPC_TLS_"))} == CODE_ENVS, name
         bound = mounts(service, files.parent)

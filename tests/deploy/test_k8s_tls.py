@@ -2,7 +2,8 @@
 every meshrl container gets exactly the MESHRL_NATS_TLS_* and MESHRL_GRPC_TLS_* variables the
 code reads, each file variable naming a key of the Secret mounted there (as make_secrets.py
 makes it); no native gRPC probe is left (the kubelet's has no TLS); NATS's `tls {}` block reads
-the nats-tls Secret's files and verifies clients. Then the made Secrets on real servers: a
+the nats-tls Secret's files and verifies clients. Rendered with the environment and reward-model
+components too, every service kind of meshrl/topology.py mounts its own certificate. Then the made Secrets on real servers: a
 nats-server with that block takes a service's certificate and refuses a client without one,
 and a gRPC server with the rollout's files answers the learner's (by the mesh name) and
 refuses plaintext.
@@ -13,13 +14,18 @@ refuses plaintext.
 import asyncio
 import base64
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from meshrl import topology
 from meshrl.transport.bus import tls as nats_tls
 from meshrl.transport.rpc import mesh_tls
-from tests.deploy.kustomize import render, requires_kubectl
+from tests.deploy.kustomize import kustomization, render, requires_kubectl
 from tests.deploy.test_k8s import K8S, by_kind, make_secrets, meshrl_containers
 
 pytestmark = requires_kubectl
@@ -34,6 +40,14 @@ def gpu():
     return render(K8S / "overlays" / "gpu")
 
 
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    """cpu-dev with the environment, reward-model and TLS components (TLS last, as documented)."""
+    components = [K8S / "components" / name for name in ("environment", "reward-model", "tls")]
+    root = tmp_path_factory.mktemp("overlay")
+    return render(kustomization(root, resources=[K8S / "overlays" / "cpu-dev"], components=components))
+
+
 def secret_volumes(workload) -> dict[str, str]:
     """{mount path: Secret name} of the pod's Secret volumes."""
     volumes = {
@@ -43,8 +57,10 @@ def secret_volumes(workload) -> dict[str, str]:
     return {m["mountPath"]: volumes[m["name"]] for c in containers for m in c["volumeMounts"] if m["name"] in volumes}
 
 
-def test_every_service_gets_the_tls_env_the_code_reads_pointing_at_mounted_secret_keys(gpu):
-    for name, workload, c in meshrl_containers(gpu):
+@pytest.mark.parametrize("docs", ["gpu", "every_kind"])
+def test_every_service_gets_the_tls_env_the_code_reads_pointing_at_mounted_secret_keys(docs, request):
+    docs = request.getfixturevalue(docs)
+    for name, workload, c in meshrl_containers(docs):
         env = {e["name"]: e.get("value") for e in c["env"]}
         assert {k for k in env if k.startswith(("MESHRL_NATS_TLS_", "MESHRL_GRPC_TLS_"))} == CODE_ENVS, name
         mounts = secret_volumes(workload)
@@ -57,6 +73,25 @@ def test_every_service_gets_the_tls_env_the_code_reads_pointing_at_mounted_secre
         assert env[mesh_tls.SERVER_NAME_ENV] == "meshrl-mesh"
         probes = [c[p] for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in c]
         assert probes and all("grpc" not in p and p["exec"]["command"][:2] == ["meshrl", "health"] for p in probes)
+
+
+def test_with_every_component_it_validates_strictly(every_kind, tmp_path):
+    tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or shutil.which(
+        "kubernetes-validate"
+    )
+    assert tool, "kubernetes-validate is missing: `bash scripts/setup.sh` installs it (test extra)"
+    path = tmp_path / "every-kind.yaml"
+    path.write_text(yaml.safe_dump_all(d for d in every_kind if d["apiVersion"] != "keda.sh/v1alpha1"))
+    done = subprocess.run([tool, "--strict", "--quiet", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_with_the_environment_and_reward_model_every_kind_mounts_its_own_certificate(every_kind):
+    mounted = {name: set(secret_volumes(w).values()) for name, w, _ in meshrl_containers(every_kind)}
+    assert set(mounted) == {k.dns_name for k in topology.KIND_TABLE}
+    for name, secrets in mounted.items():
+        assert f"meshrl-tls-{name}" in secrets and f"meshrl-tls-{name}" in MADE, name
+        assert not {s for s in secrets if s.startswith("meshrl-tls-")} - {f"meshrl-tls-{name}"}, name
 
 
 def nats_tls_block(docs) -> str:

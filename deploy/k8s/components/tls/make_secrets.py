@@ -1,6 +1,6 @@
 """Make the Secrets components/tls mounts: a CA, NATS's server certificate (`nats-tls`) and one
-certificate per meshrl service (`meshrl-tls-<service>`, also `-admin` for an operator's
-`meshrl status` / `meshrl health`), each a `kubernetes.io/tls` Secret with ca.crt, tls.crt,
+certificate per service kind of meshrl/topology.py (`meshrl-tls-<kind>`, `_` as `-`:
+meshrl-tls-reward-model; also `-admin` for an operator's `meshrl status` / `meshrl health`), each a `kubernetes.io/tls` Secret with ca.crt, tls.crt,
 tls.key; printed as YAML for kubectl (it holds private keys: pipe it, never save it in git),
 or with --files DIR as DIR/<secret>/<key> files (folders 0700) for deploy/compose/tls.yaml.
 
@@ -24,9 +24,10 @@ from pathlib import Path
 
 import yaml
 
+from meshrl import topology
 from meshrl.transport.certs import new_ca
 
-SERVICES = ("learner", "rollout", "reward", "reference", "admin")
+SERVICES = topology.holders(topology.TLS)
 MESH_NAME = "meshrl-mesh"  # = MESHRL_GRPC_TLS_SERVER_NAME in components/tls/*.yaml
 
 
@@ -48,6 +49,11 @@ def pem_files(issued, ca) -> dict[str, bytes]:
     }
 
 
+def tls_secret_name(service: str) -> str:
+    """meshrl-tls-<service>, '_' as '-' (a Secret's name is a DNS name)."""
+    return f"meshrl-tls-{service.replace('_', '-')}"
+
+
 def secret(name: str, namespace: str, files: dict[str, bytes]) -> dict:
     return {
         "apiVersion": "v1",
@@ -64,7 +70,7 @@ def make_secrets(namespace: str, days: int = 30) -> list[dict]:
     out = [secret("nats-tls", namespace, pem_files(ca.issue("nats", hosts=nats_hosts(namespace)), ca))]
     for service in SERVICES:
         issued = ca.issue(f"meshrl-{service}", hosts=[MESH_NAME, "localhost", "127.0.0.1"], server=True, client=True)
-        out.append(secret(f"meshrl-tls-{service}", namespace, pem_files(issued, ca)))
+        out.append(secret(tls_secret_name(service), namespace, pem_files(issued, ca)))
     return out
 
 
