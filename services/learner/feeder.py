@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from meshrl import topology
 from meshrl.inputs.data.task_fields import task_fields
 from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
@@ -177,7 +178,9 @@ class PromptFeeder:
         try:
             # One trace per group: its root span starts here, the context rides along.
             with start_root_group_span(task.group_id, policy_version=self.policy_version):
-                await self.bus.publish("prompts", task, msg_id=task.group_id, headers=inject_headers())
+                await self.bus.publish(
+                    topology.output_stage("learner"), task, msg_id=task.group_id, headers=inject_headers()
+                )
         except BaseException:
             del self.outstanding[task.group_id]
             self.replay.appendleft(draw)  # the next publish takes it again, under a new id

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from meshrl import topology
 from meshrl.config import RunConfig
 from meshrl.alerts.rules.drop_streak import DropStreak
 from meshrl.alerts.rules.env_outage import OUTAGE_CODES, environment_clock
@@ -121,7 +122,9 @@ class Gatherer:
         out, t0, last = StepGroups(), time.perf_counter(), time.monotonic()
         budget = needed * self.cfg.algorithm.max_sampling_rounds
         while len(out.groups) < needed:
-            msgs = await self.bus.pull("ready", durable="learner", max_msgs=needed - len(out.groups), timeout=1.0)
+            msgs = await self.bus.pull(
+                topology.consumed_stage("learner"), durable="learner", max_msgs=needed - len(out.groups), timeout=1.0
+            )
             if not msgs and time.monotonic() - last > self.stall_timeout_s:
                 raise RolloutStalled(
                     f"no ready group for {self.stall_timeout_s:.0f} s; check the rollout/reward/reference logs"
