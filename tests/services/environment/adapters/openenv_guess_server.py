@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 import time
 from typing import Optional
 
@@ -93,10 +94,14 @@ def app_for(malformed: bool):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, required=True, help="0: any free port (printed once bound)")
     parser.add_argument("--malformed", action="store_true")
     args = parser.parse_args()
-    uvicorn.run(app_for(args.malformed), host="127.0.0.1", port=args.port, log_level="warning")
+    # Bound here, then announced, so a test can start it on port 0 with no pick-then-bind race.
+    sock = socket.create_server(("127.0.0.1", args.port))
+    print(f"listening on 127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app_for(args.malformed), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":
