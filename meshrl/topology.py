@@ -29,6 +29,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Stage:
     name: str  # the subject's last token: meshrl.<run>.<name>
+    message: str  # the meshrl.common.v1 message it carries
     producers: tuple[str, ...]  # the kinds that publish it
     consumer: str  # the kind whose durable (named after it) pulls it
     max_deliver: int = 5  # deliveries before a message goes to the dead letters
@@ -36,11 +37,11 @@ class Stage:
 
 
 STAGE_TABLE = (
-    Stage("prompts", ("learner",), "rollout", max_deliver=10),
-    Stage("generated", ("rollout",), "reward"),
-    Stage("scored", ("reward",), "reference"),
+    Stage("prompts", "PromptTask", ("learner",), "rollout", max_deliver=10),
+    Stage("generated", "Group", ("rollout",), "reward"),
+    Stage("scored", "Group", ("reward",), "reference"),
     # A training step may gather for minutes before it acks what it pulled.
-    Stage("ready", ("reward", "reference"), "learner", ack_wait_s=300.0),
+    Stage("ready", "Group", ("reward", "reference"), "learner", ack_wait_s=300.0),
 )
 
 # What a kind's pods are issued: its NATS user's credentials, a certificate (NATS client and

@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 from meshrl.run.presence import LauncherInfo
+from meshrl import topology
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.transport.rpc.channel import is_serving, open_channel
@@ -36,7 +37,7 @@ from meshrl.transport.bus import Bus
 from meshrl.transport.bus.dead_summary import dead_letter_summary
 from meshrl.run_layout import RunDir
 
-KINDS = ("environment", "rollout", "reward", "reward_model", "reference")
+KINDS = topology.watched()  # every kind with replicas (the learner has its own row)
 HEALTH_ONLY = ("environment",)
 PLACEMENT = (
     "workers",

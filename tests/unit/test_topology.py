@@ -56,3 +56,11 @@ def test_who_scales_is_watched_and_holds_which_secret():
 def test_an_unknown_name_is_refused_naming_the_allowed(call):
     with pytest.raises(ValueError, match="allowed"):
         call()
+
+
+def test_each_stage_carries_a_message_of_the_common_contract():
+    from meshrl.api.common.v1 import common_pb2
+
+    carried = {s.name: getattr(common_pb2, s.message).DESCRIPTOR.full_name for s in topology.STAGE_TABLE}
+    group = "meshrl.common.v1.Group"
+    assert carried == {"prompts": "meshrl.common.v1.PromptTask", "generated": group, "scored": group, "ready": group}

@@ -1,16 +1,12 @@
-"""Which protobuf message each stage carries, and parsing with a clear error."""
+"""Which protobuf message each stage carries (meshrl/topology.py names it), and parsing with a clear error."""
 
 from google.protobuf.message import DecodeError, Message
 
+from meshrl import topology
 from meshrl.transport.bus.subjects import check_stage
 from meshrl.api.common.v1 import common_pb2
 
-STAGE_MESSAGES: dict[str, type[Message]] = {
-    "prompts": common_pb2.PromptTask,
-    "generated": common_pb2.Group,
-    "scored": common_pb2.Group,
-    "ready": common_pb2.Group,
-}
+STAGE_MESSAGES: dict[str, type[Message]] = {s.name: getattr(common_pb2, s.message) for s in topology.STAGE_TABLE}
 
 
 class BadPayload(ValueError):
