@@ -70,27 +70,42 @@ def save_checkpoint(
     parts = collect_parts(model, optimizer, scheduler, extra_modules)
     state_text, config_text = _json_or_error("state", state or {}), _json_or_error("config", config)
     signer = _signer_on_main()
+    final, tmp = _fresh_tmp(run_dir, step)
+    _write_rank_files(parts, tmp)
+    if dist.rank() == 0:
+        _write_small_files(tmp, parts, state_text, config_text)
+        _write_signed_manifest(tmp, step, config_hash, parts, signer)
+        _publish(tmp, final, tag)
+    dist.barrier()
+    return final
+
+
+def _fresh_tmp(run_dir: str | Path, step: int) -> tuple[Path, Path]:
+    """(`step_N`, its empty `step_N.tmp-PID` made by rank 0), once every rank is past it."""
     final = checkpoints_dir(run_dir, must_exist=False) / step_name(step)
     tmp = final.with_name(f"{final.name}.tmp-{dist.broadcast_from_main(os.getpid())}")
     if dist.rank() == 0:
         shutil.rmtree(tmp, ignore_errors=True)  # a stale folder of a crashed process, same PID
         tmp.mkdir(parents=True)
     dist.barrier()
+    return final, tmp
+
+
+def _write_rank_files(parts: dict[str, Part], tmp: Path) -> None:
+    """What needs every rank: the gathered parts (rank 0 writes them) and each rank's RNG states."""
     _write_parts(parts, tmp)
     save_rng(tmp / RNG_DIR, dist.rank())
     dist.barrier()
-    if dist.rank() == 0:
-        _write_small_files(tmp, parts, state_text, config_text)
-        write_manifest(
-            tmp,
-            step=step,
-            config_hash=config_hash,
-            extra={"parts": sorted(parts), "world_size": dist.world_size(), "torch_version": torch.__version__},
-            signer=signer,
-        )
-        _publish(tmp, final, tag)
-    dist.barrier()
-    return final
+
+
+def _write_signed_manifest(tmp: Path, step: int, config_hash: str, parts: dict[str, Part], signer) -> None:
+    write_manifest(
+        tmp,
+        step=step,
+        config_hash=config_hash,
+        extra={"parts": sorted(parts), "world_size": dist.world_size(), "torch_version": torch.__version__},
+        signer=signer,
+    )
 
 
 def _signer_on_main():
