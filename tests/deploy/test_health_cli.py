@@ -5,13 +5,13 @@ unknown service, 2 when nothing listens (the container health check of deploy/).
 """
 
 import asyncio
+import socket
 import subprocess
 import sys
 
 from grpc_health.v1 import health_pb2
 
 from meshrl.cli.health import check
-from meshrl.addresses import free_port
 from meshrl.transport.rpc.server import start_server, stop_server
 
 
@@ -33,12 +33,14 @@ async def test_serving_not_serving_and_unknown_service():
 
 
 def test_nothing_listening_exits_2_through_the_cli():
-    port = free_port()
-    done = subprocess.run(
-        [sys.executable, "-m", "meshrl.cli.main", "health", f"127.0.0.1:{port}", "--timeout", "0.5"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    with socket.socket() as held:  # bound, never listening: refused, and no other process can take it meanwhile
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "meshrl.cli.main", "health", f"127.0.0.1:{port}", "--timeout", "0.5"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 2, done
     assert f"127.0.0.1:{port}: no answer within 0.5 s" in done.stderr
