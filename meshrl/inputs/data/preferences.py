@@ -75,6 +75,29 @@ def tokenize_pairs(tokenizer, rows: list[PreferenceRow]):
     )
 
 
+def token_lengths(prompt_ids, chosen_ids, rejected_ids) -> dict[str, np.ndarray]:
+    """Tokens per row of each side: "prompt", "chosen", "rejected"."""
+    sides = (("prompt", prompt_ids), ("chosen", chosen_ids), ("rejected", rejected_ids))
+    return {side: np.array([len(x) for x in ids], dtype=np.int64) for side, ids in sides}
+
+
+def over_limits(rows, lens: dict[str, np.ndarray], max_prompt_tokens: int, max_response_tokens: int, over_limit: str):
+    """(the pairs over a limit [N] bool, up to five of their refs); refused when `over_limit` is "error"."""
+    over = (
+        (lens["prompt"] > max_prompt_tokens)
+        | (lens["chosen"] > max_response_tokens)
+        | (lens["rejected"] > max_response_tokens)
+    )
+    examples = [str(rows[i].ref) for i in np.flatnonzero(over)[:5]]
+    if over.any() and over_limit == "error":
+        raise DatasetError(
+            f"{int(over.sum())} pairs exceed max_prompt_tokens="
+            f"{max_prompt_tokens} or max_response_tokens={max_response_tokens} "
+            f"(e.g. {examples}); raise the limits or shorten them"
+        )
+    return over, examples
+
+
 class PreferenceDataset:
     """Tokenized DPO pairs of one file, a report about them, and a resumable cursor."""
 
@@ -90,26 +113,10 @@ class PreferenceDataset:
         seed: int = 0,
         source: str = "<rows>",
     ):
-        prompt_ids, chosen_ids, rejected_ids = tokenize_pairs(tokenizer, rows) if rows else ([],) * 3
-        lens = {
-            k: np.array([len(x) for x in v], dtype=np.int64)
-            for k, v in (("prompt", prompt_ids), ("chosen", chosen_ids), ("rejected", rejected_ids))
-        }
-        over = (
-            (lens["prompt"] > max_prompt_tokens)
-            | (lens["chosen"] > max_response_tokens)
-            | (lens["rejected"] > max_response_tokens)
-        )
-        examples = [str(rows[i].ref) for i in np.flatnonzero(over)[:5]]
-        if over.any() and over_limit == "error":
-            raise DatasetError(
-                f"{int(over.sum())} pairs exceed max_prompt_tokens="
-                f"{max_prompt_tokens} or max_response_tokens={max_response_tokens} "
-                f"(e.g. {examples}); raise the limits or shorten them"
-            )
-        self.items = [
-            PreferenceItem(rows[i], prompt_ids[i], chosen_ids[i], rejected_ids[i]) for i in np.flatnonzero(~over)
-        ]
+        ids = tokenize_pairs(tokenizer, rows) if rows else ([],) * 3
+        lens = token_lengths(*ids)
+        over, examples = over_limits(rows, lens, max_prompt_tokens, max_response_tokens, over_limit)
+        self.items = [PreferenceItem(rows[i], *(side[i] for side in ids)) for i in np.flatnonzero(~over)]
         self._report = DatasetReport(
             file=source,
             rows=len(rows),

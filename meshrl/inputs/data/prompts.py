@@ -69,6 +69,18 @@ def read_prompt_rows(path, on_invalid: str) -> tuple[list[PromptRow], int, Count
     return rows, read, problems
 
 
+def over_limit_fields(rows: list[PromptRow], lengths: np.ndarray, max_prompt_tokens: int, over_limit: str) -> dict:
+    """The report's count and examples of prompts over the limit; refused when `over_limit` is "error"."""
+    over = np.flatnonzero(lengths > max_prompt_tokens)
+    examples = [f"{rows[i].ref}: {lengths[i]} tokens" for i in over[:5]]
+    if len(over) and over_limit == "error":
+        raise DatasetError(
+            f"{len(over)} prompts exceed max_prompt_tokens={max_prompt_tokens} "
+            f"(e.g. {examples}); raise data.max_prompt_tokens or shorten them"
+        )
+    return {"over_limit": len(over), "over_limit_examples": examples}
+
+
 class PromptDataset:
     """Tokenized prompts of one file, a report about them, and a resumable cursor."""
 
@@ -87,13 +99,7 @@ class PromptDataset:
         invalid_fields: Counter | None = None,
     ):
         texts, ids, lengths = tokenize_prompts(tokenizer, rows, apply_chat_template)
-        over = np.flatnonzero(lengths > max_prompt_tokens)
-        examples = [f"{rows[i].ref}: {lengths[i]} tokens" for i in over[:5]]
-        if len(over) and over_limit == "error":
-            raise DatasetError(
-                f"{len(over)} prompts exceed max_prompt_tokens={max_prompt_tokens} "
-                f"(e.g. {examples}); raise data.max_prompt_tokens or shorten them"
-            )
+        over_fields = over_limit_fields(rows, lengths, max_prompt_tokens, over_limit)
         self.items = [PromptItem(rows[i], texts[i], ids[i]) for i in np.flatnonzero(lengths <= max_prompt_tokens)]
         read = len(rows) if rows_read is None else rows_read
         self._report = DatasetReport(
@@ -101,8 +107,7 @@ class PromptDataset:
             rows=read,
             kept=len(self.items),
             max_prompt_tokens=max_prompt_tokens,
-            over_limit=len(over),
-            over_limit_examples=examples,
+            **over_fields,
             invalid=read - len(rows),
             invalid_fields=dict(invalid_fields or {}),
             prompt_tokens=length_stats(lengths),
