@@ -54,6 +54,8 @@ SERVICE_SECRETS = (NATS_USER, TLS)
 class Kind:
     name: str
     grpc_port: int  # where compose and Kubernetes serve it; a one-host run picks free ports
+    grpc_service: str  # the service its gRPC server offers (protos/), besides health and reflection
+    callers: tuple[str, ...]  # the kinds that call it (admin may too): gRPC authorisation, NetworkPolicies
     scalable: bool = True  # replicas come and go (`meshrl scale`, HPA/KEDA)
     watched: bool = True  # probed by the learner's health watch
     secrets: tuple[str, ...] = SERVICE_SECRETS
@@ -66,12 +68,20 @@ class Kind:
 
 KIND_TABLE = (
     # The learner watches the others; its torchrun ranks are fixed for a run (learner.ranks).
-    Kind("learner", 50054, scalable=False, watched=False, secrets=(*SERVICE_SECRETS, CHECKPOINT_KEY)),
-    Kind("rollout", 50051),
-    Kind("reward", 50052),
-    Kind("reference", 50053),
-    Kind("reward_model", 50055),  # called over gRPC by reward, on no stage
-    Kind("environment", 50056),  # called over gRPC by rollout, on no stage
+    Kind(
+        "learner",
+        50054,
+        "meshrl.learner.v1.LearnerControlService",
+        callers=(),  # the operator's tools only
+        scalable=False,
+        watched=False,
+        secrets=(*SERVICE_SECRETS, CHECKPOINT_KEY),
+    ),
+    Kind("rollout", 50051, "meshrl.rollout.v1.RolloutService", callers=("learner",)),  # evaluation
+    Kind("reward", 50052, "meshrl.reward.v1.RewardService", callers=("learner",)),  # evaluation
+    Kind("reference", 50053, "meshrl.reference.v1.ReferenceService", callers=("learner",)),  # DPO, KL
+    Kind("reward_model", 50055, "meshrl.reward.v1.RewardService", callers=("reward",)),  # on no stage
+    Kind("environment", 50056, "meshrl.env.v1.EnvironmentService", callers=("rollout",)),  # on no stage
 )
 KINDS = {kind.name: kind for kind in KIND_TABLE}
 STAGES = {stage.name: stage for stage in STAGE_TABLE}

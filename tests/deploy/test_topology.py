@@ -3,7 +3,8 @@ a service (compose) or workload (Kubernetes) named after it running `meshrl serv
 gRPC port as the health address, and each secret it lists in a file its env points at: its
 NATS user's credentials, its own certificate, the checkpoint key. Compose is compose.yaml
 with every override merged the way Compose merges; Kubernetes the cpu-dev overlay with the
-environment, reward-model and TLS components. The scripts that make the Secrets issue each
+environment, reward-model and TLS components, whose NetworkPolicies open exactly each kind's
+gRPC port to the kinds the table says call it. The scripts that make the Secrets issue each
 one named here.
 
     .venv/bin/python -m pytest -q tests/deploy/test_topology.py
@@ -23,7 +24,7 @@ from meshrl.transport.bus.tls import CERT_ENV as NATS_CERT_ENV
 from meshrl.transport.rpc.mesh_tls import CERT_ENV as GRPC_CERT_ENV
 from tests.deploy.kustomize import kustomization, render, requires_kubectl
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, merged_service
-from tests.deploy.test_k8s import K8S, env_of, meshrl_containers, workloads
+from tests.deploy.test_k8s import K8S, allowed_flows, env_of, meshrl_containers, workloads
 import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py (test_k8s put it on sys.path)
 
 sys.path.insert(0, str(K8S))
@@ -68,13 +69,18 @@ def compose() -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def k8s(tmp_path_factory) -> dict:
-    """{workload name: (workload, its meshrl container)} with every optional kind and TLS."""
+def k8s_docs(tmp_path_factory) -> list[dict]:
+    """The cpu-dev overlay with every optional kind and TLS."""
     components = [K8S / "components" / name for name in ("environment", "reward-model", "tls")]
     root = tmp_path_factory.mktemp("overlay")
-    docs = render(kustomization(root, resources=[K8S / "overlays" / "cpu-dev"], components=components))
-    assert {n for n, _, _ in meshrl_containers(docs)} == set(workloads(docs)) - {"nats"}
-    return {name: (w, c) for name, w, c in meshrl_containers(docs)}
+    return render(kustomization(root, resources=[K8S / "overlays" / "cpu-dev"], components=components))
+
+
+@pytest.fixture(scope="module")
+def k8s(k8s_docs) -> dict:
+    """{workload name: (workload, its meshrl container)}."""
+    assert {n for n, _, _ in meshrl_containers(k8s_docs)} == set(workloads(k8s_docs)) - {"nats"}
+    return {name: (w, c) for name, w, c in meshrl_containers(k8s_docs)}
 
 
 def compose_provider(service: dict, path: str) -> str | None:
@@ -128,6 +134,14 @@ def test_every_kind_is_a_k8s_workload_with_its_ports_and_secrets(k8s, kind):
         for var in FILES_OF[secret]:
             assert var in env, f"Kubernetes {kind.dns_name}: {secret} promised, {var} not set"
             assert k8s_provider(workload, c, env[var]) == k8s_secret_name(secret, kind.name), f"{kind.name}: {var}"
+
+
+@requires_kubectl
+def test_network_policies_open_exactly_each_kinds_callers_to_its_port(k8s_docs):
+    between_kinds = {(a, b, port) for a, b, port in allowed_flows(k8s_docs) if b != "nats" and a != b}
+    assert between_kinds == {
+        (topology.KINDS[caller].dns_name, k.dns_name, k.grpc_port) for k in topology.KIND_TABLE for caller in k.callers
+    }
 
 
 def test_the_secret_makers_issue_every_name_the_files_mount(tmp_path):

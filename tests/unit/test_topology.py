@@ -64,3 +64,14 @@ def test_each_stage_carries_a_message_of_the_common_contract():
     carried = {s.name: getattr(common_pb2, s.message).DESCRIPTOR.full_name for s in topology.STAGE_TABLE}
     group = "meshrl.common.v1.Group"
     assert carried == {"prompts": "meshrl.common.v1.PromptTask", "generated": group, "scored": group, "ready": group}
+
+
+@pytest.mark.parametrize("kind", topology.KIND_TABLE, ids=lambda k: k.name)
+def test_each_kind_offers_a_service_of_the_contract_and_its_callers_are_kinds(kind):
+    import importlib
+
+    package, _, service = kind.grpc_service.rpartition(".")
+    area = package.split(".")[1]
+    module = importlib.import_module(f"meshrl.api.{area}.v1.{area}_pb2")
+    assert module.DESCRIPTOR.package == package and service in module.DESCRIPTOR.services_by_name
+    assert set(kind.callers) <= set(topology.KINDS) - {kind.name}

@@ -4,7 +4,8 @@ Under mutual TLS (`launch.grpc_tls: mutual`, the default) every process of a run
 certificate of its kind, `meshrl-<kind>`, signed by the run's own CA (meshrl.launch.secrets),
 so the caller's kind is known and cannot be claimed by anyone else. Any run certificate used
 to be good for every method of every service: a rollout could pause the learner. Here each
-server (its kind read from its own certificate) allows each method to the kinds that call it:
+server (its kind read from its own certificate) allows each method to the kinds that call it
+(each kind's `grpc_service` and `callers` in meshrl/topology.py):
 
     learner      LearnerControlService          admin (meshrl status/pause/..., the gateway)
     rollout      RolloutService                 learner (eval), admin
@@ -26,16 +27,12 @@ import inspect
 import grpc
 from grpc import aio
 
+from meshrl import topology
+
 OPEN = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-POLICY = {
-    "learner": {"/meshrl.learner.v1.LearnerControlService/": {"admin"}},
-    "rollout": {"/meshrl.rollout.v1.RolloutService/": {"learner", "admin"}},
-    "reward": {"/meshrl.reward.v1.RewardService/": {"learner", "admin"}},
-    "reward_model": {"/meshrl.reward.v1.RewardService/": {"reward", "admin"}},
-    "reference": {"/meshrl.reference.v1.ReferenceService/": {"learner", "admin"}},
-    "environment": {"/meshrl.env.v1.EnvironmentService/": {"rollout", "admin"}},
-}
-ADMIN_ONLY = frozenset({"admin"})
+# server kind -> {method prefix: the kinds that may call it}, from the topology's callers.
+POLICY = {k.name: {f"/{k.grpc_service}/": {*k.callers, topology.ADMIN}} for k in topology.KIND_TABLE}
+ADMIN_ONLY = frozenset({topology.ADMIN})
 
 
 def allowed_kinds(server_kind: str, method: str) -> frozenset[str] | None:
