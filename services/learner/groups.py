@@ -105,11 +105,9 @@ def has_signal(group: common_pb2.Group) -> bool:
 def groups_to_batch(
     groups: list[common_pb2.Group], *, pad_id: int, need_ref: bool, turn_credit: tuple[str, ...] = ()
 ) -> RolloutBatch:
-    """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given.
-    `turn_credit`: the environment components whose turn rewards go to their turns
-    (`turn_credit.py`; the batch's `turn_rewards`)."""
-    prompts, responses, behaviour, ref, rewards, gids, versions = [], [], [], [], [], [], []
-    loss_masks = []
+    """One row per sample; `group_ids` numbers the groups 0..G-1 in the order given. `turn_credit`:
+    the environment components whose turn rewards go to their turns (the batch's `turn_rewards`)."""
+    prompts, responses, behaviour, ref, rewards, gids, versions, loss_masks = ([] for _ in range(8))
     for gi, group in enumerate(groups):
         prompt = unpack_int32(group.task.prompt_token_ids)
         for sample in group.samples:
@@ -125,14 +123,20 @@ def groups_to_batch(
     batch = RolloutBatch.from_sequences(
         prompts,
         responses,
-        rewards=torch.tensor(rewards, dtype=torch.float32, device="cpu"),  # host batch
-        group_ids=torch.tensor(gids, dtype=torch.int64, device="cpu"),
-        pad_id=pad_id,
+        rewards,
+        gids,
+        pad_id,
         behaviour_logprobs=behaviour,
         ref_logprobs=ref if need_ref else None,
-        policy_versions=torch.tensor(versions, dtype=torch.int64, device="cpu"),
+        policy_versions=versions,
         loss_masks=loss_masks if any(m.size for m in loss_masks) else None,
     )
+    return with_group_columns(batch, groups, turn_credit)
+
+
+def with_group_columns(batch: RolloutBatch, groups: list[common_pb2.Group], turn_credit) -> RolloutBatch:
+    """The batch with what comes per group rather than per sample: greedy rewards, turn
+    rewards and the reward components' table (each None when the groups do not carry it)."""
     batch = dataclasses.replace(
         batch,
         greedy_rewards=greedy_reward_column(groups),
