@@ -5,9 +5,11 @@ run KV, and stops cleanly on SIGTERM; a config without the section exits 2 befor
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from meshrl.config.load import load_config
@@ -16,7 +18,6 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.external import check_reachable
 from meshrl.services.reward.types import RewardItem, Status
 from meshrl.transport.bus.registry import service_addresses
-from meshrl.addresses import free_port
 from tests.fixtures.run_config import write_config
 from tests.fixtures.tiny_reward_model import build_tiny_reward_model
 
@@ -44,13 +45,24 @@ def service(nats_url: str, run_id: str, config: str) -> subprocess.Popen:
     )
 
 
-async def test_serves_the_runs_reward_model_and_stops_cleanly(tmp_path, nats_url, run_id, bus):
+@pytest.fixture
+def held_port():
+    """A port bound here with SO_REUSEPORT, never listened on, for the test's length: the service
+    binds it too (every replica does, SO_REUSEPORT), no other process is handed it meanwhile (a
+    port picked free and released could be), and it takes no connection."""
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+async def test_serves_the_runs_reward_model_and_stops_cleanly(tmp_path, nats_url, run_id, bus, held_port):
     rm_dir = build_tiny_reward_model(tmp_path / "rm")
     # plaintext: this test is the process contract; the run's mutual TLS (the default since
     # d6afc76) needs the launcher's certificates and is tested in tests/unit/launch/test_run_grpc_tls.py
     config = write_config(
         tmp_path,
-        reward_model={"path": rm_dir, "grpc_port": free_port(), "clip": 0.5},
+        reward_model={"path": rm_dir, "grpc_port": held_port, "clip": 0.5},
         reward={"components": [RM]},
         launch={"grpc_tls": "off"},
     )
