@@ -144,30 +144,39 @@ class DPOStep:
                 ld_alpha=a.dpo_ld_alpha,
                 use_weighting=a.dpo_use_weighting,
             )
-        chosen, rejected = lp.chosen, lp.rejected
         with timer("algo"):
-            loss, metrics = dpo_loss(
-                chosen,
-                rejected,
-                micro.ref_chosen_logps,
-                micro.ref_rejected_logps,
-                a.beta,
-                a.preference_losses,
-                weights=a.dpo_loss_weights,
-                chosen_lengths=micro.chosen_mask.sum(-1).to(chosen.dtype),
-                rejected_lengths=micro.rejected_mask.sum(-1).to(chosen.dtype),
-                state=self.loss_state,
-                options=a.loss_options,
-                policy_chosen_full=lp.chosen_full,
-                pair_weights=lp.pair_weights,
-            )
+            loss, metrics = self.pair_loss(micro, lp)
             check_finite("dpo loss", loss, step=step)
             numerator = loss.sum()
         with timer("backward"):
             (numerator * scale).backward()
         sums.total("loss", numerator.detach() * scale / self.dist.world_size)
-        sums.add_dict(metrics, float(len(micro)))
-        sums.mean("logps/chosen", chosen.detach().mean(), float(len(micro)))
-        sums.mean("logps/rejected", rejected.detach().mean(), float(len(micro)))
+        self.pair_metrics(micro, lp, metrics, sums)
+
+    def pair_loss(self, micro: PreferenceBatch, lp):
+        """(per-pair loss [b], metrics) of the configured preference losses (`meshrl.algos.dpo`)."""
+        a = self.algo
+        return dpo_loss(
+            lp.chosen,
+            lp.rejected,
+            micro.ref_chosen_logps,
+            micro.ref_rejected_logps,
+            a.beta,
+            a.preference_losses,
+            weights=a.dpo_loss_weights,
+            chosen_lengths=micro.chosen_mask.sum(-1).to(lp.chosen.dtype),
+            rejected_lengths=micro.rejected_mask.sum(-1).to(lp.chosen.dtype),
+            state=self.loss_state,
+            options=a.loss_options,
+            policy_chosen_full=lp.chosen_full,
+            pair_weights=lp.pair_weights,
+        )
+
+    def pair_metrics(self, micro: PreferenceBatch, lp, metrics: dict, sums: MetricSums) -> None:
+        """The loss's metrics, the policy's mean log-probs and WPO's mean pair weight, per pair."""
+        pairs = float(len(micro))
+        sums.add_dict(metrics, pairs)
+        sums.mean("logps/chosen", lp.chosen.detach().mean(), pairs)
+        sums.mean("logps/rejected", lp.rejected.detach().mean(), pairs)
         if lp.pair_weights is not None:
-            sums.mean("wpo/pair_weight", lp.pair_weights.mean(), float(len(micro)))
+            sums.mean("wpo/pair_weight", lp.pair_weights.mean(), pairs)
