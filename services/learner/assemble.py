@@ -139,17 +139,11 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *, resum
     dist = ranks.join(cfg.learner.ranks)  # one process, or rank 0 of torchrun's N (ranks.py)
     tokenizer = build.build_tokenizer(cfg)
     dataset = build.build_dataset(cfg, tokenizer)
-    # torch work on the trainer thread only: a second thread's OpenMP team slows every step
-    policy, critic = await in_trainer_thread(build.build_policy_model, cfg, dist)
-    trainer = await in_trainer_thread(ranks.trainer_parts, cfg, policy, critic, tokenizer, dist)
+    policy, trainer = await policy_and_trainer(cfg, tokenizer, dist)
     ledger = Ledger(RunDir(cfg.run.dir).ledger)
     feeder = PromptFeeder(bus, dataset, cfg, run_id, ledger)
     alerts = alert_engine(cfg, bus, run_id)
-    tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
-    adapter = adapter_config_json(policy.model) if pushes_adapter(cfg) else None  # pushed with the adapter
-    publisher, transport = publisher_for(
-        cfg, bus, run_id, device=dist.device, tied_embeddings=tied, adapter_config=adapter
-    )
+    publisher, transport = weights_publisher(cfg, bus, run_id, policy, dist)
     loop = Learner(
         cfg=cfg,
         feeder=feeder,
@@ -167,10 +161,31 @@ async def online(cfg: RunConfig, bus, run_id: str, state: LearnerState, *, resum
         need_ref=cfg.reference_enabled,
     )
     state.feeder = feeder.state
+    await resume_online(loop, resume)
+    return Built(loop, policy, tokenizer, dist, ledger, alerts, transport, ranks=trainer)
+
+
+async def policy_and_trainer(cfg: RunConfig, tokenizer, dist):
+    """The policy (and critic) and the parts that train them, built on the trainer thread:
+    torch work stays on that one thread, as a second thread's OpenMP team slows every step."""
+    policy, critic = await in_trainer_thread(build.build_policy_model, cfg, dist)
+    trainer = await in_trainer_thread(ranks.trainer_parts, cfg, policy, critic, tokenizer, dist)
+    return policy, trainer
+
+
+def weights_publisher(cfg: RunConfig, bus, run_id: str, policy, dist):
+    """(publisher, transport) of new weights to the rollouts, told whether the embeddings are
+    tied and, for a LoRA run, the adapter's config (pushed with the adapter)."""
+    tied = bool(getattr(policy.model.config, "tie_word_embeddings", False))
+    adapter = adapter_config_json(policy.model) if pushes_adapter(cfg) else None
+    return publisher_for(cfg, bus, run_id, device=dist.device, tied_embeddings=tied, adapter_config=adapter)
+
+
+async def resume_online(loop: Learner, resume: str | None) -> None:
+    """Restore the loop from `resume`, then settle the groups the learner before it left open."""
     await in_trainer_thread(resume_loop, loop, resume)
     if resume is not None:
         settle_the_dead_learners_groups(loop)
-    return Built(loop, policy, tokenizer, dist, ledger, alerts, transport, ranks=trainer)
 
 
 async def offline(cfg: RunConfig, bus, run_id: str, state: LearnerState, *, resume: str | None = None) -> Built:
