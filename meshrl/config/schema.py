@@ -148,12 +148,7 @@ class RewardComponentConfig(Strict):
                 f"the model's settings go in the reward_model section"
             )
         check_rule_params(self.kind, self.name, self.params)  # a built-in rule's: now, not at service start
-        # Compared with the defaults, not model_fields_set: a resolved config.yaml lists every field.
-        stray = (
-            []
-            if external
-            else sorted(f for f in EXTERNAL_ONLY if getattr(self, f) != type(self).model_fields[f].default)
-        )
+        stray = [] if external else self._changed_external_only_fields()
         if stray:
             raise ValueError(
                 f"reward component {self.name!r} (kind {self.kind!r}) ignores {stray}: "
@@ -162,6 +157,11 @@ class RewardComponentConfig(Strict):
         if self.token_env and self.token_file:
             raise ValueError(f"reward component {self.name!r}: set token_env or token_file, not both")
         return self
+
+    def _changed_external_only_fields(self) -> list[str]:
+        """The external-only fields set to other than their defaults. Compared with the defaults,
+        not model_fields_set: a resolved config.yaml lists every field."""
+        return sorted(f for f in EXTERNAL_ONLY if getattr(self, f) != type(self).model_fields[f].default)
 
 
 class RewardConfig(Strict):
@@ -429,6 +429,16 @@ def staleness_problems(cfg: "RunConfig") -> list[str]:
 
 def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
     """Numbers that must agree with each other, each problem naming the keys involved."""
+    return [
+        *_step_fill_problems(cfg),
+        *_service_problems(cfg),
+        *_rank_and_push_problems(cfg),
+        *_overlong_problems(cfg),
+    ]
+
+
+def _step_fill_problems(cfg: "RunConfig") -> list[str]:
+    """A step's sequences must split into mini-batches, and enough groups be let out to fill it."""
     problems = []
     sequences = cfg.learner.prompts_per_step * cfg.rollout.sampling.group_size
     if sequences % cfg.trainer.mini_batches:
@@ -441,6 +451,12 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
             f"learner.max_groups_in_flight={cfg.learner.max_groups_in_flight} is below "
             f"learner.prompts_per_step={cfg.learner.prompts_per_step}: a step could never fill"
         )
+    return problems
+
+
+def _service_problems(cfg: "RunConfig") -> list[str]:
+    """What the learner asks of the rollout and reference services that they cannot give."""
+    problems = []
     if cfg.rollout.tensor_parallel_size > 1 and cfg.learner.weights_transport == "collective":
         problems.append(
             f"rollout.tensor_parallel_size={cfg.rollout.tensor_parallel_size} with "
@@ -453,6 +469,12 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
             f"{' (offline preference training)' if cfg.algorithm.offline else ''} needs the reference "
             f"model's log-probs: set reference.enabled=auto, or algorithm.kl_coef=0"
         )
+    return problems
+
+
+def _rank_and_push_problems(cfg: "RunConfig") -> list[str]:
+    """Ranks must share a step's groups evenly; on-policy training must push after every step."""
+    problems = []
     if cfg.learner.prompts_per_step % cfg.learner.ranks or (cfg.learner.ranks > 1 and cfg.algorithm.offline):
         problems.append(
             f"learner.ranks={cfg.learner.ranks} needs learner.prompts_per_step (now "
@@ -461,11 +483,15 @@ def batch_arithmetic_problems(cfg: "RunConfig") -> list[str]:
         )
     if cfg.learner.max_staleness == 0 and cfg.learner.push_every != 1:
         problems.append(f"learner.max_staleness=0 (on-policy) needs learner.push_every=1, got {cfg.learner.push_every}")
+    return problems
+
+
+def _overlong_problems(cfg: "RunConfig") -> list[str]:
     overlong = cfg.algorithm.overlong
     if overlong.enabled and overlong.buffer_len > cfg.rollout.sampling.max_tokens:
-        problems.append(
+        return [
             f"algorithm.overlong.buffer_len={overlong.buffer_len} exceeds "
             f"rollout.sampling.max_tokens={cfg.rollout.sampling.max_tokens}: the soft overlong "
             f"penalty ramps over the last buffer_len tokens, so it must fit inside max_tokens"
-        )
-    return problems
+        ]
+    return []
