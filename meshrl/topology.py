@@ -1,9 +1,10 @@
 """The mesh's topology, written once: the pipeline's stages (who publishes each, which kind pulls
-it) and the service kinds (the gRPC port a cluster gives each, whether it scales and is watched,
-the secrets it is issued). Everything that names a stage or a kind reads it: the bus's subjects
-and NATS permissions, the workers, `meshrl serve`, `meshrl scale`, the launcher's certificates,
-the learner's health watch, the Kubernetes TLS Secrets; tests/deploy/test_topology.py holds the
-compose and Kubernetes files to it.
+it, the message it carries) and the service kinds (the gRPC port a cluster gives each, its gRPC
+service and who calls it, whether it scales and is watched, the secrets it is issued).
+Everything that names a stage or a kind reads it: the bus's subjects and NATS permissions, the
+workers, `meshrl serve`, `meshrl scale`, `meshrl status`, the launcher's certificates, the gRPC
+authorisation, the learner's health watch, the Kubernetes TLS Secrets;
+tests/deploy/test_topology.py holds the compose and Kubernetes files to it.
 
     learner -prompts-> rollout -generated-> reward -scored-> reference -ready-> learner
                                             reward -ready-> learner   (a run without reference)
