@@ -83,6 +83,14 @@ def run_environment_token(cfg: RunConfig, run_dir: Path) -> Iterator[None]:
         path.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def environment_ready(cfg: RunConfig, run_dir: Path) -> Iterator[None]:
+    """The run's own token for the block, once the environment the run uses answers."""
+    with run_environment_token(cfg, run_dir):
+        check_environment_up(cfg)
+        yield
+
+
 def check_environment_up(cfg: RunConfig) -> None:
     """LaunchError unless the environment at `environment.address` is SERVING in time (or, for
     launched replicas of the OpenEnv adapter, the OpenEnv server they play answers its /health)."""

@@ -3,7 +3,7 @@
     with eval_mesh(cfg, work_dir) as mesh:        # blocks until every replica announced itself
         mesh.rollout, mesh.reward                  # their gRPC addresses (host:port lists)
 
-Uses the training launcher's machinery (`meshrl.launch.local`): the resolved config is
+Uses the training launcher's machinery (`meshrl.launch.run_dir`, `specs`): the resolved config is
 written to WORK_DIR/config.yaml, NATS is embedded in WORK_DIR/nats (or `nats.url`), the
 run's streams are created once, rollout × rollout.replicas and reward × reward.replicas are
 started by a `Supervisor` with their usual environment and logs in WORK_DIR/logs, each on a
@@ -30,7 +30,8 @@ from typing import Iterator
 
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError, RunFailed
-from meshrl.launch.local import make_run_id, prepare_run_dir, sampling_specs, service_argv
+from meshrl.launch.run_dir import make_run_id, prepare_run_dir
+from meshrl.launch.specs import sampling_specs, service_argv
 from meshrl.launch.nats import create_streams, nats_url
 from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls
 from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals

@@ -2,9 +2,9 @@
 Always + CrashLoopBackOff on one machine, every restart reported where people look.
 
     policy = RestartPolicy.from_config(cfg.launch)
-    keeper = Keeper(sup, policy, RestartReporter(cfg, run_dir, run_id, nats_url, counter), run_dir=run_dir,
-                    argv_for_restart=lambda key, argv: argv)
-    rc = keeper.wait_for("learner-0", on_tick=bar.update)   # 0: the learner finished
+    with restart_reports(cfg, run_dir, run_id, nats_url, started=sup.children) as reporter:
+        keeper = Keeper(sup, policy, reporter, run_dir=run_dir, argv_for_restart=lambda key, argv: argv)
+        rc = keeper.wait_for("learner-0", on_tick=bar.update)   # 0: the learner finished
     with kept_alive(EmbeddedNats(run_dir / "nats"), reporter, policy) as nats:
         ...  # nats.url stays valid across restarts
 
@@ -201,6 +201,21 @@ def close_restart_counter(counter: RestartCounter | None, nats_url: str, run_id:
         return
     announce(nats_url, run_id, counter.handle, min(timeout_s, 2.0), withdraw=True)  # NATS may be gone
     counter.handle.close()
+
+
+@contextlib.contextmanager
+def restart_reports(
+    cfg: RunConfig, run_dir: Path, run_id: str, nats_url: str, started: Iterable[str]
+) -> Iterator[RestartReporter]:
+    """A RestartReporter counting on the launcher's /metrics endpoint (open for the block, its
+    run-KV entry withdrawn after) and alerting through the learner's sinks and NATS."""
+    counter = open_restart_counter(cfg, run_id, nats_url, started=started)
+    reporter = RestartReporter(cfg, run_dir, run_id, nats_url=nats_url, counter=counter)
+    try:
+        yield reporter
+    finally:
+        reporter.close()
+        close_restart_counter(counter, nats_url, run_id, cfg.nats.connect_timeout_s)
 
 
 def describe_exit(returncode: int) -> str:

@@ -17,19 +17,25 @@ A replica id still draining is not started again until its old process is gone (
 the launcher used at start. `on_change(counts)` hears every new set of wanted counts (the
 launcher writes them to launcher.json for `meshrl status`); `on_left(key)` hears each retired
 replica once it is gone (the launcher frees the shared memory its vLLM engine left).
+
+    with scaling(sup, run_dir, LauncherInfo(...), command_for=make_command) as scaler:
+        ...   # RUN_DIR/launcher.json names this launcher and the counts kept, for the block
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from meshrl.run.scale import REQUEST_FILE, read_request
-from meshrl.launch.supervisor import Supervisor
 from tqdm import tqdm
+
+from meshrl.launch.supervisor import Supervisor
+from meshrl.run.presence import LauncherInfo, launcher_presence, write_presence
+from meshrl.run.scale import REQUEST_FILE, SCALABLE, read_request
 
 Command = tuple[list[str], dict[str, str]]
 
@@ -145,3 +151,40 @@ class Scaler:
                 self.on_left(key)
             elif time.monotonic() > kill_at:
                 child.signal_group(signal.SIGKILL)
+
+
+def started_counts(sup: Supervisor) -> dict[str, int]:
+    """How many replicas of each scalable service the supervisor started (those with any)."""
+    counts = {name: sum(1 for key in sup.children if key.rsplit("-", 1)[0] == name) for name in SCALABLE}
+    return {name: n for name, n in counts.items() if n}
+
+
+@contextlib.contextmanager
+def scaling(
+    sup: Supervisor,
+    run_dir: Path,
+    presence: LauncherInfo,
+    *,
+    command_for: Callable[[str, int], Command],
+    on_left: Callable[[str], None] = lambda key: None,
+    grace_s: float = 15.0,
+) -> Iterator[Scaler]:
+    """A Scaler over the replicas started so far, announced in RUN_DIR/launcher.json (which
+    `meshrl scale` and `meshrl status` look for) for as long as the block runs."""
+    presence.replicas = started_counts(sup)
+
+    def keep_counts(wanted: dict[str, int]) -> None:
+        presence.replicas = wanted
+        write_presence(run_dir, presence)
+
+    scaler = Scaler(
+        sup,
+        run_dir,
+        presence.replicas,
+        command_for=command_for,
+        grace_s=grace_s,
+        on_change=keep_counts,
+        on_left=on_left,
+    )
+    with launcher_presence(run_dir, presence):
+        yield scaler

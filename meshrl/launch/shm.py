@@ -14,12 +14,16 @@ keeps its group) and remembers each mapped `psm_*` file with the child that mapp
 `free(keys)` unlinks the remembered segments of those children that no live process of the
 run maps any more (a restart); `free()` with no keys unlinks all of them (the end of a run).
 
+At the end of a run, once every process stopped: `freed_segments(tracker)` frees what the
+tracker noted, `freed_shm(run_id)` removes the run's own files in /dev/shm (the weights file a
+killed learner left).
+
 A launcher killed with SIGKILL frees nothing, so the tracker keeps what it noted in a record
 (RUN_DIR/shm_segments.json, rewritten as it changes); the next launcher of the run calls
 `reclaim(record)` before it starts anything, and unlinks each noted segment that no process
 on the host maps any more (the names are random: a noted one is the run's).
 
-Simplification: a segment created and leaked between two scans (every SHM_SCAN_S, local.py) by a
+Simplification: a segment created and leaked between two scans (every SHM_SCAN_S, processes.py) by a
 process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
 """
 
@@ -30,12 +34,14 @@ import fnmatch
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import psutil
 
 from meshrl.run.presence import write_atomically
+from meshrl.transport.bus.subjects import shm_prefix
 
 log = logging.getLogger("meshrl.launch")
 # multiprocessing's shared memory, and the named semaphores of multiprocessing and of loky
@@ -147,3 +153,26 @@ class ShmTracker:
                 removed,
             )
         return removed
+
+
+@contextlib.contextmanager
+def freed_segments(tracker: ShmTracker) -> Iterator[ShmTracker]:
+    """After every process stopped: unlink the segments the run's processes mapped."""
+    try:
+        yield tracker
+    finally:
+        tracker.free()
+
+
+@contextlib.contextmanager
+def freed_shm(run_id: str, root: Path = Path("/dev/shm")) -> Iterator[None]:
+    """After every process stopped: remove the files the run made in /dev/shm (tmpfs pages are
+    memory). The learner removes its own on exit; this covers one that was killed."""
+    try:
+        yield
+    finally:
+        for path in root.glob(f"{shm_prefix(run_id)}*"):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)

@@ -9,7 +9,7 @@ import pytest
 
 from meshrl.algos.batch import RolloutBatch
 from meshrl.config import ConfigError, load_config
-from meshrl.launch.local import learner_spec
+from meshrl.launch.specs import learner_spec
 from meshrl.services.learner.ranks import join, rank_shares
 
 BASE = {"model": {"path": "m"}, "data": {"train": "t.jsonl"}, "learner": {"prompts_per_step": 4}}

@@ -28,7 +28,7 @@ import pytest
 from meshrl.config.load import dump_config
 from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.inputs.checkpoint.manifest import read_manifest
-from meshrl.launch.local import learner_spec, service_argv
+from meshrl.launch.specs import learner_spec, service_argv
 from meshrl.transport.bus import Bus
 from tests.services.learner.fakes import make_config, run_once, seeded_rollout
 

@@ -5,7 +5,7 @@ import pytest
 from meshrl.config.load import load_config
 from meshrl.launch import cores as cores_module
 from meshrl.launch.cores import plan_cores, replica_cores
-from meshrl.launch.local import service_specs
+from meshrl.launch.specs import service_specs
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "dapo"}}
 
@@ -46,7 +46,7 @@ def test_launcher_env_per_mode(monkeypatch):
     for var in ("OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND", "GOMP_CPU_AFFINITY", "GLIBC_TUNABLES"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(cores_module, "usable_cores", lambda: [0, 1])
-    monkeypatch.setattr("meshrl.launch.local.usable_cores", lambda: [0, 1])
+    monkeypatch.setattr("meshrl.launch.specs.usable_cores", lambda: [0, 1])
     on_policy = {s.name: s.env for s in service_specs(load_config(base=BASE))}
     assert on_policy["rollout"]["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
     assert on_policy["learner"]["OMP_NUM_THREADS"] == "2" and on_policy["reward"]["OMP_NUM_THREADS"] == "1"

@@ -13,7 +13,8 @@ from meshrl.env_sdk import Environment, start, stop
 from meshrl.launch.environment import check_environment_up, run_environment_token
 from meshrl.errors import LaunchError
 from meshrl.launch.secrets import KINDS
-from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
+from meshrl.launch.run_dir import prepare_run_dir
+from meshrl.launch.specs import replica_spec, service_specs
 from meshrl.run.scale import parse_counts
 from meshrl.addresses import free_port
 

@@ -4,7 +4,8 @@ service, on one port resolved into RUN_DIR/config.yaml (what the reward service 
 
 from meshrl.config.load import load_config
 from meshrl.config.reward_model import called_components
-from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
+from meshrl.launch.run_dir import prepare_run_dir
+from meshrl.launch.specs import replica_spec, service_specs
 from meshrl.run.scale import parse_counts
 from meshrl.transport.rpc.mesh_tls import CA_ENV
 

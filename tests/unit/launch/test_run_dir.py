@@ -4,7 +4,7 @@ import pytest
 
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError
-from meshrl.launch.local import prepare_run_dir
+from meshrl.launch.run_dir import prepare_run_dir
 
 CFG = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}, "algorithm": {"preset": "grpo"}}
 

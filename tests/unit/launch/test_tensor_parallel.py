@@ -9,7 +9,7 @@ import pytest
 from meshrl.config import ConfigError, load_config
 from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.launch.cores import plan_cores, worker_groups
-from meshrl.launch.local import replica_spec
+from meshrl.launch.specs import replica_spec
 
 
 def test_each_worker_binds_its_own_cores():
@@ -28,7 +28,7 @@ def config(model_dir, *overrides):
 
 def test_the_launcher_gives_a_tp_replica_one_group_per_worker(tiny_model_dir, monkeypatch):
     monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
-    monkeypatch.setattr("meshrl.launch.local.usable_cores", lambda: [0, 1])
+    monkeypatch.setattr("meshrl.launch.specs.usable_cores", lambda: [0, 1])
     spec = replica_spec("rollout", 0, config(tiny_model_dir, "rollout.tensor_parallel_size=2", "launch.cores=shared"))
     assert spec.env["VLLM_CPU_OMP_THREADS_BIND"].count("|") == 1
 

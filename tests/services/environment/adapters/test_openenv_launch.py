@@ -12,7 +12,8 @@ from meshrl.cli.doctor.checks_environment import _check_openenv
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError
 from meshrl.launch.environment import check_environment_up
-from meshrl.launch.local import prepare_run_dir, replica_spec, service_specs
+from meshrl.launch.run_dir import prepare_run_dir
+from meshrl.launch.specs import replica_spec, service_specs
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 
