@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from meshrl.config.load import load_config
-from meshrl.launch.run_dir import make_run_id, prepare_run_dir
+from meshrl.launch.run_dir import make_run_id, prepare_run, prepare_run_dir
 from meshrl.launch.shm import freed_shm
-from meshrl.launch.specs import service_argv, service_specs
+from meshrl.launch.specs import ServiceCommands, service_argv, service_specs
 from meshrl.launch.training import RunResult
 from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 
@@ -55,6 +55,22 @@ def test_user_environment_wins(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
     specs = service_specs(cfg_with(algorithm={"preset": "dapo"}))
     assert all("OMP_NUM_THREADS" not in s.env for s in specs)
+
+
+def test_commands_resume_only_a_resumed_learner_and_scale_as_first_started(tmp_path):
+    """What a phase is given is enough: the commands of a run (made from the prepared run and
+    the bus url) add --resume to the learner of a resumed run only, a replica `meshrl scale`
+    adds gets the command and kind's files a first start would, and the learner its grace."""
+    cfg = cfg_with(algorithm={"preset": "grpo"}, learner={"stop_grace_s": 42.0})
+    fresh = ServiceCommands(prepare_run(cfg, tmp_path / "run", run_id="r-1"), "nats://h:1")
+    resumed = ServiceCommands(prepare_run(cfg, tmp_path / "run", run_id="r-2", resume=True), "nats://h:1")
+    specs = {s.name: s for s in service_specs(fresh.run.cfg)}
+    assert "--resume" not in fresh.of(specs["learner"])[0]
+    assert resumed.of(specs["learner"])[0][-2:] == ["--resume", str((tmp_path / "run").resolve())]
+    assert "--resume" not in resumed.of(specs["rollout"])[0]
+    assert fresh.of_replica("rollout", 0) == fresh.of(specs["rollout"])
+    assert fresh.of_replica("reward", 3)[0][-1] == "reward-3"
+    assert specs["learner"].stop_grace_s == 42.0 and specs["rollout"].stop_grace_s is None
 
 
 def test_service_argv_is_the_process_contract(tmp_path):
