@@ -45,7 +45,20 @@ def _tokenizer_problem(cfg, gguf: str | None) -> str | None:
 def check_model(ctx) -> Check:
     if ctx.config is None:
         return skipped(NAME, "no config given")
-    cfg = ctx.config
+    loaded = _loaded_config(ctx.config)
+    if isinstance(loaded, Check):
+        return loaded
+    folder, gguf, hf = loaded
+    ctx.parameters = parameter_count(folder, gguf)
+    found = passed(
+        NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
+    )
+    rows = [found, *_setting_rows(ctx.config)]
+    return rows if len(rows) > 1 else found
+
+
+def _loaded_config(cfg):
+    """(folder, GGUF file or None, the Hugging Face config), or the failed Check naming what does not load."""
     try:
         folder, gguf = resolve_model_source(cfg.model.path, cfg.model.gguf_file)
     except ModelLoadError as err:
@@ -67,15 +80,16 @@ def check_model(ctx) -> Check:
             "set model.tokenizer to a dir with the tokenizer files (or save them "
             "next to the model with tokenizer.save_pretrained(dir))",
         )
-    ctx.parameters = parameter_count(folder, gguf)
-    found = passed(
-        NAME, f"{folder / gguf if gguf else folder}: {hf.model_type}, {ctx.parameters / 1e6:.2f}M parameters"
-    )
-    rows = [found]
+    return folder, gguf, hf
+
+
+def _setting_rows(cfg) -> list[Check]:
+    """The settings that depend on the model: refusals `meshrl train` would make, then warnings."""
+    rows = []
     for problem in core_problems(cfg) + model_setting_problems(cfg) + tracker_problems(cfg):
         rows.append(failed(problem.split(" ")[0].split("=")[0], problem.split(";")[0], problem))
     if moe := moe_ratio_warning(cfg):
         rows.append(warned("moe ratio", moe.split(":")[0], moe))
     if lora := adapter_push_warning(cfg):
         rows.append(warned("lora push", lora.split(":")[0], lora))
-    return rows if len(rows) > 1 else found
+    return rows
