@@ -20,6 +20,7 @@ generated is longer by the generation), rewards, and the evaluations with their 
 
 import importlib.util
 import json
+import logging
 import sys
 import time
 
@@ -29,6 +30,9 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 SPEC = json.loads(open(sys.argv[1]).read())
+# the judge runs without math-verify's own timeouts, as in meshrl's worker; its warning about that
+# would repeat for every answer
+logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
 def load_judge(path: str):
