@@ -39,23 +39,31 @@ async def pull_subscription(js, run_id: str, stage: str, spec: ConsumerSpec, *, 
     except BadRequestError as err:
         if err.err_code not in NOT_UNIQUE:
             raise
-        raise BusError(
-            f"stage {stage!r} of run {run_id!r} already has a consumer with another durable name than "
-            f"{spec.durable!r}: a work queue allows one durable per stage, so every replica must use "
-            "the same name"
-        ) from err
+        raise other_durable(run_id, stage, spec.durable) from err
     except NotFoundError as err:
         if err.err_code == CONSUMER_NOT_FOUND:
-            raise BusError(
-                f"durable {spec.durable!r} on stream {stream} does not exist and this service's NATS "
-                "user may not create it: the learner creates the run's consumers with its streams; "
-                "start the learner first (services wait for the run KV)"
-            ) from err
+            raise uncreated_durable(spec.durable, stream) from err
         raise missing_stream(stream) from err
     except APIError as err:
         if err.err_code != PUSH_TO_PULL:
             raise
         raise push_durable(spec.durable, stream) from err
+
+
+def other_durable(run_id: str, stage: str, durable: str) -> BusError:
+    return BusError(
+        f"stage {stage!r} of run {run_id!r} already has a consumer with another durable name than "
+        f"{durable!r}: a work queue allows one durable per stage, so every replica must use "
+        "the same name"
+    )
+
+
+def uncreated_durable(durable: str, stream: str) -> BusError:
+    return BusError(
+        f"durable {durable!r} on stream {stream} does not exist and this service's NATS "
+        "user may not create it: the learner creates the run's consumers with its streams; "
+        "start the learner first (services wait for the run KV)"
+    )
 
 
 def push_durable(durable: str, stream: str) -> BusError:

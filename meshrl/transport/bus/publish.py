@@ -33,9 +33,7 @@ async def publish_with_retry(
     `patience_s` None: a cluster's election patience when connected to one, else none."""
     if patience_s is None:
         patience_s = election_patience(js._nc)
-    hdrs = stamp(subject, {str(k): str(v) for k, v in (headers or {}).items()})  # consumers check it: origin.py
-    if msg_id:
-        hdrs[api.Header.MSG_ID] = msg_id
+    hdrs = publish_headers(subject, headers, msg_id)
     check_payload_size(js._nc, subject, payload, hdrs)  # MessageTooLarge: size, limit and the fix
     try:
         return await retry_transient(
@@ -46,11 +44,25 @@ async def publish_with_retry(
     except Exception as err:
         if not is_transient(err):
             raise
-        hint = (
-            " (no stream listens on it: call Bus.ensure_streams() first)"
-            if isinstance(err, nats.js.errors.NoStreamResponseError)
-            else ""
-        )
-        raise PublishFailed(
-            f"publish to {subject!r} not acknowledged after {attempts} attempts and {patience_s:g} s{hint}: {err!r}"
-        ) from err
+        raise gave_up(subject, attempts, patience_s, err) from err
+
+
+def publish_headers(subject: str, headers: dict | None, msg_id: str | None) -> dict[str, str]:
+    """The caller's headers as strings, stamped with their origin (consumers check it: origin.py),
+    and the message id the stream deduplicates a retried publish by."""
+    hdrs = stamp(subject, {str(k): str(v) for k, v in (headers or {}).items()})
+    if msg_id:
+        hdrs[api.Header.MSG_ID] = msg_id
+    return hdrs
+
+
+def gave_up(subject: str, attempts: int, patience_s: float, err: Exception) -> PublishFailed:
+    """The error once every retry of a transient failure is spent, with the likely fix."""
+    hint = (
+        " (no stream listens on it: call Bus.ensure_streams() first)"
+        if isinstance(err, nats.js.errors.NoStreamResponseError)
+        else ""
+    )
+    return PublishFailed(
+        f"publish to {subject!r} not acknowledged after {attempts} attempts and {patience_s:g} s{hint}: {err!r}"
+    )

@@ -76,15 +76,36 @@ async def start_server(
     `host` None: MESHRL_BIND_HOST (default 127.0.0.1, see meshrl.addresses).
     `max_receive_bytes`: a smaller cap on requests than on answers (the gateway's)."""
     registrations = list(registrations)
-    # Every server joins the caller's trace (a no-op while this process has no tracer).
+    options = _message_options(max_message_bytes, max_receive_bytes)
+    server = aio.server(interceptors=_interceptor_chain(interceptors), options=options)
+    health_servicer = _add_services(server, registrations)
+    bound = _bind(server, bind_host() if host is None else host, port)
+    await server.start()
+    for name in ["", *(reg.service_name for reg in registrations)]:
+        await health_servicer.set(name, SERVING)
+    server.health = health_servicer
+    return server, bound
+
+
+def _interceptor_chain(interceptors: Sequence[aio.ServerInterceptor]) -> list:
+    """Tracing first (every server joins the caller's trace; a no-op while this process has no
+    tracer), then, under mutual TLS, each method for the kinds that call it, then the caller's."""
     chain = [TracingServerInterceptor(), *interceptors]
-    kind = mesh_tls.authorised_kind()  # under mutual TLS: each method for the kinds that call it
+    kind = mesh_tls.authorised_kind()
     if kind is not None:
         chain.insert(1, KindAuthorization(kind))
+    return chain
+
+
+def _message_options(max_message_bytes: int, max_receive_bytes: int | None) -> list:
     options = message_options(max_message_bytes)
     if max_receive_bytes is not None:
         options = [*options[:1], ("grpc.max_receive_message_length", max_receive_bytes)]
-    server = aio.server(interceptors=chain, options=options)
+    return options
+
+
+def _add_services(server: aio.Server, registrations: list[Registration]):
+    """Health, then each registered service, all listed by reflection; returns the HealthServicer."""
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for reg in registrations:
@@ -93,12 +114,7 @@ async def start_server(
     reflection.enable_server_reflection(
         [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
     )
-    bound = _bind(server, bind_host() if host is None else host, port)
-    await server.start()
-    for name in ["", *names]:
-        await health_servicer.set(name, SERVING)
-    server.health = health_servicer
-    return server, bound
+    return health_servicer
 
 
 async def stop_serving(server: aio.Server) -> None:
