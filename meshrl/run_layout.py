@@ -20,6 +20,7 @@ imports nothing of meshrl, and every floor may use it).
     final/             the trained policy as a Hugging Face model dir (the learner)
     nats/              JetStream data of the embedded NATS server (the launcher)
     tensorboard/       step metrics as TensorBoard scalars (telemetry.trackers)
+    trackers/          the run's MLflow run and the rows it did not take (services/learner/trackers)
     launcher.json      the running launcher's calling card (meshrl.run.presence)
     launcher.lock      flocked by the running launcher: who it is, told by the kernel (meshrl.run.presence)
     scale.json         the replica counts `meshrl scale` asked for (meshrl.run.scale)
@@ -47,6 +48,9 @@ CHECKPOINTS = "checkpoints"
 FINAL = "final"
 NATS = "nats"
 TENSORBOARD = "tensorboard"
+TRACKERS = "trackers"
+MLFLOW_RUN = "mlflow-run.json"
+MLFLOW_UNSENT = "mlflow-unsent.jsonl"
 PRESENCE = "launcher.json"
 LAUNCH_LOCK = "launcher.lock"
 SCALE = "scale.json"
@@ -82,6 +86,8 @@ class RunDir:
     final = property(lambda self: self.path / FINAL)
     nats = property(lambda self: self.path / NATS)
     tensorboard = property(lambda self: self.path / TENSORBOARD)
+    mlflow_run = property(lambda self: self.path / TRACKERS / MLFLOW_RUN)
+    mlflow_unsent = property(lambda self: self.path / TRACKERS / MLFLOW_UNSENT)
     presence = property(lambda self: self.path / PRESENCE)
     scale = property(lambda self: self.path / SCALE)
     audit = property(lambda self: self.path / AUDIT)

@@ -137,6 +137,21 @@ def weights_lines(summary: dict) -> list[str]:
     ]
 
 
+def mlflow_line(mlflow: dict | None) -> list[str]:
+    """Where the run's MLflow run stands, and the one command to finish it when a learner could not."""
+    if mlflow is None:
+        return []
+    unsent = f", {mlflow['unsent_rows']} rows the server did not take" if mlflow["unsent_rows"] else ""
+    if mlflow["ended"] is None:
+        state = f"left RUNNING by a learner stopped before it could end it{unsent}"
+    elif mlflow["ended"] == "unknown":  # written by a meshrl that did not record the end
+        state = f"its end is not recorded here{unsent}"
+    else:
+        state = f"ended {mlflow['ended']}{unsent}"
+    todo = f": `{mlflow['flush']}` sends what it lacks and ends it" if mlflow["flush"] else ""
+    return [f"MLflow run {mlflow['run_id']}: {state}{todo}"]
+
+
 def describe_summary(summary: dict) -> str:
     """What `meshrl status` prints for a run no launcher is running."""
     groups, total = summary["groups"], summary["total_steps"]
@@ -152,6 +167,7 @@ def describe_summary(summary: dict) -> str:
             f"groups: {groups['published']} published, {groups['trained']} trained, {groups['dropped']} dropped"
             + (f" ({dropped})" if dropped else ""),
             restarts_line(summary.get("restarts", {})),
+            *mlflow_line(summary.get("mlflow")),
         ]
     )
 

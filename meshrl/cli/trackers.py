@@ -53,6 +53,7 @@ def run_flush(args) -> int:
         filled = backfill(args.run_dir, client, mlflow_run_id)
         if args.end:
             client.set_terminated(mlflow_run_id, args.end.upper())
+            mlflow_unsent.mark_ended(args.run_dir, args.end.upper())
     except Exception as err:  # MLflow raises its own and requests' errors: all mean "not taken"
         raise LaunchError(
             f"MLflow at {uri} did not answer ({type(err).__name__}: {str(err)[:200]}): start the server and "

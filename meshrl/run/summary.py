@@ -7,13 +7,15 @@ Read from the files the run left (meshrl.run_layout): config.yaml (the steps ask
 metrics.jsonl (steps trained, the last step's reward and policy version, the held-out
 `eval/*` metrics at start, logged as `eval_start/*` on the first step, and the last ones),
 groups.jsonl (groups published, trained and dropped by reason), checkpoints/ and final/
-(where the weights are), audit.jsonl (who stopped it) and the learner's log (the last
-warning or error, when it ended early). Missing or cut files give what can be read: a
+(where the weights are), audit.jsonl (who stopped it), the learner's log (the last
+warning or error, when it ended early) and trackers/ (an MLflow run a killed learner left
+RUNNING, or rows the server did not take, with the command that sends and ends it). Missing or cut files give what can be read: a
 summary is for reading after the fact, never refused.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -103,6 +105,25 @@ def next_move(run: RunDir) -> str:
     return f"; there is no checkpoint: `meshrl train --resume {run.path}` starts it again at step 0"
 
 
+def mlflow_state(run: RunDir, finished: bool) -> dict | None:
+    """The run's MLflow run as its learners left it (no call to MLflow); None without one.
+    `ended` None: no learner ended it (killed outright), so MLflow shows it RUNNING; `flush`:
+    the command that sends what MLflow lacks and ends it, None when nothing is left to do."""
+    try:
+        saved = json.loads(run.mlflow_run.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or not isinstance(saved.get("run_id"), str):
+        return None
+    unsent, ended = len(read_rows(run.mlflow_unsent)), saved.get("ended", "unknown")
+    flush = None
+    if ended is None:
+        flush = f"meshrl trackers flush {run.path} --end {'finished' if finished else 'killed'}"
+    elif unsent:
+        flush = f"meshrl trackers flush {run.path}"
+    return {"run_id": saved["run_id"], "ended": ended, "unsent_rows": unsent, "flush": flush}
+
+
 def run_summary(run_dir: str | Path) -> dict:
     """The summary of the run in `run_dir` (see the module docstring)."""
     run = RunDir(run_dir)
@@ -122,4 +143,5 @@ def run_summary(run_dir: str | Path) -> dict:
         "checkpoints": checkpoints(run),
         "groups": ledger_counts(run),
         "ended": how_it_ended(run, trained, total),
+        "mlflow": mlflow_state(run, finished=run.final.is_dir()),
     }

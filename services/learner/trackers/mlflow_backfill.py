@@ -5,6 +5,7 @@ mlflow-unsent.jsonl, but metrics.jsonl has every step (it is written before any 
 called). `meshrl trackers flush` therefore ends with this: each step whose first number is not
 in the MLflow run's history of that key is sent as the learner would have sent it (the same
 keys, the step's own time), so after a flush the MLflow run has every step metrics.jsonl has.
+A resumed learner does the same for the steps before the one it trains first (mlflow_tracker.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from meshrl.run_layout import RunDir
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers import mlflow_unsent
 from meshrl.services.learner.trackers.background import Job
-from meshrl.services.learner.trackers.mlflow_tracker import mlflow_key
+from meshrl.services.learner.trackers.mlflow_unsent import mlflow_key
 
 
 def step_rows(metrics_file: Path) -> dict[int, dict]:
@@ -38,11 +39,13 @@ def step_rows(metrics_file: Path) -> dict[int, dict]:
     return rows
 
 
-def backfill(run_dir: Path, client: MlflowClient, mlflow_run_id: str) -> int:
-    """Send the steps MLflow lacks; how many were sent."""
+def backfill(run_dir: Path, client: MlflowClient, mlflow_run_id: str, before: int | None = None) -> int:
+    """Send the steps MLflow lacks (only those below `before`, when given); how many were sent."""
     logged: dict[str, set[int]] = {}
     sent = 0
     for step, payload in sorted(step_rows(RunDir(run_dir).metrics).items()):
+        if before is not None and step >= before:
+            break
         first = next(iter(payload["values"]))
         if first not in logged:
             logged[first] = {m.step for m in client.get_metric_history(mlflow_run_id, first)}

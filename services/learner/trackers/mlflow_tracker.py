@@ -22,7 +22,6 @@ import json
 import logging
 import math
 import os
-import re
 import time
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from mlflow.tracking import MlflowClient
 
 from meshrl.config import RunConfig
 from meshrl.services.learner.metric_logger import finite_numbers
-from meshrl.services.learner.trackers import mlflow_unsent
+from meshrl.services.learner.trackers import mlflow_backfill, mlflow_unsent
 from meshrl.services.learner.trackers.background import BackgroundSender, Job
+from meshrl.services.learner.trackers.mlflow_unsent import mlflow_key
 from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
 from meshrl.run_layout import RunDir
@@ -41,12 +41,6 @@ from meshrl.run_layout import RunDir
 log = logging.getLogger("meshrl.learner.trackers")
 RUN_ID_TAG = "meshrl.run_id"
 FINAL_MODEL_TAG = "meshrl.final_model"
-_NOT_A_NAME = re.compile(r"[^/\w.\- :]")
-
-
-def mlflow_key(key: str) -> str:
-    """A metrics.jsonl key MLflow accepts (alphanumerics, _ - . space : /)."""
-    return _NOT_A_NAME.sub("_", key)
 
 
 def flat_config(tree: dict, prefix: str = "") -> dict[str, str]:
@@ -77,6 +71,7 @@ class MlflowTracker:
         self.run_id = self._start_run(cfg, run_id, run_dir)
         self.samples = SamplesTail(RunDir(run_dir).samples)
         self.final_logged = False
+        self.run_dir, self.caught_up = run_dir, False
         self.sender = BackgroundSender(
             self._send,
             name=f"MLflow at {self.uri}",
@@ -91,16 +86,12 @@ class MlflowTracker:
         """Rows an earlier learner of this run could not send go first (its end left out: the run
         goes on); rows kept for another MLflow run stay for `meshrl trackers flush`."""
         remembered = mlflow_unsent.remembered_run(run_dir)
-        if remembered != (self.uri, self.run_id):
-            if remembered and mlflow_unsent.load_unsent(run_dir):
-                aside = mlflow_unsent.set_aside(run_dir, *remembered)
-                log.warning(
-                    "MLflow: rows for run %s at %s (not this one) moved to %s", remembered[1], remembered[0], aside
-                )
-            mlflow_unsent.remember_run(run_dir, self.uri, self.run_id)
-            return
+        if remembered not in (None, (self.uri, self.run_id)) and mlflow_unsent.load_unsent(run_dir):
+            aside = mlflow_unsent.set_aside(run_dir, *remembered)
+            log.warning("MLflow: rows for run %s at %s (not this one) moved to %s", remembered[1], remembered[0], aside)
         earlier = [job for job in mlflow_unsent.load_unsent(run_dir) if job.kind != "end"]
         mlflow_unsent.save_unsent(run_dir, [])
+        mlflow_unsent.remember_run(run_dir, self.uri, self.run_id)  # RUNNING until close() sends the end
         if earlier:
             log.info("MLflow: sending %d rows an earlier learner of this run could not send", len(earlier))
         for job in earlier:
@@ -144,9 +135,26 @@ class MlflowTracker:
         self.client.log_text(mlflow_run_id, yaml.safe_dump(tree, sort_keys=False), "config.yaml")
 
     def _send(self, job: Job) -> None:
+        if job.kind == "catch_up":
+            self._catch_up(job.payload["before"])
+            return
         mlflow_unsent.send(self.client, self.run_id, job)
+        if job.kind == "end":
+            mlflow_unsent.mark_ended(self.run_dir, job.payload["status"])
+
+    def _catch_up(self, before: int) -> None:
+        """The steps before `before` that metrics.jsonl has and the MLflow run lacks: a learner
+        killed outright (SIGKILL) never sent its last rows, and nobody else will."""
+        sent = mlflow_backfill.backfill(self.run_dir, self.client, self.run_id, before=before)
+        if sent:
+            log.info(
+                "MLflow: sent %d earlier steps only metrics.jsonl had (a learner stopped before sending them)", sent
+            )
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
+        if not self.caught_up:  # the first step of this learner: metrics.jsonl below it is final
+            self.sender.submit(Job("catch_up", {"before": step}))
+            self.caught_up = True
         values = {mlflow_key(k): float(v) for k, v in finite_numbers(metrics).items()}
         self.sender.submit(Job("metrics", {"step": step, "time_ms": int(time.time() * 1000), "values": values}))
         rows = self.samples.new_rows()

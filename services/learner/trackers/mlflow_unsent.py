@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,24 +20,40 @@ from mlflow.entities import Metric, RunStatus
 from mlflow.tracking import MlflowClient
 
 from meshrl.errors import LaunchError
+from meshrl.run_layout import RunDir
 from meshrl.services.learner.trackers.background import Job
 
-TRACKERS_DIR = "trackers"
+_NOT_A_NAME = re.compile(r"[^/\w.\- :]")
+
+
+def mlflow_key(key: str) -> str:
+    """A metrics.jsonl key MLflow accepts (alphanumerics, _ - . space : /)."""
+    return _NOT_A_NAME.sub("_", key)
 
 
 def unsent_path(run_dir: Path) -> Path:
-    return Path(run_dir) / TRACKERS_DIR / "mlflow-unsent.jsonl"
+    return RunDir(run_dir).mlflow_unsent
 
 
 def run_file(run_dir: Path) -> Path:
-    return Path(run_dir) / TRACKERS_DIR / "mlflow-run.json"
+    return RunDir(run_dir).mlflow_run
 
 
-def remember_run(run_dir: Path, tracking_uri: str, mlflow_run_id: str) -> None:
-    """Which MLflow run the unsent rows belong to (the URI holds no password: the config refuses one)."""
+def remember_run(run_dir: Path, tracking_uri: str, mlflow_run_id: str, ended: str | None = None) -> None:
+    """Which MLflow run the unsent rows belong to (the URI holds no password: the config refuses
+    one), and `ended`: the status the run was ended with, None while a learner has it RUNNING
+    (so `meshrl status` can tell a run a killed learner left RUNNING without asking MLflow)."""
     path = run_file(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"tracking_uri": tracking_uri, "run_id": mlflow_run_id}) + "\n")
+    record = {"tracking_uri": tracking_uri, "run_id": mlflow_run_id, "ended": ended}
+    path.write_text(json.dumps(record) + "\n")
+
+
+def mark_ended(run_dir: Path, status: str) -> None:
+    """Record that RUN_DIR's MLflow run was ended with `status` (FINISHED, KILLED, FAILED)."""
+    where = remembered_run(run_dir)
+    if where is not None:
+        remember_run(run_dir, *where, ended=status)
 
 
 def remembered_run(run_dir: Path) -> tuple[str, str] | None:
@@ -89,6 +106,7 @@ def send(client: MlflowClient, mlflow_run_id: str, job: Job) -> None:
         client.set_tag(mlflow_run_id, job.payload["key"], job.payload["value"])
     elif job.kind == "end":
         client.set_terminated(mlflow_run_id, RunStatus.to_string(getattr(RunStatus, job.payload["status"])))
+    # "catch_up" (mlflow_tracker.py) needs no sending here: a flush ends with mlflow_backfill
 
 
 def client_for(run_dir: Path) -> tuple[MlflowClient, str, str] | None:
@@ -124,4 +142,7 @@ def flush(run_dir: Path) -> int:
                 f"start the server and run `meshrl trackers flush {run_dir}` again"
             ) from None
     save_unsent(run_dir, [])
+    ends = [job.payload["status"] for job in jobs if job.kind == "end"]
+    if ends:
+        mark_ended(run_dir, ends[-1])
     return len(jobs)

@@ -15,6 +15,7 @@ import pytest
 from meshrl.config import ConfigError, load_config
 from meshrl.cli.main import main
 from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_unsent, start_trackers
+from meshrl.services.learner.metric_logger import forget_steps_from
 from meshrl.services.learner.trackers.background import Job
 from meshrl.addresses import free_port
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
@@ -179,6 +180,35 @@ def test_flush_sends_the_steps_only_metrics_jsonl_has_after_a_learner_killed_out
     assert history(client, tracker.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3)]
     assert history(client, tracker.run_id, "clip_ratio/low") == [(0, 0.0), (1, 0.0), (2, 0.0)]
     assert client.get_run(tracker.run_id).info.status == "KILLED"  # not left RUNNING
+    assert main(["status", str(tmp_path)]) == 0
+    assert f"MLflow run {tracker.run_id}: ended KILLED\n" in capsys.readouterr().out + "\n"  # nothing left to do
+
+
+def test_a_resumed_learner_sends_the_steps_a_killed_learner_never_sent(tmp_path, capsys):
+    """SIGKILL after step 2: MLflow has step 0, metrics.jsonl steps 0-3, the run stays RUNNING.
+    `meshrl status` names the one command; the resume (from step 3's checkpoint, so step 3 is
+    trained again and its row forgotten) sends steps 1 and 2 before its own first step."""
+    cfg = config(tmp_path, "telemetry.trackers=[mlflow]")
+    (killed,) = start_trackers(cfg, "run-q")
+    killed.log(0, {"reward": 0.1})
+    wait_for(lambda: not killed.sender.jobs)  # then the learner dies: no close, no end
+    rows = [{"step": s, "time": 1000.0 + s, "reward": r} for s, r in [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.35)]]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["status", str(tmp_path)]) == 0
+    line = f"MLflow run {killed.run_id}: left RUNNING by a learner stopped before it could end it: "
+    assert line + f"`meshrl trackers flush {tmp_path} --end killed` sends" in capsys.readouterr().out
+
+    assert forget_steps_from(tmp_path / "metrics.jsonl", 3) == 1  # what the learner's resume does
+    (resumed,) = start_trackers(cfg, "run-q")
+    resumed.log(3, {"reward": 0.4})
+    resumed.log_final_model(tmp_path / "final")
+    resumed.close()
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert resumed.run_id == killed.run_id
+    assert history(client, killed.run_id, "reward") == [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4)]
+    assert client.get_run(killed.run_id).info.status == "FINISHED"
+    assert main(["status", str(tmp_path)]) == 0
+    assert f"MLflow run {killed.run_id}: ended FINISHED\n" in capsys.readouterr().out + "\n"
 
 
 @pytest.mark.slow
