@@ -33,16 +33,10 @@ def tiny_moe_config(
     max_positions: int,
 ):
     return Qwen3MoeConfig(
-        vocab_size=len(tokenizer),
+        **_expert_settings(experts, experts_per_token, expert_width),
+        **_token_ids(tokenizer),
         hidden_size=hidden,
         intermediate_size=hidden * 4,
-        moe_intermediate_size=expert_width,
-        num_experts=experts,
-        num_experts_per_tok=experts_per_token,
-        norm_topk_prob=True,
-        decoder_sparse_step=1,
-        mlp_only_layers=[],
-        router_aux_loss_coef=0.001,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
@@ -51,6 +45,25 @@ def tiny_moe_config(
         rms_norm_eps=1e-5,
         tie_word_embeddings=True,
         torch_dtype="float32",
+    )
+
+
+def _expert_settings(experts: int, experts_per_token: int, expert_width: int) -> dict:
+    """Every layer's MLP a mixture of experts, its top-k router renormalised, the balancing loss on."""
+    return dict(
+        moe_intermediate_size=expert_width,
+        num_experts=experts,
+        num_experts_per_tok=experts_per_token,
+        norm_topk_prob=True,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        router_aux_loss_coef=0.001,
+    )
+
+
+def _token_ids(tokenizer) -> dict:
+    return dict(
+        vocab_size=len(tokenizer),
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
