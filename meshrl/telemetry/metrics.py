@@ -304,6 +304,18 @@ def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> Met
     Every series carries the labels service, replica and run. Raises OSError naming the port
     when it is taken.
     """
+    provider, registry = _meter_provider(service, replica, run_id)
+    server, thread = _serve(port, registry, provider, f"{service}-{replica}")
+    handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider, registry, server, thread)
+    _add_resource_gauges(handle)
+    global _current
+    _current = handle
+    return handle
+
+
+def _meter_provider(service: str, replica: str, run_id: str) -> tuple[MeterProvider, CollectorRegistry]:
+    """An OpenTelemetry meter provider read into a Prometheus registry of its own; only the
+    resource attributes in LABELS become labels of every series."""
     resource = Resource.create(
         {
             "service.name": f"meshrl-{service}",
@@ -317,20 +329,19 @@ def start_metrics(service: str, replica: str, run_id: str, port: int = 0) -> Met
     reader = PrometheusMetricReader(
         scope_info_enabled=False, registry=registry, resource_attribute_filter=lambda key: key in LABELS
     )
-    provider = MeterProvider(resource=resource, metric_readers=[reader])
+    return MeterProvider(resource=resource, metric_readers=[reader]), registry
+
+
+def _serve(port: int, registry: CollectorRegistry, provider: MeterProvider, who: str):
+    """(server, thread) of the /metrics endpoint; a taken port shuts the provider down and is named."""
     try:
-        server, thread = start_http_server(port, addr=bind_host(), registry=registry)
+        return start_http_server(port, addr=bind_host(), registry=registry)
     except OSError as err:
         provider.shutdown()
         raise OSError(
-            f"metrics endpoint for {service}-{replica} cannot listen on "
+            f"metrics endpoint for {who} cannot listen on "
             f"{host_port(bind_host(), port)}: {err.strerror or err}; pick a free port or 0"
         ) from err
-    handle = MetricsHandle(service, str(replica), run_id, server.server_port, provider, registry, server, thread)
-    _add_resource_gauges(handle)
-    global _current
-    _current = handle
-    return handle
 
 
 if __name__ == "__main__":
