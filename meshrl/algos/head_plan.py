@@ -68,22 +68,32 @@ def plan_head(
 
     An explicit `liger` that cannot run here raises ValueError naming why and the fix.
     """
-    from meshrl.algos.liger_head import liger_unavailable  # lazy: cycle-free, imports liger only when asked
-
-    elements = chunk_elements_for(device, memory, free_bytes) if chunk == "auto" else int(chunk)
-    if elements < 1:
-        raise ValueError(f"trainer.lm_head_chunk={chunk!r}: need at least 1 logit per chunk")
-    size = f"{elements:,} logits per chunk ({'auto' if chunk == 'auto' else 'set'})"
+    elements, size = _chunk_size(chunk, memory, device, free_bytes)
     if kernel in ("auto", "chunked"):
         return HeadPlan("chunked", elements, f"chunked ({kernel}); {size}")
     if kernel != "liger":
         raise ValueError(f"trainer.lm_head={kernel!r}; expected auto, {', '.join(KERNELS)}")
+    if problem := _liger_problem(device, entropy_in_loss):
+        raise ValueError(f"trainer.lm_head=liger cannot run: {problem}")
+    return HeadPlan("liger", elements, f"liger; entropy from a no-grad pass of {size}")
+
+
+def _chunk_size(chunk: int | str, memory: float, device, free_bytes: int | None) -> tuple[int, str]:
+    """(logits per chunk, how the plan names it): from the device for "auto", else as set."""
+    elements = chunk_elements_for(device, memory, free_bytes) if chunk == "auto" else int(chunk)
+    if elements < 1:
+        raise ValueError(f"trainer.lm_head_chunk={chunk!r}: need at least 1 logit per chunk")
+    return elements, f"{elements:,} logits per chunk ({'auto' if chunk == 'auto' else 'set'})"
+
+
+def _liger_problem(device, entropy_in_loss: bool) -> str | None:
+    """Why Liger's fused head cannot run here, or None."""
+    from meshrl.algos.liger_head import liger_unavailable  # lazy: cycle-free, imports liger only when asked
+
     problem = liger_unavailable(torch.device(device))
     if problem is None and entropy_in_loss:
         problem = (
             "Liger's fused head gives log-probs only (entropy comes detached), but "
             "algorithm.entropy_coeff is not 0: set it to 0 or trainer.lm_head=chunked"
         )
-    if problem:
-        raise ValueError(f"trainer.lm_head=liger cannot run: {problem}")
-    return HeadPlan("liger", elements, f"liger; entropy from a no-grad pass of {size}")
+    return problem
