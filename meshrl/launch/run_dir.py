@@ -41,8 +41,9 @@ class LocalRun:
 
 
 def prepare_run(cfg: RunConfig, run_dir: Path, *, run_id: str | None = None, resume: bool = False) -> LocalRun:
+    run_id = run_id or make_run_id(cfg.run.name)
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
-    return LocalRun(cfg, run_dir, run_id or make_run_id(cfg.run.name), config_path, resume)
+    return LocalRun(cfg, run_dir, run_id, config_path, resume)
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> tuple[RunConfig, Path]:

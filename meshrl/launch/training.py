@@ -19,7 +19,7 @@ from pathlib import Path
 
 from meshrl.launch.processes import RunProcesses
 from meshrl.launch.progress import RunProgress, time_split
-from meshrl.launch.restarts import Keeper, RestartPolicy, RestartReporter, restart_reports
+from meshrl.launch.restarts import Keeper, RestartPolicy, restart_reports
 from meshrl.launch.run_dir import LocalRun
 from meshrl.launch.scaler import scaling
 from meshrl.launch.specs import ServiceCommands, with_resume
@@ -52,29 +52,24 @@ def keep_training(
 ) -> RunResult:
     """Until the learner exits 0: restart dead services, follow `meshrl scale`, show progress."""
     presence = LauncherInfo(os.getpid(), run.id, url, f"127.0.0.1:{run.cfg.learner.grpc_port}")
-    with (
-        scaling(
-            procs.sup, run.dir, presence, command_for=commands.of_replica, on_left=procs.free_left, grace_s=grace_s
-        ) as scaler,
-        restart_reports(run.cfg, run.dir, run.id, url, started=procs.sup.children) as reporter,
-    ):
-        keeper = restart_keeper(procs, reporter, RestartPolicy.from_config(run.cfg.launch), run.dir)
-        bar = RunProgress(RunDir(run.dir).metrics, run.cfg.learner.steps, desc=run.id, enabled=progress)
-        try:
+    bar = RunProgress(RunDir(run.dir).metrics, run.cfg.learner.steps, desc=run.id, enabled=progress)
+    try:
+        with (
+            scaling(
+                procs.sup, run.dir, presence, command_for=commands.of_replica, on_left=procs.free_left, grace_s=grace_s
+            ) as scaler,
+            restart_reports(run.cfg, run.dir, run.id, url, started=procs.sup.children) as reporter,
+        ):
+            keeper = Keeper(
+                procs.sup,
+                RestartPolicy.from_config(run.cfg.launch),
+                reporter,
+                run_dir=run.dir,
+                run_id=run.id,
+                argv_for_restart=lambda key, argv: with_resume(argv, run.dir) if key == LEARNER else argv,
+                on_restarted=procs.free_left,
+            )
             keeper.wait_for(LEARNER, on_tick=lambda: (bar.update(), procs.scan_now_and_then(), scaler.tick()))
-        finally:
-            bar.close()
+    finally:
+        bar.close()
     return RunResult(run.id, run.dir, bar.steps_done, bar.last, time_split(bar.rows))
-
-
-def restart_keeper(procs: RunProcesses, reporter: RestartReporter, policy: RestartPolicy, run_dir: Path) -> Keeper:
-    """A Keeper that restarts the learner with --resume and frees what a dead child left."""
-    return Keeper(
-        procs.sup,
-        policy,
-        reporter,
-        run_dir=run_dir,
-        run_id=reporter.run_id,
-        argv_for_restart=lambda key, argv: with_resume(argv, run_dir) if key == LEARNER else argv,
-        on_restarted=procs.free_left,
-    )
