@@ -5,7 +5,8 @@
     def calculator_env(ctx: Builtins) -> type[Environment]: ...
 
 `environments(["tool_arith", "calc=calculator"], ctx)` gives {served name: class}: a name
-may be served under an alias (the run config's environment.name) with `alias=builtin`.
+may be served under an alias (the run config's environment.name) with `alias=builtin`. The
+files of builtins/ are imported on the first lookup, so a new file there is a new built-in.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from functools import cached_property
 from typing import Callable, Sequence
 
 from meshrl.env_sdk import Environment
+from meshrl.registry import Registry, UnknownNameError
 from meshrl.services.environment.sandbox import Sandbox, SandboxLimits, SandboxUnavailable, detect
 
 Factory = Callable[["Builtins"], type[Environment]]
-BUILTINS: dict[str, Factory] = {}
+BUILTINS = Registry("built-in environment", decorator="register_builtin", folder="meshrl.services.environment.builtins")
 
 
 @dataclass
@@ -39,29 +41,19 @@ class Builtins:
 
 
 def register_builtin(name: str) -> Callable[[Factory], Factory]:
-    def add(factory: Factory) -> Factory:
-        if name in BUILTINS:
-            raise ValueError(f"built-in environment {name!r} is registered twice")
-        BUILTINS[name] = factory
-        return factory
-
-    return add
+    """Decorator: register `factory` as the built-in environment `name`."""
+    return BUILTINS.register(name)
 
 
 def environments(names: Sequence[str], ctx: Builtins) -> dict[str, type[Environment]]:
     """{served name: class} for `names` ("builtin" or "alias=builtin"); ValueError for an unknown one."""
-    _load()
     served = {}
     for entry in names:
         alias, sep, builtin = entry.partition("=")
         builtin = builtin if sep else alias
-        if builtin not in BUILTINS:
-            raise ValueError(f"no built-in environment {builtin!r}; the built-ins are: {', '.join(sorted(BUILTINS))}")
-        cls = BUILTINS[builtin](ctx)
+        try:
+            cls = BUILTINS.get(builtin)(ctx)
+        except UnknownNameError as err:
+            raise ValueError(str(err)) from None
         served[alias] = type(cls.__name__, (cls,), {"name": alias}) if alias != cls.name else cls
     return served
-
-
-def _load() -> None:
-    """Import the modules that register built-ins (kept out of import time of this module)."""
-    from meshrl.services.environment import calculator_env, python_env, tool_arith  # noqa: F401 - registers

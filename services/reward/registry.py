@@ -7,8 +7,8 @@
 `params:` mapping in the run config; the built-in rules' models live in
 meshrl/config/reward_rules.py, so a typo fails when the config loads, naming the key. A rule
 returns one float (meaning OK) or `ItemScore` per item, in order.
-A new rule is a new file in rules/; the config reads its decorator from there at load time,
-without importing this service (meshrl.config.parts).
+A new rule is a new file in rules/ (imported on the first lookup); the torch-free config
+learns its kind from the parts table (meshrl.config.parts), not from this service.
 """
 
 from collections.abc import Callable
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from meshrl.config import ConfigError
 from meshrl.config.reward_rules import RuleParams, parse_rule_params
+from meshrl.registry import Registry, UnknownNameError
 from meshrl.services.reward.types import ItemScore, RewardItem
 
 RuleFn = Callable[[list[RewardItem], BaseModel], list[float | ItemScore]]
@@ -36,25 +37,22 @@ class Rule:
             raise ConfigError(str(err)) from None
 
 
-RULES: dict[str, Rule] = {}
+REWARD_RULES = Registry("reward rule", decorator="register_reward", folder="meshrl.services.reward.rules")
 
 
 def register_reward(kind: str, params: type[RuleParams] = RuleParams):
+    """Decorator: register `fn` as reward rule `kind`, its params checked by `params`."""
+
     def decorate(fn: RuleFn) -> RuleFn:
-        if kind in RULES:
-            raise ValueError(f"reward kind {kind!r} is registered twice")
-        RULES[kind] = Rule(kind=kind, fn=fn, params_model=params)
+        REWARD_RULES.add(kind, Rule(kind=kind, fn=fn, params_model=params), origin=f"{fn.__module__}.{fn.__qualname__}")
         return fn
 
     return decorate
 
 
 def get_rule(kind: str) -> Rule:
-    import meshrl.services.reward.rules  # lazy: breaks the cycle: every rule module imports this registry  # noqa: F401
-
-    if kind not in RULES:
-        raise ConfigError(
-            f"reward kind {kind!r} is unknown; built-in kinds: {', '.join(sorted(RULES))}, "
-            f"or 'external' with an address"
-        )
-    return RULES[kind]
+    """The rule of `kind`; ConfigError naming the closest kind and every one otherwise."""
+    try:
+        return REWARD_RULES.get(kind)
+    except UnknownNameError as err:
+        raise ConfigError(f"{err} Or kind: external with an address (a reward service of your own).") from None

@@ -1,8 +1,2 @@
-"""Built-in rule rewards, one file per rule; importing this package imports every file, whose
-`@register_reward` registers it (the config reads the same decorators: meshrl.config.parts)."""
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+"""Built-in rule rewards, one file per rule; the registry imports every file here on its first
+lookup (meshrl.services.reward.registry), whose `@register_reward` registers it."""

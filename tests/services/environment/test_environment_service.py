@@ -132,7 +132,7 @@ def refusal(*args: str, env=None) -> subprocess.CompletedProcess:
 def test_an_unknown_builtin_is_refused():
     done = refusal("--environments", "chess")
     assert done.returncode == 2
-    assert "no built-in environment 'chess'; the built-ins are: calculator, python, tool_arith" in done.stderr
+    assert "unknown built-in environment 'chess'; registered: calculator, python, tool_arith" in done.stderr
 
 
 def test_the_python_tool_is_refused_where_it_cannot_be_sandboxed(tmp_path):

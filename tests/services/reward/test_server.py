@@ -67,4 +67,4 @@ async def test_unknown_component_is_not_found_listing_choices(stub):
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await s.Score(request("nope"), timeout=5)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
-    assert "built-in kinds" in err.value.details() and "configured components: em, fmt, len" in err.value.details()
+    assert "unknown reward rule" in err.value.details() and "configured components: em, fmt, len" in err.value.details()

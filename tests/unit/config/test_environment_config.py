@@ -57,7 +57,6 @@ def test_refusals(environment, says):
 
 
 def test_the_builtin_list_is_the_services_registry():
-    from meshrl.services.environment.registry import BUILTINS, _load
+    from meshrl.services.environment.registry import BUILTINS
 
-    _load()
-    assert tuple(sorted(BUILTINS)) == BUILTIN_ENVIRONMENTS
+    assert tuple(BUILTINS.names()) == BUILTIN_ENVIRONMENTS

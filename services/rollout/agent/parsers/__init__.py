@@ -7,8 +7,9 @@
         def tool_response_text(self, content: str) -> str: ...
         def call_text(self, name: str, arguments_json: str) -> str: ...
 
-`rollout.agent.tool_parser` names the format (the config checks it against
-`meshrl.config.parts.TOOL_PARSERS`, kept equal to this registry by a test). A parser never
+`rollout.agent.tool_parser` names the format (the torch-free config checks it against the
+parts table, written from this registry). Every file of this folder is imported on the first
+lookup, so a new file is a new format. A parser never
 raises on what a model wrote: a call it cannot read comes back as a `ParsedCall` with its
 `error` set, which the model then reads as an error observation (and which is counted).
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from meshrl.config.parts import unknown_name
+from meshrl.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -60,29 +61,25 @@ class ToolParser(Protocol):
         """One call written in this format (an OpenAI client's tool_calls back into text)."""
 
 
-TOOL_PARSERS: dict[str, type] = {}  # a plain dict: meshrl.algos' Registry would import torch here
+TOOL_PARSERS = Registry(
+    "tool-call format", decorator="register_tool_parser", folder="meshrl.services.rollout.agent.parsers"
+)
 
 
 def register_tool_parser(name: str):
+    """Decorator: register the class as tool-call format `name` (and give it that `name`)."""
+
     def add(cls):
-        if name in TOOL_PARSERS:
-            raise ValueError(f"tool-call parser {name!r} is already registered by {TOOL_PARSERS[name].__qualname__}")
         cls.name = name
-        TOOL_PARSERS[name] = cls
-        return cls
+        return TOOL_PARSERS.add(name, cls)
 
     return add
 
 
 def get_tool_parser(name: str) -> ToolParser:
-    """A new parser of format `name`; a KeyError naming the registered formats otherwise."""
-    if name not in TOOL_PARSERS:
-        raise KeyError(unknown_name("rollout.agent.tool_parser", name, TOOL_PARSERS, "tool-call format"))
-    return TOOL_PARSERS[name]()
+    """A new parser of format `name`; an UnknownNameError (a KeyError) naming the formats otherwise."""
+    return TOOL_PARSERS.get(name)()
 
 
 def list_tool_parsers() -> list[str]:
-    return sorted(TOOL_PARSERS)
-
-
-from meshrl.services.rollout.agent.parsers import hermes  # noqa: E402,F401  (registers the built-ins)
+    return TOOL_PARSERS.names()

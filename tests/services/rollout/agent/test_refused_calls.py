@@ -19,7 +19,7 @@ import pytest
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.env_sdk import start, stop
 from meshrl.inputs.models.tiny import build_tokenizer
-from meshrl.services.environment.tool_arith import ToolArith
+from meshrl.services.environment.builtins.tool_arith import ToolArith
 from meshrl.services.rollout.agent.chat_format import ChatFormat
 from meshrl.services.rollout.agent.env_client import EnvClientSettings, EnvironmentClient
 from meshrl.services.rollout.agent.episode import EpisodeContext, EpisodeLimits

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from meshrl.env_sdk import EnvError, Task, ToolCall, Turn
-from meshrl.services.environment.tool_arith import ToolArith, final_number
+from meshrl.services.environment.builtins.tool_arith import ToolArith, final_number
 
 
 @pytest.mark.parametrize(

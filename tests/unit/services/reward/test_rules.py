@@ -79,7 +79,8 @@ def test_unknown_param_and_unknown_kind_name_what_is_allowed():
         get_rule("exact_match").parse_params({"casesensitive": True}, component="em")
     with pytest.raises(
         ConfigError,
-        match=r"unknown; built-in kinds: environment, exact_match, length_penalty, math_verify, reasoning_gym, regex",
+        match=r"unknown reward rule 'nope'; registered: environment, exact_match, length_penalty, math_verify, "
+        r"reasoning_gym, regex.* Or kind: external",
     ):
         get_rule("nope")
 
