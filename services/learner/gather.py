@@ -195,14 +195,9 @@ class Gatherer:
         ):
             await self._judge(msg, out, version=version, budget=budget)
 
-    async def _judge(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
-        group = msg.message
-        if group.group_id in self.seen:
-            await msg.ack()  # a redelivery of a group already handled
-            return
-        self.seen.add(group.group_id)
-        if self.feeder.after_restart and group.group_id not in self.feeder.outstanding:
-            return await self._drop_orphan(msg)
+    def _verdict(self, group, version: int):
+        """The group's checks (`check_group`), logged, and counted for the environment's and the
+        reward's health whatever they say."""
         verdict = check_group(
             group,
             current_version=version,
@@ -215,6 +210,17 @@ class Gatherer:
         self._environment(group, verdict.reason)
         if verdict.reason != "stale" and not group.drop_reason:  # neither was scored
             self._scored(verdict.reason != "failed_reward", verdict.detail)
+        return verdict
+
+    async def _judge(self, msg, out: StepGroups, *, version: int, budget: int) -> None:
+        group = msg.message
+        if group.group_id in self.seen:
+            await msg.ack()  # a redelivery of a group already handled
+            return
+        self.seen.add(group.group_id)
+        if self.feeder.after_restart and group.group_id not in self.feeder.outstanding:
+            return await self._drop_orphan(msg)
+        verdict = self._verdict(group, version)
         if not verdict.keep:
             self.rollout_dropped += bool(group.drop_reason)
             return await self._drop(msg, verdict.reason, out, verdict.detail)
