@@ -13,7 +13,10 @@ neither inherits the other's imports. A place is a function defined under meshrl
 or gateway/ (the generated stubs under meshrl/api/ excepted), counted once, at its first
 call; the path is those first calls in order, and a return is a step of the path into a file
 it has been in before, but not the file just left. Printed: places, returns, and the files
-returned to most.
+returned to most; then the walk a reader takes from the command's `run` (meshrl/cli/<command>.py)
+down to `--depth` calls (places with at most that many repository frames between them and
+`run`, module bodies and other threads left out): its stays (runs of places in one file) and
+returns, and the files it comes back to most.
 
 Another checkout (the tree before a renovation) is measured by running a copy of this file
 from it with that checkout first on PYTHONPATH (see docs/benchmarks.md, "House").
@@ -41,6 +44,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = tuple(str(REPO / d) + os.sep for d in ("meshrl", "services", "gateway"))
 SKIP = str(REPO / "meshrl" / "api") + os.sep
+CLI = tuple(str(REPO / d) + os.sep for d in ("meshrl/cli", "meshrl/ops/cli"))
 
 
 def cli_main():
@@ -51,8 +55,20 @@ def cli_main():
     return main
 
 
+def depth_below_run(frame) -> int | None:
+    """Repository frames from `frame` up to the command's `run` (0: `run` itself); None outside it."""
+    depth = 0
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "run" and code.co_filename.startswith(CLI):
+            return depth
+        depth += code.co_filename.startswith(ROOTS)
+        frame = frame.f_back
+    return None
+
+
 class FirstCalls:
-    """sys.setprofile hook: (file, function) of each repository function at its first call."""
+    """sys.setprofile hook: (file, function, depth below `run`) of each repository function at its first call."""
 
     def __init__(self):
         self.seen, self.path = set(), []
@@ -66,7 +82,7 @@ class FirstCalls:
             place = (os.path.relpath(name, REPO), code.co_qualname)
             if place not in self.seen:
                 self.seen.add(place)
-                self.path.append(place)
+                self.path.append((*place, depth_below_run(frame)))
 
     def run(self, fn, *args):
         threading.setprofile(self)
@@ -130,6 +146,11 @@ def profile(argv: list[str], out: Path) -> list:
     return [tuple(place) for place in json.loads(out.read_text())]
 
 
+def walk(path: list, depth: int) -> list[tuple[str, str]]:
+    """The places a reader meets from the command's `run` down to `depth` calls."""
+    return [(f, q) for f, q, d in path if d is not None and d <= depth and q != "<module>"]
+
+
 def profile_train(root: Path, base: dict, steps: int) -> list:
     config, _ = write_config(root, base, "train", steps)
     return profile(["train", str(config)], root / "train-path.json")
@@ -166,10 +187,17 @@ def wait_for_steps(metrics: Path, n: int, timeout_s: float) -> None:
     raise TimeoutError(f"no {n} steps in {metrics} within {timeout_s:.0f} s")
 
 
-def report(command: str, path: list, top: int) -> None:
-    count, into = returns(path)
-    files = len({f for f, _ in path})
-    print(f"{command}: {len(path)} places in {files} files, {count} returns to a file already left")
+def report(command: str, path: list, top: int, depth: int) -> None:
+    places = [(f, q) for f, q, _ in path]
+    count, into = returns(places)
+    files = len({f for f, _ in places})
+    print(f"{command}: {len(places)} places in {files} files, {count} returns to a file already left")
+    for file, n in into.most_common(top):
+        print(f"    {n:3d} × {file}")
+    read = walk(path, depth)
+    stays = sum(1 for i, (f, _) in enumerate(read) if i == 0 or read[i - 1][0] != f)
+    count, into = returns(read)
+    print(f"  walk from its run() to depth {depth}: {len(read)} places, {stays} stays, {count} returns")
     for file, n in into.most_common(top):
         print(f"    {n:3d} × {file}")
 
@@ -178,6 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--depth", type=int, default=3, help="how deep the walk from the command's run() goes")
     parser.add_argument("--show", action="store_true", help="print every place of both paths")
     parser.add_argument("--profile-into", type=Path, help=argparse.SUPPRESS)  # the child's side of profile()
     parser.add_argument("argv", nargs="*", help=argparse.SUPPRESS)
@@ -189,9 +218,9 @@ def main() -> int:
         base = make_inputs(root, args.steps)
         paths = {"meshrl train": profile_train(root, base, args.steps), "meshrl status": profile_status(root, base)}
     for command, path in paths.items():
-        report(command, path, args.top)
+        report(command, path, args.top, args.depth)
         if args.show:
-            print("\n".join(f"      {f}:{q}" for f, q in path))
+            print("\n".join(f"      {f}:{q}  (depth {d})" for f, q, d in path))
     return 0
 
 
