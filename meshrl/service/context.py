@@ -8,8 +8,10 @@ clean-ups that runs on the way out, last registered first.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import logging
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -29,17 +31,19 @@ class ServiceContext:
     cleanups: AsyncExitStack
     metrics: Any = None  # meshrl.telemetry.metrics.MetricsHandle | None
     bus: Any = None  # meshrl.transport.bus.Bus, connected before `start`
+    stopping: bool = False  # set by the runner once the work ended: the clean-ups then log their times
 
     @property
     def run_id(self) -> str:
         return self.args.run_id
 
     def on_stop(self, fn: Callable, *args: Any) -> None:
-        """Call fn(*args) on the way out (a plain or an async function), last registered first."""
+        """Call fn(*args) on the way out (a plain or an async function), last registered first.
+        Each one logs `stop: NAME done in S s` when it ends, so a slow stop names its part."""
         if inspect.iscoroutinefunction(fn):
-            self.cleanups.push_async_callback(fn, *args)
+            self.cleanups.push_async_callback(timed_async(fn, self), *args)
         else:
-            self.cleanups.callback(fn, *args)
+            self.cleanups.callback(timed(fn, self), *args)
 
     async def announce_grpc(self, port: int, **placement) -> str:
         """Put ADVERTISE_HOST:PORT under the run KV key `services.<service>.<replica>` (where
@@ -49,6 +53,48 @@ class ServiceContext:
         await announce_service(self.bus.state, self.service, self.replica, address, **placement)
         self.on_stop(forget_key, self.bus.state, service_key(self.service, self.replica))
         return address
+
+
+def stop_part_name(fn: Callable, args: tuple) -> str:
+    """`forget_key(metrics.rollout.r0)`: the function and its plain-text arguments (two
+    withdrawals of the same function tell apart by their key)."""
+    texts = [a for a in args if isinstance(a, (str, int, float))]
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    return f"{name}({', '.join(map(str, texts))})" if texts else name
+
+
+def log_stop_part(ctx: ServiceContext, fn: Callable, args: tuple, began: float) -> None:
+    """One line per clean-up of a service that worked (a failed start keeps its one line of error)."""
+    level = logging.INFO if ctx.stopping else logging.DEBUG
+    log.log(level, "%s: stop: %s done in %.2f s", ctx.replica, stop_part_name(fn, args), time.monotonic() - began)
+
+
+def timed(fn: Callable, ctx: ServiceContext) -> Callable:
+    """`fn` wrapped to log how long it took when it ends (a stop phase of the service)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            log_stop_part(ctx, fn, args, began)
+
+    return run
+
+
+def timed_async(fn: Callable, ctx: ServiceContext) -> Callable:
+    """The async twin of `timed`."""
+
+    @functools.wraps(fn)
+    async def run(*args: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return await fn(*args)
+        finally:
+            log_stop_part(ctx, fn, args, began)
+
+    return run
 
 
 async def forget_key(state, key: str) -> None:

@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import logging
 import sys
+import time
 from contextlib import AsyncExitStack
 
 from meshrl.private_files import keep_new_files_private
@@ -41,6 +42,7 @@ def run_service(process, argv: list[str] | None = None, description: str = "") -
         return USER_ERROR_EXIT
     except asyncio.CancelledError:
         log.warning("%s service: stopped by signal", process.name)
+    log.info("%s service: exiting", process.name)  # what follows is the interpreter's own exit
     return 0
 
 
@@ -66,9 +68,13 @@ async def work_until_stopped(process, ctx, stopper: Stopper) -> None:
     stopper.working = True
     try:
         await asyncio.wait([work, requested], return_when=asyncio.FIRST_COMPLETED)
+        asked = time.monotonic()
         if not work.done() and not process.stop_gracefully(stopper.reason):
             work.cancel()
         await asyncio.wait([work])
+        ctx.stopping = True
+        if stopper.requested.is_set():  # in-flight messages nak'ed or finished
+            log.info("%s: stop: work ended in %.2f s", ctx.replica, time.monotonic() - asked)
     finally:
         stopper.working = False
         requested.cancel()

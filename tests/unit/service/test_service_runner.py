@@ -7,6 +7,7 @@ Run: .venv/bin/python -m pytest tests/unit/service -q
 
 import argparse
 import asyncio
+import re
 import signal
 import sys
 from pathlib import Path
@@ -90,6 +91,16 @@ async def test_sigterm_exits_0_after_undoing_every_part_and_withdrawing_its_kv_e
     assert journal(tmp_path) == ["prepare", "start", "work", "work ended", "undo start", "undo prepare"]
     assert await bus.state.get(service_key("fake", REPLICA)) is None
     assert await bus.state.get(metrics_key("fake", REPLICA)) is None
+    phases = re.findall(rf"{REPLICA}: stop: (.+?) (?:ended|done) in \d+\.\d\d s$", err, re.MULTILINE)
+    assert phases[:6] == [
+        "work",
+        f"forget_key(services.fake.{REPLICA})",
+        "FakeProcess.note(undo start)",
+        f"forget_key(metrics.fake.{REPLICA})",
+        "Bus.close",
+        "FakeProcess.note(undo prepare)",
+    ]  # each phase of the stop named with its time, last registered first
+    assert phases[-1] == "shutdown_tracing" and err.rstrip().endswith("fake service: exiting")
 
 
 async def test_a_config_error_exits_2_with_one_line_naming_service_and_key(nats_url, run_id, tmp_path):
