@@ -19,7 +19,7 @@ On one CPU host generation (vLLM) and training (torch) either take turns or run 
 Either way vLLM is bound explicitly: its automatic binding reserves one core for its
 scheduler, which on a small host leaves generation a core short. Several rollout replicas
 share the rollout cores round-robin. A variable already set in the launcher's own
-environment wins (see local.py).
+environment wins (see specs.py).
 
     plan_cores([0, 1], mode="split", max_staleness=1).rollout_env(0)
     == {"VLLM_CPU_OMP_THREADS_BIND": "0", "OMP_NUM_THREADS": "1"}
