@@ -31,13 +31,32 @@ def wandb_run_id(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", run_id)[:64]
 
 
+def wandb_root(run_dir) -> Path:
+    """RUN_DIR/wandb, made; wandb's caches go under it too rather than $HOME."""
+    root = Path(run_dir).resolve() / "wandb"
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
+        os.environ.setdefault(name, str(root / "cache"))
+    return root
+
+
+def client_settings(settings) -> wandb.Settings:
+    """The client quiet and local: no console capture, system stats, code or git state."""
+    return wandb.Settings(
+        mode=settings.mode,
+        console="off",
+        x_disable_stats=True,
+        save_code=False,
+        disable_git=True,
+        silent=True,
+        init_timeout=settings.timeout_s,
+    )
+
+
 class WandbTracker:
     def __init__(self, cfg: RunConfig, run_id: str):
         self.wandb, settings = wandb, cfg.telemetry.wandb
-        root = Path(cfg.run.dir).resolve() / "wandb"
-        root.mkdir(parents=True, exist_ok=True)
-        for name in ("WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
-            os.environ.setdefault(name, str(root / "cache"))
+        root = wandb_root(cfg.run.dir)
         try:
             self.run = wandb.init(
                 project=settings.project,
@@ -47,15 +66,7 @@ class WandbTracker:
                 resume="allow",
                 dir=str(root.parent),
                 config=cfg.model_dump(mode="json"),
-                settings=wandb.Settings(
-                    mode=settings.mode,
-                    console="off",
-                    x_disable_stats=True,
-                    save_code=False,
-                    disable_git=True,
-                    silent=True,
-                    init_timeout=settings.timeout_s,
-                ),
+                settings=client_settings(settings),
             )
         except Exception as err:  # wandb raises its own errors (auth, init timeout, ...): all mean "cannot start"
             raise TrackerUnavailable(
