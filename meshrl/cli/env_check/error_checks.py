@@ -19,9 +19,26 @@ def expect(name: str, answer, code: grpc.StatusCode, fix: str) -> Row:
 
 
 async def status_rows(kit: Kit) -> list[Row]:
+    """The id rows, then a turn out of order on an episode opened for it (and closed after)."""
     fresh = kit.new_id()
     await kit.reset(fresh)
-    rows = [
+    rows = await id_rows(kit)
+    rows.append(
+        expect(
+            "turn out of order → INVALID_ARGUMENT",
+            await kit.step(fresh, 5),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "turns are 0, 1, 2, ... per episode: refuse a turn that is not the next (or a retry of one "
+            "already answered) with INVALID_ARGUMENT",
+        )
+    )
+    await kit.close(fresh)
+    return rows
+
+
+async def id_rows(kit: Kit) -> list[Row]:
+    """An episode id the server does not hold, and none at all, on Step and on Reset."""
+    return [
         expect(
             "unknown episode → NOT_FOUND",
             await kit.step(kit.new_id(), 0),
@@ -40,16 +57,7 @@ async def status_rows(kit: Kit) -> list[Row]:
             grpc.StatusCode.INVALID_ARGUMENT,
             "refuse a Reset without episode_id with INVALID_ARGUMENT",
         ),
-        expect(
-            "turn out of order → INVALID_ARGUMENT",
-            await kit.step(fresh, 5),
-            grpc.StatusCode.INVALID_ARGUMENT,
-            "turns are 0, 1, 2, ... per episode: refuse a turn that is not the next (or a retry of one "
-            "already answered) with INVALID_ARGUMENT",
-        ),
     ]
-    await kit.close(fresh)
-    return rows
 
 
 async def garbage_row(channel: aio.Channel, kit: Kit) -> Row:

@@ -64,15 +64,23 @@ async def run_suite(
     rows += await status_rows(kit)
     rows.append(await garbage_row(channel, kit))
     rows += [r for r in [await token_row(kit)] if r]
+    rows += await load_rows(kit, channel, metadata, health)
+    return rows + [contract_row(problems)]
+
+
+async def load_rows(kit: Kit, channel: aio.Channel, metadata: tuple, health: Row) -> list[Row]:
+    """A deadline and concurrent episodes; the deadline row asks whether the server still
+    serves afterwards (only when it did before)."""
 
     async def serving() -> bool:
         return health.outcome != PASS or (await health_row(channel, metadata)).outcome == PASS
 
-    rows += [await deadline_row(kit, serving), await concurrent_row(kit)]
+    return [await deadline_row(kit, serving), await concurrent_row(kit)]
+
+
+def contract_row(problems: list[str]) -> Row:
+    """One row for every contract problem seen in any answer: the first two, and how many more."""
+    if not problems:
+        return Row("answers follow the contract", PASS, "in every answer received")
     more = f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""
-    rows.append(
-        Row("answers follow the contract", FAIL, "; ".join(problems[:2]) + more, CONTRACT_FIX)
-        if problems
-        else Row("answers follow the contract", PASS, "in every answer received")
-    )
-    return rows
+    return Row("answers follow the contract", FAIL, "; ".join(problems[:2]) + more, CONTRACT_FIX)
