@@ -162,6 +162,19 @@ def contract_rows(suite: Suite) -> list[Row]:
     return rows
 
 
+async def scenario_rows(suite: Suite, component: str) -> list[Row]:
+    """The requests every reward service must score: a plain batch, a large one, large responses, odd strings."""
+    rows = []
+    for name, request in [
+        ("basic batch", requests.basic(component)),
+        ("1,000-item batch", requests.large_batch(component)),
+        ("1 MiB responses", requests.megabyte(component)),
+        ("unicode and empty strings", requests.unicode_and_empty(component)),
+    ]:
+        rows.append(await suite.scenario(name, request))
+    return rows
+
+
 async def run_suite(
     channel: aio.Channel,
     *,
@@ -179,14 +192,7 @@ async def run_suite(
     health = await health_row(channel, metadata, probe=probe)
     if health.blocking:
         return [health]
-    rows = [health, await reflection_row(channel, metadata)]
-    for name, request in [
-        ("basic batch", requests.basic(component)),
-        ("1,000-item batch", requests.large_batch(component)),
-        ("1 MiB responses", requests.megabyte(component)),
-        ("unicode and empty strings", requests.unicode_and_empty(component)),
-    ]:
-        rows.append(await suite.scenario(name, request))
+    rows = [health, await reflection_row(channel, metadata), *await scenario_rows(suite, component)]
     rows.append(await concurrent_row(suite))
 
     async def serving() -> bool:  # a missing health service is the health row's failure only
