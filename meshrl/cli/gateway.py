@@ -76,8 +76,13 @@ def add_parser(sub) -> None:
     s.add_argument("--port", type=int, default=8080, help="HTTP port (dashboard and JSON API); 0 picks one")
     s.add_argument("--grpc-port", type=int, default=8081, help="gRPC port; 0 picks one")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    # What a run submitted through SubmitRun may reach (gateway/auth/tenant.py); none by default.
-    s.add_argument(
+    add_tenant_flags(s)
+    s.set_defaults(func=run)
+
+
+def add_tenant_flags(serve) -> None:
+    """What a run submitted through SubmitRun may reach (gateway/auth/tenant.py); none by default."""
+    serve.add_argument(
         "--tenant-root",
         type=Path,
         action="append",
@@ -85,18 +90,17 @@ def add_parser(sub) -> None:
         metavar="DIR",
         help="a folder submitted runs' files (data, models, token files) may lie in; repeat for more",
     )
-    s.add_argument(
+    serve.add_argument(
         "--tenant-host",
         action="append",
         default=[],
         metavar="HOST[:PORT]",
         help="a host submitted runs may reach (webhooks, external rewards, OTLP, NATS); repeat for more",
     )
-    s.add_argument(
+    serve.add_argument(
         "--tenant-env",
         action="append",
         default=[],
         metavar="NAME",
         help="an environment variable passed to submitted runs (a token_env they name); repeat for more",
     )
-    s.set_defaults(func=run)
