@@ -4,6 +4,12 @@ holding the run's current weights) and produces groups the learner trains; `roll
 then drains it (SIGTERM: it hands back what it holds) and it leaves; the run still finishes
 every step and its ledger accounts for every group: trained once, or dropped with a reason.
 
+The run is paused (`meshrl pause`) while the new replica's engine starts and resumed once it is
+announced: the steps the run needs then no longer grow with vLLM's start-up (before: 90 steps,
+most of them trained after the replica had left, to outlast a start-up of ~20 steps). It joins
+a live run all the same (NATS, the run KV, the weights notice), then serves and drains while the
+learner trains.
+
 Printed, not asserted (a timing on a shared 2-core machine): seconds from the scale command
 to the new replica's announcement and to its first trained group.
 
@@ -21,7 +27,9 @@ import pytest
 from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 
-STEPS = 90  # ≈1 s each here; the new replica joined after ≈20 (vLLM start-up)
+# ≈1 s each here. The replica starts while the run is paused, so the steps only need to
+# outlast its first trained group (a step or two after the resume) and its drain (a few s).
+STEPS = 30
 CLI = [sys.executable, "-m", "meshrl.cli.main"]
 
 
@@ -64,10 +72,12 @@ def test_a_rollout_replica_joins_and_leaves_a_running_run(tiny_model_dir, e2e_da
     proc = subprocess.Popen([*CLI, "train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(rows(run_dir / "metrics.jsonl")) >= 1, proc, "a first step")
+        assert "paused" in cli("pause", run_dir)
         t0, t0_unix = time.monotonic(), time.time()
         assert "rollout ×1 → ×2" in cli("scale", run_dir, "rollout=2")
-        joined = wait_for(lambda: replica(run_dir, "rollout-1"), proc, "rollout-1 in the run KV", poll_s=2)
+        joined = wait_for(lambda: replica(run_dir, "rollout-1"), proc, "rollout-1 in the run KV", poll_s=1)
         announced_s = time.monotonic() - t0
+        assert "running" in cli("resume", run_dir)
         first = wait_for(lambda: trained_by(run_dir, "rollout-1"), proc, "a group from rollout-1")[0]
         print(
             f"\nscale → rollout-1 announced: {announced_s:.1f} s; → its first trained group: "
@@ -75,7 +85,7 @@ def test_a_rollout_replica_joins_and_leaves_a_running_run(tiny_model_dir, e2e_da
         )
         learner_step = status(run_dir)["learner"]["step"]
         assert "rollout ×2 → ×1" in cli("scale", run_dir, "rollout=1")
-        wait_for(lambda: replica(run_dir, "rollout-1") is None, proc, "rollout-1 withdrawn", poll_s=2)
+        wait_for(lambda: replica(run_dir, "rollout-1") is None, proc, "rollout-1 withdrawn", poll_s=1)
         left_at_step = status(run_dir)["learner"]["step"]
         _, stderr = proc.communicate(timeout=600)
     finally:
@@ -98,5 +108,6 @@ def test_a_rollout_replica_joins_and_leaves_a_running_run(tiny_model_dir, e2e_da
     assert all(dropped.values())
     assert {e["replica"] for e in ledger if e["event"] == "trained"} == {"rollout-0", "rollout-1"}
     audit = rows(run_dir / "audit.jsonl")
-    assert [(a["action"], a["changes"]["rollout"]["to"]) for a in audit] == [("scale", 2), ("scale", 1)]
+    scaled = [(a["action"], a["changes"]["rollout"]["to"]) for a in audit if a["action"] == "scale"]
+    assert scaled == [("scale", 2), ("scale", 1)] and {a["action"] for a in audit} == {"pause", "scale", "resume"}
     assert not (run_dir / "launcher.json").exists()
