@@ -22,7 +22,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
-from meshrl.config.parts import TOOL_PARSERS, check_name
+from meshrl.config.parts import check_name, tool_parsers
 
 # Typo guards: agentic episodes run to tens of turns; past these an episode is a runaway loop
 # (each turn is a generation and an environment call) rather than a task.
@@ -47,4 +47,4 @@ class AgentConfig(Strict):
     @field_validator("tool_parser")
     @classmethod
     def _known_parser(cls, name: str) -> str:
-        return check_name("rollout.agent.tool_parser", name, TOOL_PARSERS, "tool-call format")
+        return check_name("rollout.agent.tool_parser", name, tool_parsers(), "tool-call format")

@@ -29,12 +29,10 @@ from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 from meshrl.config.openenv import OpenEnvConfig
+from meshrl.config.parts import builtin_environments
 from meshrl.config.textarena import TextArenaConfig
 from meshrl.config.verifiers import VerifiersConfig
 
-# services/environment/registry.py registers these; a unit test keeps the two lists equal
-# (the config never imports a service).
-BUILTIN_ENVIRONMENTS = ("calculator", "python", "tool_arith")
 # Blocks that make the environment service run an adapter of a library's environment
 # (services/environment/adapters/<block>), launched like a builtin.
 ADAPTERS = ("openenv", "verifiers", "textarena")
@@ -91,14 +89,14 @@ class EnvironmentConfig(Strict):
             )
         if not self.builtin and not self.address and not adapters:
             raise ValueError(
-                f"environment {self.name!r}: set builtin (one of {', '.join(BUILTIN_ENVIRONMENTS)}: "
+                f"environment {self.name!r}: set builtin (one of {', '.join(builtin_environments())}: "
                 f"launched by meshrl) or address (host:port of your environment service), or both "
                 f"(a built-in served elsewhere by `meshrl serve environment`)"
             )
-        if self.builtin and self.builtin not in BUILTIN_ENVIRONMENTS:
+        if self.builtin and self.builtin not in builtin_environments():
             raise ValueError(
                 f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
-                f"of {', '.join(BUILTIN_ENVIRONMENTS)}, or address: host:port of your own"
+                f"of {', '.join(builtin_environments())}, or address: host:port of your own"
             )
         if self.launched and self.tls is not None:
             raise ValueError(

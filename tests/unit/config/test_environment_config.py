@@ -4,7 +4,6 @@ the built-in names agreeing with the service's registry."""
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.config.environment import BUILTIN_ENVIRONMENTS
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 
@@ -54,9 +53,3 @@ def test_an_external_address_launches_nothing():
 def test_refusals(environment, says):
     with pytest.raises(ConfigError, match=says):
         cfg_with(**environment)
-
-
-def test_the_builtin_list_is_the_services_registry():
-    from meshrl.services.environment.registry import BUILTINS
-
-    assert tuple(BUILTINS.names()) == BUILTIN_ENVIRONMENTS

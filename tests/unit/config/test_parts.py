@@ -1,7 +1,7 @@
-"""The config reads the parts it may name from the declarations the registries are filled
-from (the decorators in the part folders), without torch: what it reads equals what the
-registries hold, and a part named by import path (`package.module:function`) is checked at
-load and found by the learner's registry."""
+"""The config checks the parts it may name without torch nor a service (the table it reads
+is kept equal to the registries by test_parts_table.py), and a part named by import path
+(`package.module:function`) is checked at load from its source and found by the learner's
+registry."""
 
 import subprocess
 import sys
@@ -25,40 +25,6 @@ def test_loading_a_config_imports_no_torch_and_no_service():
     assert out.stdout.strip() == "[]"
 
 
-def test_advantage_estimators_and_what_they_declare_match_the_registry():
-    from meshrl.algos.registry import get_advantage_estimator, list_advantage_estimators
-    import meshrl.algos  # noqa: F401  (registers the built-ins)
-
-    assert sorted(parts.advantage_estimators()) == list_advantage_estimators()
-    for name, declared in parts.advantage_estimators().items():
-        assert get_advantage_estimator(name).needs_values is declared.needs_values, name
-        # the extra inputs it declares (`needs=`), which the feeder reads without torch
-        assert get_advantage_estimator(name).needs == set(parts.estimator_needs(name)), name
-
-
-def test_policy_losses_aggregations_kl_and_dpo_kinds_match_meshrl_algos():
-    from meshrl.algos import list_agg_modes, list_dpo_kinds, list_kl_estimators, list_policy_losses
-
-    assert sorted(parts.policy_losses()) == list_policy_losses()
-    assert parts.OFFLINE_POLICY_LOSS not in parts.policy_losses()
-    assert list(parts.loss_agg_modes()) == list_agg_modes()
-    assert sorted(parts.kl_estimators()) == sorted(list_kl_estimators())
-    assert sorted(parts.preference_losses()) == list_dpo_kinds()
-
-
-def test_reward_rule_kinds_match_the_reward_service_registry():
-    from meshrl.services.reward.registry import REWARD_RULES
-
-    assert sorted(parts.reward_rule_kinds()) == REWARD_RULES.names()
-    assert parts.EXTERNAL_REWARD_KIND not in REWARD_RULES
-
-
-def test_tool_parsers_match_the_rollout_registry():
-    from meshrl.services.rollout.agent.parsers import list_tool_parsers
-
-    assert list(parts.TOOL_PARSERS) == list_tool_parsers()
-
-
 def test_every_registered_alert_rule_has_a_config_section_and_nothing_else_does():
     from meshrl.alerts.registry import rule_names
 
@@ -68,7 +34,9 @@ def test_every_registered_alert_rule_has_a_config_section_and_nothing_else_does(
 
 def test_unknown_name_suggests_the_closest_and_lists_all():
     message = parts.unknown_name("algorithm.kl_estimator", "k33", ["k1", "k2", "k3"], "KL estimator")
-    assert message == ("algorithm.kl_estimator='k33' is not a known KL estimator; did you mean 'k3'? Valid: k1, k2, k3")
+    assert message == (
+        "algorithm.kl_estimator='k33' is not a known KL estimator (did you mean 'k3'?). Valid: k1, k2, k3"
+    )
     far = parts.unknown_name("algorithm.kl_estimator", "zzz", ["k1", "k3"], "KL estimator")
     assert far == "algorithm.kl_estimator='zzz' is not a known KL estimator. Valid: k1, k3"
 
