@@ -107,6 +107,17 @@ class Trajectory:
         self.mask += [mask] * len(ids)
 
 
+def sampled_logprobs(out) -> list[float]:
+    """A turn's sampling log-probs, one per token (the trainer's behaviour log-probs)."""
+    logprobs = list(out.logprobs.logprobs) if out.logprobs else []
+    if len(logprobs) != len(out.token_ids):
+        raise RuntimeError(
+            f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
+            f"a turn must be requested with logprobs=0, flat_logprobs=True"
+        )
+    return logprobs
+
+
 class Episode:
     def __init__(self, ctx: EpisodeContext, task: pb.PromptTask, index: int):
         self.ctx, self.task, self.index = ctx, task, index
@@ -128,37 +139,10 @@ class Episode:
         return EpisodeFailed(self.id, INVALID_ANSWER, str(err))
 
     async def _play(self) -> Trajectory:
-        with child_span("env.reset", self.ctx.engine.version):
-            first, repaired = await self.ctx.env.reset(self.reset_request())
-        if repaired:
-            self.ctx.events.repaired()
-        try:
-            answers.check_reset(first)  # every first answer, a black-box agent's too (as the kit checks it)
-        except InvalidAnswer as err:
-            raise self._invalid(err) from None
+        first = await self.reset()
         if first.drives_policy:  # the environment runs its own agent against the policy endpoint
-            if self.ctx.policy is None:
-                raise EpisodeFailed(
-                    self.id,
-                    "FAILED_PRECONDITION",
-                    (
-                        "the environment runs its own agent (ResetResponse.drives_policy) but this rollout serves no "
-                        "policy endpoint: set rollout.agent.policy_endpoint.enabled: true"
-                    ),
-                    code="no_policy_endpoint",
-                )
-            return await self.ctx.policy.drive(self, first)
-        try:
-            self.tools = answers.tools(first)
-        except InvalidAnswer as err:
-            raise self._invalid(err) from None
-        observation = answers.observation(first.observation)
-        prompt, bounded = self.ctx.chat.prompt_ids(
-            task_messages(self.task), observation, [t.as_openai() for t in self.tools.values()]
-        )
-        if observation:
-            self.ctx.events.observation(bounded)
-        traj = self.start(prompt)
+            return await self.driven(first)
+        traj = self.start(self.first_prompt(first))
         for turn in range(self.ctx.limits.max_turns):
             left, limit = self.room(traj)
             if left < 1:
@@ -172,6 +156,46 @@ class Episode:
             if not self.append_observation(traj, record, answer):
                 break
         return traj
+
+    async def reset(self) -> env_pb2.ResetResponse:
+        """The environment's first answer, checked."""
+        with child_span("env.reset", self.ctx.engine.version):
+            first, repaired = await self.ctx.env.reset(self.reset_request())
+        if repaired:
+            self.ctx.events.repaired()
+        try:
+            answers.check_reset(first)  # every first answer, a black-box agent's too (as the kit checks it)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        return first
+
+    async def driven(self, first: env_pb2.ResetResponse) -> Trajectory:
+        """The episode as the environment's own agent plays it through this rollout's policy endpoint."""
+        if self.ctx.policy is None:
+            raise EpisodeFailed(
+                self.id,
+                "FAILED_PRECONDITION",
+                (
+                    "the environment runs its own agent (ResetResponse.drives_policy) but this rollout serves no "
+                    "policy endpoint: set rollout.agent.policy_endpoint.enabled: true"
+                ),
+                code="no_policy_endpoint",
+            )
+        return await self.ctx.policy.drive(self, first)
+
+    def first_prompt(self, first: env_pb2.ResetResponse) -> list[int]:
+        """The task's messages, then the first observation, with the tools the environment offers."""
+        try:
+            self.tools = answers.tools(first)
+        except InvalidAnswer as err:
+            raise self._invalid(err) from None
+        observation = answers.observation(first.observation)
+        prompt, bounded = self.ctx.chat.prompt_ids(
+            task_messages(self.task), observation, [t.as_openai() for t in self.tools.values()]
+        )
+        if observation:
+            self.ctx.events.observation(bounded)
+        return prompt
 
     def start(self, prompt: list[int]) -> Trajectory:
         """A trajectory after `prompt`; EpisodeFailed (prompt_too_long) when no turn would fit."""
@@ -223,24 +247,9 @@ class Episode:
 
     async def sample(self, traj: Trajectory, turn: int, tools: dict, max_tokens: int | None = None) -> pb.Turn:
         """Sample turn `turn` after everything so far and append it (mask 1, its log-probs)."""
-        sampling = self.task.sampling
-        limit = min(sampling.max_tokens, self.room(traj)[0], max_tokens or sampling.max_tokens)
-        with child_span("turn.generate", self.ctx.engine.version) as span:
-            out = await self.ctx.engine.generate_turn(
-                traj.prompt + traj.ids,
-                sampling,
-                max_tokens=limit,
-                seed=episode_seed(sampling.seed, self.index, turn),
-                name=f"{self.id}/t{turn}",
-            )
-            span.set_attribute("meshrl.tokens", len(out.token_ids))
-        start, logprobs = len(traj.ids), list(out.logprobs.logprobs) if out.logprobs else []
-        if len(logprobs) != len(out.token_ids):
-            raise RuntimeError(
-                f"vLLM returned {len(logprobs)} log-probs for {len(out.token_ids)} tokens; "
-                f"a turn must be requested with logprobs=0, flat_logprobs=True"
-            )
-        traj.add(list(out.token_ids), logprobs, 1)
+        out = await self.generate(traj, turn, max_tokens)
+        start = len(traj.ids)
+        traj.add(list(out.token_ids), sampled_logprobs(out), 1)
         traj.versions.append(completion_version(out, self.ctx.engine.version))
         parsed = self.ctx.chat.parser.parse(out.text)
         calls = check_calls(parsed, tools, turn, self.ctx.limits.max_tool_calls)
@@ -257,6 +266,21 @@ class Episode:
         traj.turns.append(record)
         self.ctx.events.turn(record)
         return record
+
+    async def generate(self, traj: Trajectory, turn: int, max_tokens: int | None):
+        """One request on the shared engine: the prompt plus everything so far, within the room left."""
+        sampling = self.task.sampling
+        limit = min(sampling.max_tokens, self.room(traj)[0], max_tokens or sampling.max_tokens)
+        with child_span("turn.generate", self.ctx.engine.version) as span:
+            out = await self.ctx.engine.generate_turn(
+                traj.prompt + traj.ids,
+                sampling,
+                max_tokens=limit,
+                seed=episode_seed(sampling.seed, self.index, turn),
+                name=f"{self.id}/t{turn}",
+            )
+            span.set_attribute("meshrl.tokens", len(out.token_ids))
+        return out
 
     async def step(self, record: pb.Turn, truncated: bool) -> env_pb2.StepResponse:
         sent = [
