@@ -229,18 +229,34 @@ class TrainerConfig(Strict):
 
 def part_problems(algo: AlgorithmConfig) -> list[str]:
     """Keys the chosen parts would ignore or cannot run with, each naming the fix."""
-    problems = offline_problems(algo)
+    return (
+        offline_problems(algo)
+        + level_problems(algo)
+        + loss_option_problems(algo)
+        + dpo_weighting_problems(algo)
+        + kl_problems(algo)
+        + critic_problems(algo)
+    )
+
+
+def level_problems(algo: AlgorithmConfig) -> list[str]:
+    """An importance_sampling_level the chosen policy loss does not compute."""
     loss = online_loss(algo)
     level = loss.level if loss else None  # None: a preference loss has no importance ratio
     wanted = algo.importance_sampling_level
-    if wanted not in (None, level):
-        losses = ", ".join(n for n, d in policy_losses().items() if d.level == wanted)
-        problems.append(
-            f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
-            f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
-            f"a {wanted}-level policy_loss ({losses})"
-        )
-    problems += loss_option_problems(algo) + dpo_weighting_problems(algo)
+    if wanted in (None, level):
+        return []
+    losses = ", ".join(n for n, d in policy_losses().items() if d.level == wanted)
+    return [
+        f"algorithm.importance_sampling_level={wanted!r} does nothing with policy_loss "
+        f"{algo.policy_loss!r} (its ratio is {level or 'absent'}); remove the key, or choose "
+        f"a {wanted}-level policy_loss ({losses})"
+    ]
+
+
+def kl_problems(algo: AlgorithmConfig) -> list[str]:
+    """KL switches that act on a KL term the config does not have (in the loss, or the reward)."""
+    problems = []
     if algo.use_bias_correction_kl and (algo.kl_in != "loss" or algo.kl_coef == 0):
         problems.append(
             f"algorithm.use_bias_correction_kl=true weights the KL term of the loss, but "
@@ -253,19 +269,24 @@ def part_problems(algo: AlgorithmConfig) -> list[str]:
             f"kl_in={algo.kl_in!r}, kl_coef={algo.kl_coef}: set kl_in=reward and an "
             f"initial kl_coef > 0, or kl_ctrl=fixed"
         )
+    return problems
+
+
+def critic_problems(algo: AlgorithmConfig) -> list[str]:
+    """A critic the estimator needs but is off, or one that is on for an estimator without values."""
     needs_values = part("algorithm.advantage_estimator", algo.advantage_estimator, "advantage estimator").needs_values
     if needs_values and not algo.critic.enabled and not algo.offline:
-        problems.append(
+        return [
             f"algorithm.advantage_estimator={algo.advantage_estimator!r} needs a "
             f"critic's values: set algorithm.critic.enabled=true (or algorithm.preset=ppo)"
-        )
+        ]
     if algo.critic.enabled and not needs_values:
-        problems.append(
+        return [
             f"algorithm.critic.enabled=true, but advantage_estimator "
             f"{algo.advantage_estimator!r} uses no values, so the critic would train "
             f"for nothing; set algorithm.critic.enabled=false or advantage_estimator=gae"
-        )
-    return problems
+        ]
+    return []
 
 
 def online_loss(algo: AlgorithmConfig):
@@ -317,19 +338,25 @@ def dpo_weighting_problems(algo: AlgorithmConfig) -> list[str]:
             f"algorithm.dpo_use_weighting weights each pair's loss, but {sorted_pairs[0]} "
             f"pairs sorted log-ratios, not the input pairs (TRL refuses it too); remove one"
         )
+    return problems + f_divergence_problems(algo)
+
+
+def f_divergence_problems(algo: AlgorithmConfig) -> list[str]:
+    """An f-divergence other than reverse KL with a preference loss that has no form for it."""
+    declared = preference_losses()
     f_divergence = algo.loss_options.get("f_divergence", "reverse_kl")
     ignoring = [
         n
         for n in algo.preference_losses
         if n in declared and declared[n].uses_reference and "f_divergence" not in declared[n].options
     ]
-    if f_divergence != "reverse_kl" and ignoring:
-        problems.append(
-            f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} has "
-            f"no f-divergence form and would ignore it; use reverse_kl with it, or losses "
-            f"that take it ({', '.join(n for n, d in declared.items() if 'f_divergence' in d.options)})"
-        )
-    return problems
+    if f_divergence == "reverse_kl" or not ignoring:
+        return []
+    return [
+        f"algorithm.loss_options f_divergence={f_divergence!r}: {', '.join(ignoring)} has "
+        f"no f-divergence form and would ignore it; use reverse_kl with it, or losses "
+        f"that take it ({', '.join(n for n, d in declared.items() if 'f_divergence' in d.options)})"
+    ]
 
 
 def offline_problems(algo: AlgorithmConfig) -> list[str]:
@@ -348,6 +375,11 @@ def offline_problems(algo: AlgorithmConfig) -> list[str]:
             "algorithm.offline=true (or algorithm.preset=dpo), or pick an online loss "
             f"({', '.join(policy_losses())})"
         ]
+    return dpo_loss_problems(algo)
+
+
+def dpo_loss_problems(algo: AlgorithmConfig) -> list[str]:
+    """dpo_loss_type set beside a preference policy_loss, or a weight list of the wrong length."""
     problems = []
     if (
         algo.offline
