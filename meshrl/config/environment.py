@@ -98,6 +98,11 @@ class EnvironmentConfig(Strict):
                 f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
                 f"of {', '.join(builtin_environments())}, or address: host:port of your own"
             )
+        self._check_serving()
+        return self
+
+    def _check_serving(self) -> None:
+        """TLS, token and port settings that fit how the environment is served."""
         if self.launched and self.tls is not None:
             raise ValueError(
                 "environment.tls is for a service at an address; launched replicas serve the "
@@ -110,7 +115,6 @@ class EnvironmentConfig(Strict):
                 f"environment.replicas={self.replicas} with grpc_port={self.grpc_port}: each "
                 f"replica needs its own port (an episode lives on one replica); set grpc_port: 0"
             )
-        return self
 
     @property
     def adapter(self) -> str | None:
