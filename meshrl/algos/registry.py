@@ -1,4 +1,4 @@
-"""Name → function registries for the two pluggable parts of a training step.
+"""Name → function registries for the pluggable parts of a training step.
 
     @register_advantage_estimator("my_baseline", needs_values=False)
     def my_baseline(*, rewards, response_mask, group_ids, **_): ...
@@ -11,9 +11,10 @@ trainer looks it up here, so adding an algorithm never touches the loop. The dec
 attach the declared attributes (`needs_values`, `needs`, `default_agg`, `registered_name`) to the
 function and wrap it with the shared input/output checks in `meshrl.algos.validate`.
 
-The decorator is the one declaration: each part folder imports every file in it
-(`import_folder`), and the config reads the same decorators from the same files without
-torch (`meshrl.config.parts`), so a new file is a new name everywhere. A name may also be an
+The decorator is the one declaration: each registry (meshrl/registry.py) imports every file
+of its folder, and what each decorator declares for the config (`needs_values`, `needs`,
+`level`, options, ...) goes to the parts table the torch-free config reads
+(scripts/gen_parts_table.py), so a new file is a new name everywhere. A name may also be an
 import path, `package.module:function`: the module is imported on first use and the function
 taken as registered by its decorator, or, undecorated, registered under that path with the
 decorator's defaults.

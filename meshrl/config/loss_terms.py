@@ -17,9 +17,9 @@
         reweight_method: pow      # pow | max_min | max_random (meshrl/algos/resampling/)
         weight_pow: 2.0
 
-Mask names and their options, and PF-PPO's methods, are read from the decorators in
-meshrl/algos/loss_masks/ and meshrl/algos/resampling/ (meshrl.config.parts), so a typo is
-refused at load with the closest name.
+Mask names and their options, and PF-PPO's methods, are read from the parts table, written
+from the registries of meshrl/algos/loss_masks/ and meshrl/algos/resampling/
+(meshrl.config.parts), so a typo is refused at load with the closest name.
 """
 
 from pydantic import Field, field_validator, model_validator

@@ -10,8 +10,9 @@
         seq_mean_k3: 0.01    #   with its threshold; k1 criteria take an upper bound u
         token_k1: [0.5, 2.0] #   (lower 1/u) or [lower, upper] ratio bounds
 
-Names are read from the decorators in meshrl/algos/correction/ (meshrl.config.parts), so a
-typo or a pair given to a one-sided criterion is refused at load, naming the fix.
+Names are read from the parts table, written from the registries of meshrl/algos/correction/
+(meshrl.config.parts), so a typo or a pair given to a one-sided criterion is refused at load,
+naming the fix.
 """
 
 from pydantic import Field, field_validator, model_validator
