@@ -114,6 +114,10 @@ class Registry:
         """Every entry by name: the listing `meshrl algos` and the parts table are made from."""
         return [self._entries[n] for n in self.names()]
 
+    def items(self) -> list[tuple[str, object]]:
+        """(name, object) of every entry by name."""
+        return [(e.name, e.obj) for e in self.entries()]
+
     def load(self) -> None:
         """Import every module of `folder` once: importing a file runs its decorators."""
         if self._loaded:

@@ -12,25 +12,12 @@ file is a new name once this has run; tests/unit/config/test_parts_table.py fail
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO / "meshrl" / "config" / "parts_table.json"
-# the modules that make a registry (a new kind of part adds its module here)
-FAMILY_MODULES = (
-    "meshrl.algos.registry",
-    "meshrl.algos.correction.registry",
-    "meshrl.algos.loss_masks.registry",
-    "meshrl.algos.preference_weighting.registry",
-    "meshrl.algos.resampling.registry",
-    "meshrl.alerts.registry",
-    "meshrl.services.reward.registry",
-    "meshrl.services.environment.registry",
-    "meshrl.services.rollout.agent.parsers",
-)
 ABOUT = "written by scripts/gen_parts_table.py from the registries (meshrl/registry.py); never edit by hand"
 
 
@@ -47,13 +34,11 @@ def fixed_lists() -> dict[str, dict]:
 
 def table() -> dict:
     """{"about": ..., "kinds": {kind: {"decorator": ..., "names": {name: declared}}}}."""
-    from meshrl.registry import REGISTRIES
+    from meshrl.cli.algos import registries
 
-    for module in FAMILY_MODULES:
-        importlib.import_module(module)
     kinds = {
         kind: {"decorator": registry.decorator, "names": {e.name: dict(e.declared) for e in registry.entries()}}
-        for kind, registry in sorted(REGISTRIES.items())
+        for kind, registry in sorted(registries().items())
     }
     return {"about": ABOUT, "kinds": kinds | fixed_lists()}
 

@@ -50,11 +50,11 @@ def registered_parts() -> list[Part]:
     rollout correction's modes and rejection criteria, in that order."""
     parts = [
         Part("advantage estimators", n, fn.paper, estimator_notes(fn), part_options(fn))
-        for n, fn in ((n, ADVANTAGE_ESTIMATORS.get(n)) for n in ADVANTAGE_ESTIMATORS.names())
+        for n, fn in ADVANTAGE_ESTIMATORS.items()
     ]
     parts += [
         Part("policy losses", n, fn.paper, f"default_agg={fn.default_agg}", part_options(fn))
-        for n, fn in ((n, POLICY_LOSSES.get(n)) for n in POLICY_LOSSES.names())
+        for n, fn in POLICY_LOSSES.items()
     ]
     parts += [Part("KL estimators", n, *reversed(split_doc(KL_ESTIMATORS[n].__doc__))) for n in sorted(KL_ESTIMATORS)]
     parts += [Part("loss aggregation modes", n, AGG_MODE_NOTES[n][1], notes=AGG_MODE_NOTES[n][0]) for n in AGG_MODES]
@@ -66,13 +66,13 @@ def registered_parts() -> list[Part]:
             "needs response lengths" if fn.needs_lengths else "",
             part_options(fn),
         )
-        for n, fn in ((n, PREFERENCE_LOSSES.get(n)) for n in PREFERENCE_LOSSES.names())
+        for n, fn in PREFERENCE_LOSSES.items()
     ]
     parts += [
         Part(
             "DPO log-prob weightings (by their config key)", n, fn.paper, f"{fn.config_key}: {split_doc(fn.__doc__)[0]}"
         )
-        for n, fn in ((n, PREFERENCE_WEIGHTINGS.get(n)) for n in PREFERENCE_WEIGHTINGS.names())
+        for n, fn in PREFERENCE_WEIGHTINGS.items()
     ]
     return parts + correction_parts()
 
@@ -88,15 +88,15 @@ def correction_parts() -> list[Part]:
             f"{split_doc(fn.__doc__)[0]}; one weight per {fn.level}",
             part_options(fn),
         )
-        for n, fn in ((n, ROLLOUT_WEIGHTS.get(n)) for n in ROLLOUT_WEIGHTS.names())
+        for n, fn in ROLLOUT_WEIGHTS.items()
     ]
     parts += [
         Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper, split_doc(fn.__doc__)[0])
-        for n, fn in ((n, REJECTIONS.get(n)) for n in REJECTIONS.names())
+        for n, fn in REJECTIONS.items()
     ]
     parts += [
         Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0], part_options(fn))
-        for n, fn in ((n, LOSS_MASKS.get(n)) for n in LOSS_MASKS.names())
+        for n, fn in LOSS_MASKS.items()
     ]
     parts += [
         Part(
@@ -106,6 +106,6 @@ def correction_parts() -> list[Part]:
             split_doc(fn.__doc__)[0],
             part_options(fn),
         )
-        for n, fn in ((n, REWEIGHTINGS.get(n)) for n in REWEIGHTINGS.names())
+        for n, fn in REWEIGHTINGS.items()
     ]
     return parts

@@ -1,6 +1,8 @@
-"""`meshrl algos [FAMILY]`: list every registered algorithm part, its options and its paper.
+"""`meshrl algos [FAMILY]`: list every registered algorithm part, its options and its paper,
+then the other registered parts (alert rules, reward rules, built-in environments, tool-call
+formats) by name.
 
-    meshrl algos                 # everything: estimators, losses, KL, aggregation, DPO
+    meshrl algos                 # everything: estimators, losses, KL, aggregation, DPO, ...
     meshrl algos policy          # one family (a prefix of its name is enough)
 
 torch is imported only when the command runs (the parts are torch code), never at
@@ -8,7 +10,23 @@ torch is imported only when the command runs (the parts are torch code), never a
 """
 
 from __future__ import annotations
+
+import importlib
+
 from meshrl.cli import about
+
+# the modules that make a registry (meshrl/registry.py); scripts/gen_parts_table.py reads them too
+REGISTRY_MODULES = (
+    "meshrl.algos.registry",
+    "meshrl.algos.correction.registry",
+    "meshrl.algos.loss_masks.registry",
+    "meshrl.algos.preference_weighting.registry",
+    "meshrl.algos.resampling.registry",
+    "meshrl.alerts.registry",
+    "meshrl.services.reward.registry",
+    "meshrl.services.environment.registry",
+    "meshrl.services.rollout.agent.parsers",
+)
 
 
 def add_parser(sub) -> None:
@@ -30,14 +48,28 @@ def format_part(part) -> list[str]:
     return lines
 
 
+def registries() -> dict:
+    """kind → registry, every registry made (its module imported; its files on first lookup)."""
+    for module in REGISTRY_MODULES:
+        importlib.import_module(module)
+    from meshrl.registry import REGISTRIES  # lazy: filled by the imports above
+
+    return REGISTRIES
+
+
+def other_parts(part_record) -> list:
+    """The registered parts outside meshrl/algos, by kind and name, as `part_record`s."""
+    others = [r for kind, r in sorted(registries().items()) if not r.folder.startswith("meshrl.algos")]
+    return [part_record(f"{r.kind}s (@{r.decorator})", e.name, "", e.origin) for r in others for e in r.entries()]
+
+
 def run(args) -> int:
-    from meshrl.algos.catalog import (
-        registered_parts,
-    )  # lazy: torch, for the listing only (`meshrl algos --help` stays quick)
+    # lazy: torch and the services, for the listing only (`meshrl algos --help` stays quick)
+    from meshrl.algos.catalog import Part, registered_parts
 
     wanted = args.family.lower()
     family = None
-    for part in registered_parts():
+    for part in registered_parts() + other_parts(Part):
         if wanted and not part.family.lower().startswith(wanted):
             continue
         if part.family != family:
@@ -45,6 +77,8 @@ def run(args) -> int:
             print(f"{family}:")
         print("\n".join(format_part(part)))
     if family is None:
-        print(f"no family starts with {args.family!r}; try advantage, policy, kl, loss, preference")
+        print(
+            f"no family starts with {args.family!r}; try advantage, policy, kl, loss, preference, alert, reward, built-in, tool"
+        )
         return 2
     return 0

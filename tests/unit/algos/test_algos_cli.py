@@ -89,3 +89,15 @@ def test_help_does_not_import_torch(argv):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_cli_lists_the_other_registries_by_name_from_the_same_mechanism(capsys):
+    from meshrl.services.reward.registry import REWARD_RULES
+
+    assert main(["algos", "reward"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "reward rules (@register_reward):"
+    assert [line.split()[0] for line in lines[1:]] == REWARD_RULES.names()
+    assert "  math_verify  (meshrl.services.reward.rules.math_answer.math_verify)" in lines
+    assert main(["algos", "tool"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("  hermes  (")
