@@ -74,12 +74,11 @@ def registered_parts() -> list[Part]:
         )
         for n, fn in PREFERENCE_WEIGHTINGS.items()
     ]
-    return parts + correction_parts()
+    return parts + correction_parts() + filter_parts()
 
 
 def correction_parts() -> list[Part]:
-    """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/),
-    the loss masks (meshrl/algos/loss_masks/) and PF-PPO's reweightings (meshrl/algos/resampling/)."""
+    """Rollout correction's weights modes and rejection criteria (meshrl/algos/correction/)."""
     parts = [
         Part(
             "rollout-correction modes (algorithm.rollout_correction.mode)",
@@ -90,11 +89,15 @@ def correction_parts() -> list[Part]:
         )
         for n, fn in ROLLOUT_WEIGHTS.items()
     ]
-    parts += [
+    return parts + [
         Part("rejection criteria (algorithm.rollout_correction.reject)", n, fn.paper, split_doc(fn.__doc__)[0])
         for n, fn in REJECTIONS.items()
     ]
-    parts += [
+
+
+def filter_parts() -> list[Part]:
+    """The loss masks (meshrl/algos/loss_masks/) and PF-PPO's reweightings (meshrl/algos/resampling/)."""
+    parts = [
         Part("loss masks (algorithm.loss_masks)", n, fn.paper, split_doc(fn.__doc__)[0], part_options(fn))
         for n, fn in LOSS_MASKS.items()
     ]

@@ -151,11 +151,7 @@ def register_policy_loss(
     "token", the level TRL runs it at).
     """
     kl_ratio_level = kl_ratio_level or level
-    for what, value in (("level", level), ("kl_ratio_level", kl_ratio_level)):
-        if value not in ("token", "sequence"):
-            raise ValueError(f"{what}={value!r} for policy loss {name!r}; expected token or sequence")
-    if default_agg not in AGG_MODES:
-        raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of {', '.join(AGG_MODES)}")
+    check_policy_loss_declaration(name, default_agg, level, kl_ratio_level)
 
     def decorate(fn: Callable) -> Callable:
         wrapped = validated_policy_loss(fn, name=name, level=level)
@@ -165,6 +161,15 @@ def register_policy_loss(
         return POLICY_LOSSES.add(name, wrapped, level=level, options=declared_options(fn))
 
     return decorate
+
+
+def check_policy_loss_declaration(name: str, default_agg: str, level: str, kl_ratio_level: str) -> None:
+    """ValueError naming what `@register_policy_loss(name, ...)` declared that the loop cannot run."""
+    for what, value in (("level", level), ("kl_ratio_level", kl_ratio_level)):
+        if value not in ("token", "sequence"):
+            raise ValueError(f"{what}={value!r} for policy loss {name!r}; expected token or sequence")
+    if default_agg not in AGG_MODES:
+        raise ValueError(f"default_agg={default_agg!r} for policy loss {name!r} is not one of {', '.join(AGG_MODES)}")
 
 
 def get_policy_loss(name: str) -> Callable:
