@@ -3,7 +3,7 @@
 Thin wrappers over `meshrl.inputs.data.arithmetic`: `arithmetic` writes verl-style prompt rows for
 RL (`prompt`, `reward_model.ground_truth`, `data_source`), `pairs` writes DPO rows
 (`prompt`, `chosen`, `rejected`). `arithmetic --tool` writes the tool task's rows (the
-calculator offered, data_source tool_arith: services/environment/tool_arith.py), e.g.
+calculator offered, data_source tool_arith: services/environment/builtins/tool_arith.py), e.g.
 `meshrl data arithmetic --tool --digits 3 --ops "*" --n 256 --out data/tool_train.jsonl`.
 """
 

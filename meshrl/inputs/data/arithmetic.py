@@ -26,7 +26,7 @@ from meshrl.inputs.data.load import write_rows
 
 OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
 TEMPLATE = "What is {a}{op}{b}? Answer with a number."
-# The tool task (services/environment/tool_arith.py): the calculator is offered as a tool.
+# The tool task (services/environment/builtins/tool_arith.py): the calculator is offered as a tool.
 TOOL_TEMPLATE = "What is {a}{op}{b}? You may use the calculator tool. Answer with a number."
 # Worked examples a tool row may start with (`tool_shots`): a small model rarely writes a
 # Hermes tool call from the tools block alone, but copies one it has seen in the conversation
