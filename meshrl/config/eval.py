@@ -48,6 +48,10 @@ class EvalConfig(Strict):
     batch_size: int = Field(16, ge=1)  # prompts per RolloutService.Generate call
     timeout_s: float = Field(600.0, gt=0.0)  # deadline of one Generate or Score call
     wait_for_version_s: float = Field(300.0, gt=0.0)  # for rollout to load the weights to evaluate
+    # The evaluation has the rollout to itself: the next training prompts wait until it ends, so
+    # it runs at full speed and a run's clock minus its evaluations is the run without them
+    # (benchmarks/time_to_accuracy.py); off, training generation goes on beside it.
+    exclusive: bool = False
 
     @property
     def samples_per_prompt(self) -> int:

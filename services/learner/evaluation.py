@@ -53,6 +53,9 @@ class NoEval:
     def write_train(self, step: int, groups: Sequence[common_pb2.Group]) -> None:
         self.samples.write_train(step, groups)
 
+    def due(self, step: int) -> bool:
+        return False
+
     async def maybe_run(self, step: int, version: int) -> dict[str, float]:
         return {}
 

@@ -76,6 +76,7 @@ class Learner:
     step: int = 0  # steps completed
     saved_step: int = -1  # the step of the newest checkpoint this process wrote or loaded
     trained_ids: list[str] = field(default_factory=list)
+    held_back: list[str] = field(default_factory=list)  # trained, settled after an exclusive evaluation
     restarted: bool = False  # this process took over a run another learner process began
 
     async def run(self) -> None:
@@ -84,10 +85,9 @@ class Learner:
             # version the dead learner pushed after its checkpoint (or before its first one:
             # then these are the base weights, version 0) - else every group is "future".
             await self.republish_weights()
-        feeding = asyncio.create_task(self.feeder.run(), name="feeder")
         watching = asyncio.create_task(self.health.run(), name="health-watch")
         self.state.state = common_pb2.RUN_STATE_RUNNING
-        at_start = await self.evaluation.maybe_run(0, self.version) if self.step == 0 else {}
+        at_start, feeding = await self.evaluate_base_and_feed()
         try:
             while self.step < self.cfg.learner.steps and not self.state.stopping.is_set():
                 await self.state.wait_if_paused()
@@ -106,6 +106,16 @@ class Learner:
         await self.publisher.drain()  # the last push's notice is out
         await self.save(why="stopped" if self.state.stopping.is_set() else "end of run")
         self.state.state = common_pb2.RUN_STATE_DONE
+
+    async def evaluate_base_and_feed(self) -> tuple[dict[str, float], asyncio.Task]:
+        """The base model's evaluation (a fresh run's) and the feeder, started after the
+        evaluation when it is exclusive (`eval.exclusive`), else beside it."""
+        fresh, exclusive = self.step == 0, self.cfg.eval.exclusive
+        at_start = await self.evaluation.maybe_run(0, self.version) if fresh and exclusive else {}
+        feeding = asyncio.create_task(self.feeder.run(), name="feeder")
+        if fresh and not exclusive:
+            at_start = await self.evaluation.maybe_run(0, self.version)
+        return at_start, feeding
 
     async def one_step(self, step: int) -> dict[str, float] | None:
         t0 = time.perf_counter()
@@ -158,13 +168,19 @@ class Learner:
             self.gatherer.ledger.trained(group, step)
         self.evaluation.write_train(step + 1, gathered.groups)  # a few samples for spot checks
         self.trained_ids.extend(ids)
-        self.feeder.settle(ids, trained=True)  # after the push: the next prompts ask for the new version
+        if self.cfg.eval.exclusive and self.evaluation.due(step + 1):
+            self.held_back = ids  # the next prompts wait for the evaluation (after_step)
+        else:
+            self.feeder.settle(ids, trained=True)  # after the push: the next prompts ask for the new version
         self.state.groups_trained = len(self.trained_ids)
         self.state.groups_dropped_stale = self.gatherer.totals["stale"]
         self.state.in_flight = self.feeder.state.in_flight
 
     async def after_step(self, step: int, metrics: dict[str, float]) -> None:
         metrics.update(await self.evaluation.maybe_run(step + 1, self.version))  # {} between evals
+        if self.held_back:
+            self.feeder.settle(self.held_back, trained=True)
+            self.held_back = []
         self.logger.log(step, metrics)
         self.step = step + 1
         self.state.step, self.state.last_metrics = self.step, metrics

@@ -71,6 +71,9 @@ class StepEvaluation(Protocol):
     def write_train(self, step: int, groups: Sequence[common_pb2.Group]) -> None:
         """Keep a few trained samples for spot checks (samples.jsonl)."""
 
+    def due(self, step: int) -> bool:
+        """Whether `maybe_run(step, ...)` evaluates."""
+
     async def maybe_run(self, step: int, version: int) -> dict[str, float]:
         """Held-out evaluation when due at `step`, else {}."""
 

@@ -158,3 +158,49 @@ async def test_stale_groups_are_dropped_counted_and_replaced(cfg, bus, run_id):
     assert {e["policy_version"] for e in trained if e["step"] == 1} == {1}
     published = [e for e in ledger if e["event"] == "published"]
     assert len(published) == 4 + 3
+
+
+class FakeEvaluation:
+    """FAKE held-out evaluation (stands in for rollout + reward): due at every step, it
+    'evaluates' for half a second and counts the prompts published by its end."""
+
+    def __init__(self, ledger_path: Path):
+        self.ledger_path, self.published_by_end = ledger_path, []
+
+    def published(self) -> int:
+        events = read_ledger(self.ledger_path) if self.ledger_path.exists() else []
+        return sum(1 for e in events if e["event"] == "published")
+
+    def write_train(self, step, groups) -> None:
+        pass
+
+    def due(self, step: int) -> bool:
+        return True
+
+    async def maybe_run(self, step: int, version: int) -> dict[str, float]:
+        await asyncio.sleep(0.5)
+        self.published_by_end.append(self.published())
+        return {"eval/accuracy": 0.0}
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("exclusive", [True, False], ids=["exclusive", "beside-training"])
+async def test_an_exclusive_evaluation_holds_the_next_prompts_until_it_ends(
+    tmp_path, tiny_model_dir, bus, run_id, exclusive
+):
+    (tmp_path / "run").mkdir()
+    cfg = make_config(tmp_path, tiny_model_dir)
+    cfg.eval.exclusive = exclusive
+    rollout = asyncio.create_task(scripted_rollout(bus, []))
+    try:
+        built = await online(cfg, bus, run_id, LearnerState(run_id=run_id, total_steps=cfg.learner.steps))
+        fake = built.loop.evaluation = FakeEvaluation(Path(cfg.run.dir) / "groups.jsonl")
+        await asyncio.wait_for(built.loop.run(), timeout=120)
+        built.close()
+    finally:
+        rollout.cancel()
+    # the base model's evaluation, then one after each of the 3 steps of 2 prompts: exclusive,
+    # only the prompts of steps already trained are out; beside training, the next step's too
+    assert fake.published_by_end == ([0, 2, 4, 6] if exclusive else [2, 4, 6, 6])
