@@ -24,10 +24,12 @@ accuracy first reaches the target (start-up included, evaluation excluded), the 
 held-out curve; per side the median and range; the accuracy each side had at the time the fastest
 side reached the target; per side the mean step split; the load average before and after each run.
 
-Simplifications: meshrl's evaluation runs through its own rollout, and while the learner waits for
-it an overlapped rollout may keep generating the next step's groups; that time is taken out of the
-clock too, so an overlapped run gets up to one evaluation's worth of generation for free. TRL's
-reward and evaluation use the same math-verify judge (services/reward/verify_worker.py) in its venv.
+meshrl's evaluation runs through its own rollout with `eval.exclusive` on: no training prompt goes
+out while it runs (as TRL's evaluation in its callback stops everything), so its time can be taken
+out of the clock without handing meshrl a batch generated for free. Simplification: groups already
+in flight when an evaluation starts (the overlapped side's next batch) still finish during it.
+TRL's reward and evaluation use the same math-verify judge (services/reward/verify_worker.py) in
+its venv.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def meshrl_overrides(side: str, args, model: Path, data: tuple[Path, Path], seed
         f"learner.max_staleness={1 if overlapped else 0}",
         f"launch.cores={args.overlap_cores if overlapped else 'auto'}",
         "trainer.optim.warmup_steps=0", f"trainer.optim.min_lr_ratio={MIN_LR_RATIO}",
-        "eval.every=1", "eval.at_start=true", f"eval.max_prompts={EVAL_PROMPTS}",
+        "eval.every=1", "eval.at_start=true", f"eval.max_prompts={EVAL_PROMPTS}", "eval.exclusive=true",
     ]  # fmt: skip
 
 

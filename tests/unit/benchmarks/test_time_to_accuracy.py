@@ -70,7 +70,7 @@ def test_the_overrides_load_on_the_main_jobs_config(side, tmp_path):
     cfg = load_config(REPO / "examples" / "grpo_smollm2.yaml", overrides)
     assert cfg.learner.max_staleness == (1 if side == "overlap" else 0)
     assert cfg.launch.cores == ("split" if side == "overlap" else "auto")
-    assert (cfg.eval.every, cfg.eval.at_start, cfg.eval.max_prompts) == (1, True, 64)
+    assert (cfg.eval.every, cfg.eval.at_start, cfg.eval.max_prompts, cfg.eval.exclusive) == (1, True, 64, True)
     assert cfg.trainer.optim.warmup_steps == 0 and cfg.run.seed == 2 and cfg.learner.checkpoint_every == 0
 
 
