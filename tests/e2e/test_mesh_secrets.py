@@ -6,7 +6,7 @@ TLS (learner→reference, eval, control), and the learner's port refuses a plain
 
 import asyncio
 import os
-import subprocess
+import socket
 import sys
 import threading
 import time
@@ -19,8 +19,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.launch.secrets import KINDS
 from meshrl.run.secrets import grpc_user_env
-from meshrl.addresses import free_port
 from meshrl.transport.rpc import mesh_tls
+from tests.fixtures.served import served_on_any_port
 
 pytestmark = pytest.mark.slow
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "external_reward" / "server.py"
@@ -79,33 +79,30 @@ def leaks(run_dir: Path, secrets: list[str]) -> list[str]:
 
 
 def test_no_secret_reaches_the_run_files_logs_or_spans(run_mesh, tmp_path, monkeypatch):
-    port = free_port()
-    judge = subprocess.Popen(
-        [sys.executable, str(EXAMPLE), "--port", str(port), "--keywords", "a"], stderr=subprocess.DEVNULL
-    )
     monkeypatch.setenv("MESHRL_TEST_REWARD_TOKEN", REWARD_TOKEN)
     monkeypatch.setenv("MESHRL_TEST_HOOK_TOKEN", HOOK_TOKEN)
     passwords = record_new_passwords(monkeypatch)
     found, done = {}, threading.Event()
     prober = threading.Thread(target=probe_learner_port, args=(tmp_path / "run", found, done), daemon=True)
     prober.start()
+    judge_argv = [sys.executable, str(EXAMPLE), "--port", "0", "--keywords", "a"]  # it binds, then logs its port
     try:
-        time.sleep(2)  # the example binds its port; the reward service's health check waits too
-        components = (
-            '[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
-            f'{{name: judge, kind: external, address: "127.0.0.1:{port}", weight: 0.5, '
-            "token_env: MESHRL_TEST_REWARD_TOKEN}]"
-        )
-        result, metrics, _ = run_mesh(
-            "learner.steps=1",
-            "launch.grpc_tls=mutual",
-            f"reward.components={components}",
-            f"alerts.webhook={{url: 'http://127.0.0.1:{free_port()}/hook', token_env: MESHRL_TEST_HOOK_TOKEN}}",
-        )
+        with served_on_any_port(judge_argv, r"on port (\d+) ") as judge, socket.socket() as hook:
+            hook.bind(("127.0.0.1", 0))  # the webhook's port: held, never listening (nobody else's server)
+            components = (
+                '[{name: vowel, kind: regex, weight: 1.0, params: {pattern: "[aeiou]"}}, '
+                f'{{name: judge, kind: external, address: "{judge}", weight: 0.5, '
+                "token_env: MESHRL_TEST_REWARD_TOKEN}]"
+            )
+            hook_url = f"http://127.0.0.1:{hook.getsockname()[1]}/hook"
+            result, metrics, _ = run_mesh(
+                "learner.steps=1",
+                "launch.grpc_tls=mutual",
+                f"reward.components={components}",
+                f"alerts.webhook={{url: '{hook_url}', token_env: MESHRL_TEST_HOOK_TOKEN}}",
+            )
     finally:
         done.set()
-        judge.terminate()
-        judge.wait(10)
     run_dir = tmp_path / "run"
     assert len(metrics) == 1
     assert len(passwords) >= 4, "the launcher made no NATS passwords to look for"
