@@ -49,7 +49,7 @@ Command = tuple[list[str], dict[str, str]]
 
 @dataclass
 class ServiceSpec:
-    name: str  # "rollout", "reward", "reference", "learner", ...
+    name: str  # a service kind of meshrl/topology.py
     replica: int
     env: dict[str, str] = field(default_factory=dict)
     launcher: list[str] = field(default_factory=lambda: [sys.executable])  # what runs `-m meshrl.services.<name>`
