@@ -23,8 +23,15 @@ A launcher killed with SIGKILL frees nothing, so the tracker keeps what it noted
 `reclaim(record)` before it starts anything, and unlinks each noted segment that no process
 on the host maps any more (the names are random: a noted one is the run's).
 
-Simplification: a segment created and leaked between two scans (every SHM_SCAN_S, processes.py) by a
-process that lived less than that is not seen. Linux only (/proc); elsewhere nothing is found.
+A segment made and leaked between two scans (every SHM_SCAN_S, processes.py) by a process
+that lived less than that is never seen mapped, so it is attributed by time instead: `free`
+also unlinks every segment of this user made since the tracker started that no process on the
+host maps (`strays`; older than `stray_grace_s`, past the instant between a segment's creation
+and its first mapping). Such a segment is a leak whoever made it, so one that another run on
+the host leaked meanwhile goes too.
+
+Simplification: a launcher killed with SIGKILL keeps no record of strays; the next one frees
+only what its predecessor noted. Linux only (/proc); elsewhere nothing is found.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -109,6 +117,8 @@ class ShmTracker:
     ):
         self.root, self.patterns, self.record = Path(root), tuple(patterns), record
         self.owners: dict[str, str] = {}  # segment name -> key of the child that mapped it first
+        self.started = time.time()  # segments made since then and mapped by nobody are the run's leaks
+        self.stray_grace_s = 2.0
 
     def _save(self) -> None:
         """Keep the record in step with `owners` (for the next launcher, should this one be killed)."""
@@ -132,9 +142,23 @@ class ShmTracker:
         if len(self.owners) != before:
             self._save()
 
+    def strays(self) -> set[str]:
+        """This user's segments made since the tracker started (and `stray_grace_s` ago or more)
+        that no scan noted and no process on the host maps: leaks of a process that died
+        between two scans."""
+        now, made = time.time(), set()
+        for pattern in self.patterns:
+            for path in self.root.glob(pattern):
+                with contextlib.suppress(OSError):
+                    stat = path.stat()
+                    if stat.st_uid == os.getuid() and self.started <= stat.st_ctime <= now - self.stray_grace_s:
+                        made.add(path.name)
+        made -= set(self.owners)
+        return made - mapped_anywhere(self.root, self.patterns) if made else set()
+
     def free(self, keys: Iterable[str] | None = None, live: Mapping[str, int] = {}) -> list[str]:
-        """Unlink the segments of `keys` (all when None) that no group in `live` maps; the
-        names removed."""
+        """Unlink the segments of `keys` (all when None) that no group in `live` maps, and the
+        strays; the names removed."""
         keys = None if keys is None else set(keys)
         in_use = set().union(*self.mapped_by(live.values()).values())
         removed = []
@@ -144,6 +168,10 @@ class ShmTracker:
                     (self.root / name).unlink()
                     removed.append(name)
                 del self.owners[name]
+        for name in sorted(self.strays()):
+            with contextlib.suppress(FileNotFoundError):
+                (self.root / name).unlink()
+                removed.append(name)
         self._save()
         if removed:
             log.info(

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -41,12 +42,20 @@ def kill_group(proc):
     proc.wait()
 
 
+def scans_only() -> ShmTracker:
+    """A tracker whose `free` leaves strays alone: what another test on the host leaks meanwhile
+    must not change what these tests see freed."""
+    tracker = ShmTracker()
+    tracker.stray_grace_s = 3600.0
+    return tracker
+
+
 def test_a_segment_left_by_a_killed_process_is_freed_and_others_are_kept():
     ours, ours_name = start_maker()
     stranger, stranger_name = start_maker()  # another run's: never scanned
     try:
         assert ours_name.startswith("psm_") and ours_name in mapped_segments(ours.pid)
-        tracker = ShmTracker()
+        tracker = scans_only()
         tracker.scan({"rollout-0": ours.pid})
         assert tracker.owners == {ours_name: "rollout-0"}
         kill_group(ours)
@@ -63,7 +72,7 @@ def test_a_restart_frees_only_what_no_live_process_maps():
     dead, dead_name = start_maker()
     live, live_name = start_maker()
     try:
-        tracker = ShmTracker()
+        tracker = scans_only()
         tracker.scan({"rollout-0": dead.pid, "rollout-1": live.pid})
         kill_group(dead)
         groups = {"rollout-0": dead.pid, "rollout-1": live.pid}
@@ -73,6 +82,28 @@ def test_a_restart_frees_only_what_no_live_process_maps():
     finally:
         kill_group(live)
         Path("/dev/shm", live_name).unlink(missing_ok=True)
+
+
+def test_a_segment_of_a_process_killed_before_any_scan_is_freed_as_a_stray():
+    """Made and leaked between two scans: never seen mapped, freed because it was made during
+    the run and nothing maps it. One leaked before the run and one still mapped are kept."""
+    before, before_name = start_maker()
+    kill_group(before)  # leaked before the run started: not the run's
+    time.sleep(0.01)
+    tracker = ShmTracker()
+    tracker.stray_grace_s = 0.0
+    quick, quick_name = start_maker()
+    kill_group(quick)  # no scan ever saw it
+    live, live_name = start_maker()  # made during the run, still mapped by its maker
+    try:
+        assert tracker.owners == {} and Path("/dev/shm", quick_name).exists()
+        removed = tracker.free(["rollout-0"])
+        assert quick_name in removed and not Path("/dev/shm", quick_name).exists()
+        assert Path("/dev/shm", before_name).exists() and Path("/dev/shm", live_name).exists()
+    finally:
+        kill_group(live)
+        for name in (before_name, live_name):
+            Path("/dev/shm", name).unlink(missing_ok=True)
 
 
 def test_a_killed_launchers_segments_are_reclaimed_by_the_next_one(tmp_path):
