@@ -7,14 +7,16 @@ It also makes the checkpoint signing key once (deploy/compose/checkpoint-key/: t
 private key and the gateway's public one; kept on later runs, since a new key would orphan
 every checkpoint the old one signed).
 
-    .venv/bin/python deploy/compose/make_nats_auth.py          # run config and run id of compose.yaml
-    sudo chown 10001 deploy/compose/nats-auth/nats-{learner,rollout,reward,reference}.json deploy/compose/checkpoint-key/*
+    sudo .venv/bin/python deploy/compose/make_nats_auth.py     # run config and run id of compose.yaml
     docker compose -f deploy/compose/compose.yaml up -d
 
 The run id must be the services' MESHRL_RUN_ID (default: $MESHRL_RUN_ID, else the config's
-run.name, as in compose.yaml). The meshrl image runs as uid 10001, hence the chown; nats
-(root in its image) reads nats-auth.conf as it is. `nats-admin.json` is for an operator's
-tools (`MESHRL_NATS_CREDENTIALS_FILE=... meshrl status`); no container gets it.
+run.name, as in compose.yaml). The meshrl image runs as uid 10001 (--owner): run as root, the
+script hands every file a container reads (each service kind's credentials, nats-auth.conf,
+both checkpoint keys) to that uid, still 0600, so the learner can sign its checkpoints; run as
+another user it prints the one chown to do (`podman unshare chown` for rootless podman).
+`nats-admin.json` is for an operator's tools (`MESHRL_NATS_CREDENTIALS_FILE=... meshrl
+status`); no container gets it, and it stays the caller's.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+IMAGE_UID = 10001  # deploy/image/Dockerfile's USER
 
 
 def main(argv: list[str] | None = None) -> int:
     from meshrl.config import load_config
     from meshrl.inputs.checkpoint.key import KEY_NAME, key_pair
     from meshrl.transport.bus.auth_files import write_auth_files
+    from meshrl.transport.bus.subjects import ADMIN  # the operator's user: no container reads it
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", type=Path, default=HERE / "run-config.yaml", help="the run config (default: compose's)")
@@ -42,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="folder of the checkpoint key, made once (default: beside --out)",
     )
+    p.add_argument("--owner", type=int, default=IMAGE_UID, help="uid the containers run as (default: %(default)s)")
     args = p.parse_args(argv)
     cfg = load_config(args.config)
     run_id = args.run_id or os.environ.get("MESHRL_RUN_ID") or cfg.run.name
@@ -50,7 +55,24 @@ def main(argv: list[str] | None = None) -> int:
     key_dir = args.checkpoint_key or args.out.parent / "checkpoint-key"
     private, public = key_pair(key_dir / KEY_NAME)  # made once: a new key orphans checkpoints
     print(f"checkpoint key: {private} (learner), {public} (gateway)")
+    others = [path for user, path in sorted(files.users.items()) if user != ADMIN]
+    hand_over([files.server, *others, private, public], args.owner)
     return 0
+
+
+def hand_over(paths: list[Path], uid: int) -> None:
+    """Give the files the containers read to the image's uid (root only); otherwise say how."""
+    if os.geteuid() == 0:
+        for path in paths:
+            os.chown(path, uid, uid)
+        print(f"owner: uid {uid} (the image's user), mode 0600")
+    elif any(path.stat().st_uid != uid for path in paths):
+        names = " ".join(str(path) for path in paths)
+        print(
+            f"the containers run as uid {uid} and cannot read these files yet: run this script as root, "
+            f"or `sudo chown {uid} {names}` (rootless podman: `podman unshare chown {uid} ...`)",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 
 Run by the shared service runner (meshrl.service): flags, config, tracing, the metrics
 endpoint, NATS, signals, clean-up and exit codes are the same for every service.
-Start-up, in order: load the config; start the Prometheus endpoint; connect to NATS; import
+Start-up, in order: load the config; start the Prometheus endpoint; check that the checkpoint
+key can sign (readable by this user, private: exit 2 naming the file otherwise); connect to NATS; import
 the heavy half (torch, transformers, peft, FSDP, DCP) once, in `start`, and
 create the run's streams; load and validate the dataset (the report goes to the log and
 RUN_DIR/data_report.json before any training); load the model, optimizer (and critic);
@@ -43,6 +44,7 @@ from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.service.args import parse_service_args
 from meshrl.service.runner import LOG_FORMAT
 from meshrl.service.malloc import keep_freed_memory
+from meshrl.inputs.checkpoint.key import check_signing_key
 from meshrl.run.audit import control_auditor
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
@@ -70,6 +72,12 @@ class LearnerProcess(ServiceProcess):
             metavar="RUN_DIR_OR_CHECKPOINT",
             help="continue from the newest good checkpoint of RUN_DIR (or from step_N)",
         )
+
+    async def prepare(self, ctx: ServiceContext) -> None:
+        """The checkpoint key can sign (readable, private) before NATS, the model or a step:
+        a key the container's user cannot read would otherwise fail the first save, after
+        the training it was to keep."""
+        check_signing_key()
 
     async def start(self, ctx: ServiceContext) -> None:
         """Streams, data, model (resumed if asked), the control server, the weights-ack ledger."""

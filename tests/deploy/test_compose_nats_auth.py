@@ -10,6 +10,7 @@ learner and rollout users do their jobs.
 
 import asyncio
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -143,3 +144,19 @@ def test_the_checkpoint_key_is_made_once_the_learner_signs_the_gateway_verifies(
     assert secret_file(compose, "checkpoint-verify", auth_dir.parent) == public
     others = [n for n, svc in compose["services"].items() if "checkpoint-key" in svc.get("secrets", [])]
     assert others == ["learner"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files to uid 10001 needs root (the script says how otherwise)")
+def test_run_as_root_the_files_containers_read_are_the_images_users_and_still_private(compose, auth_dir):
+    """The image runs as uid 10001: the learner could not read a root-owned 0600 checkpoint key
+    and failed its end-of-run save. Every secret file a container mounts is that uid's, 0600;
+    the operator's nats-admin.json stays the caller's."""
+    mounted = {name for svc in compose["services"].values() for name in svc.get("secrets", [])}
+    files = {name: secret_file(compose, name, auth_dir.parent) for name in mounted if name != "gateway-tokens"}
+    assert {"checkpoint-key", "checkpoint-verify", "nats-learner", "nats-auth"} <= set(files)
+    assert f"USER {make_nats_auth.IMAGE_UID}:" in (COMPOSE_DIR.parent / "image" / "Dockerfile").read_text()
+    for name, path in files.items():
+        assert path.stat().st_uid == make_nats_auth.IMAGE_UID, name
+        if name != "checkpoint-verify":  # the public half may be read by anyone
+            assert oct(path.stat().st_mode & 0o777) == "0o600", name
+    assert (auth_dir / "nats-admin.json").stat().st_uid == 0

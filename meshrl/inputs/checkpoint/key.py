@@ -1,6 +1,7 @@
 """The key checkpoint manifests are signed with: one per user, outside every run dir.
 
     signer = signer_for_save()      # the learner: the key file, made (0600) on the first save
+    check_signing_key()             # the learner at start-up: that save will be able to sign
     verifier = trusted_verifier()   # every reader: the same file, or None when there is none
 
 Where: `$MESHRL_CHECKPOINT_KEY_FILE`, else `$XDG_CONFIG_HOME/meshrl/checkpoint-signing.key`,
@@ -77,6 +78,35 @@ def signer_for_save(env=os.environ) -> RunSigner:
             f"{KEY_ENV}={path} holds a public key, which only verifies; the learner needs the private key file"
         )
     return RunSigner(key)
+
+
+def check_signing_key(env=os.environ) -> Path:
+    """At a learner's start, before any training: the key file `signer_for_save` will use is
+    a private key this process can read, or, when there is none yet, can be made. Otherwise a
+    CheckpointError naming the file and the fix, rather than a failed save after the run."""
+    path = key_path(env)
+    uid = os.geteuid()
+    if not os.path.lexists(path):
+        parent = next((p for p in path.parents if p.exists()), Path("/"))
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise CheckpointError(
+                f"{KEY_ENV}={path}: no checkpoint key there and uid {uid} cannot make one in {parent}; "
+                f"make it with `meshrl checkpoints key --out DIR`, readable by uid {uid}, and point {KEY_ENV} at it"
+            )
+        return path
+    try:
+        path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(
+            f"{KEY_ENV}={path}: cannot read the checkpoint key as uid {uid} ({err.strerror}); make it readable "
+            f"by that user, still private (`chown {uid} {path}`, mode 0600; compose: run "
+            "deploy/compose/make_nats_auth.py again as root)"
+        ) from None
+    if not isinstance(_load(path), Ed25519PrivateKey):
+        raise CheckpointError(
+            f"{KEY_ENV}={path} holds a public key, which only verifies; the learner needs the private key file"
+        )
+    return path
 
 
 def key_pair(private: Path) -> tuple[Path, Path]:
