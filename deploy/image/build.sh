@@ -40,7 +40,7 @@ while [ "$#" -gt 0 ]; do
     --torch-index) torch_index=${2-}; shift 2 ;;
     --engine) engine=${2:-}; shift 2 ;;
     --target) target=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done

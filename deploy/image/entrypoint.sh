@@ -4,6 +4,7 @@
 #   entrypoint.sh SERVICE [the service's own flags...]    e.g.  entrypoint.sh rollout --grpc-port 50051
 #   MESHRL_SERVICE=reward entrypoint.sh                   (the service from the environment)
 #   entrypoint.sh meshrl doctor                           (any other command runs as given)
+#   entrypoint.sh --help                                  (this text and the services, exit 0)
 #
 # runs   meshrl serve SERVICE --nats "$MESHRL_NATS_URL" --run-id "$MESHRL_RUN_ID" \
 #            --config "$MESHRL_CONFIG" --replica-id "$MESHRL_REPLICA_ID" [flags...]
@@ -24,6 +25,11 @@ is_service() {
   return 1
 }
 
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then  # the usage above, then exit 0
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+  echo "services: $SERVICES"
+  exit 0
+fi
 if [ "$#" -gt 0 ] && ! is_service "$1"; then
   # A mistyped service name ("rolout") is no command either: name the services, not "not found".
   if ! command -v "$1" >/dev/null 2>&1; then

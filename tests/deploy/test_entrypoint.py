@@ -172,3 +172,11 @@ def test_a_bad_config_override_is_one_line_and_nothing_runs(fakes, tmp_path):
     assert done.returncode == 2 and calls == []
     assert done.stderr.startswith("meshrl entrypoint: MESHRL_CONFIG_OVERRIDES:") and "stepz" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_prints_the_usage_and_the_services(fakes, flag):
+    done, calls = run(fakes, [flag], {})  # no variable needed to ask
+    assert done.returncode == 0 and calls == [] and done.stderr == ""
+    assert done.stdout.startswith("deploy/image/entrypoint.sh: the meshrl image's entrypoint")
+    assert "set -eu" not in done.stdout and "services: rollout reward" in done.stdout

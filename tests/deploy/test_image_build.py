@@ -62,6 +62,14 @@ def test_a_build_without_a_variant_names_the_three():
     assert line.startswith("build.sh: no engine variant named") and all(v in line for v in ("cpu", "cuda", "none"))
 
 
+def test_help_prints_the_usage_comment_only():
+    done = build("--help")
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("deploy/image/build.sh: build the meshrl image")
+    assert done.stdout.rstrip().endswith("before anything is built.")
+    assert "set -euo" not in done.stdout and "#" not in done.stdout.splitlines()[0]
+
+
 def test_an_unknown_variant_is_refused():
     assert "unknown variant 'gpu'" in one_line_exit_2(build("--variant", "gpu"))
 
