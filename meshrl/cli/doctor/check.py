@@ -18,26 +18,27 @@ class Check:
     detail: str = ""
     fix: str = ""  # what to do; set on every failure
     seconds: float = 0.0
+    config: bool = False  # decided by the config alone (a failure is a refused config: exit 2)
 
     @property
     def ok(self) -> bool:
         return self.status != FAIL
 
 
-def passed(name: str, detail: str) -> Check:
-    return Check(name, PASS, detail)
+def passed(name: str, detail: str, *, config: bool = False) -> Check:
+    return Check(name, PASS, detail, config=config)
 
 
-def failed(name: str, detail: str, fix: str) -> Check:
-    return Check(name, FAIL, detail, fix)
+def failed(name: str, detail: str, fix: str, *, config: bool = False) -> Check:
+    return Check(name, FAIL, detail, fix, config=config)
 
 
 def warned(name: str, detail: str, fix: str) -> Check:
     return Check(name, WARN, detail, fix)
 
 
-def skipped(name: str, reason: str) -> Check:
-    return Check(name, SKIP, reason)
+def skipped(name: str, reason: str, *, config: bool = False) -> Check:
+    return Check(name, SKIP, reason, config=config)
 
 
 def run_check(name: str, fn: Callable[..., "Check | list[Check]"], *args) -> list[Check]:

@@ -1,14 +1,17 @@
 """`meshrl doctor [CONFIG] [--nats URL] [--skip KEY ...]`: is this machine and config ready to run?
 
 Prints one row per check (PASS / FAIL / SKIP / WARN, seconds, what was found) and a FIX line
-under each failure or warning (a warning does not fail the doctor). Exit 0 when nothing failed, 1 otherwise.
+under each failure or warning (a warning does not fail the doctor). Exit 0 when nothing failed;
+2 when the config is refused (it does not load, the model cannot take its settings, the data is
+missing: what `meshrl train` refuses with exit 2; nothing else is then started); 1 when the
+machine fails a check.
 """
 
 from __future__ import annotations
 
 from meshrl.service.args import nats_url
 from meshrl.cli.doctor.check import FAIL, WARN, Check
-from meshrl.cli.doctor.run import run_doctor, CHECKS
+from meshrl.cli.doctor.run import CHECKS, config_refused, run_doctor
 from meshrl.cli import about
 
 
@@ -28,6 +31,8 @@ def render_table(results: list[Check]) -> str:
 def cmd_doctor(args) -> int:
     results = run_doctor(args.config, nats_url=args.nats, skip=args.skip or (), keep_checkpoints=args.keep_checkpoints)
     print(render_table(results), flush=True)
+    if config_refused(results):
+        return 2
     return 0 if all(r.ok for r in results) else 1
 
 

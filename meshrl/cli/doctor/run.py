@@ -1,9 +1,11 @@
 """run_doctor: every check in order, each independent (one failing never stops the others).
 
-Keys (for `skip=`): accelerators, gloo, nats-binary, nats, model, data, disk, transformers,
+Keys (for `skip=`): model, data, accelerators, gloo, nats-binary, nats, disk, transformers,
 vllm, rewards, environment.
-Without a config only the machine checks run (the config ones are skipped); a config that
-does not load is itself a failed check.
+Without a config only the machine checks run (the config ones are skipped). The config's own
+checks come first (it loads; the model takes its settings; the data is there) and a failure
+there stops the doctor before it starts anything (no NATS, no vLLM import): the rest are
+skipped, and `meshrl doctor` exits 2 as `meshrl train` would.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from meshrl.cli.doctor.checks_system import check_accelerators, check_nats_binar
 from meshrl.cli.doctor.gloo import check_gloo
 from meshrl.config import ConfigError, load_config
 
+CONFIG_CHECKS = ("model", "data")  # what the config alone decides: first, and a failure stops the rest
 CHECKS = {  # key → (display name, function); order is the table's order
+    "model": ("model", check_model),
+    "data": ("data", check_data),
     "accelerators": ("accelerators", check_accelerators),
     "gloo": ("gloo all-reduce (2 ranks)", check_gloo),
     "nats-binary": ("nats-server binary", check_nats_binary),
     "nats": ("nats + jetstream", check_nats),
-    "model": ("model", check_model),
-    "data": ("data", check_data),
     "disk": ("disk for checkpoints", check_disk),
     "transformers": ("transformers + torch", check_transformers),
     "vllm": ("vllm importable", check_vllm),
@@ -48,16 +51,13 @@ class DoctorContext:
 
 def load_config_check(config_path) -> tuple[Check, object | None]:
     if config_path is None:
-        return skipped("config", "no config given: only machine checks run"), None
+        return skipped("config", "no config given: only machine checks run", config=True), None
     try:
         cfg = load_config(config_path)
     except ConfigError as err:
-        return failed(
-            "config",
-            f"{config_path}: {err}",
-            "fix the key named above (`meshrl train CONFIG --dry-run` shows the resolved config)",
-        ), None
-    return passed("config", f"{config_path} (run {cfg.run.name}, algorithm {cfg.algorithm.name})"), cfg
+        fix = "fix the key named above (`meshrl train CONFIG --dry-run` shows the resolved config)"
+        return failed("config", f"{config_path}: {err}", fix, config=True), None
+    return passed("config", f"{config_path} (run {cfg.run.name}, algorithm {cfg.algorithm.name})", config=True), cfg
 
 
 def run_doctor(
@@ -79,8 +79,17 @@ def run_doctor(
     ctx = DoctorContext(cfg, nats_url, keep_checkpoints, reward_timeout_s)
     results = [config_check]
     for key, (name, fn) in CHECKS.items():
-        if key in skip:
-            results.append(skipped(name, "skipped on request"))
+        if key in skip or (key not in CONFIG_CHECKS and config_refused(results)):
+            why = "skipped on request" if key in skip else "the config is refused above: fix it first"
+            results.append(skipped(name, why))
             continue
-        results.extend(run_check(name, fn, ctx))
+        rows = run_check(name, fn, ctx)
+        for row in rows:
+            row.config = key in CONFIG_CHECKS
+        results.extend(rows)
     return results
+
+
+def config_refused(results: list[Check]) -> bool:
+    """A failed config row: what `meshrl train` would refuse before starting anything."""
+    return any(r.config and not r.ok for r in results)

@@ -155,13 +155,15 @@ def test_cmd_doctor_prints_table_and_exit_code(tmp_path, tiny_model_dir, capsys)
     assert out[0].split() == ["status", "check", "time", "detail"]
     assert out[-1] == "5 passed, 0 failed, 7 skipped"  # config, nats binary, model, data, disk (no environment)
     bad = write_config(tmp_path, tmp_path / "missing")
-    assert cmd_doctor(parser.parse_args(["doctor", str(bad), "--skip", *HEAVY, "nats"])) == 1
+    # a refused config: exit 2 (as meshrl train), and nothing past the config's own checks ran
+    assert cmd_doctor(parser.parse_args(["doctor", str(bad), "--skip", *HEAVY])) == 2
     text = capsys.readouterr().out
     assert "FAIL    model" in text and "        FIX: fix model.path in the config" in text
+    assert "SKIP    nats + jetstream" in text and "the config is refused above: fix it first" in text
 
 
 def test_unknown_skip_name():
-    with pytest.raises(ValueError, match=r"unknown doctor check\(s\) \['gpu'\]; known: accelerators, gloo"):
+    with pytest.raises(ValueError, match=r"unknown doctor check\(s\) \['gpu'\]; known: model, data, accelerators, gloo"):
         run_doctor(skip=["gpu"])
 
 
