@@ -5,7 +5,8 @@ subjects (meshrl.transport.bus.subjects, as for the local launcher). Random pass
 files 0600 in a 0700 folder (ignored by git); run it again for new passwords, then restart.
 It also makes the checkpoint signing key once (deploy/compose/checkpoint-key/: the learner's
 private key and the gateway's public one; kept on later runs, since a new key would orphan
-every checkpoint the old one signed).
+every checkpoint the old one signed) and, when there is none, the gateway's tokens file
+(deploy/compose/gateway-tokens.yaml: one admin token, random; add your own entries to it).
 
     sudo .venv/bin/python deploy/compose/make_nats_auth.py     # run config and run id of compose.yaml
     docker compose -f deploy/compose/compose.yaml up -d
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -55,9 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     key_dir = args.checkpoint_key or args.out.parent / "checkpoint-key"
     private, public = key_pair(key_dir / KEY_NAME)  # made once: a new key orphans checkpoints
     print(f"checkpoint key: {private} (learner), {public} (gateway)")
+    tokens = gateway_tokens(args.out.parent / "gateway-tokens.yaml")
     others = [path for user, path in sorted(files.users.items()) if user != ADMIN]
-    hand_over([files.server, *others, private, public], args.owner)
+    hand_over([files.server, *others, private, public, tokens], args.owner)
     return 0
+
+
+def gateway_tokens(path: Path) -> Path:
+    """The gateway's tokens file: kept when there is one, else one random admin token (0600)."""
+    if not path.exists():
+        text = f"tokens:\n  - {{name: admin, role: admin, token: {secrets.token_urlsafe(32)}}}\n"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        print(f"gateway tokens: {path} (one admin token, made now: read it there)")
+    return path
 
 
 def hand_over(paths: list[Path], uid: int) -> None:

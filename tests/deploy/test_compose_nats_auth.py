@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from meshrl.api.common.v1 import common_pb2
+from meshrl.gateway.auth.tokens import load_tokens
 from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
 from meshrl.transport.bus.errors import PermissionDenied
@@ -152,11 +153,24 @@ def test_run_as_root_the_files_containers_read_are_the_images_users_and_still_pr
     and failed its end-of-run save. Every secret file a container mounts is that uid's, 0600;
     the operator's nats-admin.json stays the caller's."""
     mounted = {name for svc in compose["services"].values() for name in svc.get("secrets", [])}
-    files = {name: secret_file(compose, name, auth_dir.parent) for name in mounted if name != "gateway-tokens"}
-    assert {"checkpoint-key", "checkpoint-verify", "nats-learner", "nats-auth"} <= set(files)
+    files = {name: secret_file(compose, name, auth_dir.parent) for name in mounted}
+    assert {"checkpoint-key", "checkpoint-verify", "nats-learner", "nats-auth", "gateway-tokens"} <= set(files)
     assert f"USER {make_nats_auth.IMAGE_UID}:" in (COMPOSE_DIR.parent / "image" / "Dockerfile").read_text()
     for name, path in files.items():
         assert path.stat().st_uid == make_nats_auth.IMAGE_UID, name
         if name != "checkpoint-verify":  # the public half may be read by anyone
             assert oct(path.stat().st_mode & 0o777) == "0o600", name
     assert (auth_dir / "nats-admin.json").stat().st_uid == 0
+
+
+def test_the_gateway_tokens_file_is_made_once_with_an_admin_token(auth_dir, tmp_path):
+    """compose mounts gateway-tokens.yaml: made when missing (a newcomer writes nothing by
+    hand), kept when there is one (the operator's own tokens)."""
+    path = auth_dir.parent / "gateway-tokens.yaml"
+    [admin] = load_tokens(path)
+    assert (admin.name, admin.role) == ("admin", "admin") and len(admin.token) >= 40
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    mine = tmp_path / "gateway-tokens.yaml"
+    mine.write_text("tokens: []\n")
+    assert make_nats_auth.main(["--out", str(tmp_path / "nats-auth"), "--run-id", RUN_ID]) == 0
+    assert mine.read_text() == "tokens: []\n"
