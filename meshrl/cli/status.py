@@ -121,7 +121,7 @@ def number(value, digits: int = 3) -> str:
 def accuracy_line(held_out: dict) -> str:
     before, after = held_out["before"].get("eval/accuracy"), held_out["after"].get("eval/accuracy")
     if before is None and after is None:
-        return "held-out accuracy: not evaluated (eval.every_steps, data.eval)"
+        return "held-out accuracy: not evaluated (set eval.every and data.eval)"
     n = held_out["after"].get("eval/n", held_out["before"].get("eval/n"))
     where = f"after step {held_out['after_step']}" if after is not None else "no evaluation after training"
     return f"held-out accuracy: {number(before)} at start -> {number(after)} {where}" + (

@@ -31,13 +31,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from meshrl.config.algorithm import Strict
+from meshrl.config.engine_limits import ENGINE_LORA_RANKS
 from meshrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from meshrl.config.schema import RunConfig
-
-# the ranks vLLM 0.32 serves an adapter at (vllm/config/lora.py: MaxLoRARanks)
-ENGINE_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
 class LoraSettings(Strict):

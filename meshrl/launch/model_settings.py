@@ -5,6 +5,7 @@ refuse only after NATS, vLLM and every service had started.
   matched layer's smaller side (meshrl.config.lora.lora_problem, the learner's own rule), on
   the shapes in the model's safetensors headers (no torch, no weight read);
 - `rollout.tensor_parallel_size` divides the model's attention heads (meshrl.plan.parallel);
+- vLLM's CPU build has an attention kernel for the model's head size (meshrl.plan.head_size);
 - a tracker's server answers (an MLflow tracking server over http(s));
 - `launch.cores=split` leaves rollout and learner a core each on the cores this process may
   use, and rollout one per tensor-parallel worker (meshrl.launch.cores).
@@ -26,6 +27,7 @@ from meshrl.errors import ConfigError, LaunchError
 from meshrl.launch.cores import core_split_problem, usable_cores
 from meshrl.inputs.models.headers import linear_shapes
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
+from meshrl.plan.head_size import head_size_problem
 from meshrl.plan.parallel import tensor_parallel_problem
 
 TRACKER_PROBE_S = 3.0
@@ -40,6 +42,8 @@ def model_setting_problems(cfg: RunConfig) -> list[str]:
         return []
     problems = []
     if gguf is None and (problem := tensor_parallel_problem(str(folder), cfg.rollout.tensor_parallel_size)):
+        problems.append(problem)
+    if gguf is None and (problem := head_size_problem(str(folder))):
         problems.append(problem)
     if cfg.model.lora is not None and (problem := lora_setting_problem(cfg, folder, gguf)):
         problems.append(problem)

@@ -26,10 +26,11 @@ from tokenizers import Tokenizer, decoders, models
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
+from meshrl.config.engine_limits import ENGINE_CPU_HEAD_SIZES
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 DEFAULT_CHARS = string.printable.replace("\x0b", "").replace("\x0c", "").replace("\r", "")
-VLLM_CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+VLLM_CPU_HEAD_SIZES = ENGINE_CPU_HEAD_SIZES
 VOCAB_MULTIPLE = 64
 
 # SmolLM2-135M-Instruct's template shape (ChatML), without its default system prompt so tiny

@@ -121,3 +121,21 @@ def test_a_core_split_that_leaves_a_service_no_core_is_refused_before_anything_s
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and f"launch.rollout_cores={usable} leaves the learner no core" in lines[0]
     assert not run_dir.exists()
+
+
+def test_a_head_size_the_cpu_engine_cannot_serve_is_refused(tiny_model_dir, tmp_path, monkeypatch):
+    """The tiny Llama with its config saying head_dim 16 (hidden 64 / 4 heads): before, the
+    rollout crash-looped at engine start."""
+    import json
+    import shutil
+
+    from meshrl.plan import head_size
+
+    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    hf_config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**hf_config, "head_dim": 16}))
+    monkeypatch.setattr(head_size, "vllm_is_cpu_build", lambda: True)
+    with pytest.raises(ConfigError, match=r"head_dim=16\) has no kernel in vLLM's CPU build"):
+        check_model_settings(config(model))
+    monkeypatch.setattr(head_size, "vllm_is_cpu_build", lambda: False)
+    assert model_setting_problems(config(model)) == []
