@@ -140,15 +140,13 @@ def register_policy_loss(
 ):
     """Decorator: register `fn` as policy loss `name`.
 
-    `default_agg` is the loss aggregation the method's paper uses (see
-    `meshrl.algos.aggregation`); the trainer's `loss_agg_mode` config wins over it. `paper`
-    (title, authors, arXiv id) is shown by `meshrl algos`. `level` ("token" or "sequence") is
-    where its importance ratio lives; another `importance_sampling_level` is refused.
-    `takes_rollout_weights=True`: the loss folds the rollout-correction weights in itself
-    (`rollout_weights=` [B, T] per token, or None) instead of the loop multiplying its loss
-    by them (VESPO puts them inside its sequence weight). `kl_ratio_level`: the level of the
-    ratio that weighs the KL term under `use_bias_correction_kl` (default: `level`; VESPO's is
-    "token", the level TRL runs it at).
+    `default_agg`: the paper's loss aggregation (`meshrl.algos.aggregation`; the config's
+    `loss_agg_mode` wins). `paper` (title, authors, arXiv id) is shown by `meshrl algos`.
+    `level` ("token" or "sequence"): where its importance ratio lives; another
+    `importance_sampling_level` is refused. `takes_rollout_weights=True`: the loss folds the
+    rollout-correction weights (`rollout_weights=` [B, T] or None) in itself, as VESPO's
+    sequence weight does, instead of the loop multiplying its loss by them. `kl_ratio_level`:
+    the ratio weighing the KL term under `use_bias_correction_kl` (default `level`; VESPO: token).
     """
     kl_ratio_level = kl_ratio_level or level
     check_policy_loss_declaration(name, default_agg, level, kl_ratio_level)
