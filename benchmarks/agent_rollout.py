@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from benchmarks.agent_tool_prompts import free_port
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.inputs.models.tiny import build_tiny_model_dir
 from meshrl.services.rollout.agent.chat_format import ChatFormat
@@ -41,7 +42,6 @@ from meshrl.services.rollout.agent.group import AgentRollout
 from meshrl.services.rollout.agent.parsers import get_tool_parser
 from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
 from meshrl.transport.rpc import wait_healthy
-from benchmarks.agent_tool_prompts import free_port
 
 MAX_MODEL_LEN = 1200
 

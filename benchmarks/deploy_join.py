@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bus_objectstore import make_file  # noqa: E402
-from meshrl.transport.bus.server import find_nats_server  # noqa: E402
 from meshrl.addresses import free_port  # noqa: E402
+from meshrl.transport.bus.server import find_nats_server  # noqa: E402
 from tests.deploy import netns  # noqa: E402
 from tests.deploy.test_multihost_drill import (  # noqa: E402
     HOSTS,

@@ -38,9 +38,9 @@ from pathlib import Path
 import aiohttp
 import psutil
 
+from meshrl.addresses import free_port
 from meshrl.gateway.runs.status import live_status
 from meshrl.run.presence import find_launcher
-from meshrl.addresses import free_port
 
 TOKEN = "bench-token-0123456789abcdef"
 RUNS, CLIENTS = 10, 5

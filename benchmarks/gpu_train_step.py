@@ -320,8 +320,8 @@ def blake3_installed() -> bool:
 def export_times(args, device) -> dict[str, float]:
     """Seconds: foreground write (sha256 / blake3), background (stage; then write), the
     collective's on-device snapshot; and the file's GB."""
-    from meshrl.transport.weights.file import write_safetensors
     from meshrl.services.learner.weights_staging import HostStaging
+    from meshrl.transport.weights.file import write_safetensors
 
     model = build_model(args.shape, device)
     tensors, out = bf16_tensors(model), {}

@@ -9,9 +9,10 @@ time/reference (the learner's gRPC hop to the reference). Issue 23's end-to-end 
 import json
 import statistics
 import sys
-import time
 import tempfile
+import time
 from pathlib import Path
+
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows

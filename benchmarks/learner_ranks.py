@@ -36,10 +36,10 @@ import torch
 import torch.multiprocessing as mp
 
 from benchmarks.train_step import grpo_batch, smollm2_135m_shape
+from meshrl.addresses import free_port
 from meshrl.config import load_config
 from meshrl.services.learner import ranks
 from meshrl.services.learner.train.policy import build_policy
-from meshrl.addresses import free_port
 
 
 def config(world: int, run_dir: str):

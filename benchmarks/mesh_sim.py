@@ -51,12 +51,12 @@ from benchmarks.mesh_sim_report import (
     saturated,
     sustained_per_min,
 )
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.learner.ledger import Ledger, read_ledger
 from meshrl.transport.bus import Bus, EmbeddedNats
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.codec import pack_int32
-from meshrl.addresses import free_port
 
 PROMPT_TOKENS = pack_int32(list(range(1, 65)))
 

@@ -22,7 +22,9 @@ from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.config.schema import RewardComponentConfig
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.scorer import GroupScorer
-from meshrl.services.reward.worker import DURABLE as REWARD_DURABLE, IN_STAGE as REWARD_IN, RewardWorker
+from meshrl.services.reward.worker import DURABLE as REWARD_DURABLE
+from meshrl.services.reward.worker import IN_STAGE as REWARD_IN
+from meshrl.services.reward.worker import RewardWorker
 from meshrl.services.rollout.worker import RolloutWorker
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.codec import pack_float32, pack_int32

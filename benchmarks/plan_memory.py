@@ -90,6 +90,7 @@ def run_config(case: dict, model_dir: str):
 
 def synthetic_batch(rows: int, prompt: int, response: int, vocab: int):
     import torch
+
     from meshrl.algos.batch import RolloutBatch
 
     g = torch.Generator().manual_seed(0)
@@ -111,6 +112,7 @@ def synthetic_batch(rows: int, prompt: int, response: int, vocab: int):
 def _measure(case: dict, model_dir: str, out) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
+
     from meshrl.services.learner.train.policy import build_policy
     from meshrl.services.learner.train.step import TrainStep
 
@@ -139,6 +141,7 @@ def peak_rss() -> int:
 def measure_case(case: dict) -> dict:
     """{'estimate': bytes, 'measured': bytes, 'items': {...}} for one case (a fresh process measures)."""
     from transformers import LlamaConfig
+
     from meshrl.plan.memory import learner_memory
     from meshrl.plan.shapes import hf_config, model_shape
 

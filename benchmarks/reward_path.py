@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config.schema import RewardComponentConfig
@@ -39,7 +40,6 @@ from meshrl.services.reward.components import build_components
 from meshrl.services.reward.external import ExternalComponent, check_reachable, to_score_item
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.types import RewardItem
-from meshrl.addresses import free_port
 from meshrl.transport.rpc import open_channel
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "external_reward" / "server.py"

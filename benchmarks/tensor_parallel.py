@@ -49,8 +49,9 @@ def cpu_seconds() -> float:
 
 
 def tasks(args):
-    from meshrl.api.common.v1 import common_pb2 as pb
     import numpy as np
+
+    from meshrl.api.common.v1 import common_pb2 as pb
 
     def one(i: int):
         ids = np.arange(10 + i, 26 + i, dtype=np.int32)

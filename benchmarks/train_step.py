@@ -171,6 +171,7 @@ SHORTCUTS = {  # variant: (old_logprobs, forward, bf16)
 def grpo_batch(groups: int = 4, size: int = 4, prompt: int = 44, max_response: int = 32):
     """groups x size rows; one prompt per group; response lengths uniform in [8, max_response]."""
     import numpy as np
+
     from meshrl.algos.batch import RolloutBatch
 
     rng = np.random.default_rng(0)

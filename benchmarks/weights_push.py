@@ -118,8 +118,8 @@ async def learner_push(bus, data: bytes) -> float:
 
 
 async def measure(model_dir: Path, work: Path, nats_url: str) -> list[str]:
-    from meshrl.transport.bus import Bus
     from meshrl.services.rollout.engine import EngineConfig, RolloutEngine
+    from meshrl.transport.bus import Bus
     from meshrl.transport.weights.update import WeightsUpdater
 
     data = perturbed_bytes(model_dir)

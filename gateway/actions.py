@@ -21,14 +21,14 @@ import sys
 from pathlib import Path
 
 import grpc
-from meshrl.gateway.auth.tenant import TenantPolicy
-from meshrl.gateway.errors import GatewayError, invalid, precondition
-from meshrl.gateway.runs.status import learner_message
 
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.config import load_config
 from meshrl.config.values import MAX_REPLICAS
 from meshrl.errors import ConfigError
+from meshrl.gateway.auth.tenant import TenantPolicy
+from meshrl.gateway.errors import GatewayError, invalid, precondition
+from meshrl.gateway.runs.status import learner_message
 from meshrl.private_files import private_open_append, write_private_file
 from meshrl.run.audit import ON_BEHALF_OF
 from meshrl.run.presence import LauncherInfo, holds_launch_lock

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Iterator
 
 import grpc
+
 from meshrl.gateway.errors import GatewayError
 
 MAX_REQUEST_BYTES = 1 << 20

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+
+from meshrl.errors import LaunchError
 from meshrl.gateway.api.dispatch import Dispatcher
 from meshrl.gateway.api.grpc_server import TokenGate, gateway_registration
 from meshrl.gateway.api.handlers import Handlers
@@ -23,8 +25,6 @@ from meshrl.gateway.auth.tenant import TenantPolicy
 from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.limits import MAX_REQUEST_BYTES
 from meshrl.gateway.runs.root import RunsRoot
-
-from meshrl.errors import LaunchError
 from meshrl.transport.rpc.server import start_server, stop_server
 
 

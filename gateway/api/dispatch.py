@@ -15,12 +15,12 @@ import logging
 from typing import AsyncIterator
 
 import grpc
-from meshrl.gateway.auth.tokens import TokenAuth
-from meshrl.gateway.errors import GatewayError
-from meshrl.gateway.limits import FollowSlots
 
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.errors import ConfigError, LaunchError
+from meshrl.gateway.auth.tokens import TokenAuth
+from meshrl.gateway.errors import GatewayError
+from meshrl.gateway.limits import FollowSlots
 
 log = logging.getLogger("meshrl.gateway")
 VIEW = (

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import grpc
 from grpc import aio
+
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.gateway.api.dispatch import SERVICE, STREAMS, UNARY, Dispatcher
 from meshrl.gateway.auth.tokens import TokenAuth, bearer
 from meshrl.gateway.errors import GatewayError
-
-from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.transport.rpc.server import registration
 
 GATED_PREFIX = "/meshrl.gateway.v1.GatewayService/"

@@ -15,6 +15,9 @@ import asyncio
 from typing import AsyncIterator
 
 from google.protobuf import struct_pb2
+
+from meshrl import run_layout as layout
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.gateway import actions
 from meshrl.gateway.auth.tenant import TenantPolicy
 from meshrl.gateway.auth.tokens import Principal
@@ -22,9 +25,6 @@ from meshrl.gateway.errors import invalid, not_found, precondition
 from meshrl.gateway.runs.root import RunsRoot, check_name
 from meshrl.gateway.runs.samples import view_row
 from meshrl.gateway.runs.status import ended_status, live_status
-
-from meshrl import run_layout as layout
-from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.run.audit import record_action, record_and_announce
 from meshrl.run.records import follow_rows, read_rows
 from meshrl.run.secrets import grpc_user_env, secrets_dir

@@ -33,13 +33,13 @@ from pathlib import Path
 
 from aiohttp import web
 from google.protobuf import json_format
+
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
 from meshrl.gateway.api.dispatch import ROLE, SERVICE, STREAMS, Dispatcher
 from meshrl.gateway.auth.browser import add_security_headers, refuse_cross_origin
 from meshrl.gateway.auth.sessions import SESSIONS, Login, Sessions, token_of
 from meshrl.gateway.errors import GatewayError, error_response, invalid
 from meshrl.gateway.limits import MAX_REQUEST_BYTES
-
-from meshrl.api.gateway.v1 import gateway_pb2 as pb
 
 STATIC = Path(__file__).parents[1] / "static"
 ROUTES = [

@@ -22,6 +22,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from aiohttp import web
+
 from meshrl.gateway.auth.tokens import bearer
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from aiohttp import web
+
 from meshrl.gateway.auth.tokens import Principal, TokenAuth, bearer
 from meshrl.gateway.errors import GatewayError, error_response
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from meshrl.gateway.errors import GatewayError
 
 from meshrl.config.values import check_printable_name
 from meshrl.config.yaml_text import load_yaml
 from meshrl.errors import ConfigError
+from meshrl.gateway.errors import GatewayError
 
 ENV_VAR = "MESHRL_GATEWAY_TOKENS_FILE"
 ROLES = ("viewer", "operator", "admin")

@@ -11,9 +11,9 @@ memory_growth, service_down. Sinks in `sinks/`. Nothing here imports torch.
 
 # The rules' settings are config (`RunConfig.alerts`), so they live in meshrl.config; re-exported
 # here for the engine's users.
-from meshrl.config.alerts import AlertsConfig
 from meshrl.alerts.engine import AlertEngine
 from meshrl.alerts.registry import register_rule, rule_names
 from meshrl.alerts.types import Alert, Condition, strongest_action
+from meshrl.config.alerts import AlertsConfig
 
 __all__ = ["Alert", "AlertEngine", "AlertsConfig", "Condition", "register_rule", "rule_names", "strongest_action"]

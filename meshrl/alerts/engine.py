@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from meshrl.config.alerts import AlertsConfig
 from meshrl.alerts.registry import rule_class, rule_names
 from meshrl.alerts.rules.base import Rule
-from meshrl.alerts.types import Alert, Condition
 from meshrl.alerts.sinks import build_sinks
+from meshrl.alerts.types import Alert, Condition
+from meshrl.config.alerts import AlertsConfig
 
 log = logging.getLogger("meshrl.alerts")
 Sink = Callable[[Alert], None]

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from meshrl.algos.checks import check_finite, check_mask, check_shapes
-from meshrl.algos.checks import UnknownNameError
+from meshrl.algos.checks import UnknownNameError, check_finite, check_mask, check_shapes
 
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm", "token-sum")
 # mode → (formula, who uses it), shown by `meshrl algos`

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from meshrl.algos.aggregation import AGG_MODE_NOTES, AGG_MODES
 from meshrl.algos.correction.registry import REJECTIONS, ROLLOUT_WEIGHTS
-from meshrl.algos.loss_masks.registry import LOSS_MASKS
-from meshrl.algos.preference_weighting.registry import PREFERENCE_WEIGHTINGS
-from meshrl.algos.resampling.registry import REWEIGHTINGS
 from meshrl.algos.kl import KL_ESTIMATORS
+from meshrl.algos.loss_masks.registry import LOSS_MASKS
 from meshrl.algos.options import part_options
+from meshrl.algos.preference_weighting.registry import PREFERENCE_WEIGHTINGS
 from meshrl.algos.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, PREFERENCE_LOSSES
+from meshrl.algos.resampling.registry import REWEIGHTINGS
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import torch
 
-
 SCALED_LOGITS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
 

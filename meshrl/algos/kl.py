@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from meshrl.algos.checks import check_finite, check_mask, check_shapes
-from meshrl.algos.checks import UnknownNameError
+from meshrl.algos.checks import UnknownNameError, check_finite, check_mask, check_shapes
 
 K3_LOG_RATIO_BOUND = 20.0
 

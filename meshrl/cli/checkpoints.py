@@ -28,16 +28,16 @@ import functools
 import sys
 from pathlib import Path
 
+from meshrl.cli import about
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.key import KEY_ENV, KEY_NAME, key_pair, key_path
 from meshrl.inputs.checkpoint.layout import find_step, step_of
-from meshrl.inputs.checkpoint.manifest import verify_checkpoint
 from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG
+from meshrl.inputs.checkpoint.manifest import verify_checkpoint
 from meshrl.inputs.checkpoint.retention import prune, rollback, tag
 from meshrl.inputs.checkpoint.scan import CheckpointInfo, latest_good_checkpoint, list_checkpoints
 from meshrl.run.audit import audit_local_action as record
 from meshrl.run.remote import act, call, is_url
-from meshrl.cli import about
 
 
 def audit_local_action(run_dir, action: str, **what) -> None:

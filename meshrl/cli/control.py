@@ -23,13 +23,13 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from meshrl.run.remote import act, is_url
 from meshrl.errors import LaunchError
-from meshrl.run.audit import current_user, record_and_announce
-from meshrl.run.secrets import grpc_user_env, secrets_dir
-from meshrl.run.presence import find_launcher
 from meshrl.gateway import actions
 from meshrl.gateway.errors import GatewayError
+from meshrl.run.audit import current_user, record_and_announce
+from meshrl.run.presence import find_launcher
+from meshrl.run.remote import act, is_url
+from meshrl.run.secrets import grpc_user_env, secrets_dir
 from meshrl.transport.rpc.mesh_tls import caller_env
 
 HELP = {

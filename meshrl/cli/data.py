@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshrl.errors import LaunchError
 from meshrl.cli import about, data_reasoning_gym, data_verifiers
+from meshrl.errors import LaunchError
 from meshrl.inputs.data import arithmetic as gen
 
 

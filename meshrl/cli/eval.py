@@ -30,24 +30,24 @@ from pathlib import Path
 import yaml
 from tqdm import tqdm
 
+from meshrl.cli import about
 from meshrl.config import ConfigError, load_config
 from meshrl.config.load import deep_merge
-from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.data.rows import DatasetError
-from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
-from meshrl.eval import EvalUnavailable
 from meshrl.errors import LaunchError, RunFailed
-from meshrl.eval.source import model_dir_for, resolve_source
-from meshrl.cli import about
-from meshrl.inputs.data.prompts import PromptDataset, read_prompt_rows
-from meshrl.launch.eval_mesh import eval_mesh
-from meshrl.transport.rpc.mesh_tls import caller_env
+from meshrl.eval import EvalUnavailable
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
+from meshrl.eval.report import metrics_table, result_document, write_result
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
-from meshrl.eval.report import metrics_table, result_document, write_result
+from meshrl.eval.source import model_dir_for, resolve_source
+from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.data.prompts import PromptDataset, read_prompt_rows
+from meshrl.inputs.data.rows import DatasetError
+from meshrl.inputs.models.load import ModelLoadError, load_tokenizer
+from meshrl.launch.eval_mesh import eval_mesh
 from meshrl.run_layout import RunDir
+from meshrl.transport.rpc.mesh_tls import caller_env
 
 
 def add_parser(sub) -> None:

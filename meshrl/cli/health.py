@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from meshrl.cli import about
+
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from meshrl.cli import about
 from meshrl.transport.rpc import mesh_tls
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from meshrl.inputs.models import fetch as model_fetch
 from meshrl.cli import about
+from meshrl.inputs.models import fetch as model_fetch
 
 
 def add_parser(sub) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 
 from meshrl.cli import about
-from meshrl.errors import ConfigError
 from meshrl.config.load import load_config
 from meshrl.config.schema import RunConfig
+from meshrl.errors import ConfigError
 
 
 def _batch_lines(cfg: RunConfig) -> list[str]:

@@ -19,12 +19,12 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from meshrl.run.remote import act, is_url
-from meshrl.run.audit import record_and_announce
-from meshrl.errors import LaunchError
-from meshrl.run.presence import find_launcher
-from meshrl.run.scale import parse_counts, write_request
 from meshrl.cli import about
+from meshrl.errors import LaunchError
+from meshrl.run.audit import record_and_announce
+from meshrl.run.presence import find_launcher
+from meshrl.run.remote import act, is_url
+from meshrl.run.scale import parse_counts, write_request
 
 
 def add_parser(sub) -> None:

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from meshrl import topology
-from meshrl.service.args import nats_url
-from meshrl.errors import LaunchError
 from meshrl.cli import about
+from meshrl.errors import LaunchError
+from meshrl.service.args import nats_url
 
 SERVICES = tuple(topology.KINDS)
 

@@ -24,17 +24,17 @@ import contextlib
 import json
 from pathlib import Path
 
-from meshrl.run.remote import is_url, print_status
+from meshrl.cli import about
 from meshrl.errors import LaunchError
-from meshrl.run.presence import find_launcher
 from meshrl.launch.failed_start import failed_start_dir
-from meshrl.run_layout import RunDir
+from meshrl.run.presence import find_launcher
+from meshrl.run.remote import is_url, print_status
+from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
 from meshrl.run.status import gather_status, restart_counts, restarts_line
 from meshrl.run.summary import run_summary
-from meshrl.run.secrets import admin_credentials, grpc_user_env, secrets_dir, user_tls_env
-from meshrl.transport.bus.errors import BusUnavailable
+from meshrl.run_layout import RunDir
 from meshrl.transport.bus.credentials import credentials_path
-from meshrl.cli import about
+from meshrl.transport.bus.errors import BusUnavailable
 
 COLUMNS = (
     ("service", "SERVICE"),

@@ -29,10 +29,10 @@ import os
 import sys
 from collections import defaultdict
 
-from meshrl.run.groups import group_rows
-from meshrl.run_layout import RunDir
-from meshrl.run.remote import group_trace, is_url
 from meshrl.cli import about
+from meshrl.run.groups import group_rows
+from meshrl.run.remote import group_trace, is_url
+from meshrl.run_layout import RunDir
 from meshrl.telemetry.spans.read import TraceNotFound, linking_spans, load_spans, trace_for_group, tree_order
 
 BAR = "█"

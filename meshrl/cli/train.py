@@ -14,18 +14,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from meshrl import run_layout as layout
+from meshrl.cli import about
 from meshrl.cli.plan import describe_plan
-from meshrl.errors import ConfigError
 from meshrl.config.load import dump_config, load_config
 from meshrl.config.lora import adapter_push_warning
+from meshrl.errors import ConfigError
 from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.launch.inputs import check_inputs, missing_inputs
-from meshrl.private_files import keep_new_files_private
-from meshrl.cli import about
 from meshrl.launch.local import run_local
 from meshrl.launch.model_settings import check_model_settings
+from meshrl.private_files import keep_new_files_private
 from meshrl.run_layout import RunDir
-from meshrl import run_layout as layout
 
 
 def add_parser(sub) -> None:

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from meshrl.config.loss_terms import AdaptiveEntropyConfig, PfPpoConfig, check_loss_masks
 from meshrl.config.parts import (
     DEDICATED_OPTION_KEYS,
     OFFLINE_POLICY_LOSS,
@@ -21,7 +22,6 @@ from meshrl.config.parts import (
     policy_losses,
     preference_losses,
 )
-from meshrl.config.loss_terms import AdaptiveEntropyConfig, PfPpoConfig, check_loss_masks
 from meshrl.config.rollout_correction import RolloutCorrectionConfig
 from meshrl.config.values import Strict
 

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from meshrl.config.secrets import check_env_name
-from meshrl.config.values import MAX_REPLICAS
-from meshrl.config.values import Name, check_address
 from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 from meshrl.config.openenv import OpenEnvConfig
 from meshrl.config.parts import builtin_environments
+from meshrl.config.secrets import check_env_name
 from meshrl.config.textarena import TextArenaConfig
+from meshrl.config.values import MAX_REPLICAS, Name, check_address
 from meshrl.config.verifiers import VerifiersConfig
 
 # Blocks that make the environment service run an adapter of a library's environment

@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from meshrl.errors import ConfigError
-from meshrl.config.schema import RunConfig
 from meshrl.config.parts import unknown_name
+from meshrl.config.schema import RunConfig
 from meshrl.config.yaml_text import MAX_DEPTH, load_yaml
+from meshrl.errors import ConfigError
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 

@@ -29,16 +29,22 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from meshrl.config.values import MAX_REPLICAS
 from meshrl.config.algorithm import Strict
-from meshrl.errors import ConfigError
-from meshrl.config.parts import REWARD_MODEL_KIND
 from meshrl.config.external_calls import (
     MESH_TLS_CA_ENV as CA_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_CERT_ENV as CERT_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_KEY_ENV as KEY_ENV,
+)
+from meshrl.config.external_calls import (
     TlsConfig,
 )
+from meshrl.config.parts import REWARD_MODEL_KIND
+from meshrl.config.values import MAX_REPLICAS
+from meshrl.errors import ConfigError
 
 LOCAL_HOST = "127.0.0.1"
 

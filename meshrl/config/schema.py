@@ -4,30 +4,40 @@ Sections own one concern each; `meshrl train CONFIG.yaml a.b=c` fills them, and 
 dir keeps the resolved result (`config.yaml`) so any run can be repeated exactly.
 """
 
-from typing import Literal
-
 import os
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from meshrl.config.secrets import check_env_name, check_no_credentials
-from meshrl.config.values import ACK_WAIT_S, MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_TENSOR_PARALLEL
-from meshrl.config.values import MAX_KV_CACHE_GB, MAX_STEPS
-from meshrl.config.values import Name, Port, check_address, check_endpoint, check_url_port
 from meshrl.config.agent import AgentConfig
 from meshrl.config.alerts import AlertsConfig
 from meshrl.config.algorithm import AlgorithmConfig, Strict, TrainerConfig
-from meshrl.errors import ConfigError
-from meshrl.config.eval import EvalConfig, eval_problems
-from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, check_name, reward_rule_kinds
-from meshrl.config.external_calls import EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig, TlsConfig
 from meshrl.config.environment import EnvironmentConfig
+from meshrl.config.eval import EvalConfig, eval_problems
+from meshrl.config.external_calls import EXTERNAL_ONLY, BreakerConfig, FailurePolicy, RetryConfig, TlsConfig
+from meshrl.config.launch import LaunchConfig, yaml_switch
+from meshrl.config.lora import ENGINE_LORA_RANKS, LoraSettings
+from meshrl.config.parts import EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND, check_name, reward_rule_kinds
 from meshrl.config.reward_model import RewardModelConfig, reward_model_problems
 from meshrl.config.reward_rules import check_rule_params
 from meshrl.config.sampling import sampling_problems
-from meshrl.config.launch import LaunchConfig, yaml_switch
-from meshrl.config.lora import ENGINE_LORA_RANKS, LoraSettings
+from meshrl.config.secrets import check_env_name, check_no_credentials
 from meshrl.config.trackers import MlflowConfig, TrackerName, WandbConfig
+from meshrl.config.values import (
+    ACK_WAIT_S,
+    MAX_KV_CACHE_GB,
+    MAX_NATS_REPLICAS,
+    MAX_RANKS,
+    MAX_REPLICAS,
+    MAX_STEPS,
+    MAX_TENSOR_PARALLEL,
+    Name,
+    Port,
+    check_address,
+    check_endpoint,
+    check_url_port,
+)
+from meshrl.errors import ConfigError
 
 
 class ModelConfig(Strict):

@@ -25,17 +25,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
-from meshrl.inputs.data.prompts import PromptItem
-from meshrl.inputs.data.task_fields import task_fields
-from meshrl.eval.correct import judge
 from meshrl.eval import EvalUnavailable
+from meshrl.eval.correct import judge
 from meshrl.eval.metrics import summarize
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.records import EvalSample, from_group, with_environment_reward
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
+from meshrl.inputs.data.prompts import PromptItem
+from meshrl.inputs.data.task_fields import task_fields
+from meshrl.transport.bus.codec import pack_int32
 
 BATCHES_PER_REPLICA = 2
 

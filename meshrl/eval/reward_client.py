@@ -17,9 +17,9 @@ import json
 import grpc
 
 from meshrl.api.common.v1 import common_pb2
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.eval import EvalUnavailable
 from meshrl.eval.records import EvalSample
-from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.transport.rpc import open_channel
 
 

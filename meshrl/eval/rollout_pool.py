@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import grpc
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.eval import EvalUnavailable
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.eval import EvalUnavailable
 from meshrl.transport.rpc import open_channel
 
 

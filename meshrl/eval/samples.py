@@ -38,11 +38,11 @@ from typing import Sequence
 
 import numpy as np
 
-from meshrl.episodes import INT32_BYTES, model_token_count
-from meshrl.transport.bus.codec import unpack_int32
-from meshrl.api.common.v1 import common_pb2
-from meshrl.eval.records import EvalSample, finish_reason_name, status_name
 from meshrl import run_layout as layout
+from meshrl.api.common.v1 import common_pb2
+from meshrl.episodes import INT32_BYTES, model_token_count
+from meshrl.eval.records import EvalSample, finish_reason_name, status_name
+from meshrl.transport.bus.codec import unpack_int32
 
 FILE_NAME = layout.SAMPLES
 SPLITS = {"train": 0, "eval": 1}

@@ -19,11 +19,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step, step_of
 from meshrl.errors import LaunchError
-from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint
+from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.export import export_hf
+from meshrl.inputs.checkpoint.layout import CHECKPOINTS, STEP_RE, find_step, step_of
+from meshrl.inputs.checkpoint.load import read_config, resolve_checkpoint
 
 EXPORT_PROVENANCE = "meshrl_export.json"
 

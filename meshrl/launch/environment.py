@@ -29,10 +29,10 @@ from grpc_health.v1 import health_pb2_grpc
 from meshrl.api.env.v1 import env_pb2
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
+from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.run.secrets import secrets_dir
 from meshrl.services.environment.adapters.textarena import probe as textarena_probe
 from meshrl.services.environment.adapters.verifiers.probe import ProbeFailed, probe
-from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.transport.http_health import wait_http_healthy
 from meshrl.transport.rpc.channel import check_status
 from meshrl.transport.rpc.mesh_tls import channel_credentials

@@ -30,15 +30,15 @@ from typing import Iterator
 
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError, RunFailed
-from meshrl.launch.run_dir import make_run_id, prepare_run_dir
-from meshrl.launch.specs import sampling_specs, service_argv
 from meshrl.launch.nats import create_streams, nats_url
+from meshrl.launch.run_dir import make_run_id, prepare_run_dir
 from meshrl.launch.secrets import grpc_tls_env, run_grpc_tls
+from meshrl.launch.specs import sampling_specs, service_argv
 from meshrl.launch.supervisor import ChildDied, Supervisor, stop_on_signals
+from meshrl.run.secrets import grpc_user_env, secrets_dir
+from meshrl.run_layout import RunDir
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import service_addresses
-from meshrl.run_layout import RunDir
-from meshrl.run.secrets import grpc_user_env, secrets_dir
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import shutil
 from pathlib import Path
 
 from meshrl.inputs.checkpoint.layout import step_dirs
-from meshrl.run_layout import CONFIG, LEDGER, METRICS, RunDir
 from meshrl.run.records import read_rows
+from meshrl.run_layout import CONFIG, LEDGER, METRICS, RunDir
 
 log = logging.getLogger("meshrl.launch")
 MARKS = (CONFIG, METRICS, LEDGER)  # what check_not_a_previous_run looks for

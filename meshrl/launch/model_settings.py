@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 from meshrl.config.lora import lora_problem
 from meshrl.config.schema import RunConfig
 from meshrl.errors import ConfigError, LaunchError
-from meshrl.launch.cores import core_split_problem, usable_cores
 from meshrl.inputs.models.headers import linear_shapes
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
+from meshrl.launch.cores import core_split_problem, usable_cores
 from meshrl.plan.head_size import head_size_problem
 from meshrl.plan.parallel import tensor_parallel_problem
 

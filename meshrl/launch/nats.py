@@ -27,15 +27,14 @@ from typing import Iterator
 
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
-from meshrl.run.secrets import admin_credentials, secrets_dir
 from meshrl.launch.restarts import RestartPolicy, RestartReporter, kept_alive
-from meshrl.transport.bus.subjects import ADMIN
+from meshrl.launch.secrets import run_tls
+from meshrl.run.secrets import admin_credentials, secrets_dir
+from meshrl.run_layout import RunDir
+from meshrl.transport.bus import Bus, BusUnavailable
 from meshrl.transport.bus.run_auth import create_run_auth, remove_run_secrets
 from meshrl.transport.bus.server import EmbeddedNats
-from meshrl.launch.secrets import run_tls
-from meshrl.transport.bus import Bus, BusUnavailable
-from meshrl.transport.bus.subjects import run_consumers
-from meshrl.run_layout import RunDir
+from meshrl.transport.bus.subjects import ADMIN, run_consumers
 
 
 @contextlib.contextmanager

@@ -68,13 +68,13 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import RunFailed
 from meshrl.launch.failed_start import how_to_go_on
 from meshrl.launch.supervisor import Child, Supervisor, tail_lines
+from meshrl.run_layout import RunDir
 from meshrl.service.errors import USER_ERROR_EXIT
 from meshrl.telemetry.metrics import MetricsHandle, start_metrics
 from meshrl.telemetry.service_metrics import announce_metrics, metrics_key
 from meshrl.transport.bus import Bus, EmbeddedNats, subjects
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.publish import publish_with_retry
-from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.launch")
 

@@ -41,8 +41,8 @@ from meshrl.config.schema import RunConfig
 from meshrl.private_files import make_private_dir
 from meshrl.run.secrets import GRPC_CA_FILE, NATS_CA_FILE, grpc_stem, nats_stem, secrets_dir
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path
-from meshrl.transport.bus.tls import TlsFiles, server_block
 from meshrl.transport.bus.subjects import ADMIN
+from meshrl.transport.bus.tls import TlsFiles, server_block
 from meshrl.transport.certs import new_ca
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import psutil
 
 from meshrl.config import RunConfig
-from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.config.lora import lora_problem
 from meshrl.plan.memory import (
     ModelShape,
@@ -29,6 +28,7 @@ from meshrl.plan.memory import (
     micro_batch_tokens,
     rollout_memory,
 )
+from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.plan.shapes import hf_config, model_shape
 
 GiB = 1024**3

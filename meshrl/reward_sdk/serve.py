@@ -11,8 +11,8 @@ from typing import Any, Callable
 from grpc import aio
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.telemetry.tracing import init_tracing, shutdown_tracing
 from meshrl.reward_sdk.servicer import FunctionServicer
+from meshrl.telemetry.tracing import init_tracing, shutdown_tracing
 from meshrl.transport.rpc.server import registration, start_server, stop_server
 
 log = logging.getLogger(__name__)

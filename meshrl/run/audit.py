@@ -30,13 +30,13 @@ import os
 import time
 from pathlib import Path
 
+from meshrl import run_layout as layout
 from meshrl.errors import LaunchError
 from meshrl.run.presence import LauncherInfo, find_launcher
 from meshrl.run.secrets import admin_connect_args
-from meshrl.transport.bus.subjects import events_subject
-from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.bus import Bus
-from meshrl import run_layout as layout
+from meshrl.transport.bus.publish import publish_with_retry
+from meshrl.transport.bus.subjects import events_subject
 
 log = logging.getLogger("meshrl.audit")
 EVENT_HEADER = {"Meshrl-Event": "audit"}

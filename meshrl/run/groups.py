@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshrl.run_layout import RunDir
 from meshrl.run.records import read_rows
+from meshrl.run_layout import RunDir
 from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
 from meshrl.telemetry.spans.read import group_ids
 

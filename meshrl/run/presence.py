@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from meshrl.errors import LaunchError
 from meshrl import run_layout as layout
+from meshrl.errors import LaunchError
 
 PRESENCE_FILE = layout.PRESENCE
 LOCKS = Path("/proc/locks")

@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meshrl import run_layout as layout
 from meshrl import topology
 from meshrl.config.values import MAX_REPLICAS
 from meshrl.errors import LaunchError
 from meshrl.run.presence import write_atomically
-from meshrl import run_layout as layout
 
 REQUEST_FILE = layout.SCALE
 SCALABLE = topology.scalable()

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Iterator
 
 from meshrl.config.external_calls import MESH_TLS_CA_ENV, MESH_TLS_CERT_ENV, MESH_TLS_KEY_ENV
+from meshrl.run_layout import RunDir
 from meshrl.transport.bus.credentials import ENV_VAR, credentials_path, read_credentials
 from meshrl.transport.bus.subjects import ADMIN
 from meshrl.transport.bus.tls import TlsFiles, tls_from_env
-from meshrl.run_layout import RunDir
 
 GRPC_CA_FILE = "grpc-ca.pem"
 NATS_CA_FILE = "nats-ca.pem"

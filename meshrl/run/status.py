@@ -26,16 +26,16 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from meshrl.run.presence import LauncherInfo
 from meshrl import topology
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.transport.rpc.channel import is_serving, open_channel
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
-from meshrl.transport.bus.registry import service_entries
+from meshrl.run.presence import LauncherInfo
+from meshrl.run_layout import RunDir
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.dead_summary import dead_letter_summary
-from meshrl.run_layout import RunDir
+from meshrl.transport.bus.registry import service_entries
+from meshrl.transport.rpc.channel import is_serving, open_channel
 
 KINDS = topology.watched()  # every kind with replicas (the learner has its own row)
 HEALTH_ONLY = ("environment",)

@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 
 from meshrl.inputs.checkpoint.layout import step_dirs
-from meshrl.run_layout import RunDir
 from meshrl.run.records import read_rows
+from meshrl.run_layout import RunDir
 
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 LEARNER_LOG = "learner-0"

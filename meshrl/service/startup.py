@@ -22,11 +22,11 @@ import logging
 import os
 from contextlib import AsyncExitStack
 
+from meshrl.config import load_config
 from meshrl.service.context import ServiceContext, forget_key
 from meshrl.service.errors import StartupFailed, startup_errors
-from meshrl.config import load_config
-from meshrl.telemetry.service_metrics import open_service_metrics, announce_metrics, metrics_key
-from meshrl.telemetry.tracing import shutdown_tracing, start_tracing, set_broker
+from meshrl.telemetry.service_metrics import announce_metrics, metrics_key, open_service_metrics
+from meshrl.telemetry.tracing import set_broker, shutdown_tracing, start_tracing
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.run_wait import wait_for_run as wait_for_run_streams
 

@@ -43,8 +43,8 @@ from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest, start_http_server
-from meshrl.addresses import advertise_host, bind_host, host_port
 
+from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.telemetry.resources import ProcessSampler, gpu_samples
 
 LABELS = ("service", "replica", "run")

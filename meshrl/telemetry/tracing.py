@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from opentelemetry import baggage, context as context_api, trace
+from opentelemetry import baggage, trace
+from opentelemetry import context as context_api
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Link, SpanKind
 
 from meshrl.telemetry.latency import timed_stage
-
 from meshrl.telemetry.spans.propagation import (
     GROUP_ID_KEY,
     POLICY_VERSION_KEY,

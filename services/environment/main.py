@@ -27,7 +27,8 @@ import sys
 from meshrl.config import ConfigError
 from meshrl.env_sdk import serve
 from meshrl.service import run_service
-from meshrl.services.environment.process import EnvironmentProcess, __doc__ as process_doc
+from meshrl.services.environment.process import EnvironmentProcess
+from meshrl.services.environment.process import __doc__ as process_doc
 from meshrl.services.environment.registry import Builtins, environments
 from meshrl.services.environment.sandbox import SandboxLimits, SandboxUnavailable
 

@@ -28,7 +28,8 @@ import os
 from pathlib import Path
 
 from meshrl.config import ConfigError
-from meshrl.env_sdk import start as start_env_server, stop as stop_env_server
+from meshrl.env_sdk import start as start_env_server
+from meshrl.env_sdk import stop as stop_env_server
 from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.services.environment.adapters.served import adapter_environments
 from meshrl.services.environment.registry import Builtins, environments

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from meshrl.config.alerts import AlertsConfig
 from meshrl.alerts.engine import AlertEngine
-from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.config import RunConfig
+from meshrl.config.alerts import AlertsConfig
 from meshrl.config.lora import pushes_adapter
 from meshrl.config.sampling import logprob_temperature
+from meshrl.run_layout import RunDir
 from meshrl.services.learner import build, ranks
 from meshrl.services.learner.checkpointing import LearnerCheckpoints
 from meshrl.services.learner.control import LearnerState
@@ -43,8 +42,9 @@ from meshrl.services.learner.train.fsdp import DistContext
 from meshrl.services.learner.train.policy import TrainedModel
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights import CollectivePublisher, publisher_for
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.publish import publish_with_retry
 from meshrl.transport.weights import Transport
-from meshrl.run_layout import RunDir
 
 if TYPE_CHECKING:  # transformers is imported when the tokenizer is loaded, not at start-up
     from transformers import PreTrainedTokenizerBase

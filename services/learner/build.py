@@ -19,6 +19,7 @@ from meshrl.inputs.data.preferences import PreferenceDataset
 from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.inputs.models.load import load_causal_lm, load_tokenizer
 from meshrl.inputs.models.precision import resolve_precision
+from meshrl.run_layout import RunDir
 from meshrl.services.learner.lora import (
     BaseReference,
     adapter_state_dict,
@@ -31,7 +32,6 @@ from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.fsdp import DistContext, full_state_dict
 from meshrl.services.learner.train.policy import TrainedModel, build_policy
 from meshrl.services.learner.train.step import TrainStep
-from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from meshrl.config import RunConfig
 from meshrl.inputs.checkpoint import dist, hash_config, load_checkpoint, prune, save_checkpoint, tag
 from meshrl.inputs.checkpoint.layout import MANIFEST, checkpoints_dir, step_dirs, step_name
 from meshrl.inputs.checkpoint.parts import Part
-from meshrl.config import RunConfig
 
 log = logging.getLogger("meshrl.learner")
 

@@ -30,16 +30,16 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from meshrl.transport.bus.registry import service_addresses
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
-from meshrl.inputs.data.prompts import PromptDataset, PromptItem
 from meshrl.eval import EvalUnavailable
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
 from meshrl.eval.samples import SampleWriter
+from meshrl.inputs.data.prompts import PromptDataset, PromptItem
+from meshrl.transport.bus.registry import service_addresses
 
 log = logging.getLogger("meshrl.learner.eval")
 

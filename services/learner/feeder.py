@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from meshrl import topology
-from meshrl.inputs.data.task_fields import task_fields
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
 from meshrl.config.parts import estimator_needs
 from meshrl.config.sampling import rollout_sampling
+from meshrl.inputs.data.task_fields import task_fields
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.version_ask import min_policy_version
 from meshrl.telemetry.tracing import inject_headers, start_root_group_span
+from meshrl.transport.bus.codec import pack_int32
 
 
 @dataclass

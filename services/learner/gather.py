@@ -30,14 +30,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from meshrl import topology
-from meshrl.config import RunConfig
 from meshrl.alerts.rules.drop_streak import DropStreak
 from meshrl.alerts.rules.env_outage import OUTAGE_CODES, environment_clock
 from meshrl.alerts.rules.outage import OutageClock
+from meshrl.config import RunConfig
 from meshrl.services.learner.groups import check_group, has_signal
 from meshrl.services.learner.ledger import Ledger
 from meshrl.telemetry.tracing import group_span
-
 
 log = logging.getLogger("meshrl.learner")
 

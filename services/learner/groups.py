@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from meshrl.algos.batch import RolloutBatch
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32, unpack_uint8
 from meshrl.api.common.v1 import common_pb2
 from meshrl.services.learner.group_checks import malformed
 from meshrl.services.learner.turn_credit import turn_reward_matrix
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32, unpack_uint8
 
 
 @dataclass

@@ -29,15 +29,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from meshrl.algos.kl_control import controller_state, restore_controller
 from meshrl.alerts.types import strongest_action
-from meshrl.run.audit import audit_alert_actions
+from meshrl.algos.kl_control import controller_state, restore_controller
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import RunConfig
+from meshrl.config.parts import turn_credited_components
+from meshrl.run.audit import audit_alert_actions
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.feeder import PromptFeeder
 from meshrl.services.learner.gather import Gatherer, GatherGaveUp, StepGroups
-from meshrl.config.parts import turn_credited_components
 from meshrl.services.learner.groups import groups_to_batch
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.parts import (
@@ -49,8 +49,8 @@ from meshrl.services.learner.parts import (
     WeightsExport,
     WeightsPush,
 )
-from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.telemetry.tracing import set_policy_version, step_span
 
 log = logging.getLogger("meshrl.learner")

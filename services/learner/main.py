@@ -38,23 +38,23 @@ import argparse
 import logging
 import os
 
+from meshrl.addresses import bind_host
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
-from meshrl.service import ServiceContext, ServiceProcess, run_service
-from meshrl.service.args import parse_service_args
-from meshrl.service.runner import LOG_FORMAT
-from meshrl.service.malloc import keep_freed_memory
 from meshrl.inputs.checkpoint.key import check_signing_key
 from meshrl.run.audit import control_auditor
+from meshrl.run_layout import RunDir
+from meshrl.service import ServiceContext, ServiceProcess, run_service
+from meshrl.service.args import parse_service_args
+from meshrl.service.malloc import keep_freed_memory
+from meshrl.service.runner import LOG_FORMAT
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.transport.bus import subjects as names
-from meshrl.addresses import bind_host
 from meshrl.transport.bus.subjects import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
-from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner")
 

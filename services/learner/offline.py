@@ -26,8 +26,8 @@ from meshrl.config import RunConfig
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.metric_logger import MetricLogger
 from meshrl.services.learner.parts import CheckpointStore, PreferencePairs, PreferenceStep
-from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.reference_client import ReferenceClient
+from meshrl.services.learner.trainer_thread import in_trainer_thread
 
 
 @dataclass

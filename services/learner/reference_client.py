@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from meshrl.transport.bus.codec import pack_int32, unpack_float32
 from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
+from meshrl.transport.bus.codec import pack_int32, unpack_float32
 from meshrl.transport.rpc import open_channel, wait_healthy
 
 SERVICE = "meshrl.reference.v1.ReferenceService"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import psutil
 
-from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.codec import unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.episodes import model_token_count
+from meshrl.transport.bus import subjects as names
+from meshrl.transport.bus.codec import unpack_int32
 
 OK = common_pb2.SCORE_STATUS_OK
 

@@ -36,16 +36,16 @@ from pathlib import Path
 
 import torch
 
+from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.security.run_key import signer_from_env
-from meshrl.transport.weights.file import write_safetensors
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.services.learner.weights_staging import HostStaging, Staged
-from meshrl.addresses import advertise_host, bind_host, host_port
 from meshrl.transport.weights import Transport, transport_for, weights_notice
 from meshrl.transport.weights.adapter import ADAPTER_FORMAT, adapter_metadata
 from meshrl.transport.weights.collective import WeightsServer, snapshot
-from meshrl.transport.weights.run_version import announce
+from meshrl.transport.weights.file import write_safetensors
 from meshrl.transport.weights.notice import sign_notice
+from meshrl.transport.weights.run_version import announce
 
 
 def rollout_tensors(state_dict: dict[str, torch.Tensor], *, tied_embeddings: bool = False) -> dict:

@@ -28,9 +28,9 @@ import asyncio
 import logging
 import re
 
+from meshrl.inputs.models.load import resolve_model_source
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.service.malloc import keep_freed_memory
-from meshrl.inputs.models.load import resolve_model_source
 from meshrl.services.reference.servicer import start_reference_server
 from meshrl.services.reference.worker import DURABLE, STAGE, ReferenceWorker, reference_instruments
 from meshrl.transport.rpc import stop_server

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from meshrl.algos.batch import RolloutBatch
-from meshrl.config.sampling import logprob_temperature  # re-exported: one rule for all
-from meshrl.config.schema import RunConfig
 from meshrl.algos.head_plan import chunk_elements_for
 from meshrl.algos.logprobs import response_logprobs
+from meshrl.config.sampling import logprob_temperature  # re-exported: one rule for all
+from meshrl.config.schema import RunConfig
 from meshrl.inputs.models.load import load_causal_lm
 from meshrl.inputs.models.precision import resolve_model_dtype
 

@@ -22,8 +22,8 @@ import grpc
 import numpy as np
 from grpc import aio
 
-from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
+from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.transport.rpc import registration, start_server
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from meshrl import topology
-from meshrl.transport.bus.codec import pack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.telemetry.tracing import group_span, inject_headers
+from meshrl.transport.bus.codec import pack_float32, unpack_int32
 
 if TYPE_CHECKING:
     from meshrl.services.reference.scorer import ReferenceScorer

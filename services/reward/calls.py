@@ -38,10 +38,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from meshrl.config.schema import RewardComponentConfig
-from meshrl.telemetry.tracing import current_tracer
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.score_cache import ScoreCache
 from meshrl.services.reward.types import ItemScore, RewardItem
+from meshrl.telemetry.tracing import current_tracer
 from meshrl.transport.rpc.breaker import BreakerOpen, CircuitBreaker
 from meshrl.transport.rpc.mesh_tls import channel_credentials
 from meshrl.transport.rpc.tls import open_external_channel, read_token

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
+from meshrl.services.reward.external import ExternalComponent
 from meshrl.services.reward.registry import Rule, RuleParams, get_rule
 from meshrl.services.reward.types import ComponentScore, ItemScore, RewardItem, Status, failed, ok
-from meshrl.services.reward.external import ExternalComponent
-from meshrl.config import ConfigError
 
 
 class Component(Protocol):

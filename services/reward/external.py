@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config import ConfigError
 from meshrl.config.schema import RewardComponentConfig
-from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.services.reward.calls import ExternalCalls
-from meshrl.transport.rpc.breaker import BreakerOpen
 from meshrl.services.reward.types import ItemScore, RewardItem, Status, failed
+from meshrl.transport.rpc.breaker import BreakerOpen
 
 PASSED_THROUGH = {2: Status.ERROR, 3: Status.TIMEOUT}  # ScoreStatus ERROR / TIMEOUT
 

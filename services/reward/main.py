@@ -34,16 +34,16 @@ import argparse
 import asyncio
 import logging
 
-from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.config.reward_model import called_components, start_waits
+from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.reward.components import build_components
+from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.reward.rules.reasoning_gym import shutdown_scorers
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
-from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
-from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.reward.server import start_reward_server
-from meshrl.services.reward.worker import IN_STAGE, RewardWorker, DURABLE
+from meshrl.services.reward.startup import check_externals, instrument_externals, warm_pools
+from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
 from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reward")

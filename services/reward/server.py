@@ -7,9 +7,9 @@ Stop with `meshrl.transport.rpc.stop_server(server, grace)`.
 import grpc
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.rpc import registration, start_server
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.servicer import RewardServicer
+from meshrl.transport.rpc import registration, start_server
 
 SERVICE = reward_pb2.DESCRIPTOR.services_by_name["RewardService"]
 

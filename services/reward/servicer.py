@@ -13,8 +13,8 @@ import math
 import grpc
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.config import ConfigError
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.config import ConfigError
 from meshrl.services.reward.combine import combine
 from meshrl.services.reward.components import Component, RuleComponent
 from meshrl.services.reward.registry import get_rule

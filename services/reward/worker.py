@@ -21,11 +21,11 @@ import time
 
 from meshrl import topology
 from meshrl.api.common.v1 import common_pb2
-from meshrl.telemetry.tracing import group_span, inject_headers
 from meshrl.services.reward.combine import failed_components
 from meshrl.services.reward.failure_policy import StopRun
 from meshrl.services.reward.instruments import no_op
 from meshrl.services.reward.scorer import GroupScorer
+from meshrl.telemetry.tracing import group_span, inject_headers
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,11 @@ import argparse
 import sys
 
 from meshrl.reward_sdk import serve
-from meshrl.services.reward_model.process import RewardModelProcess, __doc__ as process_doc
-from meshrl.services.reward_model.batcher import reward_fn
 from meshrl.service import run_service
+from meshrl.services.reward_model.batcher import reward_fn
 from meshrl.services.reward_model.normalize import RewardNormalizer
+from meshrl.services.reward_model.process import RewardModelProcess
+from meshrl.services.reward_model.process import __doc__ as process_doc
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

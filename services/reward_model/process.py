@@ -21,11 +21,11 @@ import argparse
 import asyncio
 import logging
 
-from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.config import ConfigError
+from meshrl.reward_sdk import start as start_reward_server
+from meshrl.service import ServiceContext, ServiceProcess
 from meshrl.services.reward_model.batcher import reward_fn
 from meshrl.services.reward_model.normalize import RewardNormalizer
-from meshrl.reward_sdk import start as start_reward_server
 from meshrl.transport.rpc import stop_server
 
 log = logging.getLogger("meshrl.services.reward_model")

@@ -35,16 +35,16 @@ import asyncio
 import logging
 import os
 
+from meshrl.security.run_key import verifier_from_env
 from meshrl.service import ServiceContext, ServiceProcess, run_service
 from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.engine_watch import watch_engine
+from meshrl.services.rollout.instruments import rollout_instruments
 from meshrl.services.rollout.server import start_rollout_server
+from meshrl.services.rollout.worker import RolloutWorker
+from meshrl.transport.bus import subjects as names
 from meshrl.transport.rpc import stop_server
 from meshrl.transport.weights.follow import WeightsFollower
-from meshrl.transport.bus import subjects as names
-from meshrl.services.rollout.instruments import rollout_instruments
-from meshrl.services.rollout.worker import RolloutWorker
-from meshrl.security.run_key import verifier_from_env
 
 log = logging.getLogger("meshrl.services.rollout")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from meshrl.config import load_config
 from meshrl.cli.serve import SERVICES
+from meshrl.config import load_config
 from tests.deploy.contract import ENTRYPOINT_ENV, grpc_port, serve_argv
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "deploy" / "compose"

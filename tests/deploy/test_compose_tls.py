@@ -10,15 +10,15 @@ paths moved into a temp dir) takes a service's certificate and refuses a client 
 import asyncio
 from pathlib import Path
 
+import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py
 import pytest
 import yaml
 
-from tests.fixtures.nats import nats_on_own_ports
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, check_jsonschema
-from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
-from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path
-import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py
 from tests.deploy.test_compose_nats_auth import auth_dir, secret_file  # noqa: E402,F401 - a fixture: compose's NATS users
+from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path
+from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
+from tests.fixtures.nats import nats_on_own_ports
 
 OVERRIDE = COMPOSE_DIR / "tls.yaml"
 MESHRL = ("learner", "rollout", "reward", "reference")

@@ -37,7 +37,6 @@ import pytest
 import yaml
 
 from meshrl.inputs.checkpoint.key import KEY_NAME, key_pair
-
 from tests.chaos.ledger_proof import prove_ledger, versions_at_step
 from tests.deploy.test_image_mesh import UID, readable_copy, tiny_run
 from tests.deploy.test_multihost_drill import nats_users

@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from meshrl.transport.bus.credentials import ENV_VAR, read_credentials
-from tests.fixtures.nats import nats_on_own_ports
-from tests.deploy.test_compose_nats_auth import exercise
 from tests.deploy.kustomize import kustomization, render, requires_kubectl
+from tests.deploy.test_compose_nats_auth import exercise
 from tests.deploy.test_k8s import K8S, OVERLAYS, by_kind, meshrl_containers
+from tests.fixtures.nats import nats_on_own_ports
 
 sys.path.insert(0, str(K8S))
 import make_nats_secrets  # noqa: E402 - deploy/k8s/make_nats_secrets.py

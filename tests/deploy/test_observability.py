@@ -20,14 +20,14 @@ import yaml
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.alerts import AlertsConfig, RuleConfig
-from meshrl.telemetry.latency import record_rpc, timed_stage
-from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.learner.metric_logger import PrometheusLogger
 from meshrl.services.reference.worker import reference_instruments
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.instruments import reward_instruments
 from meshrl.services.rollout.agent.instruments import AgentEvents
 from meshrl.services.rollout.instruments import rollout_instruments
+from meshrl.telemetry.latency import record_rpc, timed_stage
+from meshrl.telemetry.metrics import start_metrics
 from tests.fixtures.prometheus import promtool_check
 
 OBS = Path(__file__).resolve().parents[2] / "deploy" / "observability"

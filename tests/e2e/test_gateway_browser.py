@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.config.load import dump_config
 from meshrl.addresses import free_port
+from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 
 pytestmark = pytest.mark.slow

@@ -68,8 +68,8 @@ def test_dpo_runs_offline_with_the_reference_service(run_mesh):
 def test_a_trained_group_is_one_trace_across_all_four_services(ppo_run):
     """learner (publish) → rollout → reward → reference → learner (gather), parent by parent,
     and the step span that trained it links to that trace."""
-    from meshrl.telemetry.spans.read import load_spans, trace_for_group
     from meshrl.cli.trace import render_waterfall
+    from meshrl.telemetry.spans.read import load_spans, trace_for_group
 
     result, metrics, ledger, run_dir = ppo_run
     group_id = next(e["group_id"] for e in ledger if e["event"] == "trained")

@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.cli.main import main
 from meshrl.config.load import dump_config
+from meshrl.inputs.checkpoint import list_checkpoints
 from tests.e2e.conftest import mesh_config
 
 STEPS = 6

@@ -13,9 +13,8 @@ import json
 import os
 import subprocess
 
-import pytest
-
 import aiohttp
+import pytest
 
 from tests.fixtures.gateway import gateway_for
 from tests.security.test_checkpoint_attacks import CLI, OPERATOR, resign, saved

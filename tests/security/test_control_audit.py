@@ -15,8 +15,8 @@ import json
 import pytest
 
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.run.secrets import grpc_user_env
 from meshrl.run.presence import find_launcher
+from meshrl.run.secrets import grpc_user_env
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.subjects import events_subject
 from meshrl.transport.rpc.channel import open_channel

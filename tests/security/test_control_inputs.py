@@ -13,10 +13,11 @@ Run: .venv/bin/python -m pytest tests/security/test_control_inputs.py -q
 import grpc
 import pytest
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
-from meshrl.run.secrets import grpc_user_env
 from meshrl.run.presence import find_launcher
+from meshrl.run.secrets import grpc_user_env
 from meshrl.transport.rpc.channel import open_channel
 from meshrl.transport.rpc.mesh_tls import caller_env
 from tests.fixtures.gateway import gateway_for

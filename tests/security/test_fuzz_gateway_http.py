@@ -27,10 +27,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl import run_layout as layout
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.config import load_config
 from meshrl.config.load import dump_config
-from meshrl import run_layout as layout
 from tests.fixtures.fuzz_configs import BASE, GARBAGE, fuzz, overrides, yaml_texts
 
 CASES = 250

@@ -25,9 +25,10 @@ import grpc
 import pytest
 import pytest_asyncio
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
-from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.gateway.auth.sessions import COOKIE
+from meshrl.gateway.limits import MAX_FOLLOWS_PER_USER
 from meshrl.run.presence import LauncherInfo, launch_lock, write_presence
 from tests.fixtures.gateway import gateway_for
 

@@ -26,11 +26,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.config.schema import RewardComponentConfig
 from meshrl.launch.secrets import create_grpc_tls
 from meshrl.run.secrets import grpc_user_env
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.services.reward.components import build_components
-from meshrl.config.schema import RewardComponentConfig
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.server import start_reward_server
 from meshrl.transport.rpc.channel import open_channel

@@ -21,7 +21,8 @@ import sys
 import grpc
 import pytest
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.run.presence import LauncherInfo, write_presence
 from meshrl.run.secrets import secrets_dir
 from meshrl.transport.bus.credentials import read_credentials

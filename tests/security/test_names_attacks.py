@@ -23,7 +23,8 @@ import grpc
 import pytest
 import pytest_asyncio
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.config.load import PRESETS_DIR
 from meshrl.gateway.auth.tenant import TenantPolicy
 from tests.fixtures.gateway import gateway_for

@@ -21,12 +21,12 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.security.run_key import create_run_keys, load_verifier, signer_from_env
-from meshrl.transport.weights.follow import WeightsFollower
-from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import weights_notice
-from meshrl.transport.weights.run_version import announce
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.weights.notice import sign_notice
+from meshrl.transport.weights.run_version import announce
+from meshrl.transport.weights.update import WeightsUpdater
 from tests.fixtures.nats import connect_as
 from tests.security.fakes import RecordingEngine
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import transport_for, weights_notice
+from meshrl.transport.weights.update import WeightsUpdater
 from tests.security.fakes import RecordingEngine
 
 LEARNER_BYTES = b"the learner's weights " * 1000

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshrl.config.alerts import AlertsConfig
+from meshrl import run_layout as layout
 from meshrl.alerts.sinks.jsonl import JsonlSink
 from meshrl.alerts.sinks.log import LogSink
 from meshrl.alerts.sinks.nats import NatsSink
 from meshrl.alerts.sinks.webhook import WebhookSink
-from meshrl import run_layout as layout
+from meshrl.config.alerts import AlertsConfig
 
 __all__ = ["JsonlSink", "LogSink", "NatsSink", "WebhookSink", "build_sinks"]
 

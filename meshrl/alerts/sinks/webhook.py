@@ -24,8 +24,8 @@ import urllib.error
 import urllib.request
 from typing import Mapping
 
-from meshrl.config.alerts import WebhookConfig
 from meshrl.alerts.types import Alert, at_least
+from meshrl.config.alerts import WebhookConfig
 from meshrl.config.secrets import read_secret
 
 log = logging.getLogger("meshrl.alerts")

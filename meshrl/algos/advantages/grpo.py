@@ -27,7 +27,6 @@ from meshrl.algos.masked import broadcast_over_tokens
 from meshrl.algos.registry import register_advantage_estimator
 from meshrl.algos.types import AdvantageResult
 
-
 SCALES = ("group", "batch", "none")
 
 

@@ -9,10 +9,10 @@ machine fails a check.
 
 from __future__ import annotations
 
-from meshrl.service.args import nats_url
+from meshrl.cli import about
 from meshrl.cli.doctor.check import FAIL, WARN, Check
 from meshrl.cli.doctor.run import CHECKS, config_refused, run_doctor
-from meshrl.cli import about
+from meshrl.service.args import nats_url
 
 
 def render_table(results: list[Check]) -> str:

@@ -11,8 +11,8 @@ import socket
 import time
 from datetime import timedelta
 
-from meshrl.cli.doctor.check import Check, failed, passed
 from meshrl.addresses import free_port
+from meshrl.cli.doctor.check import Check, failed, passed
 
 WORLD = 2
 TIMEOUT_S = 120.0  # two ranks each import torch, which takes long on a loaded small host

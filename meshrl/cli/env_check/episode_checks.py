@@ -8,8 +8,8 @@ import grpc
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.cli.env_check.kit import Answer, Kit
-from meshrl.env_sdk.contract import reset_problems, step_problems
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
+from meshrl.env_sdk.contract import reset_problems, step_problems
 
 MAX_TURNS = 8  # turns the kit plays before it calls an episode endless
 IDEMPOTENT_FIX = (

@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from meshrl.run.remote import is_url, metric_rows, run_name
 from meshrl.cli import about
-from meshrl.cli.plot.series import PlotError, series_from_rows
 from meshrl.cli.plot.figure import plot_run, plot_series
+from meshrl.cli.plot.series import PlotError, series_from_rows
+from meshrl.run.remote import is_url, metric_rows, run_name
 
 
 def plot_url(url: str, out_png: Path | None) -> Path:

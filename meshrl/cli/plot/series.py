@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+
 from meshrl import run_layout as layout
 
 METRICS_FILE = layout.METRICS

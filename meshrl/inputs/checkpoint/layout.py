@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl import run_layout
+from meshrl.inputs.checkpoint.errors import CheckpointError
 
 CHECKPOINTS = run_layout.CHECKPOINTS
 FORMAT = "meshrl-checkpoint/2"  # the manifest's "format": what this meshrl writes and reads

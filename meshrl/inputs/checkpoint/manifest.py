@@ -23,12 +23,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from meshrl import __version__
 from meshrl.inputs.checkpoint.errors import CheckpointError
 from meshrl.inputs.checkpoint.key import KEY_ENV, key_path, trusted_verifier
 from meshrl.inputs.checkpoint.layout import FORMAT, MANIFEST, UNHASHED, step_of
 from meshrl.inputs.checkpoint.legacy import CONVERT_FLAG, convert_command, refuse_legacy
 from meshrl.inputs.checkpoint.reading import json_text, parse_json
-from meshrl import __version__
 
 CHUNK = 8 << 20
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.errors import CheckpointError
 
-
 MAX_JSON_BYTES = 16 << 20  # a manifest, the loop state, a config: far smaller in any real checkpoint
 
 

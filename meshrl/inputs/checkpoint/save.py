@@ -28,6 +28,7 @@ import torch
 
 from meshrl.inputs.checkpoint import dist
 from meshrl.inputs.checkpoint.errors import CheckpointError
+from meshrl.inputs.checkpoint.key import signer_for_save
 from meshrl.inputs.checkpoint.layout import (
     CONFIG,
     HF_CONFIG_DIR,
@@ -38,7 +39,6 @@ from meshrl.inputs.checkpoint.layout import (
     checkpoints_dir,
     step_name,
 )
-from meshrl.inputs.checkpoint.key import signer_for_save
 from meshrl.inputs.checkpoint.manifest import write_manifest, write_text_durable
 from meshrl.inputs.checkpoint.parts import POLICY, Part, collect_parts
 from meshrl.inputs.checkpoint.rng import save_rng

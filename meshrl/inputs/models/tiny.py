@@ -25,8 +25,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 from meshrl.config.engine_limits import ENGINE_CPU_HEAD_SIZES
+from meshrl.inputs.models.tokenizer_files import write_portable_tokenizer_files
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 DEFAULT_CHARS = string.printable.replace("\x0b", "").replace("\x0c", "").replace("\r", "")

@@ -23,8 +23,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from meshrl.telemetry.spans.otlp_json import to_otlp_json
 from meshrl import run_layout as layout
+from meshrl.telemetry.spans.otlp_json import to_otlp_json
 
 TRACES_DIR = layout.TRACES
 

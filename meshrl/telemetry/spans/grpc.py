@@ -24,7 +24,8 @@ import time
 
 import grpc
 from grpc import aio
-from opentelemetry import context as context_api, trace
+from opentelemetry import context as context_api
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from meshrl.telemetry import tracing

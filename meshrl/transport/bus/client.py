@@ -45,12 +45,12 @@ from meshrl.transport.bus.events import Listener
 from meshrl.transport.bus.kv import RunState
 from meshrl.transport.bus.messages import check_type
 from meshrl.transport.bus.objects import WeightsStore
-from meshrl.transport.bus.subjects import CONSUMER_CREATORS, inbox_prefix
 from meshrl.transport.bus.publish import publish_with_retry
-from meshrl.transport.bus.retry import election_patience, retry_transient
 from meshrl.transport.bus.pull import Puller
-from meshrl.transport.bus.tls import TlsFiles, tls_from_env
+from meshrl.transport.bus.retry import election_patience, retry_transient
 from meshrl.transport.bus.streams import ensure_run_streams
+from meshrl.transport.bus.subjects import CONSUMER_CREATORS, inbox_prefix
+from meshrl.transport.bus.tls import TlsFiles, tls_from_env
 from meshrl.transport.bus.worker import Handler, Worker
 
 log = logging.getLogger(__name__)

@@ -17,13 +17,13 @@ import json
 import time
 import urllib.error
 import urllib.request
-from urllib.parse import ParseResult, urlparse
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import ParseResult, urlparse
 
+from meshrl.addresses import free_port
 from meshrl.transport.bus.errors import BusUnavailable
 from meshrl.transport.bus.server import EmbeddedNats
-from meshrl.addresses import free_port
 
 HOST = "127.0.0.1"
 META_LEADER_TIMEOUT_S = 30.0

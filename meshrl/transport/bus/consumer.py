@@ -11,9 +11,9 @@ server's `backoff` list would replace `ack_wait` for long handlers, so it is not
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.subjects import ConsumerSpec
 from meshrl.transport.bus.errors import BusError
 from meshrl.transport.bus.retry import retry_transient
+from meshrl.transport.bus.subjects import ConsumerSpec
 
 NOT_UNIQUE = (10099, 10100)  # a work-queue stream already has a consumer on this subject
 CONSUMER_NOT_FOUND = 10014

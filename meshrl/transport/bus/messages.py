@@ -3,8 +3,8 @@
 from google.protobuf.message import DecodeError, Message
 
 from meshrl import topology
-from meshrl.transport.bus.subjects import check_stage
 from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus.subjects import check_stage
 
 STAGE_MESSAGES: dict[str, type[Message]] = {s.name: getattr(common_pb2, s.message) for s in topology.STAGE_TABLE}
 

@@ -20,8 +20,8 @@ from nats.js.errors import APIError
 
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.consumer import PUSH_TO_PULL, push_durable
-from meshrl.transport.bus.subjects import ConsumerSpec, run_consumers
 from meshrl.transport.bus.errors import BusError
+from meshrl.transport.bus.subjects import ConsumerSpec, run_consumers
 
 DUPLICATE_WINDOW_S = 20 * 60
 EVENTS_MAX_AGE_S = 7 * 24 * 3600

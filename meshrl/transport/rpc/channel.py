@@ -16,9 +16,9 @@ from typing import Sequence
 from grpc import aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from meshrl.transport.rpc.deadline import RequireDeadline
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor
 from meshrl.transport.rpc import mesh_tls
+from meshrl.transport.rpc.deadline import RequireDeadline
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # servers' and channels' alike (gRPC's default is 4 MiB)
 RETRY_POLICY = {

@@ -36,9 +36,17 @@ from cryptography import x509
 
 from meshrl.config.external_calls import (
     MESH_TLS_CA_ENV as CA_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_CERT_ENV as CERT_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_CLIENT_AUTH_ENV as CLIENT_AUTH_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_KEY_ENV as KEY_ENV,
+)
+from meshrl.config.external_calls import (
     MESH_TLS_SERVER_NAME_ENV as SERVER_NAME_ENV,
 )
 from meshrl.errors import ConfigError

@@ -22,10 +22,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from meshrl.addresses import bind_host
+from meshrl.telemetry.spans.grpc import TracingServerInterceptor
 from meshrl.transport.rpc import mesh_tls
 from meshrl.transport.rpc.authz import KindAuthorization
 from meshrl.transport.rpc.channel import MAX_MESSAGE_BYTES, message_options
-from meshrl.telemetry.spans.grpc import TracingServerInterceptor
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 

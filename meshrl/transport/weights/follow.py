@@ -34,10 +34,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus.entries import weights_notice_of
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.transport.weights.run_version import refusal, run_version
-from meshrl.api.common.v1 import common_pb2 as pb
 
 log = logging.getLogger(__name__)
 

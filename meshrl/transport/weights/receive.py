@@ -32,8 +32,7 @@ from typing import AsyncIterator, Awaitable, Callable
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.private_paths import UnsafePath, fd_path, make_private_dir, open_private_file
-from meshrl.transport.weights.notice import new_digest, notice_digest
-from meshrl.transport.weights.notice import WeightsRejected
+from meshrl.transport.weights.notice import WeightsRejected, new_digest, notice_digest
 
 HASH_CHUNK = 8 << 20
 

@@ -38,8 +38,8 @@ from meshrl.transport.bus import subjects as names
 from meshrl.transport.weights import WeightsRejected, check_notice, local_file, open_verified
 from meshrl.transport.weights.adapter import ADAPTER_FORMAT, AdapterDirs
 from meshrl.transport.weights.collective import ask_for
-from meshrl.transport.weights.receive import FetchObject
 from meshrl.transport.weights.notice import check_signature
+from meshrl.transport.weights.receive import FetchObject
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import logging
 from typing import Any, Callable, ClassVar
 
 from meshrl.config import ConfigError
-from meshrl.env_sdk import Environment, EnvError
+from meshrl.env_sdk import EnvError, Environment
 from meshrl.transport.library import LibraryWorker, WorkerDied, WorkerError, WorkerStartError, WorkerTimeout
 
 log = logging.getLogger("meshrl.services.environment")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 
 from meshrl.config import ConfigError, RunConfig
-from meshrl.services.learner.metric_logger import MetricLogger, TensorBoardLogger
 from meshrl.run_layout import RunDir
+from meshrl.services.learner.metric_logger import MetricLogger, TensorBoardLogger
 
 # tracker name -> (its module, its class, the package it needs): imported only when named
 OPTIONAL = {

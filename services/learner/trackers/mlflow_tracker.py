@@ -30,13 +30,12 @@ from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from meshrl.config import RunConfig
+from meshrl.run_layout import RunDir
 from meshrl.services.learner.metric_logger import finite_numbers
-from meshrl.services.learner.trackers import mlflow_backfill, mlflow_unsent
+from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_backfill, mlflow_unsent
 from meshrl.services.learner.trackers.background import BackgroundSender, Job
 from meshrl.services.learner.trackers.mlflow_unsent import mlflow_key
-from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
-from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 RUN_ID_TAG = "meshrl.run_id"

@@ -19,10 +19,10 @@ from pathlib import Path
 import wandb
 
 from meshrl.config import RunConfig
+from meshrl.run_layout import RunDir
 from meshrl.services.learner.metric_logger import finite_numbers
 from meshrl.services.learner.trackers import TrackerUnavailable
 from meshrl.services.learner.trackers.samples_tail import SamplesTail, as_table
-from meshrl.run_layout import RunDir
 
 log = logging.getLogger("meshrl.learner.trackers")
 

@@ -25,9 +25,9 @@ import torch
 from meshrl.algos import check_finite, dpo_loss
 from meshrl.algos.batch import PreferenceBatch
 from meshrl.algos.head_plan import HeadPlan, plan_head
-from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_stats, sequence_logprobs
 from meshrl.algos.preference_weighting import ld_weighted_sums, wpo_pair_weights
+from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import TrainedModel

@@ -26,8 +26,8 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import AutoModelForCausalLM
 
-from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.algos.checks import check_finite
+from meshrl.config.algorithm import OptimConfig, TrainerConfig
 from meshrl.services.learner.train.fsdp import DistContext, clip_grad_norm, decoder_layers, shard_model
 
 

@@ -71,23 +71,23 @@ import torch
 
 from meshrl.algos import (
     check_finite,
+    clip_rewards,
     get_advantage_estimator,
     get_policy_loss,
     kl_estimate,
     loss_denominator,
     loss_numerator,
-    clip_rewards,
     overlong_penalty,
 )
+from meshrl.algos.batch import RolloutBatch
 from meshrl.algos.groups import group_stats
 from meshrl.algos.head_plan import plan_head
 from meshrl.algos.kl_control import kl_controller
-from meshrl.algos.options import check_options
-from meshrl.algos.masked import masked_mean
-from meshrl.algos.batch import RolloutBatch
-from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs, response_stats
+from meshrl.algos.masked import masked_mean
+from meshrl.algos.options import check_options
 from meshrl.algos.resampling import pf_ppo_rows
+from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.correction import at_level, correct
 from meshrl.services.learner.train.critic import clipped_value_loss, response_values
 from meshrl.services.learner.train.fsdp import DistContext, set_gradient_sync

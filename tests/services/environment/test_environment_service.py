@@ -9,11 +9,11 @@ import sys
 import grpc
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.api.env.v1 import env_pb2, env_pb2_grpc
 from meshrl.cli.env_check import run_suite
 from meshrl.cli.env_check.task import task_request
 from meshrl.services.environment.sandbox import detect
-from meshrl.addresses import free_port
 from tests.fixtures.served import served
 
 

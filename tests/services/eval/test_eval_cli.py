@@ -25,8 +25,8 @@ def write_checkpoint(run_dir, model_dir, step: int = 3):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from meshrl.inputs.checkpoint import save_checkpoint
     from meshrl.config import load_config
+    from meshrl.inputs.checkpoint import save_checkpoint
 
     cfg = load_config(
         base={

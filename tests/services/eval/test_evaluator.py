@@ -14,14 +14,14 @@ import re
 import numpy as np
 import pytest
 
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.inputs.data.prompts import PromptDataset
 from meshrl.eval import EvalUnavailable
 from meshrl.eval.evaluator import Evaluator
 from meshrl.eval.plan import EvalPlan
 from meshrl.eval.reward_client import RewardClient
 from meshrl.eval.rollout_pool import RolloutPool
+from meshrl.inputs.data.prompts import PromptDataset
+from meshrl.transport.bus.codec import pack_int32
 from tests.fixtures.eval_servers import VOWEL, eval_servers  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

@@ -10,7 +10,8 @@ import grpc
 import pytest
 import pytest_asyncio
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
 

@@ -16,14 +16,15 @@ import os
 import grpc
 import pytest
 
-from meshrl.api.gateway.v1 import gateway_pb2 as pb, gateway_pb2_grpc
+from meshrl.api.gateway.v1 import gateway_pb2 as pb
+from meshrl.api.gateway.v1 import gateway_pb2_grpc
 from meshrl.api.learner.v1 import learner_pb2, learner_pb2_grpc
 from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
-from meshrl.run.audit import control_auditor
 from meshrl.launch.secrets import create_grpc_tls
-from meshrl.run.secrets import grpc_user_env
+from meshrl.run.audit import control_auditor
 from meshrl.run.presence import LauncherInfo, find_launcher, launch_lock, write_presence
+from meshrl.run.secrets import grpc_user_env
 from meshrl.services.learner.control import LearnerControl, LearnerState
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.subjects import events_subject

@@ -22,20 +22,19 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link
 
+from meshrl.cli.main import main
+from meshrl.gateway.auth.tenant import TenantPolicy
 from meshrl.gateway.auth.tokens import TokenAuth, load_tokens
 from meshrl.gateway.serve import start_gateway
-from meshrl.gateway.auth.tenant import TenantPolicy
-from meshrl.cli.main import main
 from meshrl.run.audit import current_user
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.propagation import GROUP_ID_KEY
-from tests.unit.cli.plot.test_plot import png_size, synthetic_row
 from tests.services.gateway.test_gateway_api import ADMIN, OPERATOR, VIEWER
 from tests.services.gateway.test_gateway_audit_events import live_run
+from tests.unit.cli.plot.test_plot import png_size, synthetic_row
 from tests.unit.inputs.checkpoint.conftest import save_run  # noqa: F401 - the fixture, used by name
 
 CONFIG = Path(__file__).resolve().parents[3] / "examples" / "grpo_smollm2.yaml"

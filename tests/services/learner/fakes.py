@@ -8,15 +8,15 @@ from pathlib import Path
 
 import numpy as np
 
-from meshrl.transport.bus import Bus
-from meshrl.transport.bus.codec import pack_float32, pack_int32
-from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.assemble import online
 from meshrl.services.learner.control import LearnerState
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.codec import pack_float32, pack_int32
+from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 
 TARGET = 7
 

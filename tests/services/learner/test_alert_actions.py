@@ -11,9 +11,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from meshrl.transport.bus import subjects as names
-from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.api.common.v1 import common_pb2
+from meshrl.inputs.checkpoint import list_checkpoints
+from meshrl.transport.bus import subjects as names
 from tests.services.learner.fakes import make_config, run_once
 
 FIRES_AT_ONCE = {

@@ -8,11 +8,11 @@ import pytest
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import preference_pairs
 from meshrl.inputs.data.load import write_rows
-from meshrl.transport.rpc import stop_server
-from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.assemble import offline
+from meshrl.services.learner.control import LearnerState
 from meshrl.services.reference.scorer import ReferenceScorer
 from meshrl.services.reference.servicer import start_reference_server
+from meshrl.transport.rpc import stop_server
 
 
 @pytest.fixture
@@ -67,6 +67,7 @@ async def test_dpo_stopped_and_resumed_matches_the_straight_run(tmp_path, tiny_m
     """Offline runs checkpoint too: stop after step 3, resume, and steps 3–7 equal a straight
     run's (the pairs cursor and AdamW state come back; 32 pairs, 8 per step: 4 per epoch)."""
     import json
+
     from tests.services.learner.fakes import StopAfter
 
     def rows(cfg):

@@ -10,11 +10,11 @@ import logging
 
 import pytest
 
-from meshrl.transport.bus.registry import announce_service
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows
 from meshrl.services.learner.evaluation import LearnerEval, NoEval, build_learner_eval
+from meshrl.transport.bus.registry import announce_service
 from tests.fixtures.eval_servers import eval_servers  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

@@ -2,12 +2,12 @@
 probed with grpc.health.v1; one whose server is gone is reported down by the service_down
 alert after the configured number of failed probes, and cleared once it serves again."""
 
-from meshrl.config.alerts import AlertsConfig
+from meshrl.addresses import free_port
 from meshrl.alerts.engine import AlertEngine
+from meshrl.config.alerts import AlertsConfig
+from meshrl.services.learner.health_watch import HealthWatch
 from meshrl.transport.bus.registry import announce_service, withdraw_service
 from meshrl.transport.rpc import start_server, stop_server
-from meshrl.services.learner.health_watch import HealthWatch
-from meshrl.addresses import free_port
 
 
 async def test_a_dead_replica_fires_service_down_after_two_failed_probes(bus):

@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 from blake3 import blake3
 
-from meshrl.transport.bus.codec import pack_float32, pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config import load_config
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows
+from meshrl.services.learner.assemble import online
 from meshrl.services.learner.control import LearnerState
 from meshrl.services.learner.ledger import read_ledger
-from meshrl.services.learner.assemble import online
-from meshrl.transport.weights import KEEP_VERSIONS
 from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.telemetry.metrics import start_metrics
-from tests.fixtures.prometheus import promtool_check, sample
+from meshrl.transport.bus.codec import pack_float32, pack_int32
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.transport.weights import KEEP_VERSIONS
+from tests.fixtures.prometheus import promtool_check, sample
 
 TARGET = 7  # the synthetic reward: fraction of response tokens equal to this id
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from meshrl.api.common.v1 import common_pb2
 from meshrl.inputs.checkpoint import list_checkpoints
 from meshrl.inputs.checkpoint.errors import CheckpointError, IncompatibleCheckpointError
 from meshrl.services.learner.ledger import read_ledger
-from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from tests.services.learner.fakes import make_config, run_once, seeded_rollout
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.config import ConfigError, load_config
-from meshrl.cli.main import main
-from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_unsent, start_trackers
-from meshrl.services.learner.metric_logger import forget_steps_from
-from meshrl.services.learner.trackers.background import Job
 from meshrl.addresses import free_port
+from meshrl.cli.main import main
+from meshrl.config import ConfigError, load_config
+from meshrl.services.learner.metric_logger import forget_steps_from
+from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_unsent, start_trackers
+from meshrl.services.learner.trackers.background import Job
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
 
 mlflow = pytest.importorskip("mlflow")

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.learner.ledger import read_ledger
 from meshrl.services.learner.metric_logger import with_prometheus
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.transport.bus.codec import pack_float32, pack_int32, pack_uint8
 from tests.fixtures.prometheus import sample as prometheus_sample
 from tests.services.learner.fakes import make_config, run_once

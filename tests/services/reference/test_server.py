@@ -7,9 +7,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from meshrl.transport.bus.codec import pack_int32, unpack_float32
 from meshrl.api.reference.v1 import reference_pb2, reference_pb2_grpc
 from meshrl.services.reference.servicer import SERVICE_NAME, start_reference_server
+from meshrl.transport.bus.codec import pack_int32, unpack_float32
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from meshrl.transport.bus import Bus
-from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_float32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.load import dump_config, load_config
 from meshrl.services.reference.worker import ReferenceWorker, add_ref_logprobs
+from meshrl.transport.bus import Bus
+from meshrl.transport.bus.codec import pack_float32, pack_int32, unpack_float32
 
 PROMPT = np.array([3, 17, 42, 9, 11], dtype=np.int32)
 RESPONSES = [np.array(r, dtype=np.int32) for r in ([20, 21, 22], [30], [40, 41, 42, 43, 44, 45])]

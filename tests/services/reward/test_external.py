@@ -8,11 +8,11 @@ import time
 import grpc
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
-from meshrl.addresses import free_port
 
 ITEMS = [
     RewardItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20

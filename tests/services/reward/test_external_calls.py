@@ -10,13 +10,13 @@ import asyncio
 import grpc
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.config.schema import RewardComponentConfig
-from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.reward.call_metrics import CallMetrics
 from meshrl.services.reward.external import ExternalComponent
 from meshrl.services.reward.types import RewardItem, Status
-from meshrl.addresses import free_port
+from meshrl.telemetry.metrics import start_metrics
 
 ITEMS = [RewardItem(id=f"g/{i}", response="x" * (i + 1), prompt="p") for i in range(5)]
 FAST = {"initial_backoff_s": 0.01, "max_backoff_s": 0.02}

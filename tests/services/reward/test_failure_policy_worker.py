@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.failure_policy import StopRun
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
-from meshrl.addresses import free_port
 
 
 def make_group(run_id: str, group_id: str) -> common_pb2.Group:

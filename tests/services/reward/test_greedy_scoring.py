@@ -3,13 +3,13 @@ nats-server (rules) and by the example external reward service over a real gRPC 
 
 import pytest
 
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer, group_items
 from meshrl.services.reward.worker import RewardWorker
+from meshrl.transport.bus.codec import pack_int32
 
 
 def sample(index: int, text: str) -> common_pb2.Sample:

@@ -11,8 +11,8 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.cli.reward_check import any_failed, run_suite
+from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.server import start_reward_server

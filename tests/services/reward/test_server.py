@@ -5,8 +5,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from meshrl.api.common.v1 import common_pb2
-from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.server import start_reward_server

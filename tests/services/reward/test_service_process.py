@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from meshrl.transport.bus.registry import service_addresses
 from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus.registry import service_addresses
 from meshrl.transport.rpc import wait_healthy
 from tests.services.reward.test_worker import make_group
 

@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from meshrl.transport.bus.subjects import durable_of
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2
 from meshrl.config.schema import RewardComponentConfig as C
 from meshrl.services.reward.components import build_components
 from meshrl.services.reward.rules.verify_pool import shutdown_pools
 from meshrl.services.reward.scorer import GroupScorer
 from meshrl.services.reward.worker import DURABLE, IN_STAGE, RewardWorker
+from meshrl.transport.bus.codec import pack_int32
+from meshrl.transport.bus.subjects import durable_of
 
 RESPONSES = ["The answer is 7.", "\\boxed{8}", "7"]
 

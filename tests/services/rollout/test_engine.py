@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from safetensors.torch import save_file
 
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from tests.fixtures.vllm import hf_logprobs, perturbed_weights, prompt_task, tensor_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import torch
 
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.inputs.checkpoint import export_hf, save_checkpoint
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from tests.fixtures.vllm import hf_logprobs, perturbed_weights, prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

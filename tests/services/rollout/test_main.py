@@ -17,12 +17,12 @@ import pytest
 import yaml
 from safetensors.torch import save_file
 
-from meshrl.transport.bus import subjects as names
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.telemetry.service_metrics import metrics_key
+from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.registry import service_key
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
-from meshrl.telemetry.service_metrics import metrics_key
 from tests.fixtures.prometheus import metrics_url, promtool_check, sample, wait_for_sample
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.samples import oldest_version, sample_from_completion
-from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.services.rollout.worker import RolloutWorker, VersionBehind
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.transport.weights.follow import WeightsFollower
 
 
 def completion(token_ids, logprobs, finish="length", spans=None):

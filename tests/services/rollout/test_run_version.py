@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights.follow import WeightsFollower
-from meshrl.transport.weights.update import WeightsUpdater
 from meshrl.transport.bus import subjects as names
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.weights.run_version import announce
+from meshrl.transport.weights.update import WeightsUpdater
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,10 +8,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from meshrl.transport.bus.codec import unpack_float32, unpack_int32
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
-from meshrl.transport.rpc import stop_server
 from meshrl.services.rollout.server import SERVICE_NAME, start_rollout_server
+from meshrl.transport.bus.codec import unpack_float32, unpack_int32
+from meshrl.transport.rpc import stop_server
 from tests.fixtures.vllm import prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

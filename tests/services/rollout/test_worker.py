@@ -11,13 +11,13 @@ import hashlib
 import pytest
 from safetensors.torch import save_file
 
+from meshrl.api.common.v1 import common_pb2 as pb
+from meshrl.services.rollout.worker import IN_STAGE, OUT_STAGE, RolloutWorker
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus import subjects as names
-from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.weights.update import WeightsUpdater
-from meshrl.services.rollout.worker import IN_STAGE, OUT_STAGE, RolloutWorker
 from tests.fixtures.vllm import perturbed_weights, prompt_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]

@@ -8,10 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from meshrl.alerts import AlertEngine, AlertsConfig, strongest_action
-from meshrl.config.alerts import WebhookConfig
 from meshrl.alerts.sinks import JsonlSink, LogSink, NatsSink, build_sinks
 from meshrl.alerts.sinks.webhook import WebhookSink
 from meshrl.alerts.types import Alert
+from meshrl.config.alerts import WebhookConfig
 from meshrl.errors import ConfigError
 from tests.unit.alerts.helpers import engine, feed, fired_at
 

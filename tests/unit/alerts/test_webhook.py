@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meshrl.config.alerts import WebhookConfig
 from meshrl.alerts.sinks.webhook import WebhookSink
 from meshrl.alerts.types import Alert
+from meshrl.config.alerts import WebhookConfig
 
 
 class Receiver:

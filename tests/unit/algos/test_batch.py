@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from meshrl.algos.checks import ShapeError
 from meshrl.algos.batch import PreferenceBatch, RolloutBatch
+from meshrl.algos.checks import ShapeError
 
 
 def small() -> RolloutBatch:

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.cli.main import main
 from meshrl.run.presence import LauncherInfo, write_presence
 from meshrl.transport.bus import Bus
 from meshrl.transport.bus.registry import announce_service
-from meshrl.addresses import free_port
 
 
 def run_cli(capsys, *argv):

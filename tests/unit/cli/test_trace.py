@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
 from meshrl.cli.trace import add_subcommand, bar, cmd_trace, format_duration, render_waterfall, trace_for_group
+from meshrl.telemetry.spans.read import TraceNotFound, group_ids, linking_spans, load_spans, tree_order
 
 MS = 1_000_000
 T = "a" * 32

@@ -6,11 +6,17 @@ checks (data paths that are files, the model's context) have their own tables be
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.errors import LaunchError
 from meshrl.config.agent import MAX_TURNS
-from meshrl.config.values import MAX_KV_CACHE_GB, MAX_NATS_REPLICAS, MAX_RANKS, MAX_REPLICAS, MAX_STEPS
-from meshrl.config.values import MAX_TENSOR_PARALLEL
+from meshrl.config.values import (
+    MAX_KV_CACHE_GB,
+    MAX_NATS_REPLICAS,
+    MAX_RANKS,
+    MAX_REPLICAS,
+    MAX_STEPS,
+    MAX_TENSOR_PARALLEL,
+)
 from meshrl.config.yaml_text import MAX_DEPTH
+from meshrl.errors import LaunchError
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 PORT = "the port must be a number 1..65535"

@@ -128,7 +128,8 @@ def test_a_bad_import_path_is_refused_at_load_naming_the_fix(my_pkg, value, mess
 
 def test_the_learner_s_registry_finds_the_same_parts_by_import_path(my_pkg):
     import torch
-    from meshrl.algos import get_advantage_estimator, get_policy_loss, UnknownNameError
+
+    from meshrl.algos import UnknownNameError, get_advantage_estimator, get_policy_loss
 
     estimator = get_advantage_estimator(f"{my_pkg}:critic_baseline")
     assert estimator.registered_name == "test_critic_baseline" and estimator.needs_values

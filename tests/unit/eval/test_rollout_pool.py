@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from meshrl.api.rollout.v1 import rollout_pb2
 from meshrl.eval import EvalUnavailable
 from meshrl.eval.rollout_pool import RolloutPool
-from meshrl.api.rollout.v1 import rollout_pb2
 
 
 class FakeRolloutStub:

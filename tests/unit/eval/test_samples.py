@@ -3,10 +3,10 @@
 import json
 import math
 
-from meshrl.transport.bus.codec import pack_int32
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.eval.records import EvalSample
 from meshrl.eval.samples import SampleWriter
+from meshrl.transport.bus.codec import pack_int32
 from tests.fixtures.episodes import episode_group
 
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from meshrl.inputs.checkpoint.errors import CheckpointError
-from meshrl.eval.source import resolve_source
 from meshrl.errors import LaunchError
+from meshrl.eval.source import resolve_source
+from meshrl.inputs.checkpoint.errors import CheckpointError
 
 
 def hf_dir(path, provenance=None):

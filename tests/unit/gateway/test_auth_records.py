@@ -8,8 +8,8 @@ import pytest
 
 from meshrl.gateway.auth.tokens import TokenAuth, bearer, load_tokens
 from meshrl.gateway.errors import GatewayError
-from meshrl.run.records import LineTail, follow_rows
 from meshrl.gateway.runs.root import RunsRoot
+from meshrl.run.records import LineTail, follow_rows
 
 TOKENS = """tokens:
   - {name: olga, role: operator, token: operator-token-0123456789}

@@ -1,8 +1,8 @@
 """The dashboard's session table (gateway/auth/sessions.py): ids are random and not the token, an
 expired or closed id is refused, and one name logging in without end keeps at most its cap."""
 
-from meshrl.gateway.auth.tokens import Principal
 from meshrl.gateway.auth.sessions import Sessions
+from meshrl.gateway.auth.tokens import Principal
 
 OLGA = Principal("olga", "operator", "operator-token-0123456789")
 VIC = Principal("vic", "viewer", "viewer-token-0123456789ab")

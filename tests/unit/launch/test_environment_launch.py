@@ -8,15 +8,15 @@ import stat
 
 import pytest
 
+from meshrl.addresses import free_port
 from meshrl.config.load import load_config
 from meshrl.env_sdk import Environment, start, stop
-from meshrl.launch.environment import check_environment_up, run_environment_token
 from meshrl.errors import LaunchError
-from meshrl.launch.secrets import KINDS
+from meshrl.launch.environment import check_environment_up, run_environment_token
 from meshrl.launch.run_dir import prepare_run_dir
+from meshrl.launch.secrets import KINDS
 from meshrl.launch.specs import replica_spec, service_specs
 from meshrl.run.scale import parse_counts
-from meshrl.addresses import free_port
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

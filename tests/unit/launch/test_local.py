@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from meshrl.config.load import load_config
+from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 from meshrl.launch.run_dir import make_run_id, prepare_run, prepare_run_dir
 from meshrl.launch.shm import freed_shm
 from meshrl.launch.specs import ServiceCommands, service_argv, service_specs
 from meshrl.launch.training import RunResult
-from meshrl.launch.progress import MetricsTail, RunProgress, postfix
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

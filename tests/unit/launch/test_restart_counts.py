@@ -20,8 +20,8 @@ from meshrl.launch.restarts import (
     open_restart_counter,
     split_key,
 )
-from meshrl.run.status import restart_counts, restarts_line
 from meshrl.launch.supervisor import Supervisor
+from meshrl.run.status import restart_counts, restarts_line
 from meshrl.transport.bus import Bus
 
 PY = sys.executable

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from meshrl.run.scale import write_request
 from meshrl.launch.scaler import Scaler
 from meshrl.launch.supervisor import Supervisor
+from meshrl.run.scale import write_request
 from tests.unit.launch.test_keeper import keeper_for
 
 PY = sys.executable

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from meshrl.config import ConfigError, load_config
-from meshrl.plan.parallel import tensor_parallel_problem
 from meshrl.launch.cores import plan_cores, worker_groups
 from meshrl.launch.specs import replica_spec
+from meshrl.plan.parallel import tensor_parallel_problem
 
 
 def test_each_worker_binds_its_own_cores():

@@ -6,8 +6,8 @@ import pytest
 from transformers import LlamaConfig
 
 from benchmarks.plan_memory import CASES, measure_case
-from meshrl.config import load_config
 from meshrl.cli.main import main
+from meshrl.config import load_config
 from meshrl.plan.memory import activation_bytes, kv_cache_needed, learner_memory
 from meshrl.plan.shapes import hf_config, model_shape
 

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meshrl.run.remote import TOKEN_ENV, call
 from meshrl.errors import LaunchError
+from meshrl.run.remote import TOKEN_ENV, call
 
 TOKEN = "tok-redirect-test-5f1e"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from meshrl.addresses import free_port
 from meshrl.service import ServiceContext, ServiceProcess, Stopper, serve
 from meshrl.service.args import parse_service_args
 from meshrl.telemetry.service_metrics import metrics_key
 from meshrl.transport.bus.registry import service_key
-from meshrl.addresses import free_port
 
 FAKE = Path(__file__).with_name("fake_service.py")
 REPLICA = "fake-7"

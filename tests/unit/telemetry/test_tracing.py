@@ -7,12 +7,12 @@ from grpc import aio
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.rpc import open_channel, registration, start_server, stop_server, wait_healthy
 from meshrl.telemetry import tracing
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
 from meshrl.telemetry.spans.propagation import extract_context, inject_headers
 from meshrl.telemetry.spans.read import load_spans
-from meshrl.telemetry.metrics import start_metrics
+from meshrl.transport.rpc import open_channel, registration, start_server, stop_server, wait_healthy
 from tests.fixtures.prometheus import promtool_check, sample
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -17,12 +17,12 @@ import pytest
 
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.transport.bus.subjects import durable_of
-from meshrl.transport.rpc import open_channel, registration, start_server, stop_server
+from meshrl.cli.trace import add_subcommand, cmd_trace, render_waterfall, trace_for_group
 from meshrl.telemetry import tracing
 from meshrl.telemetry.spans.grpc import TracingClientInterceptor, TracingServerInterceptor
 from meshrl.telemetry.spans.read import load_spans
-from meshrl.cli.trace import add_subcommand, cmd_trace, render_waterfall, trace_for_group
+from meshrl.transport.bus.subjects import durable_of
+from meshrl.transport.rpc import open_channel, registration, start_server, stop_server
 
 GID = "g-000042"
 GENERATED_BY = 2  # policy version the rollout sampled with

@@ -24,11 +24,10 @@ import json
 from typing import Any
 
 import aiohttp
-
-from meshrl.config.openenv import OpenEnvConfig
 import grpc
 
-from meshrl.env_sdk import Environment, EnvError, FunctionTool, Reset, Step, tool_result
+from meshrl.config.openenv import OpenEnvConfig
+from meshrl.env_sdk import EnvError, Environment, FunctionTool, Reset, Step, tool_result
 from meshrl.services.environment.adapters.openenv.session import Answer, Session
 
 

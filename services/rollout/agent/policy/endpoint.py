@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import json
 
-from meshrl.api.env.v1 import env_pb2
 from meshrl.api.common.v1 import common_pb2 as pb
-from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed
+from meshrl.api.env.v1 import env_pb2
+from meshrl.services.rollout.agent.failures import INVALID_ANSWER, EpisodeFailed, InvalidAnswer
 from meshrl.services.rollout.agent.policy import openai_messages as oa
 from meshrl.services.rollout.agent.policy.sessions import PolicySession, SessionTable
-from meshrl.services.rollout.agent.failures import InvalidAnswer
 from meshrl.services.rollout.agent.tool_calls import tool_spec
 
 

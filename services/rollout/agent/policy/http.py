@@ -22,8 +22,8 @@ import ssl
 
 from aiohttp import web
 
-from meshrl.services.rollout.agent.policy.endpoint import CallRefused, PolicyEndpoint
 from meshrl.addresses import advertise_host, bind_host, host_port
+from meshrl.services.rollout.agent.policy.endpoint import CallRefused, PolicyEndpoint
 from meshrl.transport.rpc.mesh_tls import CERT_ENV, KEY_ENV
 
 MAX_BODY = 8 << 20

@@ -8,13 +8,12 @@ import json
 import pytest
 import yaml
 
+from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
-from meshrl.cli.doctor import add_subcommand, cmd_doctor, run_doctor
-from meshrl.cli.doctor import checks_disk
+from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
+from meshrl.cli.doctor import add_subcommand, checks_disk, cmd_doctor, run_doctor
 from meshrl.cli.doctor.checks_system import check_transformers
 from meshrl.cli.doctor.gloo import check_gloo
-from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
-from meshrl.addresses import free_port
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 HEAVY = ["accelerators", "gloo", "transformers", "vllm"]  # heavy imports / spawn: tested on their own below
@@ -163,7 +162,9 @@ def test_cmd_doctor_prints_table_and_exit_code(tmp_path, tiny_model_dir, capsys)
 
 
 def test_unknown_skip_name():
-    with pytest.raises(ValueError, match=r"unknown doctor check\(s\) \['gpu'\]; known: model, data, accelerators, gloo"):
+    with pytest.raises(
+        ValueError, match=r"unknown doctor check\(s\) \['gpu'\]; known: model, data, accelerators, gloo"
+    ):
         run_doctor(skip=["gpu"])
 
 

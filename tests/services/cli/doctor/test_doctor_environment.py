@@ -5,12 +5,12 @@ included), and a python tool this host cannot sandbox fails with the service's r
 
 import asyncio
 
-from meshrl.env_sdk import Environment, start, stop
+from meshrl.addresses import free_port
 from meshrl.cli.doctor.checks_environment import check_environment
 from meshrl.cli.doctor.run import DoctorContext
 from meshrl.config import load_config
+from meshrl.env_sdk import Environment, start, stop
 from meshrl.services.environment.sandbox import detect
-from meshrl.addresses import free_port
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 

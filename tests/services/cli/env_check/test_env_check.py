@@ -9,11 +9,11 @@ import grpc
 import pytest
 
 from meshrl.api.env.v1 import env_pb2
+from meshrl.cli.env_check import load_task, run_suite
+from meshrl.cli.reward_check import any_failed
 from meshrl.env_sdk import Environment, Step, start, stop
 from meshrl.services.rollout.agent import answers
 from meshrl.services.rollout.agent.failures import InvalidAnswer
-from meshrl.cli.env_check import load_task, run_suite
-from meshrl.cli.reward_check import any_failed
 from tests.services.cli.env_check.broken_envs import (
     BadUtf8,
     BrokenAnswers,
@@ -21,8 +21,8 @@ from tests.services.cli.env_check.broken_envs import (
     BrokenOnToolCalls,
     BrokenRoles,
     BrokenSlow,
-    BrokenWire,
     BrokenStatuses,
+    BrokenWire,
     PlainEnv,
     TakesRefusedCallsForAnAnswer,
     TaskFromEpisodeSeed,

@@ -13,14 +13,13 @@ played over env.proto by test_textarena_service.py in CI). Run it by hand:
 
 import os
 
-
 import pytest
 
 from meshrl.inputs.data.arithmetic import arithmetic_rows
 from meshrl.inputs.data.load import write_rows
 from tests.e2e.conftest import mesh_run
-from tests.fixtures.adapters import adapter_python
 from tests.e2e.test_mesh_scale import rows
+from tests.fixtures.adapters import adapter_python
 
 
 @pytest.mark.slow

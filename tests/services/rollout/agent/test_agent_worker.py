@@ -12,10 +12,10 @@ import pytest
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
 from meshrl.config import load_config
-from meshrl.telemetry.metrics import start_metrics
 from meshrl.services.rollout.agent.build import agent_rollout
 from meshrl.services.rollout.server import start_rollout_server
 from meshrl.services.rollout.worker import IN_STAGE, RolloutWorker
+from meshrl.telemetry.metrics import start_metrics
 from meshrl.transport.rpc import open_channel
 from tests.fixtures.fake_environment import start_fake_environment
 from tests.fixtures.prometheus import promtool_check, sample, scrape

@@ -4,8 +4,8 @@ import asyncio
 
 from meshrl.cli.status import dead_letter_lines
 from meshrl.transport.bus import subjects as names
-from meshrl.transport.bus.origin import ORIGIN_HEADER
 from meshrl.transport.bus.dead_summary import dead_letter_summary, reason_of
+from meshrl.transport.bus.origin import ORIGIN_HEADER
 
 
 def test_reason_is_the_error_type():

@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from meshrl.transport.bus import Bus, EmbeddedNats
 from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus import Bus, EmbeddedNats
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,10 +11,10 @@ import pytest
 from nats.js import api
 from nats.js.kv import MSG_ROLLUP_SUBJECT
 
-from meshrl.transport.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
-from meshrl.transport.bus import subjects as names
 from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
+from meshrl.transport.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
+from meshrl.transport.bus import subjects as names
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
+from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus import Bus, BusError
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.origin import ORIGIN_HEADER
-from meshrl.api.common.v1 import common_pb2
 
 pytestmark = pytest.mark.timeout(60)
 

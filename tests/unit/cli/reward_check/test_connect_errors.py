@@ -5,8 +5,8 @@ Run: .venv/bin/python -m pytest tests/unit/cli/reward_check/test_connect_errors.
 
 import pytest
 
-from meshrl.config import ConfigError
 from meshrl.cli.reward_check.connect import open_check_channel
+from meshrl.config import ConfigError
 
 
 def test_an_unreadable_ca_names_the_flag_and_the_path(tmp_path):

@@ -76,8 +76,8 @@ def test_moe_with_a_token_level_ratio_is_warned_and_gspo_is_not(moe_dir, tiny_mo
 
 
 def test_dry_run_and_doctor_say_it(moe_dir, capsys):
-    from meshrl.cli.main import main
     from meshrl.cli.doctor.checks_model import check_model
+    from meshrl.cli.main import main
 
     assert (
         main(

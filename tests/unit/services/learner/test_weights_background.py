@@ -17,9 +17,9 @@ import torch
 from safetensors import safe_open
 
 from meshrl.config.load import load_config
+from meshrl.services.learner.weights import WeightsPublisher, publisher_for, transport_name
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
 from meshrl.transport.weights import ShmTransport, open_verified
-from meshrl.services.learner.weights import WeightsPublisher, publisher_for, transport_name
 
 
 class RecordingKV:

@@ -12,8 +12,8 @@ import pytest
 
 from meshrl.config import ConfigError
 from meshrl.config.reward_rules import ReasoningGymParams
-from meshrl.inputs.data.reasoning_gym.rows import reasoning_gym_rows, task_specs
 from meshrl.inputs.data.reasoning_gym import worker
+from meshrl.inputs.data.reasoning_gym.rows import reasoning_gym_rows, task_specs
 from meshrl.services.reward.components import RuleComponent
 from meshrl.services.reward.registry import get_rule
 from meshrl.services.reward.rules.reasoning_gym import reasoning_gym, shutdown_scorers, warm_scorer

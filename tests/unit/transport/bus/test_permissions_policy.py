@@ -18,8 +18,8 @@ from meshrl.transport.bus.credentials import (
     read_credentials,
     write_credentials,
 )
-from meshrl.transport.bus.subjects import CONSUMES, kind_permissions, run_permissions
 from meshrl.transport.bus.run_auth import create_run_auth
+from meshrl.transport.bus.subjects import CONSUMES, kind_permissions, run_permissions
 
 
 def test_consumed_stages_and_durables_are_the_services_own():

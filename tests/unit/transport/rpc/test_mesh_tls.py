@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from meshrl.config import ConfigError
 from meshrl.cli.health import check
+from meshrl.config import ConfigError
 from meshrl.transport.certs import new_ca
 from meshrl.transport.rpc import start_server, stop_server
 from meshrl.transport.rpc.channel import is_serving

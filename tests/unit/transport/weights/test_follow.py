@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.transport.bus.kv import Entry
-from meshrl.transport.weights.follow import WeightsFollower
 from meshrl.transport.bus.subjects import WEIGHTS_NOTICE_KEY
+from meshrl.transport.weights.follow import WeightsFollower
 
 
 def entry(version: int, revision: int) -> Entry:

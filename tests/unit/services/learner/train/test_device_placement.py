@@ -10,14 +10,15 @@ import dataclasses
 import pytest
 import torch
 
-from meshrl.config.parts import ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES
 from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
+from meshrl.config.parts import ADVANTAGE_ESTIMATORS, DPO_LOSS_TYPES, KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from tests.fixtures.device_trap import default_device_elsewhere
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
-from tests.unit.services.learner.train.test_dpo import make as make_dpo, pairs, with_reference
+from tests.unit.services.learner.train.test_dpo import make as make_dpo
+from tests.unit.services.learner.train.test_dpo import pairs, with_reference
 
 GRPO = dict(
     advantage_estimator="grpo",

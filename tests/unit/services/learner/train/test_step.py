@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from meshrl.algos import NonFiniteError
-from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.algos.logprobs import response_logprobs
+from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
 from meshrl.services.learner.train.critic import ValueModel, build_critic
 from meshrl.services.learner.train.metrics import MetricSums, Timer
 from meshrl.services.learner.train.policy import build_policy

@@ -16,7 +16,8 @@ from meshrl.services.learner.train.policy import build_policy
 from meshrl.services.learner.train.step import TrainStep
 from meshrl.services.learner.train.transaction import snapshot_place
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch, weights_of
-from tests.unit.services.learner.train.test_dpo import make as make_dpo, pairs, with_reference
+from tests.unit.services.learner.train.test_dpo import make as make_dpo
+from tests.unit.services.learner.train.test_dpo import pairs, with_reference
 
 ADAPTIVE_KL = dict(
     advantage_estimator="grpo", policy_loss="ppo", kl_in="reward", kl_ctrl="adaptive", kl_coef=0.05, entropy_coeff=0.01
