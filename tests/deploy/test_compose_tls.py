@@ -10,7 +10,6 @@ paths moved into a temp dir) takes a service's certificate and refuses a client 
 import asyncio
 from pathlib import Path
 
-import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py
 import pytest
 import yaml
 
@@ -19,6 +18,9 @@ from tests.deploy.test_compose_nats_auth import auth_dir, secret_file  # noqa: E
 from tests.deploy.test_k8s import K8S  # noqa: F401 - puts components/tls on sys.path
 from tests.deploy.test_k8s_tls import CODE_ENVS, FILE_ENVS
 from tests.fixtures.nats import nats_on_own_ports
+
+# isort: split
+import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py (test_k8s put it on sys.path)
 
 OVERRIDE = COMPOSE_DIR / "tls.yaml"
 MESHRL = ("learner", "rollout", "reward", "reference")

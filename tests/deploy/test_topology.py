@@ -13,7 +13,6 @@ one named here.
 import sys
 from pathlib import Path, PurePosixPath
 
-import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py (test_k8s put it on sys.path)
 import pytest
 import yaml
 
@@ -26,6 +25,9 @@ from meshrl.transport.rpc.mesh_tls import CERT_ENV as GRPC_CERT_ENV
 from tests.deploy.kustomize import kustomization, render, requires_kubectl
 from tests.deploy.test_compose import COMPOSE, COMPOSE_DIR, merged_service
 from tests.deploy.test_k8s import K8S, allowed_flows, env_of, meshrl_containers, workloads
+
+# isort: split
+import make_secrets  # noqa: E402 - deploy/k8s/components/tls/make_secrets.py (test_k8s put it on sys.path)
 
 sys.path.insert(0, str(K8S))
 import make_nats_secrets  # noqa: E402 - deploy/k8s/make_nats_secrets.py
