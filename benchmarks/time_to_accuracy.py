@@ -43,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.vs_trl import ensure_model, ensure_trl_venv, read_rows, stop_child
+from benchmarks.vs_trl import ensure_model, ensure_trl_venv, meshrl_split, read_rows, stale_fraction, stop_child
 from meshrl.launch.supervisor import stop_on_signals
 
 HERE = Path(__file__).resolve().parent
@@ -181,20 +181,12 @@ def run_meshrl(side: str, args, model: Path, data: tuple[Path, Path], seed: int,
     if child.returncode != 0:
         sys.exit(f"meshrl train failed (exit {child.returncode}); see {work / 'meshrl.log'} and {run_dir}/logs")
     rows = read_rows(run_dir / "metrics.jsonl")
-    return {"curve": meshrl_curve(rows, launched_at), "split": mean_split(rows), "stale": stale_drops(run_dir)}
-
-
-def mean_split(rows: list[dict]) -> dict[str, float]:
-    """meshrl's per-step parts (time/*), mean over the steps after the first."""
-    steady = rows[1:] or rows
-    keys = sorted({k for r in steady for k in r if k.startswith("time/") and isinstance(r[k], (int, float))})
-    return {k: statistics.mean(r.get(k) or 0.0 for r in steady) for k in keys}
+    return {"curve": meshrl_curve(rows, launched_at), "split": meshrl_split(rows), "stale": stale_drops(run_dir)}
 
 
 def stale_drops(run_dir: Path) -> str:
-    ledger = read_rows(run_dir / "groups.jsonl")
-    stale = sum(1 for e in ledger if e.get("event") == "dropped" and e.get("reason") == "stale")
-    return f"{stale} of {sum(1 for e in ledger if e.get('event') == 'published')} groups dropped as stale"
+    stale, published = stale_fraction(read_rows(run_dir / "groups.jsonl"))
+    return f"{stale} of {published} groups dropped as stale"
 
 
 def run_one(side: str, args, model: Path, data, seed: int, trl_python: Path | None) -> dict:
