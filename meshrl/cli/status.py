@@ -159,7 +159,7 @@ def describe_summary(summary: dict) -> str:
     version = summary["policy_version"]
     return "\n".join(
         [
-            f"run {summary['run_dir']}: no launcher is running; {summary['ended']}",
+            f"run {summary['run_dir']}: {summary['ended']}",
             f"steps trained {summary['steps_trained']}/{'-' if total is None else total}  "
             f"policy v{'-' if version is None else version}  final reward {number(summary['final_reward'])}",
             accuracy_line(summary["held_out"]),

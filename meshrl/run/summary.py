@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from meshrl.run_layout import RunDir
 
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 LEARNER_LOG = "learner-0"
+# a learner writes metrics.jsonl every step; a run dir written this recently, with no local
+# launcher, is a run that compose or Kubernetes is running (their learner shares the run dir)
+LIVE_WITHIN_S = 300.0
 
 
 def total_steps(run: RunDir) -> int | None:
@@ -81,11 +85,31 @@ def last_problem(run: RunDir) -> str | None:
     return next((line.strip()[:300] for line in reversed(lines) if LOG_PROBLEM.search(line)), None)
 
 
+def seconds_since_written(run: RunDir) -> float | None:
+    """Seconds since the learner last wrote metrics.jsonl or its log; None when neither is there."""
+    times = [p.stat().st_mtime for p in (run.metrics, run.log(LEARNER_LOG)) if p.is_file()]
+    return time.time() - max(times) if times else None
+
+
+def running_elsewhere(run: RunDir) -> str | None:
+    """The line for a run no local launcher runs but whose learner is writing now (compose,
+    Kubernetes): its live state is theirs to tell; None when the run dir is quiet."""
+    age = seconds_since_written(run)
+    if run.presence.is_file() or age is None or age > LIVE_WITHIN_S:
+        return None
+    return (
+        f"running, not by a launcher on this machine (its learner wrote {age:.0f} s ago: compose or Kubernetes?); "
+        "what its run dir says so far is below; its services: `podman-compose ps` or `kubectl get pods`"
+    )
+
+
 def how_it_ended(run: RunDir, trained: int, total: int | None) -> str:
-    """One line: finished, stopped by whom, or where it failed, and what to do next."""
+    """One line: finished, running elsewhere, stopped by whom, or where it failed, and what to do next."""
     if total is not None and trained >= total and run.final.is_dir():
         return "finished: every step trained, final model saved"
     stops = [a for a in read_rows(run.audit) if a.get("action") == "stop"]
+    if not stops and (live := running_elsewhere(run)):
+        return live
     if stops:
         s = stops[-1]
         ended = f"stopped by {s.get('who', '?')} via {s.get('via', '?')} at {s.get('when', '?')} after {trained} steps"

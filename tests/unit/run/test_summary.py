@@ -4,6 +4,8 @@ JsonlLogger and Ledger, the OTLP JSON span exporter, the audit log), the command
 `meshrl` command does (meshrl.cli.main.main), no launcher, no NATS."""
 
 import json
+import os
+import time
 import types
 
 from opentelemetry import trace
@@ -67,6 +69,13 @@ def write_spans(run_dir) -> None:
     provider.shutdown()
 
 
+def written_an_hour_ago(run_dir) -> None:
+    """A run dir nobody writes any more (a run written to in the last minutes is live elsewhere)."""
+    then = time.time() - 3600
+    for path in run_dir.rglob("*"):
+        os.utime(path, (then, then))
+
+
 def finished_run(tmp_path, steps: int = 3, total: int = 3):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -76,6 +85,7 @@ def finished_run(tmp_path, steps: int = 3, total: int = 3):
     write_spans(run_dir)
     (run_dir / "checkpoints" / "step_2").mkdir(parents=True)
     (run_dir / "checkpoints" / "step_10").mkdir()
+    written_an_hour_ago(run_dir)
     return run_dir
 
 
@@ -91,7 +101,7 @@ def test_a_finished_run_shows_its_summary(tmp_path, capsys):
     rc, out, err = cli(capsys, "status", run_dir)
     assert rc == 0, err
     assert out.splitlines() == [
-        f"run {run_dir}: no launcher is running; finished: every step trained, final model saved",
+        f"run {run_dir}: finished: every step trained, final model saved",
         "steps trained 3/3  policy v3  final reward 0.750",
         "held-out accuracy: 0.250 at start -> 0.625 after step 2 (8 prompts)",
         f"final model: {run_dir / 'final'}",
@@ -126,12 +136,26 @@ def test_a_run_that_failed_before_its_first_step_says_so_and_how_to_start_again(
         "2026-01-01 00:00:00,000 meshrl.learner INFO starting\n"
         "2026-01-01 00:00:01,000 meshrl.learner ERROR the model at /m cannot be loaded\n"
     )
+    written_an_hour_ago(run_dir)
     rc, out, _ = cli(capsys, "status", run_dir)
     first = out.splitlines()[0]
     assert rc == 0 and "ended before its first step without finishing" in first
     assert "ERROR the model at /m cannot be loaded" in first
     assert first.endswith(f"there is no checkpoint: `meshrl train --resume {run_dir}` starts it again at step 0")
     assert "steps trained 0/4  policy v-  final reward -" in out
+
+
+def test_a_run_whose_learner_writes_without_a_local_launcher_is_running_elsewhere(tmp_path, capsys):
+    """compose or Kubernetes: no launcher.json, but the learner wrote metrics a moment ago."""
+    run_dir = finished_run(tmp_path, steps=2, total=5)
+    write_metrics(run_dir, 3)  # a step just now
+    rc, out, _ = cli(capsys, "status", run_dir)
+    first = out.splitlines()[0]
+    assert rc == 0 and first.startswith(f"run {run_dir}: running, not by a launcher on this machine")
+    assert "podman-compose ps" in first and "--resume" not in first
+    assert "steps trained 3/5" in out
+    written_an_hour_ago(run_dir)  # the same dir once its learner has stopped writing
+    assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
 
 
 def test_a_dir_that_holds_no_run_is_still_refused(tmp_path, capsys):
