@@ -38,7 +38,6 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.config.load import dump_config
 from tests.e2e.conftest import mesh_config
 
@@ -113,16 +112,16 @@ def gateway(runs_root):
         f"tokens:\n  - {{name: olga, role: operator, token: {OPERATOR}}}\n"
         f"  - {{name: vic, role: viewer, token: {VIEWER}}}\n"
     )
-    port = free_port()
-    served = subprocess.Popen(
-        [*CLI, "gateway", "serve", "--runs-root", str(runs_root), "--port", str(port), "--grpc-port", str(free_port())],
+    served = subprocess.Popen(  # port 0: the gateway binds a free port itself and prints it
+        [*CLI, "gateway", "serve", "--runs-root", str(runs_root), "--port", "0", "--grpc-port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "MESHRL_GATEWAY_TOKENS_FILE": str(tokens)},
     )
     try:
-        assert served.stdout.readline().startswith("gateway: http://"), "meshrl gateway serve did not start"
-        yield f"http://127.0.0.1:{port}"
+        line = served.stdout.readline()
+        assert line.startswith("gateway: http://"), f"meshrl gateway serve did not start: {line!r}"
+        yield f"http://127.0.0.1:{line.split('/')[2].split()[0].rsplit(':', 1)[1]}"
     finally:
         stop(served, 10)
 

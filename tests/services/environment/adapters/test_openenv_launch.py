@@ -5,9 +5,10 @@ run before anything starts (one line naming the url) and fails the doctor's row.
 Run: .venv/bin/python -m pytest -q tests/services/environment/adapters/test_openenv_launch.py
 """
 
+import socket
+
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.cli.doctor.checks_environment import _check_openenv
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError
@@ -31,7 +32,14 @@ def test_openenv_replicas_start_before_the_rollout_with_the_runs_token(tmp_path)
 
 
 def test_an_openenv_server_that_is_not_there_stops_the_run_before_it_starts():
-    url = f"http://127.0.0.1:{free_port()}"
+    # a port this test holds bound without listening: connections are refused, and no other
+    # process can take it and answer in the meantime
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        check_that_nobody_answers(f"http://127.0.0.1:{held.getsockname()[1]}")
+
+
+def check_that_nobody_answers(url: str) -> None:
     cfg = cfg_with(openenv={"url": url}, start_timeout_s=1.0)
     with pytest.raises(LaunchError, match=rf"environment 'guess': the OpenEnv server at {url}: GET /health failed"):
         check_environment_up(cfg)
