@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm", "tests.fixtures.local_user"]
+pytest_plugins = ["tests.fixtures.nats", "tests.fixtures.vllm", "tests.fixtures.local_user", "tests.fixtures.ports"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -39,8 +39,8 @@ async def test_a_dead_replica_fires_service_down_after_two_failed_probes(bus):
         await stop_server(alive, grace=0)
 
 
-async def test_every_kind_but_the_learner_is_watched_the_reward_model_too(bus):
-    dead = free_port()  # replicas that crashed without withdrawing
+async def test_every_kind_but_the_learner_is_watched_the_reward_model_too(bus, dead_port):
+    dead = dead_port  # replicas that crashed without withdrawing
     kinds = ("rollout", "reward", "reference", "reward_model", "environment", "learner")
     for kind in kinds:
         await announce_service(bus.state, kind, f"{kind}-0", f"127.0.0.1:{dead}")

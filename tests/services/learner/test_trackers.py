@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.cli.main import main
 from meshrl.config import ConfigError, load_config
 from meshrl.services.learner.metric_logger import forget_steps_from
 from meshrl.services.learner.trackers import TrackerUnavailable, mlflow_unsent, start_trackers
 from meshrl.services.learner.trackers.background import Job
+from tests.fixtures.ports import refused_port
 from tests.fixtures.trackers import MlflowServer, wandb_inspect
 
 mlflow = pytest.importorskip("mlflow")
@@ -110,7 +110,11 @@ def test_an_unknown_tracker_is_refused(tmp_path):
 
 
 def test_a_tracking_server_that_is_not_there_fails_at_start_up(tmp_path):
-    uri = f"http://127.0.0.1:{free_port()}"
+    with refused_port() as port:
+        tracking_server_not_there(tmp_path, f"http://127.0.0.1:{port}")
+
+
+def tracking_server_not_there(tmp_path, uri: str) -> None:
     cfg = config(
         tmp_path,
         "telemetry.trackers=[tensorboard,mlflow]",

@@ -8,11 +8,11 @@ import time
 import grpc
 import pytest
 
-from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.services.reward.external import ExternalComponent, check_reachable
 from meshrl.services.reward.types import RewardItem, Status
+from tests.fixtures.ports import refused_port
 
 ITEMS = [
     RewardItem(id="g/0", response="The answer is 7 because 3+4"),  # 2/2 kw, 27 chars: 1 - 7/20
@@ -92,7 +92,11 @@ async def test_garbage_answers_are_errors(fake_address, expected):
 
 
 async def test_unreachable_address_fails_fast_naming_component_and_address():
-    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    with refused_port() as port:
+        await unreachable_fails_fast(f"127.0.0.1:{port}")
+
+
+async def unreachable_fails_fast(address: str) -> None:
     comp = ExternalComponent("judge", 1.0, address, timeout_s=5.0)
     t0 = time.monotonic()
     with pytest.raises(ConnectionError, match=rf"'judge'.*{address}.*not reachable within 1s"):

@@ -8,7 +8,7 @@ import sys
 
 import yaml
 
-from meshrl.addresses import free_port
+from tests.fixtures.ports import refused_port
 
 
 def run_service(*args: str) -> subprocess.CompletedProcess:
@@ -30,7 +30,8 @@ def test_unreachable_nats_exits_2_before_building_the_engine(tmp_path):
     config.write_text(
         yaml.safe_dump({"model": {"path": str(tmp_path / "no-model")}, "data": {"train": "unused.jsonl"}})
     )
-    done = run_service("--nats", f"nats://127.0.0.1:{free_port()}", "--config", str(config))
+    with refused_port() as port:
+        done = run_service("--nats", f"nats://127.0.0.1:{port}", "--config", str(config))
     assert done.returncode == 2 and "cannot reach NATS" in done.stderr
     assert "vllm" not in done.stderr.lower()  # failed before vLLM was imported
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from meshrl.addresses import free_port
 from meshrl.service import ServiceContext, ServiceProcess, Stopper, serve
 from meshrl.service.args import parse_service_args
 from meshrl.telemetry.service_metrics import metrics_key
 from meshrl.transport.bus.registry import service_key
+from tests.fixtures.ports import refused_port
 
 FAKE = Path(__file__).with_name("fake_service.py")
 REPLICA = "fake-7"
@@ -112,8 +112,8 @@ async def test_a_config_error_exits_2_with_one_line_naming_service_and_key(nats_
 
 
 async def test_unreachable_nats_exits_2_after_undoing_what_prepare_did(run_id, tmp_path):
-    dead = f"nats://127.0.0.1:{free_port()}"
-    rc, err = await finish(await start_fake(dead, run_id, tmp_path))
+    with refused_port() as port:
+        rc, err = await finish(await start_fake(f"nats://127.0.0.1:{port}", run_id, tmp_path))
     assert rc == 2 and err.startswith("fake service: ") and "cannot reach NATS" in err, err
     assert journal(tmp_path) == ["prepare", "undo prepare"]
 

@@ -8,7 +8,6 @@ import json
 import pytest
 import yaml
 
-from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.reward.v1 import reward_pb2, reward_pb2_grpc
 from meshrl.cli.doctor import add_subcommand, checks_disk, cmd_doctor, run_doctor
@@ -115,7 +114,7 @@ class Ok(reward_pb2_grpc.RewardServiceServicer):
         )
 
 
-async def test_external_rewards_healthy_and_unreachable(tmp_path, tiny_model_dir):
+async def test_external_rewards_healthy_and_unreachable(tmp_path, tiny_model_dir, dead_port):
     server, port = await start_server(
         [
             registration(
@@ -125,7 +124,7 @@ async def test_external_rewards_healthy_and_unreachable(tmp_path, tiny_model_dir
             )
         ]
     )
-    dead = free_port()
+    dead = dead_port
     cfg = write_config(
         tmp_path,
         tiny_model_dir,

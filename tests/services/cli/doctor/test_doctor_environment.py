@@ -5,12 +5,12 @@ included), and a python tool this host cannot sandbox fails with the service's r
 
 import asyncio
 
-from meshrl.addresses import free_port
 from meshrl.cli.doctor.checks_environment import check_environment
 from meshrl.cli.doctor.run import DoctorContext
 from meshrl.config import load_config
 from meshrl.env_sdk import Environment, start, stop
 from meshrl.services.environment.sandbox import detect
+from tests.fixtures.ports import refused_port
 
 BASE = {"model": {"path": "/m"}, "data": {"train": "/d.jsonl"}}
 
@@ -31,11 +31,11 @@ def test_skipped_without_an_environment():
 
 async def test_an_address_that_answers_passes_and_one_that_does_not_fails():
     server, port = await start(Shop, host="127.0.0.1")
-    dead = free_port()
     try:
-        good, bad = await asyncio.to_thread(
-            check_environment, ctx_with(name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}")
-        )
+        with refused_port() as dead:
+            good, bad = await asyncio.to_thread(
+                check_environment, ctx_with(name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}")
+            )
     finally:
         await stop(server, grace=0)
     assert good.status == "pass" and good.detail == "SERVING"

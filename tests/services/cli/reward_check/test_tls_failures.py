@@ -15,11 +15,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from meshrl.addresses import free_port
 from meshrl.cli import env_check, reward_check
 from meshrl.cli.env_check.health import CONFIG_LABELS
 from meshrl.cli.reward_check.connect import open_check_channel
 from meshrl.cli.reward_check.tls_probe import TlsProbe
+from tests.fixtures.ports import refused_port
 from tests.fixtures.tls_certs import make_certs
 
 
@@ -100,7 +100,8 @@ async def test_a_tls_mismatch_is_one_row_naming_it(certs, kit, server_tls, flags
 
 
 async def test_nothing_listening_is_named_too():
-    (row,) = await kit_rows("env", f"127.0.0.1:{free_port()}")
+    with refused_port() as port:
+        (row,) = await kit_rows("env", f"127.0.0.1:{port}")
     assert row.detail.startswith("nothing listens at 127.0.0.1:") and row.fix.startswith("start the service")
 
 

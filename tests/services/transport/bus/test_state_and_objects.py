@@ -11,10 +11,10 @@ import pytest
 from nats.js import api
 from nats.js.kv import MSG_ROLLUP_SUBJECT
 
-from meshrl.addresses import free_port
 from meshrl.api.common.v1 import common_pb2
 from meshrl.transport.bus import Bus, BusUnavailable, ObjectIntegrityError, ObjectMissing, StaleRevision
 from meshrl.transport.bus import subjects as names
+from tests.fixtures.ports import refused_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -119,10 +119,11 @@ async def test_empty_object_round_trips(bus, tmp_path):
 
 
 async def test_connect_to_a_dead_port_fails_fast_with_a_clear_message(run_id):
-    url = f"nats://127.0.0.1:{free_port()}"
-    start = time.monotonic()
-    with pytest.raises(BusUnavailable, match=f"cannot reach NATS at {url} within 5 s: is nats-server running"):
-        await Bus.connect(url, run_id, name="t", timeout=5)
+    with refused_port() as port:
+        url = f"nats://127.0.0.1:{port}"
+        start = time.monotonic()
+        with pytest.raises(BusUnavailable, match=f"cannot reach NATS at {url} within 5 s: is nats-server running"):
+            await Bus.connect(url, run_id, name="t", timeout=5)
     assert time.monotonic() - start < 6
 
 
