@@ -39,6 +39,9 @@ from pathlib import Path
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 LEDGER = "groups.jsonl"
+# what a started run leaves behind, even one that failed before its first checkpoint: a fresh
+# start refuses a dir holding any of them (meshrl.launch.run_dir), a failed start moves them aside
+RUN_MARKS = (CONFIG, METRICS, LEDGER)
 DATA_REPORT = "data_report.json"
 SAMPLES = "samples.jsonl"
 ALERTS = "alerts.jsonl"

@@ -14,7 +14,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from meshrl import run_layout as layout
 from meshrl.cli import about
 from meshrl.cli.plan import describe_plan
 from meshrl.config.load import dump_config, load_config
@@ -24,7 +23,6 @@ from meshrl.inputs.models.moe import moe_ratio_warning
 from meshrl.launch.inputs import check_inputs, missing_inputs
 from meshrl.launch.local import run_local
 from meshrl.launch.model_settings import check_model_settings
-from meshrl.private_files import keep_new_files_private
 from meshrl.run_layout import RunDir
 
 
@@ -88,32 +86,13 @@ def config_path(args) -> Path:
     return saved
 
 
-# What a started run leaves behind, even one that failed before its first checkpoint.
-PREVIOUS_RUN_FILES = (layout.CONFIG, layout.METRICS, layout.LEDGER)
-
-
-def check_not_a_previous_run(run_dir: Path) -> None:
-    """A fresh start never appends to another run's metrics and ledger (failed or finished)."""
-    found = [name for name in PREVIOUS_RUN_FILES if (run_dir / name).exists()]
-    if found:
-        raise FileExistsError(
-            f"run dir {run_dir} already holds a run ({', '.join(found)}); continue it with "
-            f"`meshrl train --resume {run_dir}`, or start a new one with run.dir=NEW_DIR "
-            f"(or --run-dir NEW_DIR)"
-        )
-
-
 def run(args) -> int:
     cfg = load_config(config_path(args), args.overrides)
     check_model_settings(cfg)  # LoRA targets and rank, tensor parallel, trackers: before anything starts
     if args.dry_run:
         return dry_run(cfg)
-    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
-    if args.resume is None:
-        check_not_a_previous_run(run_dir)
     check_inputs(cfg)
-    keep_new_files_private()  # the launcher and every service it starts
-
+    run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
     result = run_local(cfg, run_dir, resume=args.resume is not None)
     print(result.summary())
     return 0

@@ -5,7 +5,7 @@
               # that mark a run dir as a run's (config.yaml, metrics.jsonl, groups.jsonl) move
               # to RUN_DIR/logs/failed-start-<run id>/, so `meshrl train` takes the dir again
 
-`meshrl train` refuses a dir that holds a run (meshrl.cli.train.check_not_a_previous_run), so
+`meshrl train` refuses a dir that holds a run (meshrl.launch.run_dir.check_run_dir), so
 that a new run never appends to another's metrics and ledger. A start that died at once (a
 bad setting found late, a service that cannot start) has nothing to continue, yet left those
 files: without this its own dir would refuse the retry, and the hint would offer a resume
@@ -22,10 +22,9 @@ from pathlib import Path
 
 from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.run.records import read_rows
-from meshrl.run_layout import CONFIG, LEDGER, METRICS, RunDir
+from meshrl.run_layout import RUN_MARKS, RunDir
 
 log = logging.getLogger("meshrl.launch")
-MARKS = (CONFIG, METRICS, LEDGER)  # what check_not_a_previous_run looks for
 
 
 def nothing_trained(run_dir: Path) -> bool:
@@ -43,7 +42,7 @@ def set_aside(run_dir: Path, run_id: str) -> Path:
     """Move the files that mark the dir as a run's into logs/failed-start-<run id>/; that folder."""
     aside = failed_start_dir(run_dir, run_id)
     aside.mkdir(parents=True, exist_ok=True)
-    for name in MARKS:
+    for name in RUN_MARKS:
         if (run_dir / name).exists():
             shutil.move(run_dir / name, aside / name)
     return aside

@@ -2,7 +2,7 @@
 
     run = prepare_run(cfg, Path("runs/x"))    # LocalRun: the resolved config, its file, the run id
 
-It makes RUN_DIR (owner only) and RUN_DIR/logs, the run's signing keys, resolves free gRPC
+It checks that a fresh start's RUN_DIR holds no other run, makes RUN_DIR (owner only) and RUN_DIR/logs, the run's signing keys, resolves free gRPC
 ports for the reference, the learner and a reward model the launcher starts (so every process
 reads the same address from the config), names the run's environment token file, and writes
 the resolved RUN_DIR/config.yaml. A fresh run never writes into another run's checkpoints; a
@@ -24,8 +24,8 @@ from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
 from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.launch.environment import name_token_file
-from meshrl.private_files import make_private_dir
-from meshrl.run_layout import RunDir
+from meshrl.private_files import keep_new_files_private, make_private_dir
+from meshrl.run_layout import RUN_MARKS, RunDir
 from meshrl.security.run_key import ensure_run_keys
 
 
@@ -42,6 +42,7 @@ class LocalRun:
 
 def prepare_run(cfg: RunConfig, run_dir: Path, *, run_id: str | None = None, resume: bool = False) -> LocalRun:
     run_id = run_id or make_run_id(cfg.run.name)
+    keep_new_files_private()  # the launcher's files and every service it starts
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     return LocalRun(cfg, run_dir, run_id, config_path, resume)
 
@@ -59,16 +60,21 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> t
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:
-    """A partial save (`step_N.tmp-PID`, a learner killed mid-save) blocks neither: a resume
-    with no finished checkpoint starts at step 0 in the same run dir."""
+    """A resume needs its run's config; a fresh start never appends to another run's metrics,
+    ledger or checkpoints (finished or failed). A partial save (`step_N.tmp-PID`, a learner
+    killed mid-save) blocks neither: a resume with no finished checkpoint starts at step 0."""
     if resume and not RunDir(run_dir).config.is_file():
         raise LaunchError(
             f"--resume {run_dir}: no config.yaml there; is it a run dir? (`meshrl checkpoints list {run_dir}`)"
         )
-    if not resume and run_dir.is_dir() and step_dirs(run_dir):
+    if resume or not run_dir.is_dir():
+        return
+    found = [name for name in RUN_MARKS if (run_dir / name).exists()] + (["checkpoints"] if step_dirs(run_dir) else [])
+    if found:
         raise LaunchError(
-            f"{run_dir} already holds checkpoints of a run; continue it with "
-            f"`meshrl train --resume {run_dir}` or choose another run.dir"
+            f"run dir {run_dir} already holds a run ({', '.join(found)}); continue it with "
+            f"`meshrl train --resume {run_dir}`, or start a new one with run.dir=NEW_DIR "
+            f"(or --run-dir NEW_DIR)"
         )
 
 

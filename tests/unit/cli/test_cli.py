@@ -230,14 +230,21 @@ def test_resume_takes_overrides_without_a_config_file(capsys, config_file, tmp_p
 
 
 @pytest.mark.parametrize("left_behind", ["config.yaml", "metrics.jsonl", "groups.jsonl"])
-def test_train_refuses_a_run_dir_holding_a_previous_run(capsys, config_file, tmp_path, left_behind):
+def test_train_refuses_a_run_dir_holding_a_previous_run(capsys, tmp_path, left_behind):
+    model, data = tmp_path / "model", tmp_path / "train.jsonl"  # inputs that pass the input check
+    model.mkdir()
+    (model / "config.json").write_text('{"max_position_embeddings": 2048}')
+    (model / "model.safetensors").write_bytes(b"")
+    data.write_text('{"prompt": "1+1=", "answer": "2"}\n')
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({**SAMPLE, "model": {"path": str(model)}, "data": {"train": str(data)}}))
     run_dir = tmp_path / "old"
     run_dir.mkdir()
     (run_dir / left_behind).write_text("")  # a run that failed before its first checkpoint
-    rc, _, err = run_cli(capsys, "train", config_file, "--run-dir", run_dir)
+    rc, _, err = run_cli(capsys, "train", config, "--run-dir", run_dir)
     assert rc == 2 and f"run dir {run_dir} already holds a run ({left_behind})" in err
     assert f"meshrl train --resume {run_dir}" in err and "run.dir=NEW_DIR" in err
-    assert "model.path" not in err  # refused before anything else is looked at
+    assert (run_dir / left_behind).read_text() == "" and sorted(p.name for p in run_dir.iterdir()) == [left_behind]
 
 
 def test_a_tracker_token_in_a_uri_is_never_printed(capsys, config_file):

@@ -27,7 +27,7 @@ def test_a_fresh_run_may_use_a_dir_holding_only_a_partial_save(tmp_path):
 
 def test_a_fresh_run_refuses_a_dir_with_a_finished_checkpoint(tmp_path):
     run = run_dir_with(tmp_path, "step_2", "step_3.tmp-1")
-    with pytest.raises(LaunchError, match=r"already holds checkpoints.*--resume"):
+    with pytest.raises(LaunchError, match=r"already holds a run \(checkpoints\).*--resume"):
         prepare_run_dir(load_config(base=CFG), run)
 
 

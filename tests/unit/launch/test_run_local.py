@@ -19,10 +19,10 @@ import psutil
 import pytest
 
 from meshrl.cli.main import main
-from meshrl.cli.train import check_not_a_previous_run
 from meshrl.config.load import load_config
 from meshrl.errors import LaunchError, RunFailed
 from meshrl.launch.local import run_local
+from meshrl.launch.run_dir import check_run_dir
 
 PY = sys.executable
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\n'); time.sleep(600)"
@@ -101,7 +101,7 @@ def test_a_crash_looping_service_stops_the_run_with_its_log_tail(tmp_path):
     # nothing was trained: no resume offered, the same dir takes a fresh start
     assert "--resume" not in str(info.value)
     assert "start it again with `meshrl train` and the same run.dir (nothing was trained" in str(info.value)
-    check_not_a_previous_run(tmp_path / "run")
+    check_run_dir(tmp_path / "run", resume=False)  # the same dir takes a fresh start
     restarts = (tmp_path / "run" / "restarts.jsonl").read_text().splitlines()
     assert [json.loads(r)["event"] for r in restarts] == ["restart", "restart", "gave_up"]
     assert not any(alive(int(p)) for p in pidfile.read_text().split())
@@ -214,7 +214,7 @@ def test_a_start_that_fails_leaves_no_shared_memory_and_the_dir_starts_again(tmp
     [(_, segment, semaphore)] = [line.split() for line in records.read_text().splitlines()]
     assert not Path("/dev/shm", segment).exists() and not Path("/dev/shm", semaphore).exists()
     assert "--resume" not in str(info.value)
-    check_not_a_previous_run(run_dir)  # no FileExistsError
+    check_run_dir(run_dir, resume=False)  # no LaunchError
     [aside] = (run_dir / "logs").glob("failed-start-*")
     assert (aside / "config.yaml").is_file()
     result = run_local(make_cfg(), run_dir, progress=False, argv_for=stand_ins(tmp_path / "pids2"))
