@@ -54,6 +54,25 @@ def did_you_mean(name: str, names: list[str]) -> str:
 
 
 REGISTRIES: dict[str, Registry] = {}  # kind → its registry, every one made
+# the modules that make a registry, as names (importing them imports torch and the services)
+REGISTRY_MODULES = (
+    "meshrl.algos.registry",
+    "meshrl.algos.correction.registry",
+    "meshrl.algos.loss_masks.registry",
+    "meshrl.algos.preference_weighting.registry",
+    "meshrl.algos.resampling.registry",
+    "meshrl.alerts.registry",
+    "meshrl.services.reward.registry",
+    "meshrl.services.environment.registry",
+    "meshrl.services.rollout.agent.parsers",
+)
+
+
+def all_registries() -> dict[str, Registry]:
+    """kind → registry, every registry made (its module imported; its files on first lookup)."""
+    for module in REGISTRY_MODULES:
+        importlib.import_module(module)
+    return REGISTRIES
 
 
 class Registry:

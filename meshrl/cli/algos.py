@@ -11,22 +11,8 @@ torch is imported only when the command runs (the parts are torch code), never a
 
 from __future__ import annotations
 
-import importlib
-
 from meshrl.cli import about
-
-# the modules that make a registry (meshrl/registry.py); scripts/gen_parts_table.py reads them too
-REGISTRY_MODULES = (
-    "meshrl.algos.registry",
-    "meshrl.algos.correction.registry",
-    "meshrl.algos.loss_masks.registry",
-    "meshrl.algos.preference_weighting.registry",
-    "meshrl.algos.resampling.registry",
-    "meshrl.alerts.registry",
-    "meshrl.services.reward.registry",
-    "meshrl.services.environment.registry",
-    "meshrl.services.rollout.agent.parsers",
-)
+from meshrl.registry import all_registries
 
 
 def add_parser(sub) -> None:
@@ -49,12 +35,8 @@ def format_part(part) -> list[str]:
 
 
 def registries() -> dict:
-    """kind → registry, every registry made (its module imported; its files on first lookup)."""
-    for module in REGISTRY_MODULES:
-        importlib.import_module(module)
-    from meshrl.registry import REGISTRIES  # lazy: filled by the imports above
-
-    return REGISTRIES
+    """kind → registry, every registry made (meshrl.registry.all_registries)."""
+    return all_registries()
 
 
 def other_parts(part_record) -> list:

@@ -47,4 +47,6 @@ class AgentConfig(Strict):
     @field_validator("tool_parser")
     @classmethod
     def _known_parser(cls, name: str) -> str:
-        return check_name("rollout.agent.tool_parser", name, tool_parsers(), "tool-call format")
+        return check_name(
+            "rollout.agent.tool_parser", name, tool_parsers(), "tool-call format", kind="tool-call format"
+        )

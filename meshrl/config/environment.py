@@ -27,6 +27,7 @@ from meshrl.config.algorithm import Strict
 from meshrl.config.external_calls import TlsConfig
 from meshrl.config.openenv import OpenEnvConfig
 from meshrl.config.parts import builtin_environments
+from meshrl.config.parts_table import known
 from meshrl.config.secrets import check_env_name
 from meshrl.config.textarena import TextArenaConfig
 from meshrl.config.values import MAX_REPLICAS, Name, check_address
@@ -92,7 +93,7 @@ class EnvironmentConfig(Strict):
                 f"launched by meshrl) or address (host:port of your environment service), or both "
                 f"(a built-in served elsewhere by `meshrl serve environment`)"
             )
-        if self.builtin and self.builtin not in builtin_environments():
+        if self.builtin and not known("built-in environment", self.builtin):
             raise ValueError(
                 f"environment.builtin={self.builtin!r} is not a built-in environment; use one "
                 f"of {', '.join(builtin_environments())}, or address: host:port of your own"

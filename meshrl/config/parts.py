@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from meshrl.config.imported_parts import imported_part, is_import_path
-from meshrl.config.parts_table import DEDICATED_OPTION_KEYS, INPUTS, Declared, names, registered
+from meshrl.config.parts_table import DEDICATED_OPTION_KEYS, INPUTS, Declared, late_part, names, registered
 from meshrl.registry import did_you_mean
 
 __all__ = ["DEDICATED_OPTION_KEYS", "INPUTS", "Declared", "is_import_path", "registered"]
@@ -52,6 +52,8 @@ def part(key: str, value: str, family: str, extra: Iterable[str] = ()) -> Declar
         return known[value]
     if value in extra:
         return None
+    if (late := late_part(family, value)) is not None:
+        return late
     raise ValueError(
         unknown_name(key, value, [*known, *extra], family)
         + " (or a function of your own package: `package.module:function`)"
@@ -121,10 +123,11 @@ def unknown_name(key: str, value: str, allowed: Iterable[str], what: str) -> str
     return f"{key}={value!r} is not a known {what}{hint}. Valid: {', '.join(valid)}"
 
 
-def check_name(key: str, value: str, allowed: Iterable[str], what: str) -> str:
-    """`value` when it is one of `allowed`; else ValueError with `unknown_name`'s message."""
+def check_name(key: str, value: str, allowed: Iterable[str], what: str, kind: str = "") -> str:
+    """`value` when it is one of `allowed` (or a part of registry `kind` added since the parts
+    table was written); else ValueError with `unknown_name`'s message."""
     allowed = list(allowed)
-    if value not in allowed:
+    if value not in allowed and not (kind and late_part(kind, value) is not None):
         raise ValueError(unknown_name(key, value, allowed, what))
     return value
 

@@ -5,14 +5,27 @@ and the services; `scripts/gen_parts_table.py` writes each entry's name and decl
 (`Registry.add(name, obj, **declared)`) to parts_table.json, and the config reads that file
 once, on first use. tests/unit/config/test_parts_table.py fails, naming the command, when the
 file and the registries differ, so the file is never a second list kept by hand.
+
+A part added since the file was written still works: a name the file lacks is looked up in
+the live registries (`late_part`, which imports the parts, torch included) when a part's
+source is newer than the file, with a warning naming the command that brings the file up
+to date. So adding a part is its decorator; the common path stays torch-free.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 from dataclasses import dataclass, fields
 from importlib import resources
+from pathlib import Path
+
+log = logging.getLogger("meshrl.config")
+TABLE_FILE = Path(__file__).with_name("parts_table.json")
+PART_TREES = ("meshrl", "services")  # where part files live, beside this package's parent
+# a checkout or an install writes every file within moments of the table; an edit comes later
+WRITTEN_TOGETHER_S = 60.0
 
 # inputs the loop fills in; a part's other keyword parameters with defaults are its options
 INPUTS = frozenset(
@@ -98,6 +111,47 @@ def registered(kind: str) -> dict[str, Declared]:
 
 def names(kind: str) -> tuple[str, ...]:
     return tuple(kinds()[kind]["names"])
+
+
+def known(kind: str, name: str) -> bool:
+    """Whether `name` is a registered part of `kind`: in the table, or added since it was written."""
+    return name in kinds()[kind]["names"] or late_part(kind, name) is not None
+
+
+@functools.cache
+def table_may_be_stale() -> bool:
+    """A source file under the parts' trees written well after parts_table.json (a part added or
+    edited since scripts/gen_parts_table.py last ran); False for an install without the sources."""
+    try:
+        written = TABLE_FILE.stat().st_mtime + WRITTEN_TOGETHER_S
+    except OSError:
+        return False
+    root = TABLE_FILE.parents[2]
+    for tree in PART_TREES:
+        for source in (root / tree).rglob("*.py"):
+            if source.stat().st_mtime > written:
+                return True
+    return False
+
+
+@functools.cache
+def late_part(kind: str, name: str) -> Declared | None:
+    """`name`'s declaration from the live registry when the table lacks it and may be stale
+    (imports the registries: torch and the services); None when it is not registered there either."""
+    if not table_may_be_stale():
+        return None
+    from meshrl.registry import all_registries  # lazy: imports every part file
+
+    registry = all_registries().get(kind)
+    if registry is None or name not in registry:
+        return None
+    log.warning(
+        "%s %r is registered but not in %s yet: run .venv/bin/python scripts/gen_parts_table.py",
+        kind,
+        name,
+        TABLE_FILE.name,
+    )
+    return declared(kind, name, dict(registry.entry(name).declared))
 
 
 def decorators() -> dict[str, str]:

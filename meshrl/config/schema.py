@@ -137,6 +137,7 @@ class RewardComponentConfig(Strict):
             kind,
             (*reward_rule_kinds(), EXTERNAL_REWARD_KIND, REWARD_MODEL_KIND),
             "reward component kind",
+            kind="reward rule",
         )
 
     @model_validator(mode="after")

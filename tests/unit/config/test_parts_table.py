@@ -8,6 +8,7 @@ and the config takes its names from the table, not from the parts' source.
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,55 @@ def test_the_config_takes_names_and_declarations_from_the_table(table_with_a_new
         load_config(base={**BASE, "algorithm": {"policy_loss": "test_only_loss", "importance_sampling_level": "token"}})
     with pytest.raises(ConfigError, match=r"'gspo_x' is not a known policy loss \(did you mean 'gspo'\?\)"):
         load_config(base={**BASE, "algorithm": {"policy_loss": "gspo_x"}})
+
+
+@pytest.fixture
+def a_part_added_since_the_table(monkeypatch):
+    """A policy loss registered live (as its new file's decorator would) that the table lacks,
+    and a tree where a source file is newer than the table."""
+    from meshrl.algos.registry import POLICY_LOSSES
+
+    def test_late_loss(logprobs, old_logprobs, advantages, response_mask):
+        raise AssertionError("the config never runs a part")
+
+    POLICY_LOSSES.add("test_late_loss", test_late_loss, level="sequence", options=())
+    monkeypatch.setattr(parts_table, "table_may_be_stale", lambda: True)
+    parts_table.late_part.cache_clear()
+    yield
+    POLICY_LOSSES.remove("test_late_loss")
+    parts_table.late_part.cache_clear()
+
+
+def test_a_part_added_since_the_table_is_taken_from_the_live_registry(a_part_added_since_the_table, caplog):
+    algo = load_config(base={**BASE, "algorithm": {"policy_loss": "test_late_loss"}}).algorithm
+    assert algo.policy_loss == "test_late_loss"
+    assert "run .venv/bin/python scripts/gen_parts_table.py" in caplog.text and "test_late_loss" in caplog.text
+    # its declaration came along: a sequence-level loss refuses a token-level ratio
+    with pytest.raises(ConfigError, match=r"importance_sampling_level='token' does nothing .*its ratio is sequence"):
+        load_config(base={**BASE, "algorithm": {"policy_loss": "test_late_loss", "importance_sampling_level": "token"}})
+
+
+def test_with_an_up_to_date_table_an_unknown_name_is_refused_without_the_registries(
+    a_part_added_since_the_table, monkeypatch
+):
+    monkeypatch.setattr(parts_table, "table_may_be_stale", lambda: False)
+    with pytest.raises(ConfigError, match=r"'test_late_loss' is not a known policy loss"):
+        load_config(base={**BASE, "algorithm": {"policy_loss": "test_late_loss"}})
+
+
+def test_the_table_may_be_stale_when_a_source_file_is_newer(tmp_path, monkeypatch):
+    table = tmp_path / "meshrl" / "config" / "parts_table.json"
+    table.parent.mkdir(parents=True)
+    table.write_text("{}")
+    part = tmp_path / "services" / "reward" / "rules" / "mine.py"
+    part.parent.mkdir(parents=True)
+    part.write_text("")
+    monkeypatch.setattr(parts_table, "TABLE_FILE", table)
+    os.utime(table, (1_000, 1_000))
+    os.utime(part, (1_030, 1_030))  # written with the table (a clone, an install)
+    parts_table.table_may_be_stale.cache_clear()
+    assert not parts_table.table_may_be_stale()
+    os.utime(part, (5_000, 5_000))  # an edit since
+    parts_table.table_may_be_stale.cache_clear()
+    assert parts_table.table_may_be_stale()
+    parts_table.table_may_be_stale.cache_clear()
