@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from meshrl.config.schema import RunConfig
 
 MODES = ("auto", "shared", "split")
 
@@ -100,6 +104,18 @@ def core_split_problem(
             f"rollout {share} of {len(cores)}; raise launch.rollout_cores or use launch.cores=shared"
         )
     return None
+
+
+def core_problems(cfg: RunConfig) -> list[str]:
+    """The run's core split against the cores this process may use (known only on this host)."""
+    launch = cfg.launch
+    problem = core_split_problem(
+        usable_cores(),
+        mode=launch.cores,
+        rollout_cores=launch.rollout_cores,
+        tensor_parallel=cfg.rollout.tensor_parallel_size,
+    )
+    return [problem] if problem else []
 
 
 def rollout_share(usable: int, rollout_cores: int | None) -> int:

@@ -6,9 +6,9 @@ refuse only after NATS, vLLM and every service had started.
   the shapes in the model's safetensors headers (no torch, no weight read);
 - `rollout.tensor_parallel_size` divides the model's attention heads (meshrl.plan.parallel);
 - vLLM's CPU build has an attention kernel for the model's head size (meshrl.plan.head_size);
-- a tracker's server answers (an MLflow tracking server over http(s));
+- a tracker's server answers (an MLflow tracking server over http(s); tracker_probe.py);
 - `launch.cores=split` leaves rollout and learner a core each on the cores this process may
-  use, and rollout one per tensor-parallel worker (meshrl.launch.cores).
+  use, and rollout one per tensor-parallel worker (meshrl.launch.cores.core_problems).
 
 `meshrl train` (with or without `--dry-run`) and `meshrl doctor` run these; the first problem
 is one line and exit 2.
@@ -17,20 +17,17 @@ is one line and exit 2.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from meshrl.config.lora import lora_problem
 from meshrl.config.schema import RunConfig
 from meshrl.errors import ConfigError, LaunchError
 from meshrl.inputs.models.headers import linear_shapes
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
-from meshrl.launch.cores import core_split_problem, usable_cores
+from meshrl.launch.cores import core_problems
+from meshrl.launch.tracker_probe import tracker_problems
 from meshrl.plan.head_size import head_size_problem
 from meshrl.plan.parallel import tensor_parallel_problem
-
-TRACKER_PROBE_S = 3.0
 
 
 def model_setting_problems(cfg: RunConfig) -> list[str]:
@@ -48,18 +45,6 @@ def model_setting_problems(cfg: RunConfig) -> list[str]:
     if cfg.model.lora is not None and (problem := lora_setting_problem(cfg, folder, gguf)):
         problems.append(problem)
     return problems
-
-
-def core_problems(cfg: RunConfig) -> list[str]:
-    """The core split against the cores this process may use (known only on this host)."""
-    launch = cfg.launch
-    problem = core_split_problem(
-        usable_cores(),
-        mode=launch.cores,
-        rollout_cores=launch.rollout_cores,
-        tensor_parallel=cfg.rollout.tensor_parallel_size,
-    )
-    return [problem] if problem else []
 
 
 def lora_setting_problem(cfg: RunConfig, folder: Path, gguf: str | None) -> str | None:
@@ -87,29 +72,10 @@ def model_class_name(folder: Path) -> str:
     return str(architectures[0])
 
 
-def tracker_problems(cfg: RunConfig, timeout_s: float = TRACKER_PROBE_S) -> list[str]:
-    """An MLflow tracking server named by http(s) URI that does not accept a connection."""
-    trackers = cfg.telemetry.trackers or []
-    uri = cfg.telemetry.mlflow.tracking_uri if "mlflow" in trackers else None
-    if not uri or urlsplit(uri).scheme not in ("http", "https"):
-        return []
-    parts = urlsplit(uri)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
-    except OSError as err:
-        return [
-            f"telemetry.mlflow.tracking_uri={uri}: no server answers at {parts.hostname}:{port} "
-            f"({err.strerror or type(err).__name__}); start it (`mlflow server --port {port}`), fix the URI, "
-            f"or drop mlflow from telemetry.trackers"
-        ]
-    return []
-
-
 def check_model_settings(cfg: RunConfig) -> None:
     """ConfigError for a model setting the model cannot take, LaunchError for a tracker that
     does not answer; both one line, before anything starts."""
-    if problems := core_problems(cfg) + model_setting_problems(cfg):
+    if problems := model_setting_problems(cfg) + core_problems(cfg):
         raise ConfigError(problems[0])
     if problems := tracker_problems(cfg):
         raise LaunchError(problems[0])

@@ -42,7 +42,6 @@ class LocalRun:
 
 def prepare_run(cfg: RunConfig, run_dir: Path, *, run_id: str | None = None, resume: bool = False) -> LocalRun:
     run_id = run_id or make_run_id(cfg.run.name)
-    keep_new_files_private()  # the launcher's files and every service it starts
     cfg, config_path = prepare_run_dir(cfg, run_dir, resume=resume)
     return LocalRun(cfg, run_dir, run_id, config_path, resume)
 
@@ -51,6 +50,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool = False) -> t
     """The checked and made RUN_DIR; (the resolved config, the path it was written to)."""
     check_run_dir(run_dir, resume=resume)
     layout = RunDir(run_dir)
+    keep_new_files_private()  # the launcher's files and every service it starts
     make_private_dir(run_dir)
     layout.logs.mkdir(exist_ok=True)
     ensure_run_keys(run_dir)  # the learner signs weights notices with it (security/run_key.py)

@@ -15,7 +15,9 @@ from meshrl.config.lora import adapter_push_warning
 from meshrl.inputs.models.headers import safetensors_numel
 from meshrl.inputs.models.load import ModelLoadError, resolve_model_source
 from meshrl.inputs.models.moe import moe_ratio_warning
-from meshrl.launch.model_settings import core_problems, model_setting_problems, tracker_problems
+from meshrl.launch.cores import core_problems
+from meshrl.launch.model_settings import model_setting_problems
+from meshrl.launch.tracker_probe import tracker_problems
 
 NAME = "model"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")

@@ -15,7 +15,8 @@ import yaml
 
 from meshrl.config import ConfigError, load_config
 from meshrl.errors import LaunchError
-from meshrl.launch.model_settings import check_model_settings, model_setting_problems, tracker_problems
+from meshrl.launch.model_settings import check_model_settings, model_setting_problems
+from meshrl.launch.tracker_probe import tracker_problems
 
 
 def config(model_dir, *overrides):
