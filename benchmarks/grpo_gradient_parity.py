@@ -62,8 +62,10 @@ def sample(model, tok, rows: list[dict], samples: int) -> tuple[list, list, list
     return prompts, answers, rewards
 
 
-def meshrl_gradient(model, batch: RolloutBatch) -> dict[str, torch.Tensor]:
-    trainer = TrainerConfig(micro_batch_size=16, mini_batches=1, optim={"lr": 2e-5})
+def step_gradient(model, batch: RolloutBatch, micro_batch_size: int = 16) -> dict[str, torch.Tensor]:
+    """The gradient `TrainStep` has accumulated when it clips (before the optimizer moves anything):
+    GRPO, one mini-batch, seq-mean-token-mean, no KL."""
+    trainer = TrainerConfig(micro_batch_size=micro_batch_size, mini_batches=1, optim={"lr": 2e-5})
     algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean")
     policy = build_policy(model, trainer, total_steps=1)
     grads, clip = {}, policy.clip_gradients
@@ -117,7 +119,7 @@ def main(argv=None) -> None:
         group_ids=[i // args.samples for i in range(len(answers))],
         pad_id=EOS,
     )
-    ours = meshrl_gradient(copy.deepcopy(model), batch)
+    ours = step_gradient(copy.deepcopy(model), batch)
     print(compare(ours, plain_gradient(copy.deepcopy(model), prompts, answers, rewards, args.samples)))
 
 

@@ -18,28 +18,10 @@ import copy
 
 import torch
 
-from meshrl.config.algorithm import AlgorithmConfig, TrainerConfig
-from meshrl.services.learner.train.policy import build_policy
-from meshrl.services.learner.train.step import TrainStep
+from benchmarks.grpo_gradient_parity import step_gradient
 from tests.unit.services.learner.train.helpers import build_tiny_llama, random_batch
 
 N, GROUP = 16, 4
-
-
-def step_gradient(model, batch) -> dict[str, torch.Tensor]:
-    """The gradient TrainStep has accumulated when it clips (before the optimizer moves anything)."""
-    trainer = TrainerConfig(micro_batch_size=5, mini_batches=1, optim={"lr": 1e-3, "max_grad_norm": 1e9})
-    algo = AlgorithmConfig(advantage_estimator="grpo", policy_loss="ppo", loss_agg_mode="seq-mean-token-mean")
-    policy = build_policy(model, trainer, total_steps=1)
-    grads, clip = {}, policy.clip_gradients
-
-    def captured(name, step=None):
-        grads.update({n: p.grad.detach().clone() for n, p in policy.model.named_parameters() if p.grad is not None})
-        return clip(name, step)
-
-    policy.clip_gradients = captured
-    TrainStep(policy, algo.model_copy(update={"kl_coef": 0.0}), trainer, max_staleness=0)(batch, 0)
-    return grads
 
 
 def reference_gradient(model, batch) -> dict[str, torch.Tensor]:
@@ -59,7 +41,8 @@ def reference_gradient(model, batch) -> dict[str, torch.Tensor]:
 def test_the_padded_micro_batched_gradient_is_the_per_sequence_grpo_gradient():
     batch = random_batch(n=N, group_size=GROUP, seed=3, with_ref=False, with_behaviour=False)
     model = build_tiny_llama(seed=1)
-    ours, theirs = step_gradient(copy.deepcopy(model), batch), reference_gradient(copy.deepcopy(model), batch)
+    ours = step_gradient(copy.deepcopy(model), batch, micro_batch_size=5)  # ragged micro-batches
+    theirs = reference_gradient(copy.deepcopy(model), batch)
     assert ours.keys() == theirs.keys()
     for name in theirs:
         torch.testing.assert_close(ours[name], theirs[name], rtol=1e-4, atol=1e-6, msg=name)
