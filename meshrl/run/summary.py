@@ -99,13 +99,16 @@ def running_elsewhere(run: RunDir) -> str | None:
         return None
     return (
         f"running, not by a launcher on this machine (its learner wrote {age:.0f} s ago: compose or Kubernetes?); "
-        "what its run dir says so far is below; its services: `podman-compose ps` or `kubectl get pods`"
+        "what its run dir says so far is below; its services: "
+        "`podman-compose -f deploy/compose/compose.yaml ps` or `kubectl get pods`"
     )
 
 
 def how_it_ended(run: RunDir, trained: int, total: int | None) -> str:
     """One line: finished, running elsewhere, stopped by whom, or where it failed, and what to do next."""
-    if total is not None and trained >= total and run.final.is_dir():
+    # final/ is written only once the last step is trained; a compose or Kubernetes run dir may
+    # hold no config.yaml to read the total from (its config lives with the containers)
+    if run.final.is_dir() and (total is None or trained >= total):
         return "finished: every step trained, final model saved"
     stops = [a for a in read_rows(run.audit) if a.get("action") == "stop"]
     if not stops and (live := running_elsewhere(run)):

@@ -152,10 +152,20 @@ def test_a_run_whose_learner_writes_without_a_local_launcher_is_running_elsewher
     rc, out, _ = cli(capsys, "status", run_dir)
     first = out.splitlines()[0]
     assert rc == 0 and first.startswith(f"run {run_dir}: running, not by a launcher on this machine")
-    assert "podman-compose ps" in first and "--resume" not in first
+    assert "podman-compose -f deploy/compose/compose.yaml ps" in first and "--resume" not in first
     assert "steps trained 3/5" in out
     written_an_hour_ago(run_dir)  # the same dir once its learner has stopped writing
     assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
+
+
+def test_a_compose_run_that_finished_reads_finished_without_its_config(tmp_path, capsys):
+    """compose keeps the run's config with the containers: no config.yaml, but final/ is there."""
+    run_dir = finished_run(tmp_path, steps=2, total=2)
+    (run_dir / "config.yaml").unlink()
+    write_metrics(run_dir, 2)  # its last step a moment ago
+    (run_dir / "final").mkdir()
+    rc, out, _ = cli(capsys, "status", run_dir)
+    assert rc == 0 and out.splitlines()[0] == f"run {run_dir}: finished: every step trained, final model saved"
 
 
 def test_a_dir_that_holds_no_run_is_still_refused(tmp_path, capsys):
