@@ -9,7 +9,9 @@ runs never share an environment variable). Each call has a short deadline: what 
 answer is reported, never waited for.
 
 A run no launcher runs (finished, stopped, failed), read from its run dir: the steps it
-trained, of how many, and the policy version its last step pushed.
+trained, of how many, and the policy version its last step pushed; its state ENDED, or RUNNING
+while a learner no launcher here started (compose, Kubernetes) is writing to it
+(meshrl.run.summary.running_elsewhere).
 
     await live_status(info, Path("runs/grpo-0412"))   # learner, replicas, queues
     ended_status(Path("runs/grpo-0412"))              # learner state "ENDED"
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.presence import LauncherInfo
-from meshrl.run.summary import total_steps
+from meshrl.run.summary import running_elsewhere, total_steps
 from meshrl.run_layout import RunDir
 
 TIMEOUT_S = 2.0
@@ -141,7 +143,8 @@ def ended_status(path: Path) -> gateway_pb2.GetRunStatusResponse:
     the config asked for and the policy version of the last step (its `weights_version`)."""
     run = RunDir(path)
     last = last_metrics_row(run)
-    learner = gateway_pb2.Learner(state="ENDED", total_steps=total_steps(run) or 0)
+    state = "RUNNING" if running_elsewhere(run) and not run.final.is_dir() else "ENDED"
+    learner = gateway_pb2.Learner(state=state, total_steps=total_steps(run) or 0)
     if isinstance(last.get("step"), int):
         learner.step = last["step"] + 1
     if isinstance(version := last.get("weights_version"), (int, float)):

@@ -30,7 +30,7 @@ async function refreshStatus() {
   const s = await api(`${BASE}/status`);
   const l = s.learner || {};
   setButtons(s.run.live);
-  document.getElementById("state").textContent = s.run.live ? (l.state || l.error || "-") : "ENDED";
+  document.getElementById("state").textContent = s.run.live ? (l.state || l.error || "-") : (l.state || "ENDED");
   document.getElementById("step").textContent = l.step ?? s.run.last_step;
   document.getElementById("total").textContent = Number(l.total_steps) || "-";  // 0: not known
   document.getElementById("policy").textContent = l.policy_version ?? "-";

@@ -139,7 +139,7 @@ def describe(status: dict) -> str:
         lines.append(
             learner.get("error")
             and f"learner  {learner['grpc']}: {learner['error']}"
-            or f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps']}  "
+            or f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps'] or '-'}  "
             f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}"
         )
     for r in status.get("replicas", []):

@@ -25,7 +25,7 @@ import yaml
 
 from meshrl.inputs.checkpoint.layout import step_dirs
 from meshrl.run.records import read_rows
-from meshrl.run_layout import RunDir
+from meshrl.run_layout import LAUNCH_LOCK, RunDir
 
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 LEARNER_LOG = "learner-0"
@@ -93,9 +93,11 @@ def seconds_since_written(run: RunDir) -> float | None:
 
 def running_elsewhere(run: RunDir) -> str | None:
     """The line for a run no local launcher runs but whose learner is writing now (compose,
-    Kubernetes): its live state is theirs to tell; None when the run dir is quiet."""
+    Kubernetes): its live state is theirs to tell; None when the run dir is quiet, or when a
+    launcher on this machine ran it (its lock file stays: a local run that just ended)."""
     age = seconds_since_written(run)
-    if run.presence.is_file() or age is None or age > LIVE_WITHIN_S:
+    launched_here = (run.path / LAUNCH_LOCK).exists() or run.presence.is_file()
+    if launched_here or age is None or age > LIVE_WITHIN_S:
         return None
     return (
         f"running, not by a launcher on this machine (its learner wrote {age:.0f} s ago: compose or Kubernetes?); "

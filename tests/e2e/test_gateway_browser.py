@@ -520,6 +520,7 @@ def agents_run(runs_root, tiny_model_dir, e2e_data):
 
     run_dir = runs_root / AGENTS
     run_dir.mkdir()
+    (run_dir / "launcher.lock").touch()  # a launcher here ran it, and it has ended
     RunDir(run_dir).config.write_text(dump_config(mesh_config(tiny_model_dir, e2e_data, run_dir)))
     logger = JsonlLogger(run_dir / "metrics.jsonl")
     for step in range(3):

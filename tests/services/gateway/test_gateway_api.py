@@ -20,6 +20,7 @@ OPERATOR, VIEWER, ADMIN = "operator-token-0123456789", "viewer-token-0123456789a
 
 def write_run(run_dir):
     run_dir.mkdir()
+    (run_dir / "launcher.lock").touch()  # a launcher on this machine ran it
     (run_dir / "config.yaml").write_text("run: {name: ended}\nlearner: {steps: 10}\n")
     (run_dir / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": i, "reward": i / 10, "weights_version": float(i + 1)}) + "\n" for i in range(4))
@@ -77,6 +78,18 @@ async def test_list_runs_is_the_same_over_grpc_and_http(gateway):
     assert [(r.name, r.live, r.last_step) for r in reply.runs] == [("ended", False, 3)]
     status, body = await get(http, "/api/runs")
     assert status == 200 and [(r["name"], r["live"], r["last_step"]) for r in body["runs"]] == [("ended", False, "3")]
+
+
+def test_a_run_a_learner_writes_with_no_launcher_here_is_running_until_its_final_model(tmp_path):
+    """compose or Kubernetes: no launcher.lock, metrics written a moment ago."""
+    from gateway.runs.status import ended_status
+
+    run_dir = tmp_path / "compose-run"
+    write_run(run_dir)
+    (run_dir / "launcher.lock").unlink()
+    assert (ended_status(run_dir).learner.state, ended_status(run_dir).learner.step) == ("RUNNING", 4)
+    (run_dir / "final").mkdir()
+    assert ended_status(run_dir).learner.state == "ENDED"
 
 
 @pytest.mark.asyncio(loop_scope="session")

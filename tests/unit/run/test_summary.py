@@ -154,6 +154,9 @@ def test_a_run_whose_learner_writes_without_a_local_launcher_is_running_elsewher
     assert rc == 0 and first.startswith(f"run {run_dir}: running, not by a launcher on this machine")
     assert "podman-compose -f deploy/compose/compose.yaml ps" in first and "--resume" not in first
     assert "steps trained 3/5" in out
+    (run_dir / "launcher.lock").touch()  # the same, had a launcher here run it: a local run that just ended
+    assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
+    (run_dir / "launcher.lock").unlink()
     written_an_hour_ago(run_dir)  # the same dir once its learner has stopped writing
     assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
 
