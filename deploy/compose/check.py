@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None, env=os.environ) -> int:
         print(f"compose check: {problem}", file=sys.stderr)
     if problems:
         return 2
-    print(f"ready: MESHRL_DATA_DIR={data_dir} podman-compose -f deploy/compose/compose.yaml up -d (no --build)")
+    tool = "podman-compose" if shutil.which("podman-compose") else ".venv/bin/podman-compose"
+    print(f"ready: MESHRL_DATA_DIR={data_dir} {tool} -f deploy/compose/compose.yaml up -d (no --build)")
     return 0
 
 
