@@ -49,7 +49,7 @@ from meshrl.services.learner.parts import (
     WeightsExport,
     WeightsPush,
 )
-from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_times, with_derived
+from meshrl.services.learner.step_metrics import queue_depths, rollout_metrics, step_line, step_times, with_derived
 from meshrl.services.learner.trainer_thread import in_trainer_thread
 from meshrl.telemetry.tracing import set_policy_version, step_span
 
@@ -182,6 +182,7 @@ class Learner:
             self.feeder.settle(self.held_back, trained=True)
             self.held_back = []
         self.logger.log(step, metrics)
+        log.info("%s", step_line(step, self.cfg.learner.steps, metrics))
         self.step = step + 1
         self.state.step, self.state.last_metrics = self.step, metrics
         alerts = self.alerts.observe(step, metrics)

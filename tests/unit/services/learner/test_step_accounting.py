@@ -59,3 +59,15 @@ def test_component_metrics_average_only_what_was_scored():
         "reward/math_failed": 1.0,
         "reward/fmt_failed": 0.0,
     }
+
+
+def test_each_step_is_one_log_line_with_its_reward_times_and_version():
+    from meshrl.services.learner.step_metrics import step_line
+
+    metrics = {"reward": 0.625, "time/step": 41.23, "time/train": 33.08, "time/wait_for_batch": 8.0}
+    assert step_line(2, 10, {**metrics, "weights_version": 3.0}) == (
+        "step 3/10: reward 0.625, 41.2 s (train 33.1 s, waited 8.0 s), policy v3"
+    )
+    assert step_line(9, 10, {"weights_version": 10.0, "eval/accuracy": 0.90625}) == (
+        "step 10/10: reward -, - (train -, waited -), policy v10, held-out accuracy 0.906"
+    )
