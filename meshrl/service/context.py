@@ -8,6 +8,7 @@ clean-ups that runs on the way out, last registered first.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import inspect
 import logging
@@ -19,6 +20,7 @@ from typing import Any, Callable
 from meshrl.addresses import advertise_host, host_port
 from meshrl.transport.bus.registry import announce_service, service_key
 
+FORGET_WITHIN_S = 3.0  # per run-KV entry a stopping service withdraws
 log = logging.getLogger(__name__)
 
 
@@ -98,8 +100,10 @@ def timed_async(fn: Callable, ctx: ServiceContext) -> Callable:
 
 
 async def forget_key(state, key: str) -> None:
-    """Delete a run-KV entry; NATS may be gone already, and the entry is advisory."""
+    """Delete a run-KV entry at stop; NATS may be gone already (compose may stop it first), and
+    the entry is advisory, so a few seconds at most: the KV's patient retries would hold the
+    stop for 45 s per entry, past a container runtime's SIGKILL."""
     try:
-        await state.delete(key)
+        await asyncio.wait_for(state.delete(key), FORGET_WITHIN_S)
     except Exception as err:  # noqa: BLE001 - a stale entry is read as "gone" by its readers
         log.warning("could not remove %s from the run KV: %r", key, err)

@@ -111,6 +111,28 @@ async def test_a_config_error_exits_2_with_one_line_naming_service_and_key(nats_
     assert journal(tmp_path) == []  # failed before any of the service's own parts
 
 
+async def test_sigterm_after_nats_went_away_stops_within_seconds(run_id, tmp_path):
+    """compose may stop NATS before the services: withdrawing the KV entries must not hold the
+    stop (each waited 45 s, so a runtime's 30 s SIGTERM grace ended in a SIGKILL)."""
+    from meshrl.transport.bus import Bus
+    from meshrl.transport.bus.server import EmbeddedNats
+
+    server = EmbeddedNats(tmp_path / "own-nats")
+    try:
+        async with await Bus.connect(server.url, run_id, name="t") as bus:
+            await bus.ensure_streams()
+        proc = await start_fake(server.url, run_id, tmp_path)
+        await wait_for_line(proc, "READY")
+    finally:
+        server.close()
+    began = asyncio.get_running_loop().time()
+    proc.send_signal(signal.SIGTERM)
+    rc, err = await finish(proc)
+    took = asyncio.get_running_loop().time() - began
+    assert rc == 0 and "could not remove services.fake.fake-7 from the run KV" in err, err
+    assert took < 30, f"stop took {took:.0f} s after NATS went away"  # a runtime's SIGTERM grace; was 2 × 45 s
+
+
 async def test_unreachable_nats_exits_2_after_undoing_what_prepare_did(run_id, tmp_path):
     with refused_port() as port:
         rc, err = await finish(await start_fake(f"nats://127.0.0.1:{port}", run_id, tmp_path))
