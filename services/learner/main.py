@@ -41,6 +41,7 @@ import os
 from meshrl.addresses import bind_host
 from meshrl.api.common.v1 import common_pb2
 from meshrl.api.learner.v1 import learner_pb2_grpc
+from meshrl.config.load import dump_config
 from meshrl.inputs.checkpoint.key import check_signing_key
 from meshrl.run.audit import control_auditor
 from meshrl.run_layout import RunDir
@@ -57,6 +58,15 @@ from meshrl.transport.bus.subjects import run_consumers
 from meshrl.transport.rpc import registration, start_server, stop_server
 
 log = logging.getLogger("meshrl.learner")
+
+
+def keep_config_with_the_run(cfg) -> None:
+    """RUN_DIR/config.yaml when no launcher wrote it (compose, Kubernetes: the config lives with
+    the containers), so the run dir says what was asked: `meshrl status`, the gateway, a resume."""
+    run = RunDir(cfg.run.dir)
+    if not run.config.exists():
+        run.path.mkdir(parents=True, exist_ok=True)
+        run.config.write_text(dump_config(cfg))
 
 
 class LearnerProcess(ServiceProcess):
@@ -86,6 +96,7 @@ class LearnerProcess(ServiceProcess):
         )  # lazy: the heavy half (torch, transformers, peft, FSDP, DCP: seconds), once, after the config and NATS
 
         cfg = ctx.cfg
+        keep_config_with_the_run(cfg)
         await ctx.bus.ensure_streams(run_consumers(cfg.ack_waits))
         state = LearnerState(run_id=ctx.run_id, total_steps=cfg.learner.steps)
         assemble_loop = assemble.offline if cfg.algorithm.offline else assemble.online
