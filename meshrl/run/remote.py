@@ -133,7 +133,8 @@ def act(url: str, path: str, body: dict | None = None) -> str:
 def describe(status: dict) -> str:
     run, learner = status["run"], status.get("learner") or {}
     lines = [
-        f"run {run['name']}  ({'live, ' + run['run_id'] if run['live'] else 'not running'}; last step {run['last_step']})"
+        f"run {run['name']}  ({'live, ' + run['run_id'] if run['live'] else 'no launcher here'}; "
+        f"last step index {run['last_step']})"
     ]
     if learner:
         lines.append(

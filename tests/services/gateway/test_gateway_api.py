@@ -197,7 +197,7 @@ async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch
     monkeypatch.setenv("MESHRL_GATEWAY_TOKEN", VIEWER)
     assert await asyncio.to_thread(main, ["status", url]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "run ended  (not running; last step 3)",
+        "run ended  (no launcher here; last step index 3)",
         "learner  ENDED  step 4/10  policy v4  groups trained 0",  # the run dir's last step (gateway/runs/status.py)
     ]
     assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
