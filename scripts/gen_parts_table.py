@@ -34,11 +34,11 @@ def fixed_lists() -> dict[str, dict]:
 
 def table() -> dict:
     """{"about": ..., "kinds": {kind: {"decorator": ..., "names": {name: declared}}}}."""
-    from meshrl.cli.algos import registries
+    from meshrl.registry import all_registries
 
     kinds = {
         kind: {"decorator": registry.decorator, "names": {e.name: dict(e.declared) for e in registry.entries()}}
-        for kind, registry in sorted(registries().items())
+        for kind, registry in sorted(all_registries().items())
     }
     return {"about": ABOUT, "kinds": kinds | fixed_lists()}
 

@@ -88,9 +88,16 @@ def image_problems(engine: str, env) -> list[str]:
     return problems
 
 
+def podman_compose() -> str | None:
+    """How to call podman-compose here: on PATH, or meshrl's .venv's; None without one."""
+    if shutil.which("podman-compose"):
+        return "podman-compose"
+    return ".venv/bin/podman-compose" if (ROOT / ".venv" / "bin" / "podman-compose").exists() else None
+
+
 def compose_problems(engine: str) -> list[str]:
     """A compose tool: podman-compose (meshrl's .venv has it) or docker's compose plugin."""
-    if shutil.which("podman-compose") or (ROOT / ".venv" / "bin" / "podman-compose").exists():
+    if podman_compose():
         return []
     if engine == "docker" and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return []
@@ -138,7 +145,7 @@ def main(argv: list[str] | None = None, env=os.environ) -> int:
         print(f"compose check: {problem}", file=sys.stderr)
     if problems:
         return 2
-    tool = "podman-compose" if shutil.which("podman-compose") else ".venv/bin/podman-compose"
+    tool = podman_compose() or "docker compose"
     print(f"ready: MESHRL_DATA_DIR={data_dir} {tool} -f deploy/compose/compose.yaml up -d (no --build)")
     return 0
 

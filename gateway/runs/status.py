@@ -143,7 +143,7 @@ def ended_status(path: Path) -> gateway_pb2.GetRunStatusResponse:
     the config asked for and the policy version of the last step (its `weights_version`)."""
     run = RunDir(path)
     last = last_metrics_row(run)
-    state = "RUNNING" if running_elsewhere(run) and not run.final.is_dir() else "ENDED"
+    state = "RUNNING" if running_elsewhere(run) else "ENDED"
     learner = gateway_pb2.Learner(state=state, total_steps=total_steps(run) or 0)
     if isinstance(last.get("step"), int):
         learner.step = last["step"] + 1

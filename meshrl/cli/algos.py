@@ -34,14 +34,9 @@ def format_part(part) -> list[str]:
     return lines
 
 
-def registries() -> dict:
-    """kind → registry, every registry made (meshrl.registry.all_registries)."""
-    return all_registries()
-
-
 def other_parts(part_record) -> list:
     """The registered parts outside meshrl/algos, by kind and name, as `part_record`s."""
-    others = [r for kind, r in sorted(registries().items()) if not r.folder.startswith("meshrl.algos")]
+    others = [r for kind, r in sorted(all_registries().items()) if not r.folder.startswith("meshrl.algos")]
     return [part_record(f"{r.kind}s (@{r.decorator})", e.name, "", e.origin) for r in others for e in r.entries()]
 
 

@@ -2,10 +2,10 @@
 
     run = prepare_run(cfg, Path("runs/x"))    # LocalRun: the resolved config, its file, the run id
 
-It checks that a fresh start's RUN_DIR holds no other run, makes RUN_DIR (owner only) and RUN_DIR/logs, the run's signing keys, resolves free gRPC
-ports for the reference, the learner and a reward model the launcher starts (so every process
-reads the same address from the config), names the run's environment token file, and writes
-the resolved RUN_DIR/config.yaml. A fresh run never writes into another run's checkpoints; a
+It checks that a fresh start's RUN_DIR holds no other run, makes RUN_DIR (owner only) and
+RUN_DIR/logs, the run's signing keys, resolves free gRPC ports for the reference, the learner
+and a reward model the launcher starts (so every process reads the same address from the
+config), names the run's environment token file, and writes the resolved RUN_DIR/config.yaml. A fresh run never writes into another run's checkpoints; a
 resume needs the run's config.
 """
 

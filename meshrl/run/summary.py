@@ -93,11 +93,12 @@ def seconds_since_written(run: RunDir) -> float | None:
 
 def running_elsewhere(run: RunDir) -> str | None:
     """The line for a run no local launcher runs but whose learner is writing now (compose,
-    Kubernetes): its live state is theirs to tell; None when the run dir is quiet, or when a
-    launcher on this machine ran it (its lock file stays: a local run that just ended)."""
+    Kubernetes): its live state is theirs to tell; None when the run dir is quiet, holds the
+    final model, or a launcher on this machine ran it (its lock file stays: a local run that
+    just ended)."""
     age = seconds_since_written(run)
     launched_here = (run.path / LAUNCH_LOCK).exists() or run.presence.is_file()
-    if launched_here or age is None or age > LIVE_WITHIN_S:
+    if launched_here or run.final.is_dir() or age is None or age > LIVE_WITHIN_S:
         return None
     return (
         f"running, not by a launcher on this machine (its learner wrote {age:.0f} s ago: compose or Kubernetes?); "
