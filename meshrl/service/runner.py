@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import sys
 import time
 from contextlib import AsyncExitStack
 
 from meshrl.private_files import keep_new_files_private
+from meshrl.quick_exit import leave_quickly
 from meshrl.service.args import parse_service_args
 from meshrl.service.errors import USER_ERROR_EXIT, StartupFailed
 from meshrl.service.startup import start_up
@@ -44,7 +44,7 @@ def run_service(process, argv: list[str] | None = None, description: str = "") -
     except asyncio.CancelledError:
         log.warning("%s service: stopped by signal", process.name)
     log.info("%s service: exiting", process.name)
-    gc.freeze()  # everything is cleaned up: the interpreter's exit need not collect the heap again
+    leave_quickly()  # everything is cleaned up: no need to collect the heap again, or to hear of it
     return 0
 
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -79,6 +80,7 @@ from vllm.v1.engine.async_llm import AsyncLLM
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.services.rollout.engine_config import EngineConfig, lora_args
+from meshrl.services.rollout.ipc_folder import make_ipc_folder, vllm_binds_in
 from meshrl.services.rollout.samples import adapter_name, sample_from_completion
 from meshrl.transport.bus.codec import unpack_int32
 
@@ -173,13 +175,21 @@ class RolloutEngine:
         self.lora = None  # the LoRARequest new requests carry (None: the base weights)
         self._adapters_added = 0
         self._update_lock = asyncio.Lock()
+        self.ipc_folder = None  # vLLM's zmq sockets (ipc_folder.py), removed at shutdown
 
     @classmethod
     async def start(cls, config: EngineConfig, version: int = 0) -> "RolloutEngine":
         """Construct the AsyncLLM (spawns vLLM's processes; blocks ≈30 s) and tag its version."""
 
-        llm = AsyncLLM.from_engine_args(engine_args(config))
+        ipc_folder = make_ipc_folder()
+        try:
+            with vllm_binds_in(ipc_folder):
+                llm = AsyncLLM.from_engine_args(engine_args(config))
+        except BaseException:
+            shutil.rmtree(ipc_folder, ignore_errors=True)
+            raise
         engine = cls(llm, config, version)
+        engine.ipc_folder = ipc_folder
         await llm.update_weight_version(str(version))
         return engine
 
@@ -352,3 +362,6 @@ class RolloutEngine:
             llm, self.llm = self.llm, None
             llm.shutdown()
             del llm
+        if self.ipc_folder is not None:
+            shutil.rmtree(self.ipc_folder, ignore_errors=True)
+            self.ipc_folder = None

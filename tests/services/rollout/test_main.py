@@ -1,6 +1,9 @@
 """`python -m meshrl.services.rollout` as its own process: it loads the run's current weights
 before taking work, announces its gRPC port and its /metrics URL, serves a task from NATS
-(counted on /metrics), stops on SIGTERM.
+(counted on /metrics), stops on SIGTERM: vLLM's engine core exits on its own (vLLM does not
+have to kill it: services/rollout/vllm_exit_plugin.py), leaving no shared-memory segment and
+none of its socket files (ipc_folder.py), and nothing follows the service's last line
+(meshrl/quick_exit.py).
 
 Starts a second vLLM engine (its own process), so it is the slowest rollout test.
 Run: .venv/bin/python -m pytest tests/services/rollout/test_main.py -m slow
@@ -10,7 +13,9 @@ import asyncio
 import hashlib
 import signal
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -19,6 +24,7 @@ from safetensors.torch import save_file
 
 from meshrl.api.common.v1 import common_pb2 as pb
 from meshrl.api.rollout.v1 import rollout_pb2, rollout_pb2_grpc
+from meshrl.launch.shm import mapped_anywhere
 from meshrl.telemetry.service_metrics import metrics_key
 from meshrl.transport.bus import subjects as names
 from meshrl.transport.bus.registry import service_key
@@ -73,6 +79,7 @@ async def read_until_ready(proc) -> tuple[str, list[str]]:
 
 async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir, tmp_path):
     await publish_v1(bus, run_id, tiny_model_dir, tmp_path)
+    segments_before = shm_segments()
     loaded = await bus.nc.subscribe(names.weights_loaded_subject(run_id))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -113,10 +120,19 @@ async def test_service_process_end_to_end(bus, nats_url, run_id, tiny_model_dir,
         assert (group.group_id, group.policy_version, group.rollout_replica) == ("g-proc", 1, "rollout-p")
         await check_metrics(bus, run_id, group)
 
+        (ipc_folder,) = Path(tempfile.gettempdir()).glob(f"meshrl-vllm-ipc-{proc.pid}-*")
+        assert any(path.is_socket() for path in ipc_folder.iterdir())  # vLLM bound its sockets there
+
         stop_asked = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 60) == 0
         print(f"rollout: exit 0 {time.monotonic() - stop_asked:.1f} s after SIGTERM")  # a figure, not asserted
+        log = (await drain).decode(errors="replace")
+        assert "force killing remaining process" not in log  # vLLM's line when its grace ran out
+        left = shm_segments() - segments_before - mapped_anywhere()
+        assert not left, left  # none left unmapped
+        assert not ipc_folder.exists()  # nor vLLM's socket files
+        assert log.rstrip().endswith("rollout service: exiting")  # no teardown noise after it
         assert await bus.state.get(service_key("rollout", "rollout-p")) is None
         assert await bus.state.get(metrics_key("rollout", "rollout-p")) is None
     finally:
@@ -146,3 +162,8 @@ def _tokenizer(model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(model_dir))
+
+
+def shm_segments() -> set[str]:
+    """Names of the shared-memory segments in /dev/shm (vLLM's engine core makes a 160 MiB one)."""
+    return {path.name for path in Path("/dev/shm").glob("psm_*")}
