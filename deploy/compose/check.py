@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -146,8 +148,19 @@ def main(argv: list[str] | None = None, env=os.environ) -> int:
     if problems:
         return 2
     tool = podman_compose() or "docker compose"
-    print(f"ready: MESHRL_DATA_DIR={data_dir} {tool} -f deploy/compose/compose.yaml up -d (no --build)")
+    settings = " ".join(f"{name}={shlex.quote(value)}" for name, value in compose_settings(args.compose_dir, env))
+    print(
+        f"ready: MESHRL_DATA_DIR={data_dir} {settings}{' ' if settings else ''}{tool} -f deploy/compose/compose.yaml up -d (no --build)"
+    )
     return 0
+
+
+def compose_settings(compose_dir: Path, env) -> list[tuple[str, str]]:
+    """The variables compose.yaml reads that are set here, but MESHRL_DATA_DIR (printed resolved):
+    the ready line is copied into other shells, where a lost MESHRL_NATS_IMAGE pulls from Docker
+    Hub and a lost MESHRL_CONFIG_OVERRIDES starts a 20-step run."""
+    names = sorted(set(re.findall(r"\$\{(MESHRL_[A-Z_]+)", (compose_dir / "compose.yaml").read_text())))
+    return [(name, env[name]) for name in names if env.get(name) and name != "MESHRL_DATA_DIR"]
 
 
 if __name__ == "__main__":

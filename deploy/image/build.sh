@@ -126,4 +126,4 @@ fi
 start=$(date +%s)
 "$engine" "${args[@]}" .
 size=$("$engine" image inspect --format '{{.Size}}' "$tag")
-echo "[build] $tag: $(numfmt --to=si --suffix=B "$size") ($size bytes), built in $(( $(date +%s) - start )) s"
+echo "[build] $tag: $(numfmt --to=si --round=nearest --suffix=B "$size") ($size bytes), built in $(( $(date +%s) - start )) s"

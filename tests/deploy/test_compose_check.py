@@ -69,9 +69,13 @@ def test_made_as_the_docs_say_it_is_ready(setup, capsys, monkeypatch):
     capsys.readouterr()
     (data / "models" / "SmolLM2-135M-Instruct").mkdir(parents=True)
     (data / "arith_train.jsonl").write_text("{}\n")
-    code, lines = run_check(setup, capsys, MESHRL_NATS_IMAGE="meshrl:cpu")
+    code, lines = run_check(
+        setup, capsys, MESHRL_NATS_IMAGE="meshrl:cpu", MESHRL_CONFIG_OVERRIDES="learner.steps=2 eval.every=1"
+    )
     assert code == 0, lines
     assert lines[-1].startswith(f"ready: MESHRL_DATA_DIR={Path(data).resolve()} ")
+    # the line is copied into other shells: what compose reads from this one goes with it
+    assert "MESHRL_CONFIG_OVERRIDES='learner.steps=2 eval.every=1' MESHRL_NATS_IMAGE=meshrl:cpu " in lines[-1]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="owners are checked as root only")
