@@ -94,5 +94,5 @@ def run(args) -> int:
     check_inputs(cfg)
     run_dir = args.resume or args.run_dir or Path(cfg.run.dir)
     result = run_local(cfg, run_dir, resume=args.resume is not None)
-    print(result.summary())
-    return 0
+    print(result.summary(), file=sys.stderr if result.failure else sys.stdout)
+    return 1 if result.failure else 0  # README: a run that fails exits 1

@@ -14,9 +14,11 @@ Raises ServiceGaveUp (a RunFailed) when a service will not be restarted.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from meshrl.launch.outcome import stop_reason
 from meshrl.launch.processes import RunProcesses
 from meshrl.launch.progress import RunProgress, time_split
 from meshrl.launch.restarts import Keeper, RestartPolicy, restart_reports
@@ -36,8 +38,15 @@ class RunResult:
     steps: int
     last_metrics: dict
     time_split: str = ""  # where a step's time went (progress.time_split)
+    total: int = 0  # learner.steps
+    failure: str = ""  # why the learner stopped short (outcome.stop_reason); "" = it finished
 
     def summary(self) -> str:
+        if self.failure:
+            return (
+                f"run {self.run_id} FAILED after {self.steps} of {self.total} steps: {self.failure}; "
+                f"fix that, then `meshrl train --resume {self.run_dir}`"
+            )
         shown = ", ".join(
             f"{k}={self.last_metrics[k]:.4g}"
             for k in ("reward", "kl")
@@ -52,6 +61,7 @@ def keep_training(
 ) -> RunResult:
     """Until the learner exits 0: restart dead services, follow `meshrl scale`, show progress."""
     presence = LauncherInfo(os.getpid(), run.id, url, f"127.0.0.1:{run.cfg.learner.grpc_port}")
+    started = time.time()
     bar = RunProgress(RunDir(run.dir).metrics, run.cfg.learner.steps, desc=run.id, enabled=progress)
     try:
         with (
@@ -72,4 +82,6 @@ def keep_training(
             keeper.wait_for(LEARNER, on_tick=lambda: (bar.update(), procs.scan_now_and_then(), scaler.tick()))
     finally:
         bar.close()
-    return RunResult(run.id, run.dir, bar.steps_done, bar.last, time_split(bar.rows))
+    total = run.cfg.learner.steps
+    why = stop_reason(RunDir(run.dir), steps_done=bar.steps_done, total=total, since=started)
+    return RunResult(run.id, run.dir, bar.steps_done, bar.last, time_split(bar.rows), total, why)
