@@ -15,9 +15,13 @@ import argparse
 import asyncio
 import sys
 
-from meshrl.cli import about
-from meshrl.cli.reward_check import any_failed, format_table, run_suite
-from meshrl.cli.reward_check.connect import connect_from_args, probe_from_args
+from meshrl.cli.quiet_grpc import quiet_grpc_logs
+
+quiet_grpc_logs()  # before grpc is imported (below): C-core reads the variables as it loads
+
+from meshrl.cli import about  # noqa: E402
+from meshrl.cli.reward_check import any_failed, format_table, run_suite  # noqa: E402
+from meshrl.cli.reward_check.connect import connect_from_args, probe_from_args  # noqa: E402
 
 
 def add_connection_flags(parser) -> None:

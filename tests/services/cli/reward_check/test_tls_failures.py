@@ -9,6 +9,7 @@ Run: .venv/bin/python -m pytest tests/services/cli/reward_check/test_tls_failure
 """
 
 import asyncio
+import os
 import sys
 
 import grpc
@@ -149,3 +150,25 @@ async def test_the_doctor_names_the_run_configs_keys(certs):
     finally:
         await server.stop(0)
     assert found[0].startswith("no client certificate") and "environment.tls.cert_file" in found[1]
+
+
+@pytest.mark.parametrize("kit", ["env", "reward"])
+@pytest.mark.parametrize("server_tls", ["tls", "plain"])
+async def test_the_cli_prints_no_grpc_core_log_lines(certs, kit, server_tls):
+    """A wrong CA, or TLS against plaintext: the FAIL row names it; gRPC C-core's own
+    `I1207 ... ssl_transport_security.cc ... Handshake failed` line must not sit above it."""
+    ours, other = certs
+    credentials = server_credentials(ours, mutual=False) if server_tls == "tls" else None
+    server, address = await health_server(credentials)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "meshrl.cli.main", kit, "check", address, "--tls-ca", str(other.ca)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if k not in ("GRPC_VERBOSITY", "GRPC_TRACE")},
+        )
+        out, err = (b.decode() for b in await proc.communicate())
+    finally:
+        await server.stop(0)
+    assert proc.returncode == 1 and "1 of 1 checks FAILED" in out
+    assert "ssl_transport_security" not in err and "Handshake failed" not in err, err
