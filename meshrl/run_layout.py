@@ -21,6 +21,7 @@ imports nothing of meshrl, and every floor may use it).
     nats/              JetStream data of the embedded NATS server (the launcher)
     tensorboard/       step metrics as TensorBoard scalars (telemetry.trackers)
     trackers/          the run's MLflow run and the rows it did not take (services/learner/trackers)
+    learner.heartbeat  touched every 20 s while the learner runs: alive between metrics rows (the learner)
     launcher.json      the running launcher's calling card (meshrl.run.presence)
     launcher.lock      flocked by the running launcher: who it is, told by the kernel (meshrl.run.presence)
     scale.json         the replica counts `meshrl scale` asked for (meshrl.run.scale)
@@ -54,6 +55,7 @@ TENSORBOARD = "tensorboard"
 TRACKERS = "trackers"
 MLFLOW_RUN = "mlflow-run.json"
 MLFLOW_UNSENT = "mlflow-unsent.jsonl"
+HEARTBEAT = "learner.heartbeat"
 PRESENCE = "launcher.json"
 LAUNCH_LOCK = "launcher.lock"
 SCALE = "scale.json"
@@ -91,6 +93,7 @@ class RunDir:
     tensorboard = property(lambda self: self.path / TENSORBOARD)
     mlflow_run = property(lambda self: self.path / TRACKERS / MLFLOW_RUN)
     mlflow_unsent = property(lambda self: self.path / TRACKERS / MLFLOW_UNSENT)
+    heartbeat = property(lambda self: self.path / HEARTBEAT)
     presence = property(lambda self: self.path / PRESENCE)
     scale = property(lambda self: self.path / SCALE)
     audit = property(lambda self: self.path / AUDIT)

@@ -8,16 +8,18 @@ run's admin credential (and TLS) files (passed explicitly, so concurrent calls f
 runs never share an environment variable). Each call has a short deadline: what does not
 answer is reported, never waited for.
 
-A run no launcher runs (finished, stopped, failed), read from its run dir: the steps it
-trained, of how many, and the policy version its last step pushed; its state ENDED, or RUNNING
-while a learner no launcher here started (compose, Kubernetes) is writing to it
-(meshrl.run.summary.running_elsewhere).
+A run no launcher runs (finished, stopped, failed), read from its run dir as `meshrl status
+RUN_DIR` reads it (meshrl.run.summary): the steps it trained, of how many, the policy version
+its last step pushed, the groups trained (the ledger) and its outcome (how it ended, the final
+reward, held-out accuracy before and after, where final/ is); its state ENDED, or RUNNING while
+a learner no launcher here started (compose, Kubernetes) is alive (its heartbeat,
+meshrl.run.summary.running_elsewhere).
 
     await live_status(info, Path("runs/grpo-0412"))   # learner, replicas, queues
     ended_status(Path("runs/grpo-0412"))              # learner state "ENDED"
 
-Simplification: an ended run's status reads only metrics.jsonl's last line and config.yaml
-(the status is polled every 2 s); `meshrl status RUN_DIR` prints the full summary.
+Simplification: an ended run's status reads its metrics.jsonl and ledger whole at every poll
+(every 2 s): one line per step and a few per group, small beside what a step costs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from meshrl.api.gateway.v1 import gateway_pb2
 from meshrl.run.presence import LauncherInfo
-from meshrl.run.summary import running_elsewhere, total_steps
+from meshrl.run.summary import run_summary, running_elsewhere
 from meshrl.run_layout import RunDir
 
 TIMEOUT_S = 2.0
@@ -138,15 +140,35 @@ def last_metrics_row(run: RunDir) -> dict:
     return row if isinstance(row, dict) else {}
 
 
+def outcome_message(summary: dict) -> gateway_pb2.RunOutcome:
+    """The run dir's final reward, held-out accuracy before and after, and where final/ is."""
+    held = summary["held_out"]
+    out = gateway_pb2.RunOutcome(ended=summary["ended"], final_model=summary["final_model"] or "")
+    for field, value in (
+        ("final_reward", summary["final_reward"]),
+        ("accuracy_before", held["before"].get("eval/accuracy")),
+        ("accuracy_after", held["after"].get("eval/accuracy")),
+    ):
+        if isinstance(value, (int, float)):
+            setattr(out, field, float(value))
+    if isinstance(held["after_step"], int):
+        out.accuracy_after_step = held["after_step"]
+    prompts = held["after"].get("eval/n", held["before"].get("eval/n"))
+    out.eval_prompts = int(prompts) if isinstance(prompts, (int, float)) else 0
+    return out
+
+
 def ended_status(path: Path) -> gateway_pb2.GetRunStatusResponse:
-    """Steps trained (the last step's index + 1, as the live learner counts them), the total
-    the config asked for and the policy version of the last step (its `weights_version`)."""
+    """From the run dir, read as `meshrl status RUN_DIR` reads it (meshrl.run.summary): steps
+    trained (the last step's index + 1, as the live learner counts them) of the total asked,
+    the last step's policy version, the groups the ledger says were trained, and the outcome."""
     run = RunDir(path)
-    last = last_metrics_row(run)
-    state = "RUNNING" if running_elsewhere(run) else "ENDED"
-    learner = gateway_pb2.Learner(state=state, total_steps=total_steps(run) or 0)
-    if isinstance(last.get("step"), int):
-        learner.step = last["step"] + 1
-    if isinstance(version := last.get("weights_version"), (int, float)):
-        learner.policy_version = int(version)
-    return gateway_pb2.GetRunStatusResponse(learner=learner)
+    summary = run_summary(path)
+    learner = gateway_pb2.Learner(
+        state="RUNNING" if running_elsewhere(run) else "ENDED",
+        step=summary["steps_trained"],
+        total_steps=summary["total_steps"] or 0,
+        policy_version=summary["policy_version"] or 0,
+        groups_trained=summary["groups"]["trained"],
+    )
+    return gateway_pb2.GetRunStatusResponse(learner=learner, outcome=outcome_message(summary))

@@ -33,7 +33,9 @@ message on stderr with exit status 2 and no traceback; a run that fails exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 from meshrl.cli import COMMANDS
@@ -88,7 +90,27 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
+    """The command's exit status; 141 when its reader went away (`meshrl status RUN | head -2`)."""
+    try:
+        try:
+            return run_command(parse(argv))
+        finally:
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+    except BrokenPipeError:
+        return reader_gone()
+
+
+def reader_gone() -> int:
+    """A reader that closed early is no error (`head` has what it wanted): no traceback, and
+    stdout pointed at /dev/null so the interpreter's last flush does not fail again. 141 is
+    what a shell reports for a writer ended by SIGPIPE."""
+    with contextlib.suppress(OSError, ValueError):  # a stdout with no file descriptor (captured)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The command; errors a user can fix as one line, exit 2 (see the module docstring)."""
     try:
         return args.func(args)
     except USER_ERRORS as err:

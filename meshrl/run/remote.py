@@ -130,6 +130,31 @@ def act(url: str, path: str, body: dict | None = None) -> str:
     return call(url, "POST", path, body, timeout_s=ACTION_TIMEOUT_S)["message"]
 
 
+def number(value) -> str:
+    return f"{value:.3f}" if isinstance(value, (int, float)) else "-"
+
+
+def outcome_lines(outcome: dict) -> list[str]:
+    """A run no launcher runs, as the run dir tells it (the gateway's RunOutcome): how it ended,
+    the final reward, held-out accuracy before and after when evaluated, and where final/ is."""
+    if not outcome:
+        return []
+    before, after = outcome.get("accuracy_before"), outcome.get("accuracy_after")
+    accuracy = "held-out accuracy: not evaluated"
+    if before is not None or after is not None:
+        where = f"after step {outcome.get('accuracy_after_step', 0)}" if after is not None else "no evaluation after"
+        prompts = int(outcome.get("eval_prompts") or 0)
+        accuracy = f"held-out accuracy: {number(before)} at start -> {number(after)} {where}" + (
+            f" ({prompts} prompts)" if prompts else ""
+        )
+    final = outcome.get("final_model") or "none (final/ is written when the last step is trained)"
+    return [
+        f"outcome: {outcome['ended']}",
+        f"final reward {number(outcome.get('final_reward'))}  {accuracy}",
+        f"final model: {final}",
+    ]
+
+
 def describe(status: dict) -> str:
     run, learner = status["run"], status.get("learner") or {}
     lines = [
@@ -143,6 +168,7 @@ def describe(status: dict) -> str:
             or f"learner  {learner['state']}  step {learner['step']}/{learner['total_steps'] or '-'}  "
             f"policy v{learner['policy_version']}  groups trained {learner['groups_trained']}"
         )
+    lines += outcome_lines(status.get("outcome") or {})
     for r in status.get("replicas", []):
         weights = f"v{r['weights_version']}" if r.get("has_weights_version") else "-"
         lines.append(f"  {r['service']:<10} {r['replica']:<14} {weights:<6} {r['health'] or r['error']}")

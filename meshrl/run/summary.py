@@ -29,9 +29,11 @@ from meshrl.run_layout import LAUNCH_LOCK, RunDir
 
 LOG_PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 LEARNER_LOG = "learner-0"
-# a learner writes metrics.jsonl every step; a run dir written this recently, with no local
-# launcher, is a run that compose or Kubernetes is running (their learner shares the run dir)
+# a learner touches its heartbeat every 20 s (services/learner/heartbeat.py); a run dir written
+# this recently, with no local launcher, is a run that compose or Kubernetes is running (their
+# learner shares the run dir)
 LIVE_WITHIN_S = 300.0
+PROBLEM_CHARS = 2000  # a log line longer than this is shown cut in the middle (a traceback packed in one line)
 
 
 def total_steps(run: RunDir) -> int | None:
@@ -76,29 +78,49 @@ def ledger_counts(run: RunDir) -> dict:
     }
 
 
+def middle_cut(text: str, limit: int = PROBLEM_CHARS) -> str:
+    """`text`, or its head and tail at word boundaries around " … ": an error's fix is said at
+    its end ("... INVALID_ARGUMENT: set X"), so a cut keeps the end and never splits a word."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    head, tail = text[:half], text[-half:]
+    if text[half] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    if text[-half - 1] != " " and " " in tail:
+        tail = tail.split(" ", 1)[1]
+    return f"{head.rstrip()} … {tail.lstrip()}"
+
+
 def last_problem(run: RunDir) -> str | None:
-    """The learner log's last warning or error line, if any."""
+    """The learner log's last warning or error line, if any (whole, unless very long)."""
     try:
         lines = run.log(LEARNER_LOG).read_text(errors="replace").splitlines()
     except OSError:
         return None
-    return next((line.strip()[:300] for line in reversed(lines) if LOG_PROBLEM.search(line)), None)
+    return next((middle_cut(line.strip()) for line in reversed(lines) if LOG_PROBLEM.search(line)), None)
 
 
 def seconds_since_written(run: RunDir) -> float | None:
-    """Seconds since the learner last wrote metrics.jsonl or its log; None when neither is there."""
-    times = [p.stat().st_mtime for p in (run.metrics, run.log(LEARNER_LOG)) if p.is_file()]
+    """Seconds since the learner last touched its heartbeat or wrote metrics.jsonl or its log;
+    None when none is there. The heartbeat counts because the other two may say nothing for a
+    whole step (metrics at a step's end; under compose the log goes to stdout)."""
+    paths = (run.heartbeat, run.metrics, run.log(LEARNER_LOG))
+    times = [p.stat().st_mtime for p in paths if p.is_file()]
     return time.time() - max(times) if times else None
 
 
+def launched_here(run: RunDir) -> bool:
+    """A launcher on this machine ran it: its lock file stays, and its card while it runs."""
+    return (run.path / LAUNCH_LOCK).exists() or run.presence.is_file()
+
+
 def running_elsewhere(run: RunDir) -> str | None:
-    """The line for a run no local launcher runs but whose learner is writing now (compose,
+    """The line for a run no local launcher runs but whose learner is alive now (compose,
     Kubernetes): its live state is theirs to tell; None when the run dir is quiet, holds the
-    final model, or a launcher on this machine ran it (its lock file stays: a local run that
-    just ended)."""
+    final model, or a launcher on this machine ran it (a local run that just ended)."""
     age = seconds_since_written(run)
-    launched_here = (run.path / LAUNCH_LOCK).exists() or run.presence.is_file()
-    if launched_here or run.final.is_dir() or age is None or age > LIVE_WITHIN_S:
+    if launched_here(run) or run.final.is_dir() or age is None or age > LIVE_WITHIN_S:
         return None
     return (
         f"running, not by a launcher on this machine (its learner wrote {age:.0f} s ago: compose or Kubernetes?); "
@@ -121,11 +143,28 @@ def how_it_ended(run: RunDir, trained: int, total: int | None) -> str:
         ended = f"stopped by {s.get('who', '?')} via {s.get('via', '?')} at {s.get('when', '?')} after {trained} steps"
     elif run.presence.is_file():  # the launcher's card outlives it only when it was killed
         ended = f"its launcher died (killed?) after {trained} steps"
+    elif not launched_here(run):
+        return gone_quiet(run, trained)
     else:
         problem = last_problem(run)
         where = "before its first step" if trained == 0 else f"after {trained} steps"
         ended = f"ended {where} without finishing" + (f"; the learner's last word: {problem}" if problem else "")
     return ended + next_move(run)
+
+
+def gone_quiet(run: RunDir, trained: int) -> str:
+    """A run no launcher here ran, quiet and unfinished: its learner may be dead, or alive where
+    this machine cannot see (a stuck step, a run dir not shared): a resume is offered only once
+    its services are checked, since a second learner on a live run dir corrupts it."""
+    age = seconds_since_written(run)
+    quiet = "wrote nothing to the run dir" if age is None else f"has not written to the run dir for {age:.0f} s"
+    problem = last_problem(run)
+    return (
+        f"not finished, no launcher on this machine ran it, and its learner {quiet} ({trained} steps trained)"
+        + (f"; the learner's last word: {problem}" if problem else "")
+        + "; check that nothing still runs it (`podman-compose -f deploy/compose/compose.yaml ps` or "
+        "`kubectl get pods`) before resuming" + next_move(run)
+    )
 
 
 def next_move(run: RunDir) -> str:

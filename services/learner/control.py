@@ -51,11 +51,17 @@ class LearnerState:
             total_steps=self.total_steps,
             policy_version=self.policy_version,
             groups_trained=self.groups_trained,
-            groups_in_flight=self.in_flight,
+            groups_in_flight=self.groups_in_flight(),
             groups_dropped_stale=self.groups_dropped_stale,
             last_metrics=metrics,
             message=self.message or self.waiting_message(),
         )
+
+    def groups_in_flight(self) -> int:
+        """Groups published and not yet trained or dropped, counted now: the feeder's own count
+        (`in_flight` is a snapshot taken after a step's groups are settled, 0 on an on-policy run
+        all through the next step, while its groups are played)."""
+        return self.feeder.in_flight if self.feeder is not None else self.in_flight
 
     def waiting_message(self) -> str:
         waiting = self.feeder.waiting_for if self.feeder is not None else ""

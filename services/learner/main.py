@@ -50,6 +50,7 @@ from meshrl.service.args import parse_service_args
 from meshrl.service.malloc import keep_freed_memory
 from meshrl.service.runner import LOG_FORMAT
 from meshrl.services.learner.control import LearnerControl, LearnerState
+from meshrl.services.learner.heartbeat import start_heartbeat, stop_heartbeat
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import with_prometheus
 from meshrl.services.learner.trainer_thread import in_trainer_thread
@@ -97,6 +98,7 @@ class LearnerProcess(ServiceProcess):
 
         cfg = ctx.cfg
         keep_config_with_the_run(cfg)
+        ctx.on_stop(stop_heartbeat, start_heartbeat(RunDir(cfg.run.dir)))  # alive between metrics rows
         await ctx.bus.ensure_streams(run_consumers(cfg.ack_waits))
         state = LearnerState(run_id=ctx.run_id, total_steps=cfg.learner.steps)
         assemble_loop = assemble.offline if cfg.algorithm.offline else assemble.online

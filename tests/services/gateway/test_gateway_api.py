@@ -22,8 +22,17 @@ def write_run(run_dir):
     run_dir.mkdir()
     (run_dir / "launcher.lock").touch()  # a launcher on this machine ran it
     (run_dir / "config.yaml").write_text("run: {name: ended}\nlearner: {steps: 10}\n")
+    held_out = {0: {"eval_start/accuracy": 0.25, "eval_start/n": 8.0}, 3: {"eval/accuracy": 0.625, "eval/n": 8.0}}
     (run_dir / "metrics.jsonl").write_text(
-        "".join(json.dumps({"step": i, "reward": i / 10, "weights_version": float(i + 1)}) + "\n" for i in range(4))
+        "".join(
+            json.dumps({"step": i, "reward": i / 10, "weights_version": float(i + 1), **held_out.get(i, {})}) + "\n"
+            for i in range(4)
+        )
+    )
+    # the ledger: 5 groups published, 3 trained, 1 dropped (what `meshrl status RUN_DIR` counts)
+    events = [("published", f"g{i}") for i in range(5)] + [("trained", f"g{i}") for i in range(3)]
+    (run_dir / "groups.jsonl").write_text(
+        "".join(json.dumps({"event": e, "group_id": g}) + "\n" for e, g in [*events, ("dropped", "g3")])
     )
     (run_dir / "samples.jsonl").write_text(
         "".join(
@@ -99,9 +108,27 @@ async def test_an_ended_runs_status_is_its_last_step_of_its_total_and_its_policy
     reply = await stub.GetRunStatus(pb.GetRunStatusRequest(run="ended"), metadata=auth(VIEWER))
     learner = reply.learner
     assert (learner.state, learner.step, learner.total_steps, learner.policy_version) == ("ENDED", 4, 10, 4)
+    assert learner.groups_trained == 3  # the ledger's trained groups, as `meshrl status RUN_DIR` counts them
     assert not reply.run.live and not reply.replicas
+    outcome = reply.outcome
+    assert (outcome.final_reward, outcome.accuracy_before, outcome.accuracy_after) == (0.3, 0.25, 0.625)
+    assert (outcome.accuracy_after_step, outcome.eval_prompts, outcome.final_model) == (3, 8, "")
+    assert outcome.ended.startswith("ended after 4 steps without finishing; there is no checkpoint")
     status, body = await get(http, "/api/runs/ended/status")
     assert status == 200 and body["learner"]["step"] == "4" and body["learner"]["policy_version"] == "4"
+    assert body["learner"]["groups_trained"] == "3" and body["outcome"]["final_reward"] == 0.3
+
+
+def test_a_finished_runs_status_says_where_its_final_model_is(tmp_path):
+    from gateway.runs.status import ended_status
+
+    run_dir = tmp_path / "done"
+    write_run(run_dir)
+    (run_dir / "config.yaml").write_text("learner: {steps: 4}\n")
+    (run_dir / "final").mkdir()
+    outcome = ended_status(run_dir).outcome
+    assert outcome.ended == "finished: every step trained, final model saved"
+    assert outcome.final_model == str(run_dir / "final")
 
 
 @pytest.mark.asyncio(loop_scope="session")
@@ -196,9 +223,15 @@ async def test_meshrl_status_asks_the_gateway_for_a_run_url(gateway, monkeypatch
     assert "set MESHRL_GATEWAY_TOKEN" in capsys.readouterr().err
     monkeypatch.setenv("MESHRL_GATEWAY_TOKEN", VIEWER)
     assert await asyncio.to_thread(main, ["status", url]) == 0
-    assert capsys.readouterr().out.splitlines() == [
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
         "run ended  (no launcher here; last step index 3)",
-        "learner  ENDED  step 4/10  policy v4  groups trained 0",  # the run dir's last step (gateway/runs/status.py)
+        "learner  ENDED  step 4/10  policy v4  groups trained 3",  # the run dir's last step and ledger
+    ]
+    assert out[2].startswith("outcome: ended after 4 steps without finishing; there is no checkpoint")
+    assert out[3:] == [
+        "final reward 0.300  held-out accuracy: 0.250 at start -> 0.625 after step 3 (8 prompts)",
+        "final model: none (final/ is written when the last step is trained)",
     ]
     assert await asyncio.to_thread(main, ["status", url.replace("ended", "nope")]) == 2
     assert "the gateway answered 404: no run 'nope'" in capsys.readouterr().err

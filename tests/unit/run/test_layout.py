@@ -15,6 +15,7 @@ FILES = {
     layout.DATA_REPORT,
     layout.SAMPLES,
     layout.ALERTS,
+    layout.HEARTBEAT,
     layout.PRESENCE,
     layout.SCALE,
     layout.AUDIT,

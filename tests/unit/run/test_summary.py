@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from meshrl.cli.main import main
 from meshrl.launch.failed_start import set_aside
 from meshrl.run.audit import record_action
-from meshrl.run.summary import run_summary
+from meshrl.run.summary import middle_cut, run_summary
 from meshrl.services.learner.ledger import Ledger
 from meshrl.services.learner.metric_logger import JsonlLogger
 from meshrl.telemetry.spans.export import OtlpJsonFileExporter, traces_file
@@ -129,9 +129,11 @@ def test_status_json_is_the_summary(tmp_path, capsys):
 
 
 def test_a_run_that_failed_before_its_first_step_says_so_and_how_to_start_again(tmp_path, capsys):
+    """A local run (its launcher's lock file stays): it surely ended, so the resume is certain."""
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)
     write_config(run_dir, learner={"steps": 4})
+    (run_dir / "launcher.lock").touch()
     (run_dir / "logs" / "learner-0.log").write_text(
         "2026-01-01 00:00:00,000 meshrl.learner INFO starting\n"
         "2026-01-01 00:00:01,000 meshrl.learner ERROR the model at /m cannot be loaded\n"
@@ -157,8 +159,57 @@ def test_a_run_whose_learner_writes_without_a_local_launcher_is_running_elsewher
     (run_dir / "launcher.lock").touch()  # the same, had a launcher here run it: a local run that just ended
     assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
     (run_dir / "launcher.lock").unlink()
-    written_an_hour_ago(run_dir)  # the same dir once its learner has stopped writing
-    assert "ended after 3 steps without finishing" in cli(capsys, "status", run_dir)[1]
+    written_an_hour_ago(run_dir)  # the same dir once its learner has stopped writing: maybe dead, maybe not
+    assert "not finished, no launcher on this machine ran it" in cli(capsys, "status", run_dir)[1]
+
+
+def test_a_compose_run_in_a_long_first_step_reads_running_by_its_heartbeat(tmp_path, capsys):
+    """metrics.jsonl is an hour old (or none yet: a first step of 357 s) and the learner logs to
+    stdout, but it touched RUN_DIR/learner.heartbeat just now: running, and no resume offered."""
+    run_dir = finished_run(tmp_path, steps=1, total=2)
+    (run_dir / "learner.heartbeat").touch()
+    rc, out, _ = cli(capsys, "status", run_dir)
+    first = out.splitlines()[0]
+    assert rc == 0 and first.startswith(f"run {run_dir}: running, not by a launcher on this machine")
+    assert "its learner wrote " in first and "--resume" not in first
+
+
+def test_a_quiet_unfinished_run_no_launcher_here_ran_says_to_check_its_services_before_resuming(tmp_path, capsys):
+    """Nothing written for an hour, no final/, no launcher lock: its learner may still run where
+    this machine cannot see, so the resume is said only after checking compose or Kubernetes."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_config(run_dir, learner={"steps": 2})
+    (run_dir / "learner.heartbeat").touch()
+    written_an_hour_ago(run_dir)
+    rc, out, _ = cli(capsys, "status", run_dir)
+    first = out.splitlines()[0]
+    assert rc == 0 and "ended" not in first
+    assert first == (
+        f"run {run_dir}: not finished, no launcher on this machine ran it, and its learner has not written to "
+        "the run dir for 3600 s (0 steps trained); check that nothing still runs it (`podman-compose -f "
+        "deploy/compose/compose.yaml ps` or `kubectl get pods`) before resuming; there is no checkpoint: "
+        f"`meshrl train --resume {run_dir}` starts it again at step 0"
+    )
+
+
+def test_the_learners_last_word_is_shown_whole_with_the_fix_at_its_end(tmp_path, capsys):
+    """A 400-character error (a gRPC status with the fix after it) is not cut at 300 characters."""
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    write_config(run_dir, learner={"steps": 4})
+    (run_dir / "launcher.lock").touch()
+    reason = "x" * 330 + " status INVALID_ARGUMENT: set rollout.max_model_len to at least 4096"
+    (run_dir / "logs" / "learner-0.log").write_text(f"2026-01-01 00:00:01,000 meshrl.learner ERROR {reason}\n")
+    written_an_hour_ago(run_dir)
+    first = cli(capsys, "status", run_dir)[1].splitlines()[0]
+    assert f"the learner's last word: 2026-01-01 00:00:01,000 meshrl.learner ERROR {reason}; there is" in first
+
+
+def test_a_very_long_last_word_is_cut_in_its_middle_at_spaces_keeping_its_end():
+    text = " ".join(f"w{i:03d}" for i in range(1000)) + " INVALID_ARGUMENT: set rollout.max_model_len"
+    assert middle_cut(text, limit=60) == "w000 w001 w002 w003 w004 w005 … set rollout.max_model_len"
+    assert middle_cut("short and whole", limit=40) == "short and whole"
 
 
 def test_a_compose_run_that_finished_reads_finished_without_its_config(tmp_path, capsys):

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fmeshrl/gateway/v1/gateway.proto\x12\x11meshrl.gateway.v1\x1a\x1cgoogle/protobuf/struct.proto\"a\n\nRunSummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04live\x18\x02 \x01(\x08\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x11\n\tlast_step\x18\x04 \x01(\x04\x12\x14\n\x0cupdated_unix\x18\x06 \x01(\x01\"\x11\n\x0fListRunsRequest\"?\n\x10ListRunsResponse\x12+\n\x04runs\x18\x01 \x03(\x0b\x32\x1d.meshrl.gateway.v1.RunSummary\"\"\n\x13GetRunStatusRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\"\xb3\x01\n\x07Learner\x12\x0c\n\x04grpc\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x04\x12\x13\n\x0btotal_steps\x18\x04 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x16\n\x0egroups_trained\x18\x06 \x01(\x04\x12\x18\n\x10groups_in_flight\x18\x07 \x01(\x04\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\r\n\x05\x65rror\x18\t \x01(\t\"\xa8\x01\n\x07Replica\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x0f\n\x07replica\x18\x02 \x01(\t\x12\x0c\n\x04grpc\x18\x03 \x01(\t\x12\x1b\n\x13has_weights_version\x18\x04 \x01(\x08\x12\x17\n\x0fweights_version\x18\x05 \x01(\x04\x12\x0e\n\x06health\x18\x06 \x01(\t\x12\x18\n\x10groups_generated\x18\x07 \x01(\x04\x12\r\n\x05\x65rror\x18\x08 \x01(\t\"T\n\nQueueDepth\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x10\n\x08\x63onsumer\x18\x02 \x01(\t\x12\x0f\n\x07pending\x18\x03 \x01(\x04\x12\x13\n\x0b\x61\x63k_pending\x18\x04 \x01(\x04\"\xc0\x02\n\x14GetRunStatusResponse\x12*\n\x03run\x18\x01 \x01(\x0b\x32\x1d.meshrl.gateway.v1.RunSummary\x12+\n\x07learner\x18\x02 \x01(\x0b\x32\x1a.meshrl.gateway.v1.Learner\x12,\n\x08replicas\x18\x03 \x03(\x0b\x32\x1a.meshrl.gateway.v1.Replica\x12\x43\n\x06wanted\x18\x04 \x03(\x0b\x32\x33.meshrl.gateway.v1.GetRunStatusResponse.WantedEntry\x12-\n\x06queues\x18\x05 \x03(\x0b\x32\x1d.meshrl.gateway.v1.QueueDepth\x1a-\n\x0bWantedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\r:\x02\x38\x01\"%\n\x16ListCheckpointsRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\"m\n\nCheckpoint\x12\x0c\n\x04step\x18\x01 \x01(\x04\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\t\x12\x12\n\nsize_bytes\x18\x04 \x01(\x04\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\"M\n\x17ListCheckpointsResponse\x12\x32\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x1d.meshrl.gateway.v1.Checkpoint\"W\n\x12ListSamplesRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05split\x18\x04 \x01(\t\"g\n\x13ListSamplesResponse\x12(\n\x07samples\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x04\"5\n\x14GetGroupTraceRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\"h\n\x15GetGroupTraceResponse\x12&\n\x05spans\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06linked\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\"G\n\x14StreamRecordsRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x12\n\nfrom_index\x18\x02 \x01(\x04\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"=\n\x06Record\x12\r\n\x05index\x18\x01 \x01(\x04\x12$\n\x03row\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"/\n\x10RunActionRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"x\n\x11RunActionResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12+\n\x07learner\x18\x02 \x01(\x0b\x32\x1a.meshrl.gateway.v1.Learner\x12\x17\n\x0f\x63heckpoint_step\x18\x03 \x01(\x04\x12\x0c\n\x04path\x18\x04 \x01(\t\"E\n\x13ScaleServiceRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\r\"H\n\x10SubmitRunRequest\x12\x13\n\x0b\x63onfig_yaml\x18\x01 \x01(\t\x12\x11\n\toverrides\x18\x02 \x03(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"6\n\x11SubmitRunResponse\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x14\n\x0clauncher_pid\x18\x02 \x01(\r\";\n\x10\x45xportRunRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x11\n\x04step\x18\x02 \x01(\x04H\x00\x88\x01\x01\x42\x07\n\x05_step\"2\n\x12RollbackRunRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0f\n\x07to_step\x18\x02 \x01(\x04\x32\xc0\x0b\n\x0eGatewayService\x12S\n\x08ListRuns\x12\".meshrl.gateway.v1.ListRunsRequest\x1a#.meshrl.gateway.v1.ListRunsResponse\x12_\n\x0cGetRunStatus\x12&.meshrl.gateway.v1.GetRunStatusRequest\x1a\'.meshrl.gateway.v1.GetRunStatusResponse\x12h\n\x0fListCheckpoints\x12).meshrl.gateway.v1.ListCheckpointsRequest\x1a*.meshrl.gateway.v1.ListCheckpointsResponse\x12\\\n\x0bListSamples\x12%.meshrl.gateway.v1.ListSamplesRequest\x1a&.meshrl.gateway.v1.ListSamplesResponse\x12\x62\n\rGetGroupTrace\x12\'.meshrl.gateway.v1.GetGroupTraceRequest\x1a(.meshrl.gateway.v1.GetGroupTraceResponse\x12U\n\rStreamMetrics\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12T\n\x0cStreamAlerts\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12T\n\x0cStreamEvents\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12U\n\x08PauseRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tResumeRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12Z\n\rCheckpointRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12T\n\x07StopRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12\\\n\x0cScaleService\x12&.meshrl.gateway.v1.ScaleServiceRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tExportRun\x12#.meshrl.gateway.v1.ExportRunRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tSubmitRun\x12#.meshrl.gateway.v1.SubmitRunRequest\x1a$.meshrl.gateway.v1.SubmitRunResponse\x12Z\n\x0bRollbackRun\x12%.meshrl.gateway.v1.RollbackRunRequest\x1a$.meshrl.gateway.v1.RunActionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fmeshrl/gateway/v1/gateway.proto\x12\x11meshrl.gateway.v1\x1a\x1cgoogle/protobuf/struct.proto\"a\n\nRunSummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04live\x18\x02 \x01(\x08\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x11\n\tlast_step\x18\x04 \x01(\x04\x12\x14\n\x0cupdated_unix\x18\x06 \x01(\x01\"\x11\n\x0fListRunsRequest\"?\n\x10ListRunsResponse\x12+\n\x04runs\x18\x01 \x03(\x0b\x32\x1d.meshrl.gateway.v1.RunSummary\"\"\n\x13GetRunStatusRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\"\xb3\x01\n\x07Learner\x12\x0c\n\x04grpc\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x04\x12\x13\n\x0btotal_steps\x18\x04 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x05 \x01(\x04\x12\x16\n\x0egroups_trained\x18\x06 \x01(\x04\x12\x18\n\x10groups_in_flight\x18\x07 \x01(\x04\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\r\n\x05\x65rror\x18\t \x01(\t\"\xa8\x01\n\x07Replica\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x0f\n\x07replica\x18\x02 \x01(\t\x12\x0c\n\x04grpc\x18\x03 \x01(\t\x12\x1b\n\x13has_weights_version\x18\x04 \x01(\x08\x12\x17\n\x0fweights_version\x18\x05 \x01(\x04\x12\x0e\n\x06health\x18\x06 \x01(\t\x12\x18\n\x10groups_generated\x18\x07 \x01(\x04\x12\r\n\x05\x65rror\x18\x08 \x01(\t\"T\n\nQueueDepth\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x10\n\x08\x63onsumer\x18\x02 \x01(\t\x12\x0f\n\x07pending\x18\x03 \x01(\x04\x12\x13\n\x0b\x61\x63k_pending\x18\x04 \x01(\x04\"\xf1\x01\n\nRunOutcome\x12\r\n\x05\x65nded\x18\x01 \x01(\t\x12\x19\n\x0c\x66inal_reward\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x1c\n\x0f\x61\x63\x63uracy_before\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x1b\n\x0e\x61\x63\x63uracy_after\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x1b\n\x13\x61\x63\x63uracy_after_step\x18\x05 \x01(\x04\x12\x14\n\x0c\x65val_prompts\x18\x06 \x01(\x04\x12\x13\n\x0b\x66inal_model\x18\x07 \x01(\tB\x0f\n\r_final_rewardB\x12\n\x10_accuracy_beforeB\x11\n\x0f_accuracy_after\"\xf0\x02\n\x14GetRunStatusResponse\x12*\n\x03run\x18\x01 \x01(\x0b\x32\x1d.meshrl.gateway.v1.RunSummary\x12+\n\x07learner\x18\x02 \x01(\x0b\x32\x1a.meshrl.gateway.v1.Learner\x12,\n\x08replicas\x18\x03 \x03(\x0b\x32\x1a.meshrl.gateway.v1.Replica\x12\x43\n\x06wanted\x18\x04 \x03(\x0b\x32\x33.meshrl.gateway.v1.GetRunStatusResponse.WantedEntry\x12-\n\x06queues\x18\x05 \x03(\x0b\x32\x1d.meshrl.gateway.v1.QueueDepth\x12.\n\x07outcome\x18\x06 \x01(\x0b\x32\x1d.meshrl.gateway.v1.RunOutcome\x1a-\n\x0bWantedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\r:\x02\x38\x01\"%\n\x16ListCheckpointsRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\"m\n\nCheckpoint\x12\x0c\n\x04step\x18\x01 \x01(\x04\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\t\x12\x12\n\nsize_bytes\x18\x04 \x01(\x04\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\"M\n\x17ListCheckpointsResponse\x12\x32\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x1d.meshrl.gateway.v1.Checkpoint\"W\n\x12ListSamplesRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\r\n\x05split\x18\x04 \x01(\t\"g\n\x13ListSamplesResponse\x12(\n\x07samples\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\r\n\x05total\x18\x03 \x01(\x04\"5\n\x14GetGroupTraceRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\"h\n\x15GetGroupTraceResponse\x12&\n\x05spans\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06linked\x18\x02 \x03(\x0b\x32\x17.google.protobuf.Struct\"G\n\x14StreamRecordsRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x12\n\nfrom_index\x18\x02 \x01(\x04\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"=\n\x06Record\x12\r\n\x05index\x18\x01 \x01(\x04\x12$\n\x03row\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"/\n\x10RunActionRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"x\n\x11RunActionResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12+\n\x07learner\x18\x02 \x01(\x0b\x32\x1a.meshrl.gateway.v1.Learner\x12\x17\n\x0f\x63heckpoint_step\x18\x03 \x01(\x04\x12\x0c\n\x04path\x18\x04 \x01(\t\"E\n\x13ScaleServiceRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x10\n\x08replicas\x18\x03 \x01(\r\"H\n\x10SubmitRunRequest\x12\x13\n\x0b\x63onfig_yaml\x18\x01 \x01(\t\x12\x11\n\toverrides\x18\x02 \x03(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"6\n\x11SubmitRunResponse\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x14\n\x0clauncher_pid\x18\x02 \x01(\r\";\n\x10\x45xportRunRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x11\n\x04step\x18\x02 \x01(\x04H\x00\x88\x01\x01\x42\x07\n\x05_step\"2\n\x12RollbackRunRequest\x12\x0b\n\x03run\x18\x01 \x01(\t\x12\x0f\n\x07to_step\x18\x02 \x01(\x04\x32\xc0\x0b\n\x0eGatewayService\x12S\n\x08ListRuns\x12\".meshrl.gateway.v1.ListRunsRequest\x1a#.meshrl.gateway.v1.ListRunsResponse\x12_\n\x0cGetRunStatus\x12&.meshrl.gateway.v1.GetRunStatusRequest\x1a\'.meshrl.gateway.v1.GetRunStatusResponse\x12h\n\x0fListCheckpoints\x12).meshrl.gateway.v1.ListCheckpointsRequest\x1a*.meshrl.gateway.v1.ListCheckpointsResponse\x12\\\n\x0bListSamples\x12%.meshrl.gateway.v1.ListSamplesRequest\x1a&.meshrl.gateway.v1.ListSamplesResponse\x12\x62\n\rGetGroupTrace\x12\'.meshrl.gateway.v1.GetGroupTraceRequest\x1a(.meshrl.gateway.v1.GetGroupTraceResponse\x12U\n\rStreamMetrics\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12T\n\x0cStreamAlerts\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12T\n\x0cStreamEvents\x12\'.meshrl.gateway.v1.StreamRecordsRequest\x1a\x19.meshrl.gateway.v1.Record0\x01\x12U\n\x08PauseRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tResumeRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12Z\n\rCheckpointRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12T\n\x07StopRun\x12#.meshrl.gateway.v1.RunActionRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12\\\n\x0cScaleService\x12&.meshrl.gateway.v1.ScaleServiceRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tExportRun\x12#.meshrl.gateway.v1.ExportRunRequest\x1a$.meshrl.gateway.v1.RunActionResponse\x12V\n\tSubmitRun\x12#.meshrl.gateway.v1.SubmitRunRequest\x1a$.meshrl.gateway.v1.SubmitRunResponse\x12Z\n\x0bRollbackRun\x12%.meshrl.gateway.v1.RollbackRunRequest\x1a$.meshrl.gateway.v1.RunActionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -48,42 +48,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REPLICA']._serialized_end=654
   _globals['_QUEUEDEPTH']._serialized_start=656
   _globals['_QUEUEDEPTH']._serialized_end=740
-  _globals['_GETRUNSTATUSRESPONSE']._serialized_start=743
-  _globals['_GETRUNSTATUSRESPONSE']._serialized_end=1063
-  _globals['_GETRUNSTATUSRESPONSE_WANTEDENTRY']._serialized_start=1018
-  _globals['_GETRUNSTATUSRESPONSE_WANTEDENTRY']._serialized_end=1063
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1065
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1102
-  _globals['_CHECKPOINT']._serialized_start=1104
-  _globals['_CHECKPOINT']._serialized_end=1213
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1215
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1292
-  _globals['_LISTSAMPLESREQUEST']._serialized_start=1294
-  _globals['_LISTSAMPLESREQUEST']._serialized_end=1381
-  _globals['_LISTSAMPLESRESPONSE']._serialized_start=1383
-  _globals['_LISTSAMPLESRESPONSE']._serialized_end=1486
-  _globals['_GETGROUPTRACEREQUEST']._serialized_start=1488
-  _globals['_GETGROUPTRACEREQUEST']._serialized_end=1541
-  _globals['_GETGROUPTRACERESPONSE']._serialized_start=1543
-  _globals['_GETGROUPTRACERESPONSE']._serialized_end=1647
-  _globals['_STREAMRECORDSREQUEST']._serialized_start=1649
-  _globals['_STREAMRECORDSREQUEST']._serialized_end=1720
-  _globals['_RECORD']._serialized_start=1722
-  _globals['_RECORD']._serialized_end=1783
-  _globals['_RUNACTIONREQUEST']._serialized_start=1785
-  _globals['_RUNACTIONREQUEST']._serialized_end=1832
-  _globals['_RUNACTIONRESPONSE']._serialized_start=1834
-  _globals['_RUNACTIONRESPONSE']._serialized_end=1954
-  _globals['_SCALESERVICEREQUEST']._serialized_start=1956
-  _globals['_SCALESERVICEREQUEST']._serialized_end=2025
-  _globals['_SUBMITRUNREQUEST']._serialized_start=2027
-  _globals['_SUBMITRUNREQUEST']._serialized_end=2099
-  _globals['_SUBMITRUNRESPONSE']._serialized_start=2101
-  _globals['_SUBMITRUNRESPONSE']._serialized_end=2155
-  _globals['_EXPORTRUNREQUEST']._serialized_start=2157
-  _globals['_EXPORTRUNREQUEST']._serialized_end=2216
-  _globals['_ROLLBACKRUNREQUEST']._serialized_start=2218
-  _globals['_ROLLBACKRUNREQUEST']._serialized_end=2268
-  _globals['_GATEWAYSERVICE']._serialized_start=2271
-  _globals['_GATEWAYSERVICE']._serialized_end=3743
+  _globals['_RUNOUTCOME']._serialized_start=743
+  _globals['_RUNOUTCOME']._serialized_end=984
+  _globals['_GETRUNSTATUSRESPONSE']._serialized_start=987
+  _globals['_GETRUNSTATUSRESPONSE']._serialized_end=1355
+  _globals['_GETRUNSTATUSRESPONSE_WANTEDENTRY']._serialized_start=1310
+  _globals['_GETRUNSTATUSRESPONSE_WANTEDENTRY']._serialized_end=1355
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1357
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1394
+  _globals['_CHECKPOINT']._serialized_start=1396
+  _globals['_CHECKPOINT']._serialized_end=1505
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1507
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1584
+  _globals['_LISTSAMPLESREQUEST']._serialized_start=1586
+  _globals['_LISTSAMPLESREQUEST']._serialized_end=1673
+  _globals['_LISTSAMPLESRESPONSE']._serialized_start=1675
+  _globals['_LISTSAMPLESRESPONSE']._serialized_end=1778
+  _globals['_GETGROUPTRACEREQUEST']._serialized_start=1780
+  _globals['_GETGROUPTRACEREQUEST']._serialized_end=1833
+  _globals['_GETGROUPTRACERESPONSE']._serialized_start=1835
+  _globals['_GETGROUPTRACERESPONSE']._serialized_end=1939
+  _globals['_STREAMRECORDSREQUEST']._serialized_start=1941
+  _globals['_STREAMRECORDSREQUEST']._serialized_end=2012
+  _globals['_RECORD']._serialized_start=2014
+  _globals['_RECORD']._serialized_end=2075
+  _globals['_RUNACTIONREQUEST']._serialized_start=2077
+  _globals['_RUNACTIONREQUEST']._serialized_end=2124
+  _globals['_RUNACTIONRESPONSE']._serialized_start=2126
+  _globals['_RUNACTIONRESPONSE']._serialized_end=2246
+  _globals['_SCALESERVICEREQUEST']._serialized_start=2248
+  _globals['_SCALESERVICEREQUEST']._serialized_end=2317
+  _globals['_SUBMITRUNREQUEST']._serialized_start=2319
+  _globals['_SUBMITRUNREQUEST']._serialized_end=2391
+  _globals['_SUBMITRUNRESPONSE']._serialized_start=2393
+  _globals['_SUBMITRUNRESPONSE']._serialized_end=2447
+  _globals['_EXPORTRUNREQUEST']._serialized_start=2449
+  _globals['_EXPORTRUNREQUEST']._serialized_end=2508
+  _globals['_ROLLBACKRUNREQUEST']._serialized_start=2510
+  _globals['_ROLLBACKRUNREQUEST']._serialized_end=2560
+  _globals['_GATEWAYSERVICE']._serialized_start=2563
+  _globals['_GATEWAYSERVICE']._serialized_end=4035
 # @@protoc_insertion_point(module_scope)

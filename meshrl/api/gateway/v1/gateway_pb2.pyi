@@ -91,8 +91,26 @@ class QueueDepth(_message.Message):
     ack_pending: int
     def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., pending: _Optional[int] = ..., ack_pending: _Optional[int] = ...) -> None: ...
 
+class RunOutcome(_message.Message):
+    __slots__ = ("ended", "final_reward", "accuracy_before", "accuracy_after", "accuracy_after_step", "eval_prompts", "final_model")
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    FINAL_REWARD_FIELD_NUMBER: _ClassVar[int]
+    ACCURACY_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    ACCURACY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    ACCURACY_AFTER_STEP_FIELD_NUMBER: _ClassVar[int]
+    EVAL_PROMPTS_FIELD_NUMBER: _ClassVar[int]
+    FINAL_MODEL_FIELD_NUMBER: _ClassVar[int]
+    ended: str
+    final_reward: float
+    accuracy_before: float
+    accuracy_after: float
+    accuracy_after_step: int
+    eval_prompts: int
+    final_model: str
+    def __init__(self, ended: _Optional[str] = ..., final_reward: _Optional[float] = ..., accuracy_before: _Optional[float] = ..., accuracy_after: _Optional[float] = ..., accuracy_after_step: _Optional[int] = ..., eval_prompts: _Optional[int] = ..., final_model: _Optional[str] = ...) -> None: ...
+
 class GetRunStatusResponse(_message.Message):
-    __slots__ = ("run", "learner", "replicas", "wanted", "queues")
+    __slots__ = ("run", "learner", "replicas", "wanted", "queues", "outcome")
     class WantedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -105,12 +123,14 @@ class GetRunStatusResponse(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     WANTED_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     run: RunSummary
     learner: Learner
     replicas: _containers.RepeatedCompositeFieldContainer[Replica]
     wanted: _containers.ScalarMap[str, int]
     queues: _containers.RepeatedCompositeFieldContainer[QueueDepth]
-    def __init__(self, run: _Optional[_Union[RunSummary, _Mapping]] = ..., learner: _Optional[_Union[Learner, _Mapping]] = ..., replicas: _Optional[_Iterable[_Union[Replica, _Mapping]]] = ..., wanted: _Optional[_Mapping[str, int]] = ..., queues: _Optional[_Iterable[_Union[QueueDepth, _Mapping]]] = ...) -> None: ...
+    outcome: RunOutcome
+    def __init__(self, run: _Optional[_Union[RunSummary, _Mapping]] = ..., learner: _Optional[_Union[Learner, _Mapping]] = ..., replicas: _Optional[_Iterable[_Union[Replica, _Mapping]]] = ..., wanted: _Optional[_Mapping[str, int]] = ..., queues: _Optional[_Iterable[_Union[QueueDepth, _Mapping]]] = ..., outcome: _Optional[_Union[RunOutcome, _Mapping]] = ...) -> None: ...
 
 class ListCheckpointsRequest(_message.Message):
     __slots__ = ("run",)
