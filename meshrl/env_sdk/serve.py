@@ -89,5 +89,11 @@ async def _serve_until_signal(environments: Served, port: int, name: str, **opti
 
 
 def serve(environments: Served, *, port: int, name: str = "env", **options) -> None:
-    """Serve until SIGTERM or Ctrl-C; options as for `start`."""
+    """Serve until SIGTERM or Ctrl-C; options as for `start`.
+
+    Each environment is served under a name, and a run's Resets carry its config's
+    environment.name: the two must be equal, or every Reset is INVALID_ARGUMENT "not served
+    here" and the run drops every group. `serve({"mulenv": Mul})` serves Mul as "mulenv";
+    `serve(Mul)` or `serve([Mul])` as its class name "Mul" (or its `name` class attribute).
+    `name` here is only the server's name in logs and traces."""
     asyncio.run(_serve_until_signal(environments, port, name, **options))

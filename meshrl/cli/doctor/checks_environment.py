@@ -6,6 +6,7 @@ process so the core never imports a service)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -83,14 +84,30 @@ def check_environment(ctx) -> list[Check]:
     if env.launched:
         return [_check_builtin(env)]
     rows = run_async(environment_health(env, timeout_s=ctx.reward_timeout_s))
-    return [
-        passed(r.check, r.detail)
-        if r.outcome == "PASS"
-        else failed(
-            r.check,
-            r.detail,
-            f"start the environment service at that address or fix environment.address; "
-            f"then `meshrl env check ADDRESS`. {r.fix}",
-        )
-        for r in rows
-    ]
+    checks = [_health_check(r) for r in rows]
+    up = [a for a, r in zip(env.addresses, rows) if r.outcome == "PASS"]
+    return checks + [_name_check(r) for r in run_async(_name_rows(env, up, ctx.reward_timeout_s))]
+
+
+def _health_check(r) -> Check:
+    if r.outcome == "PASS":
+        return passed(r.check, r.detail)
+    return failed(
+        r.check,
+        r.detail,
+        f"start the environment service at that address or fix environment.address; "
+        f"then `meshrl env check ADDRESS`. {r.fix}",
+    )
+
+
+async def _name_rows(env, addresses: list[str], timeout_s: float) -> list:
+    """A Reset under environment.name at every replica that is up: SERVING says nothing of names."""
+    from meshrl.cli.env_check.config_name import name_row  # lazy: grpc at CLI start-up
+
+    return list(await asyncio.gather(*(name_row(env, a, timeout_s) for a in addresses)))
+
+
+def _name_check(r) -> Check:
+    if r.outcome == "FAIL":
+        return failed(r.check, r.detail, r.fix)
+    return passed(r.check, r.detail) if r.outcome == "PASS" else skipped(r.check, r.detail)

@@ -8,6 +8,7 @@ import grpc
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.cli.env_check.kit import Answer, Kit
+from meshrl.cli.env_check.names import not_served, rename_fix
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
 from meshrl.env_sdk.contract import reset_problems, step_problems
 
@@ -32,6 +33,8 @@ def fix_for(answer: Answer) -> str:
         return "start the service, check ADDRESS and the TLS flags (--tls-ca for a TLS server)"
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return "pass the server's bearer token with --token-file"
+    if (named := not_served(answer)) is not None:
+        return rename_fix(*named, "--environment and the run config's environment.name")
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return "if your environment needs particular task fields, give it a dataset row with --task FILE"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -25,9 +25,10 @@ CONFIG_LABELS = (  # the doctor's fixes name the run config's keys, not the kit'
 )
 
 
-async def one_address(env, address: str, timeout_s: float) -> Row:
+def config_channel(env, address: str):
+    """A channel to one replica over the run config's TLS (environment.tls)."""
     tls = env.tls
-    channel = open_check_channel(
+    return open_check_channel(
         address,
         tls_ca=tls.ca_file if tls else None,
         tls_cert=tls.cert_file if tls else None,
@@ -35,6 +36,11 @@ async def one_address(env, address: str, timeout_s: float) -> Row:
         server_name=tls.server_name if tls else None,
         who=f"environment {env.name!r}",
     )
+
+
+async def one_address(env, address: str, timeout_s: float) -> Row:
+    tls = env.tls
+    channel = config_channel(env, address)
     probe = TlsProbe(
         address,
         tls.ca_file if tls else None,

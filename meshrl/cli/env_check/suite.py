@@ -11,6 +11,7 @@ from meshrl.cli.env_check.episode_checks import Episode, group_row, refused_call
 from meshrl.cli.env_check.error_checks import garbage_row, status_rows, token_row
 from meshrl.cli.env_check.kit import Kit
 from meshrl.cli.env_check.load_checks import concurrent_row, deadline_row
+from meshrl.cli.env_check.names import name_row
 from meshrl.cli.reward_check.probes import health_fix, health_row, reflection_row
 from meshrl.cli.reward_check.table import FAIL, PASS, Row
 from meshrl.cli.reward_check.tls_probe import TlsProbe
@@ -59,6 +60,7 @@ async def run_suite(
         await health_row(channel, metadata, service=SERVICE, fix=HEALTH_FIX),
         await reflection_row(channel, metadata, service=SERVICE),
     ]
+    rows += [r for r in [await name_row(kit)] if r]
     problems: list[str] = []
     rows += await episode_rows(kit, problems)
     rows += await status_rows(kit)

@@ -30,16 +30,29 @@ def test_skipped_without_an_environment():
 
 
 async def test_an_address_that_answers_passes_and_one_that_does_not_fails():
-    server, port = await start(Shop, host="127.0.0.1")
+    server, port = await start({"shop": Shop}, host="127.0.0.1")
     try:
         with refused_port() as dead:
-            good, bad = await asyncio.to_thread(
+            good, bad, name = await asyncio.to_thread(
                 check_environment, ctx_with(name="shop", address=f"127.0.0.1:{port},127.0.0.1:{dead}")
             )
     finally:
         await stop(server, grace=0)
     assert good.status == "pass" and good.detail == "SERVING"
     assert bad.status == "fail" and f"127.0.0.1:{dead}" in bad.name and "meshrl env check" in bad.fix
+    assert name.status == "pass" and name.name == f"environment 'shop' at 127.0.0.1:{port} serves that name"
+
+
+async def test_a_server_serving_another_name_fails_naming_both_and_the_fix():
+    """`serve(Shop)` serves 'Shop'; a config saying 'shop' would drop every group of the run."""
+    server, port = await start(Shop, host="127.0.0.1")
+    try:
+        health, name = await asyncio.to_thread(check_environment, ctx_with(name="shop", address=f"127.0.0.1:{port}"))
+    finally:
+        await stop(server, grace=0)
+    assert health.status == "pass" and name.status == "fail"
+    assert name.detail == "the server serves 'Shop', not the run config's environment.name 'shop'"
+    assert "serve({'shop': Shop}, ...)" in name.fix and "environment.name to 'Shop'" in name.fix
 
 
 def test_a_launched_builtin_is_built_for_real(monkeypatch):
