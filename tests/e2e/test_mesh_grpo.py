@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from meshrl.run_layout import RunDir
 from tests.fixtures.trackers import wandb_inspect
 
 pytestmark = pytest.mark.slow
@@ -41,6 +42,7 @@ def test_grpo_raises_reward_and_accounts_for_every_group(run_mesh):
     )
     assert result.steps == steps and len(metrics) == steps
     assert_private(result.run_dir)
+    assert RunDir(result.run_dir).heartbeat.is_file()  # the learner process beat (status reads it)
     rewards = [m["reward"] for m in metrics]
     # The learnable reward must visibly rise under GRPO (measured: 0.22, 0.31 over the first
     # two steps; 0.78, 0.75, 0.91, 0.78 over the last four).
