@@ -5,7 +5,7 @@ one row per check (PASS / FAIL / INFO) with a fix under each failure. Every call
 deadline, so the kit ends even against a server that never answers. The suite:
 
 - health (grpc.health.v1 SERVING for "" and for EnvironmentService; required), reflection
-  (optional: INFO);
+  (optional: INFO); without --environment, the server's one name checked and said (names.py);
 - one episode's life: Reset, Reset again (idempotent), Step turn 0, the same turn again
   (idempotent), turns until done (INFO when never: a stateless tool server), a Step after
   done (FAILED_PRECONDITION), Close twice (both OK), a Step after Close (NOT_FOUND);
@@ -17,7 +17,8 @@ deadline, so the kit ends even against a server that never answers. The suite:
   (INVALID_ARGUMENT), bytes that are no message (any status but OK); without the token when
   one is given (UNAUTHENTICATED);
 - a 1 ms deadline ends the call by it, and the same Reset retried then works;
-- 8 episodes at once; and every answer received checked against the contract.
+- 8 episodes at once; and every answer received checked against the contract (an answer the
+  SDK refused to send counts too; rows failed by it point at that row: root_cause.py).
 
     from meshrl.cli.env_check import run_suite
     rows = asyncio.run(run_suite(channel, task=load_task(None, environment="")))

@@ -12,6 +12,7 @@ from meshrl.cli.env_check.error_checks import garbage_row, status_rows, token_ro
 from meshrl.cli.env_check.kit import Kit
 from meshrl.cli.env_check.load_checks import concurrent_row, deadline_row
 from meshrl.cli.env_check.names import name_row
+from meshrl.cli.env_check.root_cause import blamed, sdk_refusals
 from meshrl.cli.reward_check.probes import health_fix, health_row, reflection_row
 from meshrl.cli.reward_check.table import FAIL, PASS, Row
 from meshrl.cli.reward_check.tls_probe import TlsProbe
@@ -67,7 +68,8 @@ async def run_suite(
     rows.append(await garbage_row(channel, kit))
     rows += [r for r in [await token_row(kit)] if r]
     rows += await load_rows(kit, channel, metadata, health)
-    return rows + [contract_row(problems)]
+    contract = contract_row(problems + sdk_refusals(rows))
+    return blamed(rows, contract, len(rows) + 1) + [contract]
 
 
 async def load_rows(kit: Kit, channel: aio.Channel, metadata: tuple, health: Row) -> list[Row]:
