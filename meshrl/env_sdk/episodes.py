@@ -26,6 +26,7 @@ from meshrl.api.env.v1 import env_pb2
 from meshrl.env_sdk.answers import reset_response, step_response
 from meshrl.env_sdk.environment import Environment
 from meshrl.env_sdk.errors import EnvError, internal
+from meshrl.env_sdk.not_served import not_served_message
 from meshrl.env_sdk.task import task_from_proto, turn_from_proto
 
 log = logging.getLogger(__name__)
@@ -96,11 +97,7 @@ class Episodes:
             return self.environments[name]
         if not name:
             return self.environments[self.default]
-        raise EnvError.invalid(
-            f"environment {name!r} is not served here (this server serves: "
-            f"{', '.join(self.environments)}); set the run config's environment.name "
-            f"to one of them"
-        )
+        raise EnvError.invalid(not_served_message(name, self.environments))
 
     def reset(self, request: env_pb2.ResetRequest) -> asyncio.Future:
         episode_id = request.episode_id

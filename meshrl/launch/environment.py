@@ -11,7 +11,8 @@ environment. A token the user configured (token_env / token_file) is passed on i
 Health: a run whose environment is a service at an address (not launched here) waits up to
 `environment.start_timeout_s` for it to answer SERVING (grpc.health.v1, over its TLS), else
 stops before any process starts, naming the address: an environment that is not there would
-otherwise drop every group the run samples.
+otherwise drop every group the run samples. Then it must serve `environment.name`
+(environment_name.py), for the same reason.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from grpc_health.v1 import health_pb2_grpc
 from meshrl.api.env.v1 import env_pb2
 from meshrl.config.schema import RunConfig
 from meshrl.errors import LaunchError
+from meshrl.launch.environment_name import check_names_served
 from meshrl.private_files import make_private_dir, write_private_file
 from meshrl.run.secrets import secrets_dir
 from meshrl.services.environment.adapters.textarena import probe as textarena_probe
@@ -107,6 +109,7 @@ def check_environment_up(cfg: RunConfig) -> None:
         asyncio.run(wait_environment_serving(env, within_s=env.start_timeout_s))
     except ConnectionError as err:
         raise LaunchError(str(err)) from None
+    asyncio.run(check_names_served(env))
 
 
 def check_openenv_up(env) -> None:

@@ -13,17 +13,12 @@ from meshrl.cli.env_check.kit import Kit
 from meshrl.cli.env_check.names import not_served, rename_fix
 from meshrl.cli.env_check.task import DEFAULT_ROW, task_request
 from meshrl.cli.reward_check.table import FAIL, INFO, PASS, Row
-from meshrl.config.secrets import read_secret
+from meshrl.launch.environment_name import bearer_token
 
 
 def token_metadata(env) -> tuple[tuple[str, str], ...]:
     """The config's bearer token (environment.token_env / token_file) as call metadata."""
-    token = read_secret(
-        env_name=env.token_env,
-        file=env.token_file,
-        env_label="environment.token_env",
-        file_label="environment.token_file",
-    )
+    token = bearer_token(env)
     return () if token is None else (("authorization", f"Bearer {token}"),)
 
 

@@ -12,15 +12,13 @@ may answer otherwise: then the names are unknown (None) and nothing is claimed.
 
 from __future__ import annotations
 
-import re
-
 import grpc
 
 from meshrl.api.env.v1 import env_pb2
 from meshrl.cli.env_check.kit import Answer, Kit
 from meshrl.cli.reward_check.table import INFO, Row
+from meshrl.env_sdk.not_served import served_names_in
 
-NOT_SERVED = re.compile(r"environment '(?P<asked>[^']*)' is not served here \(this server serves: (?P<served>[^)]*)\)")
 PROBE = "meshrl-env-check-no-such-environment"
 CHECK = "environment name"
 MUST = "the run config's environment.name must be"
@@ -28,8 +26,7 @@ MUST = "the run config's environment.name must be"
 
 def not_served(answer: Answer) -> tuple[str, list[str]] | None:
     """(the name asked for, the names served) when `answer` is the SDK's "not served here"."""
-    found = NOT_SERVED.search(answer.details) if answer.code == grpc.StatusCode.INVALID_ARGUMENT else None
-    return (found["asked"], [n.strip() for n in found["served"].split(",")]) if found else None
+    return served_names_in(answer.details) if answer.code == grpc.StatusCode.INVALID_ARGUMENT else None
 
 
 async def served_names(kit: Kit) -> list[str] | None:

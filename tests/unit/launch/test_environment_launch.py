@@ -82,3 +82,21 @@ async def test_an_environment_that_answers_lets_the_run_start():
         await asyncio.to_thread(check_environment_up, cfg_with(name="shop", address=f"127.0.0.1:{port}"))
     finally:
         await stop(server, grace=0)
+
+
+class Mul(Environment):
+    """Served under its class name, as `serve(Mul)` serves it."""
+
+
+async def test_an_environment_serving_another_name_stops_the_run_before_it_starts():
+    server, port = await start(Mul, host="127.0.0.1")
+    try:
+        cfg = cfg_with(name="mulenv", address=f"127.0.0.1:{port}")
+        with pytest.raises(LaunchError) as refused:
+            await asyncio.to_thread(check_environment_up, cfg)
+    finally:
+        await stop(server, grace=0)
+    assert str(refused.value).startswith(
+        f"environment.name is 'mulenv' but the environment at 127.0.0.1:{port} serves 'Mul': set environment.name "
+        "to 'Mul', or serve it under 'mulenv' (meshrl.env_sdk: serve({'mulenv': YourClass}, ...)"
+    )
