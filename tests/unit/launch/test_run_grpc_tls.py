@@ -12,10 +12,9 @@ import json
 import sys
 import textwrap
 
-from meshrl.config.load import load_config
 from meshrl.launch.local import run_local
 from meshrl.transport.rpc.mesh_tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV
-from tests.unit.launch.stand_in import ENDING
+from tests.unit.launch.stand_in import ENDING, stand_in_config
 
 PY = sys.executable
 STAND_IN = (
@@ -55,15 +54,7 @@ STAND_IN = (
 
 
 def test_launcher_gives_each_service_its_grpc_certificate_and_servers_require_mutual_tls(tmp_path):
-    cfg = load_config(
-        base={
-            "run": {"name": "t"},
-            "model": {"path": "/m"},
-            "data": {"train": "/d"},
-            "algorithm": {"preset": "grpo"},
-            "learner": {"steps": 1},
-        }
-    )  # no launch section
+    cfg = stand_in_config(1)  # no launch section
     records_path = tmp_path / "records.jsonl"
 
     def argv_for(spec, url, run_id, config_path):

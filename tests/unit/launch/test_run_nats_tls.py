@@ -10,10 +10,9 @@ import json
 import sys
 import textwrap
 
-from meshrl.config.load import load_config
 from meshrl.launch.local import run_local
 from meshrl.transport.bus.tls import CA_ENV, CERT_ENV, KEY_ENV
-from tests.unit.launch.stand_in import ENDING
+from tests.unit.launch.stand_in import ENDING, stand_in_config
 
 PY = sys.executable
 STAND_IN = (
@@ -45,16 +44,7 @@ STAND_IN = (
 
 
 def test_embedded_nats_is_mutual_tls_and_each_service_has_its_own_certificate(tmp_path):
-    cfg = load_config(
-        base={
-            "run": {"name": "t"},
-            "model": {"path": "/m"},
-            "data": {"train": "/d"},
-            "algorithm": {"preset": "grpo"},
-            "learner": {"steps": 1},
-            "nats": {"tls": "mutual"},
-        }
-    )
+    cfg = stand_in_config(1, nats={"tls": "mutual"})
     records_path = tmp_path / "records.jsonl"
 
     def argv_for(spec, url, run_id, config_path):

@@ -8,11 +8,11 @@ import textwrap
 import time
 
 from meshrl.cli import train as train_cli
-from meshrl.config.load import load_config
 from meshrl.launch.local import run_local
 from meshrl.launch.outcome import UNKNOWN, stop_reason
 from meshrl.launch.training import RunResult
 from meshrl.run_layout import RunDir
+from tests.unit.launch.stand_in import stand_in_config
 
 DROPPED = (
     "64 groups in a row were dropped and none trained (env_invalid_argument ×64); is environment.name one it serves?"
@@ -59,15 +59,7 @@ def test_run_local_whose_learner_stops_short_is_a_failed_result(tmp_path):
             return [sys.executable, "-c", STOPPING_LEARNER, str(config_path)]
         return [sys.executable, "-c", "import time; time.sleep(600)"]
 
-    cfg = load_config(
-        base={
-            "run": {"name": "t"},
-            "model": {"path": "/m"},
-            "data": {"train": "/d"},
-            "algorithm": {"preset": "grpo"},
-            "learner": {"steps": 3},
-        }
-    )
+    cfg = stand_in_config(3)
     result = run_local(cfg, tmp_path / "run", progress=False, argv_for=argv_for)
     assert result.steps == 0 and result.failure == DROPPED
     assert "FAILED after 0 of 3 steps: 64 groups in a row were dropped" in result.summary()

@@ -8,10 +8,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from meshrl.config.load import load_config
 from meshrl.launch.local import run_local
 from meshrl.transport.bus.credentials import ENV_VAR
-from tests.unit.launch.stand_in import ENDING
+from tests.unit.launch.stand_in import ENDING, stand_in_config
 
 PY = sys.executable
 # Each stand-in: connect with the credentials the launcher gave it, try to write the weights
@@ -42,15 +41,7 @@ STAND_IN = (
 
 
 def make_cfg():
-    return load_config(
-        base={
-            "run": {"name": "t"},
-            "model": {"path": "/m"},
-            "data": {"train": "/d"},
-            "algorithm": {"preset": "grpo"},
-            "learner": {"steps": 1},
-        }
-    )
+    return stand_in_config(1)
 
 
 def run_with_stand_ins(tmp_path: Path) -> list[dict]:
