@@ -45,8 +45,9 @@ def probe_request(name: str) -> env_pb2.ResetRequest:
     )
 
 
-async def name_problem(env, address: str, timeout_s: float) -> str | None:
-    """One line naming both names and the fix when the server says it serves others; else None."""
+async def reset_error(env, address: str, timeout_s: float) -> grpc.aio.AioRpcError | None:
+    """The error one Reset under environment.name met at `address`; None when it was answered
+    (that episode is closed again). Also `meshrl doctor`'s question (cli/env_check/config_name.py)."""
     tls = env.tls
     credentials = (
         channel_credentials(tls.ca_file, tls.cert_file, tls.key_file, who=f"environment {env.name!r}") if tls else None
@@ -59,11 +60,24 @@ async def name_problem(env, address: str, timeout_s: float) -> str | None:
         try:
             await stub.Reset(request, timeout=timeout_s)
         except grpc.aio.AioRpcError as err:
-            named = served_names_in(err.details() or "") if err.code() == grpc.StatusCode.INVALID_ARGUMENT else None
-            return None if named is None else mismatch(env.name, address, named[1])
+            return err
         with contextlib.suppress(grpc.aio.AioRpcError):  # it is gone with its idle expiry anyway
             await stub.Close(env_pb2.CloseRequest(episode_id=request.episode_id), timeout=timeout_s)
     return None
+
+
+def served_instead(err: grpc.aio.AioRpcError | None) -> list[str] | None:
+    """The names the server serves, when `err` is the SDK's "not served here"; else None."""
+    if err is None or err.code() != grpc.StatusCode.INVALID_ARGUMENT:
+        return None
+    named = served_names_in(err.details() or "")
+    return named[1] if named else None
+
+
+async def name_problem(env, address: str, timeout_s: float) -> str | None:
+    """One line naming both names and the fix when the server says it serves others; else None."""
+    served = served_instead(await reset_error(env, address, timeout_s))
+    return None if served is None else mismatch(env.name, address, served)
 
 
 async def check_names_served(env, timeout_s: float = 5.0) -> None:

@@ -25,10 +25,9 @@ CONFIG_LABELS = (  # the doctor's fixes name the run config's keys, not the kit'
 )
 
 
-def config_channel(env, address: str):
-    """A channel to one replica over the run config's TLS (environment.tls)."""
+async def one_address(env, address: str, timeout_s: float) -> Row:
     tls = env.tls
-    return open_check_channel(
+    channel = open_check_channel(
         address,
         tls_ca=tls.ca_file if tls else None,
         tls_cert=tls.cert_file if tls else None,
@@ -36,11 +35,6 @@ def config_channel(env, address: str):
         server_name=tls.server_name if tls else None,
         who=f"environment {env.name!r}",
     )
-
-
-async def one_address(env, address: str, timeout_s: float) -> Row:
-    tls = env.tls
-    channel = config_channel(env, address)
     probe = TlsProbe(
         address,
         tls.ca_file if tls else None,
